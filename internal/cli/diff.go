@@ -1,0 +1,16 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// PLACEHOLDER: replaced by the real command; do not land as done.
+func (a *app) newDiffCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "diff",
+		Hidden: true,
+		RunE:   func(*cobra.Command, []string) error { return errors.New("diff: not built yet") },
+	}
+}

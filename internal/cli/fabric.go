@@ -1,0 +1,16 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// PLACEHOLDER: replaced by the real command; do not land as done.
+func (a *app) newFabricCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "fabric",
+		Hidden: true,
+		RunE:   func(*cobra.Command, []string) error { return errors.New("fabric: not built yet") },
+	}
+}

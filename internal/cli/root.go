@@ -1,0 +1,144 @@
+// Package cli implements routekeeper's commands: flags, output and exit codes.
+// Each command has its own file; the work itself is done by the other internal
+// packages, so that it can be tested without a process.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// envPrefix is the prefix of the environment variables that set flags:
+// --route-table becomes ROUTEKEEPER_ROUTE_TABLE.
+const envPrefix = "ROUTEKEEPER_"
+
+// app holds what every command shares: the streams, the environment and the
+// global flags. One app is made per Run, so tests can run commands in parallel.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
+	output    string // -o table|json|yaml
+	logLevel  string
+	logFormat string
+	log       *slog.Logger
+}
+
+// Run runs routekeeper with args (without the program name) and returns the
+// process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, args, stdin, stdout, stderr, os.Getenv)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := a.newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	code, msg := exitCode(err)
+	if msg != "" {
+		fmt.Fprintf(stderr, "routekeeper: %s\n", msg)
+		if code == ExitUsage && strings.HasPrefix(msg, "unknown") {
+			fmt.Fprintln(stderr, "Run 'routekeeper --help' for usage.")
+		}
+	}
+	return code
+}
+
+func (a *app) newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "routekeeper",
+		Short: "Keep Kubernetes pod routes in Azure route tables, and the tables on their subnets",
+		Long: `routekeeper programs and guards the user-defined routes that carry pod traffic
+between the nodes of a Kubernetes cluster on Azure (kubenet, Calico policy-only,
+self-managed clusters): one route per node pod CIDR, in a route table that stays
+associated with the node subnets. With no Azure subscription configured it runs
+against an embedded local fabric that behaves like Azure Resource Manager.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.bindEnv(cmd); err != nil {
+				return err
+			}
+			return a.setup()
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	pf := root.PersistentFlags()
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
+	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
+
+	root.AddCommand(
+		a.newVersionCmd(),
+		a.newFabricCmd(),
+		a.newRunCmd(),
+		a.newDiffCmd(),
+		a.newRoutesCmd(),
+		a.newIpplanCmd(),
+		a.newMigrateCmd(),
+	)
+	return root
+}
+
+// bindEnv sets every flag that was not given on the command line from its
+// ROUTEKEEPER_* environment variable, so flags beat the environment and the
+// environment beats the config file.
+func (a *app) bindEnv(cmd *cobra.Command) error {
+	var errs []string
+	visit := func(f *pflag.Flag) {
+		if f.Changed {
+			return
+		}
+		name := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v := a.getenv(name)
+		if v == "" {
+			return
+		}
+		if err := f.Value.Set(v); err != nil {
+			errs = append(errs, fmt.Sprintf("environment variable %s=%q: %v", name, v, err))
+			return
+		}
+		f.Changed = true
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	if len(errs) > 0 {
+		return usageErrorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// setup validates the global flags and makes the logger.
+func (a *app) setup() error {
+	switch a.output {
+	case "table", "json", "yaml":
+	default:
+		return usageErrorf("flag --output: %q is not one of table, json, yaml", a.output)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
+		return usageErrorf("flag --log-level: %q is not one of debug, info, warn, error", a.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch a.logFormat {
+	case "text":
+		a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
+	case "json":
+		a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
+	default:
+		return usageErrorf("flag --log-format: %q is not one of text, json", a.logFormat)
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+// Package source defines the desired state routekeeper works from: the nodes
+// of a cluster with their addresses and pod CIDRs. Implementations live in
+// sub-packages: kube (client-go informer) and inventory (a YAML file).
+package source
+
+import "net/netip"
+
+// Node is what routekeeper needs to know of a cluster node.
+type Node struct {
+	Name string `json:"name"`
+	UID  string `json:"uid,omitempty"`
+	// InternalIPs are the node's internal addresses; the pod route of a CIDR
+	// points to the first one of the same IP family.
+	InternalIPs []netip.Addr `json:"internalIPs"`
+	// PodCIDRs are the node's pod ranges (spec.podCIDRs); empty when none is
+	// assigned yet.
+	PodCIDRs []netip.Prefix   `json:"podCIDRs,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+}
+
+// NextHop returns the node's internal address of the same family as
+// podCIDR, and false when the node has none.
+func (n Node) NextHop(podCIDR netip.Prefix) (netip.Addr, bool) {
+	for _, ip := range n.InternalIPs {
+		if ip.Is4() == podCIDR.Addr().Is4() {
+			return ip, true
+		}
+	}
+	return netip.Addr{}, false
+}
