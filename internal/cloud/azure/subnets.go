@@ -1,0 +1,130 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/cloud"
+)
+
+// GetSubnet reads a subnet: its prefixes, its route table and its etag.
+func (c *Client) GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error) {
+	s, _, err := c.getSubnet(ctx, id)
+	return s, err
+}
+
+func (c *Client) getSubnet(ctx context.Context, id string) (*cloud.Subnet, *armnetwork.Subnet, error) {
+	ref, err := parseSubnetID(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := c.clients(ref.subscription)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := sc.subnets.Get(ctx, ref.group, ref.vnet, ref.name, nil)
+	if err != nil {
+		return nil, nil, classify("reading subnet "+id, id, err)
+	}
+	return subnetFromARM(&resp.Subnet), &resp.Subnet, nil
+}
+
+// SetSubnetRouteTable associates the subnet with routeTableID ("" removes
+// the association). etag is the subnet version the caller decided on: the
+// subnet is read again, and if it changed since, cloud.ErrPreconditionFailed
+// is returned without writing. The PUT carries every other property of the
+// subnet as read, with If-Match, so nothing else on the subnet changes.
+func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error) {
+	cur, raw, err := c.getSubnet(ctx, subnetID)
+	if err != nil {
+		return nil, err
+	}
+	if etag != "" && cur.Etag != etag {
+		return nil, fmt.Errorf("subnet %s changed since it was read (etag %s, now %s): %w", subnetID, etag, cur.Etag, cloud.ErrPreconditionFailed)
+	}
+	ref, _ := parseSubnetID(subnetID)
+	sc, err := c.clients(ref.subscription)
+	if err != nil {
+		return nil, err
+	}
+	if raw.Properties == nil {
+		raw.Properties = &armnetwork.SubnetPropertiesFormat{}
+	}
+	if routeTableID == "" {
+		raw.Properties.RouteTable = nil
+	} else {
+		raw.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(routeTableID)}
+	}
+	poller, err := sc.subnets.BeginCreateOrUpdate(withIfMatch(ctx, cur.Etag), ref.group, ref.vnet, ref.name, *raw, nil)
+	if err != nil {
+		return nil, classify("writing subnet "+subnetID, subnetID, err)
+	}
+	resp, err := poller.PollUntilDone(ctx, c.pollOptions())
+	if err != nil {
+		return nil, classify("waiting for the write of subnet "+subnetID, subnetID, err)
+	}
+	return subnetFromARM(&resp.Subnet), nil
+}
+
+// VirtualNetwork is what routekeeper reads of a VNet.
+type VirtualNetwork struct {
+	ID              string
+	Name            string
+	Location        string
+	AddressPrefixes []string
+	Subnets         []cloud.Subnet
+}
+
+// GetVirtualNetwork reads a virtual network with its inline subnets.
+func (c *Client) GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetwork, error) {
+	ref, err := parseVNetID(id)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := c.clients(ref.subscription)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := sc.vnets.Get(ctx, ref.group, ref.name, nil)
+	if err != nil {
+		return nil, classify("reading virtual network "+id, id, err)
+	}
+	v := &VirtualNetwork{ID: str(resp.ID), Name: str(resp.Name), Location: str(resp.Location)}
+	if p := resp.Properties; p != nil {
+		if p.AddressSpace != nil {
+			for _, a := range p.AddressSpace.AddressPrefixes {
+				v.AddressPrefixes = append(v.AddressPrefixes, str(a))
+			}
+		}
+		for _, s := range p.Subnets {
+			if s != nil {
+				v.Subnets = append(v.Subnets, *subnetFromARM(s))
+			}
+		}
+	}
+	return v, nil
+}
+
+func subnetFromARM(s *armnetwork.Subnet) *cloud.Subnet {
+	out := &cloud.Subnet{ID: str(s.ID), Name: str(s.Name), Etag: str(s.Etag)}
+	if p := s.Properties; p != nil {
+		if p.AddressPrefix != nil {
+			out.AddressPrefixes = append(out.AddressPrefixes, *p.AddressPrefix)
+		}
+		for _, a := range p.AddressPrefixes {
+			if a != nil && (p.AddressPrefix == nil || *a != *p.AddressPrefix) {
+				out.AddressPrefixes = append(out.AddressPrefixes, *a)
+			}
+		}
+		if p.RouteTable != nil && p.RouteTable.ID != nil {
+			out.RouteTableID = *p.RouteTable.ID
+		}
+		if p.ProvisioningState != nil {
+			out.ProvisioningState = string(*p.ProvisioningState)
+		}
+	}
+	return out
+}
