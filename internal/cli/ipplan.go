@@ -2,15 +2,321 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/routekeeper/routekeeper/internal/ipplan"
 )
 
-// PLACEHOLDER: replaced by the real command; do not land as done.
+// ipplanOptions are the flags of `routekeeper ipplan`.
+type ipplanOptions struct {
+	file             string
+	configPath       string
+	svg              string
+	vnet             []string
+	subnets          []string
+	podCIDR          string
+	serviceCIDR      string
+	dnsServiceIP     string
+	nodes            int
+	maxPods          int
+	surge            string
+	onPrem           []string
+	plugins          []string
+	routeLimit       int
+	nodeCIDRMaskSize int
+}
+
+// ipplanFlags maps a Plan field (as ipplan.FieldError names it) to its flag.
+var ipplanFlags = map[string]string{
+	"vnet":             "vnet",
+	"subnets":          "subnet",
+	"podCIDR":          "pod-cidr",
+	"serviceCIDR":      "service-cidr",
+	"dnsServiceIP":     "dns-service-ip",
+	"nodes":            "nodes",
+	"maxPods":          "max-pods",
+	"surge":            "surge",
+	"onPrem":           "on-prem",
+	"plugins":          "plugin",
+	"routeLimit":       "route-limit",
+	"nodeCIDRMaskSize": "node-cidr-mask-size",
+}
+
 func (a *app) newIpplanCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "ipplan",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("ipplan: not built yet") },
+	var o ipplanOptions
+	cmd := &cobra.Command{
+		Use:   "ipplan",
+		Short: "Check an address plan and show its capacity: kubenet vs Azure CNI vs CNI Overlay",
+		Long: `ipplan checks a cluster's address plan before anything is created: forbidden
+ranges, overlaps between the VNet, its subnets, the pod and service ranges and
+on-premises or peered ranges, the DNS service IP, the size of the service range,
+a pod CIDR or node subnet too small for the nodes plus upgrade surge, and the
+400-route limit of kubenet. It also shows, for each network plugin, how many
+nodes and pods the plan holds and the smallest subnet for the requested nodes.
+
+The plan comes from flags, from a plan file (-f, same fields as the JSON output's
+inputs; flags override it), or from a live routekeeper config (--config). The
+first --subnet is the node subnet. Unset values get Azure's defaults: pod CIDR
+10.244.0.0/16, service CIDR 10.0.0.0/16, DNS service IP 10.0.0.10, max pods 110
+(kubenet), 30 (Azure CNI) or 250 (Overlay), surge 1 node.
+
+Without --plugin all three plugins are compared and problems that concern only
+some of them are warnings; name the plugin(s) you will use to make them errors.
+The command exits 3 when there is any error finding. Only IPv4 is supported.`,
+		Example: `  # Seed 004: a /24 node subnet, Azure's defaults
+  routekeeper ipplan --vnet 192.168.0.0/16 --subnet myAKSSubnet=192.168.1.0/24
+
+  # Microsoft's worked example: 50 nodes + 1 surge at 30 pods under Azure CNI
+  routekeeper ipplan --plugin azure --nodes 50 --max-pods 30
+
+  # A plan file, with a picture of the ranges
+  routekeeper ipplan -f plan.yaml --svg plan.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runIpplan(cmd, &o) },
 	}
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "plan file (YAML or JSON; - for stdin)")
+	f.StringVar(&o.configPath, "config", "", "routekeeper config: plan the live cluster, reading its subnets and VNet from the cloud")
+	f.StringVar(&o.svg, "svg", "", "write a picture of the ranges on the address axis to this SVG file")
+	f.StringSliceVar(&o.vnet, "vnet", nil, "VNet address space (repeatable)")
+	f.StringSliceVar(&o.subnets, "subnet", nil, "subnet as NAME=CIDR or CIDR (repeatable; the first is the node subnet)")
+	f.StringVar(&o.podCIDR, "pod-cidr", "", "pod CIDR, one /24 per node for kubenet and Overlay (default "+ipplan.DefaultPodCIDR+")")
+	f.StringVar(&o.serviceCIDR, "service-cidr", "", "Kubernetes service CIDR (default "+ipplan.DefaultServiceCIDR+")")
+	f.StringVar(&o.dnsServiceIP, "dns-service-ip", "", "cluster DNS service IP (default "+ipplan.DefaultDNSServiceIP+")")
+	f.IntVar(&o.nodes, "nodes", 0, "number of nodes to plan for (without it only the capacity is shown)")
+	f.IntVar(&o.maxPods, "max-pods", 0, "maximum pods per node (default 110 kubenet, 30 azure, 250 overlay)")
+	f.StringVar(&o.surge, "surge", "", `extra nodes during upgrades: a count or a percentage such as "33%" (default 1)`)
+	f.StringSliceVar(&o.onPrem, "on-prem", nil, "on-premises or peered range the cluster must reach (repeatable)")
+	f.StringSliceVar(&o.plugins, "plugin", nil, "network plugin: kubenet, azure or overlay (repeatable; default: compare all three)")
+	f.IntVar(&o.routeLimit, "route-limit", 0, "routes a route table holds (default 400)")
+	f.IntVar(&o.nodeCIDRMaskSize, "node-cidr-mask-size", 0, "prefix length of each node's pod range under kubenet (default 24)")
+	return cmd
+}
+
+// planSource says where the plan's base values came from, for error messages.
+type planSource struct {
+	kind string // "plan file" or "config file"
+	path string
+}
+
+func (a *app) runIpplan(cmd *cobra.Command, o *ipplanOptions) error {
+	if o.file != "" && o.configPath != "" {
+		return usageErrorf("flags -f and --config: give one of them, not both")
+	}
+	var plan ipplan.Plan
+	var src *planSource
+	switch {
+	case o.file != "":
+		p, err := a.readPlanFile(o.file)
+		if err != nil {
+			return err
+		}
+		plan, src = p, &planSource{kind: "plan file", path: o.file}
+	case o.configPath != "":
+		p, err := a.livePlan(cmd, o.configPath)
+		if err != nil {
+			return err
+		}
+		plan, src = p, &planSource{kind: "config file", path: o.configPath}
+	}
+	o.apply(cmd, &plan)
+
+	report, err := ipplan.Analyze(plan)
+	if err != nil {
+		return a.planError(cmd, src, err)
+	}
+	if err := a.printPlanReport(report); err != nil {
+		return err
+	}
+	if o.svg != "" {
+		if err := os.WriteFile(o.svg, ipplan.SVG(report), 0o644); err != nil {
+			return fmt.Errorf("writing the SVG picture: %w", err)
+		}
+	}
+	if report.Errors() > 0 {
+		return findings()
+	}
+	return nil
+}
+
+// apply overrides the plan with every flag that was given (on the command
+// line or through its ROUTEKEEPER_* variable).
+func (o *ipplanOptions) apply(cmd *cobra.Command, p *ipplan.Plan) {
+	set := cmd.Flags().Changed
+	if set("vnet") {
+		p.VNet = o.vnet
+	}
+	if set("subnet") {
+		p.Subnets = nil
+		for _, s := range o.subnets {
+			p.Subnets = append(p.Subnets, ipplan.ParseSubnet(s))
+		}
+	}
+	if set("pod-cidr") {
+		p.PodCIDR = o.podCIDR
+	}
+	if set("service-cidr") {
+		p.ServiceCIDR = o.serviceCIDR
+	}
+	if set("dns-service-ip") {
+		p.DNSServiceIP = o.dnsServiceIP
+	}
+	if set("nodes") {
+		p.Nodes = o.nodes
+	}
+	if set("max-pods") {
+		mp := o.maxPods
+		p.MaxPods = &mp
+	}
+	if set("surge") {
+		p.Surge = ipplan.Surge(o.surge)
+	}
+	if set("on-prem") {
+		p.OnPrem = o.onPrem
+	}
+	if set("plugin") {
+		p.Plugins = nil
+		for _, s := range o.plugins {
+			p.Plugins = append(p.Plugins, ipplan.Plugin(s))
+		}
+	}
+	if set("route-limit") {
+		p.RouteLimit = o.routeLimit
+	}
+	if set("node-cidr-mask-size") {
+		p.NodeCIDRMaskSize = o.nodeCIDRMaskSize
+	}
+}
+
+// readPlanFile reads a plan file strictly: an unknown field is an error, so
+// that a misspelt "podCidr" is not silently replaced by the default.
+func (a *app) readPlanFile(path string) (ipplan.Plan, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(a.stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return ipplan.Plan{}, usageErrorf("reading plan file: %w", err)
+	}
+	var p ipplan.Plan
+	if err := yaml.UnmarshalStrict(b, &p); err != nil {
+		return ipplan.Plan{}, usageErrorf("plan file %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// planError turns an invalid plan into a usage error that names the flag, or
+// the file and field, that holds the bad value.
+func (a *app) planError(cmd *cobra.Command, src *planSource, err error) error {
+	var fe *ipplan.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if flag, ok := ipplanFlags[fe.Field]; ok && (cmd.Flags().Changed(flag) || src == nil) {
+		return usageErrorf("flag --%s: %q %s", flag, fe.Value, fe.Reason)
+	}
+	return usageErrorf("%s %s: %s", src.kind, src.path, fe.Error())
+}
+
+func (a *app) printPlanReport(r ipplan.Report) error {
+	if a.output != "table" {
+		return a.print(r, nil)
+	}
+	w := a.stdout
+	if err := writeTable(w, rangesTable(r)); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if err := writeTable(w, capacityTable(r)); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if len(r.Findings) == 0 {
+		_, err := fmt.Fprintln(w, "No findings.")
+		return err
+	}
+	return writeTable(w, findingsTable(r))
+}
+
+func rangesTable(r ipplan.Report) table {
+	t := table{header: []string{"Kind", "Name", "Prefix", "First", "Last", "Addresses", "Usable"}}
+	for _, rg := range r.Ranges {
+		usable := ""
+		if rg.Kind == ipplan.KindSubnet {
+			usable = ipplan.Thousands(rg.Usable)
+		}
+		t.rows = append(t.rows, []string{string(rg.Kind), rg.Name, rg.Prefix.String(),
+			rg.First.String(), rg.Last.String(), ipplan.Thousands(rg.Addresses), usable})
+	}
+	return t
+}
+
+func capacityTable(r ipplan.Report) table {
+	t := table{header: []string{"Plugin", "PodsPerNode", "MaxNodes", "LimitedBy", "MaxPods"}}
+	if r.Nodes > 0 {
+		t.header = append(t.header, "NodesWithSurge", "SubnetIPs", "SmallestSubnet", "PodCIDRIPs", "SmallestPodCIDR", "Fits")
+	}
+	opt := func(n *int64) string {
+		if n == nil {
+			return "-"
+		}
+		return ipplan.Thousands(*n)
+	}
+	prefix := func(bits int) string {
+		if bits == 0 {
+			return "-"
+		}
+		return "/" + strconv.Itoa(bits)
+	}
+	for _, c := range r.Capacity {
+		row := []string{string(c.Plugin), strconv.Itoa(c.MaxPodsPerNode), opt(c.MaxNodes), orDash(c.LimitedBy), opt(c.MaxPods)}
+		if r.Nodes > 0 {
+			podIPs := "-"
+			if c.PodCIDRAddressesConsumed > 0 {
+				podIPs = ipplan.Thousands(c.PodCIDRAddressesConsumed)
+			}
+			fits := "-"
+			if c.Fits != nil {
+				fits = map[bool]string{true: "yes", false: "NO"}[*c.Fits]
+			}
+			row = append(row, ipplan.Thousands(int64(c.NodesWithSurge)), ipplan.Thousands(c.AddressesConsumed),
+				prefix(c.SmallestSubnetPrefix), podIPs, prefix(c.SmallestPodCIDRPrefix), fits)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+func findingsTable(r ipplan.Report) table {
+	t := table{header: []string{"Severity", "Rule", "Plugins", "Message"}}
+	for _, f := range r.Findings {
+		pl := make([]string, len(f.Plugins))
+		for i, p := range f.Plugins {
+			pl[i] = string(p)
+		}
+		t.rows = append(t.rows, []string{string(f.Severity), f.Rule, orDash(strings.Join(pl, ",")), f.Message})
+	}
+	return t
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// livePlan builds a plan from a live routekeeper config. Not wired yet.
+func (a *app) livePlan(_ *cobra.Command, path string) (ipplan.Plan, error) {
+	return ipplan.Plan{}, fmt.Errorf("--config %s: planning a live cluster is not available yet", path)
 }
