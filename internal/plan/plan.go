@@ -1,0 +1,724 @@
+// Package plan is routekeeper's pure planner: from the desired state (the
+// cluster's nodes), the current route table and the cluster configuration it
+// computes the changes of one reconcile, the conflicts that are reported
+// instead of written, each node's status, and the whole table to PUT. It does
+// no I/O, so the rules that keep routekeeper safe — ownership, conflicts,
+// limits — are decided and tested here.
+//
+// Ownership comes from route.Ownership: routekeeper changes or deletes only
+// routes named in the cloud-provider-azure scheme (<node>____<mangled CIDR>)
+// whose mangled CIDR matches their prefix, whose prefix lies inside the
+// cluster CIDRs, in a table claimed by this cluster (tag
+// routekeeper.io/cluster=<cluster>) or adopted by this very write. Every
+// other route is copied into the desired table bit for bit.
+//
+// The cases, for one pod CIDR of one node ("ours" = owned by this cluster):
+//
+//	table / node state                                     plan
+//	-----------------------------------------------------  ------------------------------------------
+//	table claimed by another cluster                       refused: nothing written, every node TableClaimed
+//	table unclaimed                                        adopt: claim tag written with the first write
+//	                                                       (or refused, TableUnclaimed, with RequireClaim)
+//	table missing (Current nil)                            plan against an empty table; Create and Claim set
+//	table has two routes with one name                     refused: InvalidTable
+//	node has no pod CIDR                                   NoPodCIDR
+//	pod CIDR outside the cluster CIDRs                     OutsideClusterCIDR
+//	two nodes (or one node twice) same name                DuplicateNode for both
+//	no internal IP of the pod CIDR's family                NoNodeIP; its existing route is kept as it is
+//	scheme name not a valid Azure name (> 80 chars)        InvalidRouteName
+//	two pod CIDRs map to one route name                    NameConflict for both
+//	pod CIDRs overlap, one of them already routed          the routed one is kept (and updated if needed),
+//	                                                       the others OverlappingPodCIDR
+//	pod CIDRs overlap, none or several routed              all OverlappingPodCIDR; existing routes kept as they are
+//	our route with exact name and prefix, right next hop   kept (Routed)
+//	our route with exact name, next hop IP or type differ  update in place (the node's IP changed, or drift)
+//	our route with exact name, other prefix                update in place (pod CIDR changed; names of two
+//	                                                       CIDRs can mangle alike: 10.2.4.0/24, 10.24.0.0/24)
+//	non-owned route with the exact name                    NameConflict (the route is left alone)
+//	non-owned route holds the prefix                       PrefixConflict (Forwarding when it already points
+//	                                                       to the node), nothing written for the CIDR
+//	our route of another name holds the prefix             that route is stale: delete it, create ours (the
+//	                                                       pod CIDR moved between nodes), in the same PUT
+//	legacy-named route of this node (LegacyNames)          renamed: delete legacy + create, in the same PUT
+//	no route                                               create, if the table has room, else RouteLimit
+//	our route, node gone                                   delete
+//	our route, node's pod CIDR changed                     delete (the new CIDR's route is created)
+//	non-owned route (custom, other cluster, service tag)   never changed or deleted
+//
+// A route belongs to a node only when its whole name equals
+// route.Name(node, podCIDR) for one of the node's current pod CIDRs
+// (compared case-insensitively, as ARM compares names); nothing is ever
+// matched or deleted by name prefix, so node-1 never touches node-10's
+// routes.
+//
+// The route limit counts the whole table, custom routes included. Existing
+// routes are always kept, even when the table is over the limit (after the
+// limit was lowered). Deletes free room for creates in the same plan. New
+// routes are added node by node in node-name order; a node gets all of its
+// new routes or none (a half-routed dual-stack node would only take room
+// from the next node), and nodes that do not fit are reported with
+// RouteLimit. A legacy rename needs no room: it frees the slot it takes.
+//
+// The desired table never holds two routes with the same masked prefix or
+// name that the current table did not already hold, never more routes than
+// the limit unless the current table already did (and then no more than
+// it), and only valid route names among the routes it adds.
+//
+// The plan is deterministic: the same input gives the same changes,
+// conflicts and desired table, whatever the order of the input nodes.
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
+)
+
+// action is what happens to a desired route (an entry).
+type action uint8
+
+const (
+	actNone   action = iota // not written (reason set), or nothing to do
+	actKeep                 // already correct
+	actUpdate               // update the route at entry.target
+	actCreate               // append a new route
+)
+
+// fate is what happens to a current route.
+type fate uint8
+
+const (
+	fateCarry     fate = iota // copied unchanged (not ours, or ours but untouched)
+	fateProtected             // ours, serving an entry: never deleted
+	fateUpdate                // ours, replaced by an updated route
+	fateDelete                // ours and stale
+)
+
+// current is the planner's view of one route of the current table.
+type current struct {
+	cls   route.Classification
+	fate  fate
+	entry int // the entry it serves or is updated for, -1
+	why   string
+}
+
+func (c *current) owned() bool { return c.cls.Owner == route.OwnerThisCluster }
+
+// entry is one desired route: one pod CIDR of one node.
+type entry struct {
+	node      int // index into Input.Nodes
+	cidr      netip.Prefix
+	name      string
+	lname     string
+	hop       netip.Addr
+	inCluster bool
+
+	reason     Reason
+	msg        string
+	other      string
+	forwarding bool
+
+	exact     int // current route with exactly this name, -1
+	incumbent int // current owned route already serving this CIDR for this node, -1
+	act       action
+	target    int // current route updated (actUpdate), -1
+	replaces  int // legacy route replaced by this create, -1
+	accepted  bool
+	route     route.Route // the route written (create or update)
+	changeWhy string
+}
+
+type planner struct {
+	in    Input
+	own   route.Ownership
+	claim string // the claim the ownership is decided against: "" or in.Cluster
+	limit int
+	cur   *route.Table
+	table string // the table's name for messages
+
+	routes   []current
+	byName   map[string]int
+	byPrefix map[netip.Prefix]int
+
+	order   []int          // node indices sorted by name
+	nodeIdx map[string]int // lowercased node name -> first node index in order
+	dup     []bool         // per node: name used twice
+	entries []entry
+	byNode  [][]int // per node: its entries, in pod CIDR order
+
+	p *Plan
+}
+
+// Compute plans one reconcile. It never modifies in.Current or in.Nodes.
+func Compute(in Input) *Plan {
+	limit := in.Limit
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	p := &Plan{Changes: []Change{}, Conflicts: []Conflict{}, Nodes: make(map[string]NodeStatus, len(in.Nodes)), Limit: limit}
+	if err := in.Validate(); err != nil {
+		return p.refuse(in.Nodes, ReasonInvalidInput, "invalid planner input: "+err.Error())
+	}
+	pl := &planner{in: in, own: in.Ownership(), limit: limit, cur: in.Current, p: p}
+	if pl.cur == nil {
+		pl.cur = &route.Table{}
+		p.Create = true
+	}
+	pl.table = tableName(pl.cur, p.Create)
+
+	claims := pl.cur.ClaimValues()
+	switch {
+	case len(claims) > 1:
+		return p.refuse(in.Nodes, ReasonInvalidTable, fmt.Sprintf("%s has claim tags %s for several clusters (%s); remove all but one", pl.table, route.ClaimTag, strings.Join(claims, ", ")))
+	case len(claims) == 1 && claims[0] != in.Cluster:
+		return p.refuse(in.Nodes, ReasonTableClaimed, fmt.Sprintf("%s is claimed by cluster %q (tag %s), not by this cluster %q; routekeeper writes nothing to it", pl.table, claims[0], route.ClaimTag, in.Cluster))
+	case len(claims) == 0 && in.RequireClaim && !p.Create:
+		return p.refuse(in.Nodes, ReasonTableUnclaimed, fmt.Sprintf("%s has no %s tag and adopting unclaimed tables is turned off; tag it %s=%s to let routekeeper manage it", pl.table, route.ClaimTag, route.ClaimTag, in.Cluster))
+	case len(claims) == 1:
+		pl.claim = in.Cluster
+	default:
+		p.Claim = true
+	}
+
+	if msg := pl.indexCurrent(); msg != "" {
+		return p.refuse(in.Nodes, ReasonInvalidTable, msg)
+	}
+	pl.makeEntries()
+	pl.nameCollisions()
+	pl.findIncumbents()
+	pl.overlaps()
+	pl.match()
+	pl.stale()
+	pl.applyLimit()
+	pl.finish()
+	return p
+}
+
+func tableName(t *route.Table, create bool) string {
+	switch {
+	case create:
+		return "the new route table"
+	case t.Name != "":
+		return "route table " + t.Name
+	case t.ID != "":
+		return "route table " + t.ID
+	}
+	return "the route table"
+}
+
+// refuse turns p into a plan that writes nothing, every node NotRouted.
+func (p *Plan) refuse(nodes []source.Node, reason Reason, msg string) *Plan {
+	p.Refused, p.RefusedReason = msg, reason
+	p.Changes, p.Conflicts, p.Desired, p.Claim, p.Create = []Change{}, []Conflict{}, nil, false, false
+	clear(p.Nodes)
+	for _, n := range nodes {
+		p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: reason, Message: msg}
+	}
+	return p
+}
+
+// indexCurrent classifies the current routes and indexes them by name and
+// prefix. It returns a message when the table is unusable.
+func (pl *planner) indexCurrent() string {
+	n := len(pl.cur.Routes)
+	pl.routes = make([]current, n)
+	pl.byName = make(map[string]int, n)
+	pl.byPrefix = make(map[netip.Prefix]int, n)
+	for i := range pl.cur.Routes {
+		r := &pl.cur.Routes[i]
+		c := &pl.routes[i]
+		c.cls, c.entry = pl.own.Classify(*r, pl.claim), -1
+		lname := strings.ToLower(r.Name)
+		if j, dup := pl.byName[lname]; dup {
+			return fmt.Sprintf("%s holds two routes named %q and %q (Azure names are case-insensitive); fix the table by hand", pl.table, pl.cur.Routes[j].Name, r.Name)
+		}
+		pl.byName[lname] = i
+		if !c.cls.Prefix.IsValid() {
+			continue
+		}
+		// With duplicate prefixes (which ARM itself forbids) a route we do
+		// not own wins the index, so that nothing is created on top of it.
+		if j, ok := pl.byPrefix[c.cls.Prefix]; !ok || pl.routes[j].owned() && !c.owned() {
+			pl.byPrefix[c.cls.Prefix] = i
+		}
+	}
+	return ""
+}
+
+// makeEntries turns the nodes into desired routes, in node-name order, and
+// settles the reasons that depend on one node alone.
+func (pl *planner) makeEntries() {
+	nodes := pl.in.Nodes
+	pl.order = make([]int, len(nodes))
+	for i := range pl.order {
+		pl.order[i] = i
+	}
+	slices.SortStableFunc(pl.order, func(a, b int) int { return strings.Compare(nodes[a].Name, nodes[b].Name) })
+	pl.nodeIdx = make(map[string]int, len(nodes))
+	pl.dup = make([]bool, len(nodes))
+	for _, i := range pl.order {
+		ln := strings.ToLower(nodes[i].Name)
+		if j, ok := pl.nodeIdx[ln]; ok {
+			pl.dup[i], pl.dup[j] = true, true
+			continue
+		}
+		pl.nodeIdx[ln] = i
+	}
+	pl.byNode = make([][]int, len(nodes))
+	pl.entries = make([]entry, 0, len(nodes)+len(nodes)/4)
+	for _, ni := range pl.order {
+		n := &nodes[ni]
+		for ci, cidr := range n.PodCIDRs {
+			cidr = cidr.Masked()
+			if cidr.IsValid() && slices.ContainsFunc(n.PodCIDRs[:ci], func(p netip.Prefix) bool { return p.Masked() == cidr }) {
+				continue // listed twice
+			}
+			e := entry{node: ni, cidr: cidr, exact: -1, incumbent: -1, target: -1, replaces: -1}
+			switch {
+			case !cidr.IsValid():
+				e.reason, e.msg = ReasonNoPodCIDR, fmt.Sprintf("node %s has an invalid pod CIDR", n.Name)
+			case !pl.own.Contains(cidr):
+				e.reason, e.msg = ReasonOutsideClusterCIDR, fmt.Sprintf("pod CIDR %s of node %s is outside the cluster CIDRs %s", cidr, n.Name, prefixList(pl.in.ClusterCIDRs))
+			default:
+				e.inCluster = true
+				e.name = route.Name(n.Name, cidr)
+				e.lname = strings.ToLower(e.name)
+				hop, ok := n.NextHop(cidr)
+				switch err := route.ValidateName(e.name); {
+				case pl.dup[ni]:
+					e.reason, e.msg = ReasonDuplicateNode, fmt.Sprintf("node name %s is used by more than one node (route names compare case-insensitively); none of them is routed", n.Name)
+				case err != nil:
+					e.reason, e.msg = ReasonInvalidRouteName, fmt.Sprintf("the route for pod CIDR %s of node %s cannot be named: %v", cidr, n.Name, err)
+				case !ok || !hop.IsValid() || hop.IsUnspecified():
+					e.reason, e.msg = ReasonNoNodeIP, fmt.Sprintf("node %s has no internal %s address for pod CIDR %s", n.Name, family(cidr), cidr)
+				default:
+					e.hop = hop
+				}
+			}
+			pl.byNode[ni] = append(pl.byNode[ni], len(pl.entries))
+			pl.entries = append(pl.entries, e)
+		}
+	}
+}
+
+func family(p netip.Prefix) string {
+	if p.Addr().Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+func prefixList(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func (pl *planner) nodeName(e *entry) string { return pl.in.Nodes[e.node].Name }
+
+func (e *entry) setReason(r Reason, msg, other string) {
+	if e.reason == "" {
+		e.reason, e.msg, e.other = r, msg, other
+	}
+}
+
+// nameCollisions reports pod CIDRs whose routes would share a name: the
+// mangling drops the dots, so 10.2.4.0/24 and 10.24.0.0/24 of one node both
+// become <node>____10240024.
+func (pl *planner) nameCollisions() {
+	seen := make(map[string]int, len(pl.entries))
+	for i := range pl.entries {
+		e := &pl.entries[i]
+		if !e.inCluster || pl.dup[e.node] {
+			continue
+		}
+		j, ok := seen[e.lname]
+		if !ok {
+			seen[e.lname] = i
+			continue
+		}
+		o := &pl.entries[j]
+		msg := fmt.Sprintf("pod CIDRs %s and %s of node %s map to the same route name %s", o.cidr, e.cidr, pl.nodeName(e), e.name)
+		o.setReason(ReasonNameConflict, msg, e.name)
+		e.setReason(ReasonNameConflict, msg, e.name)
+	}
+}
+
+// findIncumbents links each in-cluster entry to the owned route that
+// already serves it, whatever the entry's reason: such a route is never
+// deleted while its node keeps the pod CIDR.
+func (pl *planner) findIncumbents() {
+	for i := range pl.entries {
+		e := &pl.entries[i]
+		if !e.inCluster {
+			continue
+		}
+		if j, ok := pl.byName[e.lname]; ok {
+			e.exact = j
+			if c := &pl.routes[j]; c.owned() && !c.cls.Legacy && c.cls.Prefix == e.cidr {
+				e.incumbent = j
+				c.fate, c.entry = fateProtected, i
+			}
+			continue
+		}
+		if !pl.in.LegacyNames {
+			continue
+		}
+		if j, ok := pl.byPrefix[e.cidr]; ok {
+			if c := &pl.routes[j]; c.owned() && c.cls.Legacy && strings.EqualFold(c.cls.Node, pl.nodeName(e)) {
+				e.incumbent = j
+				c.fate, c.entry = fateProtected, i
+			}
+		}
+	}
+}
+
+// overlaps finds entries whose pod CIDRs overlap, in O(n log n): sorted by
+// address then prefix length, each prefix either lies inside the innermost
+// enclosing prefix still open (a stack) or starts a new chain.
+func (pl *planner) overlaps() {
+	idx := make([]int, 0, len(pl.entries))
+	for i := range pl.entries {
+		if pl.entries[i].inCluster {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		pa, pb := pl.entries[a].cidr, pl.entries[b].cidr
+		if c := pa.Addr().Compare(pb.Addr()); c != 0 {
+			return c
+		}
+		return cmp.Compare(pa.Bits(), pb.Bits())
+	})
+	uf := newUnionFind(len(pl.entries))
+	var stack []int
+	found := false
+	for _, i := range idx {
+		p := pl.entries[i].cidr
+		for len(stack) > 0 && !pl.entries[stack[len(stack)-1]].cidr.Contains(p.Addr()) {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			uf.union(stack[len(stack)-1], i)
+			found = true
+		}
+		stack = append(stack, i)
+	}
+	if !found {
+		return
+	}
+	groups := make(map[int][]int)
+	for _, i := range idx {
+		if r := uf.find(i); uf.size[r] > 1 {
+			groups[r] = append(groups[r], i)
+		}
+	}
+	for _, root := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[root]
+		slices.Sort(g) // entry order: node name, then pod CIDR order
+		var inc []int
+		for _, i := range g {
+			if pl.entries[i].incumbent >= 0 {
+				inc = append(inc, i)
+			}
+		}
+		if len(inc) == 1 {
+			k := &pl.entries[inc[0]]
+			for _, i := range g {
+				if i == inc[0] {
+					continue
+				}
+				e := &pl.entries[i]
+				e.setReason(ReasonOverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s, which keeps its route; give node %s a pod CIDR of its own", e.cidr, pl.nodeName(e), k.cidr, pl.nodeName(k), pl.nodeName(e)), pl.nodeName(k))
+			}
+			continue
+		}
+		for _, i := range g {
+			e := &pl.entries[i]
+			o := &pl.entries[g[0]]
+			if i == g[0] {
+				o = &pl.entries[g[1]]
+			}
+			e.setReason(ReasonOverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s; no route is written for either until one of them changes", e.cidr, pl.nodeName(e), o.cidr, pl.nodeName(o)), pl.nodeName(o))
+		}
+	}
+}
+
+// match decides, for every entry still without a reason, whether its route
+// is kept, updated or created, or which conflict stops it.
+func (pl *planner) match() {
+	for i := range pl.entries {
+		e := &pl.entries[i]
+		if e.reason != "" {
+			continue
+		}
+		node := pl.nodeName(e)
+		want := route.Route{Name: e.name, AddressPrefix: e.cidr.String(), Prefix: e.cidr, NextHopType: route.VirtualAppliance, NextHopIP: e.hop}
+		if e.exact >= 0 {
+			r, c := &pl.cur.Routes[e.exact], &pl.routes[e.exact]
+			if !c.owned() {
+				e.forwarding = c.cls.Prefix == e.cidr && r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
+				e.reason, e.other = ReasonNameConflict, r.Name
+				e.msg = fmt.Sprintf("route %s already exists in %s with prefix %s and next hop %s, and routekeeper does not own it (%s, %s); rename or delete it to let routekeeper route node %s",
+					r.Name, pl.table, r.AddressPrefix, hopText(r), c.cls.Owner, c.cls.Why, node)
+				continue
+			}
+			if c.cls.Prefix == e.cidr {
+				if r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop {
+					e.act = actKeep
+					continue
+				}
+				e.changeWhy = fmt.Sprintf("next hop %s -> %s", hopText(r), e.hop)
+			} else {
+				if h, ok := pl.byPrefix[e.cidr]; ok && h != e.exact && !pl.routes[h].owned() {
+					pl.prefixConflict(e, h)
+					continue
+				}
+				e.changeWhy = fmt.Sprintf("pod CIDR of node %s changed: %s -> %s", node, r.AddressPrefix, e.cidr)
+			}
+			e.act, e.target = actUpdate, e.exact
+			want.Name = r.Name // keep ARM's spelling of the name
+			e.route = want
+			c.fate, c.entry = fateUpdate, i
+			continue
+		}
+		e.route = want
+		if e.incumbent >= 0 { // a legacy-named route of this node
+			e.act, e.replaces = actCreate, e.incumbent
+			e.changeWhy = fmt.Sprintf("replaces legacy route %s", pl.cur.Routes[e.incumbent].Name)
+			continue
+		}
+		if h, ok := pl.byPrefix[e.cidr]; ok {
+			if !pl.routes[h].owned() {
+				pl.prefixConflict(e, h)
+				continue
+			}
+			// An owned route of another name: stale (the pod CIDR moved to
+			// this node, or its node is gone); stale() deletes it.
+			e.changeWhy = fmt.Sprintf("pod CIDR %s moved to node %s from route %s", e.cidr, node, pl.cur.Routes[h].Name)
+		} else {
+			e.changeWhy = "new route for node " + node
+		}
+		e.act = actCreate
+	}
+}
+
+func (pl *planner) prefixConflict(e *entry, h int) {
+	r, c := &pl.cur.Routes[h], &pl.routes[h]
+	e.reason, e.other = ReasonPrefixConflict, r.Name
+	e.forwarding = r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
+	if e.forwarding {
+		e.msg = fmt.Sprintf("pod CIDR %s of node %s is already routed to %s by route %s, which routekeeper does not own (%s, %s); traffic flows, but to let routekeeper manage it delete the route or rename it to %s",
+			e.cidr, pl.nodeName(e), e.hop, r.Name, c.cls.Owner, c.cls.Why, e.name)
+		return
+	}
+	e.msg = fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s, %s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
+		e.cidr, pl.nodeName(e), r.Name, hopText(r), c.cls.Owner, c.cls.Why, pl.nodeName(e))
+}
+
+func hopText(r *route.Route) string {
+	if r.NextHopType == route.VirtualAppliance {
+		if r.NextHopIP.IsValid() {
+			return r.NextHopIP.String()
+		}
+		return "VirtualAppliance (no address)"
+	}
+	if r.NextHopType == "" {
+		return "(none)"
+	}
+	return string(r.NextHopType)
+}
+
+// stale marks for deletion every owned route that serves no current pod
+// CIDR of its node. Legacy routes being renamed are settled by applyLimit.
+func (pl *planner) stale() {
+	for i := range pl.routes {
+		c := &pl.routes[i]
+		if !c.owned() || c.fate != fateCarry {
+			continue
+		}
+		c.fate = fateDelete
+		r := &pl.cur.Routes[i]
+		if _, ok := pl.nodeIdx[strings.ToLower(c.cls.Node)]; ok {
+			c.why = fmt.Sprintf("pod CIDR %s is no longer assigned to node %s", r.AddressPrefix, c.cls.Node)
+		} else {
+			c.why = fmt.Sprintf("node %s no longer exists", c.cls.Node)
+		}
+	}
+}
+
+// applyLimit accepts creates node by node while the table has room.
+func (pl *planner) applyLimit() {
+	used := len(pl.cur.Routes)
+	for i := range pl.routes {
+		if pl.routes[i].fate == fateDelete {
+			used--
+		}
+	}
+	room := pl.limit - used
+	for _, ni := range pl.order {
+		need := 0
+		for _, i := range pl.byNode[ni] {
+			if e := &pl.entries[i]; e.act == actCreate && e.replaces < 0 {
+				need++
+			}
+		}
+		fits := need == 0 || need <= room
+		if fits {
+			room -= need
+		}
+		for _, i := range pl.byNode[ni] {
+			e := &pl.entries[i]
+			switch {
+			case e.act != actCreate:
+			case e.replaces >= 0: // a rename frees the slot it takes
+				e.accepted = true
+				c := &pl.routes[e.replaces]
+				c.fate, c.why = fateDelete, fmt.Sprintf("legacy name of node %s, renamed to %s", pl.nodeName(e), e.name)
+			case fits:
+				e.accepted = true
+			default:
+				e.act = actNone
+				e.reason, e.msg = ReasonRouteLimit, fmt.Sprintf("%s is full: its limit is %d routes and node %s needs %d more; free room or raise the limit", pl.table, pl.limit, pl.nodeName(e), need)
+			}
+		}
+	}
+}
+
+// finish assembles the plan: changes, conflicts, node statuses and the
+// desired table.
+func (pl *planner) finish() {
+	p := pl.p
+	for i := range pl.entries {
+		e := &pl.entries[i]
+		node := pl.nodeName(e)
+		switch {
+		case e.reason != "":
+			p.Conflicts = append(p.Conflicts, Conflict{Node: node, Prefix: e.cidr, Reason: e.reason, Message: e.msg, Route: e.other, Forwarding: e.forwarding})
+		case e.act == actCreate:
+			p.Changes = append(p.Changes, Change{Kind: Create, Route: e.route, Node: node, Reason: e.changeWhy})
+		case e.act == actUpdate:
+			old := pl.cur.Routes[e.target]
+			p.Changes = append(p.Changes, Change{Kind: Update, Route: e.route, Old: &old, Node: node, Reason: e.changeWhy})
+		}
+	}
+	for i := range pl.routes {
+		if c := &pl.routes[i]; c.fate == fateDelete {
+			p.Changes = append(p.Changes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.cls.Node, Reason: c.why})
+		}
+	}
+	for _, ni := range pl.order {
+		n := &pl.in.Nodes[ni]
+		if len(n.PodCIDRs) == 0 {
+			msg := fmt.Sprintf("node %s has no pod CIDR yet (spec.podCIDRs is empty)", n.Name)
+			p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Reason: ReasonNoPodCIDR, Message: msg})
+			p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: ReasonNoPodCIDR, Message: msg}
+			continue
+		}
+		st := NodeStatus{State: Routed}
+		for _, i := range pl.byNode[ni] {
+			e := &pl.entries[i]
+			switch {
+			case e.reason != "" && st.Reason == "":
+				st = NodeStatus{State: NotRouted, Reason: e.reason, Message: e.msg, Routes: st.Routes}
+			case (e.act == actCreate || e.act == actUpdate) && st.State == Routed:
+				st.State = Pending
+			}
+			switch {
+			case e.act == actCreate || e.act == actUpdate:
+				st.Routes = append(st.Routes, e.route.Name)
+			case e.incumbent >= 0 && pl.routes[e.incumbent].fate != fateDelete:
+				st.Routes = append(st.Routes, pl.cur.Routes[e.incumbent].Name)
+			}
+		}
+		p.Nodes[n.Name] = st
+	}
+	slices.SortStableFunc(p.Changes, func(a, b Change) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Node, b.Node), comparePrefix(a.Route, b.Route), strings.Compare(a.Route.Name, b.Route.Name))
+	})
+	slices.SortStableFunc(p.Conflicts, func(a, b Conflict) int {
+		return cmp.Or(strings.Compare(a.Node, b.Node), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
+	})
+	if len(p.Changes) > 0 || p.Claim {
+		p.Desired = pl.desired()
+	}
+}
+
+func comparePrefix(a, b route.Route) int {
+	pa, _ := a.CIDR()
+	pb, _ := b.CIDR()
+	return cmp.Or(pa.Addr().Compare(pb.Addr()), cmp.Compare(pa.Bits(), pb.Bits()), strings.Compare(a.AddressPrefix, b.AddressPrefix))
+}
+
+// desired builds the table to PUT: a deep copy of the current table with
+// the claim, the updates in place, the deletes dropped and the creates
+// appended in plan order.
+func (pl *planner) desired() *route.Table {
+	t := *pl.cur
+	t.Tags = make(map[string]string, len(pl.cur.Tags)+1)
+	claimKey := route.ClaimTag
+	for k, v := range pl.cur.Tags {
+		t.Tags[k] = v
+		if strings.EqualFold(k, route.ClaimTag) {
+			claimKey = k // keep the spelling ARM already has
+		}
+	}
+	if pl.p.Claim {
+		t.Tags[claimKey] = pl.in.Cluster
+	}
+	t.Subnets = slices.Clone(pl.cur.Subnets)
+	t.Routes = make([]route.Route, 0, len(pl.cur.Routes)+len(pl.entries))
+	for i, r := range pl.cur.Routes {
+		switch c := &pl.routes[i]; c.fate {
+		case fateDelete:
+		case fateUpdate:
+			t.Routes = append(t.Routes, pl.entries[c.entry].route)
+		default:
+			t.Routes = append(t.Routes, r)
+		}
+	}
+	for _, ch := range pl.p.Changes {
+		if ch.Kind == Create {
+			t.Routes = append(t.Routes, ch.Route)
+		}
+	}
+	return &t
+}
+
+type unionFind struct{ parent, size []int }
+
+func newUnionFind(n int) *unionFind {
+	u := &unionFind{parent: make([]int, n), size: make([]int, n)}
+	for i := range u.parent {
+		u.parent[i], u.size[i] = i, 1
+	}
+	return u
+}
+
+func (u *unionFind) find(x int) int {
+	for u.parent[x] != x {
+		u.parent[x] = u.parent[u.parent[x]]
+		x = u.parent[x]
+	}
+	return x
+}
+
+func (u *unionFind) union(a, b int) {
+	a, b = u.find(a), u.find(b)
+	if a == b {
+		return
+	}
+	if u.size[a] < u.size[b] {
+		a, b = b, a
+	}
+	u.parent[b] = a
+	u.size[a] += u.size[b]
+}

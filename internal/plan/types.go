@@ -1,0 +1,261 @@
+package plan
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
+)
+
+// DefaultLimit is Azure's route count limit per route table, used when
+// Input.Limit is 0.
+const DefaultLimit = 400
+
+// Input is everything a plan is computed from.
+type Input struct {
+	// Cluster is this cluster's name: the value of the table's claim tag.
+	Cluster string
+	// ClusterCIDRs are the cluster's pod address ranges. Only routes inside
+	// them can be owned, and every pod CIDR must lie inside one.
+	ClusterCIDRs []netip.Prefix
+	// Limit is the most routes the table may hold (the whole table,
+	// custom routes included); 0 means DefaultLimit.
+	Limit int
+	// Nodes are the desired state.
+	Nodes []source.Node
+	// Current is the table as read from ARM; nil when it does not exist
+	// (the plan is then made against an empty table, with the claim). The
+	// planner never modifies it.
+	Current *route.Table
+	// RequireClaim refuses to adopt an unclaimed table: nothing is written
+	// and every node is reported with ReasonTableUnclaimed. By default an
+	// unclaimed table is adopted: the claim tag is written with the first
+	// write and its scheme routes inside the cluster CIDRs become ours.
+	RequireClaim bool
+	// LegacyNames owns routes named by the node name alone (see
+	// route.Ownership.LegacyNames) and renames them to the current scheme.
+	LegacyNames bool
+}
+
+// Ownership returns the ownership rules the plan applies.
+func (in Input) Ownership() route.Ownership {
+	return route.Ownership{Cluster: in.Cluster, ClusterCIDRs: in.ClusterCIDRs, LegacyNames: in.LegacyNames}
+}
+
+// Validate checks the configuration part of the input; Compute refuses to
+// plan (ReasonInvalidInput) when it fails.
+func (in Input) Validate() error {
+	if in.Cluster == "" {
+		return fmt.Errorf("cluster name is empty: it is the value of the %s tag that claims the route table", route.ClaimTag)
+	}
+	if len(in.Cluster) > 256 {
+		return fmt.Errorf("cluster name %q is %d characters long; an Azure tag value holds at most 256", in.Cluster, len(in.Cluster))
+	}
+	if len(in.ClusterCIDRs) == 0 {
+		return fmt.Errorf("cluster CIDRs are empty: routekeeper owns only routes inside them")
+	}
+	for i, c := range in.ClusterCIDRs {
+		if !c.IsValid() {
+			return fmt.Errorf("cluster CIDR #%d is not a valid prefix", i+1)
+		}
+	}
+	if in.Limit < 0 {
+		return fmt.Errorf("route limit %d is negative (0 means %d)", in.Limit, DefaultLimit)
+	}
+	return nil
+}
+
+// ChangeKind is what a change does to one route.
+type ChangeKind int
+
+// The kinds of change, in the order a plan lists them.
+const (
+	Create ChangeKind = iota
+	Update
+	Delete
+)
+
+func (k ChangeKind) String() string {
+	switch k {
+	case Create:
+		return "create"
+	case Update:
+		return "update"
+	case Delete:
+		return "delete"
+	}
+	return fmt.Sprintf("ChangeKind(%d)", int(k))
+}
+
+// MarshalText makes JSON and YAML output carry the String form.
+func (k ChangeKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Change is one route created, updated or deleted by the plan. All changes
+// of a plan are carried by one PUT of Plan.Desired.
+type Change struct {
+	Kind ChangeKind `json:"kind"`
+	// Route is the route after the change; for Delete, the route deleted.
+	Route route.Route `json:"route"`
+	// Old is the route before an Update.
+	Old *route.Route `json:"old,omitempty"`
+	// Node is the node the route is (or was) for, "" when unknown.
+	Node string `json:"node,omitempty"`
+	// Reason says why, for people: "new route", "next hop 10.0.0.4 -> 10.0.0.5",
+	// "node worker-3 no longer exists".
+	Reason string `json:"reason"`
+}
+
+// Reason is why a node's route is not written or why the plan was refused.
+// The values are CamelCase so that the controller can use them as the
+// reason of the NetworkUnavailable condition and of events.
+type Reason string
+
+// The reasons.
+const (
+	// ReasonPrefixConflict: a route routekeeper does not own already holds
+	// the node's pod CIDR (a route typed by hand, a legacy route, another
+	// cluster's). Azure forbids two routes with one prefix.
+	ReasonPrefixConflict Reason = "PrefixConflict"
+	// ReasonNameConflict: a route routekeeper does not own already has the
+	// exact name the node's route needs (other prefix or next hop type), or
+	// two pod CIDRs map to one name.
+	ReasonNameConflict Reason = "NameConflict"
+	// ReasonOverlappingPodCIDR: two nodes have the same or overlapping pod
+	// CIDRs.
+	ReasonOverlappingPodCIDR Reason = "OverlappingPodCIDR"
+	// ReasonOutsideClusterCIDR: the pod CIDR is not inside any cluster CIDR.
+	ReasonOutsideClusterCIDR Reason = "OutsideClusterCIDR"
+	// ReasonRouteLimit: the table is full.
+	ReasonRouteLimit Reason = "RouteLimit"
+	// ReasonNoPodCIDR: the node has no (valid) pod CIDR yet.
+	ReasonNoPodCIDR Reason = "NoPodCIDR"
+	// ReasonNoNodeIP: the node has no internal address of the pod CIDR's
+	// IP family.
+	ReasonNoNodeIP Reason = "NoNodeIP"
+	// ReasonInvalidRouteName: the scheme name is not a valid Azure route
+	// name (usually a node name too long for 80 characters).
+	ReasonInvalidRouteName Reason = "InvalidRouteName"
+	// ReasonDuplicateNode: two nodes have the same name (compared
+	// case-insensitively, as Azure compares route names).
+	ReasonDuplicateNode Reason = "DuplicateNode"
+	// ReasonTableClaimed: the table is claimed by another cluster; the
+	// plan is refused.
+	ReasonTableClaimed Reason = "TableClaimed"
+	// ReasonTableUnclaimed: the table has no claim and Input.RequireClaim
+	// is set; the plan is refused.
+	ReasonTableUnclaimed Reason = "TableUnclaimed"
+	// ReasonInvalidTable: the table as read breaks Azure's own rules (two
+	// routes with one name, disagreeing claim tags); the plan is refused.
+	ReasonInvalidTable Reason = "InvalidTable"
+	// ReasonInvalidInput: Input.Validate failed; the plan is refused.
+	ReasonInvalidInput Reason = "InvalidInput"
+)
+
+// Conflict is one desired route that the plan does not write, with why.
+// Besides conflicts proper (prefix, name, overlap, outside the cluster
+// CIDRs) it covers every other reason a node's route is not written (route
+// limit, no pod CIDR, no node IP, invalid name), so callers report them all
+// the same way.
+type Conflict struct {
+	Node string `json:"node"`
+	// Prefix is the pod CIDR; invalid (omitted) for ReasonNoPodCIDR.
+	Prefix  netip.Prefix `json:"prefix,omitzero"`
+	Reason  Reason       `json:"reason"`
+	Message string       `json:"message"`
+	// Route names the other party: the route holding the prefix or name,
+	// or the other node of an overlap.
+	Route string `json:"route,omitempty"`
+	// Forwarding is set on a ReasonPrefixConflict when the route in the
+	// way already sends the prefix to this node's address: traffic flows,
+	// routekeeper just does not manage the route (a hand-made route of
+	// Kubernetes the Hard Way, for example).
+	Forwarding bool `json:"forwarding,omitempty"`
+}
+
+// NodeState is where a node's routes stand after the plan.
+type NodeState string
+
+// The node states.
+const (
+	// Routed: every pod CIDR of the node has its correct route in the table
+	// already; the plan changes none of them.
+	Routed NodeState = "Routed"
+	// Pending: every pod CIDR will have its correct route once this plan's
+	// write succeeds.
+	Pending NodeState = "Pending"
+	// NotRouted: at least one pod CIDR will have no correct route; Reason
+	// says why (the first failing pod CIDR in the node's order).
+	NotRouted NodeState = "NotRouted"
+)
+
+// NodeStatus is one node's outcome.
+type NodeStatus struct {
+	State NodeState `json:"state"`
+	// Reason and Message are set for NotRouted only.
+	Reason  Reason `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Routes are the names of the node's routes in the table after the
+	// plan (kept, updated or created), in the node's pod CIDR order.
+	Routes []string `json:"routes,omitempty"`
+}
+
+// Plan is the outcome of Compute.
+type Plan struct {
+	// Changes are the route creates, updates and deletes, creates first,
+	// then updates, then deletes, each sorted by node, prefix and name.
+	Changes []Change `json:"changes"`
+	// Conflicts are the desired routes not written, sorted by node and
+	// prefix.
+	Conflicts []Conflict `json:"conflicts"`
+	// Nodes has one status per input node, keyed by the node's name.
+	Nodes map[string]NodeStatus `json:"nodes"`
+	// Claim is set when the write adds the claim tag (adoption or
+	// creation).
+	Claim bool `json:"claim"`
+	// Create is set when Current was nil: Desired is a new table that the
+	// caller creates (filling in ID, name and location).
+	Create bool `json:"create,omitempty"`
+	// Desired is the whole table to PUT: a copy of Current with the changes
+	// and the claim applied, carrying Current's etag for If-Match. It is nil
+	// when nothing needs writing or the plan is refused.
+	Desired *route.Table `json:"desired,omitempty"`
+	// Refused is set when the plan writes nothing at all (table claimed by
+	// another cluster, invalid input or table); RefusedReason is its reason
+	// and every node is NotRouted with it.
+	Refused       string `json:"refused,omitempty"`
+	RefusedReason Reason `json:"refusedReason,omitempty"`
+	// Limit is the route limit the plan applied.
+	Limit int `json:"limit"`
+}
+
+// NeedsWrite reports whether the plan has anything to write.
+func (p *Plan) NeedsWrite() bool { return p != nil && p.Desired != nil }
+
+// Counts returns the number of creates, updates and deletes.
+func (p *Plan) Counts() (creates, updates, deletes int) {
+	for _, c := range p.Changes {
+		switch c.Kind {
+		case Create:
+			creates++
+		case Update:
+			updates++
+		case Delete:
+			deletes++
+		}
+	}
+	return creates, updates, deletes
+}
+
+// String summarizes the plan for logs.
+func (p *Plan) String() string {
+	if p.Refused != "" {
+		return fmt.Sprintf("refused (%s): %s", p.RefusedReason, p.Refused)
+	}
+	c, u, d := p.Counts()
+	s := fmt.Sprintf("%d to create, %d to update, %d to delete, %d conflicts", c, u, d, len(p.Conflicts))
+	if p.Claim {
+		s += ", claim table"
+	}
+	return s
+}
