@@ -337,7 +337,7 @@ func (a *analysis) checkForbidden() {
 			a.r.Overlaps = append(a.r.Overlaps, Overlap{A: i, B: j, Prefix: intersection(r.Prefix, f.prefix)})
 			a.add(Error, RuleForbiddenRange, nil,
 				map[string]string{string(r.Kind): r.Prefix.String(), "reserved": f.prefix.String()},
-				"%s uses %s (%s); it cannot hold a VNet, pod or service range", r.Label(), f.prefix, f.why)
+				"%s overlaps the reserved range %s (%s); no VNet, pod or service range may use it", r.Label(), f.prefix, f.why)
 		}
 	}
 }
@@ -384,7 +384,11 @@ func (a *analysis) checkOverlaps() {
 			}
 			inter := intersection(x.Prefix, y.Prefix)
 			a.r.Overlaps = append(a.r.Overlaps, Overlap{A: i, B: j, Prefix: inter})
-			values := map[string]string{x.Label(): x.Prefix.String(), y.Label(): y.Prefix.String(), "shared": inter.String()}
+			kx, ky := laneKind(x), laneKind(y)
+			if kx == ky { // two unnamed subnets, two VNet prefixes
+				kx, ky = kx+" 1", ky+" 2"
+			}
+			values := map[string]string{kx: x.Prefix.String(), ky: y.Prefix.String(), "shared": inter.String()}
 			a.add(Error, RuleOverlap, nil, values, "%s overlaps %s (shared: %s, %s addresses)%s",
 				x.Label(), y.Label(), inter, Thousands(size(inter)), overlapWhy(x.Kind, y.Kind))
 		}
@@ -592,7 +596,7 @@ func (a *analysis) capacity() {
 		have := blocks(a.p.pod, bitsN)
 		a.add(Error, RulePodCIDRTooSmall, pls,
 			map[string]string{"podCIDR": a.p.pod.String(), "nodeRanges": strconv.FormatInt(have, 10), "needed": strconv.Itoa(need)},
-			"pod CIDR %s holds %s /%d node ranges; %s need %s (smallest pod CIDR: /%d)",
+			"pod CIDR %s holds %s /%d node ranges; %s need %s; smallest pod CIDR: /%d",
 			a.p.pod, Thousands(have), bitsN, a.nodesPhrase(), Thousands(int64(need)), bitsN-ceilLog2(int64(need)))
 	}
 	if a.uses(Kubenet) && need > a.p.routeLimit {
@@ -614,13 +618,13 @@ func (a *analysis) capacity() {
 			}
 		}
 		subnetSmall = rest
-		what := "addresses"
+		what := ""
 		if len(pls) == 1 && pls[0] == AzureCNI {
-			what = fmt.Sprintf("addresses (%d per node: the node and %d pods)", a.maxPods(AzureCNI)+1, a.maxPods(AzureCNI))
+			what = fmt.Sprintf(", %d per node (the node and its %d pods)", a.maxPods(AzureCNI)+1, a.maxPods(AzureCNI))
 		}
 		a.add(Error, RuleSubnetTooSmall, pls,
 			map[string]string{"subnet": subnet.Prefix.String(), "usable": strconv.FormatInt(subnet.Usable, 10), "needed": strconv.FormatInt(n, 10)},
-			"%s has %s usable addresses (after Azure's %d reserved); %s need %s %s (smallest subnet: /%d)",
+			"%s has %s usable addresses (after Azure's %d reserved); %s need %s%s; smallest subnet: /%d",
 			subnet.Label(), Thousands(subnet.Usable), SubnetReserved, a.nodesPhrase(), Thousands(n), what, smallestSubnet(n))
 	}
 }

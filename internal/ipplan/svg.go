@@ -199,6 +199,29 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	lane := map[int]int{}
 	for k, i := range g.lanes {
 		lane[i] = k
+	}
+	// Overlaps: the shared stretch is hatched in red on both lanes, and the
+	// two marks are joined by a dashed red line drawn under the bars.
+	type mark struct {
+		x0, wd float64
+		ka, kb int
+		title  string
+	}
+	marks := make([]mark, len(overlaps))
+	for n, o := range overlaps {
+		lo, hi := bounds(o.Prefix)
+		x0, x1 := g.x(lo), g.x(hi+1)
+		marks[n] = mark{x0: x0, wd: max(x1-x0, 3), ka: min(lane[o.A], lane[o.B]), kb: max(lane[o.A], lane[o.B]),
+			title: fmt.Sprintf("overlap %s: %s and %s", o.Prefix, r.Ranges[o.A].Label(), r.Ranges[o.B].Label())}
+	}
+	for _, m := range marks {
+		if m.kb > m.ka+1 || m.wd < 40 {
+			cx := m.x0 + m.wd/2
+			w(`<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="%s" stroke-width="2" stroke-dasharray="3,2"/>`+"\n",
+				cx, laneY(top, m.ka)+svgLaneH, cx, laneY(top, m.kb), overlapColor)
+		}
+	}
+	for k, i := range g.lanes {
 		rg := r.Ranges[i]
 		y := laneY(top, k)
 		lo, hi := bounds(rg.Prefix)
@@ -208,22 +231,10 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 		w(`<rect x="%.1f" y="%g" width="%.1f" height="%g" rx="2" fill="%s" fill-opacity="0.85"><title>%s</title></rect>`+"\n",
 			x0, y, max(x1-x0, 1), svgLaneH, kindColor[rg.Kind], esc(tooltip(rg, outsideVNet(r, rg))))
 	}
-	// Overlaps: the shared stretch hatched in red on both lanes, joined by a
-	// dashed red line, so the pair reads as one mark.
-	for _, o := range overlaps {
-		lo, hi := bounds(o.Prefix)
-		x0, x1 := g.x(lo), g.x(hi+1)
-		wd := max(x1-x0, 3)
-		ka, kb := min(lane[o.A], lane[o.B]), max(lane[o.A], lane[o.B])
-		title := esc(fmt.Sprintf("overlap %s: %s and %s", o.Prefix, r.Ranges[o.A].Label(), r.Ranges[o.B].Label()))
-		for _, k := range []int{ka, kb} {
+	for _, m := range marks {
+		for _, k := range []int{m.ka, m.kb} {
 			w(`<rect x="%.1f" y="%g" width="%.1f" height="%g" fill="url(#overlap-hatch)" stroke="%s" stroke-width="2"><title>%s</title></rect>`+"\n",
-				x0, laneY(top, k), wd, svgLaneH, overlapColor, title)
-		}
-		if kb > ka+1 || wd < 40 {
-			cx := x0 + wd/2
-			w(`<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="%s" stroke-width="2" stroke-dasharray="3,2"/>`+"\n",
-				cx, laneY(top, ka)+svgLaneH, cx, laneY(top, kb), overlapColor)
+				m.x0, laneY(top, k), m.wd, svgLaneH, overlapColor, esc(m.title))
 		}
 	}
 	for k, i := range g.lanes {

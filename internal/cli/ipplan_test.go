@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func init() {
+	// Other command tests in this package may register -update too; only one
+	// registration may exist.
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func updateGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// golden compares got with testdata/<name>, or rewrites it with -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if updateGolden() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs (-want +got; run with -update if the change is intended):\n%s", path, diff)
+	}
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, env map[string]string, stdin string, args ...string) cliResult {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, func(k string) string { return env[k] })
+	return cliResult{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+func TestIpplanGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		// Seed 004: the article's own command, a /24 node subnet.
+		{"seed004", []string{"ipplan", "--vnet", "192.168.0.0/16", "--subnet", "myAKSSubnet=192.168.1.0/24",
+			"--pod-cidr", "10.244.0.0/16", "--service-cidr", "10.0.0.0/16", "--dns-service-ip", "10.0.0.10"}, ExitOK},
+		{"seed004-json", []string{"ipplan", "-o", "json", "--vnet", "192.168.0.0/16", "--subnet", "myAKSSubnet=192.168.1.0/24"}, ExitOK},
+		// Microsoft's worked example: 50 nodes + 1 surge at 30 pods, Azure CNI.
+		{"microsoft-worked-example", []string{"ipplan", "--plugin", "azure", "--nodes", "50", "--surge", "1", "--max-pods", "30"}, ExitOK},
+		{"microsoft-worked-example-22", []string{"ipplan", "--plugin", "azure", "--nodes", "50", "--max-pods", "30",
+			"--vnet", "10.1.0.0/16", "--subnet", "nodes=10.1.0.0/22", "--service-cidr", "10.2.0.0/16", "--dns-service-ip", "10.2.0.10"}, ExitFindings},
+		{"compare-all", []string{"ipplan", "--vnet", "10.1.0.0/16", "--subnet", "nodes=10.1.0.0/24",
+			"--service-cidr", "10.2.0.0/16", "--dns-service-ip", "10.2.0.10", "--nodes", "20", "--surge", "33%"}, ExitOK},
+		{"example", []string{"ipplan", "-f", "testdata/ipplan/example.yaml"}, ExitFindings},
+		{"example-yaml", []string{"ipplan", "-o", "yaml", "-f", "testdata/ipplan/example.yaml"}, ExitFindings},
+		{"example-fixed", []string{"ipplan", "-f", "testdata/ipplan/example-fixed.yaml"}, ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCLI(t, nil, "", tt.args...)
+			if res.code != tt.code {
+				t.Errorf("exit code %d, want %d; stderr: %s", res.code, tt.code, res.stderr)
+			}
+			if res.stderr != "" {
+				t.Errorf("unexpected stderr: %s", res.stderr)
+			}
+			golden(t, filepath.Join("testdata", "ipplan", tt.name+".golden"), []byte(res.stdout))
+		})
+	}
+}
+
+// The numbers of the issue, read from the JSON output rather than the
+// golden text, so a regenerated golden file cannot hide a wrong number.
+func TestIpplanNumbers(t *testing.T) {
+	type capacity struct {
+		Plugin               string `json:"plugin"`
+		MaxNodes             *int64 `json:"maxNodes"`
+		MaxPods              *int64 `json:"maxPods"`
+		AddressesConsumed    int64  `json:"addressesConsumed"`
+		SmallestSubnetPrefix int    `json:"smallestSubnetPrefix"`
+	}
+	decode := func(t *testing.T, args ...string) map[string]capacity {
+		t.Helper()
+		res := runCLI(t, nil, "", append([]string{"ipplan", "-o", "json"}, args...)...)
+		var r struct{ Capacity []capacity }
+		if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+			t.Fatalf("decoding %q: %v", res.stdout, err)
+		}
+		m := map[string]capacity{}
+		for _, c := range r.Capacity {
+			m[c.Plugin] = c
+		}
+		return m
+	}
+	seed := decode(t, "--subnet", "192.168.1.0/24")
+	for plugin, want := range map[string][2]int64{"kubenet": {251, 27_610}, "azure": {8, 240}} {
+		c := seed[plugin]
+		if c.MaxNodes == nil || c.MaxPods == nil || *c.MaxNodes != want[0] || *c.MaxPods != want[1] {
+			t.Errorf("seed 004 %s: got %+v, want %d nodes, %d pods", plugin, c, want[0], want[1])
+		}
+	}
+	ms := decode(t, "--plugin", "azure", "--nodes", "50", "--surge", "1", "--max-pods", "30")["azure"]
+	if ms.AddressesConsumed != 1581 || ms.SmallestSubnetPrefix != 21 {
+		t.Errorf("worked example: got %+v, want 1581 addresses, /21", ms)
+	}
+}
+
+func TestIpplanSVG(t *testing.T) {
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "plan.svg")
+	res := runCLI(t, nil, "", "ipplan", "-f", "testdata/ipplan/example.yaml", "--svg", svg)
+	if res.code != ExitFindings {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	got, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "ipplan", "example.svg"), got)
+	// The picture in the user guide is this one; keep it current.
+	golden(t, filepath.Join("..", "..", "docs", "ipplan-example.svg"), got)
+}
+
+func TestIpplanInputs(t *testing.T) {
+	plan := "vnet: 10.1.0.0/16\nsubnets:\n  - name: nodes\n    prefix: 10.1.0.0/24\nnodes: 10\nplugins: [kubenet]\n"
+	tests := []struct {
+		name   string
+		env    map[string]string
+		stdin  string
+		args   []string
+		code   int
+		stdout []string // substrings
+		stderr []string // substrings
+	}{
+		{name: "plan on stdin", stdin: plan, args: []string{"ipplan", "-f", "-"}, code: ExitOK,
+			stdout: []string{"subnet   nodes", "kubenet  110          251"}},
+		{name: "flags override the plan file", stdin: plan, args: []string{"ipplan", "-f", "-", "--nodes", "300"}, code: ExitFindings,
+			stdout: []string{"subnet-too-small", "300 nodes + 1 surge need 301"}},
+		{name: "environment variables", env: map[string]string{"ROUTEKEEPER_NODES": "50", "ROUTEKEEPER_PLUGIN": "azure", "ROUTEKEEPER_MAX_PODS": "30"},
+			args: []string{"ipplan"}, code: ExitOK, stdout: []string{"1,581", "/21"}},
+		{name: "several plugins", args: []string{"ipplan", "--plugin", "overlay", "--plugin", "kubenet", "--nodes", "3"}, code: ExitOK,
+			stdout: []string{"kubenet  110", "overlay  250"}},
+		{name: "plugin error is an error when chosen", args: []string{"ipplan", "--plugin", "azure", "--subnet", "10.1.0.0/24", "--nodes", "20"},
+			code: ExitFindings, stdout: []string{"error     subnet-too-small  azure"}},
+		{name: "plugin error is a warning when comparing", args: []string{"ipplan", "--subnet", "10.1.0.0/24", "--nodes", "20"},
+			code: ExitOK, stdout: []string{"warning   subnet-too-small  azure"}},
+
+		{name: "bad CIDR flag", args: []string{"ipplan", "--pod-cidr", "10.244.0.0/33"}, code: ExitUsage,
+			stderr: []string{`flag --pod-cidr: "10.244.0.0/33" is not a CIDR`}},
+		{name: "host bits", args: []string{"ipplan", "--service-cidr", "10.0.0.1/16"}, code: ExitUsage,
+			stderr: []string{`flag --service-cidr: "10.0.0.1/16" has host bits set; did you mean 10.0.0.0/16?`}},
+		{name: "DNS not an address", args: []string{"ipplan", "--dns-service-ip", "10.0.0.0/16"}, code: ExitUsage,
+			stderr: []string{`flag --dns-service-ip: "10.0.0.0/16" is not an IP address`}},
+		{name: "bad subnet", args: []string{"ipplan", "--subnet", "a=10.1.0.0/24", "--subnet", "b=10.1.1.0"}, code: ExitUsage,
+			stderr: []string{`flag --subnet: "10.1.1.0" has no prefix length`}},
+		{name: "IPv6", args: []string{"ipplan", "--vnet", "fd00::/48"}, code: ExitUsage, stderr: []string{"only IPv4"}},
+		{name: "unknown plugin", args: []string{"ipplan", "--plugin", "calico"}, code: ExitUsage,
+			stderr: []string{`flag --plugin: "calico" is not one of kubenet, azure, overlay`}},
+		{name: "bad surge", args: []string{"ipplan", "--surge", "lots"}, code: ExitUsage, stderr: []string{`flag --surge: "lots"`}},
+		{name: "bad value in the plan file names file and field", stdin: "podCIDR: 10.244.0.1/16\n", args: []string{"ipplan", "-f", "-"},
+			code: ExitUsage, stderr: []string{`plan file -: podCIDR: "10.244.0.1/16" has host bits set`}},
+		{name: "bad list value in the plan file", stdin: "subnets:\n  - prefix: 10.1.0.0/24\n  - prefix: nope\n", args: []string{"ipplan", "-f", "-"},
+			code: ExitUsage, stderr: []string{`plan file -: subnets[1].prefix: "nope"`}},
+		{name: "unknown field in the plan file", stdin: "podRange: 10.0.0.0/16\n", args: []string{"ipplan", "-f", "-"},
+			code: ExitUsage, stderr: []string{"plan file -", "podRange"}},
+		{name: "missing plan file", args: []string{"ipplan", "-f", "testdata/ipplan/nope.yaml"}, code: ExitUsage,
+			stderr: []string{"reading plan file", "nope.yaml"}},
+		{name: "file and config", args: []string{"ipplan", "-f", "a.yaml", "--config", "b.yaml"}, code: ExitUsage,
+			stderr: []string{"give one of them"}},
+		{name: "bad env value", env: map[string]string{"ROUTEKEEPER_NODES": "many"}, args: []string{"ipplan"}, code: ExitUsage,
+			stderr: []string{"ROUTEKEEPER_NODES"}},
+		{name: "arguments", args: []string{"ipplan", "10.0.0.0/16"}, code: ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCLI(t, tt.env, tt.stdin, tt.args...)
+			if res.code != tt.code {
+				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", res.code, tt.code, res.stdout, res.stderr)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(res.stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, res.stdout)
+				}
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(res.stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, res.stderr)
+				}
+			}
+		})
+	}
+}
