@@ -1,0 +1,158 @@
+package fabric
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+)
+
+// target is the resource a request names: segs are
+// subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Network/{type}/{name}[/{child}/{childName}].
+type target struct {
+	sub, rg, name, childName string
+}
+
+func (q *request) target() target {
+	t := target{sub: q.segs[1], rg: q.segs[3]}
+	if len(q.segs) > 7 {
+		t.name = q.segs[7]
+	}
+	if len(q.segs) > 9 {
+		t.childName = q.segs[9]
+	}
+	return t
+}
+
+// requireRG returns the resource group of a request: 404 when it does not
+// exist, 409 for a write while it is being deleted.
+func requireRG(tx *txn, sub, rg string, write bool) (*rgRow, error) {
+	row, err := tx.getRG(sub, rg)
+	if err != nil {
+		return nil, err
+	}
+	if row == nil {
+		return nil, errResourceGroupNotFound(rg)
+	}
+	if write && row.State == "Deleting" {
+		return nil, errResourceGroupBeingDeleted(row.Name)
+	}
+	return row, nil
+}
+
+// newRow makes the row of a new top-level resource.
+func newRow(rg *rgRow, typ, name string) *resourceRow {
+	id := resourceID(rg.Sub, rg.Name, typ, name)
+	return &resourceRow{
+		Key: key(id), ID: id, RGKey: rg.Key, SubKey: key(rg.Sub), Type: typ,
+		SortKey: key(rg.Name) + "/" + key(name),
+	}
+}
+
+// listPage is one page of a list: {"value": [...], "nextLink": ...}.
+type listPage struct {
+	Value    []json.RawMessage `json:"value"`
+	NextLink *string           `json:"nextLink,omitempty"`
+}
+
+// listTop lists top-level resources of a type, in a group (rg != "") or
+// the whole subscription, one page at a time; the skip token is the sort
+// key of the last item served.
+func (s *Server) listTop(ctx context.Context, q *request, typ string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
+	sub := q.segs[1]
+	rgKey := ""
+	page := listPage{Value: []json.RawMessage{}}
+	err := s.store.read(ctx, func(tx *txn) error {
+		if len(q.segs) > 3 && len(q.segs) >= 7 {
+			rg, err := requireRG(tx, sub, q.segs[3], false)
+			if err != nil {
+				return err
+			}
+			rgKey = rg.Key
+		}
+		rows, err := tx.listResources(key(sub), rgKey, typ, q.query.Get("$skiptoken"), s.pageSize+1)
+		if err != nil {
+			return err
+		}
+		if len(rows) > s.pageSize {
+			rows = rows[:s.pageSize]
+			page.NextLink = pageURL(q, rows[len(rows)-1].SortKey)
+		}
+		for _, row := range rows {
+			b, err := render(tx, row)
+			if err != nil {
+				return err
+			}
+			page.Value = append(page.Value, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: page}, nil
+}
+
+// pageChildren cuts a page out of a list of children; the skip token is
+// the offset of the next item.
+func (s *Server) pageChildren(q *request, items []json.RawMessage) listPage {
+	off, _ := strconv.Atoi(q.query.Get("$skiptoken"))
+	if off < 0 || off > len(items) {
+		off = len(items)
+	}
+	page := listPage{Value: []json.RawMessage{}}
+	end := min(off+s.pageSize, len(items))
+	page.Value = append(page.Value, items[off:end]...)
+	if end < len(items) {
+		page.NextLink = pageURL(q, strconv.Itoa(end))
+	}
+	return page
+}
+
+// withEtag adds the ETag header of a resource to a response.
+func withEtag(etag string) http.Header {
+	h := http.Header{}
+	if etag != "" {
+		h.Set("ETag", etag)
+	}
+	return h
+}
+
+func encode(v any) ([]byte, error) { return json.Marshal(v) }
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// locationOf normalises a requested location: 400 LocationRequired when
+// it is missing, 400 InvalidResourceLocation when it differs from the
+// location of the existing resource.
+func locationOf(loc *string, existing, name, rg string) (string, error) {
+	l := normalizeLocation(str(loc))
+	if l == "" {
+		if existing != "" {
+			return existing, nil
+		}
+		return "", badRequest("LocationRequired", "The location property is required for this definition.")
+	}
+	if existing != "" && l != existing {
+		return "", newError(http.StatusConflict, "InvalidResourceLocation",
+			"The resource '%s' already exists in location '%s' in resource group '%s'. A resource with the same name cannot be created in location '%s'. Please select a new resource name.",
+			name, existing, rg, l)
+	}
+	return l, nil
+}
+
+func tagsOf(in map[string]*string) map[string]*string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]*string, len(in))
+	for k, v := range in {
+		out[k] = ptr(str(v))
+	}
+	return out
+}

@@ -1,0 +1,416 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// Faults are the failures a Server injects. The zero value injects none.
+// They can be changed at runtime with SetFaults or through the control
+// endpoint (GET/PUT /_fabric/faults), which reads and writes this JSON.
+type Faults struct {
+	// Latency is added to every ARM request.
+	Latency time.Duration `json:"latency"`
+
+	// WriteBucket is the capacity of the token bucket of writes (PUT,
+	// PATCH, DELETE) per subscription, WriteRefillPerSecond its refill
+	// rate. ARM's are 200 and 10/s. 0 disables write throttling.
+	WriteBucket          int     `json:"writeBucket"`
+	WriteRefillPerSecond float64 `json:"writeRefillPerSecond"`
+	// ReadBucket and ReadRefillPerSecond do the same for reads (GET);
+	// ARM's are 250 and 25/s. 0 disables read throttling.
+	ReadBucket          int     `json:"readBucket"`
+	ReadRefillPerSecond float64 `json:"readRefillPerSecond"`
+
+	// ErrorRate is the probability that an ARM request fails with a 5xx
+	// before it takes effect (500, 502 or 503; azcore retries them).
+	ErrorRate float64 `json:"errorRate"`
+
+	// FailOperations is the probability that a long-running operation
+	// ends Failed; FailNextOperations makes the next N fail for certain.
+	// FailCode is the error code they fail with (InternalServerError).
+	FailOperations     float64 `json:"failOperations"`
+	FailNextOperations int     `json:"failNextOperations"`
+	FailCode           string  `json:"failCode,omitempty"`
+
+	// IntruderRate is the probability that a route table GET is followed,
+	// before its answer is sent, by another writer changing the table: it
+	// adds a route intruder-<n> or moves the next hop of an existing
+	// intruder-* route, and never touches other routes. IntruderNextGets
+	// makes it strike on the next N route table GETs.
+	IntruderRate     float64 `json:"intruderRate"`
+	IntruderNextGets int     `json:"intruderNextGets"`
+}
+
+// MarshalJSON writes Latency as a Go duration string ("250ms").
+func (f Faults) MarshalJSON() ([]byte, error) {
+	type plain Faults
+	return json.Marshal(struct {
+		plain
+		Latency string `json:"latency"`
+	}{plain(f), f.Latency.String()})
+}
+
+// UnmarshalJSON reads Latency as a duration string or a number of
+// nanoseconds; unknown fields are an error.
+func (f *Faults) UnmarshalJSON(b []byte) error {
+	type plain Faults
+	var v struct {
+		plain
+		Latency json.RawMessage `json:"latency"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	*f = Faults(v.plain)
+	f.Latency = 0
+	if len(v.Latency) > 0 && string(v.Latency) != "null" {
+		var s string
+		if err := json.Unmarshal(v.Latency, &s); err == nil {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return fmt.Errorf("latency: %w", err)
+			}
+			f.Latency = d
+		} else {
+			var n int64
+			if err := json.Unmarshal(v.Latency, &n); err != nil {
+				return fmt.Errorf("latency: %s is neither a duration string nor nanoseconds", v.Latency)
+			}
+			f.Latency = time.Duration(n)
+		}
+	}
+	return nil
+}
+
+// Validate checks that rates are probabilities and counts are not negative.
+func (f Faults) Validate() error {
+	for name, p := range map[string]float64{"errorRate": f.ErrorRate, "failOperations": f.FailOperations, "intruderRate": f.IntruderRate} {
+		if p < 0 || p > 1 || math.IsNaN(p) {
+			return fmt.Errorf("%s: %v is not a probability between 0 and 1", name, p)
+		}
+	}
+	for name, n := range map[string]float64{
+		"latency": float64(f.Latency), "writeBucket": float64(f.WriteBucket), "writeRefillPerSecond": f.WriteRefillPerSecond,
+		"readBucket": float64(f.ReadBucket), "readRefillPerSecond": f.ReadRefillPerSecond,
+		"failNextOperations": float64(f.FailNextOperations), "intruderNextGets": float64(f.IntruderNextGets),
+	} {
+		if n < 0 || math.IsNaN(n) || math.IsInf(n, 0) {
+			return fmt.Errorf("%s: %v must not be negative", name, n)
+		}
+	}
+	if f.WriteBucket > 0 && f.WriteRefillPerSecond <= 0 {
+		return fmt.Errorf("writeRefillPerSecond: must be positive when writeBucket is %d", f.WriteBucket)
+	}
+	if f.ReadBucket > 0 && f.ReadRefillPerSecond <= 0 {
+		return fmt.Errorf("readRefillPerSecond: must be positive when readBucket is %d", f.ReadBucket)
+	}
+	return nil
+}
+
+// SetFaults replaces the injected faults; the token buckets start full and
+// the FailNextOperations and IntruderNextGets counters start over. Invalid
+// values are clamped (see Validate for the checked form).
+func (s *Server) SetFaults(f Faults) {
+	f.ErrorRate = clamp01(f.ErrorRate)
+	f.FailOperations = clamp01(f.FailOperations)
+	f.IntruderRate = clamp01(f.IntruderRate)
+	f.Latency = max(f.Latency, 0)
+	f.FailNextOperations = max(f.FailNextOperations, 0)
+	f.IntruderNextGets = max(f.IntruderNextGets, 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+	s.failLeft = f.FailNextOperations
+	s.intrLeft = f.IntruderNextGets
+	s.buckets = map[string]*bucket{}
+}
+
+// Faults returns the current faults, with the counters that remain.
+func (s *Server) Faults() Faults {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.faults
+	f.FailNextOperations = s.failLeft
+	f.IntruderNextGets = s.intrLeft
+	return f
+}
+
+func clamp01(p float64) float64 {
+	if p < 0 || math.IsNaN(p) {
+		return 0
+	}
+	return min(p, 1)
+}
+
+// bucket is a token bucket.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// take takes one token if there is one. It returns the tokens left and,
+// when there was none, how long until there is.
+func (b *bucket) take(now time.Time, capacity int, refill float64) (ok bool, left int, wait time.Duration) {
+	b.tokens = math.Min(float64(capacity), b.tokens+now.Sub(b.last).Seconds()*refill)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, int(b.tokens), 0
+	}
+	return false, 0, time.Duration((1 - b.tokens) / refill * float64(time.Second))
+}
+
+// Classic per-hour quotas, reported when throttling is off.
+const (
+	classicReads  = 11999
+	classicWrites = 1199
+)
+
+// injectFaults applies latency, throttling and random 5xx to one ARM
+// request, and sets the remaining-quota headers of the answer.
+func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error {
+	s.mu.Lock()
+	f := s.faults
+	now := s.now()
+	kind, capacity, refill, left := "read", f.ReadBucket, f.ReadRefillPerSecond, classicReads
+	if write {
+		kind, capacity, refill, left = "write", f.WriteBucket, f.WriteRefillPerSecond, classicWrites
+	}
+	throttled, wait := false, time.Duration(0)
+	if capacity > 0 {
+		bk := kind + "/" + key(q.segs[1])
+		b := s.buckets[bk]
+		if b == nil {
+			b = &bucket{tokens: float64(capacity), last: now}
+			s.buckets[bk] = b
+		}
+		var ok bool
+		ok, left, wait = b.take(now, capacity, refill)
+		throttled = !ok
+	}
+	failNow := f.ErrorRate > 0 && s.rng.Float64() < f.ErrorRate
+	errKind := s.rng.IntN(3)
+	s.mu.Unlock()
+
+	if f.Latency > 0 {
+		t := time.NewTimer(f.Latency)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	q.out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
+	q.out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
+	if throttled {
+		return errThrottled(kind, q.segs[1], max(1, int(math.Ceil(wait.Seconds()))))
+	}
+	if failNow {
+		switch errKind {
+		case 0:
+			return newError(http.StatusInternalServerError, "InternalServerError",
+				"Encountered internal server error (injected by the routekeeper fabric: error-rate).")
+		case 1:
+			return newError(http.StatusBadGateway, "BadGateway",
+				"The gateway did not receive a response from 'Microsoft.Network' within the specified time period (injected by the routekeeper fabric: error-rate).")
+		default:
+			return newError(http.StatusServiceUnavailable, "ServiceUnavailable",
+				"The server (leased) is currently unavailable (injected by the routekeeper fabric: error-rate).")
+		}
+	}
+	return nil
+}
+
+// failOperation decides whether a new long-running operation fails, and
+// with which code.
+func (s *Server) failOperation() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	code := s.faults.FailCode
+	if code == "" {
+		code = "InternalServerError"
+	}
+	if s.failLeft > 0 {
+		s.failLeft--
+		return code, true
+	}
+	if s.faults.FailOperations > 0 && s.rng.Float64() < s.faults.FailOperations {
+		return code, true
+	}
+	return "", false
+}
+
+// intruderPrefixBase is where intruder routes live: 198.18.0.0/15 is the
+// benchmarking range, which no real table routes.
+var intruderPrefixBase = netip.MustParseAddr("198.18.0.0")
+
+// maybeIntrude plays another writer: right after a GET of the route table
+// tableKey, it rewrites the table (new etag), so the client's next PUT with
+// the etag it just read gets 412.
+func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
+	s.mu.Lock()
+	strike := false
+	if s.intrLeft > 0 {
+		s.intrLeft--
+		strike = true
+	} else if s.faults.IntruderRate > 0 && s.rng.Float64() < s.faults.IntruderRate {
+		strike = true
+	}
+	coin := s.rng.IntN(2)
+	s.mu.Unlock()
+	if !strike {
+		return
+	}
+	err := s.store.write(ctx, func(tx *txn) error {
+		row, err := tx.getResource(tableKey)
+		if err != nil || row == nil {
+			return err
+		}
+		if o, err := tx.runningOp(tableKey); err != nil || o != nil {
+			return err // a real writer would get 409: leave the table alone
+		}
+		t, err := decodeTable(row.Doc)
+		if err != nil {
+			return err
+		}
+		var mine []*armnetwork.Route
+		used := map[string]bool{}
+		maxN := 0
+		for _, r := range t.Properties.Routes {
+			used[prefixKey(str(r.Properties.AddressPrefix))] = true
+			if n, ok := strings.CutPrefix(strings.ToLower(str(r.Name)), "intruder-"); ok {
+				mine = append(mine, r)
+				if v, err := strconv.Atoi(n); err == nil && v > maxN {
+					maxN = v
+				}
+			}
+		}
+		etag := newEtag()
+		canAdd := len(t.Properties.Routes) < s.routeLimit
+		if len(mine) > 0 && (coin == 0 || !canAdd) {
+			r := mine[0]
+			ip, _ := netip.ParseAddr(str(r.Properties.NextHopIPAddress))
+			next := netip.MustParseAddr("10.255.255.1")
+			if ip.IsValid() && ip.Is4() {
+				next = ip.Next()
+			}
+			r.Properties.NextHopType = ptr(armnetwork.RouteNextHopTypeVirtualAppliance)
+			r.Properties.NextHopIPAddress = ptr(next.String())
+			r.Etag = ptr(etag)
+		} else if canAdd {
+			var prefix netip.Prefix
+			a := intruderPrefixBase
+			for i := 0; i < 512; i++ {
+				p := netip.PrefixFrom(a, 24)
+				if !used[p.String()] {
+					prefix = p
+					break
+				}
+				b := a.As4()
+				b[2]++
+				if b[2] == 0 {
+					b[1]++
+				}
+				a = netip.AddrFrom4(b)
+			}
+			if !prefix.IsValid() {
+				return nil
+			}
+			name := fmt.Sprintf("intruder-%d", maxN+1)
+			t.Properties.Routes = append(t.Properties.Routes, &armnetwork.Route{
+				ID: ptr(childID(row.ID, childRoutes, name)), Name: ptr(name), Type: ptr(armTypeRoute), Etag: ptr(etag),
+				Properties: &armnetwork.RoutePropertiesFormat{
+					AddressPrefix: ptr(prefix.String()), NextHopType: ptr(armnetwork.RouteNextHopTypeVirtualAppliance),
+					NextHopIPAddress: ptr("10.255.255.1"), HasBgpOverride: ptr(false),
+					ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded),
+				},
+			})
+		} else {
+			return nil
+		}
+		t.Etag = ptr(etag)
+		doc, err := encode(t)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		return tx.putResource(row)
+	})
+	if err != nil {
+		s.log.Warn("fabric intruder failed", "table", tableKey, "err", err)
+		return
+	}
+	s.log.Debug("fabric intruder rewrote a route table", "table", tableKey)
+}
+
+// controlPrefix is the path of the control endpoint; no ARM path starts so.
+const controlPrefix = "/_fabric/"
+
+// serveControl serves the control endpoint: GET/PUT /_fabric/faults and
+// GET /_fabric/healthz. It needs no token and no fault applies to it.
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
+	writeJSON := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(status)
+		b, _ := json.MarshalIndent(v, "", "  ")
+		w.Write(append(b, '\n'))
+	}
+	fail := func(status int, code, msg string) {
+		writeJSON(status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
+	}
+	switch strings.TrimPrefix(r.URL.Path, controlPrefix) {
+	case "healthz":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			fail(http.StatusMethodNotAllowed, "HttpMethodNotSupported", "use GET")
+			return
+		}
+		if err := s.store.read(r.Context(), func(tx *txn) error {
+			_, err := tx.anyDue(0)
+			return err
+		}); err != nil {
+			fail(http.StatusServiceUnavailable, "StateUnavailable", err.Error())
+			return
+		}
+		writeJSON(http.StatusOK, map[string]string{"status": "ok"})
+	case "faults":
+		switch r.Method {
+		case http.MethodGet:
+			writeJSON(http.StatusOK, s.Faults())
+		case http.MethodPut:
+			b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				fail(http.StatusBadRequest, "InvalidRequestContent", err.Error())
+				return
+			}
+			var f Faults
+			if err := json.Unmarshal(b, &f); err != nil {
+				fail(http.StatusBadRequest, "InvalidRequestContent", "faults: "+err.Error())
+				return
+			}
+			if err := f.Validate(); err != nil {
+				fail(http.StatusBadRequest, "InvalidFaults", "faults: "+err.Error())
+				return
+			}
+			s.SetFaults(f)
+			writeJSON(http.StatusOK, s.Faults())
+		default:
+			fail(http.StatusMethodNotAllowed, "HttpMethodNotSupported", "use GET or PUT")
+		}
+	default:
+		fail(http.StatusNotFound, "NotFound", "the control endpoint serves /_fabric/faults and /_fabric/healthz")
+	}
+}

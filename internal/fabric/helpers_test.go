@@ -1,0 +1,261 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+const (
+	testSub = "11111111-2222-3333-4444-555555555555"
+	testRG  = "kubernetes"
+	testLoc = "eastus"
+)
+
+// env is a fabric under test with real armnetwork clients pointed at it.
+type env struct {
+	t        *testing.T
+	srv      *Server
+	store    *Store
+	endpoint string
+	opts     *arm.ClientOptions
+	hc       *http.Client // raw HTTP, same transport as the SDK
+
+	tables  *armnetwork.RouteTablesClient
+	routes  *armnetwork.RoutesClient
+	vnets   *armnetwork.VirtualNetworksClient
+	subnets *armnetwork.SubnetsClient
+}
+
+// transports are the two ways a client reaches the fabric; tests that
+// exercise the wire run over both.
+var transports = []string{"inprocess", "loopback"}
+
+func newEnv(t *testing.T, mode string, o Options) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := OpenMemory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return newEnvOn(t, mode, st, o)
+}
+
+func newEnvOn(t *testing.T, mode string, st *Store, o Options) *env {
+	t.Helper()
+	srv := New(st, o)
+	e := &env{t: t, srv: srv, store: st}
+	switch mode {
+	case "inprocess":
+		e.endpoint = InProcessEndpoint
+		e.opts = srv.ClientOptions()
+		e.hc = &http.Client{Transport: srv.RoundTripper()}
+	case "loopback":
+		ts := httptest.NewServer(srv)
+		t.Cleanup(ts.Close)
+		e.endpoint = ts.URL
+		e.opts = ClientOptions(nil, ts.URL)
+		e.hc = ts.Client()
+	default:
+		t.Fatalf("unknown mode %q", mode)
+	}
+	e.opts.Retry.RetryDelay = 10 * time.Millisecond
+	var errs []error
+	var err error
+	e.tables, err = armnetwork.NewRouteTablesClient(testSub, Credential{}, e.opts)
+	errs = append(errs, err)
+	e.routes, err = armnetwork.NewRoutesClient(testSub, Credential{}, e.opts)
+	errs = append(errs, err)
+	e.vnets, err = armnetwork.NewVirtualNetworksClient(testSub, Credential{}, e.opts)
+	errs = append(errs, err)
+	e.subnets, err = armnetwork.NewSubnetsClient(testSub, Credential{}, e.opts)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// do sends a raw request (with a bearer token and api-version) and returns
+// the response with its body read.
+func (e *env) do(method, path, body string, hdr ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	u := e.endpoint + path
+	if !strings.Contains(path, "api-version=") {
+		if strings.Contains(path, "?") {
+			u += "&api-version=2024-05-01"
+		} else {
+			u += "?api-version=2024-05-01"
+		}
+	}
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer test")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp, b
+}
+
+// createRG creates a resource group with plain HTTP (armresources is not a
+// dependency).
+func (e *env) createRG(name string) {
+	e.t.Helper()
+	resp, b := e.do("PUT", "/subscriptions/"+testSub+"/resourcegroups/"+name, `{"location":"`+testLoc+`"}`)
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("creating resource group %s: %d %s", name, resp.StatusCode, b)
+	}
+}
+
+var fastPoll = &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}
+
+func (e *env) putTable(ctx context.Context, rg, name string, t armnetwork.RouteTable) (armnetwork.RouteTable, error) {
+	p, err := e.tables.BeginCreateOrUpdate(ctx, rg, name, t, nil)
+	if err != nil {
+		return armnetwork.RouteTable{}, err
+	}
+	res, err := p.PollUntilDone(ctx, fastPoll)
+	return res.RouteTable, err
+}
+
+func (e *env) mustPutTable(ctx context.Context, rg, name string, t armnetwork.RouteTable) armnetwork.RouteTable {
+	e.t.Helper()
+	res, err := e.putTable(ctx, rg, name, t)
+	if err != nil {
+		e.t.Fatalf("creating route table %s: %v", name, err)
+	}
+	return res
+}
+
+func (e *env) getTable(ctx context.Context, rg, name string) armnetwork.RouteTable {
+	e.t.Helper()
+	res, err := e.tables.Get(ctx, rg, name, nil)
+	if err != nil {
+		e.t.Fatalf("getting route table %s: %v", name, err)
+	}
+	return res.RouteTable
+}
+
+func (e *env) putVNet(ctx context.Context, rg, name string, v armnetwork.VirtualNetwork) (armnetwork.VirtualNetwork, error) {
+	p, err := e.vnets.BeginCreateOrUpdate(ctx, rg, name, v, nil)
+	if err != nil {
+		return armnetwork.VirtualNetwork{}, err
+	}
+	res, err := p.PollUntilDone(ctx, fastPoll)
+	return res.VirtualNetwork, err
+}
+
+func (e *env) putSubnet(ctx context.Context, rg, vnet, name string, sn armnetwork.Subnet) (armnetwork.Subnet, error) {
+	p, err := e.subnets.BeginCreateOrUpdate(ctx, rg, vnet, name, sn, nil)
+	if err != nil {
+		return armnetwork.Subnet{}, err
+	}
+	res, err := p.PollUntilDone(ctx, fastPoll)
+	return res.Subnet, err
+}
+
+func (e *env) putRoute(ctx context.Context, rg, table, name string, r armnetwork.Route) (armnetwork.Route, error) {
+	p, err := e.routes.BeginCreateOrUpdate(ctx, rg, table, name, r, nil)
+	if err != nil {
+		return armnetwork.Route{}, err
+	}
+	res, err := p.PollUntilDone(ctx, fastPoll)
+	return res.Route, err
+}
+
+// seedVNet creates kubernetes-vnet 10.240.0.0/16 with kubernetes-subnet
+// 10.240.0.0/24, as seed 003 has before its route table walkthrough.
+func (e *env) seedVNet(ctx context.Context, rg string) armnetwork.VirtualNetwork {
+	e.t.Helper()
+	v, err := e.putVNet(ctx, rg, "kubernetes-vnet", armnetwork.VirtualNetwork{
+		Location: ptr(testLoc),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
+			Subnets: []*armnetwork.Subnet{{
+				Name:       ptr("kubernetes-subnet"),
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")},
+			}},
+		},
+	})
+	if err != nil {
+		e.t.Fatalf("creating vnet: %v", err)
+	}
+	return v
+}
+
+func vaRoute(name, prefix, ip string) *armnetwork.Route {
+	return &armnetwork.Route{Name: ptr(name), Properties: &armnetwork.RoutePropertiesFormat{
+		AddressPrefix: ptr(prefix), NextHopType: ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: ptr(ip),
+	}}
+}
+
+func table(routes ...*armnetwork.Route) armnetwork.RouteTable {
+	return armnetwork.RouteTable{Location: ptr(testLoc), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}
+}
+
+// respErr asserts err is an ARM error with status and code.
+func respErr(t *testing.T, err error, status int, code string) *azcore.ResponseError {
+	t.Helper()
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		t.Fatalf("error = %v, want an ARM %d %s", err, status, code)
+	}
+	if re.StatusCode != status || re.ErrorCode != code {
+		t.Fatalf("error = %d %s, want %d %s\n%v", re.StatusCode, re.ErrorCode, status, code, err)
+	}
+	return re
+}
+
+// withHeader adds a request header to one SDK call (the SDK has no If-Match
+// option on these operations).
+func withHeader(ctx context.Context, k, v string) context.Context {
+	return policy.WithHTTPHeader(ctx, http.Header{k: {v}})
+}
+
+func decodeJSON(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("decoding %s: %v", b, err)
+	}
+	return m
+}
+
+func routeNames(t armnetwork.RouteTable) []string {
+	var out []string
+	for _, r := range t.Properties.Routes {
+		out = append(out, str(r.Name))
+	}
+	return out
+}

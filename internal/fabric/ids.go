@@ -1,0 +1,128 @@
+package fabric
+
+import (
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// DefaultSubscription is the subscription ID used when none is given. The
+// fabric accepts any subscription ID; this one is only a convention.
+const DefaultSubscription = "00000000-0000-0000-0000-000000000000"
+
+// Resource types, as they appear in paths and in the "type" property.
+const (
+	typeRouteTables     = "routeTables"
+	typeVirtualNetworks = "virtualNetworks"
+	childRoutes         = "routes"
+	childSubnets        = "subnets"
+
+	armTypeRouteTable     = "Microsoft.Network/routeTables"
+	armTypeRoute          = "Microsoft.Network/routeTables/routes"
+	armTypeVirtualNetwork = "Microsoft.Network/virtualNetworks"
+	armTypeSubnet         = "Microsoft.Network/virtualNetworks/subnets"
+	armTypeResourceGroup  = "Microsoft.Resources/resourceGroups"
+
+	networkNamespace   = "Microsoft.Network"
+	resourcesNamespace = "Microsoft.Resources"
+)
+
+// key is the case-insensitive form of an ARM ID or name: ARM compares IDs
+// and names without regard to case, so every lookup goes through key.
+func key(s string) string { return strings.ToLower(s) }
+
+func rgID(sub, rg string) string { return "/subscriptions/" + sub + "/resourceGroups/" + rg }
+
+func resourceID(sub, rg, typ, name string) string {
+	return rgID(sub, rg) + "/providers/" + networkNamespace + "/" + typ + "/" + name
+}
+
+func childID(parentID, child, name string) string { return parentID + "/" + child + "/" + name }
+
+// armID is a parsed Microsoft.Network resource ID (a route table, a virtual
+// network, or one of their children).
+type armID struct {
+	Sub, RG, Type, Name string
+	Child, ChildName    string // "" for a top-level resource
+}
+
+func (a armID) parentID() string { return resourceID(a.Sub, a.RG, a.Type, a.Name) }
+
+// parseNetworkID parses /subscriptions/{s}/resourceGroups/{rg}/providers/
+// Microsoft.Network/{type}/{name}[/{child}/{childName}], case-insensitively.
+// The type and child are returned in their canonical spelling.
+func parseNetworkID(id string) (armID, bool) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) != 8 && len(segs) != 10 {
+		return armID{}, false
+	}
+	if !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
+		!strings.EqualFold(segs[4], "providers") || !strings.EqualFold(segs[5], networkNamespace) {
+		return armID{}, false
+	}
+	a := armID{Sub: segs[1], RG: segs[3], Name: segs[7]}
+	switch {
+	case strings.EqualFold(segs[6], typeRouteTables):
+		a.Type = typeRouteTables
+	case strings.EqualFold(segs[6], typeVirtualNetworks):
+		a.Type = typeVirtualNetworks
+	default:
+		return armID{}, false
+	}
+	if len(segs) == 10 {
+		a.ChildName = segs[9]
+		switch {
+		case a.Type == typeRouteTables && strings.EqualFold(segs[8], childRoutes):
+			a.Child = childRoutes
+		case a.Type == typeVirtualNetworks && strings.EqualFold(segs[8], childSubnets):
+			a.Child = childSubnets
+		default:
+			return armID{}, false
+		}
+	}
+	for _, s := range []string{a.Sub, a.RG, a.Name} {
+		if s == "" {
+			return armID{}, false
+		}
+	}
+	return a, true
+}
+
+// nameRE is Azure's rule for Microsoft.Network resource names: 1-80
+// characters, letters, digits, '_', '.', '-'; beginning with a letter or
+// digit and ending with a letter, digit or '_'.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?$`)
+
+func validName(name string) bool { return nameRE.MatchString(name) }
+
+// rgNameRE is ARM's rule for resource group names: 1-90 characters,
+// letters, digits, '_', '-', '.', '(' and ')', not ending with '.'.
+var rgNameRE = regexp.MustCompile(`^[-\w.()]{0,89}[-\w()]$`)
+
+func validRGName(name string) bool { return rgNameRE.MatchString(name) }
+
+// normalizeLocation turns "East US" into "eastus", as ARM does.
+func normalizeLocation(loc string) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(loc), " ", ""))
+}
+
+// serviceTagRE matches service tags accepted as a route address prefix
+// (AzureCloud, Storage.WestEurope, ...).
+var serviceTagRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)?$`)
+
+// prefixProblem says why s is not a valid CIDR prefix: "" when it is. It
+// distinguishes a prefix with host bits set (Azure's InvalidCIDRNotation,
+// with the prefix it should have been) from text that is not a prefix.
+func prefixProblem(s string) (p netip.Prefix, code string, want string) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, "InvalidAddressPrefixFormat", ""
+	}
+	if p.Addr().Zone() != "" {
+		return netip.Prefix{}, "InvalidAddressPrefixFormat", ""
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, "InvalidCIDRNotation", p.Masked().String()
+	}
+	return p, "", ""
+}

@@ -1,0 +1,436 @@
+package fabric
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Operation kinds.
+const (
+	opPut         = "put"          // create or update of a top-level resource or a child
+	opDelete      = "delete"       // delete of a top-level resource
+	opChildDelete = "child-delete" // delete of a route or subnet
+	opRGDelete    = "rg-delete"    // delete of a resource group and all it holds
+)
+
+// Operation statuses, as the status endpoint spells them.
+const (
+	statusInProgress = "InProgress"
+	statusSucceeded  = "Succeeded"
+	statusFailed     = "Failed"
+)
+
+// opRetention is how long a finished operation can still be polled.
+const opRetention = time.Hour
+
+// newOp starts an operation on a resource. Its outcome is decided now (a
+// share of operations fail when fault injection says so) and takes effect
+// when it ends; prev is the resource before the write, nil for a create.
+func (s *Server) newOp(kind, sub, location, resourceKey, resourceID, child string, prev []byte) *operation {
+	now := s.now()
+	o := &operation{
+		ID: uuid.NewString(), Sub: sub, Location: location, Kind: kind,
+		ResourceKey: resourceKey, ResourceID: resourceID, ChildName: child,
+		StartedAt: now.UnixNano(), EndsAt: now.Add(s.opDuration).UnixNano(),
+		Status: statusInProgress, Outcome: statusSucceeded, PrevDoc: prev,
+	}
+	if code, ok := s.failOperation(); ok {
+		o.Outcome = statusFailed
+		o.ErrorCode = code
+		o.ErrorMessage = fmt.Sprintf("The operation on %s failed (failure injected by the routekeeper fabric).", resourceID)
+	}
+	return o
+}
+
+// record stores a new operation; with no duration it finishes at once, in
+// the same transaction, so nobody ever sees it running.
+func (s *Server) record(tx *txn, o *operation) error {
+	if err := tx.putOp(o); err != nil {
+		return err
+	}
+	if s.opDuration == 0 {
+		return s.finish(tx, o)
+	}
+	return nil
+}
+
+// settle finishes the operations whose end time has passed. It runs before
+// every request, so completion is lazy but never late as seen by a client,
+// and works the same when another process started the operation.
+func (s *Server) settle(ctx context.Context) error {
+	var due bool
+	if err := s.store.read(ctx, func(tx *txn) error {
+		var err error
+		due, err = tx.anyDue(s.now().UnixNano())
+		return err
+	}); err != nil {
+		return err
+	}
+	if !due {
+		return nil
+	}
+	return s.store.write(ctx, func(tx *txn) error { return s.settleTx(tx) })
+}
+
+// settleTx is settle inside a write transaction.
+func (s *Server) settleTx(tx *txn) error {
+	now := s.now()
+	ops, err := tx.dueOps(now.UnixNano())
+	if err != nil {
+		return err
+	}
+	for _, o := range ops {
+		if err := s.finish(tx, o); err != nil {
+			return err
+		}
+	}
+	if len(ops) > 0 {
+		return tx.pruneOps(now.Add(-opRetention).UnixNano())
+	}
+	return nil
+}
+
+// finish ends an operation with its outcome: the resource reaches
+// Succeeded (or goes away, for a delete), or on failure returns to its
+// previous content with provisioningState Failed and a new etag.
+func (s *Server) finish(tx *txn, o *operation) error {
+	if o.Kind == opRGDelete {
+		return s.finishRGDelete(tx, o)
+	}
+	row, err := tx.getResource(o.ResourceKey)
+	if err != nil {
+		return err
+	}
+	if row == nil { // removed meanwhile (its resource group was deleted)
+		o.Status = o.Outcome
+		return tx.putOp(o)
+	}
+	failed := o.Outcome == statusFailed
+	switch o.Kind {
+	case opPut:
+		if failed {
+			if o.PrevDoc == nil {
+				// A failed create leaves nothing behind: see docs/fabric.md.
+				if err := s.removeResource(tx, row); err != nil {
+					return err
+				}
+				break
+			}
+			if err := s.restore(tx, row, o.PrevDoc); err != nil {
+				return err
+			}
+			break
+		}
+		doc, err := settleDoc(row.Type, row.Doc, "", "")
+		if err != nil {
+			return err
+		}
+		row.Doc = doc
+		if err := tx.putResource(row); err != nil {
+			return err
+		}
+	case opChildDelete:
+		if failed {
+			if err := s.restore(tx, row, o.PrevDoc); err != nil {
+				return err
+			}
+			break
+		}
+		doc, err := settleDoc(row.Type, row.Doc, o.ChildName, "")
+		if err != nil {
+			return err
+		}
+		row.Doc = doc
+		if err := s.storeRow(tx, row); err != nil {
+			return err
+		}
+	case opDelete:
+		if !failed && row.Type == typeRouteTables {
+			subnets, err := tx.subnetsOf(row.Key)
+			if err != nil {
+				return err
+			}
+			if len(subnets) > 0 {
+				failed = true
+				e := errTableInUse(o.ResourceID, subnets)
+				o.Outcome, o.ErrorCode, o.ErrorMessage = statusFailed, e.Code, e.Message
+			}
+		}
+		if failed {
+			if err := s.restore(tx, row, row.Doc); err != nil {
+				return err
+			}
+			break
+		}
+		if err := s.removeResource(tx, row); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("operation %s has unknown kind %q", o.ID, o.Kind)
+	}
+	o.Status = o.Outcome
+	return tx.putOp(o)
+}
+
+// restore puts prev back as the resource's content, with provisioningState
+// Failed and a new etag, so a client reading back sees its change did not
+// land.
+func (s *Server) restore(tx *txn, row *resourceRow, prev []byte) error {
+	etag := newEtag()
+	doc, err := settleDoc(row.Type, prev, "", etag)
+	if err != nil {
+		return err
+	}
+	row.Doc, row.Etag = doc, etag
+	return s.storeRow(tx, row)
+}
+
+// storeRow writes a resource and, for a virtual network, re-derives the
+// associations of its subnets.
+func (s *Server) storeRow(tx *txn, row *resourceRow) error {
+	if err := tx.putResource(row); err != nil {
+		return err
+	}
+	if row.Type == typeVirtualNetworks {
+		vn, err := decodeVNet(row.Doc)
+		if err != nil {
+			return err
+		}
+		as, err := vnetAssociations(tx, row.Key, vn)
+		if err != nil {
+			return err
+		}
+		return tx.setAssociations(row.Key, as)
+	}
+	return nil
+}
+
+// removeResource deletes a resource and the associations it holds.
+func (s *Server) removeResource(tx *txn, row *resourceRow) error {
+	if err := tx.deleteResource(row.Key); err != nil {
+		return err
+	}
+	if row.Type == typeVirtualNetworks {
+		return tx.setAssociations(row.Key, nil)
+	}
+	return nil
+}
+
+// settleDoc finishes a document: without etag, every provisioning state
+// becomes Succeeded and the child named removeChild (if any) is dropped;
+// with etag (a failed operation), the top-level state becomes Failed, the
+// children keep theirs, and the etag is replaced.
+func settleDoc(typ string, doc []byte, removeChild, etag string) ([]byte, error) {
+	switch typ {
+	case typeRouteTables:
+		t, err := decodeTable(doc)
+		if err != nil {
+			return nil, err
+		}
+		settleTable(t, removeChild, etag)
+		return encode(t)
+	case typeVirtualNetworks:
+		v, err := decodeVNet(doc)
+		if err != nil {
+			return nil, err
+		}
+		settleVNet(v, removeChild, etag)
+		return encode(v)
+	}
+	return nil, fmt.Errorf("unknown resource type %q", typ)
+}
+
+func (s *Server) finishRGDelete(tx *txn, o *operation) error {
+	rg, err := tx.getRGByKey(o.ResourceKey)
+	if err != nil {
+		return err
+	}
+	if rg == nil {
+		o.Status = o.Outcome
+		return tx.putOp(o)
+	}
+	rows, err := tx.resourcesInRG(o.ResourceKey)
+	if err != nil {
+		return err
+	}
+	if o.Outcome == statusSucceeded {
+		// A route table still used by a subnet of another group keeps the
+		// whole delete from succeeding.
+		for _, row := range rows {
+			if row.Type != typeRouteTables {
+				continue
+			}
+			subnets, err := tx.subnetsOf(row.Key)
+			if err != nil {
+				return err
+			}
+			var outside []string
+			for _, id := range subnets {
+				if a, ok := parseNetworkID(id); !ok || key(rgID(a.Sub, a.RG)) != o.ResourceKey {
+					outside = append(outside, id)
+				}
+			}
+			if len(outside) > 0 {
+				e := errTableInUse(row.ID, outside)
+				o.Outcome, o.ErrorCode, o.ErrorMessage = statusFailed, e.Code, e.Message
+				break
+			}
+		}
+	}
+	if o.Outcome == statusFailed {
+		rg.State = statusSucceeded
+		if err := tx.putRG(rg); err != nil {
+			return err
+		}
+	} else {
+		for _, row := range rows {
+			if err := s.removeResource(tx, row); err != nil {
+				return err
+			}
+		}
+		if err := tx.deleteRG(rg.Key); err != nil {
+			return err
+		}
+	}
+	o.Status = o.Outcome
+	return tx.putOp(o)
+}
+
+// asyncURL is the Azure-AsyncOperation URL of an operation.
+func asyncURL(q *request, o *operation) string {
+	return q.base + "/subscriptions/" + url.PathEscape(o.Sub) + "/providers/Microsoft.Network/locations/" +
+		url.PathEscape(o.Location) + "/operations/" + o.ID + "?api-version=" + url.QueryEscape(q.apiVersion)
+}
+
+// locationURL is the Location URL of an operation (operationResults).
+func locationURL(q *request, o *operation) string {
+	if o.Kind == opRGDelete {
+		return q.base + "/subscriptions/" + url.PathEscape(o.Sub) + "/operationresults/" + o.ID +
+			"?api-version=" + url.QueryEscape(q.apiVersion)
+	}
+	return q.base + "/subscriptions/" + url.PathEscape(o.Sub) + "/providers/Microsoft.Network/locations/" +
+		url.PathEscape(o.Location) + "/operationResults/" + o.ID + "?api-version=" + url.QueryEscape(q.apiVersion)
+}
+
+// setRetryAfter tells a poller when to come back: Retry-After in whole
+// seconds as Azure sends it, and retry-after-ms (which azcore prefers) with
+// the exact remaining time, so short operations are not polled 1 s late.
+func setRetryAfter(h http.Header, remaining time.Duration) {
+	if remaining <= 0 {
+		return
+	}
+	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(remaining.Seconds()))))
+	h.Set("retry-after-ms", strconv.FormatInt(int64(math.Ceil(float64(remaining)/float64(time.Millisecond))), 10))
+}
+
+// lroHeaders are the headers of a long-running write's first answer.
+func (s *Server) lroHeaders(q *request, o *operation, withLocation bool) http.Header {
+	h := http.Header{}
+	h.Set("Azure-AsyncOperation", asyncURL(q, o))
+	if withLocation {
+		h.Set("Location", locationURL(q, o))
+	}
+	setRetryAfter(h, time.Duration(o.EndsAt-s.now().UnixNano()))
+	return h
+}
+
+// getOperation serves the Azure-AsyncOperation status endpoint.
+func (s *Server) getOperation(ctx context.Context, q *request) (*response, error) {
+	o, err := s.loadOp(ctx, q.segs[7])
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{}
+	if o.Status == statusInProgress {
+		setRetryAfter(h, time.Duration(o.EndsAt-s.now().UnixNano()))
+	}
+	return &response{status: http.StatusOK, body: opBody(o), header: h}, nil
+}
+
+// getOperationResult serves the Location URL of a DELETE: 202 while it
+// runs, 204 when it succeeded, the operation's error when it failed.
+func (s *Server) getOperationResult(ctx context.Context, q *request) (*response, error) {
+	o, err := s.loadOp(ctx, q.segs[7])
+	if err != nil {
+		return nil, err
+	}
+	return s.operationResult(q, o)
+}
+
+func (s *Server) getRGOperationResult(ctx context.Context, q *request) (*response, error) {
+	o, err := s.loadOp(ctx, q.segs[3])
+	if err != nil {
+		return nil, err
+	}
+	return s.operationResult(q, o)
+}
+
+func (s *Server) operationResult(q *request, o *operation) (*response, error) {
+	switch o.Status {
+	case statusInProgress:
+		h := http.Header{}
+		h.Set("Location", locationURL(q, o))
+		setRetryAfter(h, time.Duration(o.EndsAt-s.now().UnixNano()))
+		return &response{status: http.StatusAccepted, header: h}, nil
+	case statusSucceeded:
+		if o.Kind == opRGDelete {
+			return &response{status: http.StatusOK}, nil
+		}
+		return &response{status: http.StatusNoContent}, nil
+	}
+	return nil, badRequest(o.ErrorCode, "%s", o.ErrorMessage)
+}
+
+func (s *Server) loadOp(ctx context.Context, id string) (*operation, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
+	var o *operation
+	err := s.store.read(ctx, func(tx *txn) error {
+		var err error
+		o, err = tx.getOp(id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o == nil {
+		return nil, newError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", id)
+	}
+	return o, nil
+}
+
+func opBody(o *operation) map[string]any {
+	b := map[string]any{
+		"id":        "/subscriptions/" + o.Sub + "/providers/Microsoft.Network/locations/" + o.Location + "/operations/" + o.ID,
+		"name":      o.ID,
+		"status":    o.Status,
+		"startTime": time.Unix(0, o.StartedAt).UTC().Format(time.RFC3339Nano),
+	}
+	if o.Status != statusInProgress {
+		b["endTime"] = time.Unix(0, o.EndsAt).UTC().Format(time.RFC3339Nano)
+	}
+	if o.Status == statusFailed {
+		b["error"] = map[string]any{"code": o.ErrorCode, "message": o.ErrorMessage}
+	}
+	return b
+}
+
+// checkRunning refuses a write to a resource whose operation still runs.
+func (s *Server) checkRunning(tx *txn, q *request, resourceKey string) error {
+	o, err := tx.runningOp(resourceKey)
+	if err != nil {
+		return err
+	}
+	if o != nil {
+		return errAnotherOperation(asyncURL(q, o))
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+)
+
+// resourceGroup is a resource group as ARM (Microsoft.Resources) shows it.
+type resourceGroup struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Location   string            `json:"location"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Properties struct {
+		ProvisioningState string `json:"provisioningState"`
+	} `json:"properties"`
+}
+
+func rgBody(r *rgRow) *resourceGroup {
+	g := &resourceGroup{ID: rgID(r.Sub, r.Name), Name: r.Name, Type: armTypeResourceGroup, Location: r.Location}
+	_ = json.Unmarshal([]byte(r.Tags), &g.Tags)
+	g.Properties.ProvisioningState = r.State
+	return g
+}
+
+func (s *Server) getResourceGroup(ctx context.Context, q *request) (*response, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
+	var resp *response
+	err := s.store.read(ctx, func(tx *txn) error {
+		rg, err := requireRG(tx, q.segs[1], q.segs[3], false)
+		if err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusOK, body: rgBody(rg)}
+		return nil
+	})
+	return resp, err
+}
+
+// headResourceGroup is ARM's CheckExistence: 204 or 404, no body.
+func (s *Server) headResourceGroup(ctx context.Context, q *request) (*response, error) {
+	if _, err := s.getResourceGroup(ctx, q); err != nil {
+		return &response{status: http.StatusNotFound}, nil
+	}
+	return &response{status: http.StatusNoContent}, nil
+}
+
+func (s *Server) putResourceGroup(ctx context.Context, q *request) (*response, error) {
+	var in struct {
+		Location string             `json:"location"`
+		Tags     map[string]*string `json:"tags"`
+	}
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	sub, name := q.segs[1], q.segs[3]
+	if !validRGName(name) {
+		return nil, badRequest("InvalidResourceGroupName",
+			"Resource group name '%s' is invalid: it must be 1-90 characters of letters, digits, '_', '-', '.', '(' or ')', and must not end with '.'.", name)
+	}
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		if err := s.settleTx(tx); err != nil {
+			return err
+		}
+		cur, err := tx.getRG(sub, name)
+		if err != nil {
+			return err
+		}
+		if cur != nil && cur.State == "Deleting" {
+			return errResourceGroupBeingDeleted(cur.Name)
+		}
+		existing := ""
+		if cur != nil {
+			existing = cur.Location
+		}
+		loc, err := locationOf(&in.Location, existing, name, name)
+		if err != nil {
+			if cur != nil {
+				return newError(http.StatusConflict, "InvalidResourceGroupLocation",
+					"Invalid resource group location '%s'. The Resource group already exists in location '%s'.", normalizeLocation(in.Location), cur.Location)
+			}
+			return err
+		}
+		tags := map[string]string{}
+		for k, v := range in.Tags {
+			tags[k] = str(v)
+		}
+		tb, err := json.Marshal(tags)
+		if err != nil {
+			return err
+		}
+		row := &rgRow{Key: key(rgID(sub, name)), Sub: sub, Name: name, Location: loc, Tags: string(tb), State: statusSucceeded}
+		status := http.StatusCreated
+		if cur != nil {
+			row.Sub, row.Name, row.Location = cur.Sub, cur.Name, cur.Location
+			status = http.StatusOK
+		}
+		if err := tx.putRG(row); err != nil {
+			return err
+		}
+		resp = &response{status: status, body: rgBody(row)}
+		return nil
+	})
+	return resp, err
+}
+
+// patchResourceGroup updates the tags of a resource group.
+func (s *Server) patchResourceGroup(ctx context.Context, q *request) (*response, error) {
+	var in struct {
+		Tags map[string]*string `json:"tags"`
+	}
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		rg, err := requireRG(tx, q.segs[1], q.segs[3], true)
+		if err != nil {
+			return err
+		}
+		if in.Tags != nil {
+			tags := map[string]string{}
+			for k, v := range in.Tags {
+				tags[k] = str(v)
+			}
+			tb, err := json.Marshal(tags)
+			if err != nil {
+				return err
+			}
+			rg.Tags = string(tb)
+			if err := tx.putRG(rg); err != nil {
+				return err
+			}
+		}
+		resp = &response{status: http.StatusOK, body: rgBody(rg)}
+		return nil
+	})
+	return resp, err
+}
+
+// deleteResourceGroup deletes a group and everything in it, as a
+// long-running operation polled through Location (Microsoft.Resources
+// style: 202, then 200 from the operation result).
+func (s *Server) deleteResourceGroup(ctx context.Context, q *request) (*response, error) {
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		if err := s.settleTx(tx); err != nil {
+			return err
+		}
+		rg, err := tx.getRG(q.segs[1], q.segs[3])
+		if err != nil {
+			return err
+		}
+		if rg == nil {
+			return errResourceGroupNotFound(q.segs[3])
+		}
+		if rg.State == "Deleting" {
+			return errResourceGroupBeingDeleted(rg.Name)
+		}
+		rg.State = "Deleting"
+		if err := tx.putRG(rg); err != nil {
+			return err
+		}
+		o := s.newOp(opRGDelete, rg.Sub, rg.Location, rg.Key, rgID(rg.Sub, rg.Name), "", nil)
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		h := http.Header{}
+		h.Set("Location", locationURL(q, o))
+		resp = &response{status: http.StatusAccepted, header: h}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) listResourceGroups(ctx context.Context, q *request) (*response, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
+	page := struct {
+		Value []*resourceGroup `json:"value"`
+	}{Value: []*resourceGroup{}}
+	err := s.store.read(ctx, func(tx *txn) error {
+		rows, err := tx.listRGs(q.segs[1])
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			page.Value = append(page.Value, rgBody(r))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: page}, nil
+}
+
+type subscription struct {
+	ID             string `json:"id"`
+	SubscriptionID string `json:"subscriptionId"`
+	DisplayName    string `json:"displayName"`
+	State          string `json:"state"`
+}
+
+func subBody(sub string) subscription {
+	return subscription{ID: "/subscriptions/" + sub, SubscriptionID: sub, DisplayName: "routekeeper fabric", State: "Enabled"}
+}
+
+// listSubscriptions lists the subscriptions that hold resource groups.
+func (s *Server) listSubscriptions(ctx context.Context, q *request) (*response, error) {
+	page := struct {
+		Value []subscription `json:"value"`
+	}{Value: []subscription{}}
+	err := s.store.read(ctx, func(tx *txn) error {
+		subs, err := tx.listSubscriptions()
+		for _, sub := range subs {
+			page.Value = append(page.Value, subBody(sub))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: page}, nil
+}
+
+// getSubscription answers for any subscription: the fabric accepts every
+// subscription ID.
+func (s *Server) getSubscription(_ context.Context, q *request) (*response, error) {
+	return &response{status: http.StatusOK, body: subBody(q.segs[1])}, nil
+}

@@ -1,0 +1,667 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/google/uuid"
+)
+
+func decodeTable(doc []byte) (*armnetwork.RouteTable, error) {
+	var t armnetwork.RouteTable
+	if err := json.Unmarshal(doc, &t); err != nil {
+		return nil, fmt.Errorf("decoding stored route table: %w", err)
+	}
+	if t.Properties == nil {
+		t.Properties = &armnetwork.RouteTablePropertiesFormat{}
+	}
+	return &t, nil
+}
+
+// settleTable: see settleDoc.
+func settleTable(t *armnetwork.RouteTable, removeChild, etag string) {
+	if etag != "" {
+		t.Etag = ptr(etag)
+		t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateFailed)
+		return
+	}
+	t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+	routes := t.Properties.Routes[:0]
+	for _, r := range t.Properties.Routes {
+		if removeChild != "" && strings.EqualFold(str(r.Name), removeChild) {
+			continue
+		}
+		r.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+		routes = append(routes, r)
+	}
+	t.Properties.Routes = routes
+}
+
+// renderTable is a stored route table as ARM returns it: with the
+// read-only back-references to its subnets.
+func renderTable(tx *txn, row *resourceRow) (json.RawMessage, error) {
+	subnets, err := tx.subnetsOf(row.Key)
+	if err != nil {
+		return nil, err
+	}
+	if len(subnets) == 0 {
+		return row.Doc, nil
+	}
+	t, err := decodeTable(row.Doc)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range subnets {
+		t.Properties.Subnets = append(t.Properties.Subnets, &armnetwork.Subnet{ID: ptr(id)})
+	}
+	return encode(t)
+}
+
+func (s *Server) listRouteTables(ctx context.Context, q *request) (*response, error) {
+	return s.listTop(ctx, q, typeRouteTables, renderTable)
+}
+
+// readTop reads one top-level resource for a GET: 404 when it or its group
+// is missing.
+func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, fn func(*txn, *resourceRow) error) error {
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	t := q.target()
+	return s.store.read(ctx, func(tx *txn) error {
+		rg, err := requireRG(tx, t.sub, t.rg, false)
+		if err != nil {
+			return err
+		}
+		row, err := tx.getResource(key(resourceID(rg.Sub, rg.Name, typ, t.name)))
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return errResourceNotFound(armType, t.name, t.rg)
+		}
+		return fn(tx, row)
+	})
+}
+
+func (s *Server) getRouteTable(ctx context.Context, q *request) (*response, error) {
+	var body json.RawMessage
+	var etag, k string
+	err := s.readTop(ctx, q, typeRouteTables, armTypeRouteTable, func(tx *txn, row *resourceRow) error {
+		var err error
+		body, err = renderTable(tx, row)
+		etag, k = row.Etag, row.Key
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The intruder strikes after the answer is computed and before it is
+	// sent: the client holds an etag that is already stale.
+	s.maybeIntrude(ctx, k)
+	return &response{status: http.StatusOK, body: body, header: withEtag(etag)}, nil
+}
+
+// writeTop runs a write of a top-level resource (or of one of its
+// children) in one transaction: due operations settle first, the resource
+// group must exist and not be deleting, and no operation may be running on
+// the resource.
+func (s *Server) writeTop(ctx context.Context, q *request, typ string, fn func(tx *txn, rg *rgRow, row *resourceRow, fresh *resourceRow) error) error {
+	t := q.target()
+	return s.store.write(ctx, func(tx *txn) error {
+		if err := s.settleTx(tx); err != nil {
+			return err
+		}
+		rg, err := requireRG(tx, t.sub, t.rg, true)
+		if err != nil {
+			return err
+		}
+		fresh := newRow(rg, typ, t.name)
+		row, err := tx.getResource(fresh.Key)
+		if err != nil {
+			return err
+		}
+		if row != nil {
+			if err := s.checkRunning(tx, q, row.Key); err != nil {
+				return err
+			}
+		}
+		return fn(tx, rg, row, fresh)
+	})
+}
+
+func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.RouteTable
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	t := q.target()
+	if !validName(t.name) {
+		return nil, errInvalidName(t.name)
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typeRouteTables, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
+		id, curEtag := fresh.ID, ""
+		var cur *armnetwork.RouteTable
+		if row != nil {
+			var err error
+			if cur, err = decodeTable(row.Doc); err != nil {
+				return err
+			}
+			id, curEtag = row.ID, row.Etag
+		}
+		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
+			return err
+		}
+		curLoc := ""
+		if cur != nil {
+			curLoc = str(cur.Location)
+		}
+		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		if err != nil {
+			return err
+		}
+		etag := newEtag()
+		out := &armnetwork.RouteTable{
+			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeRouteTable), Location: ptr(loc),
+			Tags: tagsOf(in.Tags), Etag: ptr(etag),
+			Properties: &armnetwork.RouteTablePropertiesFormat{
+				DisableBgpRoutePropagation: ptr(false),
+				ProvisioningState:          ptr(armnetwork.ProvisioningStateUpdating),
+				ResourceGUID:               ptr(uuid.NewString()),
+			},
+		}
+		var curRoutes []*armnetwork.Route
+		if cur != nil {
+			out.Properties.ResourceGUID = cur.Properties.ResourceGUID
+			curRoutes = cur.Properties.Routes
+		}
+		var inRoutes []*armnetwork.Route
+		if in.Properties != nil {
+			if in.Properties.DisableBgpRoutePropagation != nil {
+				out.Properties.DisableBgpRoutePropagation = ptr(*in.Properties.DisableBgpRoutePropagation)
+			}
+			inRoutes = in.Properties.Routes
+		}
+		seen := map[string]bool{}
+		for i, r := range inRoutes {
+			if r == nil {
+				return errInvalidFormat("properties.routes[%d] is null.", i)
+			}
+			name := str(r.Name)
+			if !validName(name) {
+				return errInvalidName(name)
+			}
+			if seen[key(name)] {
+				return badRequest("DuplicateResourceName", "Route table %s has more than one route named %s.", t.name, name)
+			}
+			seen[key(name)] = true
+			prev := findRoute(curRoutes, name)
+			nr, err := buildRoute(id, name, r.Properties, prev, etag)
+			if err != nil {
+				return err
+			}
+			out.Properties.Routes = append(out.Properties.Routes, nr)
+		}
+		if err := s.checkRoutes(id, out.Properties.Routes); err != nil {
+			return err
+		}
+		if row == nil {
+			row = fresh
+		}
+		var prev []byte
+		if cur != nil {
+			prev = row.Doc
+		}
+		doc, err := encode(out)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := tx.putResource(row); err != nil {
+			return err
+		}
+		o := s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev)
+		body, err := renderTable(tx, row)
+		if err != nil {
+			return err
+		}
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		status := http.StatusOK
+		if cur == nil {
+			status = http.StatusCreated
+		}
+		h := s.lroHeaders(q, o, false)
+		h.Set("ETag", etag)
+		resp = &response{status: status, body: body, header: h}
+		return nil
+	})
+	return resp, err
+}
+
+// nameOf is the last segment of an ID.
+func nameOf(id string) string { return id[strings.LastIndex(id, "/")+1:] }
+
+func findRoute(routes []*armnetwork.Route, name string) *armnetwork.Route {
+	for _, r := range routes {
+		if strings.EqualFold(str(r.Name), name) {
+			return r
+		}
+	}
+	return nil
+}
+
+// buildRoute validates a route as a client sent it and returns it as the
+// table will hold it. An unchanged route keeps its etag and state.
+func buildRoute(tableID, name string, p *armnetwork.RoutePropertiesFormat, prev *armnetwork.Route, etag string) (*armnetwork.Route, error) {
+	if p == nil {
+		return nil, errInvalidFormat("Route %s has no properties.", name)
+	}
+	if prev != nil {
+		name = str(prev.Name) // ARM keeps the name as first created
+	}
+	prefix := strings.TrimSpace(str(p.AddressPrefix))
+	if prefix == "" {
+		return nil, errInvalidFormat("Route %s has no addressPrefix.", name)
+	}
+	if !serviceTagRE.MatchString(prefix) || strings.Contains(str(p.AddressPrefix), "/") {
+		_, code, want := prefixProblem(prefix)
+		switch code {
+		case "InvalidCIDRNotation":
+			return nil, badRequest(code, "The address prefix %s in resource %s has an invalid CIDR notation. For the given prefix length, the address prefix should be %s.",
+				prefix, childID(tableID, childRoutes, name), want)
+		case "":
+		default:
+			return nil, badRequest(code, "Route %s has an invalid AddressPrefix %q: it is neither a CIDR prefix nor a service tag.", name, prefix)
+		}
+	}
+	if p.NextHopType == nil {
+		return nil, errInvalidFormat("Route %s has no nextHopType.", name)
+	}
+	hop, ok := canonicalHop(string(*p.NextHopType))
+	if !ok {
+		return nil, errInvalidFormat("Route %s has an unknown nextHopType %q; it must be one of VirtualNetworkGateway, VnetLocal, Internet, VirtualAppliance, None.",
+			name, string(*p.NextHopType))
+	}
+	ip := strings.TrimSpace(str(p.NextHopIPAddress))
+	out := &armnetwork.Route{
+		ID: ptr(childID(tableID, childRoutes, name)), Name: ptr(name), Type: ptr(armTypeRoute), Etag: ptr(etag),
+		Properties: &armnetwork.RoutePropertiesFormat{
+			AddressPrefix:     ptr(prefix),
+			NextHopType:       ptr(hop),
+			HasBgpOverride:    ptr(false),
+			ProvisioningState: ptr(armnetwork.ProvisioningStateUpdating),
+		},
+	}
+	if hop == armnetwork.RouteNextHopTypeVirtualAppliance {
+		if ip == "" {
+			return nil, badRequest("MissingNextHopIpAddress",
+				"NextHopIpAddress cannot be Null or Empty in route %s when NextHopType is VirtualAppliance.", name)
+		}
+		a, err := netip.ParseAddr(ip)
+		if err != nil || a.Zone() != "" {
+			return nil, badRequest("InvalidNextHopIpAddress", "Route %s has an invalid NextHopIpAddress %q.", name, ip)
+		}
+		out.Properties.NextHopIPAddress = ptr(a.String())
+	} else if ip != "" {
+		return nil, badRequest("NextHopIpAddressNotAllowed",
+			"NextHopIpAddress %s is not allowed in route %s when NextHopType is %s. Next hop values are only allowed in routes where the next hop type is VirtualAppliance.",
+			ip, name, hop)
+	}
+	if prev != nil && prev.Properties != nil && sameRoute(prev.Properties, out.Properties) {
+		out.Etag = prev.Etag
+	}
+	return out, nil
+}
+
+func sameRoute(a, b *armnetwork.RoutePropertiesFormat) bool {
+	return str(a.AddressPrefix) == str(b.AddressPrefix) && a.NextHopType != nil && b.NextHopType != nil &&
+		*a.NextHopType == *b.NextHopType && str(a.NextHopIPAddress) == str(b.NextHopIPAddress)
+}
+
+func canonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
+	for _, h := range armnetwork.PossibleRouteNextHopTypeValues() {
+		if strings.EqualFold(string(h), s) {
+			return h, true
+		}
+	}
+	return "", false
+}
+
+// checkRoutes applies the whole-table rules: no two routes with the same
+// address prefix (RouteConflict) and no more routes than the limit.
+func (s *Server) checkRoutes(tableID string, routes []*armnetwork.Route) error {
+	if len(routes) > s.routeLimit {
+		return badRequest("RouteTableRouteLimitExceeded",
+			"Route table %s has %d routes, more than the limit of %d routes per route table.", tableID, len(routes), s.routeLimit)
+	}
+	seen := make(map[string]string, len(routes))
+	for _, r := range routes {
+		k := prefixKey(str(r.Properties.AddressPrefix))
+		if first, ok := seen[k]; ok {
+			return badRequest("RouteConflict",
+				"Route: %s conflicts with Route: %s. Routes cannot have the same AddressPrefix.", str(r.Name), first)
+		}
+		seen[k] = str(r.Name)
+	}
+	return nil
+}
+
+// prefixKey is the identity of an address prefix for RouteConflict: the
+// parsed prefix for a CIDR, the lower-cased tag for a service tag.
+func prefixKey(s string) string {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked().String()
+	}
+	return "tag:" + strings.ToLower(s)
+}
+
+func errTableInUse(tableID string, subnets []string) *apiError {
+	return badRequest("InUseRouteTableCannotBeDeleted",
+		"Route table %s is in use by subnet(s) %s and cannot be deleted. Remove the route table from the subnet(s) first.",
+		tableID, strings.Join(subnets, ", "))
+}
+
+func (s *Server) deleteRouteTable(ctx context.Context, q *request) (*response, error) {
+	return s.deleteTop(ctx, q, typeRouteTables, func(tx *txn, row *resourceRow) error {
+		subnets, err := tx.subnetsOf(row.Key)
+		if err != nil {
+			return err
+		}
+		if len(subnets) > 0 {
+			return errTableInUse(row.ID, subnets)
+		}
+		return nil
+	})
+}
+
+// deleteTop starts the deletion of a top-level resource: 204 when it does
+// not exist, else 202 with the operation's URLs; check may refuse.
+func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check func(*txn, *resourceRow) error) (*response, error) {
+	var resp *response
+	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		if row == nil {
+			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
+				return err
+			}
+			resp = &response{status: http.StatusNoContent}
+			return nil
+		}
+		if err := checkPreconditions(q, row.ID, true, row.Etag); err != nil {
+			return err
+		}
+		if err := check(tx, row); err != nil {
+			return err
+		}
+		loc, doc, err := markDeleting(row)
+		if err != nil {
+			return err
+		}
+		row.Doc = doc
+		if err := tx.putResource(row); err != nil {
+			return err
+		}
+		o := s.newOp(opDelete, rg.Sub, loc, row.Key, row.ID, "", nil)
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		return nil
+	})
+	return resp, err
+}
+
+// markDeleting sets a resource's provisioning state to Deleting and
+// returns its location.
+func markDeleting(row *resourceRow) (string, []byte, error) {
+	switch row.Type {
+	case typeRouteTables:
+		t, err := decodeTable(row.Doc)
+		if err != nil {
+			return "", nil, err
+		}
+		t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		doc, err := encode(t)
+		return str(t.Location), doc, err
+	case typeVirtualNetworks:
+		v, err := decodeVNet(row.Doc)
+		if err != nil {
+			return "", nil, err
+		}
+		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		doc, err := encode(v)
+		return str(v.Location), doc, err
+	}
+	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
+}
+
+// patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which
+// replaces the tags at once (no long-running operation).
+func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
+	var in struct {
+		Tags map[string]*string `json:"tags"`
+	}
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		if row == nil {
+			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
+				return err
+			}
+			return errResourceNotFound(armType, q.target().name, q.target().rg)
+		}
+		if err := checkPreconditions(q, row.ID, true, row.Etag); err != nil {
+			return err
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(row.Doc, &m); err != nil {
+			return fmt.Errorf("decoding stored %s: %w", row.ID, err)
+		}
+		etag := newEtag()
+		tags, err := json.Marshal(tagsOf(in.Tags))
+		if err != nil {
+			return err
+		}
+		if in.Tags == nil {
+			delete(m, "tags")
+		} else {
+			m["tags"] = tags
+		}
+		m["etag"], _ = json.Marshal(etag)
+		doc, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := tx.putResource(row); err != nil {
+			return err
+		}
+		body, err := render(tx, row)
+		if err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusOK, body: body, header: withEtag(etag)}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) patchRouteTable(ctx context.Context, q *request) (*response, error) {
+	return s.patchTags(ctx, q, typeRouteTables, armTypeRouteTable, renderTable)
+}
+
+// --- routes as child resources ---
+
+func (s *Server) listRoutes(ctx context.Context, q *request) (*response, error) {
+	var items []json.RawMessage
+	err := s.readTop(ctx, q, typeRouteTables, armTypeRouteTable, func(tx *txn, row *resourceRow) error {
+		t, err := decodeTable(row.Doc)
+		if err != nil {
+			return err
+		}
+		for _, r := range t.Properties.Routes {
+			b, err := encode(r)
+			if err != nil {
+				return err
+			}
+			items = append(items, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: s.pageChildren(q, items)}, nil
+}
+
+func (s *Server) getRoute(ctx context.Context, q *request) (*response, error) {
+	var resp *response
+	tg := q.target()
+	err := s.readTop(ctx, q, typeRouteTables, armTypeRouteTable, func(tx *txn, row *resourceRow) error {
+		t, err := decodeTable(row.Doc)
+		if err != nil {
+			return err
+		}
+		r := findRoute(t.Properties.Routes, tg.childName)
+		if r == nil {
+			return errChildNotFound(typeRouteTables, tg.name, childRoutes, tg.childName, tg.rg)
+		}
+		resp = &response{status: http.StatusOK, body: r, header: withEtag(str(r.Etag))}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.Route
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	tg := q.target()
+	if !validName(tg.childName) {
+		return nil, errInvalidName(tg.childName)
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typeRouteTables, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		if row == nil {
+			return errResourceNotFound(armTypeRouteTable, tg.name, tg.rg)
+		}
+		t, err := decodeTable(row.Doc)
+		if err != nil {
+			return err
+		}
+		prev := findRoute(t.Properties.Routes, tg.childName)
+		routeID := childID(row.ID, childRoutes, tg.childName)
+		if prev != nil {
+			routeID = str(prev.ID)
+		}
+		if err := checkPreconditions(q, routeID, prev != nil, str(prevEtag(prev))); err != nil {
+			return err
+		}
+		etag := newEtag()
+		nr, err := buildRoute(row.ID, tg.childName, in.Properties, prev, etag)
+		if err != nil {
+			return err
+		}
+		nr.Etag = ptr(etag) // the route was written: new etag even if unchanged
+		routes := make([]*armnetwork.Route, 0, len(t.Properties.Routes)+1)
+		replaced := false
+		for _, r := range t.Properties.Routes {
+			if strings.EqualFold(str(r.Name), tg.childName) {
+				routes = append(routes, nr)
+				replaced = true
+				continue
+			}
+			routes = append(routes, r)
+		}
+		if !replaced {
+			routes = append(routes, nr)
+		}
+		if err := s.checkRoutes(row.ID, routes); err != nil {
+			return err
+		}
+		prevDoc := row.Doc
+		t.Properties.Routes = routes
+		t.Etag = ptr(etag)
+		t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+		doc, err := encode(t)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := tx.putResource(row); err != nil {
+			return err
+		}
+		o := s.newOp(opPut, rg.Sub, str(t.Location), row.Key, row.ID, "", prevDoc)
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		status := http.StatusOK
+		if prev == nil {
+			status = http.StatusCreated
+		}
+		h := s.lroHeaders(q, o, false)
+		h.Set("ETag", etag)
+		resp = &response{status: status, body: nr, header: h}
+		return nil
+	})
+	return resp, err
+}
+
+func prevEtag(r *armnetwork.Route) *string {
+	if r == nil {
+		return nil
+	}
+	return r.Etag
+}
+
+func (s *Server) deleteRoute(ctx context.Context, q *request) (*response, error) {
+	tg := q.target()
+	var resp *response
+	err := s.writeTop(ctx, q, typeRouteTables, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		if row == nil {
+			return errResourceNotFound(armTypeRouteTable, tg.name, tg.rg)
+		}
+		t, err := decodeTable(row.Doc)
+		if err != nil {
+			return err
+		}
+		r := findRoute(t.Properties.Routes, tg.childName)
+		if err := checkPreconditions(q, childID(row.ID, childRoutes, tg.childName), r != nil, str(prevEtag(r))); err != nil {
+			return err
+		}
+		if r == nil {
+			resp = &response{status: http.StatusNoContent}
+			return nil
+		}
+		prevDoc := row.Doc
+		etag := newEtag()
+		r.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+		t.Etag = ptr(etag)
+		doc, err := encode(t)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := tx.putResource(row); err != nil {
+			return err
+		}
+		o := s.newOp(opChildDelete, rg.Sub, str(t.Location), row.Key, row.ID, str(r.Name), prevDoc)
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		return nil
+	})
+	return resp, err
+}

@@ -1,0 +1,487 @@
+package fabric
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// MaxRequestBody is the largest request body the fabric reads; ARM's own
+// limit is 4 MiB. A larger body gets 413 RequestEntityTooLarge.
+const MaxRequestBody = 4 << 20
+
+// DefaultRouteLimit is Azure's classic limit of routes per route table.
+const DefaultRouteLimit = 400
+
+// DefaultPageSize is how many items a list returns before a nextLink.
+const DefaultPageSize = 100
+
+// Options configure a Server.
+type Options struct {
+	// OperationDuration is how long a long-running operation stays
+	// Updating/Deleting. 0 finishes it at once, but the answer keeps
+	// Azure's shape (201/202 with Azure-AsyncOperation).
+	OperationDuration time.Duration
+	// RouteLimit is the number of routes allowed per table; 0 means 400.
+	RouteLimit int
+	// PageSize is the number of items per list page; 0 means 100.
+	PageSize int
+	// Faults are the initial fault settings; see SetFaults.
+	Faults Faults
+	// Logger receives one debug line per request and warnings; nil discards.
+	Logger *slog.Logger
+	// Clock returns the current time; nil means time.Now. Operations store
+	// wall-clock end times, so processes sharing a state file must agree.
+	Clock func() time.Time
+	// Seed seeds the fault-injection randomness; 0 picks a random seed.
+	Seed uint64
+}
+
+// Server is the fabric's http.Handler. It is safe for concurrent use, and
+// several Servers (in several processes) may share one state file.
+type Server struct {
+	store      *Store
+	opDuration time.Duration
+	routeLimit int
+	pageSize   int
+	log        *slog.Logger
+	now        func() time.Time
+
+	mu       sync.Mutex // guards the fields below
+	faults   Faults
+	rng      *rand.Rand
+	buckets  map[string]*bucket
+	failLeft int // FailNextOperations still to apply
+	intrLeft int // IntruderNextGets still to apply
+}
+
+// New returns a Server over store.
+func New(store *Store, opts Options) *Server {
+	s := &Server{
+		store:      store,
+		opDuration: max(opts.OperationDuration, 0),
+		routeLimit: opts.RouteLimit,
+		pageSize:   opts.PageSize,
+		log:        opts.Logger,
+		now:        opts.Clock,
+		buckets:    map[string]*bucket{},
+	}
+	if s.routeLimit <= 0 {
+		s.routeLimit = DefaultRouteLimit
+	}
+	if s.pageSize <= 0 {
+		s.pageSize = DefaultPageSize
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	seed := opts.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	s.SetFaults(opts.Faults)
+	return s
+}
+
+// Store returns the server's state.
+func (s *Server) Store() *Store { return s.store }
+
+// RouteLimit is the number of routes the server allows per table.
+func (s *Server) RouteLimit() int { return s.routeLimit }
+
+// request is a parsed ARM request.
+type request struct {
+	r          *http.Request
+	method     string
+	base       string // scheme://host of the request, for absolute URLs
+	apiVersion string
+	segs       []string // path segments
+	body       []byte
+	query      url.Values
+	out        http.Header // the response headers, for the pipeline to add to
+}
+
+// response is what a handler answers.
+type response struct {
+	status int
+	body   any // marshalled as JSON; nil for no body
+	header http.Header
+}
+
+func (q *request) header(name string) string { return q.r.Header.Get(name) }
+
+// baseURL is the scheme and host the client used: absolute URLs in
+// Azure-AsyncOperation, Location and nextLink must point back at us, over
+// loopback or through the in-process transport alike.
+func baseURL(r *http.Request) string {
+	scheme := r.URL.Scheme
+	if scheme == "" {
+		scheme = "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+	}
+	host := r.Host
+	if host == "" {
+		host = r.URL.Host
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	return scheme + "://" + host
+}
+
+// ServeHTTP serves the ARM paths of Microsoft.Network (see docs/fabric.md)
+// and the control endpoint under /_fabric/.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if strings.HasPrefix(r.URL.Path, controlPrefix) {
+		s.serveControl(w, r)
+		return
+	}
+	reqID := uuid.NewString()
+	h := w.Header()
+	h.Set("x-ms-request-id", reqID)
+	corr := r.Header.Get("x-ms-correlation-request-id")
+	if corr == "" {
+		corr = reqID
+	}
+	h.Set("x-ms-correlation-request-id", corr)
+	if c := r.Header.Get("x-ms-client-request-id"); c != "" {
+		h.Set("x-ms-client-request-id", c)
+	}
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Pragma", "no-cache")
+	h.Set("Expires", "-1")
+
+	resp, err := s.serveARM(r, h)
+	status := s.write(w, r, resp, err)
+	s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start))
+}
+
+// serveARM runs the ARM pipeline: body limit, authentication, api-version,
+// injected faults and throttling, then the resource handler.
+func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
+	q := &request{r: r, method: r.Method, base: baseURL(r), query: r.URL.Query(), out: out}
+	if r.Body != nil {
+		b, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
+		if err != nil {
+			return nil, errInvalidContent(err)
+		}
+		if len(b) > MaxRequestBody {
+			return nil, newError(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
+				"The request content size exceeds the maximum size of %d bytes.", MaxRequestBody)
+		}
+		q.body = b
+	}
+	if err := checkAuth(r); err != nil {
+		return nil, err
+	}
+	q.apiVersion = q.query.Get("api-version")
+	if q.apiVersion == "" {
+		return nil, badRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
+	}
+	for _, seg := range strings.Split(strings.Trim(r.URL.Path, "/"), "/") {
+		q.segs = append(q.segs, seg)
+	}
+	write := isWrite(r.Method)
+	if err := s.injectFaults(r.Context(), q, write); err != nil {
+		return nil, err
+	}
+	return s.route(r.Context(), q)
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+func checkAuth(r *http.Request) error {
+	a := r.Header.Get("Authorization")
+	if a == "" {
+		return errUnauthenticated("The 'Authorization' header is missing.")
+	}
+	scheme, token, ok := strings.Cut(a, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return errUnauthenticated("The 'Authorization' header is provided in an invalid format.")
+	}
+	return nil
+}
+
+// write sends resp, or err as an ARM error body, and returns the status.
+func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *response, err error) int {
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				ae = newError(http.StatusRequestTimeout, "RequestTimeout", "The request was canceled: %v", err)
+			} else {
+				s.log.Error("fabric internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+				ae = errInternal(err)
+			}
+		}
+		for k, v := range ae.header {
+			w.Header()[k] = v
+		}
+		resp = &response{status: ae.Status, body: ae.body()}
+	}
+	for k, v := range resp.header {
+		w.Header()[k] = v
+	}
+	if resp.body == nil {
+		w.WriteHeader(resp.status)
+		return resp.status
+	}
+	var b []byte
+	switch v := resp.body.(type) {
+	case json.RawMessage:
+		b = v
+	default:
+		var merr error
+		b, merr = json.Marshal(v)
+		if merr != nil {
+			s.log.Error("fabric encoding response", "err", merr)
+			w.WriteHeader(http.StatusInternalServerError)
+			return http.StatusInternalServerError
+		}
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(resp.status)
+	if r.Method != http.MethodHead {
+		w.Write(b)
+	}
+	return resp.status
+}
+
+// route dispatches on the path. Fixed segments compare case-insensitively.
+func (s *Server) route(ctx context.Context, q *request) (*response, error) {
+	seg := q.segs
+	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
+	n := len(seg)
+	if !is(0, "subscriptions") {
+		return nil, errNoRoute(q)
+	}
+	switch {
+	case n == 1:
+		return s.methods(q, map[string]handler{"GET": s.listSubscriptions})(ctx, q)
+	case n == 2:
+		return s.methods(q, map[string]handler{"GET": s.getSubscription})(ctx, q)
+	case is(2, "resourcegroups") && n == 3:
+		return s.methods(q, map[string]handler{"GET": s.listResourceGroups})(ctx, q)
+	case is(2, "resourcegroups") && n == 4:
+		return s.methods(q, map[string]handler{
+			"GET": s.getResourceGroup, "HEAD": s.headResourceGroup, "PUT": s.putResourceGroup,
+			"PATCH": s.patchResourceGroup, "DELETE": s.deleteResourceGroup,
+		})(ctx, q)
+	case is(2, "operationresults") && n == 4:
+		return s.methods(q, map[string]handler{"GET": s.getRGOperationResult})(ctx, q)
+	case is(2, "providers") && n >= 4:
+		if !is(3, networkNamespace) {
+			return nil, errNamespace(q, seg[3])
+		}
+		switch {
+		case n == 5 && is(4, typeRouteTables):
+			return s.methods(q, map[string]handler{"GET": s.listRouteTables})(ctx, q)
+		case n == 5 && is(4, typeVirtualNetworks):
+			return s.methods(q, map[string]handler{"GET": s.listVirtualNetworks})(ctx, q)
+		case n == 8 && is(4, "locations") && is(6, "operations"):
+			return s.methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
+		case n == 8 && is(4, "locations") && is(6, "operationResults"):
+			return s.methods(q, map[string]handler{"GET": s.getOperationResult})(ctx, q)
+		}
+		if n >= 5 {
+			return nil, errResourceType(q, seg[4])
+		}
+		return nil, errNoRoute(q)
+	case is(2, "resourcegroups") && is(4, "providers") && n >= 6:
+		if !is(5, networkNamespace) {
+			return nil, errNamespace(q, seg[5])
+		}
+		if n < 7 {
+			return nil, errNoRoute(q)
+		}
+		if seg[1] == "" || seg[3] == "" {
+			return nil, errNoRoute(q)
+		}
+		switch {
+		case is(6, typeRouteTables):
+			return s.routeTables(ctx, q, n)
+		case is(6, typeVirtualNetworks):
+			return s.virtualNetworks(ctx, q, n)
+		}
+		return nil, errResourceType(q, seg[6])
+	}
+	return nil, errNoRoute(q)
+}
+
+func (s *Server) routeTables(ctx context.Context, q *request, n int) (*response, error) {
+	seg := q.segs
+	switch {
+	case n == 7:
+		return s.methods(q, map[string]handler{"GET": s.listRouteTables})(ctx, q)
+	case n == 8:
+		return s.methods(q, map[string]handler{
+			"GET": s.getRouteTable, "PUT": s.putRouteTable, "PATCH": s.patchRouteTable, "DELETE": s.deleteRouteTable,
+		})(ctx, q)
+	case n == 9 && strings.EqualFold(seg[8], childRoutes):
+		return s.methods(q, map[string]handler{"GET": s.listRoutes})(ctx, q)
+	case n == 10 && strings.EqualFold(seg[8], childRoutes):
+		return s.methods(q, map[string]handler{"GET": s.getRoute, "PUT": s.putRoute, "DELETE": s.deleteRoute})(ctx, q)
+	}
+	if n >= 9 {
+		return nil, errResourceType(q, "routeTables/"+seg[8])
+	}
+	return nil, errNoRoute(q)
+}
+
+func (s *Server) virtualNetworks(ctx context.Context, q *request, n int) (*response, error) {
+	seg := q.segs
+	switch {
+	case n == 7:
+		return s.methods(q, map[string]handler{"GET": s.listVirtualNetworks})(ctx, q)
+	case n == 8:
+		return s.methods(q, map[string]handler{
+			"GET": s.getVirtualNetwork, "PUT": s.putVirtualNetwork, "PATCH": s.patchVirtualNetwork, "DELETE": s.deleteVirtualNetwork,
+		})(ctx, q)
+	case n == 9 && strings.EqualFold(seg[8], childSubnets):
+		return s.methods(q, map[string]handler{"GET": s.listSubnets})(ctx, q)
+	case n == 10 && strings.EqualFold(seg[8], childSubnets):
+		return s.methods(q, map[string]handler{"GET": s.getSubnet, "PUT": s.putSubnet, "DELETE": s.deleteSubnet})(ctx, q)
+	}
+	if n >= 9 {
+		return nil, errResourceType(q, "virtualNetworks/"+seg[8])
+	}
+	return nil, errNoRoute(q)
+}
+
+type handler func(context.Context, *request) (*response, error)
+
+// methods picks the handler for the request method: 405 when there is none.
+func (s *Server) methods(q *request, hs map[string]handler) handler {
+	if h, ok := hs[q.method]; ok {
+		return h
+	}
+	return func(context.Context, *request) (*response, error) {
+		var allowed []string
+		for m := range hs {
+			allowed = append(allowed, m)
+		}
+		e := newError(http.StatusMethodNotAllowed, "HttpMethodNotSupported",
+			"The requested resource does not support http method '%s'.", q.method)
+		e.header = http.Header{"Allow": {strings.Join(slices.Sorted(slices.Values(allowed)), ", ")}}
+		return nil, e
+	}
+}
+
+func errNoRoute(q *request) *apiError {
+	return newError(http.StatusNotFound, "InvalidRequestUri",
+		"The request URI '%s' is not valid: the routekeeper fabric serves only the Microsoft.Network paths of docs/fabric.md.", q.r.URL.Path)
+}
+
+func errNamespace(q *request, ns string) *apiError {
+	return badRequest("InvalidResourceNamespace", "The resource namespace '%s' is invalid.", ns)
+}
+
+func errResourceType(q *request, typ string) *apiError {
+	return newError(http.StatusNotFound, "InvalidResourceType",
+		"The resource type '%s' could not be found in the namespace 'Microsoft.Network' for api version '%s'.", typ, q.apiVersion)
+}
+
+// decodeObject unmarshals a JSON object body into v, with Azure's error
+// for anything that is not one.
+func decodeObject(body []byte, v any) error {
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 {
+		return errInvalidContent(errors.New("the request body is empty"))
+	}
+	if t[0] != '{' {
+		return errInvalidContent(errors.New("the request body is not a JSON object"))
+	}
+	if err := json.Unmarshal(t, v); err != nil {
+		return errInvalidContent(err)
+	}
+	return nil
+}
+
+func newEtag() string { return `W/"` + uuid.NewString() + `"` }
+
+// etagMatches compares etags the way a client means them: with or without
+// the weak prefix and quotes.
+func etagMatches(a, b string) bool {
+	norm := func(s string) string {
+		s = strings.TrimSpace(s)
+		s = strings.TrimPrefix(s, "W/")
+		return strings.Trim(s, `"`)
+	}
+	return norm(a) != "" && norm(a) == norm(b)
+}
+
+// checkPreconditions applies If-Match and If-None-Match to a write of the
+// resource with the current etag (exists false when there is none).
+func checkPreconditions(q *request, id string, exists bool, current string) error {
+	if m := q.header("If-Match"); m != "" {
+		if strings.TrimSpace(m) == "*" {
+			if !exists {
+				return errPreconditionFailed(m, "", id)
+			}
+		} else if !exists || !anyEtagMatches(m, current) {
+			return errPreconditionFailed(m, current, id)
+		}
+	}
+	if m := q.header("If-None-Match"); m != "" && exists {
+		if strings.TrimSpace(m) == "*" || anyEtagMatches(m, current) {
+			return errIfNoneMatch(id)
+		}
+	}
+	return nil
+}
+
+func anyEtagMatches(list, current string) bool {
+	for _, e := range strings.Split(list, ",") {
+		if etagMatches(e, current) {
+			return true
+		}
+	}
+	return false
+}
+
+// pageURL is the nextLink for a list continuing after token.
+func pageURL(q *request, token string) *string {
+	v := url.Values{}
+	v.Set("api-version", q.apiVersion)
+	v.Set("$skiptoken", token)
+	u := q.base + q.r.URL.EscapedPath() + "?" + v.Encode()
+	return &u
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// errf wraps an internal error with context.
+func errf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -1,0 +1,470 @@
+package fabric
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+)
+
+// schemaVersion is stored in PRAGMA user_version; a state file written by a
+// newer routekeeper is refused rather than misread.
+const schemaVersion = 1
+
+const schema = `
+CREATE TABLE IF NOT EXISTS resource_groups (
+	key      TEXT PRIMARY KEY,   -- lower(/subscriptions/{sub}/resourceGroups/{rg})
+	sub      TEXT NOT NULL,      -- subscription ID as first used
+	name     TEXT NOT NULL,      -- name as created
+	location TEXT NOT NULL,
+	tags     TEXT NOT NULL,      -- JSON object
+	state    TEXT NOT NULL       -- Succeeded | Deleting
+);
+CREATE INDEX IF NOT EXISTS resource_groups_sub ON resource_groups(lower(sub), key);
+CREATE TABLE IF NOT EXISTS resources (
+	key      TEXT PRIMARY KEY,   -- lower(resource ID)
+	id       TEXT NOT NULL,      -- resource ID as created
+	rg_key   TEXT NOT NULL,
+	sub_key  TEXT NOT NULL,      -- lower(subscription ID)
+	type     TEXT NOT NULL,      -- routeTables | virtualNetworks
+	sort_key TEXT NOT NULL,      -- lower(rg) || '/' || lower(name): list order
+	doc      BLOB NOT NULL,      -- the resource as ARM returns it (JSON), minus computed back-references
+	etag     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS resources_list ON resources(sub_key, type, sort_key);
+CREATE INDEX IF NOT EXISTS resources_rg ON resources(rg_key);
+CREATE TABLE IF NOT EXISTS associations (
+	subnet_key TEXT PRIMARY KEY, -- lower(subnet ID)
+	subnet_id  TEXT NOT NULL,
+	vnet_key   TEXT NOT NULL,
+	table_key  TEXT NOT NULL     -- lower(route table ID)
+);
+CREATE INDEX IF NOT EXISTS associations_table ON associations(table_key, subnet_key);
+CREATE INDEX IF NOT EXISTS associations_vnet ON associations(vnet_key);
+CREATE TABLE IF NOT EXISTS operations (
+	id            TEXT PRIMARY KEY,
+	sub           TEXT NOT NULL,
+	location      TEXT NOT NULL,
+	kind          TEXT NOT NULL,  -- put | delete | child-delete | rg-delete
+	resource_key  TEXT NOT NULL,  -- the top-level resource (or resource group) it locks
+	resource_id   TEXT NOT NULL,
+	child_name    TEXT NOT NULL,  -- for child-delete
+	started_at    INTEGER NOT NULL, -- unix nanoseconds
+	ends_at       INTEGER NOT NULL,
+	status        TEXT NOT NULL,  -- InProgress | Succeeded | Failed
+	outcome       TEXT NOT NULL,  -- the status it ends with
+	error_code    TEXT NOT NULL,
+	error_message TEXT NOT NULL,
+	prev_doc      BLOB            -- the resource before the write, NULL for a create
+);
+CREATE INDEX IF NOT EXISTS operations_due ON operations(status, ends_at);
+CREATE INDEX IF NOT EXISTS operations_resource ON operations(resource_key, status);
+`
+
+// Store is the fabric's state: resource groups, resources, subnet ↔ route
+// table associations and long-running operations, in SQLite. A Store opened
+// on a file may be shared by several processes: the file is in WAL mode,
+// waits on locks (busy timeout), and every write is one IMMEDIATE
+// transaction, so a crash never leaves half a resource.
+type Store struct {
+	db   *sql.DB
+	path string // "" in memory
+
+	// wmu serialises this process's write transactions: SQLite takes one
+	// writer at a time anyway, and waiting here is cheaper than in SQLite's
+	// busy handler. Other processes are kept out by the file lock.
+	wmu sync.Mutex
+}
+
+// busyTimeoutMS is how long a write waits for another process's write
+// transaction before giving up.
+const busyTimeoutMS = 15000
+
+// Open opens (creating if needed) the state file at path.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("opening fabric state: empty path")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("opening fabric state %s: %w", path, err)
+		}
+	}
+	dsn := fmt.Sprintf("file:%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
+		path, busyTimeoutMS)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening fabric state %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	s := &Store{db: db, path: path}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening fabric state %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// OpenMemory opens an empty in-memory state, for tests. It lives as long as
+// the Store.
+func OpenMemory(ctx context.Context) (*Store, error) {
+	db, err := sql.Open("sqlite", "file::memory:?_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("opening in-memory fabric state: %w", err)
+	}
+	// One connection: an in-memory database exists per connection.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := &Store{db: db}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening in-memory fabric state: %w", err)
+	}
+	return s, nil
+}
+
+// Path is the state file, "" for an in-memory store.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) init(ctx context.Context) error {
+	return s.write(ctx, func(tx *txn) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return err
+		}
+		if v > schemaVersion {
+			return fmt.Errorf("state schema version %d is newer than this routekeeper understands (%d)", v, schemaVersion)
+		}
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return fmt.Errorf("creating schema: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+		return err
+	})
+}
+
+// txn is one transaction over the state.
+type txn struct {
+	*sql.Tx
+	ctx context.Context
+}
+
+// write runs fn in one IMMEDIATE transaction and commits it when fn returns
+// nil. An *apiError from fn rolls back and is returned as it is.
+func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("beginning write transaction: %w", err)
+	}
+	if err := fn(&txn{Tx: tx, ctx: ctx}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing: %w", err)
+	}
+	return nil
+}
+
+// read runs fn in a read-only transaction: a consistent snapshot.
+func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("beginning read transaction: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(&txn{Tx: tx, ctx: ctx})
+}
+
+// rgRow is a resource group.
+type rgRow struct {
+	Key, Sub, Name, Location, Tags, State string
+}
+
+func (t *txn) getRG(sub, rg string) (*rgRow, error) { return t.getRGByKey(key(rgID(sub, rg))) }
+
+func (t *txn) getRGByKey(k string) (*rgRow, error) {
+	r := &rgRow{Key: k}
+	err := t.QueryRowContext(t.ctx, `SELECT sub, name, location, tags, state FROM resource_groups WHERE key = ?`, k).
+		Scan(&r.Sub, &r.Name, &r.Location, &r.Tags, &r.State)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading resource group %s: %w", k, err)
+	}
+	return r, nil
+}
+
+func (t *txn) putRG(r *rgRow) error {
+	_, err := t.ExecContext(t.ctx, `INSERT INTO resource_groups(key, sub, name, location, tags, state) VALUES (?,?,?,?,?,?)
+		ON CONFLICT(key) DO UPDATE SET tags = excluded.tags, state = excluded.state`,
+		r.Key, r.Sub, r.Name, r.Location, r.Tags, r.State)
+	if err != nil {
+		return fmt.Errorf("writing resource group %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+func (t *txn) listRGs(sub string) ([]*rgRow, error) {
+	rows, err := t.QueryContext(t.ctx, `SELECT key, sub, name, location, tags, state FROM resource_groups WHERE lower(sub) = ? ORDER BY key`, key(sub))
+	if err != nil {
+		return nil, fmt.Errorf("listing resource groups: %w", err)
+	}
+	defer rows.Close()
+	var out []*rgRow
+	for rows.Next() {
+		r := &rgRow{}
+		if err := rows.Scan(&r.Key, &r.Sub, &r.Name, &r.Location, &r.Tags, &r.State); err != nil {
+			return nil, fmt.Errorf("listing resource groups: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// listSubscriptions returns the subscriptions that hold resource groups.
+func (t *txn) listSubscriptions() ([]string, error) {
+	rows, err := t.QueryContext(t.ctx, `SELECT MIN(sub) FROM resource_groups GROUP BY lower(sub) ORDER BY lower(sub)`)
+	if err != nil {
+		return nil, fmt.Errorf("listing subscriptions: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func (t *txn) deleteRG(k string) error {
+	if _, err := t.ExecContext(t.ctx, `DELETE FROM resource_groups WHERE key = ?`, k); err != nil {
+		return fmt.Errorf("deleting resource group: %w", err)
+	}
+	return nil
+}
+
+// resourceRow is a stored top-level resource (route table or virtual
+// network) with its inline children.
+type resourceRow struct {
+	Key, ID, RGKey, SubKey, Type, SortKey string
+	Doc                                   []byte
+	Etag                                  string
+}
+
+func (t *txn) getResource(k string) (*resourceRow, error) {
+	r := &resourceRow{Key: k}
+	err := t.QueryRowContext(t.ctx, `SELECT id, rg_key, sub_key, type, sort_key, doc, etag FROM resources WHERE key = ?`, k).
+		Scan(&r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading resource %s: %w", k, err)
+	}
+	return r, nil
+}
+
+func (t *txn) putResource(r *resourceRow) error {
+	_, err := t.ExecContext(t.ctx, `INSERT INTO resources(key, id, rg_key, sub_key, type, sort_key, doc, etag) VALUES (?,?,?,?,?,?,?,?)
+		ON CONFLICT(key) DO UPDATE SET doc = excluded.doc, etag = excluded.etag`,
+		r.Key, r.ID, r.RGKey, r.SubKey, r.Type, r.SortKey, r.Doc, r.Etag)
+	if err != nil {
+		return fmt.Errorf("writing resource %s: %w", r.Key, err)
+	}
+	return nil
+}
+
+func (t *txn) deleteResource(k string) error {
+	if _, err := t.ExecContext(t.ctx, `DELETE FROM resources WHERE key = ?`, k); err != nil {
+		return fmt.Errorf("deleting resource %s: %w", k, err)
+	}
+	return nil
+}
+
+// listResources returns up to limit resources of a type, in list order,
+// after the sort key `after`. rgKey "" lists the whole subscription.
+func (t *txn) listResources(subKey, rgKey, typ, after string, limit int) ([]*resourceRow, error) {
+	q := `SELECT key, id, rg_key, sub_key, type, sort_key, doc, etag FROM resources WHERE sub_key = ? AND type = ? AND sort_key > ?`
+	args := []any{subKey, typ, after}
+	if rgKey != "" {
+		q += ` AND rg_key = ?`
+		args = append(args, rgKey)
+	}
+	q += ` ORDER BY sort_key LIMIT ?`
+	args = append(args, limit)
+	rows, err := t.QueryContext(t.ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", typ, err)
+	}
+	defer rows.Close()
+	var out []*resourceRow
+	for rows.Next() {
+		r := &resourceRow{}
+		if err := rows.Scan(&r.Key, &r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", typ, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// resourcesInRG returns the keys and types of every resource in a group.
+func (t *txn) resourcesInRG(rgKey string) ([]*resourceRow, error) {
+	rows, err := t.QueryContext(t.ctx, `SELECT key, id, rg_key, sub_key, type, sort_key, doc, etag FROM resources WHERE rg_key = ? ORDER BY sort_key`, rgKey)
+	if err != nil {
+		return nil, fmt.Errorf("listing resource group contents: %w", err)
+	}
+	defer rows.Close()
+	var out []*resourceRow
+	for rows.Next() {
+		r := &resourceRow{}
+		if err := rows.Scan(&r.Key, &r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// association is one subnet → route table link.
+type association struct {
+	SubnetKey, SubnetID, VNetKey, TableKey string
+}
+
+// setAssociations replaces the associations of a virtual network's subnets.
+func (t *txn) setAssociations(vnetKey string, as []association) error {
+	if _, err := t.ExecContext(t.ctx, `DELETE FROM associations WHERE vnet_key = ?`, vnetKey); err != nil {
+		return fmt.Errorf("clearing associations: %w", err)
+	}
+	for _, a := range as {
+		if _, err := t.ExecContext(t.ctx, `INSERT INTO associations(subnet_key, subnet_id, vnet_key, table_key) VALUES (?,?,?,?)`,
+			a.SubnetKey, a.SubnetID, a.VNetKey, a.TableKey); err != nil {
+			return fmt.Errorf("writing association of %s: %w", a.SubnetID, err)
+		}
+	}
+	return nil
+}
+
+// subnetsOf returns the IDs of the subnets associated with a route table.
+func (t *txn) subnetsOf(tableKey string) ([]string, error) {
+	rows, err := t.QueryContext(t.ctx, `SELECT subnet_id FROM associations WHERE table_key = ? ORDER BY subnet_key`, tableKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading associations: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// operation is a long-running operation.
+type operation struct {
+	ID, Sub, Location, Kind string
+	ResourceKey, ResourceID string
+	ChildName               string
+	StartedAt, EndsAt       int64
+	Status, Outcome         string
+	ErrorCode, ErrorMessage string
+	PrevDoc                 []byte
+}
+
+const opColumns = `id, sub, location, kind, resource_key, resource_id, child_name, started_at, ends_at, status, outcome, error_code, error_message, prev_doc`
+
+func scanOp(sc interface{ Scan(...any) error }) (*operation, error) {
+	o := &operation{}
+	err := sc.Scan(&o.ID, &o.Sub, &o.Location, &o.Kind, &o.ResourceKey, &o.ResourceID, &o.ChildName,
+		&o.StartedAt, &o.EndsAt, &o.Status, &o.Outcome, &o.ErrorCode, &o.ErrorMessage, &o.PrevDoc)
+	return o, err
+}
+
+func (t *txn) putOp(o *operation) error {
+	_, err := t.ExecContext(t.ctx, `INSERT INTO operations(`+opColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
+			error_code = excluded.error_code, error_message = excluded.error_message`,
+		o.ID, o.Sub, o.Location, o.Kind, o.ResourceKey, o.ResourceID, o.ChildName, o.StartedAt, o.EndsAt,
+		o.Status, o.Outcome, o.ErrorCode, o.ErrorMessage, o.PrevDoc)
+	if err != nil {
+		return fmt.Errorf("writing operation %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+func (t *txn) getOp(id string) (*operation, error) {
+	o, err := scanOp(t.QueryRowContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE id = ?`, key(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading operation %s: %w", id, err)
+	}
+	return o, nil
+}
+
+// runningOp returns the operation in progress on a resource, nil if none.
+func (t *txn) runningOp(resourceKey string) (*operation, error) {
+	o, err := scanOp(t.QueryRowContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE resource_key = ? AND status = 'InProgress' LIMIT 1`, resourceKey))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading operations of %s: %w", resourceKey, err)
+	}
+	return o, nil
+}
+
+// anyDue reports whether an operation has passed its end time unfinished.
+func (t *txn) anyDue(now int64) (bool, error) {
+	var n int
+	err := t.QueryRowContext(t.ctx, `SELECT EXISTS(SELECT 1 FROM operations WHERE status = 'InProgress' AND ends_at <= ?)`, now).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("checking operations: %w", err)
+	}
+	return n == 1, nil
+}
+
+func (t *txn) dueOps(now int64) ([]*operation, error) {
+	rows, err := t.QueryContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE status = 'InProgress' AND ends_at <= ? ORDER BY ends_at, id`, now)
+	if err != nil {
+		return nil, fmt.Errorf("reading due operations: %w", err)
+	}
+	defer rows.Close()
+	var out []*operation
+	for rows.Next() {
+		o, err := scanOp(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// pruneOps forgets finished operations that ended before `before`.
+func (t *txn) pruneOps(before int64) error {
+	_, err := t.ExecContext(t.ctx, `DELETE FROM operations WHERE status <> 'InProgress' AND ends_at < ?`, before)
+	return err
+}

@@ -1,0 +1,173 @@
+package fabric
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+)
+
+// InProcessEndpoint is the base URL to use with the in-process transport.
+// The host never resolves: the transport hands every request to the
+// handler, whatever its host.
+const InProcessEndpoint = "https://management.fabric.invalid"
+
+// armAudience is the audience the SDK asks tokens for.
+const armAudience = "https://management.azure.com"
+
+// RoundTripper returns a transport that serves every request with this
+// server's handler, in process: no socket, no port, same code path.
+func (s *Server) RoundTripper() http.RoundTripper { return &inProcess{h: s} }
+
+// Transporter is RoundTripper as an azcore policy.Transporter.
+func (s *Server) Transporter() policy.Transporter { return transporter{s.RoundTripper()} }
+
+// ClientOptions are SDK options that reach this server in process.
+func (s *Server) ClientOptions() *arm.ClientOptions {
+	return ClientOptions(s.Transporter(), InProcessEndpoint)
+}
+
+type transporter struct{ rt http.RoundTripper }
+
+func (t transporter) Do(req *http.Request) (*http.Response, error) { return t.rt.RoundTrip(req) }
+
+type inProcess struct{ h http.Handler }
+
+// RoundTrip serves req with the handler and returns its answer. A panic in
+// the handler becomes a 500, as it would over a socket.
+func (t *inProcess) RoundTrip(req *http.Request) (resp *http.Response, err error) {
+	if err := req.Context().Err(); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	r := req.Clone(req.Context())
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	defer r.Body.Close()
+	if r.Host == "" {
+		r.Host = req.URL.Host
+	}
+	if r.URL.Scheme == "" {
+		r.URL.Scheme = "https"
+	}
+	r.RequestURI = r.URL.RequestURI()
+	r.RemoteAddr = "in-process:0"
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	rec := &recorder{header: http.Header{}}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				rec = &recorder{header: http.Header{}, status: http.StatusInternalServerError}
+				fmt.Fprintf(&rec.body, `{"error":{"code":"InternalServerError","message":%q}}`, fmt.Sprint("fabric handler panic: ", p))
+			}
+		}()
+		t.h.ServeHTTP(rec, r)
+	}()
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	body := rec.body.Bytes()
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", rec.status, http.StatusText(rec.status)),
+		StatusCode:    rec.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        rec.header,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}, nil
+}
+
+// recorder is an http.ResponseWriter that keeps the answer in memory.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+		r.header = r.header.Clone()
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
+}
+
+// Credential is an azcore.TokenCredential that returns a static bearer
+// token: the fabric wants an Authorization header, as Azure does, but
+// accepts any token.
+type Credential struct{}
+
+// GetToken returns the static token.
+func (Credential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: "routekeeper-fabric", ExpiresOn: time.Now().Add(24 * time.Hour)}, nil
+}
+
+// ClientOptions points the Azure SDK at a fabric: endpoint is its base URL
+// (http://127.0.0.1:PORT, or InProcessEndpoint with the in-process
+// transport); transport may be nil for the default HTTP client. Tokens may
+// travel over plain HTTP (loopback), resource provider registration is
+// off, and retries are quick enough for tests while still honouring a
+// Retry-After of a few seconds.
+func ClientOptions(transport policy.Transporter, endpoint string) *arm.ClientOptions {
+	endpoint = strings.TrimRight(endpoint, "/")
+	return &arm.ClientOptions{
+		ClientOptions: policy.ClientOptions{
+			Cloud: cloud.Configuration{
+				ActiveDirectoryAuthorityHost: "https://login.fabric.invalid/",
+				Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
+					cloud.ResourceManager: {Endpoint: endpoint, Audience: armAudience},
+				},
+			},
+			Transport:                       transport,
+			InsecureAllowCredentialWithHTTP: strings.HasPrefix(strings.ToLower(endpoint), "http:"),
+			Retry: policy.RetryOptions{
+				MaxRetries:    4,
+				RetryDelay:    50 * time.Millisecond,
+				MaxRetryDelay: 5 * time.Second,
+			},
+		},
+		DisableRPRegistration: true,
+	}
+}
+
+// DefaultStatePath is where the fabric keeps its state by default:
+// $XDG_STATE_HOME/routekeeper/fabric.db, else
+// ~/.local/state/routekeeper/fabric.db.
+func DefaultStatePath() string { return StatePath(os.Getenv) }
+
+// StatePath is DefaultStatePath with the environment read through getenv.
+func StatePath(getenv func(string) string) string {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "routekeeper", "fabric.db")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
+		return filepath.Join(".", "fabric.db")
+	}
+	return filepath.Join(home, ".local", "state", "routekeeper", "fabric.db")
+}
