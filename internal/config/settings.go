@@ -1,0 +1,348 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the type of a setting's value.
+type Kind int
+
+// The kinds of settings.
+const (
+	KindString   Kind = iota
+	KindStrings       // a list of strings; a flag repeats or separates with commas
+	KindInt           // an integer
+	KindBool          // true or false
+	KindDuration      // a Go duration: 200ms, 5s, 1m
+	KindCIDRs         // a list of CIDRs; a flag repeats or separates with commas
+	KindEnum          // one of Setting.Values
+	KindPath          // a file path; relative to the config file's directory when set there
+	KindSecret        // a string that is never printed
+)
+
+// IsList reports whether the setting holds a list.
+func (k Kind) IsList() bool { return k == KindStrings || k == KindCIDRs }
+
+// Setting describes one configuration setting: its place in the YAML file,
+// its flag (whose ROUTEKEEPER_* variable the CLI derives) and its default.
+type Setting struct {
+	// Path is the setting's YAML path, for example "routeTable.routeLimit".
+	Path string
+	// Flag is the flag name without dashes, for example "route-limit".
+	Flag string
+	Kind Kind
+	// Values are the allowed values of an enum.
+	Values []string
+	// Default is the default as documented ("" for none).
+	Default string
+	// Usage is the one-line help.
+	Usage string
+
+	ptr func(*Config) any
+}
+
+// settings is the table of every setting, in documentation order. The
+// decoder, the flags, the dump and docs/configuration.md follow it.
+var settings = []Setting{
+	{Path: "cluster.name", Flag: "cluster-name", Kind: KindString,
+		Usage: "cluster name (a DNS label); the value of the route table's claim tag",
+		ptr:   func(c *Config) any { return &c.Cluster.Name }},
+	{Path: "cluster.clusterCIDRs", Flag: "cluster-cidr", Kind: KindCIDRs,
+		Usage: "pod address range of the cluster, at most one IPv4 and one IPv6 (repeat or separate with commas)",
+		ptr:   func(c *Config) any { return &c.Cluster.ClusterCIDRs }},
+	{Path: "cluster.serviceCIDRs", Flag: "service-cidr", Kind: KindCIDRs,
+		Usage: "service address range(s); IPAM never hands out a pod CIDR overlapping them",
+		ptr:   func(c *Config) any { return &c.Cluster.ServiceCIDRs }},
+	{Path: "cluster.nodeCIDRMaskSize", Flag: "node-cidr-mask-size", Kind: KindInt, Default: "24",
+		Usage: "prefix length of the IPv4 pod CIDR IPAM gives each node",
+		ptr:   func(c *Config) any { return &c.Cluster.NodeCIDRMaskSize }},
+	{Path: "cluster.nodeCIDRMaskSizeIPv6", Flag: "node-cidr-mask-size-ipv6", Kind: KindInt, Default: "64",
+		Usage: "prefix length of the IPv6 pod CIDR IPAM gives each node",
+		ptr:   func(c *Config) any { return &c.Cluster.NodeCIDRMaskSizeIPv6 }},
+
+	{Path: "routeTable.id", Flag: "route-table", Kind: KindString,
+		Usage: "ARM ID of the route table that holds the pod routes",
+		ptr:   func(c *Config) any { return &c.RouteTable.ID }},
+	{Path: "routeTable.create", Flag: "create-route-table", Kind: KindBool, Default: "false",
+		Usage: "create the route table (tagged with the cluster name) when it is missing",
+		ptr:   func(c *Config) any { return &c.RouteTable.Create }},
+	{Path: "routeTable.location", Flag: "location", Kind: KindString,
+		Usage: "location of a created route table (default: azure.json's, else the first subnet's virtual network's)",
+		ptr:   func(c *Config) any { return &c.RouteTable.Location }},
+	{Path: "routeTable.routeLimit", Flag: "route-limit", Kind: KindInt, Default: "400",
+		Usage: "most routes the table may hold (1 to 1000)",
+		ptr:   func(c *Config) any { return &c.RouteTable.RouteLimit }},
+
+	{Path: "subnets", Flag: "subnet", Kind: KindStrings,
+		Usage: "ARM ID of a subnet the route table must stay associated with (repeat or separate with commas)",
+		ptr:   func(c *Config) any { return &c.Subnets }},
+
+	{Path: "association.policy", Flag: "association-policy", Kind: KindEnum, Default: "enforce",
+		Values: []string{string(PolicyEnforce), string(PolicyFollow), string(PolicyReport)},
+		Usage:  "what to do when a subnet is not associated with the route table: enforce, follow or report",
+		ptr:    func(c *Config) any { return (*string)(&c.Association.Policy) }},
+	{Path: "association.restore", Flag: "association-restore", Kind: KindBool, Default: "false",
+		Usage: "under enforce, re-associate the route table even when another table is on the subnet",
+		ptr:   func(c *Config) any { return &c.Association.Restore }},
+	{Path: "association.interval", Flag: "association-interval", Kind: KindDuration, Default: "5s",
+		Usage: "how often the subnet associations are checked",
+		ptr:   func(c *Config) any { return &c.Association.Interval }},
+
+	{Path: "routes", Flag: "routes", Kind: KindEnum, Default: "manage",
+		Values: []string{string(RoutesManage), string(RoutesObserve)},
+		Usage:  "manage: write pod routes; observe: only report what would change",
+		ptr:    func(c *Config) any { return (*string)(&c.Routes) }},
+
+	{Path: "cloud.type", Flag: "cloud", Kind: KindEnum, Default: "local",
+		Values: []string{string(CloudLocal), string(CloudAzure)},
+		Usage:  "cloud back-end: local (the embedded fabric) or azure (default: azure when an azure.json is given, else local)",
+		ptr:    func(c *Config) any { return (*string)(&c.Cloud.Type) }},
+	{Path: "cloud.local.state", Flag: "state", Kind: KindPath,
+		Usage: "state file of the local fabric (default: the fabric's default state file)",
+		ptr:   func(c *Config) any { return &c.Cloud.Local.State }},
+	{Path: "cloud.local.topology", Flag: "topology", Kind: KindPath,
+		Usage: "topology file applied to the local fabric at start (resource groups, virtual networks, subnets)",
+		ptr:   func(c *Config) any { return &c.Cloud.Local.Topology }},
+	{Path: "cloud.local.operationDuration", Flag: "operation-duration", Kind: KindDuration, Default: "0s",
+		Usage: "how long the local fabric's long-running operations take",
+		ptr:   func(c *Config) any { return &c.Cloud.Local.OperationDuration }},
+	{Path: "cloud.azure.configFile", Flag: "azure-config", Kind: KindPath,
+		Usage: "cloud-provider-azure azure.json to read (default with --cloud azure: " + DefaultAzureJSONPath + " if it exists)",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.ConfigFile }},
+	{Path: "cloud.azure.subscriptionID", Flag: "subscription", Kind: KindString,
+		Usage: "Azure subscription ID (azure.json: subscriptionId)",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.SubscriptionID }},
+	{Path: "cloud.azure.tenantID", Flag: "tenant", Kind: KindString,
+		Usage: "Microsoft Entra tenant ID (azure.json: tenantId)",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.TenantID }},
+	{Path: "cloud.azure.clientID", Flag: "client-id", Kind: KindString,
+		Usage: "service principal client ID (azure.json: aadClientId)",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.ClientID }},
+	{Path: "cloud.azure.clientSecret", Flag: "client-secret", Kind: KindSecret,
+		Usage: "service principal secret (azure.json: aadClientSecret); prefer --client-secret-file or the environment variable",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.ClientSecret }},
+	{Path: "cloud.azure.clientSecretFile", Flag: "client-secret-file", Kind: KindPath,
+		Usage: "file holding the service principal secret",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.ClientSecretFile }},
+	{Path: "cloud.azure.useManagedIdentity", Flag: "use-managed-identity", Kind: KindBool, Default: "false",
+		Usage: "authenticate with the VM's managed identity (azure.json: useManagedIdentityExtension)",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.UseManagedIdentity }},
+	{Path: "cloud.azure.userAssignedIdentityID", Flag: "user-assigned-identity-id", Kind: KindString,
+		Usage: "client ID or resource ID of the user-assigned identity to use (azure.json: userAssignedIdentityID)",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.UserAssignedIdentityID }},
+	{Path: "cloud.azure.cloud", Flag: "azure-cloud", Kind: KindString, Default: AzurePublicCloud,
+		Usage: "Azure cloud: AzurePublicCloud, AzureChinaCloud or AzureUSGovernmentCloud (azure.json: cloud)",
+		ptr:   func(c *Config) any { return &c.Cloud.Azure.Cloud }},
+
+	{Path: "source.type", Flag: "source", Kind: KindEnum,
+		Values: []string{string(SourceInventory), string(SourceKube)},
+		Usage:  "node source: inventory or kube (default: inventory when an inventory file is given, else kube)",
+		ptr:    func(c *Config) any { return (*string)(&c.Source.Type) }},
+	{Path: "source.inventory.file", Flag: "inventory", Kind: KindPath,
+		Usage: "inventory file: a YAML list of nodes",
+		ptr:   func(c *Config) any { return &c.Source.Inventory.File }},
+	{Path: "source.inventory.allocations", Flag: "allocations", Kind: KindPath,
+		Usage: "where IPAM records the pod CIDRs it handed out (default: <inventory>.allocations.json beside the inventory)",
+		ptr:   func(c *Config) any { return &c.Source.Inventory.Allocations }},
+	{Path: "source.kube.kubeconfig", Flag: "kubeconfig", Kind: KindPath,
+		Usage: "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)",
+		ptr:   func(c *Config) any { return &c.Source.Kube.Kubeconfig }},
+
+	{Path: "controller.batchWindow", Flag: "batch-window", Kind: KindDuration, Default: "200ms",
+		Usage: "how long node changes are gathered before one reconcile",
+		ptr:   func(c *Config) any { return &c.Controller.BatchWindow }},
+	{Path: "controller.resync", Flag: "resync", Kind: KindDuration, Default: "1m",
+		Usage: "how often the route table is re-read to catch changes made by others",
+		ptr:   func(c *Config) any { return &c.Controller.Resync }},
+	{Path: "controller.leaderElection.enabled", Flag: "leader-elect", Kind: KindBool, Default: "false",
+		Usage: "elect a leader among replicas (kube source only)",
+		ptr:   func(c *Config) any { return &c.Controller.LeaderElection.Enabled }},
+	{Path: "controller.leaderElection.namespace", Flag: "leader-election-namespace", Kind: KindString, Default: DefaultLeaderElectionNamespace,
+		Usage: "namespace of the leader election lease",
+		ptr:   func(c *Config) any { return &c.Controller.LeaderElection.Namespace }},
+	{Path: "controller.leaderElection.name", Flag: "leader-election-name", Kind: KindString, Default: DefaultLeaderElectionName,
+		Usage: "name of the leader election lease",
+		ptr:   func(c *Config) any { return &c.Controller.LeaderElection.Name }},
+	{Path: "controller.metricsAddress", Flag: "metrics-address", Kind: KindString, Default: DefaultMetricsAddress,
+		Usage: `address the metrics are served on ("" turns them off)`,
+		ptr:   func(c *Config) any { return &c.Controller.MetricsAddress }},
+}
+
+// Settings returns every setting, in documentation order.
+func Settings() []Setting {
+	out := make([]Setting, len(settings))
+	copy(out, settings)
+	return out
+}
+
+func lookupSetting(path string) (Setting, bool) {
+	for _, s := range settings {
+		if s.Path == path {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// Set sets the setting at path (see Settings) from text, as flags and
+// environment variables give it: one value, or several for a list. where
+// names the source in error messages, for example "--route-limit". A value
+// that cannot be parsed (a CIDR, an integer, a duration) is an error naming
+// where, the field and the value; a list replaces the previous list.
+func (c *Config) Set(path string, values []string, where string) error {
+	s, ok := lookupSetting(path)
+	if !ok {
+		return fmt.Errorf("unknown setting %q", path)
+	}
+	if c.origins == nil {
+		c.origins = map[string]origin{}
+	}
+	var vals []value
+	for _, v := range values {
+		vals = append(vals, value{text: v})
+	}
+	var probs Problems
+	s.assign(c, vals, where, "", &probs)
+	if len(probs) > 0 {
+		return probs
+	}
+	c.origins[path] = origin{where: where}
+	return nil
+}
+
+// value is one value of a setting as it arrives from a file or a flag.
+type value struct {
+	text string
+	// bad is set when the YAML type was wrong; assign then reports it.
+	bad string
+}
+
+// assign parses vals into the setting of c, adding a problem per bad value.
+// relativeTo is the directory relative paths are resolved against ("" for
+// flags).
+func (s Setting) assign(c *Config, vals []value, where, relativeTo string, probs *Problems) {
+	field := func(i int) string {
+		if s.Kind.IsList() {
+			return fmt.Sprintf("%s[%d]", s.Path, i)
+		}
+		return s.Path
+	}
+	bad := func(i int, v, why string) {
+		probs.add(where, field(i), strconv.Quote(v), why)
+	}
+	for i, v := range vals {
+		if v.bad != "" {
+			bad(i, v.text, v.bad)
+		}
+	}
+	if len(*probs) > 0 {
+		return
+	}
+	if !s.Kind.IsList() && len(vals) != 1 {
+		probs.add(where, s.Path, fmt.Sprintf("%d values", len(vals)), "takes exactly one value")
+		return
+	}
+	switch p := s.ptr(c).(type) {
+	case *string:
+		v := strings.TrimSpace(vals[0].text)
+		switch s.Kind {
+		case KindEnum:
+			v = strings.ToLower(v)
+		case KindPath:
+			v = expandPath(v, relativeTo)
+		}
+		*p = v
+	case *Secret:
+		*p = Secret(vals[0].text)
+	case *int:
+		n, err := strconv.Atoi(strings.TrimSpace(vals[0].text))
+		if err != nil {
+			bad(0, vals[0].text, "not an integer")
+			return
+		}
+		*p = n
+	case *bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(vals[0].text))
+		if err != nil {
+			bad(0, vals[0].text, "not true or false")
+			return
+		}
+		*p = b
+	case *time.Duration:
+		t := strings.TrimSpace(vals[0].text)
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			why := "not a duration (for example 500ms, 5s, 1m)"
+			if _, nerr := strconv.ParseFloat(t, 64); nerr == nil {
+				why = "a duration needs a unit (for example " + t + "s)"
+			}
+			bad(0, vals[0].text, why)
+			return
+		}
+		*p = d
+	case *[]string:
+		out := make([]string, 0, len(vals))
+		for _, v := range vals {
+			out = append(out, strings.TrimSpace(v.text))
+		}
+		*p = out
+	case *[]netip.Prefix:
+		out := make([]netip.Prefix, 0, len(vals))
+		for i, v := range vals {
+			pf, err := netip.ParsePrefix(strings.TrimSpace(v.text))
+			if err != nil {
+				bad(i, v.text, "not a valid CIDR")
+				continue
+			}
+			out = append(out, pf)
+		}
+		if len(*probs) == 0 {
+			*p = out
+		}
+	default:
+		panic(fmt.Sprintf("config: setting %s has unsupported type %T", s.Path, p))
+	}
+}
+
+// render returns the setting's current value for the dump: a string, an
+// int, a bool or a []string. Secrets are redacted.
+func (s Setting) render(c *Config) any {
+	switch p := s.ptr(c).(type) {
+	case *string:
+		return *p
+	case *Secret:
+		return p.String()
+	case *int:
+		return *p
+	case *bool:
+		return *p
+	case *time.Duration:
+		return formatDuration(*p)
+	case *[]string:
+		return append([]string{}, *p...)
+	case *[]netip.Prefix:
+		out := make([]string, 0, len(*p))
+		for _, pf := range *p {
+			out = append(out, pf.String())
+		}
+		return out
+	default:
+		panic(fmt.Sprintf("config: setting %s has unsupported type %T", s.Path, p))
+	}
+}
+
+// formatDuration prints a duration the way people write it: 1m, not 1m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

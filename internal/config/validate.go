@@ -1,0 +1,343 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+)
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	guid         = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	tenantDomain = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$`)
+	// ARM naming rules (Microsoft.Network): route tables and subnets 1-80
+	// characters, virtual networks 2-64; alphanumerics, '_', '.', '-';
+	// starting with an alphanumeric, ending with an alphanumeric or '_'.
+	networkName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$`)
+	resourceGroup = regexp.MustCompile(`^[-\w.()]+$`)
+	location      = regexp.MustCompile(`^[A-Za-z0-9 ]+$`)
+)
+
+// maxNodeMaskBits is how much longer than the cluster CIDR's prefix the node
+// mask may be: 2^16 node CIDRs per cluster CIDR, as in kube-controller-manager.
+const maxNodeMaskBits = 16
+
+// Validate checks the whole configuration and returns every problem (as
+// Problems), each naming the file or flag, the field and the value.
+func (c *Config) Validate() error {
+	v := &validator{c: c}
+	v.cluster()
+	v.routeTable()
+	v.association()
+	v.cloud()
+	v.source()
+	v.controller()
+	return v.probs.err()
+}
+
+type validator struct {
+	c     *Config
+	probs Problems
+}
+
+// bad records a problem with the setting at path; field is path with an
+// index for list items.
+func (v *validator) bad(path, field string, val any, why string) {
+	c := v.c
+	vs := formatValue(val)
+	o, set := c.origins[path]
+	switch {
+	case set && o.via != "":
+		field += " (from " + o.via + ")"
+	case !set && vs != `""` && vs != "" && vs != "[]":
+		vs += " (default)"
+	}
+	v.probs.add(c.where(path), field, vs, why)
+}
+
+func formatValue(val any) string {
+	switch x := val.(type) {
+	case string:
+		return strconv.Quote(x)
+	case Secret:
+		return strconv.Quote(x.String())
+	case netip.Prefix:
+		return strconv.Quote(x.String())
+	case time.Duration:
+		return formatDuration(x)
+	case []string:
+		if len(x) == 0 {
+			return "[]"
+		}
+		return strconv.Quote(strings.Join(x, ","))
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func (v *validator) enum(path string, val string, allowed ...string) {
+	if !slices.Contains(allowed, val) {
+		v.bad(path, path, val, "must be one of "+strings.Join(allowed, ", "))
+	}
+}
+
+func (v *validator) cluster() {
+	cl := v.c.Cluster
+	switch {
+	case cl.Name == "":
+		v.bad("cluster.name", "cluster.name", cl.Name, "required: the cluster's name, for example kthw")
+	case len(cl.Name) > 63 || !dnsLabel.MatchString(cl.Name):
+		v.bad("cluster.name", "cluster.name", cl.Name, "must be a DNS label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit")
+	}
+
+	if len(cl.ClusterCIDRs) == 0 {
+		v.bad("cluster.clusterCIDRs", "cluster.clusterCIDRs", []string{}, "required: the cluster's pod address range(s), for example [10.244.0.0/16]")
+	}
+	v.prefixes("cluster.clusterCIDRs", cl.ClusterCIDRs, "cluster CIDR")
+	v.prefixes("cluster.serviceCIDRs", cl.ServiceCIDRs, "service CIDR")
+	for i, s := range cl.ServiceCIDRs {
+		for j, p := range cl.ClusterCIDRs {
+			if s.Masked().Bits() <= p.Masked().Bits() && s.Masked().Contains(p.Addr()) {
+				v.bad("cluster.serviceCIDRs", fmt.Sprintf("cluster.serviceCIDRs[%d]", i), s,
+					fmt.Sprintf("contains the whole cluster CIDR %s (cluster.clusterCIDRs[%d]): no pod CIDR could be handed out", p.Masked(), j))
+			}
+		}
+	}
+
+	v.nodeMask("cluster.nodeCIDRMaskSize", cl.NodeCIDRMaskSize, 32, true)
+	v.nodeMask("cluster.nodeCIDRMaskSizeIPv6", cl.NodeCIDRMaskSizeIPv6, 128, false)
+}
+
+// prefixes checks a list of CIDRs: network addresses, no IPv4-mapped IPv6,
+// at most one per IP family.
+func (v *validator) prefixes(path string, ps []netip.Prefix, what string) {
+	var seen4, seen6 bool
+	for i, p := range ps {
+		field := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case !p.IsValid():
+			v.bad(path, field, p, "not a valid CIDR")
+			continue
+		case p.Addr().Is4In6():
+			v.bad(path, field, p, "IPv4-mapped IPv6 addresses are not supported; write the IPv4 CIDR")
+			continue
+		case p != p.Masked():
+			v.bad(path, field, p, fmt.Sprintf("has host bits set; did you mean %q?", p.Masked().String()))
+		}
+		if p.Addr().Is4() {
+			if seen4 {
+				v.bad(path, field, p, "a second IPv4 "+what+": give at most one IPv4 and one IPv6 "+what)
+			}
+			seen4 = true
+		} else {
+			if seen6 {
+				v.bad(path, field, p, "a second IPv6 "+what+": give at most one IPv4 and one IPv6 "+what)
+			}
+			seen6 = true
+		}
+	}
+}
+
+func (v *validator) nodeMask(path string, mask, maxBits int, ipv4 bool) {
+	if mask < 1 || mask > maxBits {
+		v.bad(path, path, mask, fmt.Sprintf("must be between 1 and %d", maxBits))
+		return
+	}
+	for i, p := range v.c.Cluster.ClusterCIDRs {
+		if !p.IsValid() || p.Addr().Is4() != ipv4 {
+			continue
+		}
+		switch {
+		case mask < p.Bits():
+			v.bad(path, path, mask, fmt.Sprintf("must be at least the prefix length of cluster.clusterCIDRs[%d] %s (%d)", i, p.Masked(), p.Bits()))
+		case mask-p.Bits() > maxNodeMaskBits:
+			v.bad(path, path, mask, fmt.Sprintf("must be at most %d bits longer than the prefix length of cluster.clusterCIDRs[%d] %s (at most %d node CIDRs, as kube-controller-manager allows)",
+				maxNodeMaskBits, i, p.Masked(), 1<<maxNodeMaskBits))
+		}
+	}
+}
+
+// armID parses id and checks its type (for example
+// "Microsoft.Network/routeTables") and names; it returns the parsed ID, or
+// nil and the reason it is wrong.
+func armID(id, wantType, example string) (*arm.ResourceID, string) {
+	want := "want " + example
+	if !strings.HasPrefix(id, "/") {
+		return nil, "not an ARM resource ID; " + want
+	}
+	r, err := arm.ParseResourceID(id)
+	if err != nil {
+		return nil, "not an ARM resource ID; " + want
+	}
+	if !strings.EqualFold(r.ResourceType.String(), wantType) || r.SubscriptionID == "" || r.ResourceGroupName == "" {
+		return nil, fmt.Sprintf("an ARM ID of a %s, not of a %s; %s", wantType, r.ResourceType.String(), want)
+	}
+	if !guid.MatchString(r.SubscriptionID) {
+		return nil, fmt.Sprintf("subscription %q is not a GUID", r.SubscriptionID)
+	}
+	if len(r.ResourceGroupName) > 90 || !resourceGroup.MatchString(r.ResourceGroupName) || strings.HasSuffix(r.ResourceGroupName, ".") {
+		return nil, fmt.Sprintf("resource group %q is not a valid name (1 to 90 letters, digits, '_', '-', '.', '(' and ')', not ending with '.')", r.ResourceGroupName)
+	}
+	for n := r; n != nil && n.ResourceType.Namespace != "Microsoft.Resources"; n = n.Parent {
+		if n.Name == "" {
+			return nil, "a resource name is empty; " + want
+		}
+		limit := 80
+		if strings.EqualFold(n.ResourceType.String(), "Microsoft.Network/virtualNetworks") {
+			limit = 64
+		}
+		if len(n.Name) > limit || !networkName.MatchString(n.Name) {
+			return nil, fmt.Sprintf("%s name %q is not valid (at most %d letters, digits, '_', '.' and '-', starting with a letter or digit and ending with a letter, digit or '_')",
+				n.ResourceType.Types[len(n.ResourceType.Types)-1], n.Name, limit)
+		}
+	}
+	return r, ""
+}
+
+const (
+	routeTableIDExample = "/subscriptions/<subscription>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>"
+	subnetIDExample     = "/subscriptions/<subscription>/resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<name>"
+)
+
+func (v *validator) routeTable() {
+	c := v.c
+	rt := c.RouteTable
+	var table *arm.ResourceID
+	if rt.ID == "" {
+		v.bad("routeTable.id", "routeTable.id", rt.ID, "required: the route table's ARM ID, "+routeTableIDExample)
+	} else if r, why := armID(rt.ID, "Microsoft.Network/routeTables", routeTableIDExample); why != "" {
+		v.bad("routeTable.id", "routeTable.id", rt.ID, why)
+	} else {
+		table = r
+	}
+	if rt.RouteLimit < 1 || rt.RouteLimit > MaxRouteLimit {
+		v.bad("routeTable.routeLimit", "routeTable.routeLimit", rt.RouteLimit, fmt.Sprintf("must be between 1 and %d (Azure allows 400 routes per table)", MaxRouteLimit))
+	}
+	if rt.Location != "" && !location.MatchString(rt.Location) {
+		v.bad("routeTable.location", "routeTable.location", rt.Location, "not an Azure location name (for example eastus)")
+	}
+	if rt.Create && len(c.Subnets) == 0 {
+		v.bad("routeTable.create", "routeTable.create", rt.Create, "needs at least one subnet in subnets: a created table must be associated, never left detached")
+	}
+	seen := map[string]int{}
+	for i, s := range c.Subnets {
+		field := fmt.Sprintf("subnets[%d]", i)
+		r, why := armID(s, "Microsoft.Network/virtualNetworks/subnets", subnetIDExample)
+		if why != "" {
+			v.bad("subnets", field, s, why)
+			continue
+		}
+		key := strings.ToLower(strings.TrimSuffix(s, "/"))
+		if j, dup := seen[key]; dup {
+			v.bad("subnets", field, s, fmt.Sprintf("the same subnet as subnets[%d]", j))
+			continue
+		}
+		seen[key] = i
+		if table != nil && !strings.EqualFold(r.SubscriptionID, table.SubscriptionID) {
+			v.bad("subnets", field, s, fmt.Sprintf("in subscription %s, but the route table is in %s: Azure associates a route table only with subnets of its own subscription", r.SubscriptionID, table.SubscriptionID))
+		}
+	}
+	if az := c.Cloud.Azure; c.Cloud.Type == CloudAzure && table != nil && az.SubscriptionID != "" && !strings.EqualFold(az.SubscriptionID, table.SubscriptionID) {
+		v.bad("cloud.azure.subscriptionID", "cloud.azure.subscriptionID", az.SubscriptionID, "differs from the route table's subscription "+table.SubscriptionID)
+	}
+}
+
+func (v *validator) association() {
+	a := v.c.Association
+	v.enum("association.policy", string(a.Policy), string(PolicyEnforce), string(PolicyFollow), string(PolicyReport))
+	if a.Interval <= 0 {
+		v.bad("association.interval", "association.interval", a.Interval, "must be positive, for example 5s")
+	}
+	v.enum("routes", string(v.c.Routes), string(RoutesManage), string(RoutesObserve))
+}
+
+func (v *validator) cloud() {
+	cl := v.c.Cloud
+	v.enum("cloud.type", string(cl.Type), string(CloudLocal), string(CloudAzure))
+	if cl.Local.OperationDuration < 0 {
+		v.bad("cloud.local.operationDuration", "cloud.local.operationDuration", cl.Local.OperationDuration, "must not be negative")
+	}
+	az := cl.Azure
+	if az.SubscriptionID != "" && !guid.MatchString(az.SubscriptionID) {
+		v.bad("cloud.azure.subscriptionID", "cloud.azure.subscriptionID", az.SubscriptionID, "not a GUID")
+	}
+	if az.TenantID != "" && !guid.MatchString(az.TenantID) && !tenantDomain.MatchString(az.TenantID) {
+		v.bad("cloud.azure.tenantID", "cloud.azure.tenantID", az.TenantID, "not a tenant ID (a GUID, or a domain such as contoso.onmicrosoft.com)")
+	}
+	if az.ClientID != "" && !guid.MatchString(az.ClientID) {
+		v.bad("cloud.azure.clientID", "cloud.azure.clientID", az.ClientID, "not a GUID")
+	}
+	if v.c.secretConflict {
+		v.bad("cloud.azure.clientSecretFile", "cloud.azure.clientSecretFile", az.ClientSecretFile, "cloud.azure.clientSecret is set too: give only one")
+	}
+	if az.ClientSecret == redacted {
+		v.bad("cloud.azure.clientSecret", "cloud.azure.clientSecret", az.ClientSecret, "is the placeholder a dump shows; give the real secret, or leave it empty")
+	}
+	if az.ClientSecret != "" && az.ClientID == "" {
+		v.bad("cloud.azure.clientSecret", "cloud.azure.clientSecret", az.ClientSecret, "needs cloud.azure.clientID (azure.json: aadClientId)")
+	}
+	if az.ClientSecret != "" && az.TenantID == "" {
+		v.bad("cloud.azure.clientSecret", "cloud.azure.clientSecret", az.ClientSecret, "needs cloud.azure.tenantID (azure.json: tenantId)")
+	}
+	if id := az.UserAssignedIdentityID; id != "" && !guid.MatchString(id) {
+		if _, why := armIDOf(id, "Microsoft.ManagedIdentity/userAssignedIdentities"); why != "" {
+			v.bad("cloud.azure.userAssignedIdentityID", "cloud.azure.userAssignedIdentityID", id, "not a client ID (a GUID) nor a user-assigned identity's resource ID")
+		}
+	}
+	if _, ok := canonicalCloud(az.Cloud); !ok || az.Cloud == "" {
+		v.bad("cloud.azure.cloud", "cloud.azure.cloud", az.Cloud, "must be one of "+AzurePublicCloud+", "+AzureChinaCloud+", "+AzureUSGovernmentCloud)
+	}
+}
+
+// armIDOf parses id as an ARM ID of type wantType, without name rules.
+func armIDOf(id, wantType string) (*arm.ResourceID, string) {
+	r, err := arm.ParseResourceID(id)
+	if err != nil || !strings.EqualFold(r.ResourceType.String(), wantType) {
+		return nil, "not an ARM ID of a " + wantType
+	}
+	return r, ""
+}
+
+func (v *validator) source() {
+	s := v.c.Source
+	v.enum("source.type", string(s.Type), string(SourceInventory), string(SourceKube))
+	if s.Type == SourceInventory && s.Inventory.File == "" {
+		v.bad("source.inventory.file", "source.inventory.file", s.Inventory.File, "required with source.type inventory: the inventory file of nodes")
+	}
+}
+
+func (v *validator) controller() {
+	ct := v.c.Controller
+	if ct.BatchWindow < 0 {
+		v.bad("controller.batchWindow", "controller.batchWindow", ct.BatchWindow, "must not be negative")
+	}
+	if ct.Resync <= 0 {
+		v.bad("controller.resync", "controller.resync", ct.Resync, "must be positive, for example 1m")
+	}
+	le := ct.LeaderElection
+	if le.Enabled {
+		if v.c.Source.Type != SourceKube {
+			v.bad("controller.leaderElection.enabled", "controller.leaderElection.enabled", le.Enabled, "needs source.type kube: the lease is kept in Kubernetes")
+		}
+		if len(le.Namespace) > 63 || !dnsLabel.MatchString(le.Namespace) {
+			v.bad("controller.leaderElection.namespace", "controller.leaderElection.namespace", le.Namespace, "not a valid namespace name (a DNS label)")
+		}
+		if len(le.Name) > 63 || !dnsLabel.MatchString(le.Name) {
+			v.bad("controller.leaderElection.name", "controller.leaderElection.name", le.Name, "not a valid lease name (a DNS label)")
+		}
+	}
+	if addr := ct.MetricsAddress; addr != "" {
+		_, port, err := net.SplitHostPort(addr)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || n < 0 || n > 65535 {
+			v.bad("controller.metricsAddress", "controller.metricsAddress", addr, `not a listen address: want host:port or :port, for example ":9090" ("" turns metrics off)`)
+		}
+	}
+}
