@@ -1,16 +1,25 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/netip"
 	"os"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/cloud/azure"
+	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/ipplan"
 )
 
@@ -316,7 +325,159 @@ func orDash(s string) string {
 	return s
 }
 
-// livePlan builds a plan from a live routekeeper config. Not wired yet.
-func (a *app) livePlan(_ *cobra.Command, path string) (ipplan.Plan, error) {
-	return ipplan.Plan{}, fmt.Errorf("--config %s: planning a live cluster is not available yet", path)
+// subnetReader is what `ipplan --config` reads from the cloud.
+type subnetReader interface {
+	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
+	GetVirtualNetwork(ctx context.Context, id string) (*azure.VirtualNetwork, error)
 }
+
+// livePlan builds a plan from a live routekeeper config: the cluster's pod
+// and service ranges, its route limit and node range size from the config,
+// and the subnets and their VNets' address spaces read from the cloud.
+func (a *app) livePlan(cmd *cobra.Command, path string) (ipplan.Plan, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return ipplan.Plan{}, usageError(err)
+	}
+	if len(cfg.Subnets) == 0 {
+		return ipplan.Plan{}, usageErrorf("config file %s: subnets: none configured; ipplan --config reads the node subnet and its VNet from the cloud", path)
+	}
+	ctx := cmd.Context()
+	reader, closeCloud, err := a.subnetReaderFor(ctx, cfg)
+	if err != nil {
+		return ipplan.Plan{}, err
+	}
+	defer closeCloud()
+	return livePlanFrom(ctx, cfg, reader, a.log)
+}
+
+// subnetReaderFor connects to the config's cloud: Azure Resource Manager, or
+// the local fabric's state file in process. The returned func releases it.
+func (a *app) subnetReaderFor(ctx context.Context, cfg *config.Config) (subnetReader, func(), error) {
+	switch cfg.Cloud.Type {
+	case config.CloudAzure:
+		az := cfg.Cloud.Azure
+		cred, err := azure.NewCredential(azure.CredentialConfig{
+			Cloud: az.Cloud, TenantID: az.TenantID, ClientID: az.ClientID, ClientSecret: az.ClientSecret.Reveal(),
+			UseManagedIdentity: az.UseManagedIdentity, UserAssignedIdentityID: az.UserAssignedIdentityID,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("azure credential: %w", err)
+		}
+		opts, err := azure.ClientOptionsFor(az.Cloud)
+		if err != nil {
+			return nil, nil, usageErrorf("config %s: cloud.azure.cloud: %w", cfg.File, err)
+		}
+		c, err := azure.New(azure.Options{Credential: cred, ClientOptions: opts, Logger: a.log})
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func() {}, nil
+	default:
+		state := cfg.Cloud.Local.State
+		if state == "" {
+			state = fabric.StatePath(a.getenv)
+		}
+		// Opening would create an empty state; there would be nothing to read.
+		if _, err := os.Stat(state); err != nil {
+			return nil, nil, fmt.Errorf("local fabric state %s: %w (the subnets are read from it: run the fabric or routekeeper first)", state, err)
+		}
+		store, err := fabric.Open(ctx, state)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the local fabric state %s: %w", state, err)
+		}
+		srv := fabric.New(store, fabric.Options{OperationDuration: cfg.Cloud.Local.OperationDuration, Logger: a.log})
+		c, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: srv.ClientOptions(), Logger: a.log})
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+		return c, func() { store.Close() }, nil
+	}
+}
+
+// livePlanFrom maps a config and what the cloud says about its subnets to a
+// plan. Routes in a route table are kubenet's model, so the plugin is
+// kubenet unless a flag says otherwise. The first configured subnet is the
+// node subnet. IPv6 ranges are left out (ipplan is IPv4 only).
+func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *slog.Logger) (ipplan.Plan, error) {
+	p := ipplan.Plan{
+		Plugins:          []ipplan.Plugin{ipplan.Kubenet},
+		RouteLimit:       cfg.RouteTable.RouteLimit,
+		NodeCIDRMaskSize: cfg.Cluster.NodeCIDRMaskSize,
+	}
+	if pod, ok := firstIPv4(cfg.Cluster.ClusterCIDRs); ok {
+		p.PodCIDR = pod.String()
+	} else if len(cfg.Cluster.ClusterCIDRs) > 0 {
+		return p, usageErrorf("config %s: cluster.clusterCIDRs: %v has no IPv4 range; ipplan handles IPv4 only", cfg.File, cfg.Cluster.ClusterCIDRs)
+	}
+	if svc, ok := firstIPv4(cfg.Cluster.ServiceCIDRs); ok {
+		p.ServiceCIDR = svc.String()
+		// The cluster DNS service is conventionally the .10 address.
+		dns := svc.Masked().Addr()
+		for range 10 {
+			dns = dns.Next()
+		}
+		p.DNSServiceIP = dns.String()
+	}
+	var vnetIDs []string
+	names := map[string]bool{}
+	for i, id := range cfg.Subnets {
+		s, err := r.GetSubnet(ctx, id)
+		if err != nil {
+			return p, fmt.Errorf("reading subnet %s (config subnets[%d]): %w", id, i, err)
+		}
+		vnetID, err := azure.VNetOfSubnet(id)
+		if err != nil {
+			return p, usageErrorf("config %s: subnets[%d]: %w", cfg.File, i, err)
+		}
+		if !slices.ContainsFunc(vnetIDs, func(v string) bool { return azure.SameID(v, vnetID) }) {
+			vnetIDs = append(vnetIDs, vnetID)
+		}
+		name := s.Name
+		if names[name] { // same name in another VNet
+			name = path.Base(vnetID) + "/" + s.Name
+		}
+		names[name] = true
+		n := 0
+		for _, prefix := range s.AddressPrefixes {
+			if isIPv6(prefix) {
+				log.Warn("ipplan: leaving out an IPv6 subnet prefix", "subnet", id, "prefix", prefix)
+				continue
+			}
+			n++
+			sn := ipplan.Subnet{Name: name, Prefix: prefix}
+			if n > 1 {
+				sn.Name = fmt.Sprintf("%s#%d", name, n)
+			}
+			p.Subnets = append(p.Subnets, sn)
+		}
+	}
+	for _, id := range vnetIDs {
+		v, err := r.GetVirtualNetwork(ctx, id)
+		if err != nil {
+			return p, fmt.Errorf("reading virtual network %s: %w", id, err)
+		}
+		for _, prefix := range v.AddressPrefixes {
+			if isIPv6(prefix) {
+				log.Warn("ipplan: leaving out an IPv6 VNet prefix", "vnet", id, "prefix", prefix)
+				continue
+			}
+			if !slices.Contains(p.VNet, prefix) {
+				p.VNet = append(p.VNet, prefix)
+			}
+		}
+	}
+	return p, nil
+}
+
+func firstIPv4(ps []netip.Prefix) (netip.Prefix, bool) {
+	for _, p := range ps {
+		if p.Addr().Is4() {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+func isIPv6(prefix string) bool { return strings.Contains(prefix, ":") }

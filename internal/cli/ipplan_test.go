@@ -5,12 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
 func init() {
@@ -212,5 +220,143 @@ func TestIpplanInputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+const (
+	planSub   = "11111111-2222-3333-4444-555555555555"
+	planGroup = "kubernetes"
+)
+
+// seedFabric writes a fabric state file with a resource group and a VNet
+// 10.240.0.0/16 (plus 10.241.0.0/16) holding the subnets nodes
+// 10.240.0.0/24 and appgw 10.240.1.0/26.
+func seedFabric(t *testing.T, state string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := fabric.Open(ctx, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	srv := fabric.New(store, fabric.Options{})
+	hc := &http.Client{Transport: srv.RoundTripper()}
+	req, _ := http.NewRequest(http.MethodPut, fabric.InProcessEndpoint+"/subscriptions/"+planSub+"/resourcegroups/"+planGroup+"?api-version=2021-04-01",
+		strings.NewReader(`{"location":"eastus"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer test")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("creating the resource group: %s", resp.Status)
+	}
+	vnets, err := armnetwork.NewVirtualNetworksClient(planSub, fabric.Credential{}, srv.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	subnet := func(name, prefix string) *armnetwork.Subnet {
+		return &armnetwork.Subnet{Name: to.Ptr(name), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(prefix)}}
+	}
+	poller, err := vnets.BeginCreateOrUpdate(ctx, planGroup, "kubernetes-vnet", armnetwork.VirtualNetwork{
+		Location: to.Ptr("eastus"),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16"), to.Ptr("10.241.0.0/16")}},
+			Subnets:      []*armnetwork.Subnet{subnet("nodes", "10.240.0.0/24"), subnet("appgw", "10.240.1.0/26")},
+		},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIpplanConfig(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "fabric.db")
+	seedFabric(t, state)
+	subnetID := func(name string) string {
+		return "/subscriptions/" + planSub + "/resourceGroups/" + planGroup + "/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet/subnets/" + name
+	}
+	writeConfig := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg := writeConfig("routekeeper.yaml", `cluster:
+  name: demo
+  clusterCIDRs: [10.200.0.0/16]
+  serviceCIDRs: [10.32.0.0/16]
+routeTable:
+  id: /subscriptions/`+planSub+`/resourceGroups/`+planGroup+`/providers/Microsoft.Network/routeTables/kubernetes-routes
+subnets:
+  - `+subnetID("nodes")+`
+  - `+subnetID("appgw")+`
+cloud:
+  type: local
+  local:
+    state: fabric.db
+`)
+	res := runCLI(t, nil, "", "ipplan", "--config", cfg, "--nodes", "300", "--on-prem", "10.0.0.0/8")
+	if res.code != ExitFindings {
+		t.Errorf("exit %d, want %d; stderr: %s", res.code, ExitFindings, res.stderr)
+	}
+	golden(t, filepath.Join("testdata", "ipplan", "config.golden"), []byte(res.stdout))
+
+	// The plan as read: VNet prefixes and subnets from the fabric, ranges
+	// and DNS (.10 of the service range) from the config.
+	var r struct {
+		Plugins      []string
+		DNSServiceIP string
+		Ranges       []struct{ Kind, Name, Prefix string }
+	}
+	res = runCLI(t, nil, "", "ipplan", "--config", cfg, "-o", "json")
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+		t.Fatalf("%v: %s %s", err, res.stdout, res.stderr)
+	}
+	var got []string
+	for _, rg := range r.Ranges {
+		got = append(got, strings.Join(strings.Fields(rg.Kind+" "+rg.Name+" "+rg.Prefix), " "))
+	}
+	want := []string{"vnet 10.240.0.0/16", "vnet 10.241.0.0/16", "subnet nodes 10.240.0.0/24", "subnet appgw 10.240.1.0/26",
+		"pod 10.200.0.0/16", "service 10.32.0.0/16"}
+	if diff := cmp.Diff(want, got); diff != "" || r.DNSServiceIP != "10.32.0.10" || !slices.Equal(r.Plugins, []string{"kubenet"}) {
+		t.Errorf("plan from config: plugins %v, DNS %s, ranges (-want +got):\n%s", r.Plugins, r.DNSServiceIP, diff)
+	}
+
+	// Flags override what the config says.
+	res = runCLI(t, nil, "", "ipplan", "--config", cfg, "--plugin", "overlay", "--nodes", "10")
+	if res.code != ExitOK || !strings.Contains(res.stdout, "overlay  250") {
+		t.Errorf("exit %d: %s %s", res.code, res.stdout, res.stderr)
+	}
+
+	missing := writeConfig("missing.yaml", "subnets:\n  - "+subnetID("gone")+"\ncloud:\n  local:\n    state: fabric.db\n")
+	res = runCLI(t, nil, "", "ipplan", "--config", missing)
+	if res.code != ExitError || !strings.Contains(res.stderr, "reading subnet") || !strings.Contains(res.stderr, "gone") {
+		t.Errorf("missing subnet: exit %d: %s", res.code, res.stderr)
+	}
+	noSubnets := writeConfig("nosubnets.yaml", "cluster:\n  name: demo\n")
+	res = runCLI(t, nil, "", "ipplan", "--config", noSubnets)
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "subnets: none configured") {
+		t.Errorf("no subnets: exit %d: %s", res.code, res.stderr)
+	}
+	noState := writeConfig("nostate.yaml", "subnets:\n  - "+subnetID("nodes")+"\ncloud:\n  local:\n    state: nope.db\n")
+	res = runCLI(t, nil, "", "ipplan", "--config", noState)
+	if res.code != ExitError || !strings.Contains(res.stderr, "nope.db") {
+		t.Errorf("no state: exit %d: %s", res.code, res.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nope.db")); err == nil {
+		t.Error("ipplan created a fabric state file")
+	}
+	bad := writeConfig("bad.yaml", "cluster:\n  clusterCIDR: 10.0.0.0/16\n")
+	res = runCLI(t, nil, "", "ipplan", "--config", bad)
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "bad.yaml") {
+		t.Errorf("bad config: exit %d: %s", res.code, res.stderr)
 	}
 }

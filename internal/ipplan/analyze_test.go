@@ -375,6 +375,8 @@ func TestInvalidInput(t *testing.T) {
 		{"plugin", Plan{Plugins: []Plugin{"calico"}}, "plugins[0]", "kubenet, azure, overlay"},
 		{"route limit", Plan{RouteLimit: -5}, "routeLimit", "positive"},
 		{"node mask", Plan{NodeCIDRMaskSize: 31}, "nodeCIDRMaskSize", "between 8 and 30"},
+		{"ARM ID as a subnet", Plan{Subnets: []Subnet{{Prefix: "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/n"}}},
+			"subnets[0].prefix", "ARM resource ID"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

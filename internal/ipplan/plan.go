@@ -351,6 +351,9 @@ func parsePrefix(field string, index int, sub, s string) (netip.Prefix, error) {
 	if t == "" {
 		return netip.Prefix{}, fe("is empty; want a CIDR such as 10.1.0.0/16")
 	}
+	if strings.HasPrefix(strings.ToLower(t), "/subscriptions/") {
+		return netip.Prefix{}, fe("is an ARM resource ID, not a CIDR (read subnets from the cloud with --config)")
+	}
 	p, err := netip.ParsePrefix(t)
 	if err != nil {
 		if a, aerr := netip.ParseAddr(t); aerr == nil && a.Is4() {
