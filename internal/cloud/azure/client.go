@@ -194,3 +194,8 @@ func withIfMatch(ctx context.Context, etag string) context.Context {
 	}
 	return policy.WithHTTPHeader(ctx, http.Header{"If-Match": {etag}})
 }
+
+// Calls returns the number of ARM reads and writes made so far.
+func (c *Client) Calls() (reads, writes int64) {
+	return c.stats.Reads.Load(), c.stats.Writes.Load()
+}

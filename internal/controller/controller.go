@@ -1,0 +1,323 @@
+// Package controller is routekeeper's reconcile loop. One reconcile reads
+// the nodes from a source and the route table from the cloud (one GET),
+// plans the changes with internal/plan, and writes the whole table in at
+// most one PUT carrying If-Match. A 412 means someone else wrote: the table
+// is read again and the plan made again, a bounded number of times with
+// jitter. A node counts as routed only when the table read back after the
+// write holds its route.
+//
+// The daemon (Run) coalesces node events for a short batch window, resyncs
+// periodically to catch out-of-band drift, backs off after failures and
+// throttling instead of retrying in a hot loop, and finishes the reconcile
+// in flight before it returns on shutdown.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
+)
+
+// Cloud is what the controller needs of the cloud back-end
+// (internal/cloud/azure implements it, against Azure or the local fabric).
+type Cloud interface {
+	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
+	// PutRouteTable writes the whole table with If-Match etag ("" = create
+	// only) and returns the table read back after the operation succeeded.
+	PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error)
+	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
+	SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error)
+	// Calls returns the number of ARM reads and writes made so far.
+	Calls() (reads, writes int64)
+}
+
+// Source provides the desired state: the cluster's nodes.
+type Source interface {
+	Nodes(ctx context.Context) ([]source.Node, error)
+	// Watch blocks until ctx is done, calling changed whenever the nodes
+	// may have changed.
+	Watch(ctx context.Context, changed func()) error
+}
+
+// Reporter is told of every reconcile's result: logs, metrics, Kubernetes
+// node conditions and events.
+type Reporter interface {
+	Report(ctx context.Context, r *Result)
+}
+
+// Mode says whether routekeeper writes routes.
+type Mode string
+
+// The route modes.
+const (
+	// Manage: routekeeper writes the routes.
+	Manage Mode = "manage"
+	// Observe: the platform (AKS) writes routes; routekeeper only reports
+	// missing, stale and conflicting routes and never writes a route.
+	Observe Mode = "observe"
+)
+
+// Config is the controller's part of routekeeper's configuration.
+type Config struct {
+	Cluster      string
+	ClusterCIDRs []netip.Prefix
+	RouteLimit   int
+	RouteTableID string
+	// Location of the table when routekeeper creates it.
+	Location string
+	// CreateTable allows creating (tagged, filled, associated) a missing table.
+	CreateTable bool
+	// Subnets must stay associated with the table.
+	Subnets []string
+	Mode    Mode
+
+	// BatchWindow coalesces node events before a reconcile (default 200ms).
+	BatchWindow time.Duration
+	// Resync is the period of full reconciles that catch drift (default 60s).
+	Resync time.Duration
+	// MaxAttempts bounds the re-plans after 412 or 409 (default 5).
+	MaxAttempts int
+	// RetryBackoff is the first delay after a failed reconcile; it doubles
+	// up to MaxRetryBackoff (defaults 1s and 2m).
+	RetryBackoff, MaxRetryBackoff time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.RouteLimit <= 0 {
+		c.RouteLimit = 400
+	}
+	if c.Mode == "" {
+		c.Mode = Manage
+	}
+	if c.BatchWindow <= 0 {
+		c.BatchWindow = 200 * time.Millisecond
+	}
+	if c.Resync <= 0 {
+		c.Resync = time.Minute
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = time.Second
+	}
+	if c.MaxRetryBackoff <= 0 {
+		c.MaxRetryBackoff = 2 * time.Minute
+	}
+}
+
+// Controller keeps the route table of one cluster.
+type Controller struct {
+	cfg       Config
+	cloud     Cloud
+	src       Source
+	reporters []Reporter
+	log       *slog.Logger
+	sleep     func(ctx context.Context, d time.Duration) error
+}
+
+// New makes a controller. Reporters are called after every reconcile.
+func New(cfg Config, c Cloud, src Source, log *slog.Logger, reporters ...Reporter) *Controller {
+	cfg.defaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Controller{cfg: cfg, cloud: c, src: src, reporters: reporters, log: log, sleep: sleepCtx}
+}
+
+// Config returns the controller's configuration with defaults applied.
+func (c *Controller) Config() Config { return c.cfg }
+
+// NodeResult is what a reconcile established for one node.
+type NodeResult struct {
+	// Routed: every pod CIDR of the node has its correct route in the table
+	// as read back after the last write (or as read, when nothing was written).
+	Routed  bool   `json:"routed"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// planned: the reason comes from the planner, not from verification.
+	planned bool
+}
+
+// Result is the outcome of one reconcile.
+type Result struct {
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"duration"`
+	// Plan is the last plan made (after any re-plans).
+	Plan *plan.Plan `json:"-"`
+	// Table is the route table as it stands after the reconcile, nil when
+	// it does not exist.
+	Table *route.Table `json:"-"`
+	// Wrote is true when a PUT of the table succeeded.
+	Wrote                     bool `json:"wrote"`
+	Created, Updated, Deleted int
+	Conflicts                 int
+	// Attempts counts plans made (more than one after 412 or 409).
+	Attempts int `json:"attempts"`
+	Nodes    map[string]NodeResult
+	// Reads and Writes are the ARM calls this reconcile made.
+	Reads, Writes int64
+	Err           error `json:"-"`
+}
+
+// Unrouted returns the number of nodes not routed.
+func (r *Result) Unrouted() int {
+	n := 0
+	for _, nr := range r.Nodes {
+		if !nr.Routed {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary is the one line that ends every reconcile.
+func (r *Result) Summary() string {
+	status := "ok"
+	if r.Err != nil {
+		status = "failed"
+	}
+	return fmt.Sprintf("reconcile %s: routes created=%d updated=%d deleted=%d conflicts=%d unrouted=%d arm reads=%d writes=%d attempts=%d duration=%s",
+		status, r.Created, r.Updated, r.Deleted, r.Conflicts, r.Unrouted(), r.Reads, r.Writes, r.Attempts, r.Duration.Round(time.Millisecond))
+}
+
+// Errors that end a reconcile without a write.
+var (
+	// ErrTableMissing: the route table does not exist and creation is not allowed.
+	ErrTableMissing = errors.New("route table does not exist and creating it is not allowed (routeTable.create: false)")
+	// ErrRefused: the plan refused to write (for example the table is
+	// claimed by another cluster).
+	ErrRefused = errors.New("refusing to write the route table")
+)
+
+// Reconcile makes the route table match the nodes, once.
+func (c *Controller) Reconcile(ctx context.Context) *Result {
+	res := &Result{Start: time.Now(), Nodes: map[string]NodeResult{}}
+	reads0, writes0 := c.cloud.Calls()
+	res.Err = c.reconcile(ctx, res)
+	reads1, writes1 := c.cloud.Calls()
+	res.Reads, res.Writes = reads1-reads0, writes1-writes0
+	res.Duration = time.Since(res.Start)
+	for _, r := range c.reporters {
+		r.Report(ctx, res)
+	}
+	return res
+}
+
+func (c *Controller) reconcile(ctx context.Context, res *Result) error {
+	nodes, err := c.src.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("reading nodes: %w", err)
+	}
+	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
+		res.Attempts = attempt
+		retry, err := c.attempt(ctx, nodes, res)
+		if err == nil || !retry {
+			return err
+		}
+		if attempt == c.cfg.MaxAttempts {
+			return fmt.Errorf("route table %s kept changing under us: gave up after %d attempts: %w", c.cfg.RouteTableID, attempt, err)
+		}
+		// Jittered, growing pause so two writers do not keep colliding.
+		d := time.Duration(attempt) * (50*time.Millisecond + rand.N(200*time.Millisecond))
+		c.log.Info("route table changed since it was read; re-reading and re-planning", "table", c.cfg.RouteTableID, "attempt", attempt, "wait", d, "cause", err)
+		if err := c.sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attempt is one read-plan-write pass. retry reports whether the error is
+// a concurrent change worth re-reading for (412, 409).
+func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result) (retry bool, err error) {
+	cur, err := c.cloud.GetRouteTable(ctx, c.cfg.RouteTableID)
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		cur = nil
+	case err != nil:
+		return false, err
+	}
+	p := plan.Compute(plan.Input{
+		Cluster:      c.cfg.Cluster,
+		ClusterCIDRs: c.cfg.ClusterCIDRs,
+		Limit:        c.cfg.RouteLimit,
+		Nodes:        nodes,
+		Current:      cur,
+	})
+	res.Plan, res.Table = p, cur
+	res.Created, res.Updated, res.Deleted = p.Counts()
+	res.Conflicts = len(p.Conflicts)
+	res.Nodes = nodeResults(p, nodes)
+
+	if cur == nil && (!c.cfg.CreateTable || c.cfg.Mode == Observe) {
+		for name := range res.Nodes {
+			res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", c.cfg.RouteTableID)}
+		}
+		res.Created, res.Updated, res.Deleted = 0, 0, 0
+		return false, fmt.Errorf("route table %s: %w", c.cfg.RouteTableID, ErrTableMissing)
+	}
+	if p.Refused != "" {
+		res.Created, res.Updated, res.Deleted = 0, 0, 0
+		return false, fmt.Errorf("%w %s: %s", ErrRefused, c.cfg.RouteTableID, p.Refused)
+	}
+	if c.cfg.Mode == Observe || !p.NeedsWrite() {
+		if c.cfg.Mode == Observe {
+			res.Created, res.Updated, res.Deleted = 0, 0, 0
+		}
+		verify(res, nodes, cur, ReasonRouteMissing)
+		return false, nil
+	}
+
+	desired := p.Desired
+	etag := ""
+	if cur == nil {
+		desired = c.newTable(desired)
+	} else {
+		etag = cur.Etag
+	}
+	written, err := c.cloud.PutRouteTable(ctx, desired, etag)
+	if err != nil {
+		// Routes that were already right stay so; the ones this write
+		// carried did not land.
+		verify(res, nodes, cur, ReasonWriteFailed)
+		if errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict) {
+			return true, err
+		}
+		return false, err
+	}
+	res.Wrote, res.Table = true, written
+	// Truthful status: a node is routed only if the table read back after
+	// the write holds its route.
+	verify(res, nodes, written, ReasonNotReadBack)
+	return false, nil
+}
+
+// newTable fills in what a create needs: ID, name, location.
+func (c *Controller) newTable(t *route.Table) *route.Table {
+	t.ID = c.cfg.RouteTableID
+	if t.Location == "" {
+		t.Location = c.cfg.Location
+	}
+	return t
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,147 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
+)
+
+// fakeCloud is an in-memory Cloud for unit tests of the loop's logic; the
+// integration tests in fabric_test.go use the real SDK against the fabric.
+type fakeCloud struct {
+	mu      sync.Mutex
+	table   *route.Table
+	subnets map[string]*cloud.Subnet
+	etagN   int
+	reads   int64
+	writes  int64
+	puts    int
+	// beforePut runs before a PUT is checked, for injecting concurrent writes.
+	beforePut func(f *fakeCloud)
+	// putErr, if set, fails PUTs.
+	putErr error
+}
+
+func (f *fakeCloud) nextEtag() string { f.etagN++; return fmt.Sprintf(`W/"%d"`, f.etagN) }
+
+func clone(t *route.Table) *route.Table {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	c.Routes = append([]route.Route(nil), t.Routes...)
+	c.Tags = map[string]string{}
+	for k, v := range t.Tags {
+		c.Tags[k] = v
+	}
+	c.Subnets = append([]string(nil), t.Subnets...)
+	return &c
+}
+
+func (f *fakeCloud) GetRouteTable(_ context.Context, id string) (*route.Table, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	if f.table == nil || !strings.EqualFold(f.table.ID, id) {
+		return nil, fmt.Errorf("route table %s: %w", id, cloud.ErrNotFound)
+	}
+	return clone(f.table), nil
+}
+
+func (f *fakeCloud) PutRouteTable(_ context.Context, t *route.Table, etag string) (*route.Table, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	f.puts++
+	if f.beforePut != nil {
+		f.beforePut(f)
+	}
+	if f.putErr != nil {
+		return nil, f.putErr
+	}
+	switch {
+	case etag == "" && f.table != nil:
+		return nil, fmt.Errorf("create: %w", cloud.ErrPreconditionFailed)
+	case etag != "" && (f.table == nil || f.table.Etag != etag):
+		return nil, fmt.Errorf("stale etag: %w", cloud.ErrPreconditionFailed)
+	}
+	n := clone(t)
+	n.Etag = f.nextEtag()
+	if f.table != nil {
+		n.Subnets = f.table.Subnets
+	}
+	for i := range n.Routes {
+		n.Routes[i].ProvisioningState = "Succeeded"
+		if p, err := netip.ParsePrefix(n.Routes[i].AddressPrefix); err == nil {
+			n.Routes[i].Prefix = p
+		}
+	}
+	f.table = n
+	return clone(n), nil
+}
+
+func (f *fakeCloud) GetSubnet(_ context.Context, id string) (*cloud.Subnet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	s, ok := f.subnets[strings.ToLower(id)]
+	if !ok {
+		return nil, fmt.Errorf("subnet %s: %w", id, cloud.ErrNotFound)
+	}
+	c := *s
+	return &c, nil
+}
+
+func (f *fakeCloud) SetSubnetRouteTable(_ context.Context, subnetID, tableID, etag string) (*cloud.Subnet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	s, ok := f.subnets[strings.ToLower(subnetID)]
+	if !ok {
+		return nil, fmt.Errorf("subnet %s: %w", subnetID, cloud.ErrNotFound)
+	}
+	if etag != "" && s.Etag != etag {
+		return nil, fmt.Errorf("subnet: %w", cloud.ErrPreconditionFailed)
+	}
+	s.RouteTableID = tableID
+	s.Etag = f.nextEtag()
+	c := *s
+	return &c, nil
+}
+
+func (f *fakeCloud) Calls() (int64, int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads, f.writes
+}
+
+// staticSource serves a fixed node list.
+type staticSource struct {
+	mu    sync.Mutex
+	nodes []source.Node
+}
+
+func (s *staticSource) Nodes(context.Context) ([]source.Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]source.Node(nil), s.nodes...), nil
+}
+
+func (s *staticSource) Watch(ctx context.Context, _ func()) error {
+	<-ctx.Done()
+	return nil
+}
+
+func node(name, ip, cidr string) source.Node {
+	n := source.Node{Name: name, InternalIPs: []netip.Addr{netip.MustParseAddr(ip)}}
+	if cidr != "" {
+		n.PodCIDRs = []netip.Prefix{netip.MustParsePrefix(cidr)}
+	}
+	return n
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The project's test command (README.md, .ci/run): installs what the tests
+# need (Go modules, etcd, a kube-apiserver built from source, cached), checks
+# formatting and vet, runs a short fuzz of the fabric's request decoding and
+# then the whole test suite, end-to-end tests included. It ends with go
+# test's own summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "Go modules"
+go mod download
+
+step "etcd and kube-apiserver for the end-to-end tests (built once, then cached)"
+eval "$(scripts/kube-testenv.sh)"
+# With ROUTEKEEPER_E2E=1 a missing control plane fails the tests instead of
+# skipping them.
+export ROUTEKEEPER_E2E=1
+
+step "gofmt and go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+
+step "fuzz the fabric's request handling (short run)"
+go test ./internal/fabric -run '^$' -fuzz '^FuzzHandler$' -fuzztime "${FUZZTIME:-20s}"
+
+step "tests"
+go test -count=1 "$@" ./...
