@@ -70,11 +70,14 @@ a pod CIDR or node subnet too small for the nodes plus upgrade surge, and the
 400-route limit of kubenet. It also shows, for each network plugin, how many
 nodes and pods the plan holds and the smallest subnet for the requested nodes.
 
-The plan comes from flags, from a plan file (-f, same fields as the JSON output's
-inputs; flags override it), or from a live routekeeper config (--config). The
-first --subnet is the node subnet. Unset values get Azure's defaults: pod CIDR
-10.244.0.0/16, service CIDR 10.0.0.0/16, DNS service IP 10.0.0.10, max pods 110
-(kubenet), 30 (Azure CNI) or 250 (Overlay), surge 1 node.
+The plan comes from flags, from a plan file (-f, YAML or JSON with the fields
+vnet, subnets, podCIDR, serviceCIDR, dnsServiceIP, nodes, maxPods, surge, onPrem,
+plugins, routeLimit, nodeCIDRMaskSize), or from a live routekeeper config
+(--config: ranges from the config, subnets and VNet address space read from the
+cloud, plugin kubenet). Flags override either. The first subnet is the node
+subnet. Unset values get Azure's defaults: pod CIDR 10.244.0.0/16, service CIDR
+10.0.0.0/16, DNS service IP 10.0.0.10, max pods 110 (kubenet), 30 (Azure CNI) or
+250 (Overlay), surge 1 node.
 
 Without --plugin all three plugins are compared and problems that concern only
 some of them are warnings; name the plugin(s) you will use to make them errors.

@@ -360,3 +360,30 @@ cloud:
 		t.Errorf("bad config: exit %d: %s", res.code, res.stderr)
 	}
 }
+
+// The user guide quotes the command's output; it must match the golden
+// files (regenerate both with -update, then paste into docs/ipplan.md).
+func TestIpplanDocsQuoteCurrentOutput(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "ipplan.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"seed004", "microsoft-worked-example", "microsoft-worked-example-22", "example", "example-fixed"} {
+		out, err := os.ReadFile(filepath.Join("testdata", "ipplan", name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(doc, out) {
+			t.Errorf("docs/ipplan.md does not show the current output of %s", name)
+		}
+	}
+	for _, name := range []string{"example.yaml", "example-fixed.yaml"} {
+		plan, err := os.ReadFile(filepath.Join("testdata", "ipplan", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(doc, plan) {
+			t.Errorf("docs/ipplan.md does not show the plan %s", name)
+		}
+	}
+}
