@@ -467,7 +467,7 @@ func (a *analysis) checkService() {
 	case d == hi && svc.Bits() < 31:
 		a.add(Error, RuleDNSIPReserved, nil, values,
 			"DNS service IP %s is the broadcast address of the service CIDR %s, which Kubernetes never hands out", dns, svc)
-	case d != lo+10:
+	case d != lo+10 && lo+10 <= hi:
 		a.add(Info, RuleDNSIPNotTenth, nil, values,
 			"DNS service IP %s is valid, but by convention it is the .10 address of the service CIDR (%s)", dns, addrOf(lo+10))
 	}

@@ -219,6 +219,7 @@ func TestBadPlans(t *testing.T) {
 		{"DNS IP is the API server's .1", func(p *Plan) { p.DNSServiceIP = "10.0.0.1" }, RuleDNSIPReserved, Error, nil},
 		{"DNS IP is the broadcast address", func(p *Plan) { p.DNSServiceIP = "10.0.255.255" }, RuleDNSIPReserved, Error, nil},
 		{"DNS IP not .10", func(p *Plan) { p.DNSServiceIP = "10.0.0.53" }, RuleDNSIPNotTenth, Info, nil},
+
 		{"pod CIDR too small for the nodes", func(p *Plan) { p.PodCIDR = "10.244.0.0/20" }, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
 		{"pod CIDR too small for the surge only", func(p *Plan) {
 			p.PodCIDR = "10.244.0.0/20"
@@ -332,6 +333,22 @@ func TestOverlapNotRepeatedForSubnets(t *testing.T) {
 	o := r.Overlaps[0]
 	if r.Ranges[o.A].Kind != KindVNet || r.Ranges[o.B].Kind != KindOnPrem || o.Prefix.String() != "172.16.0.0/16" {
 		t.Errorf("overlap = %+v", o)
+	}
+}
+
+// A service range too small to have a .10 gets no ".10 by convention" remark.
+func TestDNSInSmallServiceRange(t *testing.T) {
+	p := goodBase()
+	p.ServiceCIDR = "10.0.0.0/29"
+	p.DNSServiceIP = "10.0.0.5"
+	for _, f := range analyze(t, p).Findings {
+		if strings.HasPrefix(f.Rule, "dns-") {
+			t.Errorf("unexpected %s: %s", f.Rule, f.Message)
+		}
+	}
+	p.ServiceCIDR = "10.0.0.0/28"
+	if !hasFinding(analyze(t, p), RuleDNSIPNotTenth, Info) {
+		t.Error("a /28 has a .10; want the remark")
 	}
 }
 

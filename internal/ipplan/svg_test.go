@@ -130,3 +130,16 @@ func TestSVGAxis(t *testing.T) {
 		t.Errorf("%d groups", count["g"])
 	}
 }
+
+func BenchmarkSVG(b *testing.B) {
+	p := goodBase()
+	p.PodCIDR = "10.0.0.0/16"
+	p.OnPrem = StringList{"10.0.0.0/8", "192.168.0.0/16"}
+	r, err := Analyze(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		_ = SVG(r)
+	}
+}
