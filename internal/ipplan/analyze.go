@@ -524,10 +524,7 @@ func (a *analysis) capacity() {
 	}
 	need := a.p.nodes + a.p.surge
 	podSmall := map[int][]Plugin{} // node range bits -> plugins whose pod CIDR is too small
-	subnetSmall := []struct {
-		pl   Plugin
-		need int64
-	}{}
+	var subnetSmall []shortfall    // plugins whose node subnet is too small
 	for _, pl := range a.p.plugins {
 		c := PluginCapacity{Plugin: pl, MaxPodsPerNode: a.maxPods(pl)}
 		var limits []limit
@@ -560,10 +557,7 @@ func (a *analysis) capacity() {
 			fits := true
 			if subnet != nil && c.AddressesConsumed > subnet.Usable {
 				fits = false
-				subnetSmall = append(subnetSmall, struct {
-					pl   Plugin
-					need int64
-				}{pl, c.AddressesConsumed})
+				subnetSmall = append(subnetSmall, shortfall{pl, c.AddressesConsumed})
 			}
 			if pl != AzureCNI {
 				bitsN := a.nodeCIDRBits(pl)
@@ -632,6 +626,12 @@ func (a *analysis) capacity() {
 type limit struct {
 	by string
 	n  int64
+}
+
+// shortfall is a plugin that needs more addresses than the node subnet has.
+type shortfall struct {
+	pl   Plugin
+	need int64
 }
 
 // nodesPhrase is "50 nodes + 1 surge".
