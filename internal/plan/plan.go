@@ -54,10 +54,10 @@
 // The route limit counts the whole table, custom routes included. Existing
 // routes are always kept, even when the table is over the limit (after the
 // limit was lowered). Deletes free room for creates in the same plan. New
-// routes are added node by node in node-name order; a node gets all of its
-// new routes or none (a half-routed dual-stack node would only take room
-// from the next node), and nodes that do not fit are reported with
-// RouteLimit. A legacy rename needs no room: it frees the slot it takes.
+// routes are added node by node in node-name order (case-insensitive); a
+// node gets all of its new routes or none (a half-routed dual-stack node
+// would only take room from the next node), and nodes that do not fit are
+// reported with RouteLimit. A legacy rename needs no room: it frees the slot it takes.
 //
 // The desired table never holds two routes with the same masked prefix or
 // name that the current table did not already hold, never more routes than
@@ -71,7 +71,6 @@ package plan
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -84,7 +83,7 @@ import (
 type action uint8
 
 const (
-	actNone   action = iota // not written (reason set), or nothing to do
+	actNone   action = iota // not written (reason set)
 	actKeep                 // already correct
 	actUpdate               // update the route at entry.target
 	actCreate               // append a new route
@@ -94,7 +93,7 @@ const (
 type fate uint8
 
 const (
-	fateCarry     fate = iota // copied unchanged (not ours, or ours but untouched)
+	fateCarry     fate = iota // copied unchanged (not ours, or not settled yet)
 	fateProtected             // ours, serving an entry: never deleted
 	fateUpdate                // ours, replaced by an updated route
 	fateDelete                // ours and stale
@@ -103,8 +102,9 @@ const (
 // current is the planner's view of one route of the current table.
 type current struct {
 	cls   route.Classification
+	lname string
 	fate  fate
-	entry int // the entry it serves or is updated for, -1
+	entry int32 // the entry it serves or is updated for, -1
 	why   string
 }
 
@@ -112,45 +112,53 @@ func (c *current) owned() bool { return c.cls.Owner == route.OwnerThisCluster }
 
 // entry is one desired route: one pod CIDR of one node.
 type entry struct {
-	node      int // index into Input.Nodes
-	cidr      netip.Prefix
-	name      string
-	lname     string
-	hop       netip.Addr
-	inCluster bool
-
-	reason     Reason
-	msg        string
-	other      string
-	forwarding bool
-
-	exact     int // current route with exactly this name, -1
-	incumbent int // current owned route already serving this CIDR for this node, -1
-	act       action
-	target    int // current route updated (actUpdate), -1
-	replaces  int // legacy route replaced by this create, -1
-	accepted  bool
-	route     route.Route // the route written (create or update)
-	changeWhy string
+	cidr netip.Prefix
+	hop  netip.Addr
+	// name is the scheme name; for an update, the existing route's
+	// spelling of it. lname is the scheme name in lower case.
+	name, lname string
+	node        int32 // index into Input.Nodes
+	exact       int32 // current route with exactly this name, -1
+	incumbent   int32 // current owned route already serving this CIDR for this node, -1
+	target      int32 // current route updated (actUpdate), -1
+	replaces    int32 // legacy route replaced by this create, -1
+	inCluster   bool
+	forwarding  bool
+	act         action
+	reason      Reason
+	msg, other  string
+	why         string // the change's reason
 }
+
+func (e *entry) setReason(r Reason, msg, other string) {
+	if e.reason == "" {
+		e.reason, e.msg, e.other = r, msg, other
+	}
+}
+
+func (e *entry) route() route.Route {
+	return route.Route{Name: e.name, AddressPrefix: e.cidr.String(), Prefix: e.cidr, NextHopType: route.VirtualAppliance, NextHopIP: e.hop}
+}
+
+type span struct{ lo, hi int32 }
 
 type planner struct {
 	in    Input
 	own   route.Ownership
-	claim string // the claim the ownership is decided against: "" or in.Cluster
+	claim string // the claim ownership is decided against: "" or in.Cluster
 	limit int
 	cur   *route.Table
 	table string // the table's name for messages
 
 	routes   []current
-	byName   map[string]int
-	byPrefix map[netip.Prefix]int
+	byName   map[string]int32
+	byPrefix map[netip.Prefix]int32
 
-	order   []int          // node indices sorted by name
-	nodeIdx map[string]int // lowercased node name -> first node index in order
-	dup     []bool         // per node: name used twice
-	entries []entry
-	byNode  [][]int // per node: its entries, in pod CIDR order
+	lnames  []string // per node: lower-case name
+	order   []int32  // node indices sorted by lower-case name, then name
+	dup     []bool   // per node: name used more than once
+	entries []entry  // in node order, then each node's pod CIDR order
+	spans   []span   // per node: its entries
 
 	p *Plan
 }
@@ -190,7 +198,6 @@ func Compute(in Input) *Plan {
 		return p.refuse(in.Nodes, ReasonInvalidTable, msg)
 	}
 	pl.makeEntries()
-	pl.nameCollisions()
 	pl.findIncumbents()
 	pl.overlaps()
 	pl.match()
@@ -228,58 +235,61 @@ func (p *Plan) refuse(nodes []source.Node, reason Reason, msg string) *Plan {
 func (pl *planner) indexCurrent() string {
 	n := len(pl.cur.Routes)
 	pl.routes = make([]current, n)
-	pl.byName = make(map[string]int, n)
-	pl.byPrefix = make(map[netip.Prefix]int, n)
+	pl.byName = make(map[string]int32, n)
+	pl.byPrefix = make(map[netip.Prefix]int32, n)
 	for i := range pl.cur.Routes {
 		r := &pl.cur.Routes[i]
 		c := &pl.routes[i]
-		c.cls, c.entry = pl.own.Classify(*r, pl.claim), -1
-		lname := strings.ToLower(r.Name)
-		if j, dup := pl.byName[lname]; dup {
+		c.cls, c.entry, c.lname = pl.own.ClassifyAt(r, pl.claim), -1, strings.ToLower(r.Name)
+		if j, dup := pl.byName[c.lname]; dup {
 			return fmt.Sprintf("%s holds two routes named %q and %q (Azure names are case-insensitive); fix the table by hand", pl.table, pl.cur.Routes[j].Name, r.Name)
 		}
-		pl.byName[lname] = i
+		pl.byName[c.lname] = int32(i)
 		if !c.cls.Prefix.IsValid() {
 			continue
 		}
 		// With duplicate prefixes (which ARM itself forbids) a route we do
 		// not own wins the index, so that nothing is created on top of it.
 		if j, ok := pl.byPrefix[c.cls.Prefix]; !ok || pl.routes[j].owned() && !c.owned() {
-			pl.byPrefix[c.cls.Prefix] = i
+			pl.byPrefix[c.cls.Prefix] = int32(i)
 		}
 	}
 	return ""
 }
 
-// makeEntries turns the nodes into desired routes, in node-name order, and
+// makeEntries turns the nodes into desired routes, in node order, and
 // settles the reasons that depend on one node alone.
 func (pl *planner) makeEntries() {
 	nodes := pl.in.Nodes
-	pl.order = make([]int, len(nodes))
-	for i := range pl.order {
-		pl.order[i] = i
+	pl.lnames = make([]string, len(nodes))
+	pl.order = make([]int32, len(nodes))
+	cidrs := 0
+	for i := range nodes {
+		pl.lnames[i] = strings.ToLower(nodes[i].Name)
+		pl.order[i] = int32(i)
+		cidrs += len(nodes[i].PodCIDRs)
 	}
-	slices.SortStableFunc(pl.order, func(a, b int) int { return strings.Compare(nodes[a].Name, nodes[b].Name) })
-	pl.nodeIdx = make(map[string]int, len(nodes))
+	slices.SortFunc(pl.order, func(a, b int32) int {
+		return cmp.Or(strings.Compare(pl.lnames[a], pl.lnames[b]), strings.Compare(nodes[a].Name, nodes[b].Name), cmp.Compare(a, b))
+	})
 	pl.dup = make([]bool, len(nodes))
-	for _, i := range pl.order {
-		ln := strings.ToLower(nodes[i].Name)
-		if j, ok := pl.nodeIdx[ln]; ok {
-			pl.dup[i], pl.dup[j] = true, true
-			continue
+	for k := 1; k < len(pl.order); k++ {
+		if a, b := pl.order[k-1], pl.order[k]; pl.lnames[a] == pl.lnames[b] {
+			pl.dup[a], pl.dup[b] = true, true
 		}
-		pl.nodeIdx[ln] = i
 	}
-	pl.byNode = make([][]int, len(nodes))
-	pl.entries = make([]entry, 0, len(nodes)+len(nodes)/4)
+	pl.spans = make([]span, len(nodes))
+	pl.entries = make([]entry, 0, cidrs)
 	for _, ni := range pl.order {
 		n := &nodes[ni]
+		lo := int32(len(pl.entries))
 		for ci, cidr := range n.PodCIDRs {
 			cidr = cidr.Masked()
 			if cidr.IsValid() && slices.ContainsFunc(n.PodCIDRs[:ci], func(p netip.Prefix) bool { return p.Masked() == cidr }) {
 				continue // listed twice
 			}
-			e := entry{node: ni, cidr: cidr, exact: -1, incumbent: -1, target: -1, replaces: -1}
+			pl.entries = append(pl.entries, entry{node: ni, cidr: cidr, exact: -1, incumbent: -1, target: -1, replaces: -1})
+			e := &pl.entries[len(pl.entries)-1]
 			switch {
 			case !cidr.IsValid():
 				e.reason, e.msg = ReasonNoPodCIDR, fmt.Sprintf("node %s has an invalid pod CIDR", n.Name)
@@ -287,7 +297,7 @@ func (pl *planner) makeEntries() {
 				e.reason, e.msg = ReasonOutsideClusterCIDR, fmt.Sprintf("pod CIDR %s of node %s is outside the cluster CIDRs %s", cidr, n.Name, prefixList(pl.in.ClusterCIDRs))
 			default:
 				e.inCluster = true
-				e.name = route.Name(n.Name, cidr)
+				e.name = schemeName(n.Name, cidr)
 				e.lname = strings.ToLower(e.name)
 				hop, ok := n.NextHop(cidr)
 				switch err := route.ValidateName(e.name); {
@@ -300,11 +310,34 @@ func (pl *planner) makeEntries() {
 				default:
 					e.hop = hop
 				}
+				// Two pod CIDRs of one node can mangle to one name
+				// (10.24.4.0/24 and 10.2.44.0/24); distinct nodes never
+				// collide, since the mangled CIDR holds no '_'.
+				for j := lo; j < int32(len(pl.entries))-1; j++ {
+					if o := &pl.entries[j]; o.inCluster && o.lname == e.lname && !pl.dup[ni] {
+						msg := fmt.Sprintf("pod CIDRs %s and %s of node %s map to the same route name %s", o.cidr, cidr, n.Name, e.name)
+						o.setReason(ReasonNameConflict, msg, e.name)
+						e.setReason(ReasonNameConflict, msg, e.name)
+					}
+				}
 			}
-			pl.byNode[ni] = append(pl.byNode[ni], len(pl.entries))
-			pl.entries = append(pl.entries, e)
+		}
+		pl.spans[ni] = span{lo, int32(len(pl.entries))}
+	}
+}
+
+// schemeName is route.Name with one allocation.
+func schemeName(node string, p netip.Prefix) string {
+	var buf [96]byte
+	var pb [48]byte
+	b := append(buf[:0], node...)
+	b = append(b, "____"...)
+	for _, c := range p.Masked().AppendTo(pb[:0]) {
+		if c != '.' && c != ':' && c != '/' {
+			b = append(b, c)
 		}
 	}
+	return string(b)
 }
 
 func family(p netip.Prefix) string {
@@ -324,34 +357,6 @@ func prefixList(ps []netip.Prefix) string {
 
 func (pl *planner) nodeName(e *entry) string { return pl.in.Nodes[e.node].Name }
 
-func (e *entry) setReason(r Reason, msg, other string) {
-	if e.reason == "" {
-		e.reason, e.msg, e.other = r, msg, other
-	}
-}
-
-// nameCollisions reports pod CIDRs whose routes would share a name: the
-// mangling drops the dots, so 10.2.4.0/24 and 10.24.0.0/24 of one node both
-// become <node>____10240024.
-func (pl *planner) nameCollisions() {
-	seen := make(map[string]int, len(pl.entries))
-	for i := range pl.entries {
-		e := &pl.entries[i]
-		if !e.inCluster || pl.dup[e.node] {
-			continue
-		}
-		j, ok := seen[e.lname]
-		if !ok {
-			seen[e.lname] = i
-			continue
-		}
-		o := &pl.entries[j]
-		msg := fmt.Sprintf("pod CIDRs %s and %s of node %s map to the same route name %s", o.cidr, e.cidr, pl.nodeName(e), e.name)
-		o.setReason(ReasonNameConflict, msg, e.name)
-		e.setReason(ReasonNameConflict, msg, e.name)
-	}
-}
-
 // findIncumbents links each in-cluster entry to the owned route that
 // already serves it, whatever the entry's reason: such a route is never
 // deleted while its node keeps the pod CIDR.
@@ -365,7 +370,7 @@ func (pl *planner) findIncumbents() {
 			e.exact = j
 			if c := &pl.routes[j]; c.owned() && !c.cls.Legacy && c.cls.Prefix == e.cidr {
 				e.incumbent = j
-				c.fate, c.entry = fateProtected, i
+				c.fate, c.entry = fateProtected, int32(i)
 			}
 			continue
 		}
@@ -375,7 +380,7 @@ func (pl *planner) findIncumbents() {
 		if j, ok := pl.byPrefix[e.cidr]; ok {
 			if c := &pl.routes[j]; c.owned() && c.cls.Legacy && strings.EqualFold(c.cls.Node, pl.nodeName(e)) {
 				e.incumbent = j
-				c.fate, c.entry = fateProtected, i
+				c.fate, c.entry = fateProtected, int32(i)
 			}
 		}
 	}
@@ -385,46 +390,53 @@ func (pl *planner) findIncumbents() {
 // address then prefix length, each prefix either lies inside the innermost
 // enclosing prefix still open (a stack) or starts a new chain.
 func (pl *planner) overlaps() {
-	idx := make([]int, 0, len(pl.entries))
+	type key struct {
+		p netip.Prefix
+		i int32
+	}
+	keys := make([]key, 0, len(pl.entries))
 	for i := range pl.entries {
 		if pl.entries[i].inCluster {
-			idx = append(idx, i)
+			keys = append(keys, key{pl.entries[i].cidr, int32(i)})
 		}
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		pa, pb := pl.entries[a].cidr, pl.entries[b].cidr
-		if c := pa.Addr().Compare(pb.Addr()); c != 0 {
-			return c
-		}
-		return cmp.Compare(pa.Bits(), pb.Bits())
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(a.p.Addr().Compare(b.p.Addr()), cmp.Compare(a.p.Bits(), b.p.Bits()))
 	})
-	uf := newUnionFind(len(pl.entries))
-	var stack []int
-	found := false
-	for _, i := range idx {
-		p := pl.entries[i].cidr
-		for len(stack) > 0 && !pl.entries[stack[len(stack)-1]].cidr.Contains(p.Addr()) {
+	var stack []key
+	var pairs [][2]int32
+	for _, k := range keys {
+		for len(stack) > 0 && !stack[len(stack)-1].p.Contains(k.p.Addr()) {
 			stack = stack[:len(stack)-1]
 		}
 		if len(stack) > 0 {
-			uf.union(stack[len(stack)-1], i)
-			found = true
+			pairs = append(pairs, [2]int32{stack[len(stack)-1].i, k.i})
 		}
-		stack = append(stack, i)
+		stack = append(stack, k)
 	}
-	if !found {
+	if len(pairs) == 0 {
 		return
 	}
-	groups := make(map[int][]int)
-	for _, i := range idx {
-		if r := uf.find(i); uf.size[r] > 1 {
-			groups[r] = append(groups[r], i)
-		}
+	// Group the overlapping entries (a chain of nested prefixes is one
+	// group) and settle each group.
+	uf := unionFind{}
+	for _, pr := range pairs {
+		uf.union(pr[0], pr[1])
 	}
-	for _, root := range slices.Sorted(maps.Keys(groups)) {
+	groups := map[int32][]int32{}
+	for x := range uf.parent {
+		r := uf.find(x)
+		groups[r] = append(groups[r], x)
+	}
+	roots := make([]int32, 0, len(groups))
+	for r := range groups {
+		roots = append(roots, r)
+	}
+	slices.Sort(roots)
+	for _, root := range roots {
 		g := groups[root]
-		slices.Sort(g) // entry order: node name, then pod CIDR order
-		var inc []int
+		slices.Sort(g) // entry order: node, then pod CIDR order
+		var inc []int32
 		for _, i := range g {
 			if pl.entries[i].incumbent >= 0 {
 				inc = append(inc, i)
@@ -460,15 +472,13 @@ func (pl *planner) match() {
 		if e.reason != "" {
 			continue
 		}
-		node := pl.nodeName(e)
-		want := route.Route{Name: e.name, AddressPrefix: e.cidr.String(), Prefix: e.cidr, NextHopType: route.VirtualAppliance, NextHopIP: e.hop}
 		if e.exact >= 0 {
 			r, c := &pl.cur.Routes[e.exact], &pl.routes[e.exact]
 			if !c.owned() {
 				e.forwarding = c.cls.Prefix == e.cidr && r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
 				e.reason, e.other = ReasonNameConflict, r.Name
-				e.msg = fmt.Sprintf("route %s already exists in %s with prefix %s and next hop %s, and routekeeper does not own it (%s, %s); rename or delete it to let routekeeper route node %s",
-					r.Name, pl.table, r.AddressPrefix, hopText(r), c.cls.Owner, c.cls.Why, node)
+				e.msg = fmt.Sprintf("route %s already exists in %s with prefix %s and next hop %s, and routekeeper does not own it (%s: %s); rename or delete it to let routekeeper route node %s",
+					r.Name, pl.table, r.AddressPrefix, hopText(r), c.cls.Owner, c.cls.Why, pl.nodeName(e))
 				continue
 			}
 			if c.cls.Prefix == e.cidr {
@@ -476,51 +486,49 @@ func (pl *planner) match() {
 					e.act = actKeep
 					continue
 				}
-				e.changeWhy = fmt.Sprintf("next hop %s -> %s", hopText(r), e.hop)
+				e.why = fmt.Sprintf("next hop %s -> %s", hopText(r), e.hop)
 			} else {
 				if h, ok := pl.byPrefix[e.cidr]; ok && h != e.exact && !pl.routes[h].owned() {
 					pl.prefixConflict(e, h)
 					continue
 				}
-				e.changeWhy = fmt.Sprintf("pod CIDR of node %s changed: %s -> %s", node, r.AddressPrefix, e.cidr)
+				e.why = fmt.Sprintf("pod CIDR changed: %s -> %s", r.AddressPrefix, e.cidr)
 			}
 			e.act, e.target = actUpdate, e.exact
-			want.Name = r.Name // keep ARM's spelling of the name
-			e.route = want
-			c.fate, c.entry = fateUpdate, i
+			e.name = r.Name // keep ARM's spelling of the name
+			c.fate, c.entry = fateUpdate, int32(i)
 			continue
 		}
-		e.route = want
 		if e.incumbent >= 0 { // a legacy-named route of this node
 			e.act, e.replaces = actCreate, e.incumbent
-			e.changeWhy = fmt.Sprintf("replaces legacy route %s", pl.cur.Routes[e.incumbent].Name)
+			e.why = "replaces legacy route " + pl.cur.Routes[e.incumbent].Name
 			continue
 		}
+		e.why = "new route"
 		if h, ok := pl.byPrefix[e.cidr]; ok {
 			if !pl.routes[h].owned() {
 				pl.prefixConflict(e, h)
 				continue
 			}
-			// An owned route of another name: stale (the pod CIDR moved to
-			// this node, or its node is gone); stale() deletes it.
-			e.changeWhy = fmt.Sprintf("pod CIDR %s moved to node %s from route %s", e.cidr, node, pl.cur.Routes[h].Name)
-		} else {
-			e.changeWhy = "new route for node " + node
+			// An owned route of another name holds the prefix: it is
+			// stale (the pod CIDR moved to this node, or its node is
+			// gone) and stale() deletes it in the same write.
+			e.why = "pod CIDR moved from route " + pl.cur.Routes[h].Name
 		}
 		e.act = actCreate
 	}
 }
 
-func (pl *planner) prefixConflict(e *entry, h int) {
+func (pl *planner) prefixConflict(e *entry, h int32) {
 	r, c := &pl.cur.Routes[h], &pl.routes[h]
 	e.reason, e.other = ReasonPrefixConflict, r.Name
 	e.forwarding = r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
 	if e.forwarding {
-		e.msg = fmt.Sprintf("pod CIDR %s of node %s is already routed to %s by route %s, which routekeeper does not own (%s, %s); traffic flows, but to let routekeeper manage it delete the route or rename it to %s",
+		e.msg = fmt.Sprintf("pod CIDR %s of node %s is already routed to %s by route %s, which routekeeper does not own (%s: %s); traffic flows, but to let routekeeper manage it delete the route or rename it to %s",
 			e.cidr, pl.nodeName(e), e.hop, r.Name, c.cls.Owner, c.cls.Why, e.name)
 		return
 	}
-	e.msg = fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s, %s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
+	e.msg = fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s: %s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
 		e.cidr, pl.nodeName(e), r.Name, hopText(r), c.cls.Owner, c.cls.Why, pl.nodeName(e))
 }
 
@@ -546,11 +554,11 @@ func (pl *planner) stale() {
 			continue
 		}
 		c.fate = fateDelete
-		r := &pl.cur.Routes[i]
-		if _, ok := pl.nodeIdx[strings.ToLower(c.cls.Node)]; ok {
-			c.why = fmt.Sprintf("pod CIDR %s is no longer assigned to node %s", r.AddressPrefix, c.cls.Node)
+		ln := strings.ToLower(c.cls.Node)
+		if _, found := slices.BinarySearchFunc(pl.order, ln, func(n int32, t string) int { return strings.Compare(pl.lnames[n], t) }); found {
+			c.why = "pod CIDR no longer assigned to the node"
 		} else {
-			c.why = fmt.Sprintf("node %s no longer exists", c.cls.Node)
+			c.why = "node no longer exists"
 		}
 	}
 }
@@ -565,27 +573,28 @@ func (pl *planner) applyLimit() {
 	}
 	room := pl.limit - used
 	for _, ni := range pl.order {
+		s := pl.spans[ni]
 		need := 0
-		for _, i := range pl.byNode[ni] {
+		for i := s.lo; i < s.hi; i++ {
 			if e := &pl.entries[i]; e.act == actCreate && e.replaces < 0 {
 				need++
 			}
+		}
+		if need == 0 && !pl.in.LegacyNames {
+			continue
 		}
 		fits := need == 0 || need <= room
 		if fits {
 			room -= need
 		}
-		for _, i := range pl.byNode[ni] {
+		for i := s.lo; i < s.hi; i++ {
 			e := &pl.entries[i]
 			switch {
 			case e.act != actCreate:
 			case e.replaces >= 0: // a rename frees the slot it takes
-				e.accepted = true
 				c := &pl.routes[e.replaces]
-				c.fate, c.why = fateDelete, fmt.Sprintf("legacy name of node %s, renamed to %s", pl.nodeName(e), e.name)
-			case fits:
-				e.accepted = true
-			default:
+				c.fate, c.why = fateDelete, "legacy name, renamed to "+e.name
+			case !fits:
 				e.act = actNone
 				e.reason, e.msg = ReasonRouteLimit, fmt.Sprintf("%s is full: its limit is %d routes and node %s needs %d more; free room or raise the limit", pl.table, pl.limit, pl.nodeName(e), need)
 			}
@@ -597,24 +606,8 @@ func (pl *planner) applyLimit() {
 // desired table.
 func (pl *planner) finish() {
 	p := pl.p
-	for i := range pl.entries {
-		e := &pl.entries[i]
-		node := pl.nodeName(e)
-		switch {
-		case e.reason != "":
-			p.Conflicts = append(p.Conflicts, Conflict{Node: node, Prefix: e.cidr, Reason: e.reason, Message: e.msg, Route: e.other, Forwarding: e.forwarding})
-		case e.act == actCreate:
-			p.Changes = append(p.Changes, Change{Kind: Create, Route: e.route, Node: node, Reason: e.changeWhy})
-		case e.act == actUpdate:
-			old := pl.cur.Routes[e.target]
-			p.Changes = append(p.Changes, Change{Kind: Update, Route: e.route, Old: &old, Node: node, Reason: e.changeWhy})
-		}
-	}
-	for i := range pl.routes {
-		if c := &pl.routes[i]; c.fate == fateDelete {
-			p.Changes = append(p.Changes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.cls.Node, Reason: c.why})
-		}
-	}
+	routeNames := make([]string, len(pl.entries))
+	var updates []Change
 	for _, ni := range pl.order {
 		n := &pl.in.Nodes[ni]
 		if len(n.PodCIDRs) == 0 {
@@ -624,38 +617,57 @@ func (pl *planner) finish() {
 			continue
 		}
 		st := NodeStatus{State: Routed}
-		for _, i := range pl.byNode[ni] {
+		s := pl.spans[ni]
+		k := s.lo
+		for i := s.lo; i < s.hi; i++ {
 			e := &pl.entries[i]
 			switch {
-			case e.reason != "" && st.Reason == "":
-				st = NodeStatus{State: NotRouted, Reason: e.reason, Message: e.msg, Routes: st.Routes}
-			case (e.act == actCreate || e.act == actUpdate) && st.State == Routed:
+			case e.reason != "":
+				p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Prefix: e.cidr, Reason: e.reason, Message: e.msg, Route: e.other, Forwarding: e.forwarding})
+				if st.Reason == "" {
+					st.State, st.Reason, st.Message = NotRouted, e.reason, e.msg
+				}
+			case e.act == actCreate:
+				p.Changes = append(p.Changes, Change{Kind: Create, Route: e.route(), Node: n.Name, Reason: e.why})
+			case e.act == actUpdate:
+				old := pl.cur.Routes[e.target]
+				updates = append(updates, Change{Kind: Update, Route: e.route(), Old: &old, Node: n.Name, Reason: e.why})
+			}
+			if (e.act == actCreate || e.act == actUpdate) && st.State == Routed {
 				st.State = Pending
 			}
 			switch {
 			case e.act == actCreate || e.act == actUpdate:
-				st.Routes = append(st.Routes, e.route.Name)
+				routeNames[k] = e.name
+				k++
 			case e.incumbent >= 0 && pl.routes[e.incumbent].fate != fateDelete:
-				st.Routes = append(st.Routes, pl.cur.Routes[e.incumbent].Name)
+				routeNames[k] = pl.cur.Routes[e.incumbent].Name
+				k++
 			}
+		}
+		if k > s.lo {
+			st.Routes = routeNames[s.lo:k:k]
 		}
 		p.Nodes[n.Name] = st
 	}
-	slices.SortStableFunc(p.Changes, func(a, b Change) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Node, b.Node), comparePrefix(a.Route, b.Route), strings.Compare(a.Route.Name, b.Route.Name))
+	p.Changes = append(p.Changes, updates...)
+	var deletes []int32
+	for i := range pl.routes {
+		if pl.routes[i].fate == fateDelete {
+			deletes = append(deletes, int32(i))
+		}
+	}
+	slices.SortFunc(deletes, func(a, b int32) int {
+		ca, cb := &pl.routes[a], &pl.routes[b]
+		return cmp.Or(strings.Compare(strings.ToLower(ca.cls.Node), strings.ToLower(cb.cls.Node)), strings.Compare(ca.cls.Node, cb.cls.Node),
+			ca.cls.Prefix.Addr().Compare(cb.cls.Prefix.Addr()), cmp.Compare(ca.cls.Prefix.Bits(), cb.cls.Prefix.Bits()), strings.Compare(ca.lname, cb.lname))
 	})
-	slices.SortStableFunc(p.Conflicts, func(a, b Conflict) int {
-		return cmp.Or(strings.Compare(a.Node, b.Node), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
-	})
+	for _, i := range deletes {
+		p.Changes = append(p.Changes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: pl.routes[i].cls.Node, Reason: pl.routes[i].why})
+	}
 	if len(p.Changes) > 0 || p.Claim {
 		p.Desired = pl.desired()
 	}
-}
-
-func comparePrefix(a, b route.Route) int {
-	pa, _ := a.CIDR()
-	pb, _ := b.CIDR()
-	return cmp.Or(pa.Addr().Compare(pb.Addr()), cmp.Compare(pa.Bits(), pb.Bits()), strings.Compare(a.AddressPrefix, b.AddressPrefix))
 }
 
 // desired builds the table to PUT: a deep copy of the current table with
@@ -675,12 +687,13 @@ func (pl *planner) desired() *route.Table {
 		t.Tags[claimKey] = pl.in.Cluster
 	}
 	t.Subnets = slices.Clone(pl.cur.Subnets)
-	t.Routes = make([]route.Route, 0, len(pl.cur.Routes)+len(pl.entries))
+	creates, _, _ := pl.p.Counts()
+	t.Routes = make([]route.Route, 0, len(pl.cur.Routes)+creates)
 	for i, r := range pl.cur.Routes {
 		switch c := &pl.routes[i]; c.fate {
 		case fateDelete:
 		case fateUpdate:
-			t.Routes = append(t.Routes, pl.entries[c.entry].route)
+			t.Routes = append(t.Routes, pl.entries[c.entry].route())
 		default:
 			t.Routes = append(t.Routes, r)
 		}
@@ -693,32 +706,30 @@ func (pl *planner) desired() *route.Table {
 	return &t
 }
 
-type unionFind struct{ parent, size []int }
+// unionFind groups overlapping entries; it grows on demand, since overlaps
+// are rare and most plans never need one.
+type unionFind struct{ parent map[int32]int32 }
 
-func newUnionFind(n int) *unionFind {
-	u := &unionFind{parent: make([]int, n), size: make([]int, n)}
-	for i := range u.parent {
-		u.parent[i], u.size[i] = i, 1
+func (u *unionFind) find(x int32) int32 {
+	if u.parent == nil {
+		u.parent = map[int32]int32{}
 	}
-	return u
+	p, ok := u.parent[x]
+	if !ok {
+		u.parent[x] = x
+		return x
+	}
+	if p == x {
+		return x
+	}
+	r := u.find(p)
+	u.parent[x] = r
+	return r
 }
 
-func (u *unionFind) find(x int) int {
-	for u.parent[x] != x {
-		u.parent[x] = u.parent[u.parent[x]]
-		x = u.parent[x]
-	}
-	return x
-}
-
-func (u *unionFind) union(a, b int) {
+func (u *unionFind) union(a, b int32) {
 	a, b = u.find(a), u.find(b)
-	if a == b {
-		return
+	if a != b {
+		u.parent[max(a, b)] = min(a, b)
 	}
-	if u.size[a] < u.size[b] {
-		a, b = b, a
-	}
-	u.parent[b] = a
-	u.size[a] += u.size[b]
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -422,8 +423,8 @@ func TestOwnershipAndPeerDefects(t *testing.T) {
 				Current:      table(cluster),
 			},
 			conflicts: []string{
-				"worker-0 10.2.44.0/24 NameConflict worker-0____10244024",
 				"worker-0 10.24.4.0/24 NameConflict worker-0____10244024",
+				"worker-0 10.2.44.0/24 NameConflict worker-0____10244024",
 			},
 		},
 	})
@@ -868,5 +869,59 @@ func TestChangeDetails(t *testing.T) {
 	}
 	if s := p.String(); !strings.Contains(s, "1 to create, 1 to update, 1 to delete") {
 		t.Errorf("String = %q", s)
+	}
+}
+
+func TestSchemeNameIsRouteName(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		var p netip.Prefix
+		if r.IntN(2) == 0 {
+			p = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())}), r.IntN(33))
+		} else {
+			var a [16]byte
+			for i := range a {
+				if r.IntN(3) > 0 {
+					a[i] = byte(r.Uint32())
+				}
+			}
+			p = netip.PrefixFrom(netip.AddrFrom16(a), r.IntN(129))
+		}
+		node := strings.Repeat("n", r.IntN(120))
+		if got, want := schemeName(node, p), route.Name(node, p); got != want {
+			t.Fatalf("schemeName(%q, %s) = %q, want route.Name %q", node, p, got, want)
+		}
+	}
+}
+
+func TestDesiredIsACopy(t *testing.T) {
+	cur := table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"), rt("default", "0.0.0.0/0", "10.0.100.4"))
+	before := cloneTable(cur)
+	p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur,
+		Nodes: []source.Node{node("worker-0", "10.0.0.9", "10.244.0.0/24")}})
+	if !p.NeedsWrite() {
+		t.Fatal("no write planned")
+	}
+	p.Desired.Routes[0].Name = "changed"
+	p.Desired.Routes[1].NextHopIP = addr("1.2.3.4")
+	p.Desired.Tags["x"] = "y"
+	p.Desired.Subnets[0] = "changed"
+	p.Changes[0].Old.Name = "changed"
+	if !reflect.DeepEqual(before, cur) {
+		t.Errorf("changing the plan changed the current table:\n%s", cmp.Diff(before, cur))
+	}
+}
+
+func TestPlanJSON(t *testing.T) {
+	p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: table(cluster, ours("gone", "10.244.9.0/24", "10.0.0.9")),
+		Nodes: []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24"), node("worker-1", "10.0.0.5", "10.245.0.0/24")}})
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"kind":"create"`, `"kind":"delete"`, `"reason":"OutsideClusterCIDR"`, `"prefix":"10.245.0.0/24"`, `"state":"Pending"`, `"addressPrefix":"10.244.0.0/24"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("plan JSON lacks %s:\n%s", want, b)
+		}
 	}
 }

@@ -202,11 +202,13 @@ type NodeStatus struct {
 
 // Plan is the outcome of Compute.
 type Plan struct {
-	// Changes are the route creates, updates and deletes, creates first,
-	// then updates, then deletes, each sorted by node, prefix and name.
+	// Changes are the route creates, updates and deletes: creates first,
+	// then updates, each in node order (node names compared
+	// case-insensitively) and then in the order of the node's pod CIDRs;
+	// then deletes, sorted by the node named in the route, prefix and name.
 	Changes []Change `json:"changes"`
-	// Conflicts are the desired routes not written, sorted by node and
-	// prefix.
+	// Conflicts are the desired routes not written, in node order and then
+	// in the order of the node's pod CIDRs.
 	Conflicts []Conflict `json:"conflicts"`
 	// Nodes has one status per input node, keyed by the node's name.
 	Nodes map[string]NodeStatus `json:"nodes"`

@@ -105,6 +105,16 @@ type Classification struct {
 // Classify decides the owner of r in a table whose claim tag holds claim
 // (Table.Claim; "" when unclaimed).
 func (o Ownership) Classify(r Route, claim string) Classification {
+	return o.classify(&r, claim)
+}
+
+// ClassifyAt is Classify for a route in place, without copying it; the
+// planner calls it for every route of large tables.
+func (o Ownership) ClassifyAt(r *Route, claim string) Classification {
+	return o.classify(r, claim)
+}
+
+func (o Ownership) classify(r *Route, claim string) Classification {
 	p, ok := r.CIDR()
 	if !ok {
 		return Classification{Owner: OwnerCustom, Why: "prefix is not a CIDR"}
@@ -161,8 +171,11 @@ func (r Route) CIDR() (netip.Prefix, bool) {
 	if r.AddressPrefix == "" {
 		return r.Prefix.Masked(), r.Prefix.IsValid()
 	}
-	if r.Prefix.IsValid() && r.Prefix.String() == r.AddressPrefix {
-		return r.Prefix.Masked(), true // already parsed; saves the work
+	if r.Prefix.IsValid() {
+		var buf [64]byte
+		if string(r.Prefix.AppendTo(buf[:0])) == r.AddressPrefix {
+			return r.Prefix.Masked(), true // already parsed; saves the work
+		}
 	}
 	p, err := netip.ParsePrefix(r.AddressPrefix)
 	if err != nil {
