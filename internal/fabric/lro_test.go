@@ -1,0 +1,310 @@
+package fabric
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// recordingTransport records the requests the SDK sends.
+type recordingTransport struct {
+	next policy.Transporter
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *recordingTransport) Do(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.seen = append(r.seen, req.Method+" "+req.URL.Path)
+	r.mu.Unlock()
+	return r.next.Do(req)
+}
+
+func (r *recordingTransport) count(substr string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.seen {
+		if strings.Contains(s, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+func tablePath(rg, name string) string {
+	return "/subscriptions/" + testSub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/routeTables/" + name
+}
+
+func TestLongRunningPut(t *testing.T) {
+	for _, mode := range transports {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, mode, Options{OperationDuration: 300 * time.Millisecond})
+			e.createRG(testRG)
+
+			resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus","properties":{"routes":[{"name":"r","properties":{"addressPrefix":"10.200.0.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":"10.240.0.20"}}]}}`)
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("create = %d %s", resp.StatusCode, body)
+			}
+			async := resp.Header.Get("Azure-AsyncOperation")
+			if !strings.HasPrefix(async, e.endpoint+"/subscriptions/"+testSub+"/providers/Microsoft.Network/locations/eastus/operations/") ||
+				!strings.Contains(async, "api-version=") {
+				t.Fatalf("Azure-AsyncOperation = %q", async)
+			}
+			if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); ra < 1 {
+				t.Errorf("Retry-After = %q", resp.Header.Get("Retry-After"))
+			}
+			if ms, _ := strconv.Atoi(resp.Header.Get("retry-after-ms")); ms < 1 || ms > 300 {
+				t.Errorf("retry-after-ms = %q", resp.Header.Get("retry-after-ms"))
+			}
+			created := decodeJSON(t, body)
+			if ps := created["properties"].(map[string]any)["provisioningState"]; ps != "Updating" {
+				t.Errorf("create body provisioningState = %v", ps)
+			}
+			if resp.Header.Get("ETag") != created["etag"] {
+				t.Errorf("ETag header %q != body %v", resp.Header.Get("ETag"), created["etag"])
+			}
+
+			// While it runs: the resource says Updating, the operation InProgress,
+			// and every write to the table is refused.
+			if got := e.getTable(ctx, testRG, "rt"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateUpdating {
+				t.Errorf("state while running = %v", *got.Properties.ProvisioningState)
+			}
+			op, ob := e.do("GET", strings.TrimPrefix(async, e.endpoint), "")
+			if m := decodeJSON(t, ob); op.StatusCode != 200 || m["status"] != "InProgress" || op.Header.Get("Retry-After") == "" {
+				t.Errorf("operation = %d %v (Retry-After %q)", op.StatusCode, m, op.Header.Get("Retry-After"))
+			}
+			_, err := e.putTable(ctx, testRG, "rt", table())
+			re := respErr(t, err, http.StatusConflict, "AnotherOperationInProgress")
+			if !strings.Contains(re.Error(), "/operations/") {
+				t.Errorf("409 does not name the operation: %v", re)
+			}
+			_, err = e.putRoute(ctx, testRG, "rt", "r2", *vaRoute("", "10.200.1.0/24", "10.240.0.21"))
+			respErr(t, err, http.StatusConflict, "AnotherOperationInProgress")
+			_, err = e.tables.BeginDelete(ctx, testRG, "rt", nil)
+			respErr(t, err, http.StatusConflict, "AnotherOperationInProgress")
+
+			// It ends Succeeded, with the etag the PUT returned.
+			deadline := time.Now().Add(5 * time.Second)
+			var m map[string]any
+			for time.Now().Before(deadline) {
+				_, ob = e.do("GET", strings.TrimPrefix(async, e.endpoint), "")
+				if m = decodeJSON(t, ob); m["status"] != "InProgress" {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if m["status"] != "Succeeded" || m["endTime"] == nil || m["name"] == nil {
+				t.Fatalf("operation = %v", m)
+			}
+			got := e.getTable(ctx, testRG, "rt")
+			if *got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || str(got.Etag) != created["etag"] ||
+				*got.Properties.Routes[0].Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+				t.Errorf("after = %v %s", *got.Properties.ProvisioningState, str(got.Etag))
+			}
+		})
+	}
+}
+
+func TestPollerFollowsAsyncOperation(t *testing.T) {
+	for _, mode := range transports {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, mode, Options{OperationDuration: 150 * time.Millisecond})
+			e.createRG(testRG)
+			rec := &recordingTransport{next: e.opts.Transport}
+			if rec.next == nil {
+				rec.next = http.DefaultClient
+			}
+			opts := *e.opts
+			opts.Transport = rec
+			tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			p, err := tables.BeginCreateOrUpdate(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// No Frequency given: the poller must be paced by the server's
+			// Retry-After, not its 30 s default.
+			res, err := p.PollUntilDone(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *res.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+				t.Errorf("result state = %v", *res.Properties.ProvisioningState)
+			}
+			if d := time.Since(start); d > 5*time.Second || d < 150*time.Millisecond {
+				t.Errorf("took %v for a 150ms operation", d)
+			}
+			if rec.count("/operations/") < 1 {
+				t.Errorf("the poller never polled the operation: %v", rec.seen)
+			}
+			if rec.count("GET "+tablePath(testRG, "rt")) != 1 {
+				t.Errorf("want one final GET of the table: %v", rec.seen)
+			}
+		})
+	}
+}
+
+func TestZeroDurationKeepsAzureShape(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "loopback", Options{})
+	e.createRG(testRG)
+	resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus"}`)
+	if resp.StatusCode != 201 || resp.Header.Get("Azure-AsyncOperation") == "" {
+		t.Fatalf("create = %d, async %q", resp.StatusCode, resp.Header.Get("Azure-AsyncOperation"))
+	}
+	if resp.Header.Get("Retry-After") != "" {
+		t.Errorf("Retry-After on a finished operation: %q", resp.Header.Get("Retry-After"))
+	}
+	if ps := decodeJSON(t, body)["properties"].(map[string]any)["provisioningState"]; ps != "Updating" {
+		t.Errorf("body state = %v, want Updating as Azure answers", ps)
+	}
+	if got := e.getTable(ctx, testRG, "rt"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+		t.Errorf("state = %v, want Succeeded at once", *got.Properties.ProvisioningState)
+	}
+	_, ob := e.do("GET", strings.TrimPrefix(resp.Header.Get("Azure-AsyncOperation"), e.endpoint), "")
+	if decodeJSON(t, ob)["status"] != "Succeeded" {
+		t.Errorf("operation = %s", ob)
+	}
+	resp, body = e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus"}`)
+	if resp.StatusCode != 200 || resp.Header.Get("Azure-AsyncOperation") == "" {
+		t.Errorf("update = %d %s", resp.StatusCode, body)
+	}
+	resp, _ = e.do("DELETE", tablePath(testRG, "rt"), "")
+	if resp.StatusCode != 202 || resp.Header.Get("Azure-AsyncOperation") == "" || resp.Header.Get("Location") == "" {
+		t.Errorf("delete = %d %v", resp.StatusCode, resp.Header)
+	}
+	lr, _ := e.do("GET", strings.TrimPrefix(resp.Header.Get("Location"), e.endpoint), "")
+	if lr.StatusCode != 204 {
+		t.Errorf("Location result = %d", lr.StatusCode)
+	}
+}
+
+func TestLongRunningDelete(t *testing.T) {
+	for _, mode := range transports {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, mode, Options{OperationDuration: 100 * time.Millisecond})
+			e.createRG(testRG)
+			e.mustPutTable(ctx, testRG, "rt", table())
+			resp, _ := e.do("DELETE", tablePath(testRG, "rt"), "")
+			loc := resp.Header.Get("Location")
+			if resp.StatusCode != 202 || !strings.Contains(loc, "/operationResults/") || resp.Header.Get("Azure-AsyncOperation") == "" {
+				t.Fatalf("delete = %d %v", resp.StatusCode, resp.Header)
+			}
+			if got := e.getTable(ctx, testRG, "rt"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateDeleting {
+				t.Errorf("state while deleting = %v", *got.Properties.ProvisioningState)
+			}
+			lr, _ := e.do("GET", strings.TrimPrefix(loc, e.endpoint), "")
+			if lr.StatusCode != 202 {
+				t.Errorf("Location while running = %d", lr.StatusCode)
+			}
+			time.Sleep(120 * time.Millisecond)
+			lr, _ = e.do("GET", strings.TrimPrefix(loc, e.endpoint), "")
+			if lr.StatusCode != 204 {
+				t.Errorf("Location when done = %d", lr.StatusCode)
+			}
+			_, err := e.tables.Get(ctx, testRG, "rt", nil)
+			respErr(t, err, 404, "ResourceNotFound")
+		})
+	}
+}
+
+func TestFailedOperations(t *testing.T) {
+	for _, mode := range transports {
+		t.Run(mode, func(t *testing.T) {
+			for _, d := range []time.Duration{0, 40 * time.Millisecond} {
+				t.Run(d.String(), func(t *testing.T) {
+					ctx := context.Background()
+					e := newEnv(t, mode, Options{OperationDuration: d})
+					e.createRG(testRG)
+					orig := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
+
+					// An update that fails: the poller reports it, and a read
+					// shows the previous content, Failed, with a new etag.
+					e.srv.SetFaults(Faults{FailNextOperations: 1, FailCode: "NetworkOperationFailed"})
+					p, err := e.tables.BeginCreateOrUpdate(ctx, testRG, "rt", table(vaRoute("changed", "10.201.0.0/24", "10.240.0.21")), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, err = p.PollUntilDone(ctx, fastPoll)
+					respErr(t, err, http.StatusOK, "NetworkOperationFailed")
+					got := e.getTable(ctx, testRG, "rt")
+					if names := routeNames(got); len(names) != 1 || names[0] != "r" {
+						t.Errorf("routes after a failed update = %v, want the previous [r]", names)
+					}
+					if *got.Properties.ProvisioningState != armnetwork.ProvisioningStateFailed {
+						t.Errorf("state = %v, want Failed", *got.Properties.ProvisioningState)
+					}
+					if str(got.Etag) == str(orig.Etag) {
+						t.Error("a failed operation kept the old etag")
+					}
+					// The next write goes through and heals it.
+					ok := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("changed", "10.201.0.0/24", "10.240.0.21")))
+					if *ok.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || routeNames(ok)[0] != "changed" {
+						t.Errorf("after retry = %v %v", *ok.Properties.ProvisioningState, routeNames(ok))
+					}
+
+					// A child write that fails leaves the parent as it was.
+					e.srv.SetFaults(Faults{FailNextOperations: 1})
+					_, err = e.putRoute(ctx, testRG, "rt", "extra", *vaRoute("", "10.202.0.0/24", "10.240.0.22"))
+					respErr(t, err, http.StatusOK, "InternalServerError")
+					if names := routeNames(e.getTable(ctx, testRG, "rt")); len(names) != 1 {
+						t.Errorf("routes after a failed route PUT = %v", names)
+					}
+
+					// A create that fails leaves nothing behind.
+					e.srv.SetFaults(Faults{FailNextOperations: 1})
+					_, err = e.putTable(ctx, testRG, "new", table())
+					respErr(t, err, http.StatusOK, "InternalServerError")
+					_, err = e.tables.Get(ctx, testRG, "new", nil)
+					respErr(t, err, 404, "ResourceNotFound")
+
+					// A delete that fails leaves the table, Failed.
+					e.srv.SetFaults(Faults{FailNextOperations: 1})
+					dp, err := e.tables.BeginDelete(ctx, testRG, "rt", nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, err = dp.PollUntilDone(ctx, fastPoll)
+					respErr(t, err, http.StatusOK, "InternalServerError")
+					if got := e.getTable(ctx, testRG, "rt"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateFailed {
+						t.Errorf("state after failed delete = %v", *got.Properties.ProvisioningState)
+					}
+					if f := e.srv.Faults(); f.FailNextOperations != 0 {
+						t.Errorf("FailNextOperations left = %d", f.FailNextOperations)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestFailOperationsRate(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "inprocess", Options{Seed: 7, Faults: Faults{FailOperations: 0.5}})
+	e.createRG(testRG)
+	failed := 0
+	for i := range 40 {
+		_, err := e.putTable(ctx, testRG, "rt"+strconv.Itoa(i), table())
+		if err != nil {
+			respErr(t, err, http.StatusOK, "InternalServerError")
+			failed++
+		}
+	}
+	if failed < 8 || failed > 32 {
+		t.Errorf("%d of 40 operations failed at rate 0.5", failed)
+	}
+}
