@@ -141,3 +141,13 @@ func canonicalCloud(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// cleanYAMLError drops the decoder's "error converting YAML to JSON:" and
+// "yaml:" prefixes and joins the lines, keeping the line number and reason.
+func cleanYAMLError(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "while decoding JSON: ", "yaml: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}

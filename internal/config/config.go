@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -268,6 +269,10 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%q", 
 type origin struct {
 	// where is a file path or a flag description ("--route-limit").
 	where string
+	// line is the line in the file (0 if unknown); items are the lines of a
+	// list's items.
+	line  int
+	items []int
 	// via names the azure.json keys a derived value came from, or
 	// "clientSecretFile" for a secret read from a file.
 	via string
@@ -349,7 +354,7 @@ func (c *Config) complete(defaultAzureJSON string) error {
 	if c.Cloud.Azure.ClientSecretFile != "" {
 		b, err := os.ReadFile(c.Cloud.Azure.ClientSecretFile)
 		if err != nil {
-			return fmt.Errorf("%s: cloud.azure.clientSecretFile: %q: %w", c.where("cloud.azure.clientSecretFile"), c.Cloud.Azure.ClientSecretFile, err)
+			return Problems{{Where: c.Origin("cloud.azure.clientSecretFile"), Field: "cloud.azure.clientSecretFile", Value: strconv.Quote(c.Cloud.Azure.ClientSecretFile), Reason: "cannot be read: " + errors.Unwrap(err).Error()}}
 		}
 		if c.Cloud.Azure.ClientSecret != "" {
 			// Both given: Validate reports it; keep the explicit one.
@@ -433,22 +438,30 @@ func (c *Config) Origin(path string) string {
 	if !ok {
 		return "default"
 	}
-	if o.via != "" {
-		return fmt.Sprintf("%s (%s)", o.where, o.via)
+	w := o.where
+	if o.line > 0 {
+		w = fmt.Sprintf("%s:%d", w, o.line)
 	}
-	return o.where
+	if o.via != "" {
+		return fmt.Sprintf("%s (%s)", w, o.via)
+	}
+	return w
 }
 
-// where returns the file or flag to blame for the setting at path: where it
-// was set, else the config file, else "config".
-func (c *Config) where(path string) string {
+// where returns the file or flag to blame for the setting at path (or its
+// item idx, -1 for none) and the line: where it was set, else the config
+// file, else "config".
+func (c *Config) where(path string, idx int) (string, int) {
 	if o, ok := c.origins[path]; ok {
-		return o.where
+		if idx >= 0 && idx < len(o.items) && o.items[idx] > 0 {
+			return o.where, o.items[idx]
+		}
+		return o.where, o.line
 	}
 	if c.File != "" {
-		return c.File
+		return c.File, 0
 	}
-	return "config"
+	return "config", 0
 }
 
 // expandPath resolves a path setting: "~/" is the home directory, and a

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,8 +90,8 @@ func TestLoadKTHWExample(t *testing.T) {
 	if diff := cmp.Diff(want, *c, cmpopts.IgnoreUnexported(Config{}), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
 		t.Errorf("loaded config (-want +got):\n%s", diff)
 	}
-	if got := c.Origin("cluster.name"); got != path {
-		t.Errorf("Origin(cluster.name) = %q, want the file", got)
+	if got := c.Origin("cluster.name"); got != path+":11" {
+		t.Errorf("Origin(cluster.name) = %q, want the file and line 11", got)
 	}
 	if got := c.Origin("routeTable.routeLimit"); got != "default" {
 		t.Errorf("Origin(routeTable.routeLimit) = %q, want default", got)
@@ -196,104 +197,111 @@ controller: {batchWindow: 0s, resync: 2h, leaderElection: {enabled: true, namesp
 // TestBadConfigs: every problem names the file, the field and the value.
 func TestBadConfigs(t *testing.T) {
 	cases := []struct {
-		name string
-		yaml string // the whole file
-		want []string
+		name  string
+		yaml  string // the whole file
+		want  []string
+		lines []string // "line: field" expected after the file name
 	}{
 		{"unknown top-level key", base + "clusters: {}\n",
-			[]string{`clusters: unknown field (did you mean cluster?)`}},
+			[]string{`clusters: unknown field (did you mean cluster?)`}, nil},
 		{"unknown key in a section, wrong case", base + "source:\n  inventory:\n    File: x.yaml\n",
-			[]string{`source.inventory.File: unknown field (did you mean file?)`}},
+			[]string{`source.inventory.File: unknown field (did you mean file?)`}, nil},
 		{"unknown key, typo", strings.Replace(base, "clusterCIDRs", "clusterCIRDs", 1),
-			[]string{`cluster.clusterCIRDs: unknown field (did you mean clusterCIDRs?)`}},
+			[]string{`cluster.clusterCIRDs: unknown field (did you mean clusterCIDRs?)`}, nil},
 		{"CIDR with a bad length", strings.Replace(base, "10.244.0.0/16", "10.200.0.0/33", 1),
-			[]string{`cluster.clusterCIDRs[0]: "10.200.0.0/33": not a valid CIDR`}},
+			[]string{`cluster.clusterCIDRs[0]: "10.200.0.0/33": not a valid CIDR`}, nil},
 		{"CIDR with host bits", strings.Replace(base, "10.244.0.0/16", "10.200.0.1/16", 1),
-			[]string{`cluster.clusterCIDRs[0]: "10.200.0.1/16": has host bits set; did you mean "10.200.0.0/16"?`}},
+			[]string{`cluster.clusterCIDRs[0]: "10.200.0.1/16": has host bits set; did you mean "10.200.0.0/16"?`}, nil},
 		{"two IPv4 cluster CIDRs", strings.Replace(base, "[10.244.0.0/16]", "[10.244.0.0/16, 10.245.0.0/16]", 1),
-			[]string{`cluster.clusterCIDRs[1]: "10.245.0.0/16": a second IPv4 cluster CIDR`}},
+			[]string{`cluster.clusterCIDRs[1]: "10.245.0.0/16": a second IPv4 cluster CIDR`}, nil},
 		{"no cluster CIDR", strings.Replace(base, "  clusterCIDRs: [10.244.0.0/16]\n", "", 1),
-			[]string{`cluster.clusterCIDRs: []: required`}},
+			[]string{`cluster.clusterCIDRs: []: required`}, nil},
 		{"cluster CIDR is a mapping", strings.Replace(base, "[10.244.0.0/16]", "{a: b}", 1),
-			[]string{`cluster.clusterCIDRs[0]: "{\"a\":\"b\"}": must be a list, not a mapping`}},
+			[]string{`cluster.clusterCIDRs[0]: {a: "b"}: must be a list, not a mapping`}, nil},
 		{"setting in the wrong section", base + "  nodeCIDRMaskSize: 8\n",
-			[]string{`routeTable.nodeCIDRMaskSize: unknown field (valid here: id, create, location, routeLimit)`}},
+			[]string{`routeTable.nodeCIDRMaskSize: unknown field (valid here: id, create, location, routeLimit)`}, nil},
 		{"node mask shorter than the cluster CIDR, in cluster", strings.Replace(base, "routeTable:", "  nodeCIDRMaskSize: 8\nrouteTable:", 1),
-			[]string{`cluster.nodeCIDRMaskSize: 8: must be at least the prefix length of cluster.clusterCIDRs[0] 10.244.0.0/16 (16)`}},
+			[]string{`cluster.nodeCIDRMaskSize: 8: must be at least the prefix length of cluster.clusterCIDRs[0] 10.244.0.0/16 (16)`}, nil},
 		{"node mask too long", strings.Replace(base, "routeTable:", "  nodeCIDRMaskSize: 33\nrouteTable:", 1),
-			[]string{`cluster.nodeCIDRMaskSize: 33: must be between 1 and 32`}},
+			[]string{`cluster.nodeCIDRMaskSize: 33: must be between 1 and 32`}, nil},
 		{"node mask too far from the cluster CIDR", strings.Replace(strings.Replace(base, "10.244.0.0/16", "10.0.0.0/8", 1), "routeTable:", "  nodeCIDRMaskSize: 28\nrouteTable:", 1),
-			[]string{`cluster.nodeCIDRMaskSize: 28: must be at most 16 bits longer`}},
+			[]string{`cluster.nodeCIDRMaskSize: 28: must be at most 16 bits longer`}, nil},
 		{"default node mask does not fit", strings.Replace(base, "10.244.0.0/16", "10.244.0.0/25", 1),
-			[]string{`cluster.nodeCIDRMaskSize: 24 (default): must be at least the prefix length`}},
+			[]string{`cluster.nodeCIDRMaskSize: 24 (default): must be at least the prefix length`}, nil},
 		{"node mask not a number", strings.Replace(base, "routeTable:", "  nodeCIDRMaskSize: twenty\nrouteTable:", 1),
-			[]string{`cluster.nodeCIDRMaskSize: "twenty": not an integer`}},
+			[]string{`cluster.nodeCIDRMaskSize: "twenty": not an integer`}, nil},
 		{"service range holds the cluster CIDR", strings.Replace(base, "routeTable:", "  serviceCIDRs: [10.0.0.0/8]\nrouteTable:", 1),
-			[]string{`cluster.serviceCIDRs[0]: "10.0.0.0/8": contains the whole cluster CIDR 10.244.0.0/16`}},
+			[]string{`cluster.serviceCIDRs[0]: "10.0.0.0/8": contains the whole cluster CIDR 10.244.0.0/16`}, nil},
 		{"no cluster name", strings.Replace(base, "  name: test\n", "", 1),
-			[]string{`cluster.name: "": required`}},
+			[]string{`cluster.name: "": required`}, nil},
 		{"cluster name not a DNS label", strings.Replace(base, "name: test", "name: Test_1", 1),
-			[]string{`cluster.name: "Test_1": must be a DNS label`}},
-		{"cluster name is a boolean", strings.Replace(base, "name: test", "name: yes", 1),
-			[]string{`cluster.name: "true": must be text, not true/false (put it in quotes)`}},
+			[]string{`cluster.name: "Test_1": must be a DNS label`}, nil},
+		{"cluster name is a boolean", strings.Replace(base, "name: test", "name: true", 1),
+			[]string{`cluster.name: true: must be text, not true/false (put it in quotes)`}, nil},
+		{"YAML 1.1 booleans are text", strings.Replace(base, "name: test", "name: no", 1) + "cloud:\n  type: on\n",
+			[]string{`cloud.type: "on": must be one of local, azure`}, nil},
 		{"route table ID of a subnet", strings.Replace(base, tableID, subnet0, 1),
-			[]string{`routeTable.id: "` + subnet0 + `": an ARM ID of a Microsoft.Network/routeTables, not of a Microsoft.Network/virtualNetworks/subnets`}},
+			[]string{`routeTable.id: "` + subnet0 + `": an ARM ID of a Microsoft.Network/routeTables, not of a Microsoft.Network/virtualNetworks/subnets`}, nil},
 		{"route table ID is a name", strings.Replace(base, tableID, "kubernetes-routes", 1),
-			[]string{`routeTable.id: "kubernetes-routes": not an ARM resource ID; want /subscriptions/<subscription>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>`}},
+			[]string{`routeTable.id: "kubernetes-routes": not an ARM resource ID; want /subscriptions/<subscription>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>`}, nil},
 		{"route table ID with a bad subscription", strings.Replace(base, sub0, "my-sub", 1),
-			[]string{`routeTable.id: "/subscriptions/my-sub/`, `subscription "my-sub" is not a GUID`}},
+			[]string{`routeTable.id: "/subscriptions/my-sub/`, `subscription "my-sub" is not a GUID`}, nil},
 		{"route table name invalid", strings.Replace(base, "routeTables/pods", "routeTables/pods-", 1),
-			[]string{`routeTable.id: "`, `routeTables name "pods-" is not valid`}},
+			[]string{`routeTable.id: "`, `routeTables name "pods-" is not valid`}, nil},
 		{"no route table", strings.Replace(base, "  id: "+tableID+"\n", "", 1),
-			[]string{`routeTable.id: "": required`}},
+			[]string{`routeTable.id: "": required`}, nil},
 		{"route limit 0", base + "  routeLimit: 0\n",
-			[]string{`routeTable.routeLimit: 0: must be between 1 and 1000`}},
+			[]string{`routeTable.routeLimit: 0: must be between 1 and 1000`}, nil},
 		{"route limit too high", base + "  routeLimit: 1001\n",
-			[]string{`routeTable.routeLimit: 1001: must be between 1 and 1000`}},
+			[]string{`routeTable.routeLimit: 1001: must be between 1 and 1000`}, nil},
 		{"create without subnets", base + "  create: true\n",
-			[]string{`routeTable.create: true: needs at least one subnet`}},
+			[]string{`routeTable.create: true: needs at least one subnet`}, nil},
 		{"create is not a boolean", base + "  create: maybe\n",
-			[]string{`routeTable.create: "maybe": not true or false`}},
+			[]string{`routeTable.create: "maybe": not true or false`}, nil},
 		{"subnet ID of a VNet", base + "subnets:\n  - /subscriptions/" + sub0 + "/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet\n",
-			[]string{`subnets[0]: "/subscriptions/` + sub0 + `/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet": an ARM ID of a Microsoft.Network/virtualNetworks/subnets`}},
+			[]string{`subnets[0]: "/subscriptions/` + sub0 + `/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet": an ARM ID of a Microsoft.Network/virtualNetworks/subnets`}, nil},
 		{"subnet in another subscription", base + "subnets:\n  - " + strings.Replace(subnet0, sub0, "99999999-0000-0000-0000-000000000000", 1) + "\n",
-			[]string{`subnets[0]: "/subscriptions/99999999-`, `Azure associates a route table only with subnets of its own subscription`}},
+			[]string{`subnets[0]: "/subscriptions/99999999-`, `Azure associates a route table only with subnets of its own subscription`}, nil},
 		{"duplicate subnet, other case", base + "subnets:\n  - " + subnet0 + "\n  - " + strings.ToUpper(subnet0) + "\n",
-			[]string{`subnets[1]: "` + strings.ToUpper(subnet0) + `": the same subnet as subnets[0]`}},
+			[]string{`subnets[1]: "` + strings.ToUpper(subnet0) + `": the same subnet as subnets[0]`}, nil},
 		{"association policy", base + "association:\n  policy: enforced\n",
-			[]string{`association.policy: "enforced": must be one of enforce, follow, report`}},
+			[]string{`association.policy: "enforced": must be one of enforce, follow, report`}, nil},
 		{"interval without a unit", base + "association:\n  interval: 5\n",
-			[]string{`association.interval: "5": a duration needs a unit (for example 5s)`}},
+			[]string{`association.interval: "5": a duration needs a unit (for example 5s)`}, nil},
 		{"interval zero", base + "association:\n  interval: 0s\n",
-			[]string{`association.interval: 0s: must be positive`}},
+			[]string{`association.interval: 0s: must be positive`}, nil},
 		{"routes mode", base + "routes: manage-all\n",
-			[]string{`routes: "manage-all": must be one of manage, observe`}},
+			[]string{`routes: "manage-all": must be one of manage, observe`}, nil},
 		{"cloud type", base + "cloud:\n  type: aws\n",
-			[]string{`cloud.type: "aws": must be one of local, azure`}},
+			[]string{`cloud.type: "aws": must be one of local, azure`}, nil},
 		{"azure cloud name", base + "cloud:\n  azure:\n    cloud: AzureStackCloud\n",
-			[]string{`cloud.azure.cloud: "AzureStackCloud": must be one of AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud`}},
+			[]string{`cloud.azure.cloud: "AzureStackCloud": must be one of AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud`}, nil},
 		{"client secret without client ID, never printed", base + "cloud:\n  azure:\n    tenantID: contoso.onmicrosoft.com\n    clientSecret: hunter2\n",
-			[]string{`cloud.azure.clientSecret: "<redacted>": needs cloud.azure.clientID`}},
+			[]string{`cloud.azure.clientSecret: "<redacted>": needs cloud.azure.clientID`}, nil},
 		{"subscription not a GUID", base + "cloud:\n  azure:\n    subscriptionID: prod\n",
-			[]string{`cloud.azure.subscriptionID: "prod": not a GUID`}},
+			[]string{`cloud.azure.subscriptionID: "prod": not a GUID`}, nil},
 		{"source type", base + "source:\n  type: file\n",
-			[]string{`source.type: "file": must be one of inventory, kube`}},
+			[]string{`source.type: "file": must be one of inventory, kube`}, nil},
 		{"inventory source without a file", base + "source:\n  type: inventory\n",
-			[]string{`source.inventory.file: "": required with source.type inventory`}},
+			[]string{`source.inventory.file: "": required with source.type inventory`}, nil},
 		{"resync negative", base + "controller:\n  resync: -1s\n",
-			[]string{`controller.resync: -1s: must be positive`}},
+			[]string{`controller.resync: -1s: must be positive`}, nil},
 		{"leader election with the inventory", base + "source:\n  inventory:\n    file: n.yaml\ncontroller:\n  leaderElection:\n    enabled: true\n",
-			[]string{`controller.leaderElection.enabled: true: needs source.type kube`}},
+			[]string{`controller.leaderElection.enabled: true: needs source.type kube`}, nil},
 		{"metrics address without a colon", base + "controller:\n  metricsAddress: \"9090\"\n",
-			[]string{`controller.metricsAddress: "9090": not a listen address`}},
+			[]string{`controller.metricsAddress: "9090": not a listen address`}, nil},
 		{"section is a scalar", base + "association: enforce\n",
-			[]string{`association: "enforce": must be a mapping with the keys policy, restore, interval`}},
+			[]string{`association: "enforce": must be a mapping with the keys policy, restore, interval`}, nil},
 		{"YAML syntax", base + "cluster: [\n",
-			[]string{`not valid YAML`, `line`}},
+			[]string{`not valid YAML`, `line`}, nil},
 		{"duplicate key", base + "routes: manage\nroutes: observe\n",
-			[]string{`not valid YAML`, `routes`}},
+			[]string{`not valid YAML`, `routes`}, nil},
 		{"every problem at once", strings.Replace(strings.Replace(base, "10.244.0.0/16", "10.244.0.1/16", 1), "name: test", "name: Test", 1) + "  routeLimit: 0\nroutes: all\n",
-			[]string{`cluster.name: "Test"`, `cluster.clusterCIDRs[0]: "10.244.0.1/16"`, `routeTable.routeLimit: 0`, `routes: "all"`}},
+			[]string{`cluster.name: "Test"`, `cluster.clusterCIDRs[0]: "10.244.0.1/16"`, `routeTable.routeLimit: 0`, `routes: "all"`},
+			[]string{"3: cluster.name", "4: cluster.clusterCIDRs[0]", "7: routeTable.routeLimit", "8: routes"}},
+		{"list item lines", base + "subnets:\n  - " + subnet0 + "\n  - not-an-id\n",
+			[]string{`subnets[1]: "not-an-id": not an ARM resource ID`},
+			[]string{"9: subnets[1]"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,10 +320,16 @@ func TestBadConfigs(t *testing.T) {
 					t.Errorf("error does not contain %q:\n%s", w, msg)
 				}
 			}
-			// every line names the file
+			// every line names the file, and the line in it when known
+			fileLine := regexp.MustCompile(`^` + regexp.QuoteMeta(path) + `(:\d+)?: `)
 			for _, line := range strings.Split(msg, "\n") {
-				if !strings.HasPrefix(line, path+": ") {
+				if !fileLine.MatchString(line) {
 					t.Errorf("line does not start with the file name %s: %q", path, line)
+				}
+			}
+			for _, w := range tc.lines {
+				if !strings.Contains(msg, path+":"+w) {
+					t.Errorf("error does not point at %s:%s:\n%s", path, w, msg)
 				}
 			}
 			if strings.Contains(msg, "hunter2") {

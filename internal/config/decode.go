@@ -1,114 +1,105 @@
 package config
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/routekeeper/routekeeper/internal/yamlfile"
 )
 
 // decode walks the YAML document in data against the settings table. It
 // reports every unknown key (with a suggestion), every value of the wrong
-// type and every value that cannot be parsed.
+// type and every value that cannot be parsed, each with its line.
 func (c *Config) decode(file string, data []byte) error {
-	j, err := yaml.YAMLToJSONStrict(data)
+	root, err := yamlfile.Parse(data)
 	if err != nil {
-		return Problems{{Where: file, Reason: "not valid YAML: " + cleanYAMLError(err)}}
-	}
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
 		return Problems{{Where: file, Reason: "not valid YAML: " + err.Error()}}
 	}
 	var probs Problems
-	switch d := doc.(type) {
-	case nil: // an empty file sets nothing
-	case map[string]any:
-		c.walk(d, "", file, filepath.Dir(file), &probs)
+	switch root.Kind {
+	case yamlfile.Null: // an empty file sets nothing
+	case yamlfile.Map:
+		c.walk(root, "", file, filepath.Dir(file), &probs)
 	default:
-		probs.add(file, "", "", "the file must be a mapping of settings (cluster:, routeTable:, ...), not a "+typeName(doc))
+		probs.add(file, root.Line, "", "", "the file must be a mapping of settings (cluster:, routeTable:, ...), not a "+root.TypeName())
 	}
 	return probs.err()
 }
 
-func (c *Config) walk(m map[string]any, prefix, file, relDir string, probs *Problems) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		path := k
+func (c *Config) walk(m *yamlfile.Value, prefix, file, relDir string, probs *Problems) {
+	for _, f := range m.Fields {
+		path := f.Key
 		if prefix != "" {
-			path = prefix + "." + k
+			path = prefix + "." + f.Key
 		}
-		v := m[k]
+		v := f.Value
 		if s, ok := lookupSetting(path); ok {
-			if v == nil {
+			if v.IsNull() {
 				continue // "key:" with no value leaves the setting unset
 			}
+			vals := yamlValues(s.Kind, v)
 			before := len(*probs)
-			s.assign(c, yamlValues(s.Kind, v), file, relDir, probs)
+			s.assign(c, vals, origin{where: file, line: f.Line, file: true}, relDir, probs)
 			if len(*probs) == before {
-				c.origins[path] = origin{where: file, file: true}
+				o := origin{where: file, line: f.Line, file: true}
+				for _, it := range vals {
+					o.items = append(o.items, it.line)
+				}
+				c.origins[path] = o
 			}
 			continue
 		}
 		if children := sectionKeys(path); len(children) > 0 {
-			switch sub := v.(type) {
-			case nil:
-			case map[string]any:
-				c.walk(sub, path, file, relDir, probs)
+			switch v.Kind {
+			case yamlfile.Null:
+			case yamlfile.Map:
+				c.walk(v, path, file, relDir, probs)
 			default:
-				probs.add(file, path, render(v), "must be a mapping with the keys "+strings.Join(children, ", "))
+				probs.add(file, f.Line, path, v.Render(), "must be a mapping with the keys "+strings.Join(children, ", "))
 			}
 			continue
 		}
-		probs.add(file, path, "", "unknown field"+suggest(k, sectionKeys(prefix)))
+		probs.add(file, f.Line, path, "", "unknown field"+suggest(f.Key, sectionKeys(prefix)))
 	}
 }
 
 // yamlValues turns a decoded YAML value into the values of a setting of
 // kind k, marking those of the wrong type.
-func yamlValues(k Kind, v any) []value {
+func yamlValues(k Kind, v *yamlfile.Value) []value {
 	if k.IsList() {
-		switch l := v.(type) {
-		case []any:
-			out := make([]value, 0, len(l))
-			for _, e := range l {
-				if s, ok := e.(string); ok {
-					out = append(out, value{text: s})
+		switch v.Kind {
+		case yamlfile.List:
+			out := make([]value, 0, len(v.Items))
+			for _, e := range v.Items {
+				if e.Kind == yamlfile.String {
+					out = append(out, value{text: e.Text, line: e.Line})
 				} else {
-					out = append(out, value{text: render(e), bad: "must be a string, not a " + typeName(e)})
+					out = append(out, value{text: e.Render(), line: e.Line, bad: "must be a string, not a " + e.TypeName()})
 				}
 			}
 			return out
-		case string:
-			return []value{{text: l}} // a single item may be written without brackets
+		case yamlfile.String:
+			return []value{{text: v.Text, line: v.Line}} // a single item may be written without brackets
 		default:
-			return []value{{text: render(v), bad: "must be a list, not a " + typeName(v)}}
+			return []value{{text: v.Render(), line: v.Line, bad: "must be a list, not a " + v.TypeName()}}
 		}
 	}
-	switch x := v.(type) {
-	case string:
-		return []value{{text: x}}
-	case json.Number:
+	switch v.Kind {
+	case yamlfile.String:
+		return []value{{text: v.Text, line: v.Line}}
+	case yamlfile.Number:
 		if k == KindInt || k == KindDuration {
-			return []value{{text: x.String()}}
+			return []value{{text: v.Text, line: v.Line}}
 		}
-		return []value{{text: x.String(), bad: "must be text, not a number (put it in quotes)"}}
-	case bool:
+		return []value{{text: v.Text, line: v.Line, bad: "must be text, not a number (put it in quotes)"}}
+	case yamlfile.Bool:
 		if k == KindBool {
-			return []value{{text: fmt.Sprint(x)}}
+			return []value{{text: v.Text, line: v.Line}}
 		}
-		return []value{{text: fmt.Sprint(x), bad: "must be text, not true/false (put it in quotes)"}}
+		return []value{{text: v.Text, line: v.Line, bad: "must be text, not true/false (put it in quotes)"}}
 	default:
-		return []value{{text: render(v), bad: "must be a single value, not a " + typeName(v)}}
+		return []value{{text: v.Render(), line: v.Line, bad: "must be a single value, not a " + v.TypeName()}}
 	}
 }
 
@@ -173,43 +164,4 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// render prints a decoded YAML value compactly, for messages.
-func render(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case json.Number:
-		return "number"
-	case bool:
-		return "boolean"
-	case []any:
-		return "list"
-	case map[string]any:
-		return "mapping"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
-
-// cleanYAMLError drops the decoder's "error converting YAML to JSON:"
-// prefixes, keeping the line number and the reason.
-func cleanYAMLError(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"error converting YAML to JSON: ", "yaml: "} {
-		msg = strings.ReplaceAll(msg, p, "")
-	}
-	lines := strings.Fields(strings.ReplaceAll(msg, "\n", " \n "))
-	return strings.TrimSuffix(strings.Join(lines, " "), ":")
 }

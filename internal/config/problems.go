@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -8,6 +9,8 @@ import (
 type Problem struct {
 	// Where is the file or flag the value came from.
 	Where string
+	// Line is the line in the file, 0 when unknown or not a file.
+	Line int
 	// Field is the setting's YAML path, with an index for list items:
 	// cluster.clusterCIDRs[0].
 	Field string
@@ -19,7 +22,11 @@ type Problem struct {
 
 func (p Problem) String() string {
 	var b strings.Builder
-	for _, s := range []string{p.Where, p.Field, p.Value} {
+	where := p.Where
+	if p.Line > 0 {
+		where += ":" + strconv.Itoa(p.Line)
+	}
+	for _, s := range []string{where, p.Field, p.Value} {
 		if s != "" {
 			b.WriteString(s)
 			b.WriteString(": ")
@@ -41,8 +48,8 @@ func (ps Problems) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-func (ps *Problems) add(where, field, value, reason string) {
-	*ps = append(*ps, Problem{Where: where, Field: field, Value: value, Reason: reason})
+func (ps *Problems) add(where string, line int, field, value, reason string) {
+	*ps = append(*ps, Problem{Where: where, Line: line, Field: field, Value: value, Reason: reason})
 }
 
 // err returns ps as an error, nil when there is no problem.

@@ -206,7 +206,7 @@ func (c *Config) Set(path string, values []string, where string) error {
 		vals = append(vals, value{text: v})
 	}
 	var probs Problems
-	s.assign(c, vals, where, "", &probs)
+	s.assign(c, vals, origin{where: where}, "", &probs)
 	if len(probs) > 0 {
 		return probs
 	}
@@ -217,14 +217,15 @@ func (c *Config) Set(path string, values []string, where string) error {
 // value is one value of a setting as it arrives from a file or a flag.
 type value struct {
 	text string
+	line int // in the file, 0 for a flag
 	// bad is set when the YAML type was wrong; assign then reports it.
 	bad string
 }
 
 // assign parses vals into the setting of c, adding a problem per bad value.
-// relativeTo is the directory relative paths are resolved against ("" for
-// flags).
-func (s Setting) assign(c *Config, vals []value, where, relativeTo string, probs *Problems) {
+// at is where the setting was written; relativeTo is the directory relative
+// paths are resolved against ("" for flags).
+func (s Setting) assign(c *Config, vals []value, at origin, relativeTo string, probs *Problems) {
 	field := func(i int) string {
 		if s.Kind.IsList() {
 			return fmt.Sprintf("%s[%d]", s.Path, i)
@@ -232,18 +233,27 @@ func (s Setting) assign(c *Config, vals []value, where, relativeTo string, probs
 		return s.Path
 	}
 	bad := func(i int, v, why string) {
-		probs.add(where, field(i), strconv.Quote(v), why)
+		line := at.line
+		if vals[i].line > 0 {
+			line = vals[i].line
+		}
+		probs.add(at.where, line, field(i), strconv.Quote(v), why)
 	}
 	for i, v := range vals {
 		if v.bad != "" {
-			bad(i, v.text, v.bad)
+			// the wrong YAML type: text is the value as YAML shows it
+			line := at.line
+			if v.line > 0 {
+				line = v.line
+			}
+			probs.add(at.where, line, field(i), v.text, v.bad)
 		}
 	}
 	if len(*probs) > 0 {
 		return
 	}
 	if !s.Kind.IsList() && len(vals) != 1 {
-		probs.add(where, s.Path, fmt.Sprintf("%d values", len(vals)), "takes exactly one value")
+		probs.add(at.where, at.line, s.Path, fmt.Sprintf("%d values", len(vals)), "takes exactly one value")
 		return
 	}
 	switch p := s.ptr(c).(type) {

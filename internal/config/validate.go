@@ -47,10 +47,14 @@ type validator struct {
 	probs Problems
 }
 
-// bad records a problem with the setting at path; field is path with an
-// index for list items.
-func (v *validator) bad(path, field string, val any, why string) {
+// bad records a problem with the setting at path, or with its item idx
+// when idx >= 0.
+func (v *validator) bad(path string, idx int, val any, why string) {
 	c := v.c
+	field := path
+	if idx >= 0 {
+		field = fmt.Sprintf("%s[%d]", path, idx)
+	}
 	vs := formatValue(val)
 	o, set := c.origins[path]
 	switch {
@@ -59,7 +63,8 @@ func (v *validator) bad(path, field string, val any, why string) {
 	case !set && vs != `""` && vs != "" && vs != "[]":
 		vs += " (default)"
 	}
-	v.probs.add(c.where(path), field, vs, why)
+	where, line := c.where(path, idx)
+	v.probs.add(where, line, field, vs, why)
 }
 
 func formatValue(val any) string {
@@ -84,7 +89,7 @@ func formatValue(val any) string {
 
 func (v *validator) enum(path string, val string, allowed ...string) {
 	if !slices.Contains(allowed, val) {
-		v.bad(path, path, val, "must be one of "+strings.Join(allowed, ", "))
+		v.bad(path, -1, val, "must be one of "+strings.Join(allowed, ", "))
 	}
 }
 
@@ -92,20 +97,20 @@ func (v *validator) cluster() {
 	cl := v.c.Cluster
 	switch {
 	case cl.Name == "":
-		v.bad("cluster.name", "cluster.name", cl.Name, "required: the cluster's name, for example kthw")
+		v.bad("cluster.name", -1, cl.Name, "required: the cluster's name, for example kthw")
 	case len(cl.Name) > 63 || !dnsLabel.MatchString(cl.Name):
-		v.bad("cluster.name", "cluster.name", cl.Name, "must be a DNS label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit")
+		v.bad("cluster.name", -1, cl.Name, "must be a DNS label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit")
 	}
 
 	if len(cl.ClusterCIDRs) == 0 {
-		v.bad("cluster.clusterCIDRs", "cluster.clusterCIDRs", []string{}, "required: the cluster's pod address range(s), for example [10.244.0.0/16]")
+		v.bad("cluster.clusterCIDRs", -1, []string{}, "required: the cluster's pod address range(s), for example [10.244.0.0/16]")
 	}
 	v.prefixes("cluster.clusterCIDRs", cl.ClusterCIDRs, "cluster CIDR")
 	v.prefixes("cluster.serviceCIDRs", cl.ServiceCIDRs, "service CIDR")
 	for i, s := range cl.ServiceCIDRs {
 		for j, p := range cl.ClusterCIDRs {
 			if s.Masked().Bits() <= p.Masked().Bits() && s.Masked().Contains(p.Addr()) {
-				v.bad("cluster.serviceCIDRs", fmt.Sprintf("cluster.serviceCIDRs[%d]", i), s,
+				v.bad("cluster.serviceCIDRs", i, s,
 					fmt.Sprintf("contains the whole cluster CIDR %s (cluster.clusterCIDRs[%d]): no pod CIDR could be handed out", p.Masked(), j))
 			}
 		}
@@ -120,25 +125,24 @@ func (v *validator) cluster() {
 func (v *validator) prefixes(path string, ps []netip.Prefix, what string) {
 	var seen4, seen6 bool
 	for i, p := range ps {
-		field := fmt.Sprintf("%s[%d]", path, i)
 		switch {
 		case !p.IsValid():
-			v.bad(path, field, p, "not a valid CIDR")
+			v.bad(path, i, p, "not a valid CIDR")
 			continue
 		case p.Addr().Is4In6():
-			v.bad(path, field, p, "IPv4-mapped IPv6 addresses are not supported; write the IPv4 CIDR")
+			v.bad(path, i, p, "IPv4-mapped IPv6 addresses are not supported; write the IPv4 CIDR")
 			continue
 		case p != p.Masked():
-			v.bad(path, field, p, fmt.Sprintf("has host bits set; did you mean %q?", p.Masked().String()))
+			v.bad(path, i, p, fmt.Sprintf("has host bits set; did you mean %q?", p.Masked().String()))
 		}
 		if p.Addr().Is4() {
 			if seen4 {
-				v.bad(path, field, p, "a second IPv4 "+what+": give at most one IPv4 and one IPv6 "+what)
+				v.bad(path, i, p, "a second IPv4 "+what+": give at most one IPv4 and one IPv6 "+what)
 			}
 			seen4 = true
 		} else {
 			if seen6 {
-				v.bad(path, field, p, "a second IPv6 "+what+": give at most one IPv4 and one IPv6 "+what)
+				v.bad(path, i, p, "a second IPv6 "+what+": give at most one IPv4 and one IPv6 "+what)
 			}
 			seen6 = true
 		}
@@ -147,7 +151,7 @@ func (v *validator) prefixes(path string, ps []netip.Prefix, what string) {
 
 func (v *validator) nodeMask(path string, mask, maxBits int, ipv4 bool) {
 	if mask < 1 || mask > maxBits {
-		v.bad(path, path, mask, fmt.Sprintf("must be between 1 and %d", maxBits))
+		v.bad(path, -1, mask, fmt.Sprintf("must be between 1 and %d", maxBits))
 		return
 	}
 	for i, p := range v.c.Cluster.ClusterCIDRs {
@@ -156,9 +160,9 @@ func (v *validator) nodeMask(path string, mask, maxBits int, ipv4 bool) {
 		}
 		switch {
 		case mask < p.Bits():
-			v.bad(path, path, mask, fmt.Sprintf("must be at least the prefix length of cluster.clusterCIDRs[%d] %s (%d)", i, p.Masked(), p.Bits()))
+			v.bad(path, -1, mask, fmt.Sprintf("must be at least the prefix length of cluster.clusterCIDRs[%d] %s (%d)", i, p.Masked(), p.Bits()))
 		case mask-p.Bits() > maxNodeMaskBits:
-			v.bad(path, path, mask, fmt.Sprintf("must be at most %d bits longer than the prefix length of cluster.clusterCIDRs[%d] %s (at most %d node CIDRs, as kube-controller-manager allows)",
+			v.bad(path, -1, mask, fmt.Sprintf("must be at most %d bits longer than the prefix length of cluster.clusterCIDRs[%d] %s (at most %d node CIDRs, as kube-controller-manager allows)",
 				maxNodeMaskBits, i, p.Masked(), 1<<maxNodeMaskBits))
 		}
 	}
@@ -211,41 +215,40 @@ func (v *validator) routeTable() {
 	rt := c.RouteTable
 	var table *arm.ResourceID
 	if rt.ID == "" {
-		v.bad("routeTable.id", "routeTable.id", rt.ID, "required: the route table's ARM ID, "+routeTableIDExample)
+		v.bad("routeTable.id", -1, rt.ID, "required: the route table's ARM ID, "+routeTableIDExample)
 	} else if r, why := armID(rt.ID, "Microsoft.Network/routeTables", routeTableIDExample); why != "" {
-		v.bad("routeTable.id", "routeTable.id", rt.ID, why)
+		v.bad("routeTable.id", -1, rt.ID, why)
 	} else {
 		table = r
 	}
 	if rt.RouteLimit < 1 || rt.RouteLimit > MaxRouteLimit {
-		v.bad("routeTable.routeLimit", "routeTable.routeLimit", rt.RouteLimit, fmt.Sprintf("must be between 1 and %d (Azure allows 400 routes per table)", MaxRouteLimit))
+		v.bad("routeTable.routeLimit", -1, rt.RouteLimit, fmt.Sprintf("must be between 1 and %d (Azure allows 400 routes per table)", MaxRouteLimit))
 	}
 	if rt.Location != "" && !location.MatchString(rt.Location) {
-		v.bad("routeTable.location", "routeTable.location", rt.Location, "not an Azure location name (for example eastus)")
+		v.bad("routeTable.location", -1, rt.Location, "not an Azure location name (for example eastus)")
 	}
 	if rt.Create && len(c.Subnets) == 0 {
-		v.bad("routeTable.create", "routeTable.create", rt.Create, "needs at least one subnet in subnets: a created table must be associated, never left detached")
+		v.bad("routeTable.create", -1, rt.Create, "needs at least one subnet in subnets: a created table must be associated, never left detached")
 	}
 	seen := map[string]int{}
 	for i, s := range c.Subnets {
-		field := fmt.Sprintf("subnets[%d]", i)
 		r, why := armID(s, "Microsoft.Network/virtualNetworks/subnets", subnetIDExample)
 		if why != "" {
-			v.bad("subnets", field, s, why)
+			v.bad("subnets", i, s, why)
 			continue
 		}
 		key := strings.ToLower(strings.TrimSuffix(s, "/"))
 		if j, dup := seen[key]; dup {
-			v.bad("subnets", field, s, fmt.Sprintf("the same subnet as subnets[%d]", j))
+			v.bad("subnets", i, s, fmt.Sprintf("the same subnet as subnets[%d]", j))
 			continue
 		}
 		seen[key] = i
 		if table != nil && !strings.EqualFold(r.SubscriptionID, table.SubscriptionID) {
-			v.bad("subnets", field, s, fmt.Sprintf("in subscription %s, but the route table is in %s: Azure associates a route table only with subnets of its own subscription", r.SubscriptionID, table.SubscriptionID))
+			v.bad("subnets", i, s, fmt.Sprintf("in subscription %s, but the route table is in %s: Azure associates a route table only with subnets of its own subscription", r.SubscriptionID, table.SubscriptionID))
 		}
 	}
 	if az := c.Cloud.Azure; c.Cloud.Type == CloudAzure && table != nil && az.SubscriptionID != "" && !strings.EqualFold(az.SubscriptionID, table.SubscriptionID) {
-		v.bad("cloud.azure.subscriptionID", "cloud.azure.subscriptionID", az.SubscriptionID, "differs from the route table's subscription "+table.SubscriptionID)
+		v.bad("cloud.azure.subscriptionID", -1, az.SubscriptionID, "differs from the route table's subscription "+table.SubscriptionID)
 	}
 }
 
@@ -253,7 +256,7 @@ func (v *validator) association() {
 	a := v.c.Association
 	v.enum("association.policy", string(a.Policy), string(PolicyEnforce), string(PolicyFollow), string(PolicyReport))
 	if a.Interval <= 0 {
-		v.bad("association.interval", "association.interval", a.Interval, "must be positive, for example 5s")
+		v.bad("association.interval", -1, a.Interval, "must be positive, for example 5s")
 	}
 	v.enum("routes", string(v.c.Routes), string(RoutesManage), string(RoutesObserve))
 }
@@ -262,37 +265,37 @@ func (v *validator) cloud() {
 	cl := v.c.Cloud
 	v.enum("cloud.type", string(cl.Type), string(CloudLocal), string(CloudAzure))
 	if cl.Local.OperationDuration < 0 {
-		v.bad("cloud.local.operationDuration", "cloud.local.operationDuration", cl.Local.OperationDuration, "must not be negative")
+		v.bad("cloud.local.operationDuration", -1, cl.Local.OperationDuration, "must not be negative")
 	}
 	az := cl.Azure
 	if az.SubscriptionID != "" && !guid.MatchString(az.SubscriptionID) {
-		v.bad("cloud.azure.subscriptionID", "cloud.azure.subscriptionID", az.SubscriptionID, "not a GUID")
+		v.bad("cloud.azure.subscriptionID", -1, az.SubscriptionID, "not a GUID")
 	}
 	if az.TenantID != "" && !guid.MatchString(az.TenantID) && !tenantDomain.MatchString(az.TenantID) {
-		v.bad("cloud.azure.tenantID", "cloud.azure.tenantID", az.TenantID, "not a tenant ID (a GUID, or a domain such as contoso.onmicrosoft.com)")
+		v.bad("cloud.azure.tenantID", -1, az.TenantID, "not a tenant ID (a GUID, or a domain such as contoso.onmicrosoft.com)")
 	}
 	if az.ClientID != "" && !guid.MatchString(az.ClientID) {
-		v.bad("cloud.azure.clientID", "cloud.azure.clientID", az.ClientID, "not a GUID")
+		v.bad("cloud.azure.clientID", -1, az.ClientID, "not a GUID")
 	}
 	if v.c.secretConflict {
-		v.bad("cloud.azure.clientSecretFile", "cloud.azure.clientSecretFile", az.ClientSecretFile, "cloud.azure.clientSecret is set too: give only one")
+		v.bad("cloud.azure.clientSecretFile", -1, az.ClientSecretFile, "cloud.azure.clientSecret is set too: give only one")
 	}
 	if az.ClientSecret == redacted {
-		v.bad("cloud.azure.clientSecret", "cloud.azure.clientSecret", az.ClientSecret, "is the placeholder a dump shows; give the real secret, or leave it empty")
+		v.bad("cloud.azure.clientSecret", -1, az.ClientSecret, "is the placeholder a dump shows; give the real secret, or leave it empty")
 	}
 	if az.ClientSecret != "" && az.ClientID == "" {
-		v.bad("cloud.azure.clientSecret", "cloud.azure.clientSecret", az.ClientSecret, "needs cloud.azure.clientID (azure.json: aadClientId)")
+		v.bad("cloud.azure.clientSecret", -1, az.ClientSecret, "needs cloud.azure.clientID (azure.json: aadClientId)")
 	}
 	if az.ClientSecret != "" && az.TenantID == "" {
-		v.bad("cloud.azure.clientSecret", "cloud.azure.clientSecret", az.ClientSecret, "needs cloud.azure.tenantID (azure.json: tenantId)")
+		v.bad("cloud.azure.clientSecret", -1, az.ClientSecret, "needs cloud.azure.tenantID (azure.json: tenantId)")
 	}
 	if id := az.UserAssignedIdentityID; id != "" && !guid.MatchString(id) {
 		if _, why := armIDOf(id, "Microsoft.ManagedIdentity/userAssignedIdentities"); why != "" {
-			v.bad("cloud.azure.userAssignedIdentityID", "cloud.azure.userAssignedIdentityID", id, "not a client ID (a GUID) nor a user-assigned identity's resource ID")
+			v.bad("cloud.azure.userAssignedIdentityID", -1, id, "not a client ID (a GUID) nor a user-assigned identity's resource ID")
 		}
 	}
 	if _, ok := canonicalCloud(az.Cloud); !ok || az.Cloud == "" {
-		v.bad("cloud.azure.cloud", "cloud.azure.cloud", az.Cloud, "must be one of "+AzurePublicCloud+", "+AzureChinaCloud+", "+AzureUSGovernmentCloud)
+		v.bad("cloud.azure.cloud", -1, az.Cloud, "must be one of "+AzurePublicCloud+", "+AzureChinaCloud+", "+AzureUSGovernmentCloud)
 	}
 }
 
@@ -309,35 +312,35 @@ func (v *validator) source() {
 	s := v.c.Source
 	v.enum("source.type", string(s.Type), string(SourceInventory), string(SourceKube))
 	if s.Type == SourceInventory && s.Inventory.File == "" {
-		v.bad("source.inventory.file", "source.inventory.file", s.Inventory.File, "required with source.type inventory: the inventory file of nodes")
+		v.bad("source.inventory.file", -1, s.Inventory.File, "required with source.type inventory: the inventory file of nodes")
 	}
 }
 
 func (v *validator) controller() {
 	ct := v.c.Controller
 	if ct.BatchWindow < 0 {
-		v.bad("controller.batchWindow", "controller.batchWindow", ct.BatchWindow, "must not be negative")
+		v.bad("controller.batchWindow", -1, ct.BatchWindow, "must not be negative")
 	}
 	if ct.Resync <= 0 {
-		v.bad("controller.resync", "controller.resync", ct.Resync, "must be positive, for example 1m")
+		v.bad("controller.resync", -1, ct.Resync, "must be positive, for example 1m")
 	}
 	le := ct.LeaderElection
 	if le.Enabled {
 		if v.c.Source.Type != SourceKube {
-			v.bad("controller.leaderElection.enabled", "controller.leaderElection.enabled", le.Enabled, "needs source.type kube: the lease is kept in Kubernetes")
+			v.bad("controller.leaderElection.enabled", -1, le.Enabled, "needs source.type kube: the lease is kept in Kubernetes")
 		}
 		if len(le.Namespace) > 63 || !dnsLabel.MatchString(le.Namespace) {
-			v.bad("controller.leaderElection.namespace", "controller.leaderElection.namespace", le.Namespace, "not a valid namespace name (a DNS label)")
+			v.bad("controller.leaderElection.namespace", -1, le.Namespace, "not a valid namespace name (a DNS label)")
 		}
 		if len(le.Name) > 63 || !dnsLabel.MatchString(le.Name) {
-			v.bad("controller.leaderElection.name", "controller.leaderElection.name", le.Name, "not a valid lease name (a DNS label)")
+			v.bad("controller.leaderElection.name", -1, le.Name, "not a valid lease name (a DNS label)")
 		}
 	}
 	if addr := ct.MetricsAddress; addr != "" {
 		_, port, err := net.SplitHostPort(addr)
 		n, perr := strconv.Atoi(port)
 		if err != nil || perr != nil || n < 0 || n > 65535 {
-			v.bad("controller.metricsAddress", "controller.metricsAddress", addr, `not a listen address: want host:port or :port, for example ":9090" ("" turns metrics off)`)
+			v.bad("controller.metricsAddress", -1, addr, `not a listen address: want host:port or :port, for example ":9090" ("" turns metrics off)`)
 		}
 	}
 }

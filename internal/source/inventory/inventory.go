@@ -1,0 +1,585 @@
+// Package inventory is the node source for clusters without a Kubernetes API
+// to ask, such as one being bootstrapped by hand: a YAML file listing the
+// nodes with their internal IPs and, optionally, their pod CIDRs.
+//
+//	nodes:
+//	  - name: worker-0
+//	    internalIP: 10.240.0.20      # or internalIPs: [10.240.0.20, fd00::20]
+//	    podCIDR: 10.200.0.0/24       # optional; or podCIDRs: [...]
+//
+// Nodes without a pod CIDR get one from the cluster CIDRs through ipam, and
+// keep it across runs: the allocations are recorded in a file beside the
+// inventory. The file is validated strictly; every problem names the file,
+// the field (nodes[i].field) and the value.
+package inventory
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/routekeeper/routekeeper/internal/ipam"
+	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/yamlfile"
+)
+
+// ErrInvalid is matched (errors.Is) by every error about the inventory's
+// content: the file is bad input, and nothing must be written from it.
+var ErrInvalid = errors.New("invalid inventory")
+
+// DefaultPollInterval is how often Watch looks at the file.
+const DefaultPollInterval = time.Second
+
+// Options configures a Source.
+type Options struct {
+	// File is the inventory file.
+	File string
+	// AllocationsFile is where IPAM records the pod CIDRs it hands out;
+	// "" means DefaultAllocationsFile(File).
+	AllocationsFile string
+	// ClusterCIDRs are the ranges pod CIDRs are allocated from; with none,
+	// nodes without a pod CIDR are returned without one.
+	ClusterCIDRs []netip.Prefix
+	// ServiceCIDRs are never handed out, and no node may claim them.
+	ServiceCIDRs []netip.Prefix
+	// NodeMaskV4 and NodeMaskV6 are the sizes of allocated pod CIDRs; 0
+	// means 24 and 64.
+	NodeMaskV4, NodeMaskV6 int
+	// Logger receives allocation events; nil discards them.
+	Logger *slog.Logger
+	// PollInterval is how often Watch looks at the file; 0 means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+}
+
+// DefaultAllocationsFile returns the allocations file of an inventory: beside
+// it, named <inventory name without extension>.allocations.json.
+func DefaultAllocationsFile(inventory string) string {
+	base := filepath.Base(inventory)
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	return filepath.Join(filepath.Dir(inventory), base+".allocations.json")
+}
+
+// Source reads nodes from an inventory file.
+type Source struct {
+	opts  Options
+	log   *slog.Logger
+	store *ipam.Store
+
+	mu       sync.Mutex
+	lastHash [sha256.Size]byte // of the content Nodes last read
+	read     bool
+}
+
+// New returns a source for the inventory in opts.File. It reads nothing
+// until Nodes is called.
+func New(opts Options) *Source {
+	if opts.AllocationsFile == "" {
+		opts.AllocationsFile = DefaultAllocationsFile(opts.File)
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Source{opts: opts, log: log, store: ipam.NewStore(opts.AllocationsFile, log)}
+}
+
+// AllocationsFile returns the file IPAM records its allocations in.
+func (s *Source) AllocationsFile() string { return s.opts.AllocationsFile }
+
+// Nodes reads and validates the inventory, gives the nodes without a pod
+// CIDR one (recorded in the allocations file), and returns the nodes sorted
+// by name.
+//
+// A malformed inventory is an error matching ErrInvalid that lists every
+// problem, and no node is returned. Explicit pod CIDRs outside the cluster
+// CIDRs are passed through as they are: the planner reports them per node.
+// When the cluster CIDRs are exhausted, the nodes that got no pod CIDR are
+// returned without one, together with an error matching
+// ipam.ErrCIDRExhausted: use the nodes and report the error.
+func (s *Source) Nodes(ctx context.Context) ([]source.Node, error) {
+	data, err := os.ReadFile(s.opts.File)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: inventory file %s does not exist", ErrInvalid, s.opts.File)
+		}
+		return nil, fmt.Errorf("reading inventory: %w", err)
+	}
+	s.mu.Lock()
+	s.lastHash, s.read = sha256.Sum256(data), true
+	s.mu.Unlock()
+
+	nodes, err := Parse(s.opts.File, data, s.opts.ServiceCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.opts.ClusterCIDRs) == 0 {
+		return nodes, nil
+	}
+	reqs := make([]ipam.Request, len(nodes))
+	for i, n := range nodes {
+		reqs[i] = ipam.Request{Name: n.Name, PodCIDRs: n.PodCIDRs}
+	}
+	cfg := ipam.Config{ClusterCIDRs: s.opts.ClusterCIDRs, ServiceCIDRs: s.opts.ServiceCIDRs, NodeMaskV4: s.opts.NodeMaskV4, NodeMaskV6: s.opts.NodeMaskV6}
+	got, allocErr := s.store.Assign(ctx, cfg, reqs)
+	if got == nil { // the allocations could not be read or written
+		return nil, fmt.Errorf("allocating pod CIDRs for the inventory %s: %w", s.opts.File, allocErr)
+	}
+	for i := range nodes {
+		nodes[i].PodCIDRs = append(nodes[i].PodCIDRs, got[nodes[i].Name]...)
+		sortFamilies(nodes[i].PodCIDRs)
+	}
+	if allocErr != nil {
+		return nodes, fmt.Errorf("allocating pod CIDRs for the inventory %s: %w", s.opts.File, allocErr)
+	}
+	return nodes, nil
+}
+
+// Watch blocks until ctx is done, calling changed whenever the inventory's
+// content changes (including when it appears or disappears). It polls the
+// file's size and modification time every PollInterval and compares a hash
+// of the content when they move, so a touch without a change is ignored.
+// Changes made after the last Nodes call and before Watch started are
+// reported too.
+func (s *Source) Watch(ctx context.Context, changed func()) error {
+	type stamp struct {
+		exists bool
+		size   int64
+		mtime  time.Time
+	}
+	statNow := func() stamp {
+		fi, err := os.Stat(s.opts.File)
+		if err != nil {
+			return stamp{}
+		}
+		return stamp{exists: true, size: fi.Size(), mtime: fi.ModTime()}
+	}
+	hashNow := func() (bool, [sha256.Size]byte) {
+		data, err := os.ReadFile(s.opts.File)
+		if err != nil {
+			return false, [sha256.Size]byte{}
+		}
+		return true, sha256.Sum256(data)
+	}
+	lastStat := statNow()
+	exists, hash := hashNow()
+	s.mu.Lock()
+	movedSinceRead := s.read && (!exists || hash != s.lastHash)
+	s.mu.Unlock()
+	if movedSinceRead {
+		changed()
+	}
+
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		st := statNow()
+		if st == lastStat {
+			continue
+		}
+		lastStat = st
+		e, h := hashNow()
+		if e == exists && h == hash {
+			continue
+		}
+		exists, hash = e, h
+		changed()
+	}
+}
+
+// rawNode is one entry of the file, as decoded.
+type rawNode struct {
+	name        string
+	nameLine    int
+	internalIPs []netip.Addr
+	ips         []entry // where each internal IP was written
+	podCIDRs    []netip.Prefix
+	cidrs       []entry // where each pod CIDR was written
+	labels      map[string]string
+}
+
+var (
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	nodeKeys     = []string{"name", "internalIP", "internalIPs", "podCIDR", "podCIDRs", "labels"}
+)
+
+// Parse decodes and validates an inventory file's content (file names it in
+// messages) and returns its nodes sorted by name, with only their explicit
+// pod CIDRs. No pod CIDR may overlap serviceCIDRs. Every problem is
+// reported; the error matches ErrInvalid.
+func Parse(file string, data []byte, serviceCIDRs []netip.Prefix) ([]source.Node, error) {
+	p := &parser{file: file}
+	doc, err := yamlfile.Parse(data)
+	if err != nil {
+		p.bad(0, "", "", "not valid YAML: "+err.Error())
+		return nil, p.err()
+	}
+	switch doc.Kind {
+	case yamlfile.Map:
+	case yamlfile.Null:
+		p.bad(0, "", "", "the file is empty; write `nodes: []` for an inventory without nodes")
+		return nil, p.err()
+	default:
+		p.bad(doc.Line, "", "", "the file must be a mapping with a nodes: list, not a "+doc.TypeName())
+		return nil, p.err()
+	}
+	var list *yamlfile.Value
+	line := 0
+	for _, f := range doc.Fields {
+		if f.Key == "nodes" {
+			list, line = f.Value, f.Line
+			continue
+		}
+		p.bad(f.Line, f.Key, "", "unknown field"+suggest(f.Key, []string{"nodes"}))
+	}
+	var items []*yamlfile.Value
+	switch {
+	case list == nil:
+		p.bad(0, "nodes", "", "missing; write `nodes: []` for an inventory without nodes")
+	case list.Kind == yamlfile.List:
+		items = list.Items
+	case list.Kind == yamlfile.Null:
+		p.bad(line, "nodes", "", "is empty; write `nodes: []` for an inventory without nodes")
+	default:
+		p.bad(line, "nodes", list.Render(), "must be a list of nodes, not a "+list.TypeName())
+	}
+
+	nodes := make([]rawNode, len(items))
+	for i, it := range items {
+		nodes[i] = p.node(i, it)
+	}
+	p.crossCheck(nodes, serviceCIDRs)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+
+	out := make([]source.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = source.Node{Name: n.name, InternalIPs: n.internalIPs, PodCIDRs: n.podCIDRs, Labels: n.labels}
+		sortFamilies(out[i].PodCIDRs)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out, nil
+}
+
+// Problem is one thing wrong with an inventory.
+type Problem struct {
+	File string
+	// Line is the line in the file, 0 when the problem has none.
+	Line                 int
+	Field, Value, Reason string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	where := p.File
+	if p.Line > 0 {
+		where += ":" + strconv.Itoa(p.Line)
+	}
+	for _, s := range []string{where, p.Field, p.Value} {
+		if s != "" {
+			b.WriteString(s + ": ")
+		}
+	}
+	b.WriteString(p.Reason)
+	return b.String()
+}
+
+// Error lists every problem of an inventory; it matches ErrInvalid.
+type Error struct {
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+type parser struct {
+	file  string
+	probs []Problem
+}
+
+func (p *parser) bad(line int, field, value, reason string) {
+	p.probs = append(p.probs, Problem{File: p.file, Line: line, Field: field, Value: value, Reason: reason})
+}
+
+func (p *parser) err() error {
+	if len(p.probs) == 0 {
+		return nil
+	}
+	return &Error{Problems: p.probs}
+}
+
+func (p *parser) node(i int, it *yamlfile.Value) rawNode {
+	var n rawNode
+	at := fmt.Sprintf("nodes[%d]", i)
+	if it.Kind != yamlfile.Map {
+		p.bad(it.Line, at, it.Render(), "must be a mapping with name, internalIP and optionally podCIDR, not a "+it.TypeName())
+		return n
+	}
+	lineOf := map[string]int{}
+	for _, f := range it.Fields {
+		lineOf[f.Key] = f.Line
+		if !slices.Contains(nodeKeys, f.Key) {
+			p.bad(f.Line, at+"."+f.Key, "", "unknown field"+suggest(f.Key, nodeKeys))
+		}
+	}
+
+	switch v := it.Get("name"); {
+	case v.IsNull():
+		p.bad(it.Line, at+".name", "", "required: the node's name, as Kubernetes knows it")
+	case v.Kind == yamlfile.String:
+		n.name, n.nameLine = v.Text, v.Line
+		if len(v.Text) > 253 || !dnsSubdomain.MatchString(v.Text) {
+			p.bad(v.Line, at+".name", strconv.Quote(v.Text), "not a valid Kubernetes node name (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)")
+		}
+	default:
+		p.bad(v.Line, at+".name", v.Render(), "must be a string, not a "+v.TypeName())
+	}
+
+	ips := p.oneOrMany(it, at, "internalIP", "internalIPs")
+	if it.Get("internalIP").IsNull() && it.Get("internalIPs").IsNull() {
+		p.bad(it.Line, at+".internalIP", "", "required: the node's internal IP address, the next hop of its pod routes")
+	}
+	for _, e := range ips {
+		s := e.text
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		switch {
+		case err != nil:
+			p.bad(e.line, e.field, strconv.Quote(s), "not a valid IP address")
+			continue
+		case a.Zone() != "":
+			p.bad(e.line, e.field, strconv.Quote(s), "an IP address with a zone cannot be a route's next hop")
+			continue
+		case a.Is4In6():
+			p.bad(e.line, e.field, strconv.Quote(s), fmt.Sprintf("an IPv4-mapped IPv6 address; write %s", a.Unmap()))
+			continue
+		case a.IsUnspecified() || a.IsMulticast() || a.IsLoopback():
+			p.bad(e.line, e.field, strconv.Quote(s), "not a unicast address a node can have")
+			continue
+		case slices.Contains(n.internalIPs, a):
+			p.bad(e.line, e.field, strconv.Quote(s), "listed twice")
+			continue
+		}
+		n.internalIPs = append(n.internalIPs, a)
+		n.ips = append(n.ips, e)
+	}
+
+	cidrs := p.oneOrMany(it, at, "podCIDR", "podCIDRs")
+	var seen4, seen6 bool
+	for _, e := range cidrs {
+		s := e.text
+		pf, err := netip.ParsePrefix(strings.TrimSpace(s))
+		switch {
+		case err != nil:
+			p.bad(e.line, e.field, strconv.Quote(s), "not a valid CIDR")
+			continue
+		case pf.Addr().Is4In6():
+			p.bad(e.line, e.field, strconv.Quote(s), "IPv4-mapped IPv6 CIDRs are not supported; write the IPv4 CIDR")
+			continue
+		case pf != pf.Masked():
+			p.bad(e.line, e.field, strconv.Quote(s), fmt.Sprintf("has host bits set; did you mean %q?", pf.Masked().String()))
+			continue
+		}
+		if pf.Addr().Is4() && seen4 || pf.Addr().Is6() && seen6 {
+			p.bad(e.line, e.field, strconv.Quote(s), "a second pod CIDR of the same IP family: a node has at most one IPv4 and one IPv6 pod CIDR")
+			continue
+		}
+		seen4 = seen4 || pf.Addr().Is4()
+		seen6 = seen6 || pf.Addr().Is6()
+		hop := false
+		for _, a := range n.internalIPs {
+			hop = hop || a.Is4() == pf.Addr().Is4()
+		}
+		if !hop && len(n.internalIPs) > 0 {
+			fam := "IPv6"
+			if pf.Addr().Is4() {
+				fam = "IPv4"
+			}
+			p.bad(e.line, e.field, strconv.Quote(s), "the node has no "+fam+" internal IP to route it to")
+		}
+		n.podCIDRs = append(n.podCIDRs, pf)
+		n.cidrs = append(n.cidrs, e)
+	}
+
+	switch v := it.Get("labels"); {
+	case v.IsNull():
+	case v.Kind == yamlfile.Map:
+		n.labels = map[string]string{}
+		for _, f := range v.Fields {
+			if f.Value.Kind != yamlfile.String {
+				p.bad(f.Line, at+".labels."+f.Key, f.Value.Render(), "a label value must be a string (put it in quotes)")
+				continue
+			}
+			n.labels[f.Key] = f.Value.Text
+		}
+	default:
+		p.bad(v.Line, at+".labels", v.Render(), "must be a mapping of label names to values")
+	}
+	return n
+}
+
+// entry is one text value of a node with where it was written.
+type entry struct {
+	text, field string
+	line        int
+}
+
+// oneOrMany reads a field that may be given as one value (key) or a list
+// (keys), not both.
+func (p *parser) oneOrMany(it *yamlfile.Value, at, key, keys string) []entry {
+	one, many := it.Get(key), it.Get(keys)
+	if !one.IsNull() && !many.IsNull() {
+		p.bad(one.Line, at+"."+key, "", "give "+key+" or "+keys+", not both")
+		return nil
+	}
+	if !one.IsNull() {
+		if one.Kind != yamlfile.String {
+			p.bad(one.Line, at+"."+key, one.Render(), "must be a string, not a "+one.TypeName())
+			return nil
+		}
+		return []entry{{text: one.Text, field: at + "." + key, line: one.Line}}
+	}
+	if many.IsNull() {
+		return nil
+	}
+	switch many.Kind {
+	case yamlfile.String:
+		return []entry{{text: many.Text, field: at + "." + keys + "[0]", line: many.Line}}
+	case yamlfile.List:
+	default:
+		p.bad(many.Line, at+"."+keys, many.Render(), "must be a list, not a "+many.TypeName())
+		return nil
+	}
+	var out []entry
+	for j, e := range many.Items {
+		field := fmt.Sprintf("%s.%s[%d]", at, keys, j)
+		if e.Kind != yamlfile.String {
+			p.bad(e.Line, field, e.Render(), "must be a string, not a "+e.TypeName())
+			continue
+		}
+		out = append(out, entry{text: e.Text, field: field, line: e.Line})
+	}
+	return out
+}
+
+// crossCheck finds what is wrong between nodes: duplicate names, shared
+// internal IPs, overlapping pod CIDRs, pod CIDRs in the service range.
+func (p *parser) crossCheck(nodes []rawNode, serviceCIDRs []netip.Prefix) {
+	names := map[string]int{}
+	ips := map[netip.Addr]int{}
+	type claim struct {
+		node int
+		cidr netip.Prefix
+	}
+	var claims []claim
+	for i, n := range nodes {
+		at := fmt.Sprintf("nodes[%d]", i)
+		if n.name != "" {
+			if j, dup := names[n.name]; dup {
+				p.bad(n.nameLine, at+".name", strconv.Quote(n.name), fmt.Sprintf("the same name as nodes[%d]", j))
+			} else {
+				names[n.name] = i
+			}
+		}
+		for k, a := range n.internalIPs {
+			if j, dup := ips[a]; dup {
+				p.bad(n.ips[k].line, n.ips[k].field, strconv.Quote(a.String()), fmt.Sprintf("also the internal IP of nodes[%d] (%s)", j, nodes[j].name))
+			} else {
+				ips[a] = i
+			}
+		}
+		for k, c := range n.podCIDRs {
+			for _, svc := range serviceCIDRs {
+				if svc.Overlaps(c) {
+					p.bad(n.cidrs[k].line, n.cidrs[k].field, strconv.Quote(c.String()), fmt.Sprintf("overlaps the service range %s", svc.Masked()))
+				}
+			}
+			for _, o := range claims {
+				if o.cidr.Overlaps(c) {
+					p.bad(n.cidrs[k].line, n.cidrs[k].field, strconv.Quote(c.String()), fmt.Sprintf("overlaps %s of nodes[%d] (%s)", o.cidr, o.node, nodes[o.node].name))
+				}
+			}
+			claims = append(claims, claim{i, c})
+		}
+	}
+}
+
+func sortFamilies(ps []netip.Prefix) {
+	slices.SortFunc(ps, func(x, y netip.Prefix) int {
+		if x.Addr().Is4() != y.Addr().Is4() {
+			if x.Addr().Is4() {
+				return -1
+			}
+			return 1
+		}
+		return x.Addr().Compare(y.Addr())
+	})
+}
+
+// suggest returns " (did you mean X?)" for a near miss, else the valid keys.
+func suggest(key string, valid []string) string {
+	for _, v := range valid {
+		if strings.EqualFold(v, key) || strings.EqualFold(strings.ReplaceAll(v, "IP", "Ip"), key) {
+			return fmt.Sprintf(" (did you mean %s?)", v)
+		}
+	}
+	best, bestDist := "", 3
+	for _, v := range valid {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(v)); d < bestDist {
+			best, bestDist = v, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return " (valid here: " + strings.Join(valid, ", ") + ")"
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
