@@ -32,8 +32,9 @@
 //	pod CIDRs overlap, none or several routed              all OverlappingPodCIDR; existing routes kept as they are
 //	our route with exact name and prefix, right next hop   kept (Routed)
 //	our route with exact name, next hop IP or type differ  update in place (the node's IP changed, or drift)
+//	our route correct but provisioning state Failed        update in place (the write is retried)
 //	our route with exact name, other prefix                update in place (pod CIDR changed; names of two
-//	                                                       CIDRs can mangle alike: 10.2.4.0/24, 10.24.0.0/24)
+//	                                                       CIDRs can mangle alike: 10.24.4.0/24, 10.2.44.0/24)
 //	non-owned route with the exact name                    NameConflict (the route is left alone)
 //	non-owned route holds the prefix                       PrefixConflict (Forwarding when it already points
 //	                                                       to the node), nothing written for the CIDR
@@ -57,7 +58,16 @@
 // routes are added node by node in node-name order (case-insensitive); a
 // node gets all of its new routes or none (a half-routed dual-stack node
 // would only take room from the next node), and nodes that do not fit are
-// reported with RouteLimit. A legacy rename needs no room: it frees the slot it takes.
+// reported with RouteLimit. A legacy rename needs no room: it frees the
+// slot it takes.
+//
+// Each pod CIDR is planned on its own: a dual-stack node whose IPv6 route
+// is blocked still gets its IPv4 route, and is reported NotRouted with the
+// IPv6 reason. A route of a node that still has the pod CIDR is never
+// deleted because of a transient problem of the node (no address, a name
+// clash, an overlap): it is kept as it is until the node is fixed or gone.
+// Azure forbids identical prefixes only; a custom route that is wider
+// (10.0.0.0/8 to a firewall) or narrower than a pod CIDR is no conflict.
 //
 // The desired table never holds two routes with the same masked prefix or
 // name that the current table did not already hold, never more routes than
@@ -115,19 +125,19 @@ type entry struct {
 	cidr netip.Prefix
 	hop  netip.Addr
 	// name is the scheme name; for an update, the existing route's
-	// spelling of it. lname is the scheme name in lower case.
-	name, lname string
-	node        int32 // index into Input.Nodes
-	exact       int32 // current route with exactly this name, -1
-	incumbent   int32 // current owned route already serving this CIDR for this node, -1
-	target      int32 // current route updated (actUpdate), -1
-	replaces    int32 // legacy route replaced by this create, -1
-	inCluster   bool
-	forwarding  bool
-	act         action
-	reason      Reason
-	msg, other  string
-	why         string // the change's reason
+	// spelling of it.
+	name       string
+	node       int32 // index into Input.Nodes
+	exact      int32 // current route with exactly this name, -1
+	incumbent  int32 // current owned route already serving this CIDR for this node, -1
+	target     int32 // current route updated (actUpdate), -1
+	replaces   int32 // legacy route replaced by this create, -1
+	inCluster  bool
+	forwarding bool
+	act        action
+	reason     Reason
+	msg, other string
+	why        string // the change's reason
 }
 
 func (e *entry) setReason(r Reason, msg, other string) {
@@ -150,9 +160,9 @@ type planner struct {
 	cur   *route.Table
 	table string // the table's name for messages
 
-	routes   []current
-	byName   map[string]int32
-	byPrefix map[netip.Prefix]int32
+	routes  []current
+	byName  map[string]int32
+	holders map[netip.Prefix]int32 // see findIncumbents; -1 = nobody
 
 	lnames  []string // per node: lower-case name
 	order   []int32  // node indices sorted by lower-case name, then name
@@ -236,7 +246,6 @@ func (pl *planner) indexCurrent() string {
 	n := len(pl.cur.Routes)
 	pl.routes = make([]current, n)
 	pl.byName = make(map[string]int32, n)
-	pl.byPrefix = make(map[netip.Prefix]int32, n)
 	for i := range pl.cur.Routes {
 		r := &pl.cur.Routes[i]
 		c := &pl.routes[i]
@@ -245,16 +254,15 @@ func (pl *planner) indexCurrent() string {
 			return fmt.Sprintf("%s holds two routes named %q and %q (Azure names are case-insensitive); fix the table by hand", pl.table, pl.cur.Routes[j].Name, r.Name)
 		}
 		pl.byName[c.lname] = int32(i)
-		if !c.cls.Prefix.IsValid() {
-			continue
-		}
-		// With duplicate prefixes (which ARM itself forbids) a route we do
-		// not own wins the index, so that nothing is created on top of it.
-		if j, ok := pl.byPrefix[c.cls.Prefix]; !ok || pl.routes[j].owned() && !c.owned() {
-			pl.byPrefix[c.cls.Prefix] = int32(i)
-		}
 	}
 	return ""
+}
+
+// holder returns the current route holding prefix p, for the prefixes
+// findIncumbents indexed.
+func (pl *planner) holder(p netip.Prefix) (int32, bool) {
+	h, ok := pl.holders[p]
+	return h, ok && h >= 0
 }
 
 // makeEntries turns the nodes into desired routes, in node order, and
@@ -298,7 +306,6 @@ func (pl *planner) makeEntries() {
 			default:
 				e.inCluster = true
 				e.name = schemeName(n.Name, cidr)
-				e.lname = strings.ToLower(e.name)
 				hop, ok := n.NextHop(cidr)
 				switch err := route.ValidateName(e.name); {
 				case pl.dup[ni]:
@@ -314,7 +321,7 @@ func (pl *planner) makeEntries() {
 				// (10.24.4.0/24 and 10.2.44.0/24); distinct nodes never
 				// collide, since the mangled CIDR holds no '_'.
 				for j := lo; j < int32(len(pl.entries))-1; j++ {
-					if o := &pl.entries[j]; o.inCluster && o.lname == e.lname && !pl.dup[ni] {
+					if o := &pl.entries[j]; o.inCluster && strings.EqualFold(o.name, e.name) && !pl.dup[ni] {
 						msg := fmt.Sprintf("pod CIDRs %s and %s of node %s map to the same route name %s", o.cidr, cidr, n.Name, e.name)
 						o.setReason(ReasonNameConflict, msg, e.name)
 						e.setReason(ReasonNameConflict, msg, e.name)
@@ -360,24 +367,57 @@ func (pl *planner) nodeName(e *entry) string { return pl.in.Nodes[e.node].Name }
 // findIncumbents links each in-cluster entry to the owned route that
 // already serves it, whatever the entry's reason: such a route is never
 // deleted while its node keeps the pod CIDR.
+//
+// It also indexes the holders of the prefixes the plan may write: those of
+// entries without a route of their name, and of routes whose prefix
+// changes. Only those prefixes are indexed, so a plan with a handful of
+// changes in a large table does not index the whole table.
 func (pl *planner) findIncumbents() {
+	var need []netip.Prefix
 	for i := range pl.entries {
 		e := &pl.entries[i]
 		if !e.inCluster {
 			continue
 		}
-		if j, ok := pl.byName[e.lname]; ok {
-			e.exact = j
-			if c := &pl.routes[j]; c.owned() && !c.cls.Legacy && c.cls.Prefix == e.cidr {
-				e.incumbent = j
-				c.fate, c.entry = fateProtected, int32(i)
+		j, ok := pl.byName[strings.ToLower(e.name)]
+		if !ok {
+			need = append(need, e.cidr)
+			continue
+		}
+		e.exact = j
+		c := &pl.routes[j]
+		switch {
+		case !c.owned():
+		case c.cls.Prefix == e.cidr && !c.cls.Legacy:
+			e.incumbent = j
+			c.fate, c.entry = fateProtected, int32(i)
+		default:
+			need = append(need, e.cidr)
+		}
+	}
+	pl.holders = make(map[netip.Prefix]int32, len(need))
+	for _, p := range need {
+		pl.holders[p] = -1
+	}
+	if len(need) > 0 {
+		for i := range pl.routes {
+			c := &pl.routes[i]
+			// With duplicate prefixes (which ARM itself forbids) a route
+			// we do not own wins, so that nothing is created on top of it.
+			if h, ok := pl.holders[c.cls.Prefix]; ok && (h < 0 || pl.routes[h].owned() && !c.owned()) {
+				pl.holders[c.cls.Prefix] = int32(i)
 			}
+		}
+	}
+	if !pl.in.LegacyNames {
+		return
+	}
+	for i := range pl.entries {
+		e := &pl.entries[i]
+		if !e.inCluster || e.exact >= 0 {
 			continue
 		}
-		if !pl.in.LegacyNames {
-			continue
-		}
-		if j, ok := pl.byPrefix[e.cidr]; ok {
+		if j, ok := pl.holder(e.cidr); ok {
 			if c := &pl.routes[j]; c.owned() && c.cls.Legacy && strings.EqualFold(c.cls.Node, pl.nodeName(e)) {
 				e.incumbent = j
 				c.fate, c.entry = fateProtected, int32(i)
@@ -482,13 +522,17 @@ func (pl *planner) match() {
 				continue
 			}
 			if c.cls.Prefix == e.cidr {
-				if r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop {
+				switch {
+				case r.NextHopType != route.VirtualAppliance || r.NextHopIP != e.hop:
+					e.why = fmt.Sprintf("next hop %s -> %s", hopText(r), e.hop)
+				case strings.EqualFold(r.ProvisioningState, "Failed"):
+					e.why = "provisioning state Failed: written again"
+				default:
 					e.act = actKeep
 					continue
 				}
-				e.why = fmt.Sprintf("next hop %s -> %s", hopText(r), e.hop)
 			} else {
-				if h, ok := pl.byPrefix[e.cidr]; ok && h != e.exact && !pl.routes[h].owned() {
+				if h, ok := pl.holder(e.cidr); ok && h != e.exact && !pl.routes[h].owned() {
 					pl.prefixConflict(e, h)
 					continue
 				}
@@ -505,7 +549,7 @@ func (pl *planner) match() {
 			continue
 		}
 		e.why = "new route"
-		if h, ok := pl.byPrefix[e.cidr]; ok {
+		if h, ok := pl.holder(e.cidr); ok {
 			if !pl.routes[h].owned() {
 				pl.prefixConflict(e, h)
 				continue

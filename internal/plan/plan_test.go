@@ -130,6 +130,19 @@ func TestBasics(t *testing.T) {
 			changes: []string{"update worker-0____102440024 10.244.0.0/24 10.0.0.4"},
 		},
 		{
+			name: "route whose provisioning failed is written again",
+			in: Input{
+				Nodes: []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
+				Current: func() *route.Table {
+					r := ours("worker-0", "10.244.0.0/24", "10.0.0.4")
+					r.ProvisioningState = "Failed"
+					return table(cluster, r)
+				}(),
+			},
+			changes: []string{"update worker-0____102440024 10.244.0.0/24 10.0.0.4"},
+			nodes:   map[string]string{"worker-0": "Pending"},
+		},
+		{
 			name: "node gone: its route deleted",
 			in: Input{
 				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
@@ -491,6 +504,17 @@ func TestClaim(t *testing.T) {
 			nodes: map[string]string{"worker-0": "Routed"},
 		},
 		{
+			name: "claim tag present with an empty value counts as unclaimed; its key is reused",
+			in: Input{
+				Current: func() *route.Table {
+					t := table("")
+					t.Tags["RouteKeeper.io/cluster"] = ""
+					return t
+				}(),
+			},
+			claim: true,
+		},
+		{
 			name: "claim tags for two clusters: refused as an invalid table",
 			in: Input{
 				Nodes: []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
@@ -527,6 +551,15 @@ func TestClaim(t *testing.T) {
 		}
 		if p.Desired.Etag != cpa.Etag || p.Desired.ID != cpa.ID || !slices.Equal(p.Desired.Subnets, cpa.Subnets) {
 			t.Errorf("desired table lost identity: %+v", p.Desired)
+		}
+	})
+	t.Run("an empty claim tag is filled in under its own spelling", func(t *testing.T) {
+		cur := table("")
+		cur.Tags["RouteKeeper.io/cluster"] = ""
+		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur})
+		want := map[string]string{"env": "test", "RouteKeeper.io/cluster": cluster}
+		if !reflect.DeepEqual(p.Desired.Tags, want) {
+			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
 		}
 	})
 	t.Run("refusal names both clusters", func(t *testing.T) {
@@ -924,4 +957,90 @@ func TestPlanJSON(t *testing.T) {
 			t.Errorf("plan JSON lacks %s:\n%s", want, b)
 		}
 	}
+}
+
+func TestEdgeCases(t *testing.T) {
+	runCases(t, []planCase{
+		{
+			name:  "nothing at all: no table, no nodes",
+			in:    Input{},
+			claim: true,
+		},
+		{
+			name: "dual-stack node whose IPv6 CIDR is held by a custom route: IPv4 still written",
+			in: Input{
+				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "fd00::4", "10.244.0.0/24", "fd00:10:244::/64")},
+				Current: table(cluster, rt("v6-blackhole", "fd00:10:244::/64", "None")),
+			},
+			changes:   []string{"create worker-0____102440024 10.244.0.0/24 10.0.0.4"},
+			conflicts: []string{"worker-0 fd00:10:244::/64 PrefixConflict v6-blackhole"},
+			nodes:     map[string]string{"worker-0": "NotRouted/PrefixConflict"},
+		},
+		{
+			name: "prefix change in place blocked by a custom route: the stale route goes, the conflict is reported",
+			in: Input{
+				ClusterCIDRs: []netip.Prefix{pfx("10.0.0.0/8")},
+				Nodes:        []source.Node{node("worker-0", "192.168.0.4", "10.2.44.0/24")},
+				Current:      table(cluster, ours("worker-0", "10.24.4.0/24", "192.168.0.4"), rt("hand", "10.2.44.0/24", "192.168.0.4")),
+			},
+			changes:   []string{"delete worker-0____10244024"},
+			conflicts: []string{"worker-0 10.2.44.0/24 PrefixConflict hand forwarding"},
+		},
+		{
+			name: "prefix change in place onto the stale route of a gone node",
+			in: Input{
+				ClusterCIDRs: []netip.Prefix{pfx("10.0.0.0/8")},
+				Nodes:        []source.Node{node("worker-0", "192.168.0.4", "10.2.44.0/24")},
+				Current:      table(cluster, ours("worker-0", "10.24.4.0/24", "192.168.0.4"), ours("gone", "10.2.44.0/24", "192.168.0.9")),
+			},
+			changes: []string{"update worker-0____10244024 10.2.44.0/24 192.168.0.4", "delete gone____10244024"},
+		},
+		{
+			name: "overlap with a node that lost its IP: its route is kept and wins",
+			in: Input{
+				Nodes:   []source.Node{node("a", "10.244.0.0/24"), node("b", "10.0.0.5", "10.244.0.0/24")},
+				Current: table(cluster, ours("a", "10.244.0.0/24", "10.0.0.4")),
+			},
+			conflicts: []string{"a 10.244.0.0/24 NoNodeIP", "b 10.244.0.0/24 OverlappingPodCIDR a"},
+		},
+		{
+			name: "over the limit with stale routes: deletes make room, but only as much as they free",
+			in: Input{
+				Limit: 3,
+				Nodes: []source.Node{node("a", "10.0.0.4", "10.244.0.0/24"), node("b", "10.0.0.5", "10.244.1.0/24"), node("c", "10.0.0.6", "10.244.2.0/24")},
+				Current: table(cluster, rt("default", "0.0.0.0/0", "10.0.100.4"), rt("x", "AzureCloud", "Internet"), rt("y", "Storage", "Internet"),
+					rt("z", "192.168.0.0/16", "VirtualNetworkGateway"), ours("gone-1", "10.244.8.0/24", "10.0.0.8"), ours("gone-2", "10.244.9.0/24", "10.0.0.9")),
+			},
+			changes:   []string{"delete gone-1____102448024", "delete gone-2____102449024"},
+			conflicts: []string{"a 10.244.0.0/24 RouteLimit", "b 10.244.1.0/24 RouteLimit", "c 10.244.2.0/24 RouteLimit"},
+		},
+		{
+			name: "a table ARM would not hold (owned and custom route with one prefix): nothing is added on top",
+			in: Input{
+				Nodes:   []source.Node{node("b", "10.0.0.5", "10.244.0.0/24")},
+				Current: table(cluster, ours("a", "10.244.0.0/24", "10.0.0.4"), rt("hand", "10.244.0.0/24", "10.0.0.4")),
+			},
+			changes:   []string{"delete a____102440024"},
+			conflicts: []string{"b 10.244.0.0/24 PrefixConflict hand"},
+		},
+		{
+			name: "node names with underscores and dots",
+			in: Input{
+				Nodes:   []source.Node{node("n_", "10.0.0.4", "10.244.0.0/24"), node("n", "10.0.0.5", "10.244.1.0/24"), node("ip-10-0-0-6.ec2.internal", "10.0.0.6", "10.244.2.0/24")},
+				Current: table(cluster, ours("n_", "10.244.0.0/24", "10.0.0.4")),
+			},
+			changes: []string{
+				"create ip-10-0-0-6.ec2.internal____102442024 10.244.2.0/24 10.0.0.6",
+				"create n____102441024 10.244.1.0/24 10.0.0.5",
+			},
+		},
+		{
+			name: "a route of a node with a too-long name is never deleted while the node has the CIDR",
+			in: Input{
+				Nodes:   []source.Node{node(strings.Repeat("x", 75), "10.0.0.4", "10.244.0.0/24")},
+				Current: table(cluster, rt(strings.Repeat("x", 75)+"____102440024", "10.244.0.0/24", "10.0.0.4")),
+			},
+			conflicts: []string{strings.Repeat("x", 75) + " 10.244.0.0/24 InvalidRouteName"},
+		},
+	})
 }

@@ -288,6 +288,9 @@ func (g *gen) input() (Input, []bool) {
 			if g.chance(10) {
 				r.Prefix = netip.Prefix{} // as decoded from JSON
 			}
+			if g.chance(5) {
+				r.ProvisioningState = "Failed"
+			}
 			g.add(r, mine && inside(p))
 		}
 	}
