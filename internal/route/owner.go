@@ -148,6 +148,28 @@ func (o Ownership) classify(r *Route, claim string) Classification {
 	return c
 }
 
+// ClassifyTable classifies every route of t against the table's claim. A
+// table with claim tags for several clusters (which ARM cannot hold) counts
+// as claimed by someone else: nothing in it is ours.
+func (o Ownership) ClassifyTable(t *Table) []Classification {
+	if t == nil {
+		return nil
+	}
+	claim := ""
+	switch vals := t.ClaimValues(); len(vals) {
+	case 0:
+	case 1:
+		claim = vals[0]
+	default:
+		claim = "\x00ambiguous"
+	}
+	out := make([]Classification, len(t.Routes))
+	for i := range t.Routes {
+		out[i] = o.classify(&t.Routes[i], claim)
+	}
+	return out
+}
+
 // Owns reports whether r is owned by this cluster in a table with claim.
 func (o Ownership) Owns(r Route, claim string) bool {
 	return o.Classify(r, claim).Owner == OwnerThisCluster

@@ -155,3 +155,33 @@ func TestClaimValues(t *testing.T) {
 		t.Errorf("nil table has a claim")
 	}
 }
+
+func TestClassifyTable(t *testing.T) {
+	own := Ownership{Cluster: "prod", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
+	routes := []Route{
+		mustRoute("worker-0____102440024", "10.244.0.0/24", VirtualAppliance, "10.0.0.4"),
+		mustRoute("default", "0.0.0.0/0", VirtualAppliance, "10.0.100.4"),
+	}
+	for _, tc := range []struct {
+		name string
+		tags map[string]string
+		want []Owner
+	}{
+		{"claimed by us", map[string]string{ClaimTag: "prod"}, []Owner{OwnerThisCluster, OwnerCustom}},
+		{"unclaimed", nil, []Owner{OwnerThisCluster, OwnerCustom}},
+		{"claimed by another", map[string]string{"ROUTEKEEPER.IO/CLUSTER": "staging"}, []Owner{OwnerOtherCluster, OwnerCustom}},
+		{"ambiguous claim", map[string]string{ClaimTag: "prod", "RouteKeeper.io/cluster": "staging"}, []Owner{OwnerOtherCluster, OwnerCustom}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := own.ClassifyTable(&Table{Tags: tc.tags, Routes: routes})
+			for i, c := range got {
+				if c.Owner != tc.want[i] {
+					t.Errorf("route %s: %s, want %s", routes[i].Name, c.Owner, tc.want[i])
+				}
+			}
+		})
+	}
+	if own.ClassifyTable(nil) != nil {
+		t.Error("nil table classified")
+	}
+}
