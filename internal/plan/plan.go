@@ -107,47 +107,43 @@ const (
 	fateProtected             // ours, serving an entry: never deleted
 	fateUpdate                // ours, replaced by an updated route
 	fateDelete                // ours and stale
+	fateRenamed               // ours, a legacy name replaced by a create
 )
 
-// current is the planner's view of one route of the current table.
+// current is the planner's compact view of one route of the current table
+// (the full classification is recomputed for the rare messages that need
+// it).
 type current struct {
-	cls   route.Classification
-	lname string
-	fate  fate
-	entry int32 // the entry it serves or is updated for, -1
-	why   string
+	prefix netip.Prefix // masked; invalid for service tags
+	node   string       // the node named by the route
+	owned  bool
+	legacy bool
+	fate   fate
+	entry  int32 // the entry it serves, is updated for or renamed to; -1
 }
-
-func (c *current) owned() bool { return c.cls.Owner == route.OwnerThisCluster }
 
 // entry is one desired route: one pod CIDR of one node.
 type entry struct {
 	cidr netip.Prefix
 	hop  netip.Addr
-	// name is the scheme name; for an update, the existing route's
-	// spelling of it.
-	name       string
-	node       int32 // index into Input.Nodes
-	exact      int32 // current route with exactly this name, -1
-	incumbent  int32 // current owned route already serving this CIDR for this node, -1
-	target     int32 // current route updated (actUpdate), -1
-	replaces   int32 // legacy route replaced by this create, -1
-	inCluster  bool
-	forwarding bool
-	act        action
-	reason     Reason
+	// name is the scheme name; when a route of that name exists, ARM's
+	// spelling of it (names compare case-insensitively).
+	name      string
+	reason    Reason
+	node      int32 // index into Input.Nodes
+	exact     int32 // current route with exactly this name, -1
+	incumbent int32 // current owned route already serving this CIDR for this node, -1
+	target    int32 // actUpdate: the route updated; actCreate: a stale owned route holding the prefix; -1
+	replaces  int32 // legacy route replaced by this create, -1
+	detail    int32 // index into planner.details when reason is set, -1
+	inCluster bool
+	act       action
+}
+
+// detail is the rest of a reason: kept aside, since few entries have one.
+type detail struct {
 	msg, other string
-	why        string // the change's reason
-}
-
-func (e *entry) setReason(r Reason, msg, other string) {
-	if e.reason == "" {
-		e.reason, e.msg, e.other = r, msg, other
-	}
-}
-
-func (e *entry) route() route.Route {
-	return route.Route{Name: e.name, AddressPrefix: e.cidr.String(), Prefix: e.cidr, NextHopType: route.VirtualAppliance, NextHopIP: e.hop}
+	forwarding bool
 }
 
 type span struct{ lo, hi int32 }
@@ -161,14 +157,15 @@ type planner struct {
 	table string // the table's name for messages
 
 	routes  []current
-	byName  map[string]int32
-	holders map[netip.Prefix]int32 // see findIncumbents; -1 = nobody
+	byName  map[string]int32       // lower-case route name -> route
+	holders map[netip.Prefix]int32 // see findHolders; -1 = nobody
 
 	lnames  []string // per node: lower-case name
 	order   []int32  // node indices sorted by lower-case name, then name
 	dup     []bool   // per node: name used more than once
 	entries []entry  // in node order, then each node's pod CIDR order
 	spans   []span   // per node: its entries
+	details []detail
 
 	p *Plan
 }
@@ -208,7 +205,7 @@ func Compute(in Input) *Plan {
 		return p.refuse(in.Nodes, ReasonInvalidTable, msg)
 	}
 	pl.makeEntries()
-	pl.findIncumbents()
+	pl.findHolders()
 	pl.overlaps()
 	pl.match()
 	pl.stale()
@@ -240,33 +237,33 @@ func (p *Plan) refuse(nodes []source.Node, reason Reason, msg string) *Plan {
 	return p
 }
 
-// indexCurrent classifies the current routes and indexes them by name and
-// prefix. It returns a message when the table is unusable.
+// indexCurrent classifies the current routes and indexes them by name. It
+// returns a message when the table is unusable.
 func (pl *planner) indexCurrent() string {
 	n := len(pl.cur.Routes)
 	pl.routes = make([]current, n)
 	pl.byName = make(map[string]int32, n)
 	for i := range pl.cur.Routes {
 		r := &pl.cur.Routes[i]
-		c := &pl.routes[i]
-		c.cls, c.entry, c.lname = pl.own.ClassifyAt(r, pl.claim), -1, strings.ToLower(r.Name)
-		if j, dup := pl.byName[c.lname]; dup {
+		cls := pl.own.ClassifyAt(r, pl.claim)
+		pl.routes[i] = current{prefix: cls.Prefix, node: cls.Node, owned: cls.Owner == route.OwnerThisCluster, legacy: cls.Legacy, entry: -1}
+		lname := strings.ToLower(r.Name)
+		if j, dup := pl.byName[lname]; dup {
 			return fmt.Sprintf("%s holds two routes named %q and %q (Azure names are case-insensitive); fix the table by hand", pl.table, pl.cur.Routes[j].Name, r.Name)
 		}
-		pl.byName[c.lname] = int32(i)
+		pl.byName[lname] = int32(i)
 	}
 	return ""
 }
 
-// holder returns the current route holding prefix p, for the prefixes
-// findIncumbents indexed.
-func (pl *planner) holder(p netip.Prefix) (int32, bool) {
-	h, ok := pl.holders[p]
-	return h, ok && h >= 0
+// classification is the full verdict on current route i, for messages.
+func (pl *planner) classification(i int32) route.Classification {
+	return pl.own.ClassifyAt(&pl.cur.Routes[i], pl.claim)
 }
 
-// makeEntries turns the nodes into desired routes, in node order, and
-// settles the reasons that depend on one node alone.
+// makeEntries turns the nodes into desired routes, in node order, settles
+// the reasons that depend on one node alone and finds the route of each
+// entry's name.
 func (pl *planner) makeEntries() {
 	nodes := pl.in.Nodes
 	pl.lnames = make([]string, len(nodes))
@@ -288,6 +285,7 @@ func (pl *planner) makeEntries() {
 	}
 	pl.spans = make([]span, len(nodes))
 	pl.entries = make([]entry, 0, cidrs)
+	var buf [96]byte
 	for _, ni := range pl.order {
 		n := &nodes[ni]
 		lo := int32(len(pl.entries))
@@ -296,36 +294,50 @@ func (pl *planner) makeEntries() {
 			if cidr.IsValid() && slices.ContainsFunc(n.PodCIDRs[:ci], func(p netip.Prefix) bool { return p.Masked() == cidr }) {
 				continue // listed twice
 			}
-			pl.entries = append(pl.entries, entry{node: ni, cidr: cidr, exact: -1, incumbent: -1, target: -1, replaces: -1})
+			pl.entries = append(pl.entries, entry{node: ni, cidr: cidr, exact: -1, incumbent: -1, target: -1, replaces: -1, detail: -1})
 			e := &pl.entries[len(pl.entries)-1]
 			switch {
 			case !cidr.IsValid():
-				e.reason, e.msg = ReasonNoPodCIDR, fmt.Sprintf("node %s has an invalid pod CIDR", n.Name)
+				pl.fail(e, ReasonNoPodCIDR, fmt.Sprintf("node %s has an invalid pod CIDR", n.Name), "")
+				continue
 			case !pl.own.Contains(cidr):
-				e.reason, e.msg = ReasonOutsideClusterCIDR, fmt.Sprintf("pod CIDR %s of node %s is outside the cluster CIDRs %s", cidr, n.Name, prefixList(pl.in.ClusterCIDRs))
-			default:
-				e.inCluster = true
-				e.name = schemeName(n.Name, cidr)
-				hop, ok := n.NextHop(cidr)
-				switch err := route.ValidateName(e.name); {
-				case pl.dup[ni]:
-					e.reason, e.msg = ReasonDuplicateNode, fmt.Sprintf("node name %s is used by more than one node (route names compare case-insensitively); none of them is routed", n.Name)
-				case err != nil:
-					e.reason, e.msg = ReasonInvalidRouteName, fmt.Sprintf("the route for pod CIDR %s of node %s cannot be named: %v", cidr, n.Name, err)
-				case !ok || !hop.IsValid() || hop.IsUnspecified():
-					e.reason, e.msg = ReasonNoNodeIP, fmt.Sprintf("node %s has no internal %s address for pod CIDR %s", n.Name, family(cidr), cidr)
-				default:
-					e.hop = hop
+				pl.fail(e, ReasonOutsideClusterCIDR, fmt.Sprintf("pod CIDR %s of node %s is outside the cluster CIDRs %s", cidr, n.Name, prefixList(pl.in.ClusterCIDRs)), "")
+				continue
+			}
+			e.inCluster = true
+			// Look the name up before allocating it: in a steady state
+			// every name exists and ARM's string is reused.
+			// The node name is in lower case already, and netip prints
+			// hex digits in lower case: this is the name in lower case.
+			lname := appendName(buf[:0], pl.lnames[ni], cidr)
+			if j, ok := pl.byName[string(lname)]; ok {
+				e.exact, e.name = j, pl.cur.Routes[j].Name
+				if c := &pl.routes[j]; c.owned && !c.legacy && c.prefix == cidr {
+					e.incumbent = j
+					c.fate, c.entry = fateProtected, int32(len(pl.entries)-1)
 				}
-				// Two pod CIDRs of one node can mangle to one name
-				// (10.24.4.0/24 and 10.2.44.0/24); distinct nodes never
-				// collide, since the mangled CIDR holds no '_'.
-				for j := lo; j < int32(len(pl.entries))-1; j++ {
-					if o := &pl.entries[j]; o.inCluster && strings.EqualFold(o.name, e.name) && !pl.dup[ni] {
-						msg := fmt.Sprintf("pod CIDRs %s and %s of node %s map to the same route name %s", o.cidr, cidr, n.Name, e.name)
-						o.setReason(ReasonNameConflict, msg, e.name)
-						e.setReason(ReasonNameConflict, msg, e.name)
-					}
+			} else {
+				e.name = schemeName(n.Name, cidr)
+			}
+			hop, ok := n.NextHop(cidr)
+			switch err := route.ValidateName(e.name); {
+			case pl.dup[ni]:
+				pl.fail(e, ReasonDuplicateNode, fmt.Sprintf("node name %s is used by more than one node (route names compare case-insensitively); none of them is routed", n.Name), "")
+			case err != nil:
+				pl.fail(e, ReasonInvalidRouteName, fmt.Sprintf("the route for pod CIDR %s of node %s cannot be named: %v", cidr, n.Name, err), "")
+			case !ok || !hop.IsValid() || hop.IsUnspecified():
+				pl.fail(e, ReasonNoNodeIP, fmt.Sprintf("node %s has no internal %s address for pod CIDR %s", n.Name, family(cidr), cidr), "")
+			default:
+				e.hop = hop
+			}
+			// Two pod CIDRs of one node can mangle to one name
+			// (10.24.4.0/24 and 10.2.44.0/24); distinct nodes never
+			// collide, since the mangled CIDR holds no '_'.
+			for j := lo; j < int32(len(pl.entries))-1; j++ {
+				if o := &pl.entries[j]; o.inCluster && strings.EqualFold(o.name, e.name) && !pl.dup[ni] {
+					msg := fmt.Sprintf("pod CIDRs %s and %s of node %s map to the same route name %s", o.cidr, cidr, n.Name, e.name)
+					pl.fail(o, ReasonNameConflict, msg, e.name)
+					pl.fail(e, ReasonNameConflict, msg, e.name)
 				}
 			}
 		}
@@ -333,18 +345,33 @@ func (pl *planner) makeEntries() {
 	}
 }
 
+// fail gives e a reason, unless it has one already.
+func (pl *planner) fail(e *entry, r Reason, msg, other string) {
+	if e.reason != "" {
+		return
+	}
+	e.reason, e.detail = r, int32(len(pl.details))
+	pl.details = append(pl.details, detail{msg: msg, other: other})
+}
+
+func (pl *planner) detailOf(e *entry) *detail { return &pl.details[e.detail] }
+
 // schemeName is route.Name with one allocation.
 func schemeName(node string, p netip.Prefix) string {
 	var buf [96]byte
+	return string(appendName(buf[:0], node, p))
+}
+
+func appendName(b []byte, node string, p netip.Prefix) []byte {
 	var pb [48]byte
-	b := append(buf[:0], node...)
+	b = append(b, node...)
 	b = append(b, "____"...)
 	for _, c := range p.Masked().AppendTo(pb[:0]) {
 		if c != '.' && c != ':' && c != '/' {
 			b = append(b, c)
 		}
 	}
-	return string(b)
+	return b
 }
 
 func family(p netip.Prefix) string {
@@ -364,49 +391,33 @@ func prefixList(ps []netip.Prefix) string {
 
 func (pl *planner) nodeName(e *entry) string { return pl.in.Nodes[e.node].Name }
 
-// findIncumbents links each in-cluster entry to the owned route that
-// already serves it, whatever the entry's reason: such a route is never
-// deleted while its node keeps the pod CIDR.
-//
-// It also indexes the holders of the prefixes the plan may write: those of
-// entries without a route of their name, and of routes whose prefix
-// changes. Only those prefixes are indexed, so a plan with a handful of
-// changes in a large table does not index the whole table.
-func (pl *planner) findIncumbents() {
+// findHolders indexes the current routes holding the prefixes the plan may
+// write — those of entries without a route of their name and of owned
+// routes whose prefix changes — and links legacy-named routes to their
+// node's entry. Only those prefixes are indexed, so a plan with a handful
+// of changes in a large table does not hash the whole table.
+func (pl *planner) findHolders() {
 	var need []netip.Prefix
 	for i := range pl.entries {
 		e := &pl.entries[i]
-		if !e.inCluster {
+		if !e.inCluster || e.incumbent >= 0 || e.exact >= 0 && !pl.routes[e.exact].owned {
 			continue
 		}
-		j, ok := pl.byName[strings.ToLower(e.name)]
-		if !ok {
-			need = append(need, e.cidr)
-			continue
-		}
-		e.exact = j
-		c := &pl.routes[j]
-		switch {
-		case !c.owned():
-		case c.cls.Prefix == e.cidr && !c.cls.Legacy:
-			e.incumbent = j
-			c.fate, c.entry = fateProtected, int32(i)
-		default:
-			need = append(need, e.cidr)
-		}
+		need = append(need, e.cidr)
+	}
+	if len(need) == 0 {
+		return
 	}
 	pl.holders = make(map[netip.Prefix]int32, len(need))
 	for _, p := range need {
 		pl.holders[p] = -1
 	}
-	if len(need) > 0 {
-		for i := range pl.routes {
-			c := &pl.routes[i]
-			// With duplicate prefixes (which ARM itself forbids) a route
-			// we do not own wins, so that nothing is created on top of it.
-			if h, ok := pl.holders[c.cls.Prefix]; ok && (h < 0 || pl.routes[h].owned() && !c.owned()) {
-				pl.holders[c.cls.Prefix] = int32(i)
-			}
+	for i := range pl.routes {
+		c := &pl.routes[i]
+		// With duplicate prefixes (which ARM itself forbids) a route we do
+		// not own wins, so that nothing is created on top of it.
+		if h, ok := pl.holders[c.prefix]; ok && (h < 0 || pl.routes[h].owned && !c.owned) {
+			pl.holders[c.prefix] = int32(i)
 		}
 	}
 	if !pl.in.LegacyNames {
@@ -418,12 +429,19 @@ func (pl *planner) findIncumbents() {
 			continue
 		}
 		if j, ok := pl.holder(e.cidr); ok {
-			if c := &pl.routes[j]; c.owned() && c.cls.Legacy && strings.EqualFold(c.cls.Node, pl.nodeName(e)) {
+			if c := &pl.routes[j]; c.owned && c.legacy && strings.EqualFold(c.node, pl.nodeName(e)) {
 				e.incumbent = j
 				c.fate, c.entry = fateProtected, int32(i)
 			}
 		}
 	}
+}
+
+// holder returns the current route holding prefix p, for the prefixes
+// findHolders indexed.
+func (pl *planner) holder(p netip.Prefix) (int32, bool) {
+	h, ok := pl.holders[p]
+	return h, ok && h >= 0
 }
 
 // overlaps finds entries whose pod CIDRs overlap, in O(n log n): sorted by
@@ -489,7 +507,7 @@ func (pl *planner) overlaps() {
 					continue
 				}
 				e := &pl.entries[i]
-				e.setReason(ReasonOverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s, which keeps its route; give node %s a pod CIDR of its own", e.cidr, pl.nodeName(e), k.cidr, pl.nodeName(k), pl.nodeName(e)), pl.nodeName(k))
+				pl.fail(e, ReasonOverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s, which keeps its route; give node %s a pod CIDR of its own", e.cidr, pl.nodeName(e), k.cidr, pl.nodeName(k), pl.nodeName(e)), pl.nodeName(k))
 			}
 			continue
 		}
@@ -499,7 +517,7 @@ func (pl *planner) overlaps() {
 			if i == g[0] {
 				o = &pl.entries[g[1]]
 			}
-			e.setReason(ReasonOverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s; no route is written for either until one of them changes", e.cidr, pl.nodeName(e), o.cidr, pl.nodeName(o)), pl.nodeName(o))
+			pl.fail(e, ReasonOverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s; no route is written for either until one of them changes", e.cidr, pl.nodeName(e), o.cidr, pl.nodeName(o)), pl.nodeName(o))
 		}
 	}
 }
@@ -514,66 +532,56 @@ func (pl *planner) match() {
 		}
 		if e.exact >= 0 {
 			r, c := &pl.cur.Routes[e.exact], &pl.routes[e.exact]
-			if !c.owned() {
-				e.forwarding = c.cls.Prefix == e.cidr && r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
-				e.reason, e.other = ReasonNameConflict, r.Name
-				e.msg = fmt.Sprintf("route %s already exists in %s with prefix %s and next hop %s, and routekeeper does not own it (%s: %s); rename or delete it to let routekeeper route node %s",
-					r.Name, pl.table, r.AddressPrefix, hopText(r), c.cls.Owner, c.cls.Why, pl.nodeName(e))
+			if !c.owned {
+				cls := pl.classification(e.exact)
+				pl.fail(e, ReasonNameConflict, fmt.Sprintf("route %s already exists in %s with prefix %s and next hop %s, and routekeeper does not own it (%s: %s); rename or delete it to let routekeeper route node %s",
+					r.Name, pl.table, r.AddressPrefix, hopText(r), cls.Owner, cls.Why, pl.nodeName(e)), r.Name)
+				pl.detailOf(e).forwarding = c.prefix == e.cidr && r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
 				continue
 			}
-			if c.cls.Prefix == e.cidr {
-				switch {
-				case r.NextHopType != route.VirtualAppliance || r.NextHopIP != e.hop:
-					e.why = fmt.Sprintf("next hop %s -> %s", hopText(r), e.hop)
-				case strings.EqualFold(r.ProvisioningState, "Failed"):
-					e.why = "provisioning state Failed: written again"
-				default:
-					e.act = actKeep
-					continue
-				}
-			} else {
-				if h, ok := pl.holder(e.cidr); ok && h != e.exact && !pl.routes[h].owned() {
+			if c.prefix == e.cidr && r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop && !strings.EqualFold(r.ProvisioningState, "Failed") {
+				e.act = actKeep
+				continue
+			}
+			if c.prefix != e.cidr {
+				if h, ok := pl.holder(e.cidr); ok && h != e.exact && !pl.routes[h].owned {
 					pl.prefixConflict(e, h)
 					continue
 				}
-				e.why = fmt.Sprintf("pod CIDR changed: %s -> %s", r.AddressPrefix, e.cidr)
 			}
 			e.act, e.target = actUpdate, e.exact
-			e.name = r.Name // keep ARM's spelling of the name
 			c.fate, c.entry = fateUpdate, int32(i)
 			continue
 		}
 		if e.incumbent >= 0 { // a legacy-named route of this node
 			e.act, e.replaces = actCreate, e.incumbent
-			e.why = "replaces legacy route " + pl.cur.Routes[e.incumbent].Name
 			continue
 		}
-		e.why = "new route"
 		if h, ok := pl.holder(e.cidr); ok {
-			if !pl.routes[h].owned() {
+			if !pl.routes[h].owned {
 				pl.prefixConflict(e, h)
 				continue
 			}
 			// An owned route of another name holds the prefix: it is
 			// stale (the pod CIDR moved to this node, or its node is
 			// gone) and stale() deletes it in the same write.
-			e.why = "pod CIDR moved from route " + pl.cur.Routes[h].Name
+			e.target = h
 		}
 		e.act = actCreate
 	}
 }
 
 func (pl *planner) prefixConflict(e *entry, h int32) {
-	r, c := &pl.cur.Routes[h], &pl.routes[h]
-	e.reason, e.other = ReasonPrefixConflict, r.Name
-	e.forwarding = r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
-	if e.forwarding {
-		e.msg = fmt.Sprintf("pod CIDR %s of node %s is already routed to %s by route %s, which routekeeper does not own (%s: %s); traffic flows, but to let routekeeper manage it delete the route or rename it to %s",
-			e.cidr, pl.nodeName(e), e.hop, r.Name, c.cls.Owner, c.cls.Why, e.name)
-		return
+	r, cls := &pl.cur.Routes[h], pl.classification(h)
+	forwarding := r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
+	if forwarding {
+		pl.fail(e, ReasonPrefixConflict, fmt.Sprintf("pod CIDR %s of node %s is already routed to %s by route %s, which routekeeper does not own (%s: %s); traffic flows, but to let routekeeper manage it delete the route or rename it to %s",
+			e.cidr, pl.nodeName(e), e.hop, r.Name, cls.Owner, cls.Why, schemeName(pl.nodeName(e), e.cidr)), r.Name)
+	} else {
+		pl.fail(e, ReasonPrefixConflict, fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s: %s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
+			e.cidr, pl.nodeName(e), r.Name, hopText(r), cls.Owner, cls.Why, pl.nodeName(e)), r.Name)
 	}
-	e.msg = fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s: %s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
-		e.cidr, pl.nodeName(e), r.Name, hopText(r), c.cls.Owner, c.cls.Why, pl.nodeName(e))
+	pl.detailOf(e).forwarding = forwarding
 }
 
 func hopText(r *route.Route) string {
@@ -593,16 +601,8 @@ func hopText(r *route.Route) string {
 // CIDR of its node. Legacy routes being renamed are settled by applyLimit.
 func (pl *planner) stale() {
 	for i := range pl.routes {
-		c := &pl.routes[i]
-		if !c.owned() || c.fate != fateCarry {
-			continue
-		}
-		c.fate = fateDelete
-		ln := strings.ToLower(c.cls.Node)
-		if _, found := slices.BinarySearchFunc(pl.order, ln, func(n int32, t string) int { return strings.Compare(pl.lnames[n], t) }); found {
-			c.why = "pod CIDR no longer assigned to the node"
-		} else {
-			c.why = "node no longer exists"
+		if c := &pl.routes[i]; c.owned && c.fate == fateCarry {
+			c.fate = fateDelete
 		}
 	}
 }
@@ -637,13 +637,45 @@ func (pl *planner) applyLimit() {
 			case e.act != actCreate:
 			case e.replaces >= 0: // a rename frees the slot it takes
 				c := &pl.routes[e.replaces]
-				c.fate, c.why = fateDelete, "legacy name, renamed to "+e.name
+				c.fate, c.entry = fateRenamed, i
 			case !fits:
 				e.act = actNone
-				e.reason, e.msg = ReasonRouteLimit, fmt.Sprintf("%s is full: its limit is %d routes and node %s needs %d more; free room or raise the limit", pl.table, pl.limit, pl.nodeName(e), need)
+				pl.fail(e, ReasonRouteLimit, fmt.Sprintf("%s is full: its limit is %d routes and node %s needs %d more; free room or raise the limit", pl.table, pl.limit, pl.nodeName(e), need), "")
 			}
 		}
 	}
+}
+
+// changeWhy says why an entry's route is created or updated.
+func (pl *planner) changeWhy(e *entry) string {
+	switch {
+	case e.act == actCreate && e.replaces >= 0:
+		return "replaces legacy route " + pl.cur.Routes[e.replaces].Name
+	case e.act == actCreate && e.target >= 0:
+		return "pod CIDR moved from route " + pl.cur.Routes[e.target].Name
+	case e.act == actCreate:
+		return "new route"
+	}
+	r := &pl.cur.Routes[e.target]
+	switch {
+	case pl.routes[e.target].prefix != e.cidr:
+		return fmt.Sprintf("pod CIDR changed: %s -> %s", r.AddressPrefix, e.cidr)
+	case r.NextHopType != route.VirtualAppliance || r.NextHopIP != e.hop:
+		return fmt.Sprintf("next hop %s -> %s", hopText(r), e.hop)
+	}
+	return "provisioning state Failed: written again"
+}
+
+// deleteWhy says why an owned route is deleted.
+func (pl *planner) deleteWhy(c *current) string {
+	if c.fate == fateRenamed {
+		return "legacy name, renamed to " + pl.entries[c.entry].name
+	}
+	ln := strings.ToLower(c.node)
+	if _, found := slices.BinarySearchFunc(pl.order, ln, func(n int32, t string) int { return strings.Compare(pl.lnames[n], t) }); found {
+		return "pod CIDR no longer assigned to the node"
+	}
+	return "node no longer exists"
 }
 
 // finish assembles the plan: changes, conflicts, node statuses and the
@@ -651,7 +683,24 @@ func (pl *planner) applyLimit() {
 func (pl *planner) finish() {
 	p := pl.p
 	routeNames := make([]string, len(pl.entries))
-	var updates []Change
+	changes, nupdates := 0, 0
+	for i := range pl.entries {
+		switch pl.entries[i].act {
+		case actCreate:
+			changes++
+		case actUpdate:
+			changes++
+			nupdates++
+		}
+	}
+	var deletes []int32
+	for i := range pl.routes {
+		if f := pl.routes[i].fate; f == fateDelete || f == fateRenamed {
+			deletes = append(deletes, int32(i))
+		}
+	}
+	p.Changes = make([]Change, 0, changes+len(deletes))
+	updates := make([]Change, 0, nupdates)
 	for _, ni := range pl.order {
 		n := &pl.in.Nodes[ni]
 		if len(n.PodCIDRs) == 0 {
@@ -667,15 +716,16 @@ func (pl *planner) finish() {
 			e := &pl.entries[i]
 			switch {
 			case e.reason != "":
-				p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Prefix: e.cidr, Reason: e.reason, Message: e.msg, Route: e.other, Forwarding: e.forwarding})
+				d := pl.detailOf(e)
+				p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Prefix: e.cidr, Reason: e.reason, Message: d.msg, Route: d.other, Forwarding: d.forwarding})
 				if st.Reason == "" {
-					st.State, st.Reason, st.Message = NotRouted, e.reason, e.msg
+					st.State, st.Reason, st.Message = NotRouted, e.reason, d.msg
 				}
 			case e.act == actCreate:
-				p.Changes = append(p.Changes, Change{Kind: Create, Route: e.route(), Node: n.Name, Reason: e.why})
+				p.Changes = append(p.Changes, Change{Kind: Create, Route: e.route(), Node: n.Name, Reason: pl.changeWhy(e)})
 			case e.act == actUpdate:
 				old := pl.cur.Routes[e.target]
-				updates = append(updates, Change{Kind: Update, Route: e.route(), Old: &old, Node: n.Name, Reason: e.why})
+				updates = append(updates, Change{Kind: Update, Route: e.route(), Old: &old, Node: n.Name, Reason: pl.changeWhy(e)})
 			}
 			if (e.act == actCreate || e.act == actUpdate) && st.State == Routed {
 				st.State = Pending
@@ -684,7 +734,7 @@ func (pl *planner) finish() {
 			case e.act == actCreate || e.act == actUpdate:
 				routeNames[k] = e.name
 				k++
-			case e.incumbent >= 0 && pl.routes[e.incumbent].fate != fateDelete:
+			case e.incumbent >= 0 && pl.routes[e.incumbent].fate == fateProtected:
 				routeNames[k] = pl.cur.Routes[e.incumbent].Name
 				k++
 			}
@@ -695,23 +745,22 @@ func (pl *planner) finish() {
 		p.Nodes[n.Name] = st
 	}
 	p.Changes = append(p.Changes, updates...)
-	var deletes []int32
-	for i := range pl.routes {
-		if pl.routes[i].fate == fateDelete {
-			deletes = append(deletes, int32(i))
-		}
-	}
 	slices.SortFunc(deletes, func(a, b int32) int {
 		ca, cb := &pl.routes[a], &pl.routes[b]
-		return cmp.Or(strings.Compare(strings.ToLower(ca.cls.Node), strings.ToLower(cb.cls.Node)), strings.Compare(ca.cls.Node, cb.cls.Node),
-			ca.cls.Prefix.Addr().Compare(cb.cls.Prefix.Addr()), cmp.Compare(ca.cls.Prefix.Bits(), cb.cls.Prefix.Bits()), strings.Compare(ca.lname, cb.lname))
+		return cmp.Or(strings.Compare(strings.ToLower(ca.node), strings.ToLower(cb.node)), strings.Compare(ca.node, cb.node),
+			ca.prefix.Addr().Compare(cb.prefix.Addr()), cmp.Compare(ca.prefix.Bits(), cb.prefix.Bits()), strings.Compare(pl.cur.Routes[a].Name, pl.cur.Routes[b].Name))
 	})
 	for _, i := range deletes {
-		p.Changes = append(p.Changes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: pl.routes[i].cls.Node, Reason: pl.routes[i].why})
+		c := &pl.routes[i]
+		p.Changes = append(p.Changes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.node, Reason: pl.deleteWhy(c)})
 	}
 	if len(p.Changes) > 0 || p.Claim {
 		p.Desired = pl.desired()
 	}
+}
+
+func (e *entry) route() route.Route {
+	return route.Route{Name: e.name, AddressPrefix: e.cidr.String(), Prefix: e.cidr, NextHopType: route.VirtualAppliance, NextHopIP: e.hop}
 }
 
 // desired builds the table to PUT: a deep copy of the current table with
@@ -735,7 +784,7 @@ func (pl *planner) desired() *route.Table {
 	t.Routes = make([]route.Route, 0, len(pl.cur.Routes)+creates)
 	for i, r := range pl.cur.Routes {
 		switch c := &pl.routes[i]; c.fate {
-		case fateDelete:
+		case fateDelete, fateRenamed:
 		case fateUpdate:
 			t.Routes = append(t.Routes, pl.entries[c.entry].route())
 		default:

@@ -115,7 +115,7 @@ func (o Ownership) ClassifyAt(r *Route, claim string) Classification {
 }
 
 func (o Ownership) classify(r *Route, claim string) Classification {
-	p, ok := r.CIDR()
+	p, canonical, ok := r.cidr()
 	if !ok {
 		return Classification{Owner: OwnerCustom, Why: "prefix is not a CIDR"}
 	}
@@ -127,7 +127,7 @@ func (o Ownership) classify(r *Route, claim string) Classification {
 	case !inScheme:
 		c.Owner, c.Why = OwnerCustom, "name not in the naming scheme"
 		return c
-	case !mangledEqual(mangled, p):
+	case canonical && !mangledEqualText(mangled, r.AddressPrefix) || !canonical && !mangledEqual(mangled, p):
 		c.Owner, c.Why = OwnerCustom, "name does not match the prefix"
 		return c
 	default:
@@ -190,20 +190,31 @@ func (o Ownership) Contains(p netip.Prefix) bool {
 // it falls back to Prefix when AddressPrefix is empty. ok is false for
 // service tags and anything else that is not a CIDR.
 func (r Route) CIDR() (netip.Prefix, bool) {
+	p, _, ok := r.cidr()
+	return p, ok
+}
+
+// cidr is CIDR that also reports whether AddressPrefix is the canonical
+// text of the masked prefix, so that the name check can read the text.
+func (r *Route) cidr() (p netip.Prefix, canonical, ok bool) {
 	if r.AddressPrefix == "" {
-		return r.Prefix.Masked(), r.Prefix.IsValid()
+		return r.Prefix.Masked(), false, r.Prefix.IsValid()
 	}
 	if r.Prefix.IsValid() {
 		var buf [64]byte
 		if string(r.Prefix.AppendTo(buf[:0])) == r.AddressPrefix {
-			return r.Prefix.Masked(), true // already parsed; saves the work
+			// Already parsed; saves the work.
+			m := r.Prefix.Masked()
+			return m, m == r.Prefix, true
 		}
 	}
 	p, err := netip.ParsePrefix(r.AddressPrefix)
 	if err != nil {
-		return netip.Prefix{}, false
+		return netip.Prefix{}, false, false
 	}
-	return p.Masked(), true
+	m := p.Masked()
+	var buf [64]byte
+	return m, string(m.AppendTo(buf[:0])) == r.AddressPrefix, true
 }
 
 // MangleCIDR returns the CIDR as it appears in a route name: masked, with
@@ -223,6 +234,22 @@ func mangledEqual(mangled string, p netip.Prefix) bool {
 			continue
 		}
 		if i >= len(mangled) || lower(mangled[i]) != lower(b) {
+			return false
+		}
+		i++
+	}
+	return i == len(mangled)
+}
+
+// mangledEqualText is mangledEqual for the canonical text of the prefix.
+func mangledEqualText(mangled, text string) bool {
+	i := 0
+	for j := 0; j < len(text); j++ {
+		b := text[j]
+		if b == '.' || b == ':' || b == '/' {
+			continue
+		}
+		if i >= len(mangled) || lower(mangled[i]) != b {
 			return false
 		}
 		i++
