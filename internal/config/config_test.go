@@ -489,7 +489,10 @@ cloud:
 
 	// The secret never shows.
 	var logBuf bytes.Buffer
-	slog.New(slog.NewTextHandler(&logBuf, nil)).Info("config", "azure", az, "secret", az.ClientSecret, "json", c.AzureJSON)
+	slog.New(slog.NewTextHandler(&logBuf, nil)).Info("config", "azure", az, "secret", az.ClientSecret, "json", c.AzureJSON, "config", c)
+	if !strings.Contains(logBuf.String(), "config.cluster=selfmanaged") {
+		t.Errorf("the config does not log as a summary: %s", logBuf.String())
+	}
 	js, _ := json.Marshal(c)
 	ajs, _ := json.Marshal(c.AzureJSON)
 	for name, s := range map[string]string{

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,4 +130,23 @@ func yamlSpecial(s string) bool {
 		return true
 	}
 	return false
+}
+
+// LogValue gives logs a one-line summary instead of the whole dump.
+func (c *Config) LogValue() slog.Value {
+	cidrs := make([]string, len(c.Cluster.ClusterCIDRs))
+	for i, p := range c.Cluster.ClusterCIDRs {
+		cidrs[i] = p.String()
+	}
+	return slog.GroupValue(
+		slog.String("file", c.File),
+		slog.String("cluster", c.Cluster.Name),
+		slog.String("clusterCIDRs", strings.Join(cidrs, ",")),
+		slog.String("routeTable", c.RouteTable.ID),
+		slog.Int("subnets", len(c.Subnets)),
+		slog.String("routes", string(c.Routes)),
+		slog.String("association", string(c.Association.Policy)),
+		slog.String("cloud", string(c.Cloud.Type)),
+		slog.String("source", string(c.Source.Type)),
+	)
 }
