@@ -144,6 +144,9 @@ func TestDefaultsGolden(t *testing.T) {
 // TestDumpRoundTrip: reading a dump back gives the same configuration.
 func TestDumpRoundTrip(t *testing.T) {
 	dir := t.TempDir()
+	// an explicit (empty) azure.json keeps the test from reading the
+	// machine's /etc/kubernetes/azure.json
+	writeFile(t, dir, "empty.json", "{}")
 	src := writeFile(t, dir, "in.yaml", `
 cluster:
   name: dual
@@ -158,7 +161,7 @@ routes: observe
 cloud:
   type: azure
   local: {state: /var/lib/routekeeper/fabric.db, operationDuration: 2s}
-  azure: {subscriptionID: `+sub0+`, tenantID: contoso.onmicrosoft.com, useManagedIdentity: true, userAssignedIdentityID: 44444444-4444-4444-4444-444444444444, cloud: azurechinacloud}
+  azure: {configFile: empty.json, subscriptionID: `+sub0+`, tenantID: contoso.onmicrosoft.com, useManagedIdentity: true, userAssignedIdentityID: 44444444-4444-4444-4444-444444444444, cloud: azurechinacloud}
 source: {type: kube, kube: {kubeconfig: /etc/kubernetes/admin.conf}}
 controller: {batchWindow: 0s, resync: 2h, leaderElection: {enabled: true, namespace: net, name: rk}, metricsAddress: "127.0.0.1:9100"}
 `)
