@@ -61,13 +61,10 @@ type listPage struct {
 // the whole subscription, one page at a time; the skip token is the sort
 // key of the last item served.
 func (s *Server) listTop(ctx context.Context, q *request, typ string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
-	if err := s.settle(ctx); err != nil {
-		return nil, err
-	}
 	sub := q.segs[1]
 	rgKey := ""
 	page := listPage{Value: []json.RawMessage{}}
-	err := s.store.read(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *txn) error {
 		if len(q.segs) > 3 && len(q.segs) >= 7 {
 			rg, err := requireRG(tx, sub, q.segs[3], false)
 			if err != nil {

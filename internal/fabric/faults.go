@@ -287,12 +287,12 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 		if err != nil {
 			return err
 		}
-		var mine []*armnetwork.Route
+		var mine []*routeDoc
 		used := map[string]bool{}
 		maxN := 0
 		for _, r := range t.Properties.Routes {
-			used[prefixKey(str(r.Properties.AddressPrefix))] = true
-			if n, ok := strings.CutPrefix(strings.ToLower(str(r.Name)), "intruder-"); ok {
+			used[prefixKey(r.Properties.AddressPrefix)] = true
+			if n, ok := strings.CutPrefix(strings.ToLower(r.Name), "intruder-"); ok {
 				mine = append(mine, r)
 				if v, err := strconv.Atoi(n); err == nil && v > maxN {
 					maxN = v
@@ -303,14 +303,14 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 		canAdd := len(t.Properties.Routes) < s.routeLimit
 		if len(mine) > 0 && (coin == 0 || !canAdd) {
 			r := mine[0]
-			ip, _ := netip.ParseAddr(str(r.Properties.NextHopIPAddress))
+			ip, _ := netip.ParseAddr(r.Properties.NextHopIPAddress)
 			next := netip.MustParseAddr("10.255.255.1")
 			if ip.IsValid() && ip.Is4() {
 				next = ip.Next()
 			}
-			r.Properties.NextHopType = ptr(armnetwork.RouteNextHopTypeVirtualAppliance)
-			r.Properties.NextHopIPAddress = ptr(next.String())
-			r.Etag = ptr(etag)
+			r.Properties.NextHopType = string(armnetwork.RouteNextHopTypeVirtualAppliance)
+			r.Properties.NextHopIPAddress = next.String()
+			r.Etag = etag
 		} else if canAdd {
 			var prefix netip.Prefix
 			a := intruderPrefixBase
@@ -331,24 +331,23 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 				return nil
 			}
 			name := fmt.Sprintf("intruder-%d", maxN+1)
-			t.Properties.Routes = append(t.Properties.Routes, &armnetwork.Route{
-				ID: ptr(childID(row.ID, childRoutes, name)), Name: ptr(name), Type: ptr(armTypeRoute), Etag: ptr(etag),
-				Properties: &armnetwork.RoutePropertiesFormat{
-					AddressPrefix: ptr(prefix.String()), NextHopType: ptr(armnetwork.RouteNextHopTypeVirtualAppliance),
-					NextHopIPAddress: ptr("10.255.255.1"), HasBgpOverride: ptr(false),
-					ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded),
+			t.Properties.Routes = append(t.Properties.Routes, &routeDoc{
+				ID: childID(row.ID, childRoutes, name), Name: name, Type: armTypeRoute, Etag: etag,
+				Properties: routeProps{
+					ProvisioningState: stateSucceeded, AddressPrefix: prefix.String(),
+					NextHopType: string(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: "10.255.255.1",
 				},
 			})
 		} else {
 			return nil
 		}
-		t.Etag = ptr(etag)
+		t.Etag = etag
 		doc, err := encode(t)
 		if err != nil {
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		return tx.putResource(row)
+		return s.storeRow(tx, row)
 	})
 	if err != nil {
 		s.log.Warn("fabric intruder failed", "table", tableKey, "err", err)

@@ -148,8 +148,8 @@ func TestIntruder(t *testing.T) {
 					}
 				}
 				// It never touches other routes.
-				mine := findRoute(now.Properties.Routes, "mine")
-				fw := findRoute(now.Properties.Routes, "fw")
+				mine := sdkRoute(now, "mine")
+				fw := sdkRoute(now, "fw")
 				if mine == nil || fw == nil || str(mine.Properties.NextHopIPAddress) != "10.240.0.20" || str(fw.Properties.NextHopIPAddress) != "10.240.0.4" {
 					t.Fatalf("round %d: the intruder touched other routes: %v", round, routeNames(now))
 				}

@@ -259,3 +259,12 @@ func routeNames(t armnetwork.RouteTable) []string {
 	}
 	return out
 }
+
+func sdkRoute(t armnetwork.RouteTable, name string) *armnetwork.Route {
+	for _, r := range t.Properties.Routes {
+		if strings.EqualFold(str(r.Name), name) {
+			return r
+		}
+	}
+	return nil
+}

@@ -61,22 +61,28 @@ func (s *Server) record(tx *txn, o *operation) error {
 	return nil
 }
 
-// settle finishes the operations whose end time has passed. It runs before
-// every request, so completion is lazy but never late as seen by a client,
-// and works the same when another process started the operation.
-func (s *Server) settle(ctx context.Context) error {
-	var due bool
-	if err := s.store.read(ctx, func(tx *txn) error {
-		var err error
-		due, err = tx.anyDue(s.now().UnixNano())
-		return err
-	}); err != nil {
-		return err
+// view runs fn in a read transaction after finishing the operations whose
+// end time has passed. Completion is lazy, on the first request after the
+// end time, but never late as a client sees it, and works the same when
+// another process started the operation. The check shares fn's
+// transaction: a request pays for a second one only when work is due.
+func (s *Server) view(ctx context.Context, fn func(*txn) error) error {
+	for {
+		due := false
+		err := s.store.read(ctx, func(tx *txn) error {
+			var err error
+			if due, err = tx.anyDue(s.now().UnixNano()); err != nil || due {
+				return err
+			}
+			return fn(tx)
+		})
+		if err != nil || !due {
+			return err
+		}
+		if err := s.store.write(ctx, func(tx *txn) error { return s.settleTx(tx) }); err != nil {
+			return err
+		}
 	}
-	if !due {
-		return nil
-	}
-	return s.store.write(ctx, func(tx *txn) error { return s.settleTx(tx) })
 }
 
 // settleTx is settle inside a write transaction.
@@ -133,7 +139,7 @@ func (s *Server) finish(tx *txn, o *operation) error {
 			return err
 		}
 		row.Doc = doc
-		if err := tx.putResource(row); err != nil {
+		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
 	case opChildDelete:
@@ -192,13 +198,23 @@ func (s *Server) restore(tx *txn, row *resourceRow, prev []byte) error {
 	return s.storeRow(tx, row)
 }
 
-// storeRow writes a resource and, for a virtual network, re-derives the
-// associations of its subnets.
+// storeRow writes a resource and keeps the derived data in step: a route
+// table's read-only subnets list is rewritten from the associations, and a
+// virtual network's subnets re-derive the associations (and so the subnets
+// lists of the tables they name, before and after).
 func (s *Server) storeRow(tx *txn, row *resourceRow) error {
-	if err := tx.putResource(row); err != nil {
-		return err
-	}
-	if row.Type == typeVirtualNetworks {
+	switch row.Type {
+	case typeRouteTables:
+		doc, err := tableWithSubnets(tx, row.Key, row.Doc)
+		if err != nil {
+			return err
+		}
+		row.Doc = doc
+		return tx.putResource(row)
+	case typeVirtualNetworks:
+		if err := tx.putResource(row); err != nil {
+			return err
+		}
 		vn, err := decodeVNet(row.Doc)
 		if err != nil {
 			return err
@@ -207,7 +223,47 @@ func (s *Server) storeRow(tx *txn, row *resourceRow) error {
 		if err != nil {
 			return err
 		}
-		return tx.setAssociations(row.Key, as)
+		return s.setAssociations(tx, row.Key, as)
+	}
+	return tx.putResource(row)
+}
+
+// setAssociations replaces a virtual network's associations and refreshes
+// the subnets list of every route table that gained or lost one.
+func (s *Server) setAssociations(tx *txn, vnetKey string, as []association) error {
+	before, err := tx.tablesOfVNet(vnetKey)
+	if err != nil {
+		return err
+	}
+	if err := tx.setAssociations(vnetKey, as); err != nil {
+		return err
+	}
+	touched := map[string]bool{}
+	for _, k := range before {
+		touched[k] = true
+	}
+	for _, a := range as {
+		touched[a.TableKey] = true
+	}
+	for k := range touched {
+		row, err := tx.getResource(k)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			continue
+		}
+		doc, err := tableWithSubnets(tx, row.Key, row.Doc)
+		if err != nil {
+			return err
+		}
+		if string(doc) == string(row.Doc) {
+			continue
+		}
+		row.Doc = doc // the etag stays: the table itself was not written
+		if err := tx.putResource(row); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -218,7 +274,7 @@ func (s *Server) removeResource(tx *txn, row *resourceRow) error {
 		return err
 	}
 	if row.Type == typeVirtualNetworks {
-		return tx.setAssociations(row.Key, nil)
+		return s.setAssociations(tx, row.Key, nil)
 	}
 	return nil
 }
@@ -389,11 +445,8 @@ func (s *Server) operationResult(q *request, o *operation) (*response, error) {
 }
 
 func (s *Server) loadOp(ctx context.Context, id string) (*operation, error) {
-	if err := s.settle(ctx); err != nil {
-		return nil, err
-	}
 	var o *operation
-	err := s.store.read(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *txn) error {
 		var err error
 		o, err = tx.getOp(id)
 		return err

@@ -26,11 +26,8 @@ func rgBody(r *rgRow) *resourceGroup {
 }
 
 func (s *Server) getResourceGroup(ctx context.Context, q *request) (*response, error) {
-	if err := s.settle(ctx); err != nil {
-		return nil, err
-	}
 	var resp *response
-	err := s.store.read(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *txn) error {
 		rg, err := requireRG(tx, q.segs[1], q.segs[3], false)
 		if err != nil {
 			return err
@@ -179,13 +176,10 @@ func (s *Server) deleteResourceGroup(ctx context.Context, q *request) (*response
 }
 
 func (s *Server) listResourceGroups(ctx context.Context, q *request) (*response, error) {
-	if err := s.settle(ctx); err != nil {
-		return nil, err
-	}
 	page := struct {
 		Value []*resourceGroup `json:"value"`
 	}{Value: []*resourceGroup{}}
-	err := s.store.read(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *txn) error {
 		rows, err := tx.listRGs(q.segs[1])
 		if err != nil {
 			return err
@@ -217,7 +211,7 @@ func (s *Server) listSubscriptions(ctx context.Context, q *request) (*response, 
 	page := struct {
 		Value []subscription `json:"value"`
 	}{Value: []subscription{}}
-	err := s.store.read(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *txn) error {
 		subs, err := tx.listSubscriptions()
 		for _, sub := range subs {
 			page.Value = append(page.Value, subBody(sub))

@@ -12,55 +12,27 @@ import (
 	"github.com/google/uuid"
 )
 
-func decodeTable(doc []byte) (*armnetwork.RouteTable, error) {
-	var t armnetwork.RouteTable
-	if err := json.Unmarshal(doc, &t); err != nil {
-		return nil, fmt.Errorf("decoding stored route table: %w", err)
-	}
-	if t.Properties == nil {
-		t.Properties = &armnetwork.RouteTablePropertiesFormat{}
-	}
-	return &t, nil
-}
-
-// settleTable: see settleDoc.
-func settleTable(t *armnetwork.RouteTable, removeChild, etag string) {
-	if etag != "" {
-		t.Etag = ptr(etag)
-		t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateFailed)
-		return
-	}
-	t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
-	routes := t.Properties.Routes[:0]
-	for _, r := range t.Properties.Routes {
-		if removeChild != "" && strings.EqualFold(str(r.Name), removeChild) {
-			continue
-		}
-		r.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
-		routes = append(routes, r)
-	}
-	t.Properties.Routes = routes
-}
-
-// renderTable is a stored route table as ARM returns it: with the
-// read-only back-references to its subnets.
-func renderTable(tx *txn, row *resourceRow) (json.RawMessage, error) {
-	subnets, err := tx.subnetsOf(row.Key)
+// tableWithSubnets returns a route table document whose read-only
+// subnets list is the table's current associations.
+func tableWithSubnets(tx *txn, tableKey string, doc []byte) ([]byte, error) {
+	subnets, err := tx.subnetsOf(tableKey)
 	if err != nil {
 		return nil, err
 	}
-	if len(subnets) == 0 {
-		return row.Doc, nil
-	}
-	t, err := decodeTable(row.Doc)
+	t, err := decodeTable(doc)
 	if err != nil {
 		return nil, err
 	}
+	t.Properties.Subnets = nil
 	for _, id := range subnets {
-		t.Properties.Subnets = append(t.Properties.Subnets, &armnetwork.Subnet{ID: ptr(id)})
+		t.Properties.Subnets = append(t.Properties.Subnets, idRef{ID: id})
 	}
 	return encode(t)
 }
+
+// renderTable is a stored route table as ARM returns it. The document
+// carries its subnets list (kept by storeRow), so a GET is a copy.
+func renderTable(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
 func (s *Server) listRouteTables(ctx context.Context, q *request) (*response, error) {
 	return s.listTop(ctx, q, typeRouteTables, renderTable)
@@ -69,11 +41,8 @@ func (s *Server) listRouteTables(ctx context.Context, q *request) (*response, er
 // readTop reads one top-level resource for a GET: 404 when it or its group
 // is missing.
 func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, fn func(*txn, *resourceRow) error) error {
-	if err := s.settle(ctx); err != nil {
-		return err
-	}
 	t := q.target()
-	return s.store.read(ctx, func(tx *txn) error {
+	return s.view(ctx, func(tx *txn) error {
 		rg, err := requireRG(tx, t.sub, t.rg, false)
 		if err != nil {
 			return err
@@ -136,7 +105,7 @@ func (s *Server) writeTop(ctx context.Context, q *request, typ string, fn func(t
 }
 
 func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.RouteTable
+	var in tableIn
 	if err := decodeObject(q.body, &in); err != nil {
 		return nil, err
 	}
@@ -147,7 +116,7 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 	var resp *response
 	err := s.writeTop(ctx, q, typeRouteTables, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
 		id, curEtag := fresh.ID, ""
-		var cur *armnetwork.RouteTable
+		var cur *tableDoc
 		if row != nil {
 			var err error
 			if cur, err = decodeTable(row.Doc); err != nil {
@@ -160,31 +129,26 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 		}
 		curLoc := ""
 		if cur != nil {
-			curLoc = str(cur.Location)
+			curLoc = cur.Location
 		}
 		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
 		if err != nil {
 			return err
 		}
 		etag := newEtag()
-		out := &armnetwork.RouteTable{
-			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeRouteTable), Location: ptr(loc),
-			Tags: tagsOf(in.Tags), Etag: ptr(etag),
-			Properties: &armnetwork.RouteTablePropertiesFormat{
-				DisableBgpRoutePropagation: ptr(false),
-				ProvisioningState:          ptr(armnetwork.ProvisioningStateUpdating),
-				ResourceGUID:               ptr(uuid.NewString()),
-			},
+		out := &tableDoc{
+			ID: id, Name: nameOf(id), Type: armTypeRouteTable, Location: loc, Tags: plainTags(in.Tags), Etag: etag,
+			Properties: tableProps{ProvisioningState: stateUpdating, ResourceGUID: uuid.NewString(), Routes: []*routeDoc{}},
 		}
-		var curRoutes []*armnetwork.Route
+		var curRoutes []*routeDoc
 		if cur != nil {
 			out.Properties.ResourceGUID = cur.Properties.ResourceGUID
 			curRoutes = cur.Properties.Routes
 		}
-		var inRoutes []*armnetwork.Route
+		var inRoutes []*routeIn
 		if in.Properties != nil {
 			if in.Properties.DisableBgpRoutePropagation != nil {
-				out.Properties.DisableBgpRoutePropagation = ptr(*in.Properties.DisableBgpRoutePropagation)
+				out.Properties.DisableBgpRoutePropagation = *in.Properties.DisableBgpRoutePropagation
 			}
 			inRoutes = in.Properties.Routes
 		}
@@ -201,8 +165,7 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 				return badRequest("DuplicateResourceName", "Route table %s has more than one route named %s.", t.name, name)
 			}
 			seen[key(name)] = true
-			prev := findRoute(curRoutes, name)
-			nr, err := buildRoute(id, name, r.Properties, prev, etag)
+			nr, err := buildRoute(id, name, r.Properties, findRoute(curRoutes, name), etag)
 			if err != nil {
 				return err
 			}
@@ -223,14 +186,11 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		if err := tx.putResource(row); err != nil {
+		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
+		body := json.RawMessage(row.Doc)
 		o := s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev)
-		body, err := renderTable(tx, row)
-		if err != nil {
-			return err
-		}
 		if err := s.record(tx, o); err != nil {
 			return err
 		}
@@ -246,32 +206,34 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 	return resp, err
 }
 
+func plainTags(in map[string]*string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = str(v)
+	}
+	return out
+}
+
 // nameOf is the last segment of an ID.
 func nameOf(id string) string { return id[strings.LastIndex(id, "/")+1:] }
 
-func findRoute(routes []*armnetwork.Route, name string) *armnetwork.Route {
-	for _, r := range routes {
-		if strings.EqualFold(str(r.Name), name) {
-			return r
-		}
-	}
-	return nil
-}
-
 // buildRoute validates a route as a client sent it and returns it as the
 // table will hold it. An unchanged route keeps its etag and state.
-func buildRoute(tableID, name string, p *armnetwork.RoutePropertiesFormat, prev *armnetwork.Route, etag string) (*armnetwork.Route, error) {
+func buildRoute(tableID, name string, p *routePropsIn, prev *routeDoc, etag string) (*routeDoc, error) {
 	if p == nil {
 		return nil, errInvalidFormat("Route %s has no properties.", name)
 	}
 	if prev != nil {
-		name = str(prev.Name) // ARM keeps the name as first created
+		name = prev.Name // ARM keeps the name as first created
 	}
 	prefix := strings.TrimSpace(str(p.AddressPrefix))
 	if prefix == "" {
 		return nil, errInvalidFormat("Route %s has no addressPrefix.", name)
 	}
-	if !serviceTagRE.MatchString(prefix) || strings.Contains(str(p.AddressPrefix), "/") {
+	if !serviceTagRE.MatchString(prefix) {
 		_, code, want := prefixProblem(prefix)
 		switch code {
 		case "InvalidCIDRNotation":
@@ -285,20 +247,15 @@ func buildRoute(tableID, name string, p *armnetwork.RoutePropertiesFormat, prev 
 	if p.NextHopType == nil {
 		return nil, errInvalidFormat("Route %s has no nextHopType.", name)
 	}
-	hop, ok := canonicalHop(string(*p.NextHopType))
+	hop, ok := canonicalHop(*p.NextHopType)
 	if !ok {
 		return nil, errInvalidFormat("Route %s has an unknown nextHopType %q; it must be one of VirtualNetworkGateway, VnetLocal, Internet, VirtualAppliance, None.",
-			name, string(*p.NextHopType))
+			name, *p.NextHopType)
 	}
 	ip := strings.TrimSpace(str(p.NextHopIPAddress))
-	out := &armnetwork.Route{
-		ID: ptr(childID(tableID, childRoutes, name)), Name: ptr(name), Type: ptr(armTypeRoute), Etag: ptr(etag),
-		Properties: &armnetwork.RoutePropertiesFormat{
-			AddressPrefix:     ptr(prefix),
-			NextHopType:       ptr(hop),
-			HasBgpOverride:    ptr(false),
-			ProvisioningState: ptr(armnetwork.ProvisioningStateUpdating),
-		},
+	out := &routeDoc{
+		ID: childID(tableID, childRoutes, name), Name: name, Type: armTypeRoute, Etag: etag,
+		Properties: routeProps{ProvisioningState: stateUpdating, AddressPrefix: prefix, NextHopType: string(hop)},
 	}
 	if hop == armnetwork.RouteNextHopTypeVirtualAppliance {
 		if ip == "" {
@@ -309,21 +266,20 @@ func buildRoute(tableID, name string, p *armnetwork.RoutePropertiesFormat, prev 
 		if err != nil || a.Zone() != "" {
 			return nil, badRequest("InvalidNextHopIpAddress", "Route %s has an invalid NextHopIpAddress %q.", name, ip)
 		}
-		out.Properties.NextHopIPAddress = ptr(a.String())
+		out.Properties.NextHopIPAddress = a.String()
 	} else if ip != "" {
 		return nil, badRequest("NextHopIpAddressNotAllowed",
 			"NextHopIpAddress %s is not allowed in route %s when NextHopType is %s. Next hop values are only allowed in routes where the next hop type is VirtualAppliance.",
 			ip, name, hop)
 	}
-	if prev != nil && prev.Properties != nil && sameRoute(prev.Properties, out.Properties) {
+	if prev != nil && sameRoute(prev.Properties, out.Properties) {
 		out.Etag = prev.Etag
 	}
 	return out, nil
 }
 
-func sameRoute(a, b *armnetwork.RoutePropertiesFormat) bool {
-	return str(a.AddressPrefix) == str(b.AddressPrefix) && a.NextHopType != nil && b.NextHopType != nil &&
-		*a.NextHopType == *b.NextHopType && str(a.NextHopIPAddress) == str(b.NextHopIPAddress)
+func sameRoute(a, b routeProps) bool {
+	return a.AddressPrefix == b.AddressPrefix && a.NextHopType == b.NextHopType && a.NextHopIPAddress == b.NextHopIPAddress
 }
 
 func canonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
@@ -337,19 +293,19 @@ func canonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
 
 // checkRoutes applies the whole-table rules: no two routes with the same
 // address prefix (RouteConflict) and no more routes than the limit.
-func (s *Server) checkRoutes(tableID string, routes []*armnetwork.Route) error {
+func (s *Server) checkRoutes(tableID string, routes []*routeDoc) error {
 	if len(routes) > s.routeLimit {
 		return badRequest("RouteTableRouteLimitExceeded",
 			"Route table %s has %d routes, more than the limit of %d routes per route table.", tableID, len(routes), s.routeLimit)
 	}
 	seen := make(map[string]string, len(routes))
 	for _, r := range routes {
-		k := prefixKey(str(r.Properties.AddressPrefix))
+		k := prefixKey(r.Properties.AddressPrefix)
 		if first, ok := seen[k]; ok {
 			return badRequest("RouteConflict",
-				"Route: %s conflicts with Route: %s. Routes cannot have the same AddressPrefix.", str(r.Name), first)
+				"Route: %s conflicts with Route: %s. Routes cannot have the same AddressPrefix.", r.Name, first)
 		}
-		seen[k] = str(r.Name)
+		seen[k] = r.Name
 	}
 	return nil
 }
@@ -405,7 +361,7 @@ func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check fu
 			return err
 		}
 		row.Doc = doc
-		if err := tx.putResource(row); err != nil {
+		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
 		o := s.newOp(opDelete, rg.Sub, loc, row.Key, row.ID, "", nil)
@@ -427,9 +383,9 @@ func markDeleting(row *resourceRow) (string, []byte, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		t.Properties.ProvisioningState = stateDeleting
 		doc, err := encode(t)
-		return str(t.Location), doc, err
+		return t.Location, doc, err
 	case typeVirtualNetworks:
 		v, err := decodeVNet(row.Doc)
 		if err != nil {
@@ -482,7 +438,7 @@ func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string,
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		if err := tx.putResource(row); err != nil {
+		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
 		body, err := render(tx, row)
@@ -535,14 +491,14 @@ func (s *Server) getRoute(ctx context.Context, q *request) (*response, error) {
 		if r == nil {
 			return errChildNotFound(typeRouteTables, tg.name, childRoutes, tg.childName, tg.rg)
 		}
-		resp = &response{status: http.StatusOK, body: r, header: withEtag(str(r.Etag))}
+		resp = &response{status: http.StatusOK, body: r, header: withEtag(r.Etag)}
 		return nil
 	})
 	return resp, err
 }
 
 func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.Route
+	var in routeIn
 	if err := decodeObject(q.body, &in); err != nil {
 		return nil, err
 	}
@@ -560,11 +516,11 @@ func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 			return err
 		}
 		prev := findRoute(t.Properties.Routes, tg.childName)
-		routeID := childID(row.ID, childRoutes, tg.childName)
+		routeID, prevTag := childID(row.ID, childRoutes, tg.childName), ""
 		if prev != nil {
-			routeID = str(prev.ID)
+			routeID, prevTag = prev.ID, prev.Etag
 		}
-		if err := checkPreconditions(q, routeID, prev != nil, str(prevEtag(prev))); err != nil {
+		if err := checkPreconditions(q, routeID, prev != nil, prevTag); err != nil {
 			return err
 		}
 		etag := newEtag()
@@ -572,11 +528,11 @@ func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 		if err != nil {
 			return err
 		}
-		nr.Etag = ptr(etag) // the route was written: new etag even if unchanged
-		routes := make([]*armnetwork.Route, 0, len(t.Properties.Routes)+1)
+		nr.Etag = etag // the route was written: new etag even if unchanged
+		routes := make([]*routeDoc, 0, len(t.Properties.Routes)+1)
 		replaced := false
 		for _, r := range t.Properties.Routes {
-			if strings.EqualFold(str(r.Name), tg.childName) {
+			if strings.EqualFold(r.Name, tg.childName) {
 				routes = append(routes, nr)
 				replaced = true
 				continue
@@ -591,17 +547,17 @@ func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 		}
 		prevDoc := row.Doc
 		t.Properties.Routes = routes
-		t.Etag = ptr(etag)
-		t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+		t.Etag = etag
+		t.Properties.ProvisioningState = stateUpdating
 		doc, err := encode(t)
 		if err != nil {
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		if err := tx.putResource(row); err != nil {
+		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
-		o := s.newOp(opPut, rg.Sub, str(t.Location), row.Key, row.ID, "", prevDoc)
+		o := s.newOp(opPut, rg.Sub, t.Location, row.Key, row.ID, "", prevDoc)
 		if err := s.record(tx, o); err != nil {
 			return err
 		}
@@ -617,13 +573,6 @@ func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 	return resp, err
 }
 
-func prevEtag(r *armnetwork.Route) *string {
-	if r == nil {
-		return nil
-	}
-	return r.Etag
-}
-
 func (s *Server) deleteRoute(ctx context.Context, q *request) (*response, error) {
 	tg := q.target()
 	var resp *response
@@ -636,7 +585,11 @@ func (s *Server) deleteRoute(ctx context.Context, q *request) (*response, error)
 			return err
 		}
 		r := findRoute(t.Properties.Routes, tg.childName)
-		if err := checkPreconditions(q, childID(row.ID, childRoutes, tg.childName), r != nil, str(prevEtag(r))); err != nil {
+		rTag := ""
+		if r != nil {
+			rTag = r.Etag
+		}
+		if err := checkPreconditions(q, childID(row.ID, childRoutes, tg.childName), r != nil, rTag); err != nil {
 			return err
 		}
 		if r == nil {
@@ -645,18 +598,18 @@ func (s *Server) deleteRoute(ctx context.Context, q *request) (*response, error)
 		}
 		prevDoc := row.Doc
 		etag := newEtag()
-		r.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		t.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-		t.Etag = ptr(etag)
+		r.Properties.ProvisioningState = stateDeleting
+		t.Properties.ProvisioningState = stateUpdating
+		t.Etag = etag
 		doc, err := encode(t)
 		if err != nil {
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		if err := tx.putResource(row); err != nil {
+		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
-		o := s.newOp(opChildDelete, rg.Sub, str(t.Location), row.Key, row.ID, str(r.Name), prevDoc)
+		o := s.newOp(opChildDelete, rg.Sub, t.Location, row.Key, row.ID, r.Name, prevDoc)
 		if err := s.record(tx, o); err != nil {
 			return err
 		}

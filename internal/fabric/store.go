@@ -363,6 +363,25 @@ func (t *txn) setAssociations(vnetKey string, as []association) error {
 	return nil
 }
 
+// tablesOfVNet returns the keys of the route tables a virtual network's
+// subnets are associated with.
+func (t *txn) tablesOfVNet(vnetKey string) ([]string, error) {
+	rows, err := t.QueryContext(t.ctx, `SELECT DISTINCT table_key FROM associations WHERE vnet_key = ?`, vnetKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading associations: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
 // subnetsOf returns the IDs of the subnets associated with a route table.
 func (t *txn) subnetsOf(tableKey string) ([]string, error) {
 	rows, err := t.QueryContext(t.ctx, `SELECT subnet_id FROM associations WHERE table_key = ? ORDER BY subnet_key`, tableKey)

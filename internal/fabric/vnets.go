@@ -389,7 +389,7 @@ func resolveTable(tx *txn, ref, vnetID, subnetID, loc string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if str(t.Location) != loc {
+	if t.Location != loc {
 		return "", errInvalidReference(ref, subnetID)
 	}
 	return row.ID, nil
@@ -589,7 +589,7 @@ func (s *Server) deleteSubnet(ctx context.Context, q *request) (*response, error
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		if err := tx.putResource(row); err != nil {
+		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
 		o := s.newOp(opChildDelete, rg.Sub, str(v.Location), row.Key, row.ID, str(sn.Name), prevDoc)
