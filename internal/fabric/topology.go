@@ -1,0 +1,317 @@
+package fabric
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Topology is a small declarative description of resource groups, virtual
+// networks, subnets and route tables, the equivalent of the
+// `az network ...` commands of Kubernetes the Hard Way, applied to a fabric
+// with Apply. Locations default from the resource group, then the file.
+//
+//	subscription: 00000000-0000-0000-0000-000000000000   # optional
+//	location: eastus
+//	resourceGroups:
+//	  - name: kubernetes
+//	    virtualNetworks:
+//	      - name: kubernetes-vnet
+//	        addressPrefixes: [10.240.0.0/16]
+//	        subnets:
+//	          - name: kubernetes-subnet
+//	            addressPrefix: 10.240.0.0/24
+//	            routeTable: kubernetes-routes   # a table of this group, or a full ID
+//	    routeTables:
+//	      - name: kubernetes-routes
+//	        tags: {env: test}
+//	        routes:
+//	          - {name: default-fw, addressPrefix: 0.0.0.0/0, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.4}
+type Topology struct {
+	Subscription   string                  `json:"subscription,omitempty"`
+	Location       string                  `json:"location,omitempty"`
+	ResourceGroups []TopologyResourceGroup `json:"resourceGroups"`
+}
+
+// TopologyResourceGroup is a resource group and what it holds.
+type TopologyResourceGroup struct {
+	Name            string                   `json:"name"`
+	Location        string                   `json:"location,omitempty"`
+	Tags            map[string]string        `json:"tags,omitempty"`
+	VirtualNetworks []TopologyVirtualNetwork `json:"virtualNetworks,omitempty"`
+	RouteTables     []TopologyRouteTable     `json:"routeTables,omitempty"`
+}
+
+// TopologyVirtualNetwork is a virtual network with its subnets.
+type TopologyVirtualNetwork struct {
+	Name            string            `json:"name"`
+	Location        string            `json:"location,omitempty"`
+	Tags            map[string]string `json:"tags,omitempty"`
+	AddressPrefixes []string          `json:"addressPrefixes"`
+	Subnets         []TopologySubnet  `json:"subnets,omitempty"`
+}
+
+// TopologySubnet is a subnet; RouteTable, when set, associates a route
+// table (the name of a table of the same group, or a full ID). Without
+// it, Apply leaves whatever association the subnet has.
+type TopologySubnet struct {
+	Name            string   `json:"name"`
+	AddressPrefix   string   `json:"addressPrefix,omitempty"`
+	AddressPrefixes []string `json:"addressPrefixes,omitempty"`
+	RouteTable      string   `json:"routeTable,omitempty"`
+}
+
+// TopologyRouteTable is a route table and some of its routes: Apply adds
+// and updates the routes listed and keeps the others.
+type TopologyRouteTable struct {
+	Name                       string            `json:"name"`
+	Location                   string            `json:"location,omitempty"`
+	Tags                       map[string]string `json:"tags,omitempty"`
+	DisableBgpRoutePropagation *bool             `json:"disableBgpRoutePropagation,omitempty"`
+	Routes                     []TopologyRoute   `json:"routes,omitempty"`
+}
+
+// TopologyRoute is a user-defined route.
+type TopologyRoute struct {
+	Name             string `json:"name"`
+	AddressPrefix    string `json:"addressPrefix"`
+	NextHopType      string `json:"nextHopType"`
+	NextHopIPAddress string `json:"nextHopIpAddress,omitempty"`
+}
+
+// LoadTopology reads and checks a topology file. Errors name the file, the
+// field and the value.
+func LoadTopology(path string) (*Topology, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading topology: %w", err)
+	}
+	t, err := ParseTopology(b)
+	if err != nil {
+		return nil, prefixErrors(path, err)
+	}
+	return t, nil
+}
+
+// ParseTopology parses and checks a topology document (YAML or JSON).
+func ParseTopology(b []byte) (*Topology, error) {
+	var t Topology
+	if err := yaml.UnmarshalStrict(b, &t); err != nil {
+		return nil, fmt.Errorf("not a valid topology: %w", err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func prefixErrors(path string, err error) error {
+	var parts []string
+	for _, e := range splitJoined(err) {
+		parts = append(parts, path+": "+e.Error())
+	}
+	return errors.New(strings.Join(parts, "\n"))
+}
+
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// Validate checks the topology the way Azure would check the resources it
+// describes, and returns every problem, each naming its field and value.
+func (t *Topology) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if strings.ContainsAny(t.Subscription, "/ \t") {
+		bad("subscription", "%q is not a subscription ID", t.Subscription)
+	}
+	if len(t.ResourceGroups) == 0 {
+		bad("resourceGroups", "the topology declares no resource group")
+	}
+	rgSeen := map[string]bool{}
+	for i, rg := range t.ResourceGroups {
+		f := fmt.Sprintf("resourceGroups[%d]", i)
+		if !validRGName(rg.Name) {
+			bad(f+".name", "%q is not a valid resource group name (1-90 letters, digits, '_', '-', '.', '(' or ')', not ending with '.')", rg.Name)
+		}
+		if rgSeen[key(rg.Name)] {
+			bad(f+".name", "%q is declared twice", rg.Name)
+		}
+		rgSeen[key(rg.Name)] = true
+		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		if rgLoc == "" {
+			bad(f+".location", "missing: set it on the resource group or at the top of the file")
+		}
+		tables := map[string]string{} // name key -> location
+		for j, rt := range rg.RouteTables {
+			g := fmt.Sprintf("%s.routeTables[%d]", f, j)
+			if !validName(rt.Name) {
+				bad(g+".name", "%q is not a valid name (1-80 letters, digits, '_', '.', '-'; starting with a letter or digit, ending with a letter, digit or '_')", rt.Name)
+			}
+			if _, dup := tables[key(rt.Name)]; dup {
+				bad(g+".name", "%q is declared twice", rt.Name)
+			}
+			tables[key(rt.Name)] = normalizeLocation(firstNonEmpty(rt.Location, rgLoc))
+			routeSeen, prefixSeen := map[string]bool{}, map[string]string{}
+			for k, r := range rt.Routes {
+				h := fmt.Sprintf("%s.routes[%d]", g, k)
+				if !validName(r.Name) {
+					bad(h+".name", "%q is not a valid name", r.Name)
+				}
+				if routeSeen[key(r.Name)] {
+					bad(h+".name", "%q is declared twice", r.Name)
+				}
+				routeSeen[key(r.Name)] = true
+				if r.AddressPrefix == "" {
+					bad(h+".addressPrefix", "missing")
+				} else if !serviceTagRE.MatchString(r.AddressPrefix) {
+					if _, code, want := prefixProblem(r.AddressPrefix); code == "InvalidCIDRNotation" {
+						bad(h+".addressPrefix", "%q has host bits set; did you mean %s?", r.AddressPrefix, want)
+					} else if code != "" {
+						bad(h+".addressPrefix", "%q is neither a CIDR prefix nor a service tag", r.AddressPrefix)
+					}
+				}
+				if first, ok := prefixSeen[prefixKey(r.AddressPrefix)]; ok && r.AddressPrefix != "" {
+					bad(h+".addressPrefix", "%q is also the prefix of route %q; Azure refuses two routes with the same prefix (RouteConflict)", r.AddressPrefix, first)
+				}
+				prefixSeen[prefixKey(r.AddressPrefix)] = r.Name
+				hop, ok := canonicalHop(r.NextHopType)
+				if !ok {
+					bad(h+".nextHopType", "%q is not one of VirtualAppliance, VnetLocal, Internet, VirtualNetworkGateway, None", r.NextHopType)
+				}
+				switch {
+				case ok && hop == "VirtualAppliance" && r.NextHopIPAddress == "":
+					bad(h+".nextHopIpAddress", "missing: required with nextHopType VirtualAppliance")
+				case ok && hop != "VirtualAppliance" && r.NextHopIPAddress != "":
+					bad(h+".nextHopIpAddress", "%q is only allowed with nextHopType VirtualAppliance, not %s", r.NextHopIPAddress, hop)
+				case r.NextHopIPAddress != "":
+					if _, err := netip.ParseAddr(r.NextHopIPAddress); err != nil {
+						bad(h+".nextHopIpAddress", "%q is not an IP address", r.NextHopIPAddress)
+					}
+				}
+			}
+		}
+		vnetSeen := map[string]bool{}
+		for j, vn := range rg.VirtualNetworks {
+			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)
+			if !validName(vn.Name) {
+				bad(g+".name", "%q is not a valid name", vn.Name)
+			}
+			if vnetSeen[key(vn.Name)] {
+				bad(g+".name", "%q is declared twice", vn.Name)
+			}
+			vnetSeen[key(vn.Name)] = true
+			vnLoc := normalizeLocation(firstNonEmpty(vn.Location, rgLoc))
+			var space []netip.Prefix
+			if len(vn.AddressPrefixes) == 0 {
+				bad(g+".addressPrefixes", "missing: a virtual network needs at least one address prefix")
+			}
+			for k, s := range vn.AddressPrefixes {
+				p, ok := topoPrefix(bad, fmt.Sprintf("%s.addressPrefixes[%d]", g, k), s)
+				if !ok {
+					continue
+				}
+				for _, o := range space {
+					if o.Overlaps(p) {
+						bad(fmt.Sprintf("%s.addressPrefixes[%d]", g, k), "%q overlaps %s", s, o)
+					}
+				}
+				space = append(space, p)
+			}
+			type placed struct {
+				name string
+				p    netip.Prefix
+			}
+			var siblings []placed
+			subnetSeen := map[string]bool{}
+			for k, sn := range vn.Subnets {
+				h := fmt.Sprintf("%s.subnets[%d]", g, k)
+				if !validName(sn.Name) {
+					bad(h+".name", "%q is not a valid name", sn.Name)
+				}
+				if subnetSeen[key(sn.Name)] {
+					bad(h+".name", "%q is declared twice", sn.Name)
+				}
+				subnetSeen[key(sn.Name)] = true
+				prefixes := sn.AddressPrefixes
+				field := h + ".addressPrefixes"
+				switch {
+				case sn.AddressPrefix != "" && len(sn.AddressPrefixes) > 0:
+					bad(h, "set addressPrefix or addressPrefixes, not both")
+				case sn.AddressPrefix != "":
+					prefixes, field = []string{sn.AddressPrefix}, h+".addressPrefix"
+				case len(prefixes) == 0:
+					bad(h+".addressPrefix", "missing")
+				}
+				for _, s := range prefixes {
+					p, ok := topoPrefix(bad, field, s)
+					if !ok {
+						continue
+					}
+					if p.Addr().Is4() && p.Bits() > 29 {
+						bad(field, "%q is smaller than /29, the smallest subnet Azure allows", s)
+					}
+					inside := false
+					for _, sp := range space {
+						if sp.Bits() <= p.Bits() && sp.Contains(p.Addr()) {
+							inside = true
+						}
+					}
+					if !inside && len(space) > 0 {
+						bad(field, "%q is outside the address space %v of virtual network %q", s, vn.AddressPrefixes, vn.Name)
+					}
+					for _, o := range siblings {
+						if o.p.Overlaps(p) {
+							bad(field, "%q overlaps subnet %q (%s)", s, o.name, o.p)
+						}
+					}
+					siblings = append(siblings, placed{sn.Name, p})
+				}
+				if sn.RouteTable != "" {
+					if strings.HasPrefix(sn.RouteTable, "/") {
+						a, ok := parseNetworkID(sn.RouteTable)
+						if !ok || a.Type != typeRouteTables || a.Child != "" {
+							bad(h+".routeTable", "%q is not a route table ID (/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Network/routeTables/<name>)", sn.RouteTable)
+						}
+					} else if loc, ok := tables[key(sn.RouteTable)]; !ok {
+						bad(h+".routeTable", "%q is not a route table of resource group %q; declare it there or give its full ID", sn.RouteTable, rg.Name)
+					} else if loc != vnLoc {
+						bad(h+".routeTable", "route table %q is in %s but virtual network %q is in %s; Azure associates only tables of the same location", sn.RouteTable, loc, vn.Name, vnLoc)
+					}
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func topoPrefix(bad func(string, string, ...any), field, s string) (netip.Prefix, bool) {
+	p, code, want := prefixProblem(s)
+	switch code {
+	case "":
+		return p, true
+	case "InvalidCIDRNotation":
+		bad(field, "%q has host bits set; did you mean %s?", s, want)
+	default:
+		bad(field, "%q is not a CIDR prefix", s)
+	}
+	return netip.Prefix{}, false
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
