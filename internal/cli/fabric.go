@@ -1,16 +1,469 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
-// PLACEHOLDER: replaced by the real command; do not land as done.
+// defaultFabricListen is where `fabric serve` listens unless told otherwise.
+const defaultFabricListen = "127.0.0.1:8400"
+
 func (a *app) newFabricCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "fabric",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("fabric: not built yet") },
+	cmd := &cobra.Command{
+		Use:   "fabric",
+		Short: "Run and inspect the local fabric, an Azure Resource Manager emulator for Microsoft.Network",
+		Long: `The fabric is routekeeper's local Azure: it serves the Azure Resource Manager
+paths of resource groups, virtual networks, subnets, route tables and routes,
+with Azure's etags, long-running operations, associations, validation errors
+and throttling, closely enough that the Azure SDK cannot tell it from Azure.
+Its state is a SQLite file that several processes may share.
+
+  routekeeper fabric serve                 serve it over HTTP on loopback
+  routekeeper fabric apply -f topo.yaml    create resource groups, VNets, subnets, route tables
+  routekeeper fabric show                  print what it holds
+
+See docs/fabric.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd())
+	return cmd
+}
+
+// fabricServeOptions are the flags of `fabric serve`.
+type fabricServeOptions struct {
+	state       string
+	memory      bool
+	listen      string
+	allowRemote bool
+	opDuration  time.Duration
+	routeLimit  int
+	pageSize    int
+	seed        uint64
+	faults      fabric.Faults
+}
+
+func (a *app) newFabricServeCmd() *cobra.Command {
+	var o fabricServeOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the fabric over HTTP (loopback only unless --allow-remote)",
+		Long: `serve runs the fabric as an HTTP server until interrupted. Point the Azure SDK
+(or routekeeper with ROUTEKEEPER_ENDPOINT) at the printed endpoint; any bearer
+token is accepted. Faults are injected with the flags below or at runtime with
+GET/PUT <endpoint>/_fabric/faults.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.fabricServe(cmd.Context(), cmd, &o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.state, "state", "", "state file (default $XDG_STATE_HOME/routekeeper/fabric.db or ~/.local/state/routekeeper/fabric.db)")
+	f.BoolVar(&o.memory, "memory", false, "keep the state in memory: nothing survives the process")
+	f.StringVar(&o.listen, "listen", defaultFabricListen, "address to listen on (host:port; port 0 picks a free one)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address (the fabric has no real authentication)")
+	f.DurationVar(&o.opDuration, "operation-duration", 500*time.Millisecond, "how long long-running operations stay Updating/Deleting (0: at once, still answered as Azure does)")
+	f.IntVar(&o.routeLimit, "route-limit", fabric.DefaultRouteLimit, "routes allowed per route table")
+	f.IntVar(&o.pageSize, "page-size", fabric.DefaultPageSize, "items per list page before a nextLink")
+	f.Uint64Var(&o.seed, "seed", 0, "seed of the fault-injection randomness (0: random)")
+	f.DurationVar(&o.faults.Latency, "latency", 0, "latency added to every ARM request")
+	f.IntVar(&o.faults.WriteBucket, "write-bucket", 0, "token bucket of writes per subscription; 429 when empty (ARM: 200; 0: no throttling)")
+	f.Float64Var(&o.faults.WriteRefillPerSecond, "write-refill", 10, "write tokens added per second")
+	f.IntVar(&o.faults.ReadBucket, "read-bucket", 0, "token bucket of reads per subscription (ARM: 250; 0: no throttling)")
+	f.Float64Var(&o.faults.ReadRefillPerSecond, "read-refill", 25, "read tokens added per second")
+	f.Float64Var(&o.faults.ErrorRate, "error-rate", 0, "probability that a request fails with 500, 502 or 503 before taking effect")
+	f.Float64Var(&o.faults.FailOperations, "fail-operations", 0, "probability that a long-running operation ends Failed")
+	f.Float64Var(&o.faults.IntruderRate, "intruder-rate", 0, "probability that another writer changes a route table right after a GET of it")
+	return cmd
+}
+
+// checkLoopback refuses an address that is not loopback.
+func checkLoopback(listen string) error {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("flag --listen: %q is not host:port: %v", listen, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("flag --listen: %q: port %q is not a number", listen, port)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		what := fmt.Sprintf("%q is not a loopback address", host)
+		if host == "" {
+			what = "an empty host listens on every interface"
+		}
+		return fmt.Errorf("flag --listen: %s; the fabric accepts any token, so it listens on loopback only unless --allow-remote is given", what)
+	}
+	return nil
+}
+
+func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServeOptions) error {
+	if o.memory && cmd.Flags().Changed("state") {
+		return usageErrorf("flags --memory and --state: give one or the other")
+	}
+	if !o.allowRemote {
+		if err := checkLoopback(o.listen); err != nil {
+			return usageError(err)
+		}
+	}
+	if o.opDuration < 0 {
+		return usageErrorf("flag --operation-duration: %s must not be negative", o.opDuration)
+	}
+	if o.routeLimit < 1 {
+		return usageErrorf("flag --route-limit: %d must be at least 1", o.routeLimit)
+	}
+	if o.pageSize < 1 {
+		return usageErrorf("flag --page-size: %d must be at least 1", o.pageSize)
+	}
+	if err := o.faults.Validate(); err != nil {
+		return usageErrorf("fault flags: %v", err)
+	}
+	var store *fabric.Store
+	var err error
+	where := "in memory (lost when the server stops)"
+	if o.memory {
+		store, err = fabric.OpenMemory(ctx)
+	} else {
+		if o.state == "" {
+			o.state = fabric.StatePath(a.getenv)
+		}
+		where = o.state
+		store, err = fabric.Open(ctx, o.state)
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	srv := fabric.New(store, fabric.Options{
+		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, PageSize: o.pageSize,
+		Faults: o.faults, Logger: a.log, Seed: o.seed,
+	})
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.listen, err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	w := a.stdout
+	fmt.Fprintf(w, "routekeeper fabric listening on %s\n", endpoint)
+	fmt.Fprintf(w, "  state:       %s\n", where)
+	fmt.Fprintf(w, "  operations:  %s each; %d routes per table\n", o.opDuration, o.routeLimit)
+	fmt.Fprintf(w, "  faults:      %s\n", describeFaults(o.faults))
+	fmt.Fprintf(w, "Clients:\n")
+	fmt.Fprintf(w, "  export ROUTEKEEPER_ENDPOINT=%s\n", endpoint)
+	fmt.Fprintf(w, "  Azure SDK: cloud.ResourceManager endpoint %s, audience https://management.azure.com,\n", endpoint)
+	fmt.Fprintf(w, "             any bearer token, InsecureAllowCredentialWithHTTP, DisableRPRegistration;\n")
+	fmt.Fprintf(w, "             any subscription ID (routekeeper's default: %s)\n", fabric.DefaultSubscription)
+	fmt.Fprintf(w, "  faults at runtime: GET/PUT %s/_fabric/faults\n", endpoint)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving on %s: %w", endpoint, err)
+	case <-ctx.Done():
+	}
+	a.log.Info("stopping the fabric", "endpoint", endpoint)
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdown); err != nil {
+		hs.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving on %s: %w", endpoint, err)
+	}
+	return nil
+}
+
+func describeFaults(f fabric.Faults) string {
+	var parts []string
+	if f.Latency > 0 {
+		parts = append(parts, "latency "+f.Latency.String())
+	}
+	if f.WriteBucket > 0 {
+		parts = append(parts, fmt.Sprintf("write bucket %d refilling %g/s", f.WriteBucket, f.WriteRefillPerSecond))
+	}
+	if f.ReadBucket > 0 {
+		parts = append(parts, fmt.Sprintf("read bucket %d refilling %g/s", f.ReadBucket, f.ReadRefillPerSecond))
+	}
+	if f.ErrorRate > 0 {
+		parts = append(parts, fmt.Sprintf("error rate %g", f.ErrorRate))
+	}
+	if f.FailOperations > 0 {
+		parts = append(parts, fmt.Sprintf("failed operations %g", f.FailOperations))
+	}
+	if f.IntruderRate > 0 {
+		parts = append(parts, fmt.Sprintf("intruder %g", f.IntruderRate))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fabricTarget is the fabric a command talks to: a state file served in
+// process, or a running server.
+type fabricTarget struct {
+	state    string
+	endpoint string
+}
+
+func (t *fabricTarget) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&t.state, "state", "", "state file to work on in process (default: the fabric's default state file)")
+	cmd.Flags().StringVar(&t.endpoint, "endpoint", "", "base URL of a running fabric (routekeeper fabric serve) instead of a state file")
+}
+
+// open returns SDK options that reach the fabric and a function that
+// releases it. With mustExist, a missing state file is an error rather
+// than an empty fabric.
+func (t *fabricTarget) open(ctx context.Context, a *app, cmd *cobra.Command, mustExist bool) (*arm.ClientOptions, func(), error) {
+	if t.endpoint != "" {
+		if cmd.Flags().Changed("state") {
+			return nil, nil, usageErrorf("flags --state and --endpoint: give one or the other")
+		}
+		if !strings.HasPrefix(t.endpoint, "http://") && !strings.HasPrefix(t.endpoint, "https://") {
+			return nil, nil, usageErrorf("flag --endpoint: %q is not an http:// or https:// URL", t.endpoint)
+		}
+		return fabric.ClientOptions(nil, t.endpoint), func() {}, nil
+	}
+	state := t.state
+	if state == "" {
+		state = fabric.StatePath(a.getenv)
+	}
+	if mustExist {
+		if _, err := os.Stat(state); err != nil {
+			return nil, nil, fmt.Errorf("fabric state %s: %w (nothing to show: run routekeeper fabric apply or serve first)", state, err)
+		}
+	}
+	store, err := fabric.Open(ctx, state)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := fabric.New(store, fabric.Options{Logger: a.log})
+	return srv.ClientOptions(), func() { store.Close() }, nil
+}
+
+func (a *app) newFabricApplyCmd() *cobra.Command {
+	var target fabricTarget
+	var file string
+	cmd := &cobra.Command{
+		Use:   "apply -f TOPOLOGY",
+		Short: "Create resource groups, virtual networks, subnets and route tables from a topology file",
+		Long: `apply makes the fabric hold a topology file: it creates what is missing and
+updates the declared properties that differ, and keeps everything the file does
+not declare (other routes, other tags, a subnet's route table association).
+Applying the same file again writes nothing. The format is in docs/fabric.md:
+
+  location: eastus
+  resourceGroups:
+    - name: kubernetes
+      virtualNetworks:
+        - name: kubernetes-vnet
+          addressPrefixes: [10.240.0.0/16]
+          subnets:
+            - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24, routeTable: kubernetes-routes}
+      routeTables:
+        - name: kubernetes-routes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageErrorf("flag -f/--file: the topology file is required")
+			}
+			top, err := fabric.LoadTopology(file)
+			if err != nil {
+				return usageError(err)
+			}
+			opts, release, err := target.open(cmd.Context(), a, cmd, false)
+			if err != nil {
+				return err
+			}
+			defer release()
+			res, err := fabric.Apply(cmd.Context(), top, opts, fabric.Credential{})
+			if perr := a.printApply(res); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return fmt.Errorf("applying %s: %w", file, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "topology file (YAML or JSON)")
+	target.register(cmd)
+	return cmd
+}
+
+func (a *app) printApply(res fabric.ApplyResult) error {
+	if res.Changes == nil {
+		res.Changes = []fabric.Change{}
+	}
+	if err := a.print(res, func() table {
+		t := table{header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}
+		for _, c := range res.Changes {
+			rg, name := splitID(c.ID)
+			t.rows = append(t.rows, []string{c.Action, c.Kind, rg, name, c.Detail})
+		}
+		return t
+	}); err != nil {
+		return err
+	}
+	if a.output == "table" {
+		_, err := fmt.Fprintf(a.stdout, "\n%d created, %d updated, %d unchanged (%d writes)\n",
+			res.Count(fabric.ActionCreate), res.Count(fabric.ActionUpdate), res.Count(fabric.ActionUnchanged), res.Writes)
+		return err
+	}
+	return nil
+}
+
+// splitID returns the resource group of an ARM ID and the resource's path
+// below it: kubernetes, kubernetes-vnet/kubernetes-subnet.
+func splitID(id string) (rg, name string) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) >= 4 && strings.EqualFold(segs[2], "resourceGroups") {
+		rg = segs[3]
+	}
+	switch {
+	case len(segs) == 4:
+		return rg, segs[3]
+	case len(segs) >= 8:
+		parts := []string{segs[7]}
+		for i := 9; i < len(segs); i += 2 {
+			parts = append(parts, segs[i])
+		}
+		return rg, strings.Join(parts, "/")
+	}
+	return rg, id
+}
+
+func (a *app) newFabricShowCmd() *cobra.Command {
+	var target fabricTarget
+	var subs []string
+	cmd := &cobra.Command{
+		Use:   "show",
+		Short: "Print what the fabric holds: resource groups, virtual networks and subnets, route tables and routes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, release, err := target.open(cmd.Context(), a, cmd, true)
+			if err != nil {
+				return err
+			}
+			defer release()
+			st, err := fabric.Snapshot(cmd.Context(), opts, fabric.Credential{}, subs...)
+			if err != nil {
+				return err
+			}
+			if a.output != "table" {
+				return a.print(st, nil)
+			}
+			return writeState(a.stdout, st)
+		},
+	}
+	target.register(cmd)
+	cmd.Flags().StringSliceVar(&subs, "subscription", nil, "subscriptions to show (default: every subscription the fabric holds)")
+	return cmd
+}
+
+// writeState prints a fabric's state as az-style tables, one per kind.
+func writeState(w io.Writer, st *fabric.State) error {
+	sections := []struct {
+		title string
+		t     table
+	}{
+		{"Resource groups", stateRGTable(st)},
+		{"Virtual networks", stateVNetTable(st)},
+		{"Route tables", stateTableTable(st)},
+		{"Routes", stateRouteTable(st)},
+	}
+	for i, s := range sections {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, s.title)
+		if len(s.t.rows) == 0 {
+			fmt.Fprintln(w, "(none)")
+			continue
+		}
+		if err := writeTable(w, s.t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func stateRGTable(st *fabric.State) table {
+	t := table{header: []string{"Name", "Location", "Subscription", "ProvisioningState"}}
+	for _, rg := range st.ResourceGroups {
+		t.rows = append(t.rows, []string{rg.Name, rg.Location, rg.Subscription, rg.ProvisioningState})
+	}
+	return t
+}
+
+// shortTable names a route table by its name when it is in the resource
+// group rg, by resource group and name otherwise.
+func shortTable(id, rg string) string {
+	trg, name := splitID(id)
+	if strings.EqualFold(trg, rg) {
+		return name
+	}
+	return trg + "/" + name
+}
+
+func stateVNetTable(st *fabric.State) table {
+	t := table{header: []string{"ResourceGroup", "VirtualNetwork", "AddressPrefixes", "Subnet", "SubnetPrefixes", "RouteTable", "ProvisioningState"}}
+	for _, v := range st.VirtualNetworks {
+		if len(v.Subnets) == 0 {
+			t.rows = append(t.rows, []string{v.ResourceGroup, v.Name, strings.Join(v.AddressPrefixes, ","), "", "", "", v.ProvisioningState})
+		}
+		for _, sn := range v.Subnets {
+			rt := ""
+			if sn.RouteTable != "" {
+				rt = shortTable(sn.RouteTable, v.ResourceGroup)
+			}
+			t.rows = append(t.rows, []string{v.ResourceGroup, v.Name, strings.Join(v.AddressPrefixes, ","), sn.Name,
+				strings.Join(sn.AddressPrefixes, ","), rt, sn.ProvisioningState})
+		}
+	}
+	return t
+}
+
+func stateTableTable(st *fabric.State) table {
+	t := table{header: []string{"ResourceGroup", "Name", "Location", "Routes", "Subnets", "ProvisioningState"}}
+	for _, rt := range st.RouteTables {
+		var subnets []string
+		for _, id := range rt.Subnets {
+			rg, name := splitID(id)
+			if !strings.EqualFold(rg, rt.ResourceGroup) {
+				name = rg + "/" + name
+			}
+			subnets = append(subnets, name)
+		}
+		t.rows = append(t.rows, []string{rt.ResourceGroup, rt.Name, rt.Location, strconv.Itoa(len(rt.Routes)),
+			strings.Join(subnets, ","), rt.ProvisioningState})
+	}
+	return t
+}
+
+func stateRouteTable(st *fabric.State) table {
+	t := table{header: []string{"ResourceGroup", "RouteTable", "Name", "AddressPrefix", "NextHopType", "NextHopIpAddress", "ProvisioningState"}}
+	for _, rt := range st.RouteTables {
+		for _, r := range rt.Routes {
+			t.rows = append(t.rows, []string{rt.ResourceGroup, rt.Name, r.Name, r.AddressPrefix, r.NextHopType, r.NextHopIPAddress, r.ProvisioningState})
+		}
+	}
+	return t
 }

@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
+)
+
+var etagPattern = regexp.MustCompile(`W/\\?"[0-9a-f-]{36}\\?"`)
+
+// maskEtags replaces the random etags of a fabric's output.
+func maskEtags(s string) string {
+	return etagPattern.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.Contains(m, `\"`) {
+			return `W/\"<etag>\"` // inside a JSON string
+		}
+		return `W/"<etag>"`
+	})
+}
+
+func TestFabricApplyAndShowGolden(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "fabric.db")
+	steps := []struct {
+		name string
+		args []string
+	}{
+		{"apply", []string{"fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--state", state}},
+		{"apply-again", []string{"fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--state", state}},
+		{"apply-again-json", []string{"fabric", "apply", "-o", "json", "-f", "testdata/fabric/kthw.yaml", "--state", state}},
+		{"show", []string{"fabric", "show", "--state", state}},
+		{"show-json", []string{"fabric", "show", "-o", "json", "--state", state}},
+		{"show-yaml", []string{"fabric", "show", "-o", "yaml", "--state", state}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			res := runCLI(t, nil, "", s.args...)
+			if res.code != ExitOK {
+				t.Fatalf("exit %d: %s", res.code, res.stderr)
+			}
+			golden(t, filepath.Join("testdata", "fabric", s.name+".golden"), []byte(maskEtags(res.stdout)))
+		})
+	}
+	// The facts behind the golden files, checked from JSON so that a
+	// regenerated golden file cannot hide them.
+	res := runCLI(t, nil, "", "fabric", "show", "-o", "json", "--state", state)
+	var st fabric.State
+	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.RouteTables) != 1 || len(st.RouteTables[0].Routes) != 2 || len(st.RouteTables[0].Subnets) != 1 ||
+		st.VirtualNetworks[0].Subnets[0].RouteTable != st.RouteTables[0].ID {
+		t.Errorf("state = %+v", st)
+	}
+	res = runCLI(t, nil, "", "fabric", "apply", "-o", "json", "-f", "testdata/fabric/kthw.yaml", "--state", state)
+	var ar fabric.ApplyResult
+	if err := json.Unmarshal([]byte(res.stdout), &ar); err != nil {
+		t.Fatal(err)
+	}
+	if ar.Writes != 0 || ar.Count(fabric.ActionUnchanged) != len(ar.Changes) {
+		t.Errorf("re-apply = %+v", ar)
+	}
+}
+
+func TestFabricShowEmptyAndMissing(t *testing.T) {
+	dir := t.TempDir()
+	res := runCLI(t, nil, "", "fabric", "show", "--state", filepath.Join(dir, "none.db"))
+	if res.code != ExitError || !strings.Contains(res.stderr, "none.db") {
+		t.Errorf("show of a missing state: %d %s", res.code, res.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none.db")); err == nil {
+		t.Error("show created a state file")
+	}
+	// The default state path comes from XDG_STATE_HOME.
+	env := map[string]string{"XDG_STATE_HOME": dir}
+	if res := runCLI(t, env, "", "fabric", "apply", "-f", "testdata/fabric/kthw.yaml"); res.code != ExitOK {
+		t.Fatalf("apply to the default state: %d %s", res.code, res.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "routekeeper", "fabric.db")); err != nil {
+		t.Errorf("default state file: %v", err)
+	}
+	if res := runCLI(t, env, "", "fabric", "show"); res.code != ExitOK || !strings.Contains(res.stdout, "kubernetes-routes") {
+		t.Errorf("show of the default state: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+}
+
+func TestFabricApplyBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	doc, _ := os.ReadFile("testdata/fabric/kthw.yaml")
+	os.WriteFile(bad, bytes.Replace(doc, []byte("addressPrefix: 10.240.0.0/24"), []byte("addressPrefix: 10.240.0.7/24"), 1), 0o644)
+	state := filepath.Join(dir, "fabric.db")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"bad prefix", []string{"fabric", "apply", "-f", bad, "--state", state},
+			[]string{bad, "resourceGroups[0].virtualNetworks[0].subnets[0].addressPrefix", "10.240.0.7/24", "10.240.0.0/24"}},
+		{"missing file", []string{"fabric", "apply", "-f", filepath.Join(dir, "nope.yaml"), "--state", state}, []string{"nope.yaml"}},
+		{"no file", []string{"fabric", "apply", "--state", state}, []string{"-f"}},
+		{"state and endpoint", []string{"fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--state", state, "--endpoint", "http://127.0.0.1:1"}, []string{"--state", "--endpoint"}},
+		{"bad endpoint", []string{"fabric", "show", "--endpoint", "127.0.0.1:8400"}, []string{"--endpoint", "127.0.0.1:8400"}},
+		{"remote listen", []string{"fabric", "serve", "--memory", "--listen", "0.0.0.0:0"}, []string{"--listen", "0.0.0.0", "--allow-remote"}},
+		{"every interface", []string{"fabric", "serve", "--memory", "--listen", ":8400"}, []string{"--listen", "every interface"}},
+		{"bad listen", []string{"fabric", "serve", "--memory", "--listen", "localhost"}, []string{"--listen", "localhost"}},
+		{"bad fault", []string{"fabric", "serve", "--memory", "--listen", "127.0.0.1:0", "--error-rate", "1.5"}, []string{"errorRate", "1.5"}},
+		{"memory and state", []string{"fabric", "serve", "--memory", "--state", state}, []string{"--memory", "--state"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runCLI(t, nil, "", tc.args...)
+			if res.code != ExitUsage {
+				t.Errorf("exit %d, want %d: %s", res.code, ExitUsage, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stderr, w) {
+					t.Errorf("stderr %q does not name %q", res.stderr, w)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Error("a refused apply created the state file")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listeningRE = regexp.MustCompile(`routekeeper fabric listening on (http://\S+)`)
+
+func TestFabricServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	state := filepath.Join(t.TempDir(), "fabric.db")
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"fabric", "serve", "--state", state, "--listen", "127.0.0.1:0", "--operation-duration", "50ms"},
+			strings.NewReader(""), &out, &errOut, func(string) string { return "" })
+	}()
+	var endpoint string
+	deadline := time.Now().Add(10 * time.Second)
+	for endpoint == "" {
+		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
+			endpoint = m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no endpoint printed: %s %s", out.String(), errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []string{"ROUTEKEEPER_ENDPOINT=" + endpoint, state, "50ms", "/_fabric/faults"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("serve output lacks %q:\n%s", want, out.String())
+		}
+	}
+	resp, err := http.Get(endpoint + "/_fabric/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("healthz = %d", resp.StatusCode)
+	}
+	// apply and show through the endpoint, and the SDK sees the result.
+	if res := runCLI(t, nil, "", "fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--endpoint", endpoint); res.code != ExitOK {
+		t.Fatalf("apply --endpoint: %d %s", res.code, res.stderr)
+	}
+	if res := runCLI(t, map[string]string{"ROUTEKEEPER_ENDPOINT": endpoint}, "", "fabric", "show"); res.code != ExitOK || !strings.Contains(res.stdout, "kubernetes-route-10-200-1-0-24") {
+		t.Errorf("show via ROUTEKEEPER_ENDPOINT: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	tables, err := armnetwork.NewRouteTablesClient(fabric.DefaultSubscription, fabric.Credential{}, fabric.ClientOptions(nil, endpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
+	if err != nil || len(rt.Properties.Routes) != 2 {
+		t.Fatalf("SDK GET: %v", err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("serve exited %d after cancel: %s", code, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if _, err := http.Get(endpoint + "/_fabric/healthz"); err == nil {
+		t.Error("the server still answers after stopping")
+	}
+	// The state survived the server.
+	if res := runCLI(t, nil, "", "fabric", "show", "--state", state); res.code != ExitOK || !strings.Contains(res.stdout, "kubernetes-subnet") {
+		t.Errorf("show after the server stopped: %d %s", res.code, res.stderr)
+	}
+}
