@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
 // runConfigCmd runs the real root command (env binding, exit codes) with a
@@ -205,5 +207,48 @@ func TestKTHWExampleThroughTheCLI(t *testing.T) {
 	}
 	if c.Cluster.Name != "kthw" || !strings.HasSuffix(c.Source.Inventory.File, filepath.Join("kthw", "nodes.yaml")) {
 		t.Errorf("config = %+v", c)
+	}
+}
+
+// TestExamplesMatchTheirTopology: each local-fabric example's topology file
+// parses, and declares the resource group of its route table and every
+// subnet its config names, so `routekeeper run` works from an empty state.
+func TestExamplesMatchTheirTopology(t *testing.T) {
+	for _, name := range []string{"kthw", "inventory-ipam"} {
+		t.Run(name, func(t *testing.T) {
+			code, out, c := runConfigCmd(t, nil, "--config", filepath.Join("..", "..", "examples", name, "routekeeper.yaml"))
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			if c.Cloud.Type != config.CloudLocal || c.Cloud.Local.Topology == "" {
+				t.Fatalf("not a local-fabric example with a topology: %+v", c.Cloud)
+			}
+			top, err := fabric.LoadTopology(c.Cloud.Local.Topology)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub := top.Subscription
+			if sub == "" {
+				sub = fabric.DefaultSubscription
+			}
+			declared := map[string]bool{}
+			for _, rg := range top.ResourceGroups {
+				declared[strings.ToLower(fmt.Sprintf("/subscriptions/%s/resourceGroups/%s", sub, rg.Name))] = true
+				for _, vn := range rg.VirtualNetworks {
+					for _, sn := range vn.Subnets {
+						declared[strings.ToLower(config.SubnetID(sub, rg.Name, vn.Name, sn.Name))] = true
+					}
+				}
+			}
+			for _, s := range c.Subnets {
+				if !declared[strings.ToLower(s)] {
+					t.Errorf("subnet %s is not in %s", s, c.Cloud.Local.Topology)
+				}
+			}
+			rg := c.RouteTable.ID[:strings.Index(strings.ToLower(c.RouteTable.ID), "/providers/")]
+			if !declared[strings.ToLower(rg)] {
+				t.Errorf("the route table's resource group %s is not in %s", rg, c.Cloud.Local.Topology)
+			}
+		})
 	}
 }
