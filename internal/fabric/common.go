@@ -2,9 +2,7 @@ package fabric
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 )
@@ -121,8 +119,6 @@ func withEtag(etag string) http.Header {
 }
 
 func encode(v any) ([]byte, error) { return json.Marshal(v) }
-
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 // locationOf normalises a requested location: 400 LocationRequired when
 // it is missing, 400 InvalidResourceLocation when it differs from the

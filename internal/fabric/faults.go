@@ -179,6 +179,35 @@ const (
 	classicWrites = 1199
 )
 
+// subOf is the subscription a request path names ("" for none).
+func subOf(q *request) string {
+	if len(q.segs) > 1 && strings.EqualFold(q.segs[0], "subscriptions") {
+		return q.segs[1]
+	}
+	return ""
+}
+
+// quotaHeaders sets the remaining-quota headers without taking a token:
+// the bucket's tokens when throttling is on, the classic hourly quota
+// otherwise.
+func (s *Server) quotaHeaders(q *request, write bool) {
+	s.mu.Lock()
+	kind, capacity, refill, left := "read", s.faults.ReadBucket, s.faults.ReadRefillPerSecond, classicReads
+	if write {
+		kind, capacity, refill, left = "write", s.faults.WriteBucket, s.faults.WriteRefillPerSecond, classicWrites
+	}
+	if capacity > 0 {
+		left = capacity
+		if b := s.buckets[kind+"/"+key(subOf(q))]; b != nil {
+			now := s.now()
+			left = int(math.Min(float64(capacity), b.tokens+now.Sub(b.last).Seconds()*refill))
+		}
+	}
+	s.mu.Unlock()
+	q.out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
+	q.out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
+}
+
 // injectFaults applies latency, throttling and random 5xx to one ARM
 // request, and sets the remaining-quota headers of the answer.
 func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error {
@@ -191,7 +220,7 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 	}
 	throttled, wait := false, time.Duration(0)
 	if capacity > 0 {
-		bk := kind + "/" + key(q.segs[1])
+		bk := kind + "/" + key(subOf(q))
 		b := s.buckets[bk]
 		if b == nil {
 			b = &bucket{tokens: float64(capacity), last: now}
@@ -217,7 +246,7 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 	q.out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
 	q.out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
 	if throttled {
-		return errThrottled(kind, q.segs[1], max(1, int(math.Ceil(wait.Seconds()))))
+		return errThrottled(kind, subOf(q), max(1, int(math.Ceil(wait.Seconds()))))
 	}
 	if failNow {
 		switch errKind {

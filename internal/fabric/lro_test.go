@@ -308,3 +308,28 @@ func TestFailOperationsRate(t *testing.T) {
 		t.Errorf("%d of 40 operations failed at rate 0.5", failed)
 	}
 }
+
+// A table deleted while a subnet gets associated with it: the association
+// is accepted (the table still exists), so the delete must fail at its end
+// rather than leave the subnet pointing at nothing.
+func TestDeleteFailsWhenTableGetsAssociatedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "inprocess", Options{OperationDuration: 150 * time.Millisecond})
+	e.createRG(testRG)
+	e.seedVNet(ctx, testRG)
+	rt := e.mustPutTable(ctx, testRG, "rt", table())
+	dp, err := e.tables.BeginDelete(ctx, testRG, "rt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = dp.PollUntilDone(ctx, fastPoll)
+	respErr(t, err, http.StatusOK, "InUseRouteTableCannotBeDeleted")
+	got := e.getTable(ctx, testRG, "rt")
+	if *got.Properties.ProvisioningState != armnetwork.ProvisioningStateFailed || len(got.Properties.Subnets) != 1 {
+		t.Errorf("table after the failed delete: %v, %d subnets", *got.Properties.ProvisioningState, len(got.Properties.Subnets))
+	}
+}

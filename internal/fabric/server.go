@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -180,6 +179,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // injected faults and throttling, then the resource handler.
 func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	q := &request{r: r, method: r.Method, base: baseURL(r), query: r.URL.Query(), out: out}
+	q.segs = strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	write := isWrite(r.Method)
+	// Every answer carries the remaining quota, even a refused one.
+	s.quotaHeaders(q, write)
 	if r.Body != nil {
 		b, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
 		if err != nil {
@@ -198,10 +201,6 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	if q.apiVersion == "" {
 		return nil, badRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 	}
-	for _, seg := range strings.Split(strings.Trim(r.URL.Path, "/"), "/") {
-		q.segs = append(q.segs, seg)
-	}
-	write := isWrite(r.Method)
 	if err := s.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
@@ -482,6 +481,3 @@ func str(p *string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// errf wraps an internal error with context.
-func errf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -123,8 +123,8 @@ func TestAuthAndProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 401 {
-		t.Errorf("no Authorization = %d, want 401", resp.StatusCode)
+	if resp.StatusCode != 401 || resp.Header.Get("x-ms-ratelimit-remaining-subscription-reads") == "" {
+		t.Errorf("no Authorization = %d, want 401 with the quota headers (%v)", resp.StatusCode, resp.Header)
 	}
 	resp, body := e.do("GET", tablePath(testRG, "rt"), "", "Authorization", "Basic Zm9vOmJhcg==")
 	if resp.StatusCode != 401 || decodeJSON(t, body)["error"].(map[string]any)["code"] != "AuthenticationFailed" {
