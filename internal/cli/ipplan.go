@@ -19,7 +19,6 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
-	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/ipplan"
 )
 
@@ -346,57 +345,12 @@ func (a *app) livePlan(cmd *cobra.Command, path string) (ipplan.Plan, error) {
 		return ipplan.Plan{}, usageErrorf("config file %s: subnets: none configured; ipplan --config reads the node subnet and its VNet from the cloud", path)
 	}
 	ctx := cmd.Context()
-	reader, closeCloud, err := a.subnetReaderFor(ctx, cfg)
+	conn, err := a.connect(ctx, cfg, connectOptions{readOnly: true})
 	if err != nil {
 		return ipplan.Plan{}, err
 	}
-	defer closeCloud()
-	return livePlanFrom(ctx, cfg, reader, a.log)
-}
-
-// subnetReaderFor connects to the config's cloud: Azure Resource Manager, or
-// the local fabric's state file in process. The returned func releases it.
-func (a *app) subnetReaderFor(ctx context.Context, cfg *config.Config) (subnetReader, func(), error) {
-	switch cfg.Cloud.Type {
-	case config.CloudAzure:
-		az := cfg.Cloud.Azure
-		cred, err := azure.NewCredential(azure.CredentialConfig{
-			Cloud: az.Cloud, TenantID: az.TenantID, ClientID: az.ClientID, ClientSecret: az.ClientSecret.Reveal(),
-			UseManagedIdentity: az.UseManagedIdentity, UserAssignedIdentityID: az.UserAssignedIdentityID,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("azure credential: %w", err)
-		}
-		opts, err := azure.ClientOptionsFor(az.Cloud)
-		if err != nil {
-			return nil, nil, usageErrorf("config %s: cloud.azure.cloud: %w", cfg.File, err)
-		}
-		c, err := azure.New(azure.Options{Credential: cred, ClientOptions: opts, Logger: a.log})
-		if err != nil {
-			return nil, nil, err
-		}
-		return c, func() {}, nil
-	default:
-		state := cfg.Cloud.Local.State
-		if state == "" {
-			state = fabric.StatePath(a.getenv)
-		}
-		// Opening would create an empty state; there would be nothing to read.
-		if _, err := os.Stat(state); err != nil {
-			return nil, nil, fmt.Errorf("local fabric state %s: %w (the subnets are read from it: run the fabric or routekeeper first)", state, err)
-		}
-		store, err := fabric.Open(ctx, state)
-		if err != nil {
-			return nil, nil, fmt.Errorf("opening the local fabric state %s: %w", state, err)
-		}
-		srv := fabric.New(store, fabric.Options{OperationDuration: cfg.Cloud.Local.OperationDuration, Logger: a.log})
-		c, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: srv.ClientOptions(), Logger: a.log})
-		if err != nil {
-			store.Close()
-			return nil, nil, err
-		}
-		return c, func() { store.Close() }, nil
-	}
+	defer conn.close()
+	return livePlanFrom(ctx, cfg, conn.client, a.log)
 }
 
 // livePlanFrom maps a config and what the cloud says about its subnets to a

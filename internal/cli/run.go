@@ -1,16 +1,160 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
+
+	"github.com/routekeeper/routekeeper/internal/cloud/azure"
+	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/source/inventory"
 )
 
-// PLACEHOLDER: replaced by the real command; do not land as done.
 func (a *app) newRunCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "run",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("run: not built yet") },
+	var (
+		cf   configFlags
+		once bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Keep the pod routes in the route table (the controller)",
+		Long: `Run the controller: make the route table hold exactly one correct route per
+node pod CIDR, and nothing else of this cluster's, and keep it that way.
+
+Each reconcile reads the nodes and the route table (one GET), plans the
+changes and writes the whole table in at most one PUT with If-Match. Node
+changes are batched for a short window; a periodic resync catches changes made
+out of band. Each reconcile ends with one summary line on the log.
+
+With --once, run reconciles once, prints the resulting route table and exits:
+0 when every node is routed, 3 when some node is not (conflict, route limit,
+no pod CIDR: see the log), 1 when the reconcile failed, 2 for bad input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cf.getenv = a.getenv
+			cfg, err := cf.load(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			conn, err := a.connect(ctx, cfg, connectOptions{applyTopology: true})
+			if err != nil {
+				return err
+			}
+			defer conn.close()
+			ctrl, err := a.newController(ctx, cfg, conn.client)
+			if err != nil {
+				return err
+			}
+			if !once {
+				a.log.Info("routekeeper running", "cluster", cfg.Cluster.Name, "routeTable", cfg.RouteTable.ID, "cloud", cfg.Cloud.Type, "source", cfg.Source.Type)
+				return ctrl.Run(ctx)
+			}
+			res := ctrl.Reconcile(ctx)
+			a.logResult(res)
+			if res.Err != nil {
+				return res.Err
+			}
+			if res.Table != nil {
+				if err := a.printRoutes(res.Table, ownership(cfg)); err != nil {
+					return err
+				}
+			}
+			if res.Unrouted() > 0 {
+				return findings()
+			}
+			return nil
+		},
 	}
+	cmd.Flags().BoolVar(&once, "once", false, "reconcile once, print the route table and exit")
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+// ownership is the cluster's route ownership rules.
+func ownership(cfg *config.Config) route.Ownership {
+	return route.Ownership{Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs}
+}
+
+// newController builds the controller of cfg on a cloud client.
+func (a *app) newController(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Controller, error) {
+	src, err := a.nodeSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ccfg := controller.Config{
+		Cluster:      cfg.Cluster.Name,
+		ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
+		RouteLimit:   cfg.RouteTable.RouteLimit,
+		RouteTableID: cfg.RouteTable.ID,
+		Location:     cfg.RouteTable.Location,
+		CreateTable:  cfg.RouteTable.Create,
+		Subnets:      cfg.Subnets,
+		Mode:         controller.Mode(cfg.Routes),
+		BatchWindow:  cfg.Controller.BatchWindow,
+		Resync:       cfg.Controller.Resync,
+	}
+	if ccfg.CreateTable && ccfg.Location == "" && len(cfg.Subnets) > 0 {
+		// A created table goes where the node subnet's network is.
+		vnetID, err := azure.VNetOfSubnet(cfg.Subnets[0])
+		if err != nil {
+			return nil, usageErrorf("subnets[0]: %w", err)
+		}
+		vnet, err := c.GetVirtualNetwork(ctx, vnetID)
+		if err != nil {
+			return nil, fmt.Errorf("finding the location for a new route table: %w", err)
+		}
+		ccfg.Location = vnet.Location
+	}
+	return controller.New(ccfg, c, src, a.log, reporters...), nil
+}
+
+// nodeSource builds the configured node source.
+func (a *app) nodeSource(cfg *config.Config) (controller.Source, error) {
+	switch cfg.Source.Type {
+	case config.SourceInventory:
+		return inventorySource{inventory.New(inventory.Options{
+			File:            cfg.Source.Inventory.File,
+			AllocationsFile: cfg.Source.Inventory.Allocations,
+			ClusterCIDRs:    cfg.Cluster.ClusterCIDRs,
+			ServiceCIDRs:    cfg.Cluster.ServiceCIDRs,
+			NodeMaskV4:      cfg.Cluster.NodeCIDRMaskSize,
+			NodeMaskV6:      cfg.Cluster.NodeCIDRMaskSizeIPv6,
+			Logger:          a.log,
+		})}, nil
+	default:
+		return nil, usageErrorf("source.type %q: not supported yet", cfg.Source.Type)
+	}
+}
+
+// inventorySource makes a bad inventory file a usage error (exit 2).
+type inventorySource struct{ *inventory.Source }
+
+func (s inventorySource) Nodes(ctx context.Context) ([]source.Node, error) {
+	nodes, err := s.Source.Nodes(ctx)
+	if errors.Is(err, inventory.ErrInvalid) {
+		return nil, usageError(err)
+	}
+	return nodes, err
+}
+
+// logResult logs a reconcile's per-node problems and its summary line.
+func (a *app) logResult(res *controller.Result) {
+	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
+		if nr := res.Nodes[name]; !nr.Routed {
+			a.log.Warn("node not routed", "node", name, "reason", nr.Reason, "message", nr.Message)
+		}
+	}
+	if res.Err != nil {
+		a.log.Error(res.Summary(), "err", res.Err)
+		return
+	}
+	a.log.Info(res.Summary())
 }

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/cloud"
@@ -79,6 +80,13 @@ type Config struct {
 	// Subnets must stay associated with the table.
 	Subnets []string
 	Mode    Mode
+	// Policy is the association guard's policy (default Enforce); Restore
+	// lets Enforce put our table back over another one.
+	Policy  Policy
+	Restore bool
+	// GuardInterval is how often the guard checks the subnets between
+	// reconciles (default 5s).
+	GuardInterval time.Duration
 
 	// BatchWindow coalesces node events before a reconcile (default 200ms).
 	BatchWindow time.Duration
@@ -97,6 +105,12 @@ func (c *Config) defaults() {
 	}
 	if c.Mode == "" {
 		c.Mode = Manage
+	}
+	if c.Policy == "" {
+		c.Policy = Enforce
+	}
+	if c.GuardInterval <= 0 {
+		c.GuardInterval = 5 * time.Second
 	}
 	if c.BatchWindow <= 0 {
 		c.BatchWindow = 200 * time.Millisecond
@@ -123,6 +137,13 @@ type Controller struct {
 	reporters []Reporter
 	log       *slog.Logger
 	sleep     func(ctx context.Context, d time.Duration) error
+
+	mu sync.Mutex
+	// tableID is the table routekeeper keeps: the configured one until the
+	// guard follows a swap.
+	tableID string
+	// tableExists: the last reconcile found (or made) the table.
+	tableExists bool
 }
 
 // New makes a controller. Reporters are called after every reconcile.
@@ -131,7 +152,7 @@ func New(cfg Config, c Cloud, src Source, log *slog.Logger, reporters ...Reporte
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Controller{cfg: cfg, cloud: c, src: src, reporters: reporters, log: log, sleep: sleepCtx}
+	return &Controller{cfg: cfg, cloud: c, src: src, reporters: reporters, log: log, sleep: sleepCtx, tableID: cfg.RouteTableID}
 }
 
 // Config returns the controller's configuration with defaults applied.
@@ -164,9 +185,40 @@ type Result struct {
 	// Attempts counts plans made (more than one after 412 or 409).
 	Attempts int `json:"attempts"`
 	Nodes    map[string]NodeResult
+	// GuardOnly is set on the results of the association guard's own
+	// checks between reconciles: only Associations is filled in.
+	GuardOnly bool `json:"guardOnly,omitempty"`
+	// Associations are the guard's findings, one per configured subnet.
+	Associations []Association `json:"associations,omitempty"`
+	// Followed is the table adopted by the Follow policy in this reconcile.
+	Followed string `json:"followed,omitempty"`
+	// TableID is the table this reconcile kept.
+	TableID string `json:"tableId"`
 	// Reads and Writes are the ARM calls this reconcile made.
 	Reads, Writes int64
 	Err           error `json:"-"`
+}
+
+// AssociationProblems counts subnets not on our table after the guard.
+func (r *Result) AssociationProblems() int {
+	n := 0
+	for _, a := range r.Associations {
+		if a.Problem() {
+			n++
+		}
+	}
+	return n
+}
+
+// Repairs counts the subnets the guard repaired.
+func (r *Result) Repairs() int {
+	n := 0
+	for _, a := range r.Associations {
+		if a.Repaired {
+			n++
+		}
+	}
+	return n
 }
 
 // Unrouted returns the number of nodes not routed.
@@ -186,8 +238,12 @@ func (r *Result) Summary() string {
 	if r.Err != nil {
 		status = "failed"
 	}
-	return fmt.Sprintf("reconcile %s: routes created=%d updated=%d deleted=%d conflicts=%d unrouted=%d arm reads=%d writes=%d attempts=%d duration=%s",
-		status, r.Created, r.Updated, r.Deleted, r.Conflicts, r.Unrouted(), r.Reads, r.Writes, r.Attempts, r.Duration.Round(time.Millisecond))
+	if r.GuardOnly {
+		return fmt.Sprintf("association guard %s: subnets=%d repaired=%d problems=%d arm reads=%d writes=%d duration=%s",
+			status, len(r.Associations), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, r.Duration.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("reconcile %s: routes created=%d updated=%d deleted=%d conflicts=%d unrouted=%d subnets repaired=%d problems=%d arm reads=%d writes=%d attempts=%d duration=%s",
+		status, r.Created, r.Updated, r.Deleted, r.Conflicts, r.Unrouted(), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, r.Attempts, r.Duration.Round(time.Millisecond))
 }
 
 // Errors that end a reconcile without a write.
@@ -201,14 +257,37 @@ var (
 
 // Reconcile makes the route table match the nodes, once.
 func (c *Controller) Reconcile(ctx context.Context) *Result {
+	return c.run(ctx, false)
+}
+
+// DryRun reads the nodes and the table and plans like Reconcile, but writes
+// nothing: Result.Plan holds the changes a reconcile would make. Reporters
+// are not called.
+func (c *Controller) DryRun(ctx context.Context) *Result {
+	return c.run(ctx, true)
+}
+
+func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 	res := &Result{Start: time.Now(), Nodes: map[string]NodeResult{}}
 	reads0, writes0 := c.cloud.Calls()
-	res.Err = c.reconcile(ctx, res)
+	if dryRun {
+		nodes, err := c.src.Nodes(ctx)
+		if err == nil {
+			_, err = c.attempt(ctx, nodes, res, true)
+		} else {
+			err = fmt.Errorf("reading nodes: %w", err)
+		}
+		res.Err = err
+	} else {
+		res.Err = c.reconcile(ctx, res)
+	}
 	reads1, writes1 := c.cloud.Calls()
 	res.Reads, res.Writes = reads1-reads0, writes1-writes0
 	res.Duration = time.Since(res.Start)
-	for _, r := range c.reporters {
-		r.Report(ctx, res)
+	if !dryRun {
+		for _, r := range c.reporters {
+			r.Report(ctx, res)
+		}
 	}
 	return res
 }
@@ -218,18 +297,28 @@ func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("reading nodes: %w", err)
 	}
+	// A deliberate table swap is followed before anything is written, so
+	// the old table is never written again (nor re-created).
+	if res.Followed, err = c.follow(ctx); err != nil {
+		return err
+	}
+	res.TableID = c.TableID()
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
 		res.Attempts = attempt
-		retry, err := c.attempt(ctx, nodes, res)
+		retry, err := c.attempt(ctx, nodes, res, false)
 		if err == nil || !retry {
+			// The table is created and filled before it is associated:
+			// a subnet never points to a table that lacks node routes.
+			c.setTableKnown(res.Table != nil)
+			res.Associations = c.guard(ctx, res.Table != nil, res.Wrote && res.Plan != nil && res.Plan.Create)
 			return err
 		}
 		if attempt == c.cfg.MaxAttempts {
-			return fmt.Errorf("route table %s kept changing under us: gave up after %d attempts: %w", c.cfg.RouteTableID, attempt, err)
+			return fmt.Errorf("route table %s kept changing under us: gave up after %d attempts: %w", res.TableID, attempt, err)
 		}
 		// Jittered, growing pause so two writers do not keep colliding.
 		d := time.Duration(attempt) * (50*time.Millisecond + rand.N(200*time.Millisecond))
-		c.log.Info("route table changed since it was read; re-reading and re-planning", "table", c.cfg.RouteTableID, "attempt", attempt, "wait", d, "cause", err)
+		c.log.Info("route table changed since it was read; re-reading and re-planning", "table", res.TableID, "attempt", attempt, "wait", d, "cause", err)
 		if err := c.sleep(ctx, d); err != nil {
 			return err
 		}
@@ -237,10 +326,13 @@ func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// attempt is one read-plan-write pass. retry reports whether the error is
-// a concurrent change worth re-reading for (412, 409).
-func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result) (retry bool, err error) {
-	cur, err := c.cloud.GetRouteTable(ctx, c.cfg.RouteTableID)
+// attempt is one read-plan-write pass (read-plan when dryRun). retry
+// reports whether the error is a concurrent change worth re-reading for
+// (412, 409).
+func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool) (retry bool, err error) {
+	tableID := c.TableID()
+	res.TableID = tableID
+	cur, err := c.cloud.GetRouteTable(ctx, tableID)
 	switch {
 	case errors.Is(err, cloud.ErrNotFound):
 		cur = nil
@@ -261,16 +353,16 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 
 	if cur == nil && (!c.cfg.CreateTable || c.cfg.Mode == Observe) {
 		for name := range res.Nodes {
-			res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", c.cfg.RouteTableID)}
+			res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", tableID)}
 		}
 		res.Created, res.Updated, res.Deleted = 0, 0, 0
-		return false, fmt.Errorf("route table %s: %w", c.cfg.RouteTableID, ErrTableMissing)
+		return false, fmt.Errorf("route table %s: %w", tableID, ErrTableMissing)
 	}
 	if p.Refused != "" {
 		res.Created, res.Updated, res.Deleted = 0, 0, 0
-		return false, fmt.Errorf("%w %s: %s", ErrRefused, c.cfg.RouteTableID, p.Refused)
+		return false, fmt.Errorf("%w %s: %s", ErrRefused, tableID, p.Refused)
 	}
-	if c.cfg.Mode == Observe || !p.NeedsWrite() {
+	if dryRun || c.cfg.Mode == Observe || !p.NeedsWrite() {
 		if c.cfg.Mode == Observe {
 			res.Created, res.Updated, res.Deleted = 0, 0, 0
 		}
@@ -304,7 +396,7 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 
 // newTable fills in what a create needs: ID, name, location.
 func (c *Controller) newTable(t *route.Table) *route.Table {
-	t.ID = c.cfg.RouteTableID
+	t.ID = c.TableID()
 	if t.Location == "" {
 		t.Location = c.cfg.Location
 	}

@@ -30,6 +30,8 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
+	guardTick := time.NewTicker(c.cfg.GuardInterval)
+	defer guardTick.Stop()
 	var batch, retry <-chan time.Time
 	backoff := c.cfg.RetryBackoff
 	reconcileNow := make(chan struct{}, 1)
@@ -49,6 +51,20 @@ func (c *Controller) Run(ctx context.Context) error {
 				batch = time.After(c.cfg.BatchWindow)
 			}
 			continue
+		case <-guardTick.C:
+			if len(c.cfg.Subnets) == 0 || retry != nil {
+				continue
+			}
+			gctx, cancel := graceContext(ctx, shutdownGrace)
+			g := c.Guard(gctx)
+			cancel()
+			if g.Repairs() > 0 || g.AssociationProblems() > 0 || g.Err != nil {
+				c.log.Info(g.Summary())
+			}
+			if !g.NeedsReconcile() {
+				continue
+			}
+			// A swap was followed or a repair needs the table: reconcile now.
 		case <-batch:
 		case <-resync.C:
 		case <-retry:

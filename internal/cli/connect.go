@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/routekeeper/routekeeper/internal/cloud/azure"
+	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/fabric"
+)
+
+// cloudConn is a connection to the configured cloud: real Azure Resource
+// Manager, or the embedded local fabric reached in process.
+type cloudConn struct {
+	client *azure.Client
+	// fabric is the embedded server when the cloud is local, else nil.
+	fabric *fabric.Server
+	close  func()
+}
+
+// connectOptions say what a command needs of the cloud.
+type connectOptions struct {
+	// readOnly: the command only reads; a local state file that does not
+	// exist yet is an error rather than a new empty state.
+	readOnly bool
+	// applyTopology: apply cloud.local.topology (idempotently) first, so
+	// that a fresh local state holds the network the config names.
+	applyTopology bool
+	// observer sees every ARM call (metrics).
+	observer azure.Observer
+}
+
+// connect builds the cloud client of cfg. The caller must call close.
+func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions) (*cloudConn, error) {
+	if cfg.Cloud.Type == config.CloudAzure {
+		az := cfg.Cloud.Azure
+		cred, err := azure.NewCredential(azure.CredentialConfig{
+			Cloud: az.Cloud, TenantID: az.TenantID, ClientID: az.ClientID, ClientSecret: az.ClientSecret.Reveal(),
+			UseManagedIdentity: az.UseManagedIdentity, UserAssignedIdentityID: az.UserAssignedIdentityID,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("azure credential: %w", err)
+		}
+		opts, err := azure.ClientOptionsFor(az.Cloud)
+		if err != nil {
+			return nil, usageErrorf("config %s: cloud.azure.cloud: %w", cfg.File, err)
+		}
+		c, err := azure.New(azure.Options{Credential: cred, ClientOptions: opts, Logger: a.log, Observer: o.observer})
+		if err != nil {
+			return nil, err
+		}
+		return &cloudConn{client: c, close: func() {}}, nil
+	}
+
+	state := cfg.Cloud.Local.State
+	if state == "" {
+		state = fabric.StatePath(a.getenv)
+	}
+	if o.readOnly {
+		if _, err := os.Stat(state); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("local fabric state %s does not exist yet: run `routekeeper run` (or `routekeeper fabric apply`) first", state)
+		}
+	}
+	store, err := fabric.Open(ctx, state)
+	if err != nil {
+		return nil, fmt.Errorf("opening the local fabric state %s: %w", state, err)
+	}
+	srv := fabric.New(store, fabric.Options{
+		OperationDuration: cfg.Cloud.Local.OperationDuration,
+		RouteLimit:        cfg.RouteTable.RouteLimit,
+		Logger:            a.log.With("component", "fabric"),
+	})
+	c, err := azure.New(azure.Options{
+		Credential:    fabric.Credential{},
+		ClientOptions: srv.ClientOptions(),
+		// The SDK polls no faster than once a second outside tests; the
+		// fabric answers Retry-After for the real wait.
+		PollFrequency: time.Second,
+		Logger:        a.log,
+		Observer:      o.observer,
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	conn := &cloudConn{client: c, fabric: srv, close: func() { store.Close() }}
+	if o.applyTopology && cfg.Cloud.Local.Topology != "" {
+		if err := a.applyTopology(ctx, cfg.Cloud.Local.Topology, srv); err != nil {
+			conn.close()
+			return nil, err
+		}
+	}
+	return conn, nil
+}
+
+// applyTopology makes the local fabric hold the network of a topology
+// file. It only creates what is missing and updates what the file declares,
+// so it never undoes routekeeper's own work (the table association).
+func (a *app) applyTopology(ctx context.Context, path string, srv *fabric.Server) error {
+	t, err := fabric.LoadTopology(path)
+	if err != nil {
+		return usageErrorf("cloud.local.topology: %w", err)
+	}
+	res, err := fabric.Apply(ctx, t, srv.ClientOptions(), fabric.Credential{})
+	if err != nil {
+		return fmt.Errorf("applying topology %s to the local fabric: %w", path, err)
+	}
+	if res.Writes > 0 {
+		a.log.Info("local fabric: applied topology", "file", path,
+			"created", res.Count(fabric.ActionCreate), "updated", res.Count(fabric.ActionUpdate), "writes", res.Writes)
+	}
+	return nil
+}
