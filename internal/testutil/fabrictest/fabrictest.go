@@ -1,0 +1,72 @@
+// Package fabrictest starts an in-memory local fabric with a cloud client
+// on it, for tests that drive routekeeper through the real Azure SDK.
+package fabrictest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/routekeeper/routekeeper/internal/cloud/azure"
+	"github.com/routekeeper/routekeeper/internal/fabric"
+)
+
+// Sub is the subscription the test topologies use.
+const Sub = fabric.DefaultSubscription
+
+// Env is a running in-memory fabric and a client on it.
+type Env struct {
+	Server *fabric.Server
+	Store  *fabric.Store
+	// Client is routekeeper's ARM client, in process over the real SDK.
+	Client *azure.Client
+}
+
+// KTHW is the network of Kubernetes the Hard Way (seed 003): resource group
+// kubernetes, VNet kubernetes-vnet 10.240.0.0/16, subnet kubernetes-subnet
+// 10.240.0.0/24, no route table.
+const KTHW = `
+location: eastus
+resourceGroups:
+  - name: kubernetes
+    virtualNetworks:
+      - name: kubernetes-vnet
+        addressPrefixes: [10.240.0.0/16]
+        subnets:
+          - name: kubernetes-subnet
+            addressPrefix: 10.240.0.0/24
+`
+
+// The IDs of the KTHW network.
+const (
+	KTHWTable  = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
+	KTHWVNet   = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet"
+	KTHWSubnet = KTHWVNet + "/subnets/kubernetes-subnet"
+)
+
+// New starts a fabric in memory with opts, applies the topology (YAML in
+// the fabric's topology format, "" for none) and returns a client on it.
+func New(t testing.TB, opts fabric.Options, topology string) *Env {
+	t.Helper()
+	ctx := context.Background()
+	store, err := fabric.OpenMemory(ctx)
+	if err != nil {
+		t.Fatalf("opening in-memory fabric: %v", err)
+	}
+	t.Cleanup(func() { store.Close() })
+	srv := fabric.New(store, opts)
+	if topology != "" {
+		topo, err := fabric.ParseTopology([]byte(topology))
+		if err != nil {
+			t.Fatalf("test topology: %v", err)
+		}
+		if _, err := fabric.Apply(ctx, topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
+			t.Fatalf("applying test topology: %v", err)
+		}
+	}
+	c, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: srv.ClientOptions(), PollFrequency: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("azure client: %v", err)
+	}
+	return &Env{Server: srv, Store: store, Client: c}
+}
