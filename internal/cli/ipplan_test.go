@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,52 +19,6 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 )
-
-func init() {
-	// Other command tests in this package may register -update too; only one
-	// registration may exist.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// golden compares got with testdata/<name>, or rewrites it with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if updateGolden() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got; run with -update if the change is intended):\n%s", path, diff)
-	}
-}
-
-type cliResult struct {
-	code           int
-	stdout, stderr string
-}
-
-func runCLI(t *testing.T, env map[string]string, stdin string, args ...string) cliResult {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, func(k string) string { return env[k] })
-	return cliResult{code: code, stdout: out.String(), stderr: errOut.String()}
-}
 
 func TestIpplanGolden(t *testing.T) {
 	tests := []struct {
