@@ -53,4 +53,3 @@ func runCLI(t *testing.T, env map[string]string, stdin string, args ...string) c
 	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, func(k string) string { return env[k] })
 	return cliResult{code: code, stdout: out.String(), stderr: errOut.String()}
 }
-

@@ -14,7 +14,7 @@ type Node struct {
 	InternalIPs []netip.Addr `json:"internalIPs"`
 	// PodCIDRs are the node's pod ranges (spec.podCIDRs); empty when none is
 	// assigned yet.
-	PodCIDRs []netip.Prefix   `json:"podCIDRs,omitempty"`
+	PodCIDRs []netip.Prefix    `json:"podCIDRs,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
 }
 
