@@ -6,10 +6,10 @@
 // jitter. A node counts as routed only when the table read back after the
 // write holds its route.
 //
-// The daemon (Run) coalesces node events for a short batch window, resyncs
-// periodically to catch out-of-band drift, backs off after failures and
-// throttling instead of retrying in a hot loop, and finishes the reconcile
-// in flight before it returns on shutdown.
+// The daemon (Run) debounces node events (a short batch window, capped by a
+// maximum delay), resyncs periodically to catch out-of-band drift, backs off
+// after failures and throttling instead of retrying in a hot loop, and
+// finishes the reconcile in flight before it returns on shutdown.
 package controller
 
 import (
@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,8 +89,12 @@ type Config struct {
 	// reconciles (default 5s).
 	GuardInterval time.Duration
 
-	// BatchWindow coalesces node events before a reconcile (default 200ms).
+	// BatchWindow is the quiet time after a node change before a
+	// reconcile starts; each further change extends it (default 200ms).
 	BatchWindow time.Duration
+	// MaxBatchDelay caps how long a change waits for the batch to close
+	// while changes keep coming (default 1s, never less than BatchWindow).
+	MaxBatchDelay time.Duration
 	// Resync is the period of full reconciles that catch drift (default 60s).
 	Resync time.Duration
 	// MaxAttempts bounds the re-plans after 412 or 409 (default 5).
@@ -115,6 +120,10 @@ func (c *Config) defaults() {
 	if c.BatchWindow <= 0 {
 		c.BatchWindow = 200 * time.Millisecond
 	}
+	if c.MaxBatchDelay <= 0 {
+		c.MaxBatchDelay = time.Second
+	}
+	c.MaxBatchDelay = max(c.MaxBatchDelay, c.BatchWindow)
 	if c.Resync <= 0 {
 		c.Resync = time.Minute
 	}
@@ -196,7 +205,74 @@ type Result struct {
 	TableID string `json:"tableId"`
 	// Reads and Writes are the ARM calls this reconcile made.
 	Reads, Writes int64
-	Err           error `json:"-"`
+	// Routes counts the routes of Table against the nodes; nil when the
+	// table could not be read (or for GuardOnly results).
+	Routes *RouteCounts `json:"routes,omitempty"`
+	Err    error        `json:"-"`
+
+	// nodes are the nodes the reconcile worked from.
+	nodes []source.Node
+}
+
+// RouteCounts describe the route table after a reconcile, for metrics and
+// observe mode's reports.
+type RouteCounts struct {
+	// Desired is the number of pod CIDRs of the nodes: one route each.
+	Desired int `json:"desired"`
+	// Present is the number of desired routes in the table, correct (name,
+	// prefix, next hop, provisioned).
+	Present int `json:"present"`
+	// Owned is the number of routes in the table that belong to this
+	// cluster (route.OwnerThisCluster); Foreign the others (custom routes,
+	// other clusters' routes).
+	Owned   int `json:"owned"`
+	Foreign int `json:"foreign"`
+	// Stale is the number of owned routes that no node's pod CIDR asks
+	// for: routes of deleted nodes or of old pod CIDRs. A reconcile in
+	// manage mode deletes them; observe mode only reports them.
+	Stale int `json:"stale"`
+}
+
+// Missing is the number of desired routes absent or wrong in the table.
+func (rc RouteCounts) Missing() int { return rc.Desired - rc.Present }
+
+// countRoutes compares the table with the nodes.
+func (c *Controller) countRoutes(t *route.Table, nodes []source.Node) *RouteCounts {
+	rc := &RouteCounts{}
+	var byName map[string]*route.Route
+	if t != nil {
+		byName = make(map[string]*route.Route, len(t.Routes))
+		for i := range t.Routes {
+			byName[strings.ToLower(t.Routes[i].Name)] = &t.Routes[i]
+		}
+	}
+	want := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		rc.Desired += len(n.PodCIDRs)
+		for _, cidr := range n.PodCIDRs {
+			name := strings.ToLower(route.Name(n.Name, cidr))
+			want[name] = true
+			hop, ok := n.NextHop(cidr)
+			if r := byName[name]; ok && r != nil && correct(r, cidr, hop) {
+				rc.Present++
+			}
+		}
+	}
+	if t == nil {
+		return rc
+	}
+	own := route.Ownership{Cluster: c.cfg.Cluster, ClusterCIDRs: c.cfg.ClusterCIDRs}
+	for i, cl := range own.ClassifyTable(t) {
+		if cl.Owner != route.OwnerThisCluster {
+			rc.Foreign++
+			continue
+		}
+		rc.Owned++
+		if !want[strings.ToLower(t.Routes[i].Name)] {
+			rc.Stale++
+		}
+	}
+	return rc
 }
 
 // AssociationProblems counts subnets not on our table after the guard.
@@ -272,6 +348,7 @@ func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 	reads0, writes0 := c.cloud.Calls()
 	if dryRun {
 		nodes, err := c.src.Nodes(ctx)
+		res.nodes = nodes
 		if err == nil {
 			_, err = c.attempt(ctx, nodes, res, true)
 		} else {
@@ -280,6 +357,10 @@ func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 		res.Err = err
 	} else {
 		res.Err = c.reconcile(ctx, res)
+	}
+	if res.Plan != nil {
+		// The table was read: count its routes (as written, or as read).
+		res.Routes = c.countRoutes(res.Table, res.nodes)
 	}
 	reads1, writes1 := c.cloud.Calls()
 	res.Reads, res.Writes = reads1-reads0, writes1-writes0
@@ -297,6 +378,7 @@ func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("reading nodes: %w", err)
 	}
+	res.nodes = nodes
 	// A deliberate table swap is followed before anything is written, so
 	// the old table is never written again (nor re-created).
 	if res.Followed, err = c.follow(ctx); err != nil {
@@ -412,4 +494,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// correct reports whether r routes cidr to hop, provisioned (the test
+// verify applies to a route found by name).
+func correct(r *route.Route, cidr netip.Prefix, hop netip.Addr) bool {
+	return r.Prefix == cidr.Masked() && r.NextHopType == route.VirtualAppliance && r.NextHopIP == hop &&
+		(r.ProvisioningState == "" || r.ProvisioningState == "Succeeded")
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/cloud"
@@ -13,26 +14,30 @@ import (
 // node status must say what happened) but not forever.
 const shutdownGrace = 30 * time.Second
 
-// Run is the daemon: it reconciles at start, after node changes (batched
-// for BatchWindow), every Resync, and after a failure with growing backoff
-// (or after ARM's Retry-After when throttled). It returns nil when ctx is
-// cancelled, after the reconcile in flight has finished.
+// Run is the daemon: it reconciles at start, after node changes, every
+// Resync, and after a failure with growing backoff (or after ARM's
+// Retry-After when throttled). It returns nil when ctx is cancelled, after
+// the reconcile in flight has finished.
+//
+// Node changes are debounced: each one pushes the reconcile BatchWindow
+// further out, but never later than MaxBatchDelay after the first change
+// still waiting. A single node gets its route BatchWindow after it changed;
+// a burst of node registrations becomes one write per MaxBatchDelay instead
+// of one per node. Changes that arrive while a reconcile runs are batched
+// from the time they arrived, so they are not delayed by the reconcile.
 func (c *Controller) Run(ctx context.Context) error {
-	trigger := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case trigger <- struct{}{}:
-		default:
-		}
-	}
+	b := newBatcher(c.cfg.BatchWindow, c.cfg.MaxBatchDelay, time.Now)
 	watchErr := make(chan error, 1)
-	go func() { watchErr <- c.src.Watch(ctx, notify) }()
+	go func() { watchErr <- c.src.Watch(ctx, b.notify) }()
 
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
 	guardTick := time.NewTicker(c.cfg.GuardInterval)
 	defer guardTick.Stop()
-	var batch, retry <-chan time.Time
+	batch := time.NewTimer(time.Hour)
+	batch.Stop()
+	defer batch.Stop()
+	var retry <-chan time.Time
 	backoff := c.cfg.RetryBackoff
 	reconcileNow := make(chan struct{}, 1)
 	reconcileNow <- struct{}{} // first reconcile at start
@@ -46,9 +51,9 @@ func (c *Controller) Run(ctx context.Context) error {
 				return nil
 			}
 			return err
-		case <-trigger:
-			if batch == nil {
-				batch = time.After(c.cfg.BatchWindow)
+		case <-b.signal:
+			if d, ok := b.due(); ok {
+				batch.Reset(d)
 			}
 			continue
 		case <-guardTick.C:
@@ -65,18 +70,26 @@ func (c *Controller) Run(ctx context.Context) error {
 				continue
 			}
 			// A swap was followed or a repair needs the table: reconcile now.
-		case <-batch:
+		case <-batch.C:
 		case <-resync.C:
 		case <-retry:
 		case <-reconcileNow:
 		}
-		batch, retry = nil, nil
+		retry = nil
+		// Every change seen so far is covered by this reconcile, which
+		// reads the nodes afresh; later ones start a new batch.
+		b.take()
+		batch.Stop()
 
 		// The reconcile in flight finishes even if ctx is cancelled now.
 		rctx, cancel := graceContext(ctx, shutdownGrace)
 		res := c.Reconcile(rctx)
 		cancel()
 		c.log.Info(res.Summary())
+		if d, ok := b.due(); ok {
+			// Changes arrived during the reconcile.
+			batch.Reset(d)
+		}
 		if res.Err == nil {
 			backoff = c.cfg.RetryBackoff
 			continue
@@ -89,6 +102,65 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Error("reconcile failed; will retry", "err", res.Err, "retry_in", wait)
 		retry = time.After(wait)
 		backoff = min(backoff*2, c.cfg.MaxRetryBackoff)
+	}
+}
+
+// batcher debounces node change notifications. notify may be called from
+// any goroutine (the source's event handlers); the loop reads signal and
+// asks due when the reconcile should start.
+type batcher struct {
+	window, maxDelay time.Duration
+	now              func() time.Time
+	signal           chan struct{}
+
+	mu    sync.Mutex
+	first time.Time // first change not yet covered by a reconcile; zero if none
+	last  time.Time // latest such change
+}
+
+func newBatcher(window, maxDelay time.Duration, now func() time.Time) *batcher {
+	return &batcher{window: window, maxDelay: maxDelay, now: now, signal: make(chan struct{}, 1)}
+}
+
+// notify records a change.
+func (b *batcher) notify() {
+	b.mu.Lock()
+	t := b.now()
+	if b.first.IsZero() {
+		b.first = t
+	}
+	b.last = t
+	b.mu.Unlock()
+	select {
+	case b.signal <- struct{}{}:
+	default:
+	}
+}
+
+// due returns how long from now the reconcile of the pending changes
+// should start: BatchWindow after the latest change, but no later than
+// MaxBatchDelay after the first. ok is false when nothing is pending.
+func (b *batcher) due() (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.first.IsZero() {
+		return 0, false
+	}
+	at := b.last.Add(b.window)
+	if limit := b.first.Add(b.maxDelay); limit.Before(at) {
+		at = limit
+	}
+	return max(at.Sub(b.now()), 0), true
+}
+
+// take marks every pending change as covered by the reconcile starting now.
+func (b *batcher) take() {
+	b.mu.Lock()
+	b.first, b.last = time.Time{}, time.Time{}
+	b.mu.Unlock()
+	select {
+	case <-b.signal:
+	default:
 	}
 }
 
