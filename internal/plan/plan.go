@@ -192,7 +192,7 @@ func Compute(in Input) *Plan {
 	case len(claims) > 1:
 		return p.refuse(in.Nodes, ReasonInvalidTable, fmt.Sprintf("%s has claim tags %s for several clusters (%s); remove all but one", pl.table, route.ClaimTag, strings.Join(claims, ", ")))
 	case len(claims) == 1 && claims[0] != in.Cluster:
-		return p.refuse(in.Nodes, ReasonTableClaimed, fmt.Sprintf("%s is claimed by cluster %q (tag %s), not by this cluster %q; routekeeper writes nothing to it", pl.table, claims[0], route.ClaimTag, in.Cluster))
+		return p.refuse(in.Nodes, ReasonTableClaimed, fmt.Sprintf("%s is claimed by cluster %q (tag %s), not by this cluster %q; routekeeper writes nothing to it%s", pl.table, claims[0], route.ClaimTag, in.Cluster, CIDROverlap(pl.cur, claims[0], in.ClusterCIDRs)))
 	case len(claims) == 0 && in.RequireClaim && !p.Create:
 		return p.refuse(in.Nodes, ReasonTableUnclaimed, fmt.Sprintf("%s has no %s tag and adopting unclaimed tables is turned off; tag it %s=%s to let routekeeper manage it", pl.table, route.ClaimTag, route.ClaimTag, in.Cluster))
 	case len(claims) == 1:
@@ -212,6 +212,22 @@ func Compute(in Input) *Plan {
 	pl.applyLimit()
 	pl.finish()
 	return p
+}
+
+// CIDROverlap says, for a table claimed by cluster other, whether other's
+// pod CIDRs (its route.ClusterCIDRsTag, written with its claim) overlap
+// cidrs, this cluster's: the text is appended to a refusal ("" when the tag
+// is absent or unreadable). Overlapping pod CIDRs are what makes two
+// clusters' routes collide in one table.
+func CIDROverlap(t *route.Table, other string, cidrs []netip.Prefix) string {
+	theirs, err := route.ParseCIDRs(t.Tag(route.ClusterCIDRsTag))
+	if err != nil || len(theirs) == 0 {
+		return ""
+	}
+	if ov := route.OverlappingCIDRs(theirs, cidrs); len(ov) > 0 {
+		return fmt.Sprintf("; the pod CIDRs of cluster %q (%s) overlap this cluster's (%s): both clusters' pod routes cannot live in one table", other, route.FormatCIDRs(theirs), route.FormatCIDRs(cidrs))
+	}
+	return fmt.Sprintf("; the pod CIDRs of cluster %q (%s) do not overlap this cluster's (%s), but a route table holds one cluster's pod routes: give each cluster its own table", other, route.FormatCIDRs(theirs), route.FormatCIDRs(cidrs))
 }
 
 func tableName(t *route.Table, create bool) string {
@@ -779,6 +795,10 @@ func (pl *planner) desired() *route.Table {
 	if pl.p.Claim {
 		t.Tags[claimKey] = pl.in.Cluster
 	}
+	// The claim carries the cluster's pod CIDRs, so that a cluster refused
+	// by it can tell whether the two overlap. It is refreshed with every
+	// write, never written on its own.
+	route.SetTag(t.Tags, route.ClusterCIDRsTag, route.FormatCIDRs(pl.in.ClusterCIDRs))
 	t.Subnets = slices.Clone(pl.cur.Subnets)
 	creates, _, _ := pl.p.Counts()
 	t.Routes = make([]route.Route, 0, len(pl.cur.Routes)+creates)

@@ -545,7 +545,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("claim tag written into the desired table, other tags kept", func(t *testing.T) {
 		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cpa})
-		want := map[string]string{"env": "test", route.ClaimTag: cluster}
+		want := map[string]string{"env": "test", route.ClaimTag: cluster, route.ClusterCIDRsTag: "10.244.0.0/16,fd00:10:244::/56"}
 		if !reflect.DeepEqual(p.Desired.Tags, want) {
 			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
 		}
@@ -557,7 +557,7 @@ func TestClaim(t *testing.T) {
 		cur := table("")
 		cur.Tags["RouteKeeper.io/cluster"] = ""
 		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur})
-		want := map[string]string{"env": "test", "RouteKeeper.io/cluster": cluster}
+		want := map[string]string{"env": "test", "RouteKeeper.io/cluster": cluster, route.ClusterCIDRsTag: "10.244.0.0/16,fd00:10:244::/56"}
 		if !reflect.DeepEqual(p.Desired.Tags, want) {
 			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
 		}
@@ -568,6 +568,55 @@ func TestClaim(t *testing.T) {
 			t.Errorf("refusal %q does not name both clusters", p.Refused)
 		}
 	})
+	t.Run("the cluster CIDRs tag is refreshed with a write, under its own spelling", func(t *testing.T) {
+		cur := table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"))
+		cur.Tags["RouteKeeper.io/Cluster-CIDRs"] = "10.99.0.0/16"
+		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur}) // worker-0 gone: a delete
+		want := map[string]string{"env": "test", route.ClaimTag: cluster, "RouteKeeper.io/Cluster-CIDRs": "10.244.0.0/16,fd00:10:244::/56"}
+		if !reflect.DeepEqual(p.Desired.Tags, want) {
+			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
+		}
+		if cur.Tags["RouteKeeper.io/Cluster-CIDRs"] != "10.99.0.0/16" {
+			t.Error("the current table was modified")
+		}
+	})
+	t.Run("a stale cluster CIDRs tag alone does not make a write", func(t *testing.T) {
+		cur := table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"))
+		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur, Nodes: []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")}})
+		if p.NeedsWrite() {
+			t.Errorf("steady table without the CIDRs tag needs a write: %v", p)
+		}
+	})
+	for _, tc := range []struct {
+		name, theirs string
+		want         []string
+	}{
+		{"overlapping pod CIDRs are named", "10.244.128.0/17", []string{`"staging"`, `"prod"`, "10.244.128.0/17", "overlap this cluster's (10.244.0.0/16,fd00:10:244::/56)"}},
+		{"disjoint pod CIDRs are said to be disjoint", "10.50.0.0/16", []string{`"staging"`, "10.50.0.0/16", "do not overlap"}},
+		{"no CIDRs tag: only the clusters", "", []string{`"staging"`, `"prod"`}},
+		{"an unreadable CIDRs tag is ignored", "not-a-cidr", []string{`"staging"`, `"prod"`}},
+	} {
+		t.Run("refusal: "+tc.name, func(t *testing.T) {
+			cur := table("staging")
+			if tc.theirs != "" {
+				cur.Tags[route.ClusterCIDRsTag] = tc.theirs
+			}
+			p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur})
+			if p.RefusedReason != ReasonTableClaimed {
+				t.Fatalf("refused %q, want %s", p.RefusedReason, ReasonTableClaimed)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(p.Refused, w) {
+					t.Errorf("refusal %q does not contain %q", p.Refused, w)
+				}
+			}
+			if tc.theirs == "" || tc.theirs == "not-a-cidr" {
+				if strings.Contains(p.Refused, "overlap") {
+					t.Errorf("refusal %q talks of overlap without a readable tag", p.Refused)
+				}
+			}
+		})
+	}
 	t.Run("new table from nil current has the claim and no identity", func(t *testing.T) {
 		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs})
 		if !p.Create || p.Desired == nil || p.Desired.Claim() != cluster || p.Desired.Etag != "" {
