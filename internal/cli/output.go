@@ -25,12 +25,13 @@ func (a *app) print(v any, tbl func() table) error {
 func writeOutput(w io.Writer, format string, v any, tbl func() table) error {
 	switch format {
 	case "json":
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // "->" in messages stays readable
+		if err := enc.Encode(v); err != nil {
 			return fmt.Errorf("encoding JSON output: %w", err)
 		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return nil
 	case "yaml":
 		b, err := yaml.Marshal(v)
 		if err != nil {

@@ -88,6 +88,7 @@ against an embedded local fabric that behaves like Azure Resource Manager.`,
 		a.newRoutesCmd(),
 		a.newIpplanCmd(),
 		a.newMigrateCmd(),
+		a.newDoctorCmd(),
 	)
 	return root
 }

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/doctor"
+)
+
+func (a *app) newDoctorCmd() *cobra.Command {
+	var cf configFlags
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the route table, its subnets and the node routes, read-only",
+		Long: `Read the configured route table, its subnets and the nodes, and report every
+problem: a missing or foreign-claimed table, a subnet without the table (the
+IaC redeploy of an association), a node without a correct route and why
+(conflict, route limit, no pod CIDR...), stale routes, routes that shadow
+part of a pod CIDR, a table close to its route limit. Nothing is written.
+
+Exit status: 0 when there is no error finding, 3 when there is one, 1 when
+the cloud cannot be read, 2 for bad input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cf.getenv = a.getenv
+			cfg, err := cf.load(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			conn, err := a.connect(ctx, cfg, connectOptions{readOnly: true})
+			if err != nil {
+				return err
+			}
+			defer conn.close()
+			src, err := a.nodeSource(cfg)
+			if err != nil {
+				return err
+			}
+			nodes, err := src.Nodes(ctx)
+			if err != nil {
+				return err
+			}
+			rep, err := doctor.Check(ctx, conn.client, doctor.Input{
+				Cluster:      cfg.Cluster.Name,
+				ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
+				Limit:        cfg.RouteTable.RouteLimit,
+				TableID:      cfg.RouteTable.ID,
+				Subnets:      cfg.Subnets,
+				CreateTable:  cfg.RouteTable.Create,
+				Observe:      cfg.Routes == config.RoutesObserve,
+				Nodes:        nodes,
+			})
+			if err != nil {
+				return err
+			}
+			if a.output == "table" && len(rep.Findings) == 0 {
+				fmt.Fprintln(a.stdout, "No problems found.")
+			} else if err := a.print(rep, func() table { return doctorTable(rep) }); err != nil {
+				return err
+			}
+			if a.output == "table" {
+				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table; %d errors, %d findings in all.\n", rep.Routed, rep.Nodes, rep.Errors(), len(rep.Findings))
+			}
+			if rep.Errors() > 0 {
+				return findings()
+			}
+			return nil
+		},
+	}
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+func doctorTable(r *doctor.Report) table {
+	t := table{header: []string{"Severity", "Check", "Resource", "Message"}}
+	for _, f := range r.Findings {
+		t.rows = append(t.rows, []string{string(f.Severity), f.Check, shortID(f.Resource), f.Message})
+	}
+	return t
+}
+
+// shortID keeps the part of an ARM ID after the provider for tables: the
+// subscription and resource group are the same on every row.
+func shortID(id string) string {
+	const marker = "/providers/microsoft.network/"
+	if i := strings.Index(strings.ToLower(id), marker); i >= 0 {
+		return id[i+len(marker):]
+	}
+	return id
+}

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+func TestDoctor(t *testing.T) {
+	cfg := kthw(t)
+	if res := runCLI(t, nil, "", "doctor", "--config", cfg); res.code != ExitError {
+		t.Errorf("doctor before any run: exit %d, want 1 (no state to read)\n%s", res.code, res.stderr)
+	}
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
+	}
+	res := runCLI(t, nil, "", "doctor", "--config", cfg)
+	if res.code != ExitOK {
+		t.Fatalf("doctor on a healthy cluster: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	golden(t, filepath.Join("testdata", "doctor", "healthy.golden"), []byte(res.stdout))
+
+	// Seed 001: the IaC redeploy's VNet PUT drops the association, and
+	// someone types a route over part of worker-1's pods.
+	routes, _ := sdkRoutes(t, cfg)
+	ctx := context.Background()
+	p, err := routes.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", "inspect", armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
+		AddressPrefix: to.Ptr("10.200.1.128/25"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	vnets := sdkVNets(t, cfg)
+	vp, err := vnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", armnetwork.VirtualNetwork{
+		Location: to.Ptr("eastus"),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
+			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
+				AddressPrefix: to.Ptr("10.240.0.0/24")}}},
+		},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vp.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	res = runCLI(t, nil, "", "doctor", "--config", cfg)
+	if res.code != ExitFindings {
+		t.Fatalf("doctor after the redeploy: exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	golden(t, filepath.Join("testdata", "doctor", "detached.golden"), []byte(res.stdout))
+	res = runCLI(t, nil, "", "doctor", "-o", "json", "--config", cfg)
+	golden(t, filepath.Join("testdata", "doctor", "detached.json.golden"), []byte(res.stdout))
+}

@@ -1,0 +1,167 @@
+package doctor_test
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+)
+
+func node(name, ip, cidr string) source.Node {
+	return source.Node{Name: name, InternalIPs: []netip.Addr{netip.MustParseAddr(ip)}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(cidr)}}
+}
+
+func va(name, prefix, hop string) route.Route {
+	return route.Route{Name: name, AddressPrefix: prefix, Prefix: netip.MustParsePrefix(prefix), NextHopType: route.VirtualAppliance, NextHopIP: netip.MustParseAddr(hop)}
+}
+
+func input() doctor.Input {
+	return doctor.Input{
+		Cluster:      "kthw",
+		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
+		TableID:      fabrictest.KTHWTable,
+		Subnets:      []string{fabrictest.KTHWSubnet},
+		Nodes:        []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")},
+	}
+}
+
+// healthy makes the seed 003 cluster as routekeeper leaves it: table
+// claimed, both routes, associated.
+func healthy(t *testing.T, env *fabrictest.Env, extra ...route.Route) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := &route.Table{ID: fabrictest.KTHWTable, Location: "eastus", Tags: map[string]string{route.ClaimTag: "kthw"},
+		Routes: append([]route.Route{va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20"), va("worker-1____102001024", "10.200.1.0/24", "10.240.0.21")}, extra...)}
+	if _, err := env.Client.PutRouteTable(ctx, tbl, ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.Client.GetSubnet(ctx, fabrictest.KTHWSubnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// redeployVNet replays seed 001: the VNet PUT of an IaC template that does
+// not declare the subnet's route table.
+func redeployVNet(t *testing.T, env *fabrictest.Env) {
+	t.Helper()
+	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, env.Server.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.NewVirtualNetworksClient().BeginCreateOrUpdate(context.Background(), "kubernetes", "kubernetes-vnet", armnetwork.VirtualNetwork{
+		Location: to.Ptr("eastus"),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
+			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
+				AddressPrefix: to.Ptr("10.240.0.0/24")}}},
+		},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	type want struct {
+		sev   doctor.Severity
+		check string
+		res   string // substring of the resource
+		msg   string // substring of the message
+	}
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T, env *fabrictest.Env)
+		input  func(in *doctor.Input)
+		want   []want
+		errors int
+		routed int
+	}{
+		{name: "healthy", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env) }, routed: 2},
+		{name: "table missing, creation allowed", input: func(in *doctor.Input) { in.CreateTable = true },
+			want: []want{{doctor.Warning, doctor.CheckTable, "kubernetes-routes", "will create it"}, {doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1},
+		{name: "table missing, creation not allowed",
+			want: []want{{doctor.Error, doctor.CheckTable, "kubernetes-routes", "may not create it"}}, errors: 2},
+		{name: "seed 001: the IaC redeploy dropped the association", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env); redeployVNet(t, env) },
+			want: []want{{doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1, routed: 2},
+		{name: "claimed by another cluster", setup: func(t *testing.T, env *fabrictest.Env) {
+			healthy(t, env)
+			tbl, _ := env.Client.GetRouteTable(context.Background(), fabrictest.KTHWTable)
+			tbl.Tags[route.ClaimTag] = "prod-east"
+			if _, err := env.Client.PutRouteTable(context.Background(), tbl, tbl.Etag); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []want{{doctor.Error, doctor.CheckClaim, "kubernetes-routes", `claimed by cluster "prod-east"`}}, errors: 1},
+		{name: "a node without its route and a stale route", setup: func(t *testing.T, env *fabrictest.Env) {
+			healthy(t, env, va("worker-9____102009024", "10.200.9.0/24", "10.240.0.29"))
+		}, input: func(in *doctor.Input) {
+			in.Nodes = append(in.Nodes, node("worker-2", "10.240.0.22", "10.200.2.0/24"))
+		}, want: []want{
+			{doctor.Error, doctor.CheckNodeRoute, "worker-2", "no correct route"},
+			{doctor.Warning, doctor.CheckStaleRoute, "worker-9____102009024", "stale route 10.200.9.0/24"},
+		}, errors: 1, routed: 2},
+		{name: "a node whose prefix is taken by a custom route", setup: func(t *testing.T, env *fabrictest.Env) {
+			healthy(t, env, va("kubernetes-route-10-200-2-0-24", "10.200.2.0/24", "10.240.0.99"))
+		}, input: func(in *doctor.Input) {
+			in.Nodes = append(in.Nodes, node("worker-2", "10.240.0.22", "10.200.2.0/24"))
+		}, want: []want{{doctor.Error, doctor.CheckNodeRoute, "worker-2", "PrefixConflict"}}, errors: 1, routed: 2},
+		{name: "a custom route shadows part of a pod CIDR", setup: func(t *testing.T, env *fabrictest.Env) {
+			healthy(t, env, va("inspect", "10.200.1.128/25", "10.240.0.4"))
+		}, want: []want{{doctor.Warning, doctor.CheckShadow, "inspect", "more specific than node worker-1"}}, routed: 2},
+		{name: "table close to its limit", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env) },
+			input: func(in *doctor.Input) { in.Limit = 2 },
+			want:  []want{{doctor.Warning, doctor.CheckLimit, "kubernetes-routes", "2 of at most 2"}}, routed: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+			if tt.setup != nil {
+				tt.setup(t, env)
+			}
+			in := input()
+			if tt.input != nil {
+				tt.input(&in)
+			}
+			_, w0 := env.Client.Calls()
+			rep, err := doctor.Check(context.Background(), env.Client, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, w1 := env.Client.Calls(); w1 != w0 {
+				t.Errorf("doctor wrote %d times; it must only read", w1-w0)
+			}
+			for _, w := range tt.want {
+				if !slices.ContainsFunc(rep.Findings, func(f doctor.Finding) bool {
+					return f.Severity == w.sev && f.Check == w.check && strings.Contains(f.Resource, w.res) && strings.Contains(f.Message, w.msg)
+				}) {
+					t.Errorf("no %s %s finding on %s mentioning %q in %+v", w.sev, w.check, w.res, w.msg, rep.Findings)
+				}
+			}
+			if rep.Errors() != tt.errors {
+				t.Errorf("errors = %d, want %d: %+v", rep.Errors(), tt.errors, rep.Findings)
+			}
+			if rep.Routed != tt.routed {
+				t.Errorf("routed = %d, want %d", rep.Routed, tt.routed)
+			}
+			if len(tt.want) == 0 && len(rep.Findings) != 0 {
+				t.Errorf("findings on a healthy cluster: %+v", rep.Findings)
+			}
+		})
+	}
+}
