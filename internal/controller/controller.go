@@ -151,8 +151,8 @@ type Controller struct {
 	// tableID is the table routekeeper keeps: the configured one until the
 	// guard follows a swap.
 	tableID string
-	// tableExists: the last reconcile found (or made) the table.
-	tableExists bool
+	// assoc is the association guard's memory (guard.go).
+	assoc assocState
 }
 
 // New makes a controller. Reporters are called after every reconcile.
@@ -324,8 +324,9 @@ func (r *Result) Summary() string {
 
 // Errors that end a reconcile without a write.
 var (
-	// ErrTableMissing: the route table does not exist and creation is not allowed.
-	ErrTableMissing = errors.New("route table does not exist and creating it is not allowed (routeTable.create: false)")
+	// ErrTableMissing: the route table does not exist and may not be
+	// created (not allowed, or nothing would use it: see createBlocked).
+	ErrTableMissing = errors.New("route table does not exist")
 	// ErrRefused: the plan refused to write (for example the table is
 	// claimed by another cluster).
 	ErrRefused = errors.New("refusing to write the route table")
@@ -391,8 +392,7 @@ func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 		if err == nil || !retry {
 			// The table is created and filled before it is associated:
 			// a subnet never points to a table that lacks node routes.
-			c.setTableKnown(res.Table != nil)
-			res.Associations = c.guard(ctx, res.Table != nil, res.Wrote && res.Plan != nil && res.Plan.Create)
+			res.Associations = c.guard(ctx, res.Table, res.Wrote && res.Plan != nil && res.Plan.Create)
 			return err
 		}
 		if attempt == c.cfg.MaxAttempts {
@@ -421,6 +421,16 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	case err != nil:
 		return false, err
 	}
+	if cur != nil {
+		// A table migrated away from (routekeeper migrate) leads to its
+		// successor: the controller never fights a migration.
+		if cur, err = c.followMigration(ctx, cur); err != nil {
+			return false, err
+		}
+		if id := c.TableID(); !sameID(id, tableID) {
+			tableID, res.TableID, res.Followed = id, id, id
+		}
+	}
 	p := plan.Compute(plan.Input{
 		Cluster:      c.cfg.Cluster,
 		ClusterCIDRs: c.cfg.ClusterCIDRs,
@@ -433,12 +443,14 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	res.Conflicts = len(p.Conflicts)
 	res.Nodes = nodeResults(p, nodes)
 
-	if cur == nil && (!c.cfg.CreateTable || c.cfg.Mode == Observe) {
-		for name := range res.Nodes {
-			res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", tableID)}
+	if cur == nil {
+		if why := c.createBlocked(ctx); why != "" {
+			for name := range res.Nodes {
+				res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", tableID)}
+			}
+			res.Created, res.Updated, res.Deleted = 0, 0, 0
+			return false, fmt.Errorf("%w: %s: %s", ErrTableMissing, tableID, why)
 		}
-		res.Created, res.Updated, res.Deleted = 0, 0, 0
-		return false, fmt.Errorf("route table %s: %w", tableID, ErrTableMissing)
 	}
 	if p.Refused != "" {
 		res.Created, res.Updated, res.Deleted = 0, 0, 0

@@ -57,16 +57,19 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			continue
 		case <-guardTick.C:
-			if len(c.cfg.Subnets) == 0 || retry != nil {
+			if len(c.cfg.Subnets) == 0 {
 				continue
 			}
+			// The guard keeps checking while a failed reconcile waits for
+			// its retry (a subnet can be repaired even when the routes
+			// cannot be written), but leaves the reconcile to the retry.
 			gctx, cancel := graceContext(ctx, shutdownGrace)
 			g := c.Guard(gctx)
 			cancel()
 			if g.Repairs() > 0 || g.AssociationProblems() > 0 || g.Err != nil {
 				c.log.Info(g.Summary())
 			}
-			if !g.NeedsReconcile() {
+			if !g.NeedsReconcile() || retry != nil {
 				continue
 			}
 			// A swap was followed or a repair needs the table: reconcile now.
