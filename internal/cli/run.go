@@ -100,6 +100,10 @@ func (a *app) newController(ctx context.Context, cfg *config.Config, c *azure.Cl
 		Mode:         controller.Mode(cfg.Routes),
 		BatchWindow:  cfg.Controller.BatchWindow,
 		Resync:       cfg.Controller.Resync,
+
+		Policy:        controller.Policy(cfg.Association.Policy),
+		Restore:       cfg.Association.Restore,
+		GuardInterval: cfg.Association.Interval,
 	}
 	if ccfg.CreateTable && ccfg.Location == "" && len(cfg.Subnets) > 0 {
 		// A created table goes where the node subnet's network is.
