@@ -1,0 +1,203 @@
+// Package metrics is routekeeper's Prometheus instrumentation. A Metrics is
+// a controller.Reporter (reconciles, routes, nodes not routed, the
+// association guard) and an azure.Observer (every ARM request), on its own
+// registry: nothing is registered globally, so tests and several
+// controllers in one process do not collide.
+//
+// The metrics (all prefixed routekeeper_):
+//
+//	reconciles_total{result}                  reconciles by result: success, error
+//	reconcile_duration_seconds                histogram of reconcile durations
+//	last_successful_reconcile_timestamp_seconds  Unix time of the last successful reconcile
+//	arm_requests_total{method,code}           ARM HTTP requests (every attempt, retries and LRO polls included)
+//	arm_request_duration_seconds{method}      histogram of ARM request durations
+//	arm_throttled_total                       ARM answers 429 (throttled)
+//	arm_precondition_failed_total             ARM answers 412 (someone else wrote the table first)
+//	routes{kind}                              routes after the last reconcile: desired, present, missing, owned, foreign, stale
+//	nodes{state}                              nodes after the last reconcile: routed, not_routed
+//	nodes_not_routed{reason}                  nodes without their route, by reason
+//	association_repairs_total                 subnets re-associated (or swaps followed) by the guard
+//	association_problems{state}               subnets not on routekeeper's table, by state
+//	leader                                    1 while this replica holds the leader lease
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/routekeeper/routekeeper/internal/controller"
+)
+
+const namespace = "routekeeper"
+
+// Metrics holds routekeeper's metrics and their registry.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	reconciles        *prometheus.CounterVec
+	reconcileDuration prometheus.Histogram
+	lastSuccess       prometheus.Gauge
+	armRequests       *prometheus.CounterVec
+	armDuration       *prometheus.HistogramVec
+	armThrottled      prometheus.Counter
+	armPrecondition   prometheus.Counter
+	routes            *prometheus.GaugeVec
+	nodes             *prometheus.GaugeVec
+	notRouted         *prometheus.GaugeVec
+	repairs           prometheus.Counter
+	assocProblems     *prometheus.GaugeVec
+	leader            prometheus.Gauge
+}
+
+// New makes the metrics on a new registry that also holds the Go runtime
+// and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "reconciles_total",
+			Help: "Reconciles of the route table, by result (success, error).",
+		}, []string{"result"}),
+		reconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "reconcile_duration_seconds",
+			Help:    "Duration of reconciles: node list, table read, plan, write and read-back.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+		}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "last_successful_reconcile_timestamp_seconds",
+			Help: "Unix time of the end of the last successful reconcile.",
+		}),
+		armRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "arm_requests_total",
+			Help: "Azure Resource Manager HTTP requests, every attempt (retries and long-running operation polls included), by method and status code (0: no answer).",
+		}, []string{"method", "code"}),
+		armDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "arm_request_duration_seconds",
+			Help:    "Duration of Azure Resource Manager HTTP requests, by method.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}, []string{"method"}),
+		armThrottled: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "arm_throttled_total",
+			Help: "Azure Resource Manager answers 429 Too Many Requests.",
+		}),
+		armPrecondition: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "arm_precondition_failed_total",
+			Help: "Azure Resource Manager answers 412 Precondition Failed: the table changed since it was read; routekeeper re-read and re-planned.",
+		}),
+		routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "routes",
+			Help: "Routes after the last reconcile: desired (one per node pod CIDR), present (desired and correct in the table), missing (desired - present), owned (this cluster's in the table), foreign (every other route in the table), stale (owned but wanted by no node).",
+		}, []string{"kind"}),
+		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "nodes",
+			Help: "Nodes after the last reconcile, by state (routed, not_routed).",
+		}, []string{"state"}),
+		notRouted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "nodes_not_routed",
+			Help: "Nodes without their correct route after the last reconcile, by reason.",
+		}, []string{"reason"}),
+		repairs: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "association_repairs_total",
+			Help: "Subnets the association guard re-associated with the route table, or whose swapped table it followed.",
+		}),
+		assocProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "association_problems",
+			Help: "Configured subnets not on routekeeper's route table after the last check, by state.",
+		}, []string{"state"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "leader",
+			Help: "1 while this replica holds the leader election lease (and runs the controller), else 0.",
+		}),
+	}
+	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.armDuration,
+		m.armThrottled, m.armPrecondition, m.routes, m.nodes, m.notRouted, m.repairs, m.assocProblems, m.leader,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Known label values start at 0, so that rate() and alerts work from
+	// the first scrape.
+	for _, r := range []string{"success", "error"} {
+		m.reconciles.WithLabelValues(r)
+	}
+	return m
+}
+
+// Registry returns the registry the metrics are on.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// SetLeader records whether this replica leads.
+func (m *Metrics) SetLeader(leading bool) {
+	if leading {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
+}
+
+// ObserveARMCall implements azure.Observer.
+func (m *Metrics) ObserveARMCall(method string, status int, d time.Duration) {
+	m.armRequests.WithLabelValues(method, strconv.Itoa(status)).Inc()
+	m.armDuration.WithLabelValues(method).Observe(d.Seconds())
+	switch status {
+	case http.StatusTooManyRequests:
+		m.armThrottled.Inc()
+	case http.StatusPreconditionFailed:
+		m.armPrecondition.Inc()
+	}
+}
+
+// Report implements controller.Reporter.
+func (m *Metrics) Report(_ context.Context, res *controller.Result) {
+	m.repairs.Add(float64(res.Repairs()))
+	if res.Associations != nil || (res.Err == nil && !res.GuardOnly) {
+		m.assocProblems.Reset()
+		for _, a := range res.Associations {
+			if a.Problem() {
+				m.assocProblems.WithLabelValues(a.State).Inc()
+			}
+		}
+	}
+	if res.GuardOnly {
+		return
+	}
+	result := "success"
+	if res.Err != nil {
+		result = "error"
+	}
+	m.reconciles.WithLabelValues(result).Inc()
+	m.reconcileDuration.Observe(res.Duration.Seconds())
+	if res.Err == nil {
+		m.lastSuccess.Set(float64(res.Start.Add(res.Duration).UnixNano()) / 1e9)
+	}
+	if rc := res.Routes; rc != nil {
+		m.routes.WithLabelValues("desired").Set(float64(rc.Desired))
+		m.routes.WithLabelValues("present").Set(float64(rc.Present))
+		m.routes.WithLabelValues("missing").Set(float64(rc.Missing()))
+		m.routes.WithLabelValues("owned").Set(float64(rc.Owned))
+		m.routes.WithLabelValues("foreign").Set(float64(rc.Foreign))
+		m.routes.WithLabelValues("stale").Set(float64(rc.Stale))
+	}
+	if len(res.Nodes) > 0 || res.Routes != nil {
+		// The nodes were planned: the per-node results are current.
+		routed := 0
+		m.notRouted.Reset()
+		for _, nr := range res.Nodes {
+			if nr.Routed {
+				routed++
+				continue
+			}
+			m.notRouted.WithLabelValues(nr.Reason).Inc()
+		}
+		m.nodes.WithLabelValues("routed").Set(float64(routed))
+		m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))
+	}
+}
