@@ -175,4 +175,4 @@ func TestARMCallsThroughTheSDK(t *testing.T) {
 type staticNodes []source.Node
 
 func (s staticNodes) Nodes(context.Context) ([]source.Node, error) { return s, nil }
-func (s staticNodes) Watch(ctx context.Context, _ func()) error   { <-ctx.Done(); return nil }
+func (s staticNodes) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }
