@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/metrics"
+	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+)
+
+type staticNodes []source.Node
+
+func (s staticNodes) Nodes(context.Context) ([]source.Node, error) { return s, nil }
+func (s staticNodes) Watch(ctx context.Context, _ func()) error   { <-ctx.Done(); return nil }
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestRunWithoutKubernetes: an inventory-style source, the fabric, and the
+// health and metrics endpoints.
+func TestRunWithoutKubernetes(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + l.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{
+			Controller: controller.Config{
+				Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
+				RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
+				Resync: time.Hour,
+			},
+			Cloud: env.Client,
+			Source: staticNodes{{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")},
+				PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}},
+			Listener: l,
+			Metrics:  metrics.New(),
+		})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := get(t, base+"/metrics")
+		if strings.Contains(body, `routekeeper_reconciles_total{result="success"} 1`) {
+			if !strings.Contains(body, `routekeeper_routes{kind="present"} 1`) {
+				t.Errorf("metrics after the first reconcile lack routes{present} 1:\n%s", grep(body, "routekeeper_routes"))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no successful reconcile in the metrics after 10s:\n%s", grep(body, "routekeeper_"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, body := get(t, base+p); code != http.StatusOK {
+			t.Errorf("GET %s = %d %s", p, code, body)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
+func TestLeaderElectionNeedsKubernetes(t *testing.T) {
+	err := Run(context.Background(), Options{Source: staticNodes{}, LeaderElection: LeaderElection{Enabled: true}})
+	if err == nil || !strings.Contains(err.Error(), "Kubernetes") {
+		t.Errorf("Run = %v, want an error about the Kubernetes source", err)
+	}
+}
+
+func grep(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
