@@ -20,7 +20,7 @@ import (
 type staticNodes []source.Node
 
 func (s staticNodes) Nodes(context.Context) ([]source.Node, error) { return s, nil }
-func (s staticNodes) Watch(ctx context.Context, _ func()) error   { <-ctx.Done(); return nil }
+func (s staticNodes) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
