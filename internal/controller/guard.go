@@ -591,6 +591,9 @@ func (c *Controller) repair(ctx context.Context, a Association, s *cloud.Subnet,
 	}
 	a.State, a.Repaired = AssocRepaired, true
 	a.Message = fmt.Sprintf("re-associated route table %s (was %s)", ours, orNone(s.RouteTableID))
+	if s.RouteTableID != "" && c.isPrevious(s.RouteTableID) {
+		a.Message = fmt.Sprintf("moved the subnet from route table %s, which routekeeper kept before and no longer writes, to %s", s.RouteTableID, ours)
+	}
 	return a
 }
 

@@ -1,0 +1,399 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+)
+
+// guardInterval is the guard's period in the scenarios: short, so that a
+// scenario runs in well under a second, and long against the fabric's
+// operations (a few ms), so that one guard cycle never overlaps the next.
+const guardInterval = 150 * time.Millisecond
+
+// twoSubnets is the KTHW network with a second node subnet.
+const twoSubnets = `
+location: eastus
+resourceGroups:
+  - name: kubernetes
+    virtualNetworks:
+      - name: kubernetes-vnet
+        addressPrefixes: [10.240.0.0/16]
+        subnets:
+          - name: kubernetes-subnet
+            addressPrefix: 10.240.0.0/24
+          - name: pool-2
+            addressPrefix: 10.240.1.0/24
+`
+
+const (
+	pool2Subnet = fabrictest.KTHWVNet + "/subnets/pool-2"
+	newTableID  = "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes-v2"
+)
+
+// recorder is a Reporter that keeps every result, as the metrics and event
+// reporters would see them.
+type recorder struct {
+	mu      sync.Mutex
+	results []*Result
+}
+
+func (r *recorder) Report(_ context.Context, res *Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results = append(r.results, res)
+}
+
+func (r *recorder) all() []*Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Result(nil), r.results...)
+}
+
+// wait returns the first result started at or after since that satisfies
+// ok, waiting up to timeout.
+func (r *recorder) wait(t *testing.T, since time.Time, timeout time.Duration, what string, ok func(*Result) bool) *Result {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, res := range r.all() {
+			if !res.Start.Before(since) && ok(res) {
+				return res
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no result with %s within %s; results since:\n%s", what, timeout, r.dump(since))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (r *recorder) dump(since time.Time) string {
+	var b strings.Builder
+	for _, res := range r.all() {
+		if res.Start.Before(since) {
+			continue
+		}
+		fmt.Fprintf(&b, "  +%s %s err=%v\n", res.Start.Sub(since).Round(time.Millisecond), res.Summary(), res.Err)
+		for _, a := range res.Associations {
+			fmt.Fprintf(&b, "      %s %s: %s\n", a.Subnet[strings.LastIndex(a.Subnet, "/")+1:], a.State, a.Message)
+		}
+	}
+	return b.String()
+}
+
+// guardCyclesBefore counts the guard checks that started after since and
+// before res started: cycles that looked and did not repair. "Within one
+// guard interval" means none.
+func (r *recorder) guardCyclesBefore(since time.Time, res *Result) int {
+	n := 0
+	for _, g := range r.all() {
+		if g.GuardOnly && g != res && g.Start.After(since) && g.Start.Before(res.Start) {
+			n++
+		}
+	}
+	return n
+}
+
+// findAssoc returns the association of subnet in res.
+func findAssoc(res *Result, subnet string) (Association, bool) {
+	for _, a := range res.Associations {
+		if sameID(a.Subnet, subnet) {
+			return a, true
+		}
+	}
+	return Association{}, false
+}
+
+func hasState(subnet, state string) func(*Result) bool {
+	return func(res *Result) bool {
+		a, ok := findAssoc(res, subnet)
+		return ok && a.State == state
+	}
+}
+
+// scenario is a controller running its Run loop against an in-process
+// fabric, with the real SDK both for routekeeper and for the out-of-band
+// actors (an IaC redeploy, an operator in the portal).
+type scenario struct {
+	t     *testing.T
+	env   *fabrictest.Env
+	ctrl  *Controller
+	rec   *recorder
+	nodes []source.Node
+
+	tables  *armnetwork.RouteTablesClient
+	subnets *armnetwork.SubnetsClient
+	vnets   *armnetwork.VirtualNetworksClient
+
+	stop func()
+}
+
+var sdkPoll = &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond}
+
+func scenarioConfig() Config {
+	return Config{
+		Cluster:       "kthw",
+		ClusterCIDRs:  []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
+		RouteTableID:  fabrictest.KTHWTable,
+		Location:      "eastus",
+		CreateTable:   true,
+		Subnets:       []string{fabrictest.KTHWSubnet},
+		GuardInterval: guardInterval,
+		Resync:        time.Hour,
+		BatchWindow:   10 * time.Millisecond,
+		RetryBackoff:  guardInterval,
+	}
+}
+
+func workers(n int) []source.Node {
+	out := make([]source.Node, n)
+	for i := range out {
+		out[i] = node(fmt.Sprintf("worker-%d", i), fmt.Sprintf("10.240.0.%d", 20+i), fmt.Sprintf("10.200.%d.0/24", i))
+	}
+	return out
+}
+
+func newScenario(t *testing.T, topology string, cfg Config, nodes []source.Node) *scenario {
+	t.Helper()
+	env := fabrictest.New(t, fabric.Options{OperationDuration: 5 * time.Millisecond}, topology)
+	f, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, env.Server.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	s := &scenario{
+		t: t, env: env, rec: rec, nodes: nodes,
+		tables: f.NewRouteTablesClient(), subnets: f.NewSubnetsClient(), vnets: f.NewVirtualNetworksClient(),
+	}
+	s.ctrl = New(cfg, env.Client, &staticSource{nodes: nodes}, nil, rec)
+	return s
+}
+
+// start runs the controller's Run loop until the test ends.
+func (s *scenario) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.ctrl.Run(ctx) }()
+	s.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			s.t.Errorf("Run returned %v", err)
+		}
+	}
+	s.t.Cleanup(s.stop)
+}
+
+// writes is routekeeper's ARM writes so far (the out-of-band actors use
+// their own clients and are not counted).
+func (s *scenario) writes() int64 {
+	_, w := s.env.Client.Calls()
+	return w
+}
+
+// afterGuardCycle returns right after the next guard cycle ends, so that
+// a fault made of several calls lands between two cycles.
+func (s *scenario) afterGuardCycle() {
+	s.t.Helper()
+	s.rec.wait(s.t, time.Now(), 5*time.Second, "a guard cycle", func(r *Result) bool { return r.GuardOnly })
+}
+
+// settle waits for n more guard cycles.
+func (s *scenario) settle(n int) {
+	since := time.Now()
+	s.rec.wait(s.t, since, 5*time.Second, fmt.Sprintf("%d guard cycles", n), func(*Result) bool {
+		c := 0
+		for _, r := range s.rec.all() {
+			if r.GuardOnly && r.Start.After(since) {
+				c++
+			}
+		}
+		return c >= n
+	})
+}
+
+func (s *scenario) getTable(name string) (*armnetwork.RouteTable, error) {
+	resp, err := s.tables.Get(context.Background(), "kubernetes", name, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &resp.RouteTable, nil
+}
+
+func (s *scenario) mustTable(name string) *armnetwork.RouteTable {
+	s.t.Helper()
+	t, err := s.getTable(name)
+	if err != nil {
+		s.t.Fatalf("reading route table %s: %v", name, err)
+	}
+	return t
+}
+
+func isNotFound(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+}
+
+func (s *scenario) putTable(name string, tags map[string]string, routes ...*armnetwork.Route) *armnetwork.RouteTable {
+	s.t.Helper()
+	t := armnetwork.RouteTable{Location: to.Ptr("eastus"), Tags: map[string]*string{}, Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}
+	for k, v := range tags {
+		t.Tags[k] = to.Ptr(v)
+	}
+	p, err := s.tables.BeginCreateOrUpdate(context.Background(), "kubernetes", name, t, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	res, err := p.PollUntilDone(context.Background(), sdkPoll)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return &res.RouteTable
+}
+
+func (s *scenario) deleteTable(name string) {
+	s.t.Helper()
+	p, err := s.tables.BeginDelete(context.Background(), "kubernetes", name, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// associate is `az network vnet subnet update --route-table` (tableID ""
+// removes the association): GET the subnet, PUT it back with the change.
+func (s *scenario) associate(subnet, tableID string) {
+	s.t.Helper()
+	name := subnet[strings.LastIndex(subnet, "/")+1:]
+	ctx := context.Background()
+	sn, err := s.subnets.Get(ctx, "kubernetes", "kubernetes-vnet", name, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if tableID == "" {
+		sn.Properties.RouteTable = nil
+	} else {
+		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(tableID)}
+	}
+	p, err := s.subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", name, sn.Subnet, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(ctx, sdkPoll); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *scenario) subnetTable(subnet string) string {
+	s.t.Helper()
+	name := subnet[strings.LastIndex(subnet, "/")+1:]
+	sn, err := s.subnets.Get(context.Background(), "kubernetes", "kubernetes-vnet", name, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if sn.Properties.RouteTable == nil {
+		return ""
+	}
+	return *sn.Properties.RouteTable.ID
+}
+
+// redeployVNet is what an ARM template or Terraform redeploy of the VNet
+// sends (seed 001): the VNet with its inline subnets, none of them
+// carrying the routeTable the IaC code does not know about.
+func (s *scenario) redeployVNet(subnets ...[2]string) {
+	s.t.Helper()
+	v := armnetwork.VirtualNetwork{
+		Location: to.Ptr("eastus"),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
+		},
+	}
+	for _, sn := range subnets {
+		v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: to.Ptr(sn[0]),
+			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(sn[1])}})
+	}
+	p, err := s.vnets.BeginCreateOrUpdate(context.Background(), "kubernetes", "kubernetes-vnet", v, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// nodeRoutesIn checks that the table holds every node's route.
+func nodeRoutesIn(t *armnetwork.RouteTable, nodes []source.Node) error {
+	have := map[string]string{}
+	for _, r := range t.Properties.Routes {
+		have[strings.ToLower(*r.Name)] = *r.Properties.AddressPrefix + " " + string(*r.Properties.NextHopType) + " " + derefStr(r.Properties.NextHopIPAddress)
+	}
+	var missing []string
+	for _, n := range nodes {
+		for _, c := range n.PodCIDRs {
+			want := c.String() + " VirtualAppliance " + n.InternalIPs[0].String()
+			if have[strings.ToLower(route.Name(n.Name, c))] != want {
+				missing = append(missing, route.Name(n.Name, c))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("route table %s lacks node routes %v", *t.Name, missing)
+	}
+	return nil
+}
+
+func derefStr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func tagOf(t *armnetwork.RouteTable, key string) string {
+	for k, v := range t.Tags {
+		if strings.EqualFold(k, key) && v != nil {
+			return *v
+		}
+	}
+	return ""
+}
+
+// steady sets the network up (the table created, filled and associated,
+// by a reconcile of a controller allowed to do so), starts the loop and
+// waits for its first clean reconcile.
+func (s *scenario) steady() *Result {
+	s.t.Helper()
+	boot := s.ctrl.cfg
+	boot.Policy, boot.CreateTable, boot.Subnets = Enforce, true, s.ctrl.cfg.Subnets
+	if r := New(boot, s.env.Client, &staticSource{nodes: s.nodes}, nil).Reconcile(context.Background()); r.Err != nil || r.AssociationProblems() > 0 {
+		s.t.Fatalf("setting the network up: %s: %v", r.Summary(), r.Err)
+	}
+	s.start()
+	res := s.rec.wait(s.t, time.Time{}, 5*time.Second, "a first successful reconcile", func(r *Result) bool {
+		return !r.GuardOnly && r.Err == nil && r.AssociationProblems() == 0
+	})
+	return res
+}
+
+// repairTime is from the fault to the end of the result that repaired it.
+func repairTime(fault time.Time, res *Result) time.Duration {
+	return res.Start.Add(res.Duration).Sub(fault)
+}
