@@ -36,10 +36,16 @@ const (
 	MaxRouteLimit                  = 1000
 	DefaultAssociationInterval     = 5 * time.Second
 	DefaultBatchWindow             = 200 * time.Millisecond
+	DefaultMaxBatchDelay           = time.Second
 	DefaultResync                  = 60 * time.Second
 	DefaultLeaderElectionNamespace = "kube-system"
 	DefaultLeaderElectionName      = "routekeeper"
 	DefaultMetricsAddress          = ":9090"
+	DefaultLeaseDuration           = 15 * time.Second
+	DefaultRenewDeadline           = 10 * time.Second
+	DefaultRetryPeriod             = 2 * time.Second
+	DefaultKubeQPS                 = 50
+	DefaultKubeBurst               = 500
 )
 
 // AssociationPolicy says what the association guard does when a configured
@@ -221,11 +227,16 @@ type KubeSource struct {
 	// Kubeconfig is the kubeconfig file; "" means in-cluster, then
 	// $KUBECONFIG, then ~/.kube/config.
 	Kubeconfig string
+	// QPS and Burst limit the Kubernetes API requests (client-go's rate
+	// limiter).
+	QPS, Burst int
 }
 
 // Controller configures the reconcile loop.
 type Controller struct {
-	BatchWindow    time.Duration
+	BatchWindow time.Duration
+	// MaxBatchDelay caps how long changes keep extending the batch window.
+	MaxBatchDelay  time.Duration
 	Resync         time.Duration
 	LeaderElection LeaderElection
 	// MetricsAddress is where metrics are served; "" turns them off.
@@ -237,6 +248,9 @@ type LeaderElection struct {
 	Enabled   bool
 	Namespace string
 	Name      string
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's leader
+	// election timings.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // Secret is a string that is never printed: fmt, slog and JSON show
@@ -417,7 +431,13 @@ func (c *Config) fillDefaults() {
 		c.Cloud.Azure.Cloud = name // "" becomes AzurePublicCloud; a bad name is left for Validate
 	}
 	setDur("controller.batchWindow", &c.Controller.BatchWindow, DefaultBatchWindow)
+	setDur("controller.maxBatchDelay", &c.Controller.MaxBatchDelay, DefaultMaxBatchDelay)
 	setDur("controller.resync", &c.Controller.Resync, DefaultResync)
+	setDur("controller.leaderElection.leaseDuration", &c.Controller.LeaderElection.LeaseDuration, DefaultLeaseDuration)
+	setDur("controller.leaderElection.renewDeadline", &c.Controller.LeaderElection.RenewDeadline, DefaultRenewDeadline)
+	setDur("controller.leaderElection.retryPeriod", &c.Controller.LeaderElection.RetryPeriod, DefaultRetryPeriod)
+	setInt("source.kube.qps", &c.Source.Kube.QPS, DefaultKubeQPS)
+	setInt("source.kube.burst", &c.Source.Kube.Burst, DefaultKubeBurst)
 	setStr("controller.leaderElection.namespace", &c.Controller.LeaderElection.Namespace, DefaultLeaderElectionNamespace)
 	setStr("controller.leaderElection.name", &c.Controller.LeaderElection.Name, DefaultLeaderElectionName)
 	setStr("controller.metricsAddress", &c.Controller.MetricsAddress, DefaultMetricsAddress)

@@ -81,10 +81,11 @@ func TestLoadKTHWExample(t *testing.T) {
 		Source: Source{Type: SourceInventory, Inventory: InventorySource{
 			File:        filepath.Join(dir, "nodes.yaml"),
 			Allocations: filepath.Join(dir, "nodes.allocations.json"),
-		}},
+		}, Kube: KubeSource{QPS: 50, Burst: 500}},
 		Controller: Controller{
-			BatchWindow: 200 * time.Millisecond, Resync: time.Minute, MetricsAddress: ":9090",
-			LeaderElection: LeaderElection{Namespace: "kube-system", Name: "routekeeper"},
+			BatchWindow: 200 * time.Millisecond, MaxBatchDelay: time.Second, Resync: time.Minute, MetricsAddress: ":9090",
+			LeaderElection: LeaderElection{Namespace: "kube-system", Name: "routekeeper",
+				LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		},
 	}
 	if diff := cmp.Diff(want, *c, cmpopts.IgnoreUnexported(Config{}), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
@@ -291,6 +292,12 @@ func TestBadConfigs(t *testing.T) {
 			[]string{`controller.resync: -1s: must be positive`}, nil},
 		{"leader election with the inventory", base + "source:\n  inventory:\n    file: n.yaml\ncontroller:\n  leaderElection:\n    enabled: true\n",
 			[]string{`controller.leaderElection.enabled: true: needs source.type kube`}, nil},
+		{"lease no longer than the renew deadline", base + "controller:\n  leaderElection:\n    enabled: true\n    leaseDuration: 10s\n",
+			[]string{`controller.leaderElection.leaseDuration: 10s: must be longer than renewDeadline (10s)`}, nil},
+		{"renew deadline too close to the retry period", base + "controller:\n  leaderElection:\n    enabled: true\n    renewDeadline: 2s\n",
+			[]string{`controller.leaderElection.renewDeadline: 2s: must be more than 1.2 × retryPeriod (2s)`}, nil},
+		{"kube burst below qps", base + "source:\n  kube:\n    qps: 100\n    burst: 10\n",
+			[]string{`source.kube.burst: 10: must be at least source.kube.qps (100)`}, nil},
 		{"metrics address without a colon", base + "controller:\n  metricsAddress: \"9090\"\n",
 			[]string{`controller.metricsAddress: "9090": not a listen address`}, nil},
 		{"section is a scalar", base + "association: enforce\n",

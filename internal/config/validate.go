@@ -324,8 +324,28 @@ func (v *validator) controller() {
 	if ct.Resync <= 0 {
 		v.bad("controller.resync", -1, ct.Resync, "must be positive, for example 1m")
 	}
+	if ct.MaxBatchDelay < 0 {
+		v.bad("controller.maxBatchDelay", -1, ct.MaxBatchDelay, "must not be negative")
+	}
+	if k := v.c.Source.Kube; v.c.Source.Type == SourceKube {
+		if k.QPS <= 0 {
+			v.bad("source.kube.qps", -1, k.QPS, "must be positive, for example 50")
+		}
+		if k.Burst < k.QPS {
+			v.bad("source.kube.burst", -1, k.Burst, fmt.Sprintf("must be at least source.kube.qps (%d)", k.QPS))
+		}
+	}
 	le := ct.LeaderElection
 	if le.Enabled {
+		// client-go's own rules (leaderelection.NewLeaderElector).
+		switch {
+		case le.RetryPeriod <= 0:
+			v.bad("controller.leaderElection.retryPeriod", -1, le.RetryPeriod, "must be positive, for example 2s")
+		case le.RenewDeadline <= time.Duration(1.2*float64(le.RetryPeriod)):
+			v.bad("controller.leaderElection.renewDeadline", -1, le.RenewDeadline, fmt.Sprintf("must be more than 1.2 × retryPeriod (%s)", le.RetryPeriod))
+		case le.LeaseDuration <= le.RenewDeadline:
+			v.bad("controller.leaderElection.leaseDuration", -1, le.LeaseDuration, fmt.Sprintf("must be longer than renewDeadline (%s)", le.RenewDeadline))
+		}
 		if v.c.Source.Type != SourceKube {
 			v.bad("controller.leaderElection.enabled", -1, le.Enabled, "needs source.type kube: the lease is kept in Kubernetes")
 		}
