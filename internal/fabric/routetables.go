@@ -39,7 +39,7 @@ func (s *Server) listRouteTables(ctx context.Context, q *request) (*response, er
 }
 
 // readTop reads one top-level resource for a GET: 404 when it or its group
-// is missing.
+// is missing. fn must not modify the row's Doc (it may be cached).
 func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, fn func(*txn, *resourceRow) error) error {
 	t := q.target()
 	return s.view(ctx, func(tx *txn) error {
@@ -47,7 +47,7 @@ func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, f
 		if err != nil {
 			return err
 		}
-		row, err := tx.getResource(key(resourceID(rg.Sub, rg.Name, typ, t.name)))
+		row, err := tx.getResourceForRead(key(resourceID(rg.Sub, rg.Name, typ, t.name)))
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +17,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version; a state file written by a
 // newer routekeeper is refused rather than misread.
-const schemaVersion = 1
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS resource_groups (
@@ -35,7 +37,8 @@ CREATE TABLE IF NOT EXISTS resources (
 	type     TEXT NOT NULL,      -- routeTables | virtualNetworks
 	sort_key TEXT NOT NULL,      -- lower(rg) || '/' || lower(name): list order
 	doc      BLOB NOT NULL,      -- the resource as ARM returns it (JSON), minus computed back-references
-	etag     TEXT NOT NULL
+	etag     TEXT NOT NULL,
+	rev      INTEGER NOT NULL DEFAULT 0 -- random, new on every write: validates cached docs (schema 2)
 );
 CREATE INDEX IF NOT EXISTS resources_list ON resources(sub_key, type, sort_key);
 CREATE INDEX IF NOT EXISTS resources_rg ON resources(rg_key);
@@ -80,6 +83,52 @@ type Store struct {
 	// writer at a time anyway, and waiting here is cheaper than in SQLite's
 	// busy handler. Other processes are kept out by the file lock.
 	wmu sync.Mutex
+
+	// docs caches resource documents for reads, by key, valid while the
+	// row's rev is unchanged (any process's write changes it).
+	docs docCache
+}
+
+// docCache holds the documents of recently read resources. A large route
+// table is ~150 KB of JSON: reading it from SQLite and copying it costs
+// more than the rest of a GET, and a controller reads the same table again
+// and again.
+type docCache struct {
+	mu sync.Mutex
+	m  map[string]cachedDoc
+}
+
+type cachedDoc struct {
+	rev int64
+	doc []byte // never modified: readers only send it
+}
+
+// maxCachedDocs bounds the cache; past it, the cache starts over.
+const maxCachedDocs = 512
+
+func (c *docCache) get(k string, rev int64) ([]byte, bool) {
+	if rev == 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.m[k]
+	if !ok || d.rev != rev {
+		return nil, false
+	}
+	return d.doc, true
+}
+
+func (c *docCache) put(k string, rev int64, doc []byte) {
+	if rev == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedDocs {
+		c.m = make(map[string]cachedDoc)
+	}
+	c.m[k] = cachedDoc{rev: rev, doc: doc}
 }
 
 // busyTimeoutMS is how long a write waits for another process's write
@@ -154,6 +203,13 @@ func (s *Store) init(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return fmt.Errorf("creating schema: %w", err)
 		}
+		if v == 1 {
+			// Schema 1 had no rev column; rows without one are never
+			// served from the cache (rev 0 is never cached).
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE resources ADD COLUMN rev INTEGER NOT NULL DEFAULT 0`); err != nil {
+				return fmt.Errorf("upgrading schema 1 to 2: %w", err)
+			}
+		}
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
 		return err
 	})
@@ -162,7 +218,8 @@ func (s *Store) init(ctx context.Context) error {
 // txn is one transaction over the state.
 type txn struct {
 	*sql.Tx
-	ctx context.Context
+	ctx   context.Context
+	store *Store
 }
 
 // write runs fn in one IMMEDIATE transaction and commits it when fn returns
@@ -174,7 +231,7 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 	if err != nil {
 		return fmt.Errorf("beginning write transaction: %w", err)
 	}
-	if err := fn(&txn{Tx: tx, ctx: ctx}); err != nil {
+	if err := fn(&txn{Tx: tx, ctx: ctx, store: s}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -191,7 +248,7 @@ func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
 		return fmt.Errorf("beginning read transaction: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(&txn{Tx: tx, ctx: ctx})
+	return fn(&txn{Tx: tx, ctx: ctx, store: s})
 }
 
 // rgRow is a resource group.
@@ -287,10 +344,39 @@ func (t *txn) getResource(k string) (*resourceRow, error) {
 	return r, nil
 }
 
+// getResourceForRead is getResource for read transactions: the document
+// comes from the cache when the row has not been written since it was
+// cached. The caller must not modify Doc.
+func (t *txn) getResourceForRead(k string) (*resourceRow, error) {
+	r := &resourceRow{Key: k}
+	var rev int64
+	err := t.QueryRowContext(t.ctx, `SELECT id, rg_key, sub_key, type, sort_key, etag, rev FROM resources WHERE key = ?`, k).
+		Scan(&r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Etag, &rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading resource %s: %w", k, err)
+	}
+	if doc, ok := t.store.docs.get(k, rev); ok {
+		r.Doc = doc
+		return r, nil
+	}
+	// Read the document with the rev it belongs to: in the same snapshot.
+	if err := t.QueryRowContext(t.ctx, `SELECT doc, rev FROM resources WHERE key = ?`, k).Scan(&r.Doc, &rev); err != nil {
+		return nil, fmt.Errorf("reading resource %s: %w", k, err)
+	}
+	t.store.docs.put(k, rev, r.Doc)
+	return r, nil
+}
+
 func (t *txn) putResource(r *resourceRow) error {
-	_, err := t.ExecContext(t.ctx, `INSERT INTO resources(key, id, rg_key, sub_key, type, sort_key, doc, etag) VALUES (?,?,?,?,?,?,?,?)
-		ON CONFLICT(key) DO UPDATE SET doc = excluded.doc, etag = excluded.etag`,
-		r.Key, r.ID, r.RGKey, r.SubKey, r.Type, r.SortKey, r.Doc, r.Etag)
+	// A new random rev on every write, so that no cached document outlives
+	// its row — even across a delete and re-create, and across processes.
+	rev := rand.Int64N(math.MaxInt64-1) + 1
+	_, err := t.ExecContext(t.ctx, `INSERT INTO resources(key, id, rg_key, sub_key, type, sort_key, doc, etag, rev) VALUES (?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(key) DO UPDATE SET doc = excluded.doc, etag = excluded.etag, rev = excluded.rev`,
+		r.Key, r.ID, r.RGKey, r.SubKey, r.Type, r.SortKey, r.Doc, r.Etag, rev)
 	if err != nil {
 		return fmt.Errorf("writing resource %s: %w", r.Key, err)
 	}
