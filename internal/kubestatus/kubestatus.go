@@ -255,8 +255,11 @@ func (r *Reporter) syncConditions(ctx context.Context) {
 			case err == nil:
 				patched++
 				r.pending[j.name] = pendingPatch{cond: j.cond, baseRV: j.rv}
-			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-				// Deleted, or re-created: the next reconcile sees it.
+			case apierrors.IsNotFound(err) || apierrors.IsConflict(err) ||
+				apierrors.IsInvalid(err) && strings.Contains(err.Error(), "metadata.uid"):
+				// Deleted, or re-created under the same name (the UID
+				// in the patch is refused as immutable): the next
+				// reconcile sees the new node.
 			default:
 				failed++
 				r.log.Warn("could not set the node's NetworkUnavailable condition", "node", j.name, "err", err)
@@ -269,9 +272,9 @@ func (r *Reporter) syncConditions(ctx context.Context) {
 
 // patch sets the NetworkUnavailable condition with a strategic merge patch
 // of the status subresource: conditions merge by type, so no other
-// condition is touched. The patch carries the node's UID as a
-// precondition, so a node deleted and re-created under the same name is
-// not given the old node's condition.
+// condition is touched. The patch carries the node's UID, so a node
+// deleted and re-created under the same name is not given the old node's
+// condition: the API server refuses the patch (metadata.uid is immutable).
 func (r *Reporter) patch(ctx context.Context, name string, uid types.UID, want condition, cur *corev1.NodeCondition) error {
 	now := metav1.NewTime(r.now())
 	transition := now
