@@ -481,13 +481,20 @@ func TestMissingBinariesSkipOrFail(t *testing.T) {
 // stopping it again.
 func BenchmarkStart(b *testing.B) {
 	etcdBin, apiserverBin := requireBinaries(b)
+	var ready, stopped time.Duration
 	for b.Loop() {
+		t0 := time.Now()
 		env, err := start(b.Context(), b.TempDir(), etcdBin, apiserverBin)
 		if err != nil {
 			b.Fatal(err)
 		}
+		t1 := time.Now()
 		if err := env.stop(); err != nil {
 			b.Fatal(err)
 		}
+		ready += t1.Sub(t0)
+		stopped += time.Since(t1)
 	}
+	b.ReportMetric(ready.Seconds()/float64(b.N), "s-to-ready/op")
+	b.ReportMetric(stopped.Seconds()/float64(b.N), "s-to-stop/op")
 }
