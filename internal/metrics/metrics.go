@@ -25,6 +25,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,7 @@ type Metrics struct {
 	repairs           prometheus.Counter
 	assocProblems     *prometheus.GaugeVec
 	leader            prometheus.Gauge
+	leading           atomic.Bool
 }
 
 // New makes the metrics on a new registry that also holds the Go runtime
@@ -136,12 +138,16 @@ func (m *Metrics) Handler() http.Handler {
 
 // SetLeader records whether this replica leads.
 func (m *Metrics) SetLeader(leading bool) {
+	m.leading.Store(leading)
 	if leading {
 		m.leader.Set(1)
 	} else {
 		m.leader.Set(0)
 	}
 }
+
+// Leading reports what SetLeader last recorded.
+func (m *Metrics) Leading() bool { return m.leading.Load() }
 
 // ObserveARMCall implements azure.Observer.
 func (m *Metrics) ObserveARMCall(method string, status int, d time.Duration) {
