@@ -218,16 +218,20 @@ type node struct {
 	// networkUnavailable sets the condition as a cloud node controller
 	// does when the node registers (True, NoRouteCreated).
 	networkUnavailable bool
+	// batch labels the node e2e.routekeeper.io/batch=<batch>, for deleting
+	// many at once.
+	batch string
+	// kubelet makes the node as large as a kubelet's: images, capacity,
+	// conditions, labels (for memory measurements).
+	kubelet bool
 }
 
 // createNode creates the node with its status in one request, as a
 // kubelet registers, and deletes it when the test ends.
 func createNode(ctx context.Context, t testing.TB, client kubernetes.Interface, n node) {
 	t.Helper()
-	obj := nodeObject(n)
-	created, err := client.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating node %s: %v", n.name, err)
+	if err := registerNode(ctx, client, n); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -236,20 +240,36 @@ func createNode(ctx context.Context, t testing.TB, client kubernetes.Interface, 
 			t.Errorf("deleting node %s: %v", n.name, err)
 		}
 	})
+}
+
+// registerNode creates the node (with its status) and leaves it.
+func registerNode(ctx context.Context, client kubernetes.Interface, n node) error {
+	obj := nodeObject(n)
+	created, err := client.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating node %s: %w", n.name, err)
+	}
 	if len(created.Status.Addresses) != len(obj.Status.Addresses) {
 		// The API server dropped the status on create: set it as a
 		// kubelet's first status update would.
 		created.Status = obj.Status
 		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("setting the status of node %s: %v", n.name, err)
+			return fmt.Errorf("setting the status of node %s: %w", n.name, err)
 		}
 	}
+	return nil
 }
 
 func nodeObject(n node) *corev1.Node {
 	obj := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"e2e.routekeeper.io/test": "true"}},
 		Spec:       corev1.NodeSpec{PodCIDRs: n.podCIDRs},
+	}
+	if n.batch != "" {
+		obj.Labels[batchLabel] = n.batch
+	}
+	if n.kubelet {
+		kubeletLike(obj)
 	}
 	if len(n.podCIDRs) > 0 {
 		obj.Spec.PodCIDR = n.podCIDRs[0]
@@ -353,3 +373,28 @@ func waitEvent(ctx context.Context, t testing.TB, client kubernetes.Interface, n
 
 // adminConfig is the control plane's admin client configuration.
 func adminConfig(env *kubetest.Env) *rest.Config { return rest.CopyConfig(env.Config) }
+
+// gauge returns the value of the metric with the label, from m's registry.
+func gauge(t testing.TB, m *metrics.Metrics, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					if g := mt.GetGauge(); g != nil {
+						return g.GetValue()
+					}
+					return mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}

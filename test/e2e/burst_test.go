@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/routekeeper/routekeeper/internal/daemon"
+	"github.com/routekeeper/routekeeper/internal/kubestatus"
+	"github.com/routekeeper/routekeeper/internal/metrics"
+)
+
+// burstCIDR holds the 400 nodes' pod CIDRs (/24 each).
+var burstCIDR = netip.MustParsePrefix("10.64.0.0/14")
+
+func burstPodCIDR(i int) string { return fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256) }
+
+// batchLabel marks nodes created together, deleted together.
+const batchLabel = "e2e.routekeeper.io/batch"
+
+// createNodes creates the nodes with workers requests in flight; they are
+// deleted together when the test ends (they must share a batch).
+func createNodes(ctx context.Context, t testing.TB, client kubernetes.Interface, nodes []node, workers int) {
+	t.Helper()
+	batch := nodes[0].batch
+	if batch == "" {
+		t.Fatal("createNodes: the nodes need a batch label")
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: batchLabel + "=" + batch}); err != nil {
+			t.Errorf("deleting the nodes of batch %s: %v", batch, err)
+		}
+	})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	ch := make(chan node)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range ch {
+				if err := registerNode(ctx, client, n); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, n := range nodes {
+		ch <- n
+	}
+	close(ch)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d nodes not created, the first: %v", len(errs), errs[0])
+	}
+}
+
+// TestBurstOf400Nodes: 400 nodes registering at once are routed with at
+// most 3 route table PUTs, and every node's condition turns False. It
+// logs how long after the last node that took (docs/performance.md,
+// "Kubernetes"); the count of PUTs is the assertion, not the time.
+func TestBurstOf400Nodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("400 nodes: skipped with -short")
+	}
+	const n = 400
+	env := cluster.Env(t)
+	ctx := t.Context()
+	client := env.Clientset(t)
+	f := newFabric(t)
+	m := metrics.New()
+	cloud := &countingCloud{Cloud: f.client(t, m)}
+	cfg := controllerConfig("burst")
+	cfg.ClusterCIDRs = []netip.Prefix{burstCIDR}
+	start(t, daemon.Options{Controller: cfg, Cloud: cloud, Kube: adminConfig(env), Metrics: m})
+	// The table exists (created and associated at start) before the burst.
+	eventually(t, 30*time.Second, func() string {
+		if f.table(t) == nil {
+			return "table not created"
+		}
+		return ""
+	})
+	time.Sleep(300 * time.Millisecond)
+	putsBefore := cloud.puts.Load()
+	reconcilesBefore := gauge(t, m, "routekeeper_reconciles_total", "result", "success")
+
+	nodes := make([]node, n)
+	for i := range nodes {
+		nodes[i] = node{name: fmt.Sprintf("burst-%03d", i), podCIDRs: []string{burstPodCIDR(i)}, ips: []string{nodeIP(i)}, networkUnavailable: true, batch: "burst"}
+	}
+	begin := time.Now()
+	createNodes(ctx, t, client, nodes, 32)
+	last := time.Now()
+
+	var routesAt, conditionsAt time.Time
+	eventually(t, 60*time.Second, func() string {
+		if routesAt.IsZero() {
+			if got := len(f.routes(t)); got < n {
+				return fmt.Sprintf("%d of %d routes", got, n)
+			}
+			routesAt = time.Now()
+		}
+		l, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return err.Error()
+		}
+		routed := 0
+		for _, node := range l.Items {
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionFalse && c.Reason == kubestatus.ReasonRouteCreated && len(node.Name) > 6 && node.Name[:6] == "burst-" {
+					routed++
+				}
+			}
+		}
+		if routed < n {
+			return fmt.Sprintf("%d of %d nodes NetworkUnavailable=False", routed, n)
+		}
+		conditionsAt = time.Now()
+		return ""
+	})
+	puts := cloud.puts.Load() - putsBefore
+	reconciles := gauge(t, m, "routekeeper_reconciles_total", "result", "success") - reconcilesBefore
+	t.Logf("%d nodes created in %s; all routes present %s and all conditions False %s after the last node; %d route table PUTs, %.0f reconciles",
+		n, last.Sub(begin).Round(time.Millisecond), routesAt.Sub(last).Round(time.Millisecond), conditionsAt.Sub(last).Round(time.Millisecond), puts, reconciles)
+	if puts > 3 {
+		t.Errorf("%d route table PUTs for a burst of %d nodes, want at most 3", puts, n)
+	}
+	for i, nd := range nodes {
+		r, ok := f.routes(t)[routeName(nd.name, burstPodCIDR(i))]
+		if !ok || r.NextHopIP != netip.MustParseAddr(nodeIP(i)) {
+			t.Fatalf("route of %s: %+v (present %v)", nd.name, r, ok)
+		}
+	}
+}
