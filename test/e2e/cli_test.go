@@ -118,7 +118,9 @@ controller:
 	stderr := &syncBuffer{}
 	code := make(chan int, 1)
 	t.Cleanup(klog.ClearLogger) // run sends client-go's logs to its own log
-	go func() { code <- cli.Run(runCtx, []string{"run", "--config", cfgPath}, strings.NewReader(""), io.Discard, stderr) }()
+	go func() {
+		code <- cli.Run(runCtx, []string{"run", "--config", cfgPath}, strings.NewReader(""), io.Discard, stderr)
+	}()
 	defer func() {
 		if t.Failed() || os.Getenv("E2E_VERBOSE") != "" {
 			t.Logf("routekeeper run's log:\n%s", stderr.String())

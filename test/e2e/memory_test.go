@@ -184,7 +184,9 @@ func TestInformerMemory(t *testing.T) {
 		t.Error(err)
 	}
 
-	mib := func(b uint64) string { return fmt.Sprintf("%.1f MiB (%.2f KiB/node)", float64(b)/(1<<20), float64(b)/1024/float64(count)) }
+	mib := func(b uint64) string {
+		return fmt.Sprintf("%.1f MiB (%.2f KiB/node)", float64(b)/(1<<20), float64(b)/1024/float64(count))
+	}
 	t.Logf("heap with %d nodes: routekeeper's informer (trimmed) %s; plus one Nodes() list %s; an untrimmed informer %s; the whole daemon, steady, %s",
 		count, mib(trimmed), mib(withList), mib(full), mib(daemonHeap))
 	if trimmed >= full {
