@@ -421,15 +421,13 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	case err != nil:
 		return false, err
 	}
-	if cur != nil {
-		// A table migrated away from (routekeeper migrate) leads to its
-		// successor: the controller never fights a migration.
-		if cur, err = c.followMigration(ctx, cur); err != nil {
-			return false, err
-		}
-		if id := c.TableID(); !sameID(id, tableID) {
-			tableID, res.TableID, res.Followed = id, id, id
-		}
+	// A table migrated away from (routekeeper migrate) leads to its
+	// successor, even once deleted: the controller never fights a migration.
+	if cur, err = c.followMigration(ctx, cur); err != nil {
+		return false, err
+	}
+	if id := c.TableID(); !sameID(id, tableID) {
+		tableID, res.TableID, res.Followed = id, id, id
 	}
 	p := plan.Compute(plan.Input{
 		Cluster:      c.cfg.Cluster,

@@ -306,9 +306,15 @@ const maxMigrationHops = 4
 
 // followMigration switches to the table cur was migrated to (its
 // route.MigratedToTag) when that table exists and is this cluster's
-// (claimed by it, or naming cur as the table it was migrated from). It
-// returns the table to work on: cur, or the one switched to.
+// (claimed by it, or naming cur as the table it was migrated from). When
+// cur is nil (our table is gone: a migration with --delete-old), it looks
+// for a configured subnet on a table of this cluster that names ours as
+// the table it was migrated from. It returns the table to work on: cur, or
+// the one switched to.
 func (c *Controller) followMigration(ctx context.Context, cur *route.Table) (*route.Table, error) {
+	if cur == nil {
+		return c.findSuccessor(ctx)
+	}
 	for range maxMigrationHops {
 		to := cur.Tag(route.MigratedToTag)
 		if to == "" || sameID(to, cur.ID) {
@@ -335,6 +341,37 @@ func (c *Controller) followMigration(ctx context.Context, cur *route.Table) (*ro
 		cur = next
 	}
 	return cur, nil
+}
+
+// findSuccessor looks, for our missing table, for the table a migration
+// moved the subnets to, and switches to it. It returns nil when there is
+// none.
+func (c *Controller) findSuccessor(ctx context.Context) (*route.Table, error) {
+	ours := c.TableID()
+	seen := map[string]bool{}
+	for _, id := range c.cfg.Subnets {
+		s, err := c.cloud.GetSubnet(ctx, id)
+		if err != nil || s.RouteTableID == "" || sameID(s.RouteTableID, ours) || seen[strings.ToLower(s.RouteTableID)] {
+			continue // subnet problems are the guard's to report
+		}
+		seen[strings.ToLower(s.RouteTableID)] = true
+		t, err := c.cloud.GetRouteTable(ctx, s.RouteTableID)
+		switch {
+		case errors.Is(err, cloud.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading route table %s that subnet %s uses: %w", s.RouteTableID, id, err)
+		}
+		if sameID(t.Tag(route.MigratedFromTag), ours) && t.Claim() == c.cfg.Cluster {
+			if t.ID == "" {
+				t.ID = s.RouteTableID
+			}
+			c.log.Info("route table is gone and was migrated; keeping the new table from now on", "from", ours, "to", t.ID)
+			c.switchTable(ours, t.ID)
+			return t, nil
+		}
+	}
+	return nil, nil
 }
 
 // createBlocked says why a missing route table must not be created, ""
@@ -401,9 +438,7 @@ func (l *tableLoader) load(ctx context.Context) (*route.Table, error) {
 	t, err := l.c.cloud.GetRouteTable(ctx, l.c.TableID())
 	switch {
 	case errors.Is(err, cloud.ErrNotFound):
-		l.c.noteTable(nil)
-		l.err = err
-		return nil, err
+		t = nil
 	case err != nil:
 		l.err = err
 		return nil, err
@@ -413,6 +448,10 @@ func (l *tableLoader) load(ctx context.Context) (*route.Table, error) {
 		return nil, err
 	}
 	l.c.noteTable(t)
+	if t == nil {
+		l.err = fmt.Errorf("route table %s: %w", l.c.TableID(), cloud.ErrNotFound)
+		return nil, l.err
+	}
 	l.t = t
 	return t, nil
 }
