@@ -2,15 +2,129 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/routekeeper/routekeeper/internal/migrate"
 )
 
-// PLACEHOLDER: replaced by the real command; do not land as done.
+// migrateOutput is what `migrate -o json|yaml` prints.
+type migrateOutput struct {
+	DryRun   bool `json:"dryRun"`
+	Complete bool `json:"complete"`
+	*migrate.Plan
+}
+
 func (a *app) newMigrateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "migrate",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("migrate: not built yet") },
+	var (
+		cf        configFlags
+		to        string
+		dryRun    bool
+		deleteOld bool
+	)
+	cmd := &cobra.Command{
+		Use:   "migrate --to <route table ID>",
+		Short: "Move the pod routes and the subnets to another route table, safely",
+		Long: `Move this cluster's route table (routeTable.id) to another table, with its
+subnets: the safe form of swapping a route table on a node subnet (seed 000).
+
+The steps: check (refuse on conflicts), copy the cluster's routes and the
+custom routes into the new table (one PUT, keeping its own routes, tagging it
+as this cluster's), verify by reading it back, associate the new table with
+each subnet (one subnet PUT each, only after verify), mark the old table as
+migrated (a running 'routekeeper run' then keeps the new table), and with
+--delete-old delete the old table once no subnet uses it. At no moment does a
+subnet point to a table that lacks a node route.
+
+Each step's completion is read from the live state, so an interrupted
+migration continues where it stopped when run again, and a finished one has
+nothing left to do. Afterwards, set routeTable.id to the new table in the
+configuration; until then 'routekeeper run' follows the migrated-to tag.
+
+Exit status: 0 when the migration is complete (with --dry-run: nothing left
+to do), 3 with --dry-run when there are steps to do, 1 on errors and when the
+migration is refused (conflicts: a prefix of the old table held with another
+next hop, a table claimed by another cluster, the route limit, another
+region), 2 for bad input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cf.getenv = a.getenv
+			if to == "" {
+				return usageErrorf("flag --to: the ID of the route table to migrate to is required")
+			}
+			cfg, err := cf.load(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			o := migrate.Options{
+				Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
+				From: cfg.RouteTable.ID, To: to, Subnets: cfg.Subnets,
+				Limit: cfg.RouteTable.RouteLimit, DeleteOld: deleteOld,
+			}
+			if err := o.Validate(); err != nil {
+				return usageErrorf("migrate: %w", err)
+			}
+			ctx := cmd.Context()
+			conn, err := a.connect(ctx, cfg, connectOptions{readOnly: dryRun})
+			if err != nil {
+				return err
+			}
+			defer conn.close()
+
+			progress := func(s migrate.Step) error {
+				if s.Status == migrate.Applied {
+					a.log.Info("migrate: step done", "step", s.N, "action", s.Action, "resource", s.Resource)
+				} else {
+					a.log.Info("migrate: step starting", "step", s.N, "action", s.Action, "resource", s.Resource, "detail", s.Detail)
+				}
+				return nil
+			}
+			p, err := migrate.Run(ctx, conn.client, o, migrate.RunOptions{DryRun: dryRun, Progress: progress})
+			if p != nil {
+				out := migrateOutput{DryRun: dryRun, Complete: p.Complete(), Plan: p}
+				if perr := a.print(out, func() table { return migrateTable(p) }); perr != nil {
+					return perr
+				}
+			}
+			switch {
+			case errors.Is(err, migrate.ErrConflicts):
+				return fmt.Errorf("%w: %d conflict(s) with route table %s (listed above); nothing was written", err, len(p.Conflicts), to)
+			case err != nil:
+				if p != nil {
+					return fmt.Errorf("%w (run the same command again to continue)", err)
+				}
+				return err
+			case dryRun && !p.Complete():
+				return findings()
+			case !dryRun:
+				a.log.Info("migration complete: set routeTable.id to the new table in the configuration (until then routekeeper run follows the migrated-to tag)",
+					"routeTable", to, "writes", p.Writes)
+			}
+			return nil
+		},
 	}
+	cmd.Flags().StringVar(&to, "to", "", "ARM ID of the route table to migrate to (it must exist)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan from the live state and write nothing")
+	cmd.Flags().BoolVar(&deleteOld, "delete-old", false, "delete the old route table once no subnet uses it")
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+// migrateTable lays the plan out as STEP, ACTION, RESOURCE, STATUS, DETAIL,
+// with the conflicts (if any) after the steps.
+func migrateTable(p *migrate.Plan) table {
+	t := table{header: []string{"Step", "Action", "Resource", "Status", "Detail"}}
+	for _, s := range p.Steps {
+		t.rows = append(t.rows, []string{strconv.Itoa(s.N), s.Action, shortID(s.Resource), string(s.Status), s.Detail})
+	}
+	for _, c := range p.Conflicts {
+		res := shortID(c.Resource)
+		if c.Route != "" {
+			res += "/" + c.Route
+		}
+		t.rows = append(t.rows, []string{"-", "conflict", res, "refused", c.Message})
+	}
+	return t
 }

@@ -107,14 +107,16 @@ func Run(ctx context.Context, c Cloud, o Options, ro RunOptions) (*Plan, error) 
 		return nil, err
 	}
 	_, w0 := c.Calls()
-	applied := map[string]bool{}
+	// applied holds the steps this run did, as they were when they ran:
+	// the final plan shows what was done, not the state it left.
+	applied := map[string]Step{}
 	finish := func(p *Plan) *Plan {
 		if p == nil {
 			return nil
 		}
 		for i := range p.Steps {
-			if applied[p.Steps[i].key()] && p.Steps[i].Status == Done {
-				p.Steps[i].Status = Applied
+			if a, ok := applied[p.Steps[i].key()]; ok && p.Steps[i].Status == Done {
+				p.Steps[i].Status, p.Steps[i].Detail, p.Steps[i].Routes = Applied, a.Detail, a.Routes
 			}
 		}
 		_, w1 := c.Calls()
@@ -159,9 +161,13 @@ func Run(ctx context.Context, c Cloud, o Options, ro RunOptions) (*Plan, error) 
 		if runs[step.key()]++; runs[step.key()] > maxRetries {
 			return finish(p), fmt.Errorf("step %d %s %s ran %d times and is still not done: something keeps undoing the migration", step.N, step.Action, step.Resource, maxRetries)
 		}
-		applied[step.key()] = true
+		applied[step.key()] = step
 		if step.Action == ActionCopy {
-			applied[Step{Action: ActionVerify, Resource: step.Resource}.key()] = true
+			for _, v := range p.Steps {
+				if v.Action == ActionVerify {
+					applied[v.key()] = v
+				}
+			}
 		}
 		if ro.Progress != nil {
 			step.Status = Applied
