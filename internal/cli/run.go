@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
@@ -122,8 +121,6 @@ func (a *app) runDaemon(ctx context.Context, cfg *config.Config) error {
 			return err
 		}
 		o.Pod = a.podRef()
-		// client-go logs through klog; send it to routekeeper's log.
-		klog.SetSlogLogger(a.log.With("component", "client-go"))
 	} else if o.Source, err = a.nodeSource(cfg); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
@@ -115,6 +117,12 @@ func Run(ctx context.Context, o Options) error {
 	if o.LeaderElection.Enabled && o.Kube == nil {
 		return errors.New("leader election needs the Kubernetes node source")
 	}
+	// client-go logs through the logger in the context (informers, leader
+	// election, events): routekeeper's, not klog's global one. Everything
+	// started here (informer, event broadcaster) stops when Run returns.
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(log.With("component", "client-go").Handler()))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 
 	reporters := []controller.Reporter{m}
 	src := o.Source

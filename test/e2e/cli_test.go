@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/klog/v2"
 
 	"github.com/routekeeper/routekeeper/internal/cli"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
@@ -117,7 +116,6 @@ controller:
 	defer cancel()
 	stderr := &syncBuffer{}
 	code := make(chan int, 1)
-	t.Cleanup(klog.ClearLogger) // run sends client-go's logs to its own log
 	go func() {
 		code <- cli.Run(runCtx, []string{"run", "--config", cfgPath}, strings.NewReader(""), io.Discard, stderr)
 	}()
