@@ -191,8 +191,9 @@ func TestOutOfBandRoutesAreNeverTouched(t *testing.T) {
 		// A route named for another cluster's node, outside our cluster CIDR.
 		"other-worker-0____102500024": {AddressPrefix: to.Ptr("10.250.0.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.50")},
 	}
-	for name, props := range foreign {
-		p := props
+	// In a fixed order: the table keeps routes in the order they came.
+	for _, name := range []string{"default-to-firewall", "other-worker-0____102500024"} {
+		p := foreign[name]
 		poller, err := routes.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", name, armnetwork.Route{Properties: &p}, nil)
 		if err != nil {
 			t.Fatalf("adding %s out of band: %v", name, err)

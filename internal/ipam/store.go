@@ -291,7 +291,7 @@ func (s *Store) assign(a *Allocator, cfg Config, rec *Record, nodes []Request) (
 		newRec.Next[set.cluster.String()] = set.next
 	}
 	for name, ps := range out {
-		sortFamilies(ps)
+		SortByFamily(ps)
 		newRec.Allocations[name] = ps
 	}
 	return out, newRec, errors.Join(errs...)
@@ -318,7 +318,8 @@ func sameLayout(rec *Record, a *Allocator) bool {
 	return true
 }
 
-func sortFamilies(ps []netip.Prefix) {
+// SortByFamily sorts prefixes IPv4 first, then by address.
+func SortByFamily(ps []netip.Prefix) {
 	slices.SortFunc(ps, func(x, y netip.Prefix) int {
 		if x.Addr().Is4() != y.Addr().Is4() {
 			if x.Addr().Is4() {

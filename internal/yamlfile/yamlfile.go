@@ -225,3 +225,46 @@ func cleanError(err error) error {
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " \n ")), " ")
 	return errors.New(msg)
 }
+
+// Suggest helps with an unknown key: " (did you mean X?)" for a near miss
+// among valid (same letters in another case, or at most two edits away),
+// else " (valid here: a, b)", or "" when nothing is valid there.
+func Suggest(key string, valid []string) string {
+	best, bestDist := "", 3
+	for _, v := range valid {
+		if strings.EqualFold(v, key) {
+			return fmt.Sprintf(" (did you mean %s?)", v)
+		}
+		if d := editDistance(strings.ToLower(key), strings.ToLower(v)); d < bestDist {
+			best, bestDist = v, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	if len(valid) == 0 {
+		return ""
+	}
+	return " (valid here: " + strings.Join(valid, ", ") + ")"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -143,7 +143,7 @@ func (s *Source) Nodes(ctx context.Context) ([]source.Node, error) {
 	}
 	for i := range nodes {
 		nodes[i].PodCIDRs = append(nodes[i].PodCIDRs, got[nodes[i].Name]...)
-		sortFamilies(nodes[i].PodCIDRs)
+		ipam.SortByFamily(nodes[i].PodCIDRs)
 	}
 	if allocErr != nil {
 		return nodes, fmt.Errorf("allocating pod CIDRs for the inventory %s: %w", s.opts.File, allocErr)
@@ -251,7 +251,7 @@ func Parse(file string, data []byte, serviceCIDRs []netip.Prefix) ([]source.Node
 			list, line = f.Value, f.Line
 			continue
 		}
-		p.bad(f.Line, f.Key, "", "unknown field"+suggest(f.Key, []string{"nodes"}))
+		p.bad(f.Line, f.Key, "", "unknown field"+yamlfile.Suggest(f.Key, []string{"nodes"}))
 	}
 	var items []*yamlfile.Value
 	switch {
@@ -277,7 +277,7 @@ func Parse(file string, data []byte, serviceCIDRs []netip.Prefix) ([]source.Node
 	out := make([]source.Node, len(nodes))
 	for i, n := range nodes {
 		out[i] = source.Node{Name: n.name, InternalIPs: n.internalIPs, PodCIDRs: n.podCIDRs, Labels: n.labels}
-		sortFamilies(out[i].PodCIDRs)
+		ipam.SortByFamily(out[i].PodCIDRs)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	return out, nil
@@ -349,7 +349,7 @@ func (p *parser) node(i int, it *yamlfile.Value) rawNode {
 	for _, f := range it.Fields {
 		lineOf[f.Key] = f.Line
 		if !slices.Contains(nodeKeys, f.Key) {
-			p.bad(f.Line, at+"."+f.Key, "", "unknown field"+suggest(f.Key, nodeKeys))
+			p.bad(f.Line, at+"."+f.Key, "", "unknown field"+yamlfile.Suggest(f.Key, nodeKeys))
 		}
 	}
 
@@ -533,53 +533,5 @@ func (p *parser) crossCheck(nodes []rawNode, serviceCIDRs []netip.Prefix) {
 	}
 }
 
-func sortFamilies(ps []netip.Prefix) {
-	slices.SortFunc(ps, func(x, y netip.Prefix) int {
-		if x.Addr().Is4() != y.Addr().Is4() {
-			if x.Addr().Is4() {
-				return -1
-			}
-			return 1
-		}
-		return x.Addr().Compare(y.Addr())
-	})
-}
 
-// suggest returns " (did you mean X?)" for a near miss, else the valid keys.
-func suggest(key string, valid []string) string {
-	for _, v := range valid {
-		if strings.EqualFold(v, key) || strings.EqualFold(strings.ReplaceAll(v, "IP", "Ip"), key) {
-			return fmt.Sprintf(" (did you mean %s?)", v)
-		}
-	}
-	best, bestDist := "", 3
-	for _, v := range valid {
-		if d := editDistance(strings.ToLower(key), strings.ToLower(v)); d < bestDist {
-			best, bestDist = v, d
-		}
-	}
-	if best != "" {
-		return fmt.Sprintf(" (did you mean %s?)", best)
-	}
-	return " (valid here: " + strings.Join(valid, ", ") + ")"
-}
 
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
