@@ -123,5 +123,3 @@ func sectionKeys(path string) []string {
 	}
 	return keys
 }
-
-

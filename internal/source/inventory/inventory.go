@@ -532,6 +532,3 @@ func (p *parser) crossCheck(nodes []rawNode, serviceCIDRs []netip.Prefix) {
 		}
 	}
 }
-
-
-
