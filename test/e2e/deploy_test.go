@@ -299,4 +299,4 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 type staticSource []source.Node
 
 func (s staticSource) Nodes(context.Context) ([]source.Node, error) { return s, nil }
-func (s staticSource) Watch(ctx context.Context, _ func()) error   { <-ctx.Done(); return nil }
+func (s staticSource) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }
