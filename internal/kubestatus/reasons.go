@@ -96,23 +96,9 @@ const (
 )
 
 // associationEvent returns the event reason of a guard finding ("" for
-// none) and whether it is a warning.
+// none) and whether it is a warning: the controller's own
+// (Association.EventReason and EventType), so logs, events and doctor
+// agree.
 func associationEvent(a controller.Association) (reason string, warning bool) {
-	switch a.State {
-	case controller.AssocRepaired:
-		return "RouteTableReassociated", false
-	case controller.AssocFollowed:
-		return "RouteTableSwapFollowed", false
-	case controller.AssocDetached:
-		return "RouteTableDetached", true
-	case controller.AssocOtherTable:
-		return "RouteTableSwapped", true
-	case "Conflict":
-		return "RouteTableClaimConflict", true
-	case controller.AssocMissing:
-		return "SubnetMissing", true
-	case controller.AssocError:
-		return "AssociationCheckFailed", true
-	}
-	return "", false
+	return a.EventReason(), a.EventType() == "Warning"
 }
