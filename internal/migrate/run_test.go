@@ -452,6 +452,7 @@ func TestLiveMigrationInvariant(t *testing.T) {
 	}()
 
 	time.Sleep(100 * time.Millisecond) // a few guard cycles and reconciles before
+	_, ctrlWrites0 := w.env.Client.Calls()
 	start := time.Now()
 	// A pause after each step lets the sampler see every intermediate state.
 	pause := func(s Step) error {
@@ -479,6 +480,9 @@ func TestLiveMigrationInvariant(t *testing.T) {
 		t.Errorf("controller: %v", err)
 	}
 
+	if _, n := w.env.Client.Calls(); n != ctrlWrites0 {
+		t.Errorf("the controller made %d writes during and after the migration, want 0", n-ctrlWrites0)
+	}
 	if v := violations.Load(); v > 0 {
 		t.Errorf("%d of %d samples broke the invariant; first: %v", v, samples.Load(), firstViolation.Load())
 	}
