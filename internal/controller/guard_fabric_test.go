@@ -568,3 +568,45 @@ func TestScenarioMigrationNotFought(t *testing.T) {
 		t.Errorf("problems after the migration: %s", last[len(last)-1].Summary())
 	}
 }
+
+// AKS with kubenet (routes: observe): the platform writes the routes into
+// its own table. The guard re-associates that table after a redeploy
+// (seed 001), and reports a swap instead of following it (seed 000), since
+// the platform would keep writing the old table.
+func TestScenarioObserveMode(t *testing.T) {
+	t.Run("redeploy repaired", func(t *testing.T) {
+		cfg := scenarioConfig()
+		cfg.Mode, cfg.CreateTable = Observe, false
+		s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
+		s.steady()
+		w0 := s.writes()
+		fault := time.Now()
+		s.redeployVNet([2]string{"kubernetes-subnet", "10.240.0.0/24"})
+		s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, AssocRepaired))
+		s.settle(2)
+		if w := s.writes() - w0; w != 1 {
+			t.Errorf("ARM writes = %d, want 1 (the subnet PUT; never a route)", w)
+		}
+	})
+	t.Run("swap reported under follow", func(t *testing.T) {
+		cfg := scenarioConfig()
+		cfg.Mode, cfg.CreateTable, cfg.Policy = Observe, false, Follow
+		s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
+		s.steady()
+		s.putTable("kubernetes-routes-v2", nil)
+		w0 := s.writes()
+		fault := time.Now()
+		s.associate(fabrictest.KTHWSubnet, newTableID)
+		res := s.rec.wait(t, fault, 5*time.Second, "the swap reported", hasState(fabrictest.KTHWSubnet, AssocOtherTable))
+		s.settle(2)
+		if w := s.writes() - w0; w != 0 {
+			t.Errorf("ARM writes = %d, want 0", w)
+		}
+		if a, _ := findAssoc(res, fabrictest.KTHWSubnet); !strings.Contains(a.Message, "observe") {
+			t.Errorf("association reported as %+v", a)
+		}
+		if !sameID(s.ctrl.TableID(), fabrictest.KTHWTable) {
+			t.Errorf("followed the swap in observe mode: %s", s.ctrl.TableID())
+		}
+	})
+}

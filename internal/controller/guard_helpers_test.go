@@ -382,7 +382,7 @@ func tagOf(t *armnetwork.RouteTable, key string) string {
 func (s *scenario) steady() *Result {
 	s.t.Helper()
 	boot := s.ctrl.cfg
-	boot.Policy, boot.CreateTable, boot.Subnets = Enforce, true, s.ctrl.cfg.Subnets
+	boot.Policy, boot.CreateTable, boot.Mode = Enforce, true, Manage
 	if r := New(boot, s.env.Client, &staticSource{nodes: s.nodes}, nil).Reconcile(context.Background()); r.Err != nil || r.AssociationProblems() > 0 {
 		s.t.Fatalf("setting the network up: %s: %v", r.Summary(), r.Err)
 	}
