@@ -137,10 +137,44 @@ func TestBurstOf400Nodes(t *testing.T) {
 	if puts > 3 {
 		t.Errorf("%d route table PUTs for a burst of %d nodes, want at most 3", puts, n)
 	}
+	routes := f.routes(t)
 	for i, nd := range nodes {
-		r, ok := f.routes(t)[routeName(nd.name, burstPodCIDR(i))]
+		r, ok := routes[routeName(nd.name, burstPodCIDR(i))]
 		if !ok || r.NextHopIP != netip.MustParseAddr(nodeIP(i)) {
 			t.Fatalf("route of %s: %+v (present %v)", nd.name, r, ok)
 		}
+	}
+}
+
+// TestOneNodeLatency creates nodes one at a time, apart, and logs how long
+// each took to get its route and its NetworkUnavailable=False (reported in
+// docs/performance.md). It asserts only that they do.
+func TestOneNodeLatency(t *testing.T) {
+	env := cluster.Env(t)
+	ctx := t.Context()
+	client := env.Clientset(t)
+	f := newFabric(t)
+	start(t, daemon.Options{Controller: controllerConfig("latency"), Cloud: f.client(t, nil), Kube: adminConfig(env)})
+	eventually(t, 30*time.Second, func() string {
+		if f.table(t) == nil {
+			return "table not created"
+		}
+		return ""
+	})
+	for i := range 3 {
+		time.Sleep(1500 * time.Millisecond) // a quiet cluster: no batch open
+		n := node{name: fmt.Sprintf("latency-%d", i), podCIDRs: []string{podCIDR(70 + i)}, ips: []string{nodeIP(70 + i)}, networkUnavailable: true}
+		begin := time.Now()
+		createNode(ctx, t, client, n)
+		var routed time.Duration
+		eventually(t, 30*time.Second, func() string {
+			if _, ok := f.routes(t)[routeName(n.name, n.podCIDRs[0])]; !ok {
+				return "no route for " + n.name
+			}
+			return ""
+		})
+		routed = time.Since(begin)
+		waitCondition(ctx, t, client, n.name, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		t.Logf("%s: route %s and NetworkUnavailable=False %s after the node was created", n.name, routed.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
 	}
 }
