@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
+	"unicode"
 )
 
 // target is the resource a request names: segs are
@@ -148,4 +151,35 @@ func tagsOf(in map[string]*string) map[string]*string {
 		out[k] = ptr(str(v))
 	}
 	return out
+}
+
+// Azure's tag rules: at most 50 tags; names up to 512 characters without
+// < > % & \ ? / or control characters; values up to 256 characters.
+const (
+	maxTags           = 50
+	maxTagNameLength  = 512
+	maxTagValueLength = 256
+)
+
+// checkTags applies Azure's tag rules to the tags of a write.
+func checkTags(tags map[string]*string) error {
+	if len(tags) > maxTags {
+		return badRequest("InvalidTagCount", "A resource can have at most %d tags; the request has %d.", maxTags, len(tags))
+	}
+	var bad []string
+	for k, v := range tags {
+		switch {
+		case k == "" || len(k) > maxTagNameLength:
+			return badRequest("InvalidTagNameLength", "Tag name '%s' must be 1 to %d characters long.", k, maxTagNameLength)
+		case len(str(v)) > maxTagValueLength:
+			return badRequest("InvalidTagValueLength", "The value of tag '%s' is %d characters long; at most %d are allowed.", k, len(str(v)), maxTagValueLength)
+		case strings.ContainsAny(k, "<>%&\\?/") || strings.ContainsFunc(k, unicode.IsControl):
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return badRequest("InvalidTagNameCharacters", "The tag names '%s' have reserved characters '<,>,%%,&,\\,?,/' or control characters.", strings.Join(bad, ","))
+	}
+	return nil
 }

@@ -54,6 +54,9 @@ func (s *Server) putResourceGroup(ctx context.Context, q *request) (*response, e
 	if err := decodeObject(q.body, &in); err != nil {
 		return nil, err
 	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
 	sub, name := q.segs[1], q.segs[3]
 	if !validRGName(name) {
 		return nil, badRequest("InvalidResourceGroupName",
@@ -112,6 +115,9 @@ func (s *Server) patchResourceGroup(ctx context.Context, q *request) (*response,
 		Tags map[string]*string `json:"tags"`
 	}
 	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
 		return nil, err
 	}
 	var resp *response

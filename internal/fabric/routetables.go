@@ -109,6 +109,9 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 	if err := decodeObject(q.body, &in); err != nil {
 		return nil, err
 	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
 	t := q.target()
 	if !validName(t.name) {
 		return nil, errInvalidName(t.name)
@@ -405,6 +408,9 @@ func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string,
 		Tags map[string]*string `json:"tags"`
 	}
 	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
 		return nil, err
 	}
 	var resp *response

@@ -126,7 +126,7 @@ func TestApply(t *testing.T) {
 			// Someone (routekeeper) adds a pod route and a claim tag; the
 			// topology does not declare them: apply keeps them.
 			tbl.Properties.Routes = append(tbl.Properties.Routes, vaRoute("worker-2____102002024", "10.200.2.0/24", "10.240.0.22"))
-			tbl.Tags["routekeeper.io/cluster"] = ptr("kthw")
+			tbl.Tags["routekeeper-cluster"] = ptr("kthw")
 			if _, err := e.putTable(withHeader(ctx, "If-Match", str(tbl.Etag)), "kubernetes", "kubernetes-routes", tbl.RouteTable); err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestApply(t *testing.T) {
 				t.Errorf("apply over undeclared additions wrote %d times: %+v", res.Writes, res.Changes)
 			}
 			after := e.getTable(ctx, "kubernetes", "kubernetes-routes")
-			if len(after.Properties.Routes) != 3 || str(after.Tags["routekeeper.io/cluster"]) != "kthw" {
+			if len(after.Properties.Routes) != 3 || str(after.Tags["routekeeper-cluster"]) != "kthw" {
 				t.Errorf("undeclared route or tag lost: %v %v", routeNames(after), after.Tags)
 			}
 

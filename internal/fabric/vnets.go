@@ -91,6 +91,9 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 	if err := decodeObject(q.body, &in); err != nil {
 		return nil, err
 	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
 	t := q.target()
 	if !validName(t.name) {
 		return nil, errInvalidName(t.name)

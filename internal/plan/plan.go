@@ -9,7 +9,7 @@
 // routes named in the cloud-provider-azure scheme (<node>____<mangled CIDR>)
 // whose mangled CIDR matches their prefix, whose prefix lies inside the
 // cluster CIDRs, in a table claimed by this cluster (tag
-// routekeeper.io/cluster=<cluster>) or adopted by this very write. Every
+// routekeeper-cluster=<cluster>) or adopted by this very write. Every
 // other route is copied into the desired table bit for bit.
 //
 // The cases, for one pod CIDR of one node ("ours" = owned by this cluster):

@@ -497,7 +497,7 @@ func TestClaim(t *testing.T) {
 				Nodes: []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
 				Current: func() *route.Table {
 					t := table("", ours("worker-0", "10.244.0.0/24", "10.0.0.4"))
-					t.Tags["RouteKeeper.IO/Cluster"] = cluster
+					t.Tags["RouteKeeper-Cluster"] = cluster
 					return t
 				}(),
 			},
@@ -508,7 +508,7 @@ func TestClaim(t *testing.T) {
 			in: Input{
 				Current: func() *route.Table {
 					t := table("")
-					t.Tags["RouteKeeper.io/cluster"] = ""
+					t.Tags["RouteKeeper-cluster"] = ""
 					return t
 				}(),
 			},
@@ -520,7 +520,7 @@ func TestClaim(t *testing.T) {
 				Nodes: []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
 				Current: func() *route.Table {
 					t := table(cluster)
-					t.Tags["ROUTEKEEPER.IO/CLUSTER"] = "staging"
+					t.Tags["ROUTEKEEPER-CLUSTER"] = "staging"
 					return t
 				}(),
 			},
@@ -555,9 +555,9 @@ func TestClaim(t *testing.T) {
 	})
 	t.Run("an empty claim tag is filled in under its own spelling", func(t *testing.T) {
 		cur := table("")
-		cur.Tags["RouteKeeper.io/cluster"] = ""
+		cur.Tags["RouteKeeper-cluster"] = ""
 		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur})
-		want := map[string]string{"env": "test", "RouteKeeper.io/cluster": cluster, route.ClusterCIDRsTag: "10.244.0.0/16,fd00:10:244::/56"}
+		want := map[string]string{"env": "test", "RouteKeeper-cluster": cluster, route.ClusterCIDRsTag: "10.244.0.0/16,fd00:10:244::/56"}
 		if !reflect.DeepEqual(p.Desired.Tags, want) {
 			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
 		}
@@ -570,13 +570,13 @@ func TestClaim(t *testing.T) {
 	})
 	t.Run("the cluster CIDRs tag is refreshed with a write, under its own spelling", func(t *testing.T) {
 		cur := table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"))
-		cur.Tags["RouteKeeper.io/Cluster-CIDRs"] = "10.99.0.0/16"
+		cur.Tags["RouteKeeper-Cluster-CIDRs"] = "10.99.0.0/16"
 		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur}) // worker-0 gone: a delete
-		want := map[string]string{"env": "test", route.ClaimTag: cluster, "RouteKeeper.io/Cluster-CIDRs": "10.244.0.0/16,fd00:10:244::/56"}
+		want := map[string]string{"env": "test", route.ClaimTag: cluster, "RouteKeeper-Cluster-CIDRs": "10.244.0.0/16,fd00:10:244::/56"}
 		if !reflect.DeepEqual(p.Desired.Tags, want) {
 			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
 		}
-		if cur.Tags["RouteKeeper.io/Cluster-CIDRs"] != "10.99.0.0/16" {
+		if cur.Tags["RouteKeeper-Cluster-CIDRs"] != "10.99.0.0/16" {
 			t.Error("the current table was modified")
 		}
 	})

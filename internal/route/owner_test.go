@@ -146,7 +146,7 @@ func TestValidateName(t *testing.T) {
 }
 
 func TestClaimValues(t *testing.T) {
-	tb := &Table{Tags: map[string]string{"RouteKeeper.io/CLUSTER": "b", ClaimTag: "a", "other": "x", "routekeeper.io/cluster ": "c"}}
+	tb := &Table{Tags: map[string]string{"RouteKeeper-CLUSTER": "b", ClaimTag: "a", "other": "x", "routekeeper-cluster ": "c"}}
 	if got := tb.ClaimValues(); len(got) != 2 || got[0] != "a" || got[1] != "b" {
 		t.Errorf("ClaimValues = %v, want [a b]", got)
 	}
@@ -172,8 +172,8 @@ func TestClassifyTable(t *testing.T) {
 	}{
 		{"claimed by us", map[string]string{ClaimTag: "prod"}, []Owner{OwnerThisCluster, OwnerCustom}},
 		{"unclaimed", nil, []Owner{OwnerThisCluster, OwnerCustom}},
-		{"claimed by another", map[string]string{"ROUTEKEEPER.IO/CLUSTER": "staging"}, []Owner{OwnerOtherCluster, OwnerCustom}},
-		{"ambiguous claim", map[string]string{ClaimTag: "prod", "RouteKeeper.io/cluster": "staging"}, []Owner{OwnerOtherCluster, OwnerCustom}},
+		{"claimed by another", map[string]string{"ROUTEKEEPER-CLUSTER": "staging"}, []Owner{OwnerOtherCluster, OwnerCustom}},
+		{"ambiguous claim", map[string]string{ClaimTag: "prod", "RouteKeeper-cluster": "staging"}, []Owner{OwnerOtherCluster, OwnerCustom}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := own.ClassifyTable(&Table{Tags: tc.tags, Routes: routes})

@@ -21,8 +21,9 @@ const (
 )
 
 // ClaimTag is the route table tag that records which cluster owns the pod
-// routes of a table: routekeeper.io/cluster=<cluster name>.
-const ClaimTag = "routekeeper.io/cluster"
+// routes of a table: routekeeper-cluster=<cluster name>. Azure tag names
+// may not contain < > % & \ ? /, so no "example.io/name" style here.
+const ClaimTag = "routekeeper-cluster"
 
 // Route is one user-defined route.
 type Route struct {

@@ -17,11 +17,11 @@ const (
 	// is the ID of the table that replaced it. A controller configured with
 	// the old table switches to the new one instead of fighting the
 	// migration.
-	MigratedToTag = "routekeeper.io/migrated-to"
+	MigratedToTag = "routekeeper-migrated-to"
 	// MigratedFromTag marks the new table of a migration with the ID of the
 	// old one, so that a controller still on the old table recognises a
 	// subnet moved by the migration and leaves it alone.
-	MigratedFromTag = "routekeeper.io/migrated-from"
+	MigratedFromTag = "routekeeper-migrated-from"
 )
 
 // MaxTagValueLength is the longest tag value ARM accepts.

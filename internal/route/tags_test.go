@@ -7,7 +7,7 @@ import (
 )
 
 func TestTags(t *testing.T) {
-	tb := &Table{Tags: map[string]string{"RouteKeeper.io/Migrated-To": "x", "env": "prod"}}
+	tb := &Table{Tags: map[string]string{"RouteKeeper-Migrated-To": "x", "env": "prod"}}
 	if got := tb.Tag(MigratedToTag); got != "x" {
 		t.Errorf("Tag(%s) = %q, want x (keys compare case-insensitively)", MigratedToTag, got)
 	}
@@ -17,7 +17,7 @@ func TestTags(t *testing.T) {
 	SetTag(tb.Tags, MigratedToTag, "y")
 	SetTag(tb.Tags, MigratedFromTag, "z")
 	DeleteTag(tb.Tags, "ENV")
-	want := map[string]string{"RouteKeeper.io/Migrated-To": "y", MigratedFromTag: "z"}
+	want := map[string]string{"RouteKeeper-Migrated-To": "y", MigratedFromTag: "z"}
 	if !reflect.DeepEqual(tb.Tags, want) {
 		t.Errorf("tags = %v, want %v", tb.Tags, want)
 	}
