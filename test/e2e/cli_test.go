@@ -153,6 +153,19 @@ controller:
 		t.Fatal("routekeeper run did not stop")
 	}
 
+	// One-shot: run --once lists the nodes from the API server (no
+	// informer, no lease) and prints the table.
+	var out strings.Builder
+	onceErr := &syncBuffer{}
+	if c := cli.Run(ctx, []string{"run", "--once", "--config", cfgPath, "-o", "json"}, strings.NewReader(""), &out, onceErr); c != 0 {
+		t.Errorf("run --once exited %d:\n%s", c, onceErr.String())
+	}
+	for i := range 2 {
+		if name := routeName(fmt.Sprintf("cli-%d", i), podCIDR(60+i)); !strings.Contains(out.String(), name) {
+			t.Errorf("run --once output lacks %s:\n%s", name, out.String())
+		}
+	}
+
 	// The routes are in the state file, for any other tool to read.
 	store, err := fabric.Open(ctx, filepath.Join(dir, "fabric.db"))
 	if err != nil {
