@@ -97,8 +97,10 @@ type Options struct {
 	// and stale routes (nil: those events are not sent).
 	Pod *corev1.ObjectReference
 	// EventInterval is how often a persisting problem is reported again
-	// (default kubestatus.DefaultEventInterval).
-	EventInterval time.Duration
+	// (default kubestatus.DefaultEventInterval); EventGrace how long a
+	// problem that usually clears by itself waits before it is reported
+	// (default kubestatus.DefaultGrace).
+	EventInterval, EventGrace time.Duration
 	Logger        *slog.Logger
 }
 
@@ -152,6 +154,7 @@ func Run(ctx context.Context, o Options) error {
 			Events:        rec,
 			Pod:           o.Pod,
 			EventInterval: o.EventInterval,
+			Grace:         o.EventGrace,
 			Logger:        log.With("component", "status"),
 		}))
 	}
@@ -186,6 +189,9 @@ func Run(ctx context.Context, o Options) error {
 
 	ctrl := controller.New(o.Controller, o.Cloud, src, log, reporters...)
 	if !o.LeaderElection.Enabled {
+		// The only replica: it leads.
+		m.SetLeader(true)
+		defer m.SetLeader(false)
 		return ctrl.Run(ctx)
 	}
 	return lead(ctx, client, o.LeaderElection, leHealth, m, log, ctrl.Run)

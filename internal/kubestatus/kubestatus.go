@@ -54,6 +54,7 @@ type SubnetReader interface {
 // Defaults of Options.
 const (
 	DefaultEventInterval = 10 * time.Minute
+	DefaultGrace         = 2 * time.Minute
 	DefaultWorkers       = 16
 	subnetCacheTTL       = 10 * time.Minute
 )
@@ -76,6 +77,14 @@ type Options struct {
 	// on the same object with the same reason (default 10m). A problem
 	// with a new message is reported at once.
 	EventInterval time.Duration
+	// Grace is how long a node may lack its route for a reason that
+	// usually clears by itself before an event says so (default 2m): no
+	// InternalIP yet (the cloud node controller sets addresses after
+	// registration), and in observe mode a route the platform has not
+	// written yet (cloud-provider-azure writes new routes every 30 s or
+	// so) or not removed yet (a deleted node's). The condition does not
+	// wait.
+	Grace time.Duration
 	// Workers bounds the condition patches in flight (default 16).
 	Workers int
 	Logger  *slog.Logger
@@ -105,6 +114,15 @@ type Reporter struct {
 	pending map[string]pendingPatch
 	// subnetCache holds subnet prefixes read for the detached overlay.
 	subnetCache map[string]cachedSubnet
+	// since is when each unrouted node was first seen with its reason.
+	since map[string]since
+	// staleSince is when each stale route was first seen (observe mode).
+	staleSince map[string]time.Time
+}
+
+type since struct {
+	reason string
+	at     time.Time
 }
 
 type pendingPatch struct {
@@ -127,11 +145,14 @@ func New(client kubernetes.Interface, o Options) *Reporter {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
 	if o.Mode == "" {
 		o.Mode = controller.Manage
 	}
 	r := &Reporter{client: client, o: o, log: o.Logger, now: o.Now,
-		pending: map[string]pendingPatch{}, subnetCache: map[string]cachedSubnet{}}
+		pending: map[string]pendingPatch{}, subnetCache: map[string]cachedSubnet{}, since: map[string]since{}, staleSince: map[string]time.Time{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -392,6 +413,12 @@ func (r *Reporter) subnetPrefixes(ctx context.Context, id string) []netip.Prefix
 
 // nodeEvents sends a warning per node that is not routed (deduplicated).
 func (r *Reporter) nodeEvents(res *controller.Result) {
+	now := r.now()
+	for name := range r.since {
+		if _, ok := res.Nodes[name]; !ok {
+			delete(r.since, name)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
 		nr := res.Nodes[name]
 		node, ok := r.o.Nodes.Node(name)
@@ -401,6 +428,13 @@ func (r *Reporter) nodeEvents(res *controller.Result) {
 		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}
 		if nr.Routed || nr.Reason == string(plan.ReasonNoPodCIDR) {
 			r.events.forget(ref)
+			delete(r.since, name)
+			continue
+		}
+		if s, ok := r.since[name]; !ok || s.reason != nr.Reason {
+			r.since[name] = since{reason: nr.Reason, at: now}
+		}
+		if r.transient(nr.Reason) && now.Sub(r.since[name].at) < r.o.Grace {
 			continue
 		}
 		var reason, action string
@@ -418,18 +452,37 @@ func (r *Reporter) nodeEvents(res *controller.Result) {
 	}
 }
 
+// transient reports whether a node's reason usually clears by itself
+// shortly (see Options.Grace).
+func (r *Reporter) transient(reason string) bool {
+	return reason == string(plan.ReasonNoNodeIP) || r.o.Mode == controller.Observe && reason == controller.ReasonRouteMissing
+}
+
 // staleEvent reports, in observe mode, the routes of this cluster that no
 // node asks for.
 func (r *Reporter) staleEvent(res *controller.Result) {
 	if r.o.Pod == nil || res.Plan == nil {
 		return
 	}
+	// A deleted node's route is the platform's to remove, which takes it
+	// a while: report routes stale for longer than the grace period.
+	now := r.now()
+	stale := map[string]time.Time{}
 	var names []string
 	for _, c := range res.Plan.Changes {
-		if c.Kind == plan.Delete {
+		if c.Kind != plan.Delete {
+			continue
+		}
+		at, ok := r.staleSince[c.Route.Name]
+		if !ok {
+			at = now
+		}
+		stale[c.Route.Name] = at
+		if now.Sub(at) >= r.o.Grace {
 			names = append(names, c.Route.Name)
 		}
 	}
+	r.staleSince = stale
 	if len(names) == 0 {
 		r.events.forgetReason(r.o.Pod, EventStaleRoutes)
 		return

@@ -263,7 +263,7 @@ func TestPatchNotRepeatedBeforeTheInformerSeesIt(t *testing.T) {
 func TestObserveModeNeverTouchesConditions(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, controller.Observe, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"), newNode("c", "10.240.0.12"))
-	e.r.Report(ctx, &controller.Result{
+	res := &controller.Result{
 		TableID: "/sub/rt",
 		Nodes: map[string]controller.NodeResult{
 			"a": routed(),
@@ -271,7 +271,16 @@ func TestObserveModeNeverTouchesConditions(t *testing.T) {
 			"c": notRouted(string(plan.ReasonOutsideClusterCIDR), "pod CIDR 10.99.0.0/24 is outside the cluster CIDRs"),
 		},
 		Plan: &plan.Plan{Changes: []plan.Change{{Kind: plan.Delete, Route: routeNamed("gone____102000500024")}}},
-	})
+	}
+	e.r.Report(ctx, res)
+	// The platform has a while to write the new route and remove the old
+	// one: only the conflict, which will not clear by itself, is
+	// reported at once.
+	if evs := e.rec.take(); len(evs) != 1 || evs[0].name != "c" || evs[0].reason != EventRouteConflict {
+		t.Errorf("events at first sight: %+v, want only c's RouteConflict", evs)
+	}
+	e.now = e.now.Add(DefaultGrace)
+	e.r.Report(ctx, res)
 	if n := e.patches(); n != 0 {
 		t.Errorf("observe mode patched %d nodes", n)
 	}
@@ -279,11 +288,35 @@ func TestObserveModeNeverTouchesConditions(t *testing.T) {
 	for _, ev := range e.rec.take() {
 		got[ev.name] = ev
 	}
-	if got["b"].reason != EventRouteMissing || got["c"].reason != EventRouteConflict || got["routekeeper-abc"].reason != EventStaleRoutes {
-		t.Errorf("observe events %+v, want RouteMissing on b, RouteConflict on c, StaleRoutes on the pod", got)
+	if got["b"].reason != EventRouteMissing || got["routekeeper-abc"].reason != EventStaleRoutes {
+		t.Errorf("observe events after the grace period %+v, want RouteMissing on b and StaleRoutes on the pod", got)
 	}
 	if !strings.Contains(got["routekeeper-abc"].note, "gone____102000500024") {
 		t.Errorf("stale routes event does not name the route: %q", got["routekeeper-abc"].note)
+	}
+	if _, ok := got["c"]; ok {
+		t.Error("c's conflict reported again within the event interval")
+	}
+}
+
+// TestNoNodeIPWaitsForTheGrace: a node registered before the cloud node
+// controller gave it addresses is True at once, but an event only comes
+// when that lasts.
+func TestNoNodeIPWaitsForTheGrace(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, controller.Manage, newNode("new", "10.240.0.10"))
+	res := &controller.Result{Nodes: map[string]controller.NodeResult{"new": notRouted(string(plan.ReasonNoNodeIP), "node has no IPv4 InternalIP")}}
+	e.r.Report(ctx, res)
+	if c, _ := e.condition(t, "new"); c.Status != corev1.ConditionTrue || c.Reason != "NoNodeIP" {
+		t.Errorf("condition %+v, want True/NoNodeIP at once", c)
+	}
+	if evs := e.rec.take(); len(evs) != 0 {
+		t.Errorf("events within the grace period: %+v", evs)
+	}
+	e.now = e.now.Add(DefaultGrace)
+	e.r.Report(ctx, res)
+	if evs := e.rec.take(); len(evs) != 1 || evs[0].reason != EventFailedToCreateRoute {
+		t.Errorf("events after the grace period: %+v, want FailedToCreateRoute", evs)
 	}
 }
 

@@ -18,7 +18,7 @@
 //	nodes_not_routed{reason}                  nodes without their route, by reason
 //	association_repairs_total                 subnets re-associated (or swaps followed) by the guard
 //	association_problems{state}               subnets not on routekeeper's table, by state
-//	leader                                    1 while this replica holds the leader lease
+//	leader                                    1 while this replica runs the controller (holds the lease, or runs without leader election)
 package metrics
 
 import (
@@ -114,7 +114,7 @@ func New() *Metrics {
 		}, []string{"state"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "leader",
-			Help: "1 while this replica holds the leader election lease (and runs the controller), else 0.",
+			Help: "1 while this replica runs the controller: it holds the leader election lease, or runs without leader election; else 0.",
 		}),
 	}
 	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.armDuration,

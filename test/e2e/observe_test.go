@@ -55,9 +55,12 @@ func TestObserveMode(t *testing.T) {
 	cfg := controllerConfig("observe")
 	cfg.Mode = controller.Observe
 	cfg.CreateTable = false
+	cfg.Resync = 300 * time.Millisecond // re-reads the table to see the platform's writes
 	m := metrics.New()
 	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kube-system", Name: "routekeeper-observe", UID: "observe-pod"}
-	start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, m), Kube: adminConfig(env), Metrics: m, Pod: pod})
+	// The platform gets half a second (in production two minutes) to
+	// write a new node's route before the route is reported missing.
+	start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, m), Kube: adminConfig(env), Metrics: m, Pod: pod, EventGrace: 500 * time.Millisecond})
 
 	ev := waitEvent(ctx, t, client, "default", "Node", "observe-1", kubestatus.EventRouteMissing)
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, podCIDR(51)) {
