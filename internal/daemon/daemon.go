@@ -101,7 +101,7 @@ type Options struct {
 	// problem that usually clears by itself waits before it is reported
 	// (default kubestatus.DefaultGrace).
 	EventInterval, EventGrace time.Duration
-	Logger        *slog.Logger
+	Logger                    *slog.Logger
 }
 
 // Run runs until ctx is cancelled (and returns nil), the lease is lost
