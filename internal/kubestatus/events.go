@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/routekeeper/routekeeper/internal/controller"
 )
 
 // Recorder sends events; k8s.io/client-go/tools/events' recorder
@@ -132,4 +134,17 @@ func NewEventRecorder(ctx context.Context, client kubernetes.Interface) (Recorde
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	b.StartRecordingToSink(ctx.Done())
 	return b.NewRecorder(scheme.Scheme, ReportingController), b.Shutdown
+}
+
+// forgetNodesExcept drops what was sent about Nodes not in keep (deleted
+// nodes), so that the memory of a long-lived controller does not grow with
+// node churn.
+func (d *dedup) forgetNodesExcept(keep map[string]controller.NodeResult) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k := range d.sent {
+		if _, ok := keep[k.name]; k.kind == "Node" && !ok {
+			delete(d.sent, k)
+		}
+	}
 }

@@ -414,11 +414,18 @@ func (r *Reporter) subnetPrefixes(ctx context.Context, id string) []netip.Prefix
 // nodeEvents sends a warning per node that is not routed (deduplicated).
 func (r *Reporter) nodeEvents(res *controller.Result) {
 	now := r.now()
+	// Forget deleted nodes.
 	for name := range r.since {
 		if _, ok := res.Nodes[name]; !ok {
 			delete(r.since, name)
 		}
 	}
+	for name := range r.pending {
+		if _, ok := res.Nodes[name]; !ok {
+			delete(r.pending, name)
+		}
+	}
+	r.events.forgetNodesExcept(res.Nodes)
 	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
 		nr := res.Nodes[name]
 		node, ok := r.o.Nodes.Node(name)

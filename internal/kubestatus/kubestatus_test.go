@@ -384,3 +384,24 @@ func TestPatchRefusedForRecreatedNode(t *testing.T) {
 }
 
 func routeNamed(name string) route.Route { return route.Route{Name: name} }
+
+// TestDeletedNodesAreForgotten: what was sent about a node that is gone is
+// dropped; a node of the same name that comes back with the same problem is
+// reported again.
+func TestDeletedNodesAreForgotten(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, controller.Manage, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"))
+	bad := notRouted(string(plan.ReasonPrefixConflict), "route x holds 10.200.1.0/24")
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed(), "b": bad}})
+	if evs := e.rec.take(); len(evs) != 1 {
+		t.Fatalf("events %+v, want one for b", evs)
+	}
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed()}})
+	if n := len(e.r.events.sent); n != 0 {
+		t.Errorf("%d objects remembered after b was deleted", n)
+	}
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed(), "b": bad}})
+	if evs := e.rec.take(); len(evs) != 1 || evs[0].name != "b" {
+		t.Errorf("events when b came back: %+v, want one for b", evs)
+	}
+}
