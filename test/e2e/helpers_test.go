@@ -371,8 +371,13 @@ func waitEvent(ctx context.Context, t testing.TB, client kubernetes.Interface, n
 	return got
 }
 
-// adminConfig is the control plane's admin client configuration.
-func adminConfig(env *kubetest.Env) *rest.Config { return rest.CopyConfig(env.Config) }
+// adminConfig is the control plane's admin client configuration, with
+// routekeeper's own API rate defaults (daemon.DefaultKubeQPS and Burst).
+func adminConfig(env *kubetest.Env) *rest.Config {
+	c := rest.CopyConfig(env.Config)
+	c.QPS, c.Burst = 0, 0
+	return c
+}
 
 // gauge returns the value of the metric with the label, from m's registry.
 func gauge(t testing.TB, m *metrics.Metrics, name, label, value string) float64 {
