@@ -107,8 +107,10 @@ func Start(ctx context.Context, t testing.TB) *Env {
 		if t.Failed() {
 			t.Logf("kube-apiserver log (tail):\n%s", env.apiserver.tail(logTailLines))
 		}
-		if err := env.stop(); err != nil {
+		if err := env.stop(); stopFailed(err) != nil {
 			t.Errorf("stopping control plane: %v", err)
+		} else if err != nil {
+			t.Logf("stopping control plane: %v", err)
 		}
 	})
 	return env

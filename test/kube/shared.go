@@ -90,7 +90,7 @@ func (s *Shared) Run(m *testing.M) int {
 	}
 	if err := s.env.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "kubetest: stopping shared control plane: %v\n", err)
-		if code == 0 {
+		if stopFailed(err) != nil && code == 0 {
 			code = 1
 		}
 	}
