@@ -164,7 +164,7 @@ cloud:
   local: {state: /var/lib/routekeeper/fabric.db, operationDuration: 2s}
   azure: {configFile: empty.json, subscriptionID: `+sub0+`, tenantID: contoso.onmicrosoft.com, useManagedIdentity: true, userAssignedIdentityID: 44444444-4444-4444-4444-444444444444, cloud: azurechinacloud}
 source: {type: kube, kube: {kubeconfig: /etc/kubernetes/admin.conf}}
-controller: {batchWindow: 0s, resync: 2h, leaderElection: {enabled: true, namespace: net, name: rk}, metricsAddress: "127.0.0.1:9100"}
+controller: {batchWindow: 50ms, resync: 2h, leaderElection: {enabled: true, namespace: net, name: rk}, metricsAddress: "127.0.0.1:9100"}
 `)
 	c1, err := Load(src)
 	if err != nil {

@@ -318,8 +318,10 @@ func (v *validator) source() {
 
 func (v *validator) controller() {
 	ct := v.c.Controller
-	if ct.BatchWindow < 0 {
-		v.bad("controller.batchWindow", -1, ct.BatchWindow, "must not be negative")
+	if ct.BatchWindow <= 0 {
+		// The controller always batches: 0 would only be replaced by its
+		// default, which is not what 0 seems to say.
+		v.bad("controller.batchWindow", -1, ct.BatchWindow, "must be positive, for example 200ms (a change waits at most this long for more changes)")
 	}
 	if ct.Resync <= 0 {
 		v.bad("controller.resync", -1, ct.Resync, "must be positive, for example 1m")
