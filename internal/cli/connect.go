@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -32,6 +34,27 @@ type connectOptions struct {
 	applyTopology bool
 	// observer sees every ARM call (metrics).
 	observer azure.Observer
+}
+
+// loadConfig reads a command's configuration: --config, then flags and
+// ROUTEKEEPER_* variables; errors are usage errors (exit 2).
+func (a *app) loadConfig(cmd *cobra.Command, cf *configFlags) (*config.Config, error) {
+	cf.getenv = a.getenv
+	return cf.load(cmd.Flags())
+}
+
+// session is loadConfig and a connection to the configured cloud. The
+// caller must close the connection.
+func (a *app) session(cmd *cobra.Command, cf *configFlags, o connectOptions) (*config.Config, *cloudConn, error) {
+	cfg, err := a.loadConfig(cmd, cf)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := a.connect(cmd.Context(), cfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, conn, nil
 }
 
 // connect builds the cloud client of cfg. The caller must call close.

@@ -30,17 +30,12 @@ Exit status: 0 when the table is already right, 3 when there are changes to
 make, 1 on errors, 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cf.getenv = a.getenv
-			cfg, err := cf.load(cmd.Flags())
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			conn, err := a.connect(ctx, cfg, connectOptions{readOnly: true})
+			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
 			if err != nil {
 				return err
 			}
 			defer conn.close()
+			ctx := cmd.Context()
 			ctrl, err := a.newController(ctx, cfg, conn.client)
 			if err != nil {
 				return err

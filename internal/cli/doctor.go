@@ -25,17 +25,12 @@ Exit status: 0 when there is no error finding, 3 when there is one, 1 when
 the cloud cannot be read, 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cf.getenv = a.getenv
-			cfg, err := cf.load(cmd.Flags())
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			conn, err := a.connect(ctx, cfg, connectOptions{readOnly: true})
+			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
 			if err != nil {
 				return err
 			}
 			defer conn.close()
+			ctx := cmd.Context()
 			src, err := a.nodeSource(cfg)
 			if err != nil {
 				return err

@@ -50,11 +50,10 @@ next hop, a table claimed by another cluster, the route limit, another
 region), 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cf.getenv = a.getenv
 			if to == "" {
 				return usageErrorf("flag --to: the ID of the route table to migrate to is required")
 			}
-			cfg, err := cf.load(cmd.Flags())
+			cfg, err := a.loadConfig(cmd, &cf)
 			if err != nil {
 				return err
 			}

@@ -73,12 +73,7 @@ route naming scheme but not this cluster's) or "custom" (anything else, which
 routekeeper never changes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cf.getenv = a.getenv
-			cfg, err := cf.load(cmd.Flags())
-			if err != nil {
-				return err
-			}
-			conn, err := a.connect(cmd.Context(), cfg, connectOptions{readOnly: true})
+			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
 			if err != nil {
 				return err
 			}

@@ -46,16 +46,15 @@ With --once, run reconciles once, prints the resulting route table and exits:
 no pod CIDR: see the log), 1 when the reconcile failed, 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cf.getenv = a.getenv
-			cfg, err := cf.load(cmd.Flags())
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			if !once {
+				cfg, err := a.loadConfig(cmd, &cf)
+				if err != nil {
+					return err
+				}
 				return a.runDaemon(ctx, cfg)
 			}
-			conn, err := a.connect(ctx, cfg, connectOptions{applyTopology: true})
+			cfg, conn, err := a.session(cmd, &cf, connectOptions{applyTopology: true})
 			if err != nil {
 				return err
 			}
