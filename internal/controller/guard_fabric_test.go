@@ -33,7 +33,7 @@ func logRepair(t *testing.T, name string, fault time.Time, res *Result, writes i
 // redeploy sends) detaches the table; the guard puts it back at its next
 // cycle with one subnet PUT, and the routes are untouched.
 func TestScenarioSeed001RedeployDropsAssociation(t *testing.T) {
-	s := newScenario(t, twoSubnets, func() Config {
+	s := newScenario(t, fabrictest.KTHWTwoSubnets, func() Config {
 		c := scenarioConfig()
 		c.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
 		return c
@@ -484,7 +484,7 @@ func TestScenarioFollowMovesTheOtherSubnets(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Policy = Follow
 	cfg.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
-	s := newScenario(t, twoSubnets, cfg, workers(3))
+	s := newScenario(t, fabrictest.KTHWTwoSubnets, cfg, workers(3))
 	s.steady()
 	s.putTable("kubernetes-routes-v2", nil)
 	w0 := s.writes()

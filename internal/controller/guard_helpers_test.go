@@ -27,24 +27,9 @@ import (
 // operations (a few ms), so that one guard cycle never overlaps the next.
 const guardInterval = 150 * time.Millisecond
 
-// twoSubnets is the KTHW network with a second node subnet.
-const twoSubnets = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - name: kubernetes-subnet
-            addressPrefix: 10.240.0.0/24
-          - name: pool-2
-            addressPrefix: 10.240.1.0/24
-`
-
 const (
-	pool2Subnet = fabrictest.KTHWVNet + "/subnets/pool-2"
-	newTableID  = "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes-v2"
+	pool2Subnet = fabrictest.KTHWPool2
+	newTableID  = fabrictest.KTHWTable2
 )
 
 // recorder is a Reporter that keeps every result, as the metrics and event

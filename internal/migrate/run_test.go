@@ -24,25 +24,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
-const twoSubnets = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - name: kubernetes-subnet
-            addressPrefix: 10.240.0.0/24
-          - name: pool-2
-            addressPrefix: 10.240.1.0/24
-`
-
 const (
 	fabOld  = fabrictest.KTHWTable
-	fabNew  = "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes-v2"
+	fabNew  = fabrictest.KTHWTable2
 	fabSub1 = fabrictest.KTHWSubnet
-	fabSub2 = fabrictest.KTHWVNet + "/subnets/pool-2"
+	fabSub2 = fabrictest.KTHWPool2
 )
 
 var sdkPoll = &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond}
@@ -86,7 +72,7 @@ type world struct {
 
 func newWorld(t *testing.T, n int) *world {
 	t.Helper()
-	env := fabrictest.New(t, fabric.Options{OperationDuration: 5 * time.Millisecond}, twoSubnets)
+	env := fabrictest.New(t, fabric.Options{OperationDuration: 5 * time.Millisecond}, fabrictest.KTHWTwoSubnets)
 	mig, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: env.Server.ClientOptions(), PollFrequency: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

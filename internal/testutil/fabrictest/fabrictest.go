@@ -37,11 +37,22 @@ resourceGroups:
             addressPrefix: 10.240.0.0/24
 `
 
+// KTHWTwoSubnets is the KTHW network with a second node subnet, pool-2
+// (10.240.1.0/24), for tests of several subnets on one table.
+const KTHWTwoSubnets = KTHW + `          - name: pool-2
+            addressPrefix: 10.240.1.0/24
+`
+
 // The IDs of the KTHW network.
 const (
 	KTHWTable  = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
 	KTHWVNet   = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet"
 	KTHWSubnet = KTHWVNet + "/subnets/kubernetes-subnet"
+	// KTHWPool2 is KTHWTwoSubnets' second subnet.
+	KTHWPool2 = KTHWVNet + "/subnets/pool-2"
+	// KTHWTable2 is the ID of a second route table in the same group, for
+	// swaps and migrations.
+	KTHWTable2 = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes-v2"
 )
 
 // New starts a fabric in memory with opts, applies the topology (YAML in
