@@ -2,8 +2,8 @@
 # The project's test command (README.md, .ci/run): installs what the tests
 # need (Go modules, etcd, a kube-apiserver built from source, cached), checks
 # formatting and vet, runs a short fuzz of the fabric's request decoding and
-# then the whole test suite, end-to-end tests included. It ends with go
-# test's own summary.
+# then the whole test suite with the race detector, end-to-end tests
+# included. It ends with go test's own summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,5 +30,5 @@ go vet ./...
 step "fuzz the fabric's request handling (short run)"
 go test ./internal/fabric -run '^$' -fuzz '^FuzzHandler$' -fuzztime "${FUZZTIME:-20s}"
 
-step "tests"
-go test -count=1 "$@" ./...
+step "tests (with the race detector: the controller, informers and fabric are concurrent)"
+go test -race -count=1 "$@" ./...
