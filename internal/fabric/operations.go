@@ -487,3 +487,19 @@ func (s *Server) checkRunning(tx *txn, q *request, resourceKey string) error {
 	}
 	return nil
 }
+
+// acceptPut records the long-running operation of a PUT and makes its
+// answer, as ARM gives it: 201 for a create, 200 for an update, the
+// Azure-AsyncOperation headers and the new ETag, with body.
+func (s *Server) acceptPut(tx *txn, q *request, o *operation, created bool, etag string, body any) (*response, error) {
+	if err := s.record(tx, o); err != nil {
+		return nil, err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	h := s.lroHeaders(q, o, false)
+	h.Set("ETag", etag)
+	return &response{status: status, body: body, header: h}, nil
+}

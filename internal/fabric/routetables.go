@@ -193,18 +193,8 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 			return err
 		}
 		body := json.RawMessage(row.Doc)
-		o := s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev)
-		if err := s.record(tx, o); err != nil {
-			return err
-		}
-		status := http.StatusOK
-		if cur == nil {
-			status = http.StatusCreated
-		}
-		h := s.lroHeaders(q, o, false)
-		h.Set("ETag", etag)
-		resp = &response{status: status, body: body, header: h}
-		return nil
+		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev), cur == nil, etag, body)
+		return err
 	})
 	return resp, err
 }
@@ -563,18 +553,8 @@ func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
-		o := s.newOp(opPut, rg.Sub, t.Location, row.Key, row.ID, "", prevDoc)
-		if err := s.record(tx, o); err != nil {
-			return err
-		}
-		status := http.StatusOK
-		if prev == nil {
-			status = http.StatusCreated
-		}
-		h := s.lroHeaders(q, o, false)
-		h.Set("ETag", etag)
-		resp = &response{status: status, body: nr, header: h}
-		return nil
+		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, t.Location, row.Key, row.ID, "", prevDoc), prev == nil, etag, nr)
+		return err
 	})
 	return resp, err
 }

@@ -187,18 +187,8 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
-		o := s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev)
-		if err := s.record(tx, o); err != nil {
-			return err
-		}
-		status := http.StatusOK
-		if cur == nil {
-			status = http.StatusCreated
-		}
-		h := s.lroHeaders(q, o, false)
-		h.Set("ETag", etag)
-		resp = &response{status: status, body: json.RawMessage(doc), header: h}
-		return nil
+		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev), cur == nil, etag, json.RawMessage(doc))
+		return err
 	})
 	return resp, err
 }
@@ -543,18 +533,8 @@ func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 		if err := s.storeRow(tx, row); err != nil {
 			return err
 		}
-		o := s.newOp(opPut, rg.Sub, str(v.Location), row.Key, row.ID, "", prevDoc)
-		if err := s.record(tx, o); err != nil {
-			return err
-		}
-		status := http.StatusOK
-		if prev == nil {
-			status = http.StatusCreated
-		}
-		h := s.lroHeaders(q, o, false)
-		h.Set("ETag", etag)
-		resp = &response{status: status, body: ns, header: h}
-		return nil
+		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, str(v.Location), row.Key, row.ID, "", prevDoc), prev == nil, etag, ns)
+		return err
 	})
 	return resp, err
 }
