@@ -7,6 +7,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 func TestDoctor(t *testing.T) {
@@ -35,21 +38,12 @@ func TestDoctor(t *testing.T) {
 	if _, err := p.PollUntilDone(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	vnets := sdkVNets(t, cfg)
-	vp, err := vnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", armnetwork.VirtualNetwork{
-		Location: to.Ptr("eastus"),
-		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
-			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
-				AddressPrefix: to.Ptr("10.240.0.0/24")}}},
-		},
-	}, nil)
+	store, err := fabric.Open(ctx, filepath.Join(filepath.Dir(cfg), "fabric.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := vp.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	defer store.Close()
+	fabrictest.RedeployKTHWVNet(t, fabric.New(store, fabric.Options{}).ClientOptions())
 	res = runCLI(t, nil, "", "doctor", "--config", cfg)
 	if res.code != ExitFindings {
 		t.Fatalf("doctor after the redeploy: exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)

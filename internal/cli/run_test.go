@@ -54,21 +54,6 @@ func reconcileWrites(t *testing.T, stderr string) int {
 	return n
 }
 
-// sdkVNets is sdkRoutes for virtual networks.
-func sdkVNets(t *testing.T, cfgPath string) *armnetwork.VirtualNetworksClient {
-	t.Helper()
-	store, err := fabric.Open(context.Background(), filepath.Join(filepath.Dir(cfgPath), "fabric.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, fabric.New(store, fabric.Options{}).ClientOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f.NewVirtualNetworksClient()
-}
-
 // sdkRoutes opens the example's state file and returns the real SDK's
 // routes and route tables clients on it, as another tool would use them.
 func sdkRoutes(t *testing.T, cfgPath string) (*armnetwork.RoutesClient, *armnetwork.RouteTablesClient) {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
-
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -30,27 +27,7 @@ func BenchmarkGuardCycle(b *testing.B) {
 			if r := c.Reconcile(ctx); r.Err != nil || r.AssociationProblems() > 0 {
 				b.Fatalf("set-up: %s %v", r.Summary(), r.Err)
 			}
-			f, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, env.Server.ClientOptions())
-			if err != nil {
-				b.Fatal(err)
-			}
-			vnets := f.NewVirtualNetworksClient()
-			redeploy := func() {
-				p, err := vnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", armnetwork.VirtualNetwork{
-					Location: to.Ptr("eastus"),
-					Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-						AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
-						Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"),
-							Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.240.0.0/24")}}},
-					},
-				}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := p.PollUntilDone(ctx, sdkPoll); err != nil {
-					b.Fatal(err)
-				}
-			}
+			redeploy := func() { fabrictest.RedeployKTHWVNet(b, env.Server.ClientOptions()) }
 			var reads, writes int64
 			b.ResetTimer()
 			for b.Loop() {

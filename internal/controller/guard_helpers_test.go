@@ -305,23 +305,7 @@ func (s *scenario) subnetTable(subnet string) string {
 // carrying the routeTable the IaC code does not know about.
 func (s *scenario) redeployVNet(subnets ...[2]string) {
 	s.t.Helper()
-	v := armnetwork.VirtualNetwork{
-		Location: to.Ptr("eastus"),
-		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
-		},
-	}
-	for _, sn := range subnets {
-		v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: to.Ptr(sn[0]),
-			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(sn[1])}})
-	}
-	p, err := s.vnets.BeginCreateOrUpdate(context.Background(), "kubernetes", "kubernetes-vnet", v, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		s.t.Fatal(err)
-	}
+	fabrictest.RedeployKTHWVNet(s.t, s.env.Server.ClientOptions(), subnets...)
 }
 
 // nodeRoutesIn checks that the table holds every node's route.

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
-
 	"github.com/routekeeper/routekeeper/internal/doctor"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -54,30 +51,6 @@ func healthy(t *testing.T, env *fabrictest.Env, extra ...route.Route) {
 	}
 }
 
-// redeployVNet replays seed 001: the VNet PUT of an IaC template that does
-// not declare the subnet's route table.
-func redeployVNet(t *testing.T, env *fabrictest.Env) {
-	t.Helper()
-	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, env.Server.ClientOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := f.NewVirtualNetworksClient().BeginCreateOrUpdate(context.Background(), "kubernetes", "kubernetes-vnet", armnetwork.VirtualNetwork{
-		Location: to.Ptr("eastus"),
-		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
-			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
-				AddressPrefix: to.Ptr("10.240.0.0/24")}}},
-		},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestCheck(t *testing.T) {
 	type want struct {
 		sev   doctor.Severity
@@ -98,7 +71,10 @@ func TestCheck(t *testing.T) {
 			want: []want{{doctor.Warning, doctor.CheckTable, "kubernetes-routes", "will create it"}, {doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1},
 		{name: "table missing, creation not allowed",
 			want: []want{{doctor.Error, doctor.CheckTable, "kubernetes-routes", "may not create it"}}, errors: 2},
-		{name: "seed 001: the IaC redeploy dropped the association", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env); redeployVNet(t, env) },
+		{name: "seed 001: the IaC redeploy dropped the association", setup: func(t *testing.T, env *fabrictest.Env) {
+			healthy(t, env)
+			fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
+		},
 			want: []want{{doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1, routed: 2},
 		{name: "claimed by another cluster", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env)

@@ -7,6 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 )
@@ -80,4 +85,38 @@ func New(t testing.TB, opts fabric.Options, topology string) *Env {
 		t.Fatalf("azure client: %v", err)
 	}
 	return &Env{Server: srv, Store: store, Client: c}
+}
+
+// RedeployKTHWVNet replays seed 001 on the KTHW network: the VNet PUT an ARM
+// template or Terraform redeploy sends, carrying its inline subnets without
+// the routeTable the IaC code does not know about. subnets are name and
+// prefix pairs; none means KTHW's one subnet. opts reach the fabric (for
+// example Server.ClientOptions()).
+func RedeployKTHWVNet(tb testing.TB, opts *arm.ClientOptions, subnets ...[2]string) {
+	tb.Helper()
+	if len(subnets) == 0 {
+		subnets = [][2]string{{"kubernetes-subnet", "10.240.0.0/24"}}
+	}
+	v := armnetwork.VirtualNetwork{
+		Location: to.Ptr("eastus"),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
+		},
+	}
+	for _, sn := range subnets {
+		v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: to.Ptr(sn[0]),
+			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(sn[1])}})
+	}
+	f, err := armnetwork.NewClientFactory(Sub, fabric.Credential{}, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := f.NewVirtualNetworksClient().BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", v, nil)
+	if err != nil {
+		tb.Fatalf("redeploying the VNet: %v", err)
+	}
+	if _, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}); err != nil {
+		tb.Fatalf("redeploying the VNet: %v", err)
+	}
 }
