@@ -161,16 +161,51 @@ type bucket struct {
 	last   time.Time
 }
 
+// MaxRetryAfter is the longest Retry-After the fabric sends on a 429, in
+// seconds (one day). A bucket refilling slower than one token a day —
+// down to the smallest positive float, or not at all — answers this: a
+// wait that long means "not in this test".
+const MaxRetryAfter = 24 * 60 * 60
+
 // take takes one token if there is one. It returns the tokens left and,
-// when there was none, how long until there is.
-func (b *bucket) take(now time.Time, capacity int, refill float64) (ok bool, left int, wait time.Duration) {
-	b.tokens = math.Min(float64(capacity), b.tokens+now.Sub(b.last).Seconds()*refill)
+// when there was none, the Retry-After in whole seconds: see retryAfter.
+func (b *bucket) take(now time.Time, capacity int, refill float64) (ok bool, left int, retry int) {
+	b.tokens = refilled(b.tokens, now.Sub(b.last), capacity, refill)
 	b.last = now
 	if b.tokens >= 1 {
 		b.tokens--
 		return true, int(b.tokens), 0
 	}
-	return false, 0, time.Duration((1 - b.tokens) / refill * float64(time.Second))
+	return false, 0, retryAfter(b.tokens, refill)
+}
+
+// refilled returns the tokens of a bucket holding tokens after elapsed at
+// refill tokens a second, at most capacity. The product is taken only for
+// a positive elapsed time and rate, so an infinite rate never makes NaN.
+func refilled(tokens float64, elapsed time.Duration, capacity int, refill float64) float64 {
+	if elapsed > 0 && refill > 0 {
+		tokens += elapsed.Seconds() * refill
+	}
+	return math.Min(float64(capacity), tokens)
+}
+
+// retryAfter is the number of whole seconds until a bucket holding tokens
+// (< 1) at refill tokens a second has a token: the wait rounded up, at
+// least 1 and at most MaxRetryAfter. It is computed in float seconds and
+// compared with the cap before any conversion, so no refill rate (however
+// small, zero, NaN or infinite) overflows; waiting the answer always finds
+// a token unless the cap cut it short.
+func retryAfter(tokens, refill float64) int {
+	wait := (1 - tokens) / refill // +Inf for refill 0, NaN for NaN
+	if !(wait <= MaxRetryAfter) {
+		return MaxRetryAfter
+	}
+	s := int(math.Ceil(wait))
+	// Rounding can leave tokens + s*refill a hair below 1: one more second.
+	if s < MaxRetryAfter && tokens+float64(s)*refill < 1 {
+		s++
+	}
+	return max(1, s)
 }
 
 // Classic per-hour quotas, reported when throttling is off.
@@ -200,7 +235,7 @@ func (s *Server) quotaHeaders(q *request, write bool) {
 		left = capacity
 		if b := s.buckets[kind+"/"+key(subOf(q))]; b != nil {
 			now := s.now()
-			left = int(math.Min(float64(capacity), b.tokens+now.Sub(b.last).Seconds()*refill))
+			left = int(refilled(b.tokens, now.Sub(b.last), capacity, refill))
 		}
 	}
 	s.mu.Unlock()
@@ -218,7 +253,7 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 	if write {
 		kind, capacity, refill, left = "write", f.WriteBucket, f.WriteRefillPerSecond, classicWrites
 	}
-	throttled, wait := false, time.Duration(0)
+	throttled, retry := false, 0
 	if capacity > 0 {
 		bk := kind + "/" + key(subOf(q))
 		b := s.buckets[bk]
@@ -227,7 +262,7 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 			s.buckets[bk] = b
 		}
 		var ok bool
-		ok, left, wait = b.take(now, capacity, refill)
+		ok, left, retry = b.take(now, capacity, refill)
 		throttled = !ok
 	}
 	failNow := f.ErrorRate > 0 && s.rng.Float64() < f.ErrorRate
@@ -246,7 +281,7 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 	q.out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
 	q.out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
 	if throttled {
-		return errThrottled(kind, subOf(q), max(1, int(math.Ceil(wait.Seconds()))))
+		return errThrottled(kind, subOf(q), retry)
 	}
 	if failNow {
 		switch errKind {
