@@ -39,8 +39,8 @@ const (
 // conditionReason maps a node's reason from the controller or the planner
 // to the reason of its NetworkUnavailable condition. Reasons that already
 // say what is wrong (PrefixConflict, OverlappingPodCIDR,
-// OutsideClusterCIDR, NameConflict, NoNodeIP, InvalidRouteName,
-// DuplicateNode) are kept as they are.
+// OutsideClusterCIDR, NameConflict, NoNodeIP, NextHopOutsideVNet,
+// InvalidRouteName, DuplicateNode) are kept as they are.
 func conditionReason(r string) string {
 	switch r {
 	case controller.ReasonRouteCreated:
@@ -63,7 +63,7 @@ func conditionReason(r string) string {
 		return ReasonNoRouteCreated
 	case string(plan.ReasonPrefixConflict), string(plan.ReasonNameConflict), string(plan.ReasonOverlappingPodCIDR),
 		string(plan.ReasonOutsideClusterCIDR), string(plan.ReasonNoNodeIP), string(plan.ReasonInvalidRouteName),
-		string(plan.ReasonDuplicateNode):
+		string(plan.ReasonDuplicateNode), string(plan.ReasonNextHopOutsideVNet):
 		return r
 	}
 	return ReasonNoRouteCreated

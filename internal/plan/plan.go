@@ -25,6 +25,7 @@
 //	pod CIDR outside the cluster CIDRs                     OutsideClusterCIDR
 //	two nodes (or one node twice) same name                DuplicateNode for both
 //	no internal IP of the pod CIDR's family                NoNodeIP; its existing route is kept as it is
+//	internal IP in none of Input.NodeNetworks (if given)   NextHopOutsideVNet; its existing route is kept as it is
 //	scheme name not a valid Azure name (> 80 chars)        InvalidRouteName
 //	two pod CIDRs map to one route name                    NameConflict for both
 //	pod CIDRs overlap, one of them already routed          the routed one is kept (and updated if needed),
@@ -343,6 +344,8 @@ func (pl *planner) makeEntries() {
 				pl.fail(e, ReasonInvalidRouteName, fmt.Sprintf("the route for pod CIDR %s of node %s cannot be named: %v", cidr, n.Name, err), "")
 			case !ok || !hop.IsValid() || hop.IsUnspecified():
 				pl.fail(e, ReasonNoNodeIP, fmt.Sprintf("node %s has no internal %s address for pod CIDR %s", n.Name, family(cidr), cidr), "")
+			case len(pl.in.NodeNetworks) > 0 && !inAny(pl.in.NodeNetworks, hop):
+				pl.fail(e, ReasonNextHopOutsideVNet, pl.outsideMessage(n.Name, hop, cidr), "")
 			default:
 				e.hop = hop
 			}
@@ -359,6 +362,29 @@ func (pl *planner) makeEntries() {
 		}
 		pl.spans[ni] = span{lo, int32(len(pl.entries))}
 	}
+}
+
+// inAny reports whether a lies in one of ps.
+func inAny(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxListedNetworks is how many node networks a NextHopOutsideVNet message
+// lists before it says how many more there are.
+const maxListedNetworks = 8
+
+func (pl *planner) outsideMessage(node string, hop netip.Addr, cidr netip.Prefix) string {
+	nets := pl.in.NodeNetworks
+	list := prefixList(nets[:min(len(nets), maxListedNetworks)])
+	if len(nets) > maxListedNetworks {
+		list += fmt.Sprintf(" and %d more", len(nets)-maxListedNetworks)
+	}
+	return fmt.Sprintf("internal IP %s of node %s (the next hop of pod CIDR %s) is in none of the subnets of the virtual networks routekeeper guards (%s); no NIC can hold it, so Azure would deliver the pod traffic nowhere: fix the node's address, or add its subnet to the configuration", hop, node, cidr, list)
 }
 
 // fail gives e a reason, unless it has one already.

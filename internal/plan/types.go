@@ -36,6 +36,14 @@ type Input struct {
 	// LegacyNames owns routes named by the node name alone (see
 	// route.Ownership.LegacyNames) and renames them to the current scheme.
 	LegacyNames bool
+	// NodeNetworks are the address prefixes of the subnets a node's
+	// internal IP may lie in: every subnet of the virtual networks whose
+	// subnets routekeeper guards, and of the table's (see NodeNetworks).
+	// When it is not empty, a pod CIDR whose next hop lies in none of them
+	// is not routed (ReasonNextHopOutsideVNet): no NIC can hold that
+	// address, so Azure would deliver the pod traffic nowhere. Empty means
+	// unknown: next hops are not checked.
+	NodeNetworks []netip.Prefix
 }
 
 // Ownership returns the ownership rules the plan applies.
@@ -58,6 +66,11 @@ func (in Input) Validate() error {
 	for i, c := range in.ClusterCIDRs {
 		if !c.IsValid() {
 			return fmt.Errorf("cluster CIDR #%d is not a valid prefix", i+1)
+		}
+	}
+	for i, p := range in.NodeNetworks {
+		if !p.IsValid() {
+			return fmt.Errorf("node network #%d is not a valid prefix", i+1)
 		}
 	}
 	if in.Limit < 0 {
@@ -133,6 +146,10 @@ const (
 	// ReasonNoNodeIP: the node has no internal address of the pod CIDR's
 	// IP family.
 	ReasonNoNodeIP Reason = "NoNodeIP"
+	// ReasonNextHopOutsideVNet: the node's internal IP (the route's next
+	// hop) lies in no subnet of Input.NodeNetworks; no NIC can hold it, so
+	// a route to it would deliver nothing.
+	ReasonNextHopOutsideVNet Reason = "NextHopOutsideVNet"
 	// ReasonInvalidRouteName: the scheme name is not a valid Azure route
 	// name (usually a node name too long for 80 characters).
 	ReasonInvalidRouteName Reason = "InvalidRouteName"
