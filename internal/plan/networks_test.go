@@ -142,7 +142,7 @@ func TestNodeNetworks(t *testing.T) {
 		cloud.Subnet{ID: "/s/a", AddressPrefixes: []string{"10.0.1.0/24", "fd00:0:0:1::/64"}},
 		cloud.Subnet{ID: "/s/b", AddressPrefixes: []string{"10.0.0.0/24"}},
 		cloud.Subnet{ID: "/s/c", AddressPrefixes: []string{" 10.0.1.0/24"}}, // listed by two VNets' reads
-		cloud.Subnet{ID: "/s/d"},                                            // no prefix yet
+		cloud.Subnet{ID: "/s/d"}, // no prefix yet
 	)
 	if err != nil {
 		t.Fatal(err)
