@@ -43,7 +43,7 @@ type ExhaustedError struct {
 }
 
 func (e *ExhaustedError) Error() string {
-	return fmt.Sprintf("no free /%d left in cluster CIDR %s for node %s: all %d node CIDRs are in use by nodes or the service range (enlarge the cluster CIDR, lengthen the node CIDR mask, or remove nodes)",
+	return fmt.Sprintf("no free /%d left in cluster CIDR %s for node %s: all %d node CIDRs are in use by nodes, the service range or reserved ranges (routes in the route table that are not routekeeper's, the virtual network's address space) (enlarge the cluster CIDR, lengthen the node CIDR mask, or remove nodes)",
 		e.NodeMask, e.ClusterCIDR, e.Node, e.Blocks)
 }
 
@@ -112,6 +112,55 @@ type Config struct {
 	// NodeMaskV4 and NodeMaskV6 are the node CIDR prefix lengths; 0 means
 	// 24 and 64.
 	NodeMaskV4, NodeMaskV6 int
+	// Reserved are ranges in use outside the cluster that node CIDRs must
+	// keep away from (see Reservation). A recorded allocation they block
+	// is released and the node gets a new CIDR.
+	Reserved []Reservation
+}
+
+// Reservation is an address range that no allocated node CIDR may use.
+type Reservation struct {
+	Prefix netip.Prefix
+	// What names the range in logs and errors: "route fw in route table
+	// rt", "address space of virtual network vnet".
+	What string
+	// Route marks the prefix of a route in the route table that
+	// routekeeper does not own. It blocks only the node CIDR it lies in
+	// (a prefix as long as the node mask, or longer): Azure refuses a
+	// second route with the same prefix, and a longer one takes part of
+	// the node's traffic. A wider route (0.0.0.0/0 or 10.0.0.0/8 to a
+	// firewall) blocks nothing: the node's route is more specific and
+	// wins. Any other range blocks every node CIDR it overlaps, unless it
+	// holds the whole cluster CIDR (a misconfiguration that would leave
+	// no node a CIDR: it is ignored).
+	Route bool
+	// NextHop is a route's next hop address. A recorded allocation whose
+	// prefix such a route already sends to the node itself (a route made
+	// by hand) is kept: traffic flows, and moving the node's pod CIDR
+	// would cut off its running pods.
+	NextHop netip.Addr
+}
+
+func (r Reservation) String() string {
+	if r.What != "" {
+		return r.What
+	}
+	return "reserved range " + r.Prefix.String()
+}
+
+// span returns the blocks of s that r keeps from being handed out.
+func (r Reservation) span(s *cidrSet) (first, last int, ok bool) {
+	p := r.Prefix.Masked()
+	if !p.IsValid() || p.Addr().Is4() != s.cluster.Addr().Is4() {
+		return 0, 0, false
+	}
+	if r.Route && p.Bits() < s.mask {
+		return 0, 0, false
+	}
+	if !r.Route && p.Bits() <= s.cluster.Bits() {
+		return 0, 0, false // holds the whole cluster CIDR (or is disjoint)
+	}
+	return s.span(p)
 }
 
 func (c Config) maskFor(p netip.Prefix) int {
@@ -167,13 +216,43 @@ func New(cfg Config) (*Allocator, error) {
 			if !ok {
 				continue
 			}
-			for i := first; i <= last; i++ {
-				s.reserved[i/64] |= 1 << (i % 64)
-				s.setUsed(i, true)
+			s.reserve(first, last)
+		}
+	}
+	for _, r := range cfg.Reserved {
+		for _, s := range a.sets {
+			if first, last, ok := r.span(s); ok {
+				s.reserve(first, last)
 			}
 		}
 	}
 	return a, nil
+}
+
+// Blocked returns the reservation that makes cidr, a node CIDR held by a
+// node with addresses ips, unroutable: one whose blocks it overlaps, other
+// than a route that already sends exactly cidr to one of ips.
+func (a *Allocator) Blocked(cidr netip.Prefix, ips []netip.Addr) (Reservation, bool) {
+	cidr = cidr.Masked()
+	s := a.setFor(cidr)
+	if s == nil {
+		return Reservation{}, false
+	}
+	cf, cl, ok := s.span(cidr)
+	if !ok {
+		return Reservation{}, false
+	}
+	for _, r := range a.cfg.Reserved {
+		first, last, ok := r.span(s)
+		if !ok || last < cf || first > cl {
+			continue
+		}
+		if r.Route && r.Prefix.Masked() == cidr && r.NextHop.IsValid() && slices.Contains(ips, r.NextHop) {
+			continue
+		}
+		return r, true
+	}
+	return Reservation{}, false
 }
 
 func (a *Allocator) setFor(p netip.Prefix) *cidrSet {

@@ -13,8 +13,9 @@ type cidrSet struct {
 	mask    int
 	shift   uint // address bits below the node mask
 	n       int  // number of blocks
-	// used has a bit per block that is taken (by a node or the service
-	// range); reserved a bit per block overlapping the service range.
+	// used has a bit per block that is taken (by a node, the service
+	// range or a reservation); reserved a bit per block overlapping the
+	// service range or a Reservation.
 	used, reserved []uint64
 	// owners are the nodes holding each block; usually one. Two nodes share
 	// a block only when both hold CIDRs smaller than the block.
@@ -55,6 +56,14 @@ func (s *cidrSet) setUsed(i int, on bool) {
 }
 
 func (s *cidrSet) isReserved(i int) bool { return s.reserved[i/64]&(1<<(i%64)) != 0 }
+
+// reserve marks blocks first..last reserved (never handed out, never freed).
+func (s *cidrSet) reserve(first, last int) {
+	for i := first; i <= last; i++ {
+		s.reserved[i/64] |= 1 << (i % 64)
+		s.setUsed(i, true)
+	}
+}
 
 // block returns the i-th node CIDR.
 func (s *cidrSet) block(i int) netip.Prefix {

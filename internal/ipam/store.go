@@ -44,6 +44,10 @@ type Request struct {
 	// they are (even outside the cluster CIDRs) and the node gets no
 	// allocation in their IP family.
 	PodCIDRs []netip.Prefix
+	// InternalIPs are the node's addresses: a recorded allocation that a
+	// reserved route already sends to one of them is kept (see
+	// Reservation.NextHop).
+	InternalIPs []netip.Addr
 }
 
 // Store keeps IPAM allocations in a JSON file so that a node keeps its pod
@@ -87,8 +91,11 @@ func (s *Store) Load() (*Record, error) {
 //  1. the nodes' explicit CIDRs are occupied (they always win);
 //  2. each recorded allocation of a node still in nodes is kept when it is
 //     still valid: inside the cluster CIDR of its family, of the node mask
-//     size, not in the service range, not overlapping a CIDR another node
-//     claims explicitly; otherwise it is dropped with a log line;
+//     size, not in the service range, not blocked by a reservation (it
+//     became unroutable: a route that is not ours now holds it, see
+//     Allocator.Blocked), not overlapping a CIDR another node claims
+//     explicitly; otherwise it is released with a log line, and the node
+//     gets a new one in step 4;
 //  3. recorded allocations of nodes no longer in nodes are released;
 //  4. the nodes still missing a CIDR get one, in name order, round-robin
 //     after the last one handed out.
@@ -169,8 +176,10 @@ func (s *Store) assign(a *Allocator, cfg Config, rec *Record, nodes []Request) (
 		return 0
 	})
 	explicit := map[string][]netip.Prefix{}
+	ips := map[string][]netip.Addr{}
 	for _, n := range nodes {
 		explicit[n.Name] = n.PodCIDRs
+		ips[n.Name] = n.InternalIPs
 	}
 
 	// 1. Explicit CIDRs win. Those outside the cluster CIDRs are the
@@ -224,6 +233,11 @@ func (s *Store) assign(a *Allocator, cfg Config, rec *Record, nodes []Request) (
 				case p.Bits() != set.mask:
 					why = fmt.Sprintf("not a /%d (the node CIDR mask size)", set.mask)
 				default:
+					if r, blocked := a.Blocked(p, ips[name]); blocked {
+						s.log.Warn("released pod CIDR that became unroutable; the node gets a new one",
+							"node", name, "podCIDR", p, "reservedBy", r.String(), "reservedPrefix", r.Prefix, "file", s.path)
+						continue
+					}
 					if err := a.Occupy(name, p); err != nil {
 						why = err.Error()
 					}
