@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
+	"github.com/routekeeper/routekeeper/internal/ipam"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -120,7 +122,7 @@ func (a *app) runDaemon(ctx context.Context, cfg *config.Config) error {
 			return err
 		}
 		o.Pod = a.podRef()
-	} else if o.Source, err = a.nodeSource(cfg); err != nil {
+	} else if o.Source, err = a.nodeSource(ctx, cfg, conn.client); err != nil {
 		return err
 	}
 	a.log.Info("routekeeper running", "cluster", cfg.Cluster.Name, "routeTable", cfg.RouteTable.ID, "cloud", cfg.Cloud.Type,
@@ -130,7 +132,7 @@ func (a *app) runDaemon(ctx context.Context, cfg *config.Config) error {
 
 // newController builds the controller of cfg on a cloud client.
 func (a *app) newController(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Controller, error) {
-	src, err := a.nodeSource(cfg)
+	src, err := a.nodeSource(ctx, cfg, c)
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +178,14 @@ func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure
 	return ccfg, nil
 }
 
-// nodeSource builds the configured node source.
-func (a *app) nodeSource(cfg *config.Config) (controller.Source, error) {
+// nodeSource builds the configured node source. The inventory's IPAM keeps
+// pod CIDRs away from the routes of the table that are not ours (read
+// through c before each allocation pass) and from the address spaces of the
+// configured subnets' virtual networks (read once here).
+func (a *app) nodeSource(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Source, error) {
 	switch cfg.Source.Type {
 	case config.SourceInventory:
-		return inventorySource{inventory.New(inventory.Options{
+		opts := inventory.Options{
 			File:            cfg.Source.Inventory.File,
 			AllocationsFile: cfg.Source.Inventory.Allocations,
 			ClusterCIDRs:    cfg.Cluster.ClusterCIDRs,
@@ -188,12 +193,41 @@ func (a *app) nodeSource(cfg *config.Config) (controller.Source, error) {
 			NodeMaskV4:      cfg.Cluster.NodeCIDRMaskSize,
 			NodeMaskV6:      cfg.Cluster.NodeCIDRMaskSizeIPv6,
 			Logger:          a.log,
-		})}, nil
+		}
+		if c != nil && len(cfg.Cluster.ClusterCIDRs) > 0 {
+			opts.Reserved = inventory.TableReservations(c, cfg.RouteTable.ID, ownership(cfg), a.vnetReservations(ctx, cfg, c))
+		}
+		return inventorySource{inventory.New(opts)}, nil
 	case config.SourceKube:
 		return a.kubeSource(cfg)
 	default:
 		return nil, usageErrorf("source.type %q: not supported", cfg.Source.Type)
 	}
+}
+
+// vnetReservations are the address spaces of the configured subnets'
+// virtual networks, for IPAM to avoid; a network that cannot be read is
+// logged and skipped (the route table is still read on every pass).
+func (a *app) vnetReservations(ctx context.Context, cfg *config.Config, c *azure.Client) []ipam.Reservation {
+	var out []ipam.Reservation
+	seen := map[string]bool{}
+	for _, sub := range cfg.Subnets {
+		id, err := azure.VNetOfSubnet(sub)
+		if err != nil || seen[strings.ToLower(id)] {
+			continue
+		}
+		seen[strings.ToLower(id)] = true
+		v, err := c.GetVirtualNetwork(ctx, id)
+		if err == nil {
+			var rs []ipam.Reservation
+			if rs, err = inventory.AddressSpaces(v.Name, v.AddressPrefixes); err == nil {
+				out = append(out, rs...)
+				continue
+			}
+		}
+		a.log.Warn("pod CIDR allocation cannot avoid the address space of a virtual network it could not read", "vnet", id, "err", err)
+	}
+	return out
 }
 
 // inventorySource makes a bad inventory file a usage error (exit 2).

@@ -63,6 +63,13 @@ type Options struct {
 	// PollInterval is how often Watch looks at the file; 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+	// Reserved, when set, returns the ranges IPAM must keep pod CIDRs
+	// away from: the routes of the route table that routekeeper does not
+	// own, the virtual networks' address spaces (see TableReservations).
+	// Nodes calls it before every allocation pass, that is when some node
+	// lacks an explicit pod CIDR; an error fails Nodes and changes
+	// nothing.
+	Reserved func(context.Context) ([]ipam.Reservation, error)
 }
 
 // DefaultAllocationsFile returns the allocations file of an inventory: beside
@@ -134,9 +141,14 @@ func (s *Source) Nodes(ctx context.Context) ([]source.Node, error) {
 	}
 	reqs := make([]ipam.Request, len(nodes))
 	for i, n := range nodes {
-		reqs[i] = ipam.Request{Name: n.Name, PodCIDRs: n.PodCIDRs}
+		reqs[i] = ipam.Request{Name: n.Name, PodCIDRs: n.PodCIDRs, InternalIPs: n.InternalIPs}
 	}
 	cfg := ipam.Config{ClusterCIDRs: s.opts.ClusterCIDRs, ServiceCIDRs: s.opts.ServiceCIDRs, NodeMaskV4: s.opts.NodeMaskV4, NodeMaskV6: s.opts.NodeMaskV6}
+	if s.opts.Reserved != nil && s.needsIPAM(nodes) {
+		if cfg.Reserved, err = s.opts.Reserved(ctx); err != nil {
+			return nil, fmt.Errorf("reading the ranges pod CIDRs must avoid (for the inventory %s): %w", s.opts.File, err)
+		}
+	}
 	got, allocErr := s.store.Assign(ctx, cfg, reqs)
 	if got == nil { // the allocations could not be read or written
 		return nil, fmt.Errorf("allocating pod CIDRs for the inventory %s: %w", s.opts.File, allocErr)
@@ -149,6 +161,20 @@ func (s *Source) Nodes(ctx context.Context) ([]source.Node, error) {
 		return nodes, fmt.Errorf("allocating pod CIDRs for the inventory %s: %w", s.opts.File, allocErr)
 	}
 	return nodes, nil
+}
+
+// needsIPAM reports whether some node lacks an explicit pod CIDR in an IP
+// family that has a cluster CIDR: only then does IPAM allocate or keep
+// allocations.
+func (s *Source) needsIPAM(nodes []source.Node) bool {
+	for _, n := range nodes {
+		for _, c := range s.opts.ClusterCIDRs {
+			if !slices.ContainsFunc(n.PodCIDRs, func(p netip.Prefix) bool { return p.Addr().Is4() == c.Addr().Is4() }) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Watch blocks until ctx is done, calling changed whenever the inventory's
@@ -492,15 +518,15 @@ func (p *parser) oneOrMany(it *yamlfile.Value, at, key, keys string) []entry {
 }
 
 // crossCheck finds what is wrong between nodes: duplicate names, shared
-// internal IPs, overlapping pod CIDRs, pod CIDRs in the service range.
+// internal IPs, overlapping pod CIDRs, pod CIDRs in the service range. It
+// takes O(n log n) for n pod CIDRs (overlaps are found by one sorted sweep,
+// as the planner finds them), plus one line per overlapping pair reported.
+// Problems come in file order: per node, its name, its IPs, then each pod
+// CIDR's service range and overlaps with earlier nodes.
 func (p *parser) crossCheck(nodes []rawNode, serviceCIDRs []netip.Prefix) {
-	names := map[string]int{}
-	ips := map[netip.Addr]int{}
-	type claim struct {
-		node int
-		cidr netip.Prefix
-	}
-	var claims []claim
+	overlaps := overlapping(nodes)
+	names := make(map[string]int, len(nodes))
+	ips := make(map[netip.Addr]int, len(nodes))
 	for i, n := range nodes {
 		at := fmt.Sprintf("nodes[%d]", i)
 		if n.name != "" {
@@ -523,12 +549,77 @@ func (p *parser) crossCheck(nodes []rawNode, serviceCIDRs []netip.Prefix) {
 					p.bad(n.cidrs[k].line, n.cidrs[k].field, strconv.Quote(c.String()), fmt.Sprintf("overlaps the service range %s", svc.Masked()))
 				}
 			}
-			for _, o := range claims {
-				if o.cidr.Overlaps(c) {
-					p.bad(n.cidrs[k].line, n.cidrs[k].field, strconv.Quote(c.String()), fmt.Sprintf("overlaps %s of nodes[%d] (%s)", o.cidr, o.node, nodes[o.node].name))
-				}
+			for _, o := range overlaps[claimRef{int32(i), int32(k)}] {
+				oc := nodes[o.node].podCIDRs[o.cidr]
+				p.bad(n.cidrs[k].line, n.cidrs[k].field, strconv.Quote(c.String()), fmt.Sprintf("overlaps %s of nodes[%d] (%s)", oc, o.node, nodes[o.node].name))
 			}
-			claims = append(claims, claim{i, c})
 		}
 	}
+}
+
+// claimRef is pod CIDR cidr of nodes[node].
+type claimRef struct{ node, cidr int32 }
+
+func (c claimRef) before(d claimRef) bool {
+	return c.node < d.node || c.node == d.node && c.cidr < d.cidr
+}
+
+// overlapping finds every pair of overlapping pod CIDRs in O(n log n) plus
+// the pairs: sorted by address, then prefix length, then file order, each
+// CIDR overlaps exactly the CIDRs still open on a stack of enclosing ones
+// (two CIDRs overlap only when one contains the other). It returns, for
+// each CIDR, the earlier ones (in file order) it overlaps, in file order.
+func overlapping(nodes []rawNode) map[claimRef][]claimRef {
+	type key struct {
+		p   netip.Prefix
+		ref claimRef
+	}
+	var keys []key
+	for i, n := range nodes {
+		for k, c := range n.podCIDRs {
+			keys = append(keys, key{c.Masked(), claimRef{int32(i), int32(k)}})
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := a.p.Addr().Compare(b.p.Addr()); c != 0 {
+			return c
+		}
+		if a.p.Bits() != b.p.Bits() {
+			return a.p.Bits() - b.p.Bits()
+		}
+		if a.ref.before(b.ref) {
+			return -1
+		}
+		return 1
+	})
+	var out map[claimRef][]claimRef
+	var stack []key
+	for _, k := range keys {
+		for len(stack) > 0 && !stack[len(stack)-1].p.Contains(k.p.Addr()) {
+			stack = stack[:len(stack)-1]
+		}
+		for _, o := range stack {
+			if out == nil {
+				out = map[claimRef][]claimRef{}
+			}
+			later, earlier := k.ref, o.ref
+			if later.before(earlier) {
+				later, earlier = earlier, later
+			}
+			out[later] = append(out[later], earlier)
+		}
+		stack = append(stack, k)
+	}
+	for _, os := range out {
+		slices.SortFunc(os, func(a, b claimRef) int {
+			if a.before(b) {
+				return -1
+			}
+			if b.before(a) {
+				return 1
+			}
+			return 0
+		})
+	}
+	return out
 }

@@ -330,3 +330,51 @@ func TestDefaultAllocationsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedBeforeAllocating: the source asks for the reserved ranges
+// only when IPAM has work, allocates around them, and fails without
+// allocating when they cannot be read.
+func TestReservedBeforeAllocating(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "nodes.yaml")
+	calls := 0
+	var fail error
+	opts := Options{File: file, ClusterCIDRs: []netip.Prefix{pfx("10.200.0.0/16")},
+		Reserved: func(context.Context) ([]ipam.Reservation, error) {
+			calls++
+			return []ipam.Reservation{{Prefix: pfx("10.200.0.0/24"), What: "route fw", Route: true}}, fail
+		}}
+
+	write(t, file, "nodes:\n  - {name: a, internalIP: 10.240.0.4, podCIDR: 10.200.9.0/24}\n")
+	if _, err := New(opts).Nodes(context.Background()); err != nil || calls != 0 {
+		t.Fatalf("explicit pod CIDRs only: err %v, Reserved called %d times, want 0", err, calls)
+	}
+
+	write(t, file, "nodes:\n  - {name: a, internalIP: 10.240.0.4, podCIDR: 10.200.9.0/24}\n  - {name: b, internalIP: 10.240.0.5}\n")
+	fail = errors.New("GET route table: 503")
+	if _, err := New(opts).Nodes(context.Background()); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("Reserved failing: err %v, want it passed on", err)
+	}
+	if _, err := os.Stat(DefaultAllocationsFile(file)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an allocation was recorded although the reserved ranges were unknown (%v)", err)
+	}
+
+	fail = nil
+	got, err := New(opts).Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(got[1].PodCIDRs) != 1 || got[1].PodCIDRs[0] != pfx("10.200.1.0/24") {
+		t.Errorf("b = %+v, want pod CIDR 10.200.1.0/24 (10.200.0.0/24 is reserved)", got[1])
+	}
+}
+
+func TestAddressSpaces(t *testing.T) {
+	rs, err := AddressSpaces("vnet", []string{"10.240.0.0/16", "fd00::/48"})
+	if err != nil || len(rs) != 2 || rs[0].Prefix != pfx("10.240.0.0/16") || rs[0].Route || !strings.Contains(rs[1].What, "vnet") {
+		t.Errorf("AddressSpaces = %+v, %v", rs, err)
+	}
+	if _, err := AddressSpaces("vnet", []string{"10.240.0.0/33"}); err == nil || !strings.Contains(err.Error(), `addressPrefixes[0] "10.240.0.0/33"`) {
+		t.Errorf("bad prefix: %v", err)
+	}
+}
