@@ -49,6 +49,9 @@ func BenchmarkNodesUnchanged(b *testing.B) {
 			b.Fatal(err)
 		}
 		s := New(Options{File: file})
+		if _, err := s.Nodes(context.Background()); err != nil { // the first read validates all
+			b.Fatal(err)
+		}
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				if _, err := s.Nodes(context.Background()); err != nil {
@@ -60,3 +63,36 @@ func BenchmarkNodesUnchanged(b *testing.B) {
 }
 
 func writeFile(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }
+
+// BenchmarkNodesOneChanged is what the daemon pays when one node of the
+// file changed: every read alternates between two contents that differ in
+// one node's internal IP.
+func BenchmarkNodesOneChanged(b *testing.B) {
+	for _, n := range benchSizes {
+		dir := b.TempDir()
+		file := filepath.Join(dir, "nodes.yaml")
+		data := [2][]byte{bigInventory(n), bigInventory(n)}
+		data[1] = []byte(strings.Replace(string(data[1]), "internalIP: 172.16.0.7\n", "internalIP: 172.31.255.254\n", 1))
+		s := New(Options{File: file})
+		if err := writeFile(file, data[1]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Nodes(context.Background()); err != nil { // the first read validates all
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				if err := writeFile(file, data[i%2]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				b.StartTimer()
+				if _, err := s.Nodes(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

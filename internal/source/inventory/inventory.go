@@ -16,10 +16,12 @@ package inventory
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -89,6 +91,15 @@ type Source struct {
 	mu       sync.Mutex
 	lastHash [sha256.Size]byte // of the content Nodes last read
 	read     bool
+
+	// valMu guards what the daemon keeps so as not to validate the same
+	// nodes on every reconcile: the last content that validated (by hash)
+	// with its nodes, and the valid nodes of the last content parsed.
+	valMu     sync.Mutex
+	validHash [sha256.Size]byte
+	validOK   bool
+	valid     []source.Node // explicit pod CIDRs only; copied out
+	cache     nodeCache
 }
 
 // New returns a source for the inventory in opts.File. It reads nothing
@@ -128,11 +139,12 @@ func (s *Source) Nodes(ctx context.Context) ([]source.Node, error) {
 		}
 		return nil, fmt.Errorf("reading inventory: %w", err)
 	}
+	hash := sha256.Sum256(data)
 	s.mu.Lock()
-	s.lastHash, s.read = sha256.Sum256(data), true
+	s.lastHash, s.read = hash, true
 	s.mu.Unlock()
 
-	nodes, err := Parse(s.opts.File, data, s.opts.ServiceCIDRs)
+	nodes, err := s.validate(data, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +173,29 @@ func (s *Source) Nodes(ctx context.Context) ([]source.Node, error) {
 		return nodes, fmt.Errorf("allocating pod CIDRs for the inventory %s: %w", s.opts.File, allocErr)
 	}
 	return nodes, nil
+}
+
+// validate parses and validates the inventory's content, or returns the
+// nodes of the last content that validated when data is the same (the
+// daemon re-reads an unchanged file on every reconcile). Otherwise only the
+// nodes written differently from the last content are checked on their own
+// (see parse); the checks between nodes run over all of them.
+func (s *Source) validate(data []byte, hash [sha256.Size]byte) ([]source.Node, error) {
+	s.valMu.Lock()
+	defer s.valMu.Unlock()
+	if !s.validOK || s.validHash != hash {
+		nodes, err := parse(s.opts.File, data, s.opts.ServiceCIDRs, &s.cache)
+		if err != nil {
+			s.validOK = false
+			return nil, err
+		}
+		s.validHash, s.validOK, s.valid = hash, true, nodes
+	}
+	out := make([]source.Node, len(s.valid))
+	for i, n := range s.valid {
+		out[i] = source.Node{Name: n.Name, InternalIPs: slices.Clone(n.InternalIPs), PodCIDRs: slices.Clone(n.PodCIDRs), Labels: maps.Clone(n.Labels)}
+	}
+	return out, nil
 }
 
 // needsIPAM reports whether some node lacks an explicit pod CIDR in an IP
@@ -243,6 +278,60 @@ type rawNode struct {
 	podCIDRs    []netip.Prefix
 	cidrs       []entry // where each pod CIDR was written
 	labels      map[string]string
+	// item and index are the entry (nodes[index]) it was decoded from. A
+	// node taken from the cache has no ips and cidrs: where its values
+	// are written is found again from item when a problem names them.
+	item  *yamlfile.Value
+	index int
+}
+
+// nodeCache holds the nodes of the last content parsed that passed their
+// own checks, by fingerprint of how they are written.
+type nodeCache struct {
+	valid map[string]rawNode
+	// checked counts the nodes checked on their own (not from the cache).
+	checked int
+}
+
+// fingerprint appends an encoding of v that two values share exactly when
+// they are written alike (kinds, keys in order, scalar text): a node whose
+// fingerprint is in the cache passes its own checks as it did before.
+func fingerprint(b []byte, v *yamlfile.Value) []byte {
+	if v == nil {
+		return append(b, 0)
+	}
+	b = append(b, byte(v.Kind)+1)
+	switch v.Kind {
+	case yamlfile.List:
+		b = binary.AppendUvarint(b, uint64(len(v.Items)))
+		for _, it := range v.Items {
+			b = fingerprint(b, it)
+		}
+	case yamlfile.Map:
+		b = binary.AppendUvarint(b, uint64(len(v.Fields)))
+		for _, f := range v.Fields {
+			b = binary.AppendUvarint(b, uint64(len(f.Key)))
+			b = append(b, f.Key...)
+			b = fingerprint(b, f.Value)
+		}
+	default:
+		b = binary.AppendUvarint(b, uint64(len(v.Text)))
+		b = append(b, v.Text...)
+	}
+	return b
+}
+
+// located returns n with ips and cidrs filled in: a node from the cache
+// has them found again in its item (all its values were valid, so they
+// line up with internalIPs and podCIDRs).
+func (p *parser) located(n *rawNode) *rawNode {
+	if n.item != nil && n.ips == nil && n.cidrs == nil {
+		q := &parser{file: p.file}
+		at := fmt.Sprintf("nodes[%d]", n.index)
+		n.ips = q.oneOrMany(n.item, at, "internalIP", "internalIPs")
+		n.cidrs = q.oneOrMany(n.item, at, "podCIDR", "podCIDRs")
+	}
+	return n
 }
 
 var (
@@ -255,6 +344,14 @@ var (
 // pod CIDRs. No pod CIDR may overlap serviceCIDRs. Every problem is
 // reported; the error matches ErrInvalid.
 func Parse(file string, data []byte, serviceCIDRs []netip.Prefix) ([]source.Node, error) {
+	return parse(file, data, serviceCIDRs, nil)
+}
+
+// parse is Parse; with a cache, nodes written exactly as in the content
+// the cache last saw (and valid then) skip their own checks, and the cache
+// is left holding this content's valid nodes. The checks between nodes
+// always run over all of them.
+func parse(file string, data []byte, serviceCIDRs []netip.Prefix, cache *nodeCache) ([]source.Node, error) {
 	p := &parser{file: file}
 	doc, err := yamlfile.Parse(data)
 	if err != nil {
@@ -292,8 +389,33 @@ func Parse(file string, data []byte, serviceCIDRs []netip.Prefix) ([]source.Node
 	}
 
 	nodes := make([]rawNode, len(items))
-	for i, it := range items {
-		nodes[i] = p.node(i, it)
+	if cache == nil {
+		for i, it := range items {
+			nodes[i] = p.node(i, it)
+		}
+	} else {
+		next := make(map[string]rawNode, len(items))
+		var fp []byte
+		for i, it := range items {
+			fp = fingerprint(fp[:0], it)
+			if n, ok := cache.valid[string(fp)]; ok {
+				// Valid as written: only where it is written has moved.
+				n.item, n.index, n.ips, n.cidrs = it, i, nil, nil
+				if v := it.Get("name"); v != nil {
+					n.nameLine = v.Line
+				}
+				nodes[i] = n
+				next[string(fp)] = n
+				continue
+			}
+			before := len(p.probs)
+			nodes[i] = p.node(i, it)
+			cache.checked++
+			if len(p.probs) == before {
+				next[string(fp)] = nodes[i]
+			}
+		}
+		cache.valid = next
 	}
 	p.crossCheck(nodes, serviceCIDRs)
 	if err := p.err(); err != nil {
@@ -302,7 +424,8 @@ func Parse(file string, data []byte, serviceCIDRs []netip.Prefix) ([]source.Node
 
 	out := make([]source.Node, len(nodes))
 	for i, n := range nodes {
-		out[i] = source.Node{Name: n.name, InternalIPs: n.internalIPs, PodCIDRs: n.podCIDRs, Labels: n.labels}
+		// Copies: the cache keeps n, and callers append to pod CIDRs.
+		out[i] = source.Node{Name: n.name, InternalIPs: slices.Clone(n.internalIPs), PodCIDRs: slices.Clone(n.podCIDRs), Labels: maps.Clone(n.labels)}
 		ipam.SortByFamily(out[i].PodCIDRs)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
@@ -365,7 +488,7 @@ func (p *parser) err() error {
 }
 
 func (p *parser) node(i int, it *yamlfile.Value) rawNode {
-	var n rawNode
+	n := rawNode{item: it, index: i}
 	at := fmt.Sprintf("nodes[%d]", i)
 	if it.Kind != yamlfile.Map {
 		p.bad(it.Line, at, it.Render(), "must be a mapping with name, internalIP and optionally podCIDR, not a "+it.TypeName())
@@ -527,18 +650,19 @@ func (p *parser) crossCheck(nodes []rawNode, serviceCIDRs []netip.Prefix) {
 	overlaps := overlapping(nodes)
 	names := make(map[string]int, len(nodes))
 	ips := make(map[netip.Addr]int, len(nodes))
-	for i, n := range nodes {
-		at := fmt.Sprintf("nodes[%d]", i)
+	for i := range nodes {
+		n := &nodes[i]
 		if n.name != "" {
 			if j, dup := names[n.name]; dup {
-				p.bad(n.nameLine, at+".name", strconv.Quote(n.name), fmt.Sprintf("the same name as nodes[%d]", j))
+				p.bad(n.nameLine, fmt.Sprintf("nodes[%d].name", i), strconv.Quote(n.name), fmt.Sprintf("the same name as nodes[%d]", j))
 			} else {
 				names[n.name] = i
 			}
 		}
 		for k, a := range n.internalIPs {
 			if j, dup := ips[a]; dup {
-				p.bad(n.ips[k].line, n.ips[k].field, strconv.Quote(a.String()), fmt.Sprintf("also the internal IP of nodes[%d] (%s)", j, nodes[j].name))
+				e := p.located(n).ips[k]
+				p.bad(e.line, e.field, strconv.Quote(a.String()), fmt.Sprintf("also the internal IP of nodes[%d] (%s)", j, nodes[j].name))
 			} else {
 				ips[a] = i
 			}
@@ -546,12 +670,14 @@ func (p *parser) crossCheck(nodes []rawNode, serviceCIDRs []netip.Prefix) {
 		for k, c := range n.podCIDRs {
 			for _, svc := range serviceCIDRs {
 				if svc.Overlaps(c) {
-					p.bad(n.cidrs[k].line, n.cidrs[k].field, strconv.Quote(c.String()), fmt.Sprintf("overlaps the service range %s", svc.Masked()))
+					e := p.located(n).cidrs[k]
+					p.bad(e.line, e.field, strconv.Quote(c.String()), fmt.Sprintf("overlaps the service range %s", svc.Masked()))
 				}
 			}
 			for _, o := range overlaps[claimRef{int32(i), int32(k)}] {
 				oc := nodes[o.node].podCIDRs[o.cidr]
-				p.bad(n.cidrs[k].line, n.cidrs[k].field, strconv.Quote(c.String()), fmt.Sprintf("overlaps %s of nodes[%d] (%s)", oc, o.node, nodes[o.node].name))
+				e := p.located(n).cidrs[k]
+				p.bad(e.line, e.field, strconv.Quote(c.String()), fmt.Sprintf("overlaps %s of nodes[%d] (%s)", oc, o.node, nodes[o.node].name))
 			}
 		}
 	}
