@@ -242,6 +242,15 @@ func (a *Allocator) Blocked(cidr netip.Prefix, ips []netip.Addr) (Reservation, b
 	if !ok {
 		return Reservation{}, false
 	}
+	// Most CIDRs touch no reserved block: only then look for which
+	// reservation it is, among up to hundreds of routes.
+	anyReserved := false
+	for i := cf; i <= cl && !anyReserved; i++ {
+		anyReserved = s.isReserved(i)
+	}
+	if !anyReserved {
+		return Reservation{}, false
+	}
 	for _, r := range a.cfg.Reserved {
 		first, last, ok := r.span(s)
 		if !ok || last < cf || first > cl {

@@ -2,8 +2,10 @@ package ipam
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,5 +102,58 @@ func TestStoreReleasesUnroutableAllocation(t *testing.T) {
 	again := assign(t, NewStore(path, nil), cfg, nodes)
 	if diff := cmp.Diff(want, again); diff != "" {
 		t.Errorf("second run (-want +got):\n%s", diff)
+	}
+}
+
+// TestReservationsProperty: over seeded random reservations, no allocated
+// node CIDR ever holds a route reservation at least as long as the node
+// mask nor overlaps a range reservation (other than one holding the whole
+// cluster CIDR), and every block free of them is handed out before the
+// cluster CIDR is reported exhausted.
+func TestReservationsProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 10))
+	cluster := pfx("10.200.0.0/20") // 16 blocks of /24
+	for iter := range 500 {
+		var res []Reservation
+		for range rng.IntN(6) {
+			bits := 8 + rng.IntN(25)
+			a := netip.AddrFrom4([4]byte{10, 200, byte(rng.IntN(20)), byte(rng.IntN(256))})
+			res = append(res, Reservation{Prefix: netip.PrefixFrom(a, bits).Masked(), Route: rng.IntN(2) == 0})
+		}
+		a, err := New(Config{ClusterCIDRs: []netip.Prefix{cluster}, Reserved: res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocked := func(b netip.Prefix) bool {
+			for _, r := range res {
+				switch {
+				case r.Route && r.Prefix.Bits() >= 24 && b.Contains(r.Prefix.Addr()):
+					return true
+				case !r.Route && r.Prefix.Overlaps(b) && !(r.Prefix.Bits() <= cluster.Bits() && r.Prefix.Contains(cluster.Addr())):
+					return true
+				}
+			}
+			return false
+		}
+		free := 0
+		for i := range 16 {
+			if !blocked(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 200, byte(i), 0}), 24)) {
+				free++
+			}
+		}
+		got := 0
+		for n := 0; ; n++ {
+			ps, err := a.Allocate("n" + strconv.Itoa(n))
+			if err != nil {
+				break
+			}
+			got++
+			if blocked(ps[0]) {
+				t.Fatalf("case %d: allocated %s despite %+v", iter, ps[0], res)
+			}
+		}
+		if got != free {
+			t.Fatalf("case %d: %d CIDRs allocated, %d blocks free of %+v", iter, got, free, res)
+		}
 	}
 }
