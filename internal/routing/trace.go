@@ -251,9 +251,15 @@ func (t *Tracer) SubnetOf(src Endpoint) (*Subnet, netip.Addr) {
 		n = o
 	}
 	if n != nil {
-		for _, ip := range n.InternalIPs {
-			if s := t.subnetContaining(ip); s != nil {
-				return s, ip
+		// The NIC address of the packet's family, else any.
+		for _, same := range []bool{true, false} {
+			for _, ip := range n.InternalIPs {
+				if ip.Is4() != src.Addr.Is4() && same {
+					continue
+				}
+				if s := t.subnetContaining(ip); s != nil {
+					return s, ip
+				}
 			}
 		}
 	}
