@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,4 +227,126 @@ func TestTraceBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withNICs adds the workers' NICs (IP forwarding on) to the example's
+// topology, so the fabric can answer Azure's own routing questions.
+func withNICs(t *testing.T, cfg string) {
+	t.Helper()
+	path := filepath.Join(filepath.Dir(cfg), "topology.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(b)+`    networkInterfaces:
+      - name: worker-0-nic
+        subnet: kubernetes-vnet/kubernetes-subnet
+        privateIPAddress: 10.240.0.20
+        enableIPForwarding: true
+      - name: worker-1-nic
+        subnet: kubernetes-vnet/kubernetes-subnet
+        privateIPAddress: 10.240.0.21
+        enableIPForwarding: true
+`)
+}
+
+// TestTraceMatchesAzureNextHop: for every incident, the real SDK's
+// Network Watcher next hop and the NIC's effective routes, answered by the
+// fabric, say what `routekeeper trace -o json` says.
+func TestTraceMatchesAzureNextHop(t *testing.T) {
+	ctx := context.Background()
+	scenarios := []struct {
+		name  string
+		setup func(t *testing.T, f *armnetwork.ClientFactory, srv *fabric.Server)
+	}{
+		{"healthy", func(*testing.T, *armnetwork.ClientFactory, *fabric.Server) {}},
+		{"detached", func(t *testing.T, _ *armnetwork.ClientFactory, srv *fabric.Server) {
+			fabrictest.RedeployKTHWVNet(t, srv.ClientOptions())
+		}},
+		{"swapped", func(t *testing.T, f *armnetwork.ClientFactory, _ *fabric.Server) { swapTable(t, f) }},
+		{"firewall", func(t *testing.T, f *armnetwork.ClientFactory, _ *fabric.Server) {
+			putRoute(t, f, "kubernetes-routes", "to-firewall", "0.0.0.0/0", armnetwork.RouteNextHopTypeVirtualAppliance, "10.240.1.4")
+		}},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			cfg := kthw(t)
+			withNICs(t, cfg)
+			if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+				t.Fatalf("run: exit %d: %s", res.code, res.stderr)
+			}
+			f, srv := sdkFactory(t, cfg)
+			sc.setup(t, f, srv)
+			if _, err := f.NewWatchersClient().CreateOrUpdate(ctx, "kubernetes", "NetworkWatcher_eastus", armnetwork.Watcher{Location: to.Ptr("eastus")}, nil); err != nil {
+				t.Fatal(err)
+			}
+			nic, err := f.NewInterfacesClient().Get(ctx, "kubernetes", "worker-0-nic", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep, err := f.NewInterfacesClient().BeginGetEffectiveRouteTable(ctx, "kubernetes", "worker-0-nic", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eff, err := ep.PollUntilDone(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			effective := map[string]bool{}
+			for _, r := range eff.Value {
+				ip := ""
+				if len(r.NextHopIPAddress) > 0 {
+					ip = *r.NextHopIPAddress[0]
+				}
+				effective[fmt.Sprintf("%s %s %s %s %s", *r.Source, *r.State, *r.AddressPrefix[0], *r.NextHopType, ip)] = true
+			}
+			for _, dst := range []string{"10.200.1.5", "10.200.0.9", "10.200.9.5", "10.240.0.21", "1.1.1.1"} {
+				res := runCLI(t, nil, "", "trace", "--config", cfg, "-o", "json", "worker-0", dst)
+				var tr struct {
+					NextHopType      string `json:"nextHopType"`
+					NextHopIPAddress string `json:"nextHopIpAddress"`
+					NextHopRouteTbl  string `json:"nextHopRouteTableId"`
+					Route            *struct {
+						Source, State, AddressPrefix, NextHopType, NextHopIPAddress string
+					} `json:"route"`
+					Shadowed []struct {
+						Source, State, AddressPrefix, NextHopType, NextHopIPAddress string
+					} `json:"shadowed"`
+				}
+				if err := json.Unmarshal([]byte(res.stdout), &tr); err != nil {
+					t.Fatalf("trace %s: %v\n%s%s", dst, err, res.stdout, res.stderr)
+				}
+				np, err := f.NewWatchersClient().BeginGetNextHop(ctx, "kubernetes", "NetworkWatcher_eastus", armnetwork.NextHopParameters{
+					TargetResourceID: nic.ID, SourceIPAddress: to.Ptr("10.240.0.20"), DestinationIPAddress: to.Ptr(dst)}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				nh, err := np.PollUntilDone(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := fmt.Sprintf("%s %s %s", *nh.NextHopType, deref(nh.NextHopIPAddress), deref(nh.RouteTableID))
+				want := fmt.Sprintf("%s %s %s", tr.NextHopType, tr.NextHopIPAddress, tr.NextHopRouteTbl)
+				if !strings.EqualFold(got, want) {
+					t.Errorf("%s: Network Watcher says %q, trace says %q", dst, got, want)
+				}
+				if tr.Route == nil {
+					continue
+				}
+				for _, r := range append(tr.Shadowed, *tr.Route) {
+					k := fmt.Sprintf("%s %s %s %s %s", r.Source, r.State, r.AddressPrefix, r.NextHopType, r.NextHopIPAddress)
+					if !effective[k] {
+						t.Errorf("%s: trace shows route %q, which is not among the NIC's effective routes %v", dst, k, effective)
+					}
+				}
+			}
+		})
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
-
 func subnetID(rg, vnet, name string) string {
 	return childID(resourceID(testSub, rg, typeVirtualNetworks, vnet), childSubnets, name)
 }
