@@ -7,11 +7,13 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/doctor"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -142,6 +144,9 @@ func readRoutingState(ctx context.Context, c routingReader, cfg *config.Config, 
 		}
 		seenVNet[strings.ToLower(vid)] = true
 		v, err := c.GetVirtualNetwork(ctx, vid)
+		if errors.Is(err, cloud.ErrNotFound) {
+			continue // its subnets are in no subnet: trace says so, doctor's association check reports it
+		}
 		if err != nil {
 			return st, fmt.Errorf("reading virtual network %s of subnet %s: %w", vid, sid, err)
 		}
@@ -258,4 +263,38 @@ func verdictLine(r *routing.Result) string {
 		return fmt.Sprintf("unknown: %s is in none of the configured subnets' virtual networks", r.Source.Addr)
 	}
 	return string(r.Verdict)
+}
+
+// nicLister is what doctor's IP forwarding check reads, when it may.
+type nicLister interface {
+	ListNetworkInterfaces(ctx context.Context, subscription string) ([]azure.NetworkInterface, error)
+}
+
+// readRoutingInput is doctor's input for the routing checks: the network
+// as trace reads it, and the NICs of the subscription when they can be
+// read (the permission is optional: a failure to list them is reported,
+// not fatal).
+func readRoutingInput(ctx context.Context, c interface {
+	routingReader
+	nicLister
+}, cfg *config.Config, nodes []source.Node) (doctor.RoutingInput, error) {
+	st, err := readRoutingState(ctx, c, cfg, nodes)
+	if err != nil {
+		return doctor.RoutingInput{}, err
+	}
+	in := doctor.RoutingInput{State: st, Subnets: cfg.Subnets}
+	sub := ""
+	if r, err := arm.ParseResourceID(cfg.RouteTable.ID); err == nil {
+		sub = r.SubscriptionID
+	}
+	nics, err := c.ListNetworkInterfaces(ctx, sub)
+	if err != nil {
+		in.NICsError = err.Error()
+		return in, nil
+	}
+	in.NICsRead = true
+	for _, n := range nics {
+		in.NICs = append(in.NICs, doctor.NIC{ID: n.ID, Name: n.Name, IPs: n.IPs, IPForwarding: n.IPForwarding})
+	}
+	return in, nil
 }

@@ -350,3 +350,27 @@ func deref(p *string) string {
 	}
 	return *p
 }
+
+// TestDoctorIPForwarding: a node NIC without IP forwarding is an error
+// finding of doctor, read through the same client as every command.
+func TestDoctorIPForwarding(t *testing.T) {
+	cfg := kthw(t)
+	withNICs(t, cfg)
+	path := filepath.Join(filepath.Dir(cfg), "topology.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// worker-1's NIC is the last one declared: turn its forwarding off.
+	s := string(b)
+	i := strings.LastIndex(s, "        enableIPForwarding: true\n")
+	writeFile(t, path, s[:i]+s[i+len("        enableIPForwarding: true\n"):])
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
+	}
+	res := runCLI(t, nil, "", "doctor", "--config", cfg)
+	if res.code != ExitFindings {
+		t.Fatalf("doctor: exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	golden(t, filepath.Join("testdata", "doctor", "ip-forwarding.golden"), []byte(res.stdout))
+}
