@@ -64,10 +64,16 @@ cloud cannot be read, 2 for bad input.`,
 				return err
 			}
 			res := routing.Trace(st, from, to)
-			if err := a.print(res, func() table { return nextHopTable(res) }); err != nil {
-				return err
-			}
-			if a.output == "table" {
+			if a.output != "table" {
+				if err := a.print(res, nil); err != nil {
+					return err
+				}
+			} else {
+				if res.Verdict != routing.NoSubnet { // no subnet, no next hop
+					if err := writeTable(a.stdout, nextHopTable(res)); err != nil {
+						return err
+					}
+				}
 				writeTraceDetails(a, res)
 			}
 			if !res.OK() {
@@ -236,7 +242,10 @@ func writeTraceDetails(a *app, r *routing.Result) {
 		}
 		_ = writeTable(w, t)
 	}
-	fmt.Fprintln(w, "\nWhy:")
+	if r.Verdict != routing.NoSubnet { // after the next hop table
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "Why:")
 	for i, s := range r.Reasons {
 		fmt.Fprintf(w, "  %d. %s\n", i+1, s)
 	}

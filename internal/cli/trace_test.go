@@ -137,6 +137,8 @@ func TestTrace(t *testing.T) {
 				{"healthy-json", []string{"10.200.0.5", "10.200.1.5", "-o", "json"}, ExitOK},
 				{"node-to-node", []string{"worker-0", "10.240.0.21"}, ExitOK},
 				{"outside-pod-cidrs", []string{"worker-0", "10.200.9.5"}, ExitFindings},
+				{"no-subnet", []string{"192.0.2.1", "worker-1"}, ExitFindings},
+				{"healthy-yaml", []string{"worker-0", "worker-1", "-o", "yaml"}, ExitOK},
 			},
 		},
 		{
