@@ -97,7 +97,8 @@ func (r *Result) OK() bool { return r.Verdict == Delivered }
 const SystemRouteID = "System Route"
 
 // Tracer answers traces on one State; it compiles each subnet's routes
-// once, so all-pairs traces stay cheap.
+// once, so all-pairs traces stay cheap. It is not safe for concurrent use
+// (the compiled selectors are cached as they are needed).
 type Tracer struct {
 	st     State
 	tables map[string]*route.Table
