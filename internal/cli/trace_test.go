@@ -259,23 +259,35 @@ func TestTraceMatchesAzureNextHop(t *testing.T) {
 	ctx := context.Background()
 	scenarios := []struct {
 		name  string
+		dual  bool
 		setup func(t *testing.T, f *armnetwork.ClientFactory, srv *fabric.Server)
 	}{
-		{"healthy", func(*testing.T, *armnetwork.ClientFactory, *fabric.Server) {}},
-		{"detached", func(t *testing.T, _ *armnetwork.ClientFactory, srv *fabric.Server) {
+		{"healthy", false, func(*testing.T, *armnetwork.ClientFactory, *fabric.Server) {}},
+		{"detached", false, func(t *testing.T, _ *armnetwork.ClientFactory, srv *fabric.Server) {
 			fabrictest.RedeployKTHWVNet(t, srv.ClientOptions())
 		}},
-		{"swapped", func(t *testing.T, f *armnetwork.ClientFactory, _ *fabric.Server) { swapTable(t, f) }},
-		{"firewall", func(t *testing.T, f *armnetwork.ClientFactory, _ *fabric.Server) {
+		{"swapped", false, func(t *testing.T, f *armnetwork.ClientFactory, _ *fabric.Server) { swapTable(t, f) }},
+		{"firewall", false, func(t *testing.T, f *armnetwork.ClientFactory, _ *fabric.Server) {
 			putRoute(t, f, "kubernetes-routes", "to-firewall", "0.0.0.0/0", armnetwork.RouteNextHopTypeVirtualAppliance, "10.240.1.4")
 		}},
+		{"dual-stack", true, func(*testing.T, *armnetwork.ClientFactory, *fabric.Server) {}},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			cfg := kthw(t)
-			withNICs(t, cfg)
-			if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-				t.Fatalf("run: exit %d: %s", res.code, res.stderr)
+			var cfg string
+			if sc.dual {
+				cfg = dualStack(t)
+				withNICs(t, cfg)
+				// run applies the topology again: the NICs appear.
+				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
+				}
+			} else {
+				cfg = kthw(t)
+				withNICs(t, cfg)
+				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
+				}
 			}
 			f, srv := sdkFactory(t, cfg)
 			sc.setup(t, f, srv)
@@ -302,7 +314,11 @@ func TestTraceMatchesAzureNextHop(t *testing.T) {
 				}
 				effective[fmt.Sprintf("%s %s %s %s %s", *r.Source, *r.State, *r.AddressPrefix[0], *r.NextHopType, ip)] = true
 			}
-			for _, dst := range []string{"10.200.1.5", "10.200.0.9", "10.200.9.5", "10.240.0.21", "1.1.1.1"} {
+			dsts := []string{"10.200.1.5", "10.200.0.9", "10.200.9.5", "10.240.0.21", "1.1.1.1"}
+			if sc.dual {
+				dsts = append(dsts, "fd00:10:200:1::5", "fd00:10:200:9::5", "fd00:10:240::21", "2001:db8::1")
+			}
+			for _, dst := range dsts {
 				res := runCLI(t, nil, "", "trace", "--config", cfg, "-o", "json", "worker-0", dst)
 				var tr struct {
 					NextHopType      string `json:"nextHopType"`
