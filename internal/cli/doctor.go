@@ -52,6 +52,11 @@ the cloud cannot be read, 2 for bad input.`,
 			if err != nil {
 				return err
 			}
+			rin, err := readRoutingInput(ctx, conn.client, cfg, nodes)
+			if err != nil {
+				return err
+			}
+			rep.Add(doctor.CheckRouting(rin)...)
 			if a.output == "table" && len(rep.Findings) == 0 {
 				fmt.Fprintln(a.stdout, "No problems found.")
 			} else if err := a.print(rep, func() table { return doctorTable(rep) }); err != nil {

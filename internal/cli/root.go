@@ -89,6 +89,7 @@ against an embedded local fabric that behaves like Azure Resource Manager.`,
 		a.newIpplanCmd(),
 		a.newMigrateCmd(),
 		a.newDoctorCmd(),
+		a.newTraceCmd(),
 	)
 	return root
 }

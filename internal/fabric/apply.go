@@ -93,6 +93,9 @@ func Apply(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcor
 			}
 		}
 	}
+	if err := a.applyNICs(ctx, t); err != nil {
+		return a.res, err
+	}
 	return a.res, nil
 }
 
@@ -102,6 +105,7 @@ type applier struct {
 	tables  *armnetwork.RouteTablesClient
 	vnets   *armnetwork.VirtualNetworksClient
 	subnets *armnetwork.SubnetsClient
+	nics    *armnetwork.InterfacesClient
 	res     ApplyResult
 }
 
@@ -119,6 +123,9 @@ func newApplier(sub string, opts *arm.ClientOptions, cred azcore.TokenCredential
 	}
 	if a.subnets, err = armnetwork.NewSubnetsClient(sub, cred, opts); err != nil {
 		return nil, fmt.Errorf("making subnets client: %w", err)
+	}
+	if a.nics, err = armnetwork.NewInterfacesClient(sub, cred, opts); err != nil {
+		return nil, fmt.Errorf("making network interfaces client: %w", err)
 	}
 	return a, nil
 }

@@ -300,7 +300,7 @@ func settleDoc(typ string, doc []byte, removeChild, etag string) ([]byte, error)
 		settleVNet(v, removeChild, etag)
 		return encode(v)
 	}
-	return nil, fmt.Errorf("unknown resource type %q", typ)
+	return settleSimpleDoc(typ, doc, etag)
 }
 
 func (s *Server) finishRGDelete(tx *txn, o *operation) error {
@@ -429,6 +429,9 @@ func (s *Server) getRGOperationResult(ctx context.Context, q *request) (*respons
 }
 
 func (s *Server) operationResult(q *request, o *operation) (*response, error) {
+	if o.Kind == opAction && o.Status == statusSucceeded {
+		return s.actionResult(q.r.Context(), o)
+	}
 	switch o.Status {
 	case statusInProgress:
 		h := http.Header{}

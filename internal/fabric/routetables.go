@@ -388,7 +388,7 @@ func markDeleting(row *resourceRow) (string, []byte, error) {
 		doc, err := encode(v)
 		return str(v.Location), doc, err
 	}
-	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
+	return markSimpleDeleting(row)
 }
 
 // patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which

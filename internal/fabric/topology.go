@@ -44,6 +44,8 @@ type TopologyResourceGroup struct {
 	Tags            map[string]string        `json:"tags,omitempty"`
 	VirtualNetworks []TopologyVirtualNetwork `json:"virtualNetworks,omitempty"`
 	RouteTables     []TopologyRouteTable     `json:"routeTables,omitempty"`
+	// NetworkInterfaces are the nodes' NICs (topology_nics.go).
+	NetworkInterfaces []TopologyNIC `json:"networkInterfaces,omitempty"`
 }
 
 // TopologyVirtualNetwork is a virtual network with its subnets.
@@ -200,6 +202,7 @@ func (t *Topology) Validate() error {
 				}
 			}
 		}
+		validateNICs(f, rg, bad)
 		vnetSeen := map[string]bool{}
 		for j, vn := range rg.VirtualNetworks {
 			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)

@@ -83,7 +83,7 @@ func (s *Server) patchVirtualNetwork(ctx context.Context, q *request) (*response
 }
 
 func (s *Server) deleteVirtualNetwork(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeVirtualNetworks, func(*txn, *resourceRow) error { return nil })
+	return s.deleteTop(ctx, q, typeVirtualNetworks, checkVNetNotInUse)
 }
 
 func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, error) {
@@ -166,6 +166,9 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 			out.Subnets = append(out.Subnets, ns)
 		}
 		if err := checkSubnets(t.name, space, out.Subnets); err != nil {
+			return err
+		}
+		if err := checkSubnetsNotInUse(tx, rg.Sub, removedSubnets(curSubnets, out.Subnets)); err != nil {
 			return err
 		}
 		v := &armnetwork.VirtualNetwork{
@@ -561,6 +564,9 @@ func (s *Server) deleteSubnet(ctx context.Context, q *request) (*response, error
 		if sn == nil {
 			resp = &response{status: http.StatusNoContent}
 			return nil
+		}
+		if err := checkSubnetsNotInUse(tx, rg.Sub, []string{str(sn.ID)}); err != nil {
+			return err
 		}
 		prevDoc := row.Doc
 		etag := newEtag()

@@ -67,6 +67,7 @@ type subClients struct {
 	tables  *armnetwork.RouteTablesClient
 	subnets *armnetwork.SubnetsClient
 	vnets   *armnetwork.VirtualNetworksClient
+	nics    *armnetwork.InterfacesClient
 }
 
 // Stats counts the HTTP calls a Client made.
@@ -146,6 +147,7 @@ func (c *Client) clients(subscription string) (*subClients, error) {
 		tables:  f.NewRouteTablesClient(),
 		subnets: f.NewSubnetsClient(),
 		vnets:   f.NewVirtualNetworksClient(),
+		nics:    f.NewInterfacesClient(),
 	}
 	c.subs[key] = sc
 	return sc, nil

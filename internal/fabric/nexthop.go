@@ -1,0 +1,389 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/routing"
+)
+
+// The questions Azure answers about routing, computed by internal/routing
+// from the live state: a NIC's effective routes and Network Watcher's next
+// hop. Both are long-running POSTs, as in Azure: 202 with
+// Azure-AsyncOperation and Location, the answer at the Location when done.
+// The answer is computed when it is fetched, from the state at that time.
+
+const (
+	typeNetworkWatchers = "networkWatchers"
+	armTypeWatcher      = "Microsoft.Network/networkWatchers"
+
+	opAction = "action" // a long-running POST that computes an answer
+
+	actionEffectiveRoutes = "effectiveRouteTable"
+	actionNextHop         = "nextHop"
+)
+
+func decodeWatcher(doc []byte) (*armnetwork.Watcher, error) {
+	var w armnetwork.Watcher
+	if err := json.Unmarshal(doc, &w); err != nil {
+		return nil, fmt.Errorf("decoding stored network watcher: %w", err)
+	}
+	if w.Properties == nil {
+		w.Properties = &armnetwork.WatcherPropertiesFormat{}
+	}
+	return &w, nil
+}
+
+func (s *Server) networkWatchers(ctx context.Context, q *request, n int) (*response, error) {
+	seg := q.segs
+	switch {
+	case n == 8:
+		return s.methods(q, map[string]handler{"GET": s.getWatcher, "PUT": s.putWatcher, "DELETE": s.deleteWatcher})(ctx, q)
+	case n == 9 && strings.EqualFold(seg[8], actionNextHop):
+		return s.methods(q, map[string]handler{"POST": s.postNextHop})(ctx, q)
+	}
+	if n >= 9 {
+		return nil, errResourceType(q, "networkWatchers/"+seg[8])
+	}
+	return nil, errNoRoute(q)
+}
+
+func (s *Server) getWatcher(ctx context.Context, q *request) (*response, error) {
+	var resp *response
+	err := s.readTop(ctx, q, typeNetworkWatchers, armTypeWatcher, func(tx *txn, row *resourceRow) error {
+		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc), header: withEtag(row.Etag)}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) deleteWatcher(ctx context.Context, q *request) (*response, error) {
+	return s.deleteTop(ctx, q, typeNetworkWatchers, func(*txn, *resourceRow) error { return nil })
+}
+
+// putWatcher creates or updates a network watcher. It is synchronous in
+// Azure (WatchersClient.CreateOrUpdate is not a poller).
+func (s *Server) putWatcher(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.Watcher
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	t := q.target()
+	if !validName(t.name) {
+		return nil, errInvalidName(t.name)
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typeNetworkWatchers, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
+		id, curEtag, curLoc := fresh.ID, "", ""
+		if row != nil {
+			cur, err := decodeWatcher(row.Doc)
+			if err != nil {
+				return err
+			}
+			id, curEtag, curLoc = row.ID, row.Etag, str(cur.Location)
+		}
+		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
+			return err
+		}
+		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		if err != nil {
+			return err
+		}
+		etag := newEtag()
+		w := &armnetwork.Watcher{
+			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeWatcher), Location: ptr(loc), Tags: tagsOf(in.Tags), Etag: ptr(etag),
+			Properties: &armnetwork.WatcherPropertiesFormat{ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded)},
+		}
+		created := row == nil
+		if row == nil {
+			row = fresh
+		}
+		doc, err := encode(w)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := s.storeRow(tx, row); err != nil {
+			return err
+		}
+		status := http.StatusOK
+		if created {
+			status = http.StatusCreated
+		}
+		resp = &response{status: status, body: json.RawMessage(doc), header: withEtag(etag)}
+		return nil
+	})
+	return resp, err
+}
+
+// startAction records the long-running operation of a POST whose answer
+// is computed when it is fetched. The operation is not tied to the
+// resource (ResourceKey is its own), so it never blocks a write.
+func (s *Server) startAction(ctx context.Context, q *request, action, resourceID, location string, params []byte) (*response, error) {
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		if err := s.settleTx(tx); err != nil {
+			return err
+		}
+		o := s.newOp(opAction, q.segs[1], location, "", resourceID, action, params)
+		o.ResourceKey = "action/" + o.ID
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		return nil
+	})
+	return resp, err
+}
+
+// actionResult is the answer of a finished action, from the state now.
+func (s *Server) actionResult(ctx context.Context, o *operation) (*response, error) {
+	var body any
+	err := s.view(ctx, func(tx *txn) error {
+		var err error
+		switch o.ChildName {
+		case actionEffectiveRoutes:
+			body, err = effectiveRouteTable(tx, o.ResourceID)
+		case actionNextHop:
+			body, err = nextHop(tx, o.ResourceID, o.PrevDoc)
+		default:
+			err = fmt.Errorf("operation %s: unknown action %q", o.ID, o.ChildName)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: body}, nil
+}
+
+func (s *Server) postEffectiveRouteTable(ctx context.Context, q *request) (*response, error) {
+	var nicID, loc string
+	err := s.readTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, func(tx *txn, row *resourceRow) error {
+		n, err := decodeNIC(row.Doc)
+		if err != nil {
+			return err
+		}
+		nicID, loc = row.ID, str(n.Location)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.startAction(ctx, q, actionEffectiveRoutes, nicID, loc, nil)
+}
+
+func (s *Server) postNextHop(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.NextHopParameters
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	for field, v := range map[string]*string{"sourceIPAddress": in.SourceIPAddress, "destinationIPAddress": in.DestinationIPAddress} {
+		if _, err := netip.ParseAddr(str(v)); err != nil {
+			return nil, badRequest("InvalidIPAddress", "The %s %q is not a valid IP address.", field, str(v))
+		}
+	}
+	if str(in.TargetResourceID) == "" && str(in.TargetNicResourceID) == "" {
+		return nil, badRequest("InvalidTargetResourceId", "targetResourceId is required.")
+	}
+	var loc, nicID string
+	err := s.readTop(ctx, q, typeNetworkWatchers, armTypeWatcher, func(tx *txn, row *resourceRow) error {
+		w, err := decodeWatcher(row.Doc)
+		if err != nil {
+			return err
+		}
+		loc = str(w.Location)
+		nic, err := targetNIC(tx, q.segs[1], str(in.TargetResourceID), str(in.TargetNicResourceID))
+		if err != nil {
+			return err
+		}
+		nicID = str(nic.ID)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	params, err := json.Marshal(map[string]string{
+		"sourceIPAddress": str(in.SourceIPAddress), "destinationIPAddress": str(in.DestinationIPAddress),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.startAction(ctx, q, actionNextHop, nicID, loc, params)
+}
+
+// targetNIC finds the NIC a next-hop question is about: the NIC named, or
+// the NIC whose virtualMachine is the target VM.
+func targetNIC(tx *txn, sub, target, nicTarget string) (*armnetwork.Interface, error) {
+	want := nicTarget
+	if want == "" {
+		want = target
+	}
+	if _, ok := parseNICID(want); ok {
+		row, err := tx.getResource(key(want))
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return nil, newError(http.StatusNotFound, "NotFound", "Resource %s not found.", want)
+		}
+		return decodeNIC(row.Doc)
+	}
+	nics, err := allNICs(tx, sub)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nics {
+		if vm := n.Properties.VirtualMachine; vm != nil && key(str(vm.ID)) == key(target) {
+			return n, nil
+		}
+	}
+	return nil, newError(http.StatusNotFound, "NotFound", "Resource %s not found: the fabric knows no NIC of it (give targetNicResourceId, or set the NIC's virtualMachine).", target)
+}
+
+// nicRouting is what routing needs of a NIC's primary subnet.
+type nicRouting struct {
+	network    routing.Network
+	tableID    string
+	udrs       []route.Route
+	disableBGP bool
+}
+
+// routingOfNIC reads the virtual network and the route table of the
+// primary IP configuration's subnet.
+func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
+	row, err := tx.getResource(key(nicID))
+	if err != nil {
+		return nil, err
+	}
+	if row == nil {
+		return nil, newError(http.StatusNotFound, "NotFound", "Resource %s not found.", nicID)
+	}
+	n, err := decodeNIC(row.Doc)
+	if err != nil {
+		return nil, err
+	}
+	var subnetID string
+	for _, c := range n.Properties.IPConfigurations {
+		if c.Properties != nil && c.Properties.Subnet != nil && (subnetID == "" || c.Properties.Primary != nil && *c.Properties.Primary) {
+			subnetID = str(c.Properties.Subnet.ID)
+		}
+	}
+	a, ok := parseNetworkID(subnetID)
+	if !ok {
+		return nil, fmt.Errorf("network interface %s: subnet %q is not a subnet ID", nicID, subnetID)
+	}
+	vrow, err := tx.getResource(key(a.parentID()))
+	if err != nil {
+		return nil, err
+	}
+	if vrow == nil {
+		return nil, newError(http.StatusNotFound, "NotFound", "Virtual network of subnet %s not found.", subnetID)
+	}
+	v, err := decodeVNet(vrow.Doc)
+	if err != nil {
+		return nil, err
+	}
+	out := &nicRouting{}
+	if v.Properties.AddressSpace != nil {
+		for _, p := range v.Properties.AddressSpace.AddressPrefixes {
+			if pf, err := netip.ParsePrefix(str(p)); err == nil {
+				out.network.AddressSpace = append(out.network.AddressSpace, pf.Masked())
+			}
+		}
+	}
+	sn := findSubnet(v.Properties.Subnets, a.ChildName)
+	if sn == nil || sn.Properties == nil || sn.Properties.RouteTable == nil {
+		return out, nil
+	}
+	out.tableID = str(sn.Properties.RouteTable.ID)
+	trow, err := tx.getResource(key(out.tableID))
+	if err != nil || trow == nil {
+		return out, err
+	}
+	t, err := decodeTable(trow.Doc)
+	if err != nil {
+		return nil, err
+	}
+	out.tableID = t.ID
+	out.disableBGP = t.Properties.DisableBgpRoutePropagation
+	for _, r := range t.Properties.Routes {
+		rr := route.Route{Name: r.Name, AddressPrefix: r.Properties.AddressPrefix, NextHopType: route.NextHopType(r.Properties.NextHopType)}
+		rr.Prefix, _ = netip.ParsePrefix(r.Properties.AddressPrefix)
+		rr.NextHopIP, _ = netip.ParseAddr(r.Properties.NextHopIPAddress)
+		out.udrs = append(out.udrs, rr)
+	}
+	return out, nil
+}
+
+// effectiveRoute is one route of effectiveRouteTable, in Azure's JSON.
+type effectiveRoute struct {
+	Name                       *string  `json:"name"`
+	DisableBgpRoutePropagation bool     `json:"disableBgpRoutePropagation"`
+	Source                     string   `json:"source"`
+	State                      string   `json:"state"`
+	AddressPrefix              []string `json:"addressPrefix"`
+	NextHopIPAddress           []string `json:"nextHopIpAddress"`
+	NextHopType                string   `json:"nextHopType"`
+}
+
+func effectiveRouteTable(tx *txn, nicID string) (any, error) {
+	nr, err := routingOfNIC(tx, nicID)
+	if err != nil {
+		return nil, err
+	}
+	value := []effectiveRoute{}
+	for _, r := range routing.Effective(nr.network, nr.udrs) {
+		e := effectiveRoute{
+			DisableBgpRoutePropagation: nr.disableBGP, Source: r.Source, State: r.State,
+			AddressPrefix: []string{r.Prefix.String()}, NextHopIPAddress: []string{}, NextHopType: string(r.NextHopType),
+		}
+		if r.Name != "" {
+			e.Name = ptr(r.Name)
+		}
+		if r.NextHopIP.IsValid() {
+			e.NextHopIPAddress = append(e.NextHopIPAddress, r.NextHopIP.String())
+		}
+		value = append(value, e)
+	}
+	return map[string]any{"value": value}, nil
+}
+
+func nextHop(tx *txn, nicID string, params []byte) (any, error) {
+	var p struct {
+		Destination string `json:"destinationIPAddress"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, fmt.Errorf("next hop parameters: %w", err)
+	}
+	dst, err := netip.ParseAddr(p.Destination)
+	if err != nil {
+		return nil, fmt.Errorf("next hop destination %q: %w", p.Destination, err)
+	}
+	nr, err := routingOfNIC(tx, nicID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"nextHopType": string(routing.None), "routeTableId": routing.SystemRouteID}
+	r, ok := routing.NewSelector(routing.Effective(nr.network, nr.udrs)).Lookup(dst)
+	if ok {
+		out["nextHopType"] = string(r.NextHopType)
+		if r.NextHopIP.IsValid() {
+			out["nextHopIpAddress"] = r.NextHopIP.String()
+		}
+		if !r.IsSystem() {
+			out["routeTableId"] = nr.tableID
+		}
+	}
+	return out, nil
+}

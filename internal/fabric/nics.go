@@ -1,0 +1,437 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/google/uuid"
+)
+
+// Network interfaces: what routing needs of a VM's NIC (its subnet and
+// private IP, IP forwarding) with Azure's paths, JSON, etags and
+// long-running PUT/DELETE. A subnet that holds a NIC cannot be deleted,
+// neither directly nor by a virtual network PUT that omits it.
+
+const (
+	typeNetworkInterfaces  = "networkInterfaces"
+	armTypeNetworkIface    = "Microsoft.Network/networkInterfaces"
+	armTypeIPConfiguration = "Microsoft.Network/networkInterfaces/ipConfigurations"
+	childIPConfigurations  = "ipConfigurations"
+)
+
+func decodeNIC(doc []byte) (*armnetwork.Interface, error) {
+	var n armnetwork.Interface
+	if err := json.Unmarshal(doc, &n); err != nil {
+		return nil, fmt.Errorf("decoding stored network interface: %w", err)
+	}
+	if n.Properties == nil {
+		n.Properties = &armnetwork.InterfacePropertiesFormat{}
+	}
+	return &n, nil
+}
+
+// settleNIC: see settleDoc.
+func settleNIC(n *armnetwork.Interface, etag string) {
+	if etag != "" {
+		n.Etag = ptr(etag)
+		n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateFailed)
+		return
+	}
+	n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+	for _, c := range n.Properties.IPConfigurations {
+		if c.Properties != nil {
+			c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+		}
+	}
+}
+
+// settleSimpleDoc settles the documents of the resource types kept in the
+// SDK's models outside vnets.go and routetables.go (NICs and watchers).
+func settleSimpleDoc(typ string, doc []byte, etag string) ([]byte, error) {
+	switch typ {
+	case typeNetworkInterfaces:
+		n, err := decodeNIC(doc)
+		if err != nil {
+			return nil, err
+		}
+		settleNIC(n, etag)
+		return encode(n)
+	case typeNetworkWatchers:
+		w, err := decodeWatcher(doc)
+		if err != nil {
+			return nil, err
+		}
+		st := armnetwork.ProvisioningStateSucceeded
+		if etag != "" {
+			w.Etag, st = ptr(etag), armnetwork.ProvisioningStateFailed
+		}
+		w.Properties.ProvisioningState = &st
+		return encode(w)
+	}
+	return nil, fmt.Errorf("unknown resource type %q", typ)
+}
+
+// markSimpleDeleting is markDeleting for NICs and watchers.
+func markSimpleDeleting(row *resourceRow) (string, []byte, error) {
+	switch row.Type {
+	case typeNetworkInterfaces:
+		n, err := decodeNIC(row.Doc)
+		if err != nil {
+			return "", nil, err
+		}
+		n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		doc, err := encode(n)
+		return str(n.Location), doc, err
+	case typeNetworkWatchers:
+		w, err := decodeWatcher(row.Doc)
+		if err != nil {
+			return "", nil, err
+		}
+		w.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		doc, err := encode(w)
+		return str(w.Location), doc, err
+	}
+	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
+}
+
+func renderNIC(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
+
+func (s *Server) networkInterfaces(ctx context.Context, q *request, n int) (*response, error) {
+	seg := q.segs
+	switch {
+	case n == 7:
+		return s.methods(q, map[string]handler{"GET": s.listNICs})(ctx, q)
+	case n == 8:
+		return s.methods(q, map[string]handler{"GET": s.getNIC, "PUT": s.putNIC, "DELETE": s.deleteNIC})(ctx, q)
+	case n == 9 && strings.EqualFold(seg[8], "effectiveRouteTable"):
+		return s.methods(q, map[string]handler{"POST": s.postEffectiveRouteTable})(ctx, q)
+	}
+	if n >= 9 {
+		return nil, errResourceType(q, "networkInterfaces/"+seg[8])
+	}
+	return nil, errNoRoute(q)
+}
+
+func (s *Server) listNICs(ctx context.Context, q *request) (*response, error) {
+	return s.listTop(ctx, q, typeNetworkInterfaces, renderNIC)
+}
+
+func (s *Server) getNIC(ctx context.Context, q *request) (*response, error) {
+	var resp *response
+	err := s.readTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, func(tx *txn, row *resourceRow) error {
+		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc), header: withEtag(row.Etag)}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) deleteNIC(ctx context.Context, q *request) (*response, error) {
+	return s.deleteTop(ctx, q, typeNetworkInterfaces, func(*txn, *resourceRow) error { return nil })
+}
+
+func (s *Server) putNIC(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.Interface
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	t := q.target()
+	if !validName(t.name) {
+		return nil, errInvalidName(t.name)
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typeNetworkInterfaces, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
+		id, curEtag := fresh.ID, ""
+		var cur *armnetwork.Interface
+		if row != nil {
+			var err error
+			if cur, err = decodeNIC(row.Doc); err != nil {
+				return err
+			}
+			id, curEtag = row.ID, row.Etag
+		}
+		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
+			return err
+		}
+		curLoc := ""
+		if cur != nil {
+			curLoc = str(cur.Location)
+		}
+		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		if err != nil {
+			return err
+		}
+		props := in.Properties
+		if props == nil || len(props.IPConfigurations) == 0 {
+			return badRequest("NetworkInterfaceMustHaveAtLeastOneIpConfiguration",
+				"Network interface %s must have at least one IP configuration.", id)
+		}
+		etag := newEtag()
+		out := armnetwork.InterfacePropertiesFormat{
+			EnableIPForwarding:          ptr(props.EnableIPForwarding != nil && *props.EnableIPForwarding),
+			EnableAcceleratedNetworking: ptr(props.EnableAcceleratedNetworking != nil && *props.EnableAcceleratedNetworking),
+			ProvisioningState:           ptr(armnetwork.ProvisioningStateUpdating),
+			ResourceGUID:                ptr(uuid.NewString()),
+			NicType:                     ptr(armnetwork.NetworkInterfaceNicTypeStandard),
+			VirtualMachine:              props.VirtualMachine,
+		}
+		if cur != nil {
+			out.ResourceGUID = cur.Properties.ResourceGUID
+			if out.VirtualMachine == nil {
+				out.VirtualMachine = cur.Properties.VirtualMachine
+			}
+		}
+		seen := map[string]bool{}
+		primaries := 0
+		for i, c := range props.IPConfigurations {
+			if c == nil {
+				return errInvalidFormat("properties.ipConfigurations[%d] is null.", i)
+			}
+			name := str(c.Name)
+			if !validName(name) {
+				return errInvalidName(name)
+			}
+			if seen[key(name)] {
+				return badRequest("DuplicateResourceName", "Network interface %s has more than one IP configuration named %s.", t.name, name)
+			}
+			seen[key(name)] = true
+			oc, err := s.buildIPConfig(tx, id, name, i, c.Properties, etag)
+			if err != nil {
+				return err
+			}
+			if *oc.Properties.Primary {
+				primaries++
+			}
+			out.IPConfigurations = append(out.IPConfigurations, oc)
+		}
+		if primaries == 0 {
+			out.IPConfigurations[0].Properties.Primary = ptr(true)
+		} else if primaries > 1 {
+			return badRequest("OnlyOnePrimaryIpConfigurationAllowed", "Network interface %s has more than one primary IP configuration.", id)
+		}
+		if err := checkNICAddresses(tx, id, out.IPConfigurations); err != nil {
+			return err
+		}
+		nic := &armnetwork.Interface{
+			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeNetworkIface), Location: ptr(loc),
+			Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: &out,
+		}
+		if row == nil {
+			row = fresh
+		}
+		var prev []byte
+		if cur != nil {
+			prev = row.Doc
+		}
+		doc, err := encode(nic)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := s.storeRow(tx, row); err != nil {
+			return err
+		}
+		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev), cur == nil, etag, json.RawMessage(doc))
+		return err
+	})
+	return resp, err
+}
+
+// buildIPConfig checks one IP configuration: the subnet must exist and
+// hold the static private IP.
+func (s *Server) buildIPConfig(tx *txn, nicID, name string, i int, in *armnetwork.InterfaceIPConfigurationPropertiesFormat, etag string) (*armnetwork.InterfaceIPConfiguration, error) {
+	field := fmt.Sprintf("properties.ipConfigurations[%d]", i)
+	if in == nil || in.Subnet == nil || str(in.Subnet.ID) == "" {
+		return nil, badRequest("IpConfigurationSubnetMissing", "%s (%s) of network interface %s has no subnet.", field, name, nicID)
+	}
+	subnetID := str(in.Subnet.ID)
+	sn, prefixes, err := lookupSubnet(tx, subnetID)
+	if err != nil {
+		return nil, err
+	}
+	if sn == nil {
+		return nil, errInvalidReference(subnetID, nicID)
+	}
+	method := armnetwork.IPAllocationMethodDynamic
+	if in.PrivateIPAllocationMethod != nil {
+		method = *in.PrivateIPAllocationMethod
+	}
+	out := &armnetwork.InterfaceIPConfiguration{
+		ID: ptr(childID(nicID, childIPConfigurations, name)), Name: ptr(name), Type: ptr(armTypeIPConfiguration), Etag: ptr(etag),
+		Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+			Subnet:                    &armnetwork.Subnet{ID: sn.ID},
+			PrivateIPAllocationMethod: ptr(method),
+			Primary:                   ptr(in.Primary != nil && *in.Primary),
+			ProvisioningState:         ptr(armnetwork.ProvisioningStateUpdating),
+		},
+	}
+	ipText := str(in.PrivateIPAddress)
+	if ipText == "" {
+		if method == armnetwork.IPAllocationMethodStatic {
+			return nil, badRequest("PrivateIPAddressIsRequired", "%s (%s): a static allocation needs privateIPAddress.", field, name)
+		}
+		// Dynamic: the fabric needs an address it can route on; Azure would
+		// pick the next free one. Picking is left to the caller here.
+		return nil, badRequest("PrivateIPAddressIsRequired", "%s (%s): the routekeeper fabric needs privateIPAddress (it does not allocate dynamic addresses).", field, name)
+	}
+	ip, err := netip.ParseAddr(ipText)
+	if err != nil {
+		return nil, badRequest("InvalidPrivateIPAddressFormat", "%s.privateIPAddress %q is not an IP address.", field, ipText)
+	}
+	in4 := false
+	for _, p := range prefixes {
+		if p.Contains(ip) {
+			in4 = true
+		}
+	}
+	if !in4 {
+		return nil, badRequest("PrivateIPAddressNotInSubnet", "Private static IP address %s does not belong to the range of subnet %s.", ip, subnetID)
+	}
+	version := armnetwork.IPVersionIPv4
+	if ip.Is6() {
+		version = armnetwork.IPVersionIPv6
+	}
+	out.Properties.PrivateIPAddress = ptr(ip.String())
+	out.Properties.PrivateIPAddressVersion = ptr(version)
+	return out, nil
+}
+
+// lookupSubnet finds a subnet by ID in its virtual network's document:
+// nil when the network or the subnet does not exist.
+func lookupSubnet(tx *txn, subnetID string) (*armnetwork.Subnet, []netip.Prefix, error) {
+	a, ok := parseNetworkID(subnetID)
+	if !ok || a.Type != typeVirtualNetworks || a.Child != childSubnets {
+		return nil, nil, badRequest("InvalidResourceReference", "Resource %s is not a subnet ID.", subnetID)
+	}
+	row, err := tx.getResource(key(a.parentID()))
+	if err != nil || row == nil {
+		return nil, nil, err
+	}
+	v, err := decodeVNet(row.Doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	sn := findSubnet(v.Properties.Subnets, a.ChildName)
+	if sn == nil {
+		return nil, nil, nil
+	}
+	return sn, subnetPrefixes(sn), nil
+}
+
+// allNICs returns every network interface of a subscription.
+func allNICs(tx *txn, sub string) ([]*armnetwork.Interface, error) {
+	rows, err := tx.listResources(key(sub), "", typeNetworkInterfaces, "", 1<<30)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*armnetwork.Interface, 0, len(rows))
+	for _, r := range rows {
+		n, err := decodeNIC(r.Doc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// checkNICAddresses refuses a private IP another NIC already holds in the
+// same subnet (Azure's PrivateIPAddressInUse).
+func checkNICAddresses(tx *txn, nicID string, cfgs []*armnetwork.InterfaceIPConfiguration) error {
+	a, _ := parseNICID(nicID)
+	nics, err := allNICs(tx, a.sub)
+	if err != nil {
+		return err
+	}
+	for _, n := range nics {
+		if key(str(n.ID)) == key(nicID) {
+			continue
+		}
+		for _, oc := range n.Properties.IPConfigurations {
+			for _, c := range cfgs {
+				if oc.Properties == nil || oc.Properties.Subnet == nil {
+					continue
+				}
+				if key(str(oc.Properties.Subnet.ID)) == key(str(c.Properties.Subnet.ID)) && str(oc.Properties.PrivateIPAddress) == str(c.Properties.PrivateIPAddress) {
+					return badRequest("PrivateIPAddressInUse", "IP configuration %s is using the private IP address %s which is already allocated to resource %s.",
+						str(c.ID), str(c.Properties.PrivateIPAddress), str(oc.ID))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type nicRef struct{ sub, rg, name string }
+
+func parseNICID(id string) (nicRef, bool) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) != 8 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
+		!strings.EqualFold(segs[5], networkNamespace) || !strings.EqualFold(segs[6], typeNetworkInterfaces) {
+		return nicRef{}, false
+	}
+	return nicRef{segs[1], segs[3], segs[7]}, true
+}
+
+// checkSubnetsNotInUse refuses to delete subnets that hold an IP
+// configuration of a NIC: Azure's InUseSubnetCannotBeDeleted. subnetIDs are
+// the subnets about to go away (by a subnet DELETE or a virtual network PUT
+// that omits them).
+func checkSubnetsNotInUse(tx *txn, sub string, subnetIDs []string) error {
+	if len(subnetIDs) == 0 {
+		return nil
+	}
+	gone := map[string]string{}
+	for _, id := range subnetIDs {
+		gone[key(id)] = id
+	}
+	nics, err := allNICs(tx, sub)
+	if err != nil {
+		return err
+	}
+	for _, n := range nics {
+		for _, c := range n.Properties.IPConfigurations {
+			if c.Properties == nil || c.Properties.Subnet == nil {
+				continue
+			}
+			if id, ok := gone[key(str(c.Properties.Subnet.ID))]; ok {
+				return badRequest("InUseSubnetCannotBeDeleted",
+					"Subnet %s is in use by %s and cannot be deleted. In order to delete the subnet, delete all the resources within the subnet. See aka.ms/deletesubnet.",
+					nameOf(id), str(c.ID))
+			}
+		}
+	}
+	return nil
+}
+
+// removedSubnets are the IDs of the subnets of cur that next no longer has.
+func removedSubnets(cur, next []*armnetwork.Subnet) []string {
+	var out []string
+	for _, sn := range cur {
+		if findSubnet(next, str(sn.Name)) == nil {
+			out = append(out, str(sn.ID))
+		}
+	}
+	return out
+}
+
+// checkVNetNotInUse refuses to delete a virtual network whose subnets hold
+// NICs.
+func checkVNetNotInUse(tx *txn, row *resourceRow) error {
+	v, err := decodeVNet(row.Doc)
+	if err != nil {
+		return err
+	}
+	a, ok := parseNetworkID(row.ID)
+	if !ok {
+		return nil
+	}
+	return checkSubnetsNotInUse(tx, a.Sub, removedSubnets(v.Properties.Subnets, nil))
+}

@@ -1,0 +1,257 @@
+package fabric
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+func subnetID(rg, vnet, name string) string {
+	return childID(resourceID(testSub, rg, typeVirtualNetworks, vnet), childSubnets, name)
+}
+
+func nicBody(subnet, ip string, forwarding bool) armnetwork.Interface {
+	return armnetwork.Interface{Location: ptr(testLoc), Properties: &armnetwork.InterfacePropertiesFormat{
+		EnableIPForwarding: ptr(forwarding),
+		IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: ptr("ipconfig1"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+			Subnet: &armnetwork.Subnet{ID: ptr(subnet)}, PrivateIPAddress: ptr(ip), PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodStatic),
+		}}},
+	}}
+}
+
+type nicEnv struct {
+	*env
+	nics     *armnetwork.InterfacesClient
+	watchers *armnetwork.WatchersClient
+}
+
+func newNICEnv(t *testing.T, mode string, o Options) *nicEnv {
+	t.Helper()
+	e := newEnv(t, mode, o)
+	e.createRG(testRG)
+	e.seedVNet(context.Background(), testRG)
+	nics, err := armnetwork.NewInterfacesClient(testSub, Credential{}, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := armnetwork.NewWatchersClient(testSub, Credential{}, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &nicEnv{env: e, nics: nics, watchers: w}
+}
+
+func (e *nicEnv) putNIC(ctx context.Context, name string, n armnetwork.Interface) (armnetwork.Interface, error) {
+	p, err := e.nics.BeginCreateOrUpdate(ctx, testRG, name, n, nil)
+	if err != nil {
+		return armnetwork.Interface{}, err
+	}
+	r, err := p.PollUntilDone(ctx, fastPoll)
+	return r.Interface, err
+}
+
+func TestNICCrud(t *testing.T) {
+	for _, mode := range transports {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			e := newNICEnv(t, mode, Options{OperationDuration: 20 * time.Millisecond})
+			sn := subnetID(testRG, "kubernetes-vnet", "kubernetes-subnet")
+			got, err := e.putNIC(ctx, "worker-0-nic", nicBody(sn, "10.240.0.20", true))
+			if err != nil {
+				t.Fatalf("creating NIC: %v", err)
+			}
+			p := got.Properties
+			if str(got.Etag) == "" || *p.ProvisioningState != armnetwork.ProvisioningStateSucceeded || !*p.EnableIPForwarding ||
+				str(p.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.20" || !*p.IPConfigurations[0].Properties.Primary {
+				t.Errorf("created NIC = %+v", p)
+			}
+			g, err := e.nics.Get(ctx, testRG, "worker-0-nic", nil)
+			if err != nil || str(g.Etag) != str(got.Etag) {
+				t.Fatalf("GET: %v, etag %s want %s", err, str(g.Etag), str(got.Etag))
+			}
+			// A stale If-Match is refused.
+			_, err = e.putNIC(withHeader(ctx, "If-Match", `W/"stale"`), "worker-0-nic", nicBody(sn, "10.240.0.20", false))
+			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
+			if _, err := e.putNIC(withHeader(ctx, "If-Match", str(g.Etag)), "worker-0-nic", nicBody(sn, "10.240.0.20", false)); err != nil {
+				t.Fatalf("update with If-Match: %v", err)
+			}
+
+			_, err = e.putNIC(ctx, "outside", nicBody(sn, "10.240.5.1", false))
+			respErr(t, err, http.StatusBadRequest, "PrivateIPAddressNotInSubnet")
+			_, err = e.putNIC(ctx, "dup", nicBody(sn, "10.240.0.20", false))
+			respErr(t, err, http.StatusBadRequest, "PrivateIPAddressInUse")
+			_, err = e.putNIC(ctx, "nosubnet", nicBody(subnetID(testRG, "kubernetes-vnet", "nope"), "10.240.0.30", false))
+			respErr(t, err, http.StatusBadRequest, "InvalidResourceReference")
+
+			var names []string
+			pager := e.nics.NewListPager(testRG, nil)
+			for pager.More() {
+				page, err := pager.NextPage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range page.Value {
+					names = append(names, str(n.Name))
+				}
+			}
+			if !slices.Equal(names, []string{"worker-0-nic"}) {
+				t.Errorf("list = %v", names)
+			}
+			dp, err := e.nics.BeginDelete(ctx, testRG, "worker-0-nic", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			_, err = e.nics.Get(ctx, testRG, "worker-0-nic", nil)
+			respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+		})
+	}
+}
+
+// TestInUseSubnetCannotBeDeleted: with a NIC in it, a subnet survives a
+// DELETE, a VNet PUT that omits it (an IaC redeploy) and a VNet DELETE.
+func TestInUseSubnetCannotBeDeleted(t *testing.T) {
+	ctx := context.Background()
+	e := newNICEnv(t, "inprocess", Options{})
+	sn := subnetID(testRG, "kubernetes-vnet", "kubernetes-subnet")
+	if _, err := e.putNIC(ctx, "worker-0-nic", nicBody(sn, "10.240.0.20", true)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
+	if err == nil {
+		_, err = p.PollUntilDone(ctx, fastPoll)
+	}
+	re := respErr(t, err, http.StatusBadRequest, "InUseSubnetCannotBeDeleted")
+	t.Logf("subnet DELETE: %v", re.Error())
+
+	_, err = e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
+		Subnets:      []*armnetwork.Subnet{{Name: ptr("other"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.1.0/24")}}},
+	}})
+	respErr(t, err, http.StatusBadRequest, "InUseSubnetCannotBeDeleted")
+
+	vp, err := e.vnets.BeginDelete(ctx, testRG, "kubernetes-vnet", nil)
+	if err == nil {
+		_, err = vp.PollUntilDone(ctx, fastPoll)
+	}
+	respErr(t, err, http.StatusBadRequest, "InUseSubnetCannotBeDeleted")
+
+	if _, err := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil); err != nil {
+		t.Fatalf("the subnet is gone: %v", err)
+	}
+	// A VNet PUT that keeps it is fine.
+	if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
+		Subnets:      []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}}},
+	}}); err != nil {
+		t.Fatalf("VNet PUT keeping the subnet: %v", err)
+	}
+	// Without the NIC the subnet can go.
+	dp, err := e.nics.BeginDelete(ctx, testRG, "worker-0-nic", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
+		t.Fatal(err)
+	}
+	p, err = e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
+		t.Fatalf("deleting the empty subnet: %v", err)
+	}
+}
+
+// TestEffectiveRoutesAndNextHop asks the SDK's effective routes and next
+// hop of worker-0's NIC on the KTHW network with its pod routes and a
+// 0.0.0.0/0 firewall route, and after the subnet loses its table.
+func TestEffectiveRoutesAndNextHop(t *testing.T) {
+	ctx := context.Background()
+	e := newNICEnv(t, "loopback", Options{OperationDuration: 20 * time.Millisecond})
+	sn := subnetID(testRG, "kubernetes-vnet", "kubernetes-subnet")
+	nic, err := e.putNIC(ctx, "worker-0-nic", nicBody(sn, "10.240.0.20", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := e.mustPutTable(ctx, testRG, "kubernetes-routes", table(
+		vaRoute("worker-1____102001024", "10.200.1.0/24", "10.240.0.21"),
+		vaRoute("to-firewall", "0.0.0.0/0", "10.240.1.4")))
+	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{
+		AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	ep, err := e.nics.BeginGetEffectiveRouteTable(ctx, testRG, "worker-0-nic", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eff, err := ep.PollUntilDone(ctx, fastPoll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range eff.Value {
+		line := string(*r.Source) + " " + string(*r.State) + " " + *r.AddressPrefix[0] + " " + string(*r.NextHopType)
+		if len(r.NextHopIPAddress) > 0 {
+			line += " " + *r.NextHopIPAddress[0]
+		}
+		if r.Name != nil {
+			line += " " + *r.Name
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"Default Active 10.240.0.0/16 VnetLocal",
+		"Default Invalid 0.0.0.0/0 Internet",
+		"Default Invalid 10.0.0.0/8 None",
+		"Default Invalid 172.16.0.0/12 None",
+		"Default Invalid 192.168.0.0/16 None",
+		"Default Invalid 100.64.0.0/10 None",
+		"User Active 10.200.1.0/24 VirtualAppliance 10.240.0.21 worker-1____102001024",
+		"User Active 0.0.0.0/0 VirtualAppliance 10.240.1.4 to-firewall",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("effective routes:\n got %q\nwant %q", got, want)
+	}
+
+	if _, err := e.watchers.CreateOrUpdate(ctx, testRG, "NetworkWatcher_eastus", armnetwork.Watcher{Location: ptr(testLoc)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dst, hop, ip, table string
+	}{
+		{"10.200.1.5", "VirtualAppliance", "10.240.0.21", str(rt.ID)},
+		{"10.200.9.5", "VirtualAppliance", "10.240.1.4", str(rt.ID)},
+		{"10.240.0.21", "VnetLocal", "", "System Route"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dst, func(t *testing.T) {
+			np, err := e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
+				TargetResourceID: nic.ID, SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr(tt.dst)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := np.PollUntilDone(ctx, fastPoll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(*r.NextHopType) != tt.hop || str(r.NextHopIPAddress) != tt.ip || str(r.RouteTableID) != tt.table {
+				t.Errorf("next hop = %s %s %s, want %s %s %s", *r.NextHopType, str(r.NextHopIPAddress), str(r.RouteTableID), tt.hop, tt.ip, tt.table)
+			}
+		})
+	}
+
+	_, err = e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
+		TargetResourceID: ptr(resourceID(testSub, testRG, typeNetworkInterfaces, "nobody")), SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr("10.200.1.5")}, nil)
+	respErr(t, err, http.StatusNotFound, "NotFound")
+	_, err = e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
+		TargetResourceID: nic.ID, SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr("10.200.1")}, nil)
+	respErr(t, err, http.StatusBadRequest, "InvalidIPAddress")
+}
