@@ -47,7 +47,7 @@ cloud cannot be read, 2 for bad input.`,
 			}
 			defer conn.close()
 			ctx := cmd.Context()
-			src, err := a.nodeSource(cfg)
+			src, err := a.nodeSource(ctx, cfg, conn.client)
 			if err != nil {
 				return err
 			}
