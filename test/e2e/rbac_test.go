@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
 	kubetest "github.com/routekeeper/routekeeper/test/kube"
 )
@@ -157,22 +160,29 @@ var unexercised = map[string]string{
 // (TestWithoutRBACRoutekeeperStops).
 func TestRBACManifestIsSufficientAndLeast(t *testing.T) {
 	env := cluster.Env(t)
+	observe := chartValues()
+	observe["routes"] = "observe"
 	for i, tc := range []struct {
 		name   string
+		mode   controller.Mode
 		render func(t *testing.T) []deployrender.Object
 	}{
-		{"kustomize base", func(t *testing.T) []deployrender.Object { return kustomize(t, "base") }},
-		{"helm chart", func(t *testing.T) []deployrender.Object {
+		{"kustomize base", controller.Manage, func(t *testing.T) []deployrender.Object { return kustomize(t, "base") }},
+		{"helm chart", controller.Manage, func(t *testing.T) []deployrender.Object {
 			return helmChart(t, "routekeeper", "kube-system", chartValues())
 		}},
+		{"kustomize observe", controller.Observe, func(t *testing.T) []deployrender.Object { return kustomize(t, "overlays/observe") }},
+		{"helm chart observe", controller.Observe, func(t *testing.T) []deployrender.Object {
+			return helmChart(t, "routekeeper", "kube-system", observe)
+		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { checkRBAC(t, env, tc.render(t), 40+2*i) })
+		t.Run(tc.name, func(t *testing.T) { checkRBAC(t, env, tc.render(t), tc.mode, 40+2*i) })
 	}
 }
 
-// checkRBAC creates the rendered installation and runs routekeeper as its
-// service account; n numbers the test's nodes.
-func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, n int) {
+// checkRBAC creates the rendered installation and runs routekeeper in the
+// mode as its service account; n numbers the test's nodes.
+func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, mode controller.Mode, n int) {
 	ctx := t.Context()
 	admin := env.Clientset(t)
 	newCreator(t, env.Config).create(ctx, t, objs)
@@ -212,14 +222,40 @@ func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, n in
 	f := newFabric(t)
 	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kube-system", Name: fmt.Sprintf("routekeeper-rbac-test-%d", n), UID: types.UID(fmt.Sprintf("rbac-test-pod-%d", n))}
 	le := leaderElection(lease, "rbac-replica")
-	r := start(t, daemon.Options{Controller: controllerConfig("rbac"), Cloud: f.client(t, nil), Kube: saConfig, LeaderElection: le, Pod: pod})
-
+	cfg := controllerConfig("rbac")
 	inside, outside := fmt.Sprintf("rbac-%d", n), fmt.Sprintf("rbac-outside-%d", n)
-	createNode(ctx, t, admin, node{name: inside, podCIDRs: []string{podCIDR(n)}, ips: []string{nodeIP(n)}, networkUnavailable: true})
-	createNode(ctx, t, admin, node{name: outside, podCIDRs: []string{fmt.Sprintf("10.98.%d.0/24", n)}, ips: []string{nodeIP(n + 1)}, networkUnavailable: true})
-	waitCondition(ctx, t, admin, inside, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
-	waitCondition(ctx, t, admin, outside, corev1.ConditionTrue, string(plan.ReasonOutsideClusterCIDR))
-	waitEvent(ctx, t, admin, "default", "Node", outside, kubestatus.EventFailedToCreateRoute)
+	var r *replica
+	if mode == controller.Observe {
+		// The platform's table: a route of a node that is gone, none
+		// for the new node.
+		gone := fmt.Sprintf("10.200.%d.0/24", 100+n)
+		_, err := f.Client.PutRouteTable(ctx, &route.Table{ID: tableID, Name: "kubernetes-routes", ResourceGroup: "kubernetes", Location: "eastus",
+			Routes: []route.Route{{Name: routeName("rbac-gone", gone), AddressPrefix: gone, Prefix: netip.MustParsePrefix(gone),
+				NextHopType: route.VirtualAppliance, NextHopIP: netip.MustParseAddr(nodeIP(n + 1))}}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := f.Client.GetSubnet(ctx, subnetID)
+		if _, err := f.Client.SetSubnetRouteTable(ctx, subnetID, tableID, s.Etag); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Mode, cfg.CreateTable = controller.Observe, false
+		cfg.Resync = 300 * time.Millisecond // the missing route is reported at a reconcile after the grace
+		r = start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: saConfig, LeaderElection: le, Pod: pod, EventGrace: 500 * time.Millisecond})
+		createNode(ctx, t, admin, node{name: inside, podCIDRs: []string{podCIDR(n)}, ips: []string{nodeIP(n)}, networkUnavailable: true})
+		waitEvent(ctx, t, admin, "default", "Node", inside, kubestatus.EventRouteMissing)
+		waitEvent(ctx, t, admin, "kube-system", "Pod", pod.Name, kubestatus.EventStaleRoutes)
+		if c, _ := condition(ctx, t, admin, inside); c.Status != corev1.ConditionTrue {
+			t.Errorf("observe mode changed %s's condition: %+v", inside, c)
+		}
+	} else {
+		r = start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: saConfig, LeaderElection: le, Pod: pod})
+		createNode(ctx, t, admin, node{name: inside, podCIDRs: []string{podCIDR(n)}, ips: []string{nodeIP(n)}, networkUnavailable: true})
+		createNode(ctx, t, admin, node{name: outside, podCIDRs: []string{fmt.Sprintf("10.98.%d.0/24", n)}, ips: []string{nodeIP(n + 1)}, networkUnavailable: true})
+		waitCondition(ctx, t, admin, inside, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		waitCondition(ctx, t, admin, outside, corev1.ConditionTrue, string(plan.ReasonOutsideClusterCIDR))
+		waitEvent(ctx, t, admin, "default", "Node", outside, kubestatus.EventFailedToCreateRoute)
+	}
 
 	// Someone detaches the subnet: the guard repairs it and says so on
 	// routekeeper's Pod.

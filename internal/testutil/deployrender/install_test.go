@@ -173,6 +173,17 @@ func checkInstall(t *testing.T, in install) *config.Config {
 		}
 	}
 
+	// Only manage mode writes the NetworkUnavailable condition.
+	patchesStatus := false
+	for _, r := range Of[*rbacv1.ClusterRole](in.objs) {
+		for _, rule := range r.Rules {
+			patchesStatus = patchesStatus || slices.Contains(rule.Resources, "nodes/status")
+		}
+	}
+	if want := in.routes == config.RoutesManage; patchesStatus != want {
+		t.Errorf("routes: %s, the ClusterRole grants nodes/status: %v, want %v", in.routes, patchesStatus, want)
+	}
+
 	// Metrics and probes.
 	_, port, _ := strings.Cut(cfg.Controller.MetricsAddress, ":")
 	if len(c.Ports) != 1 || fmt.Sprint(c.Ports[0].ContainerPort) != port || c.Ports[0].Name != "metrics" {

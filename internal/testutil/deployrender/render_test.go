@@ -308,44 +308,57 @@ func TestHelmChartRefusesBadValues(t *testing.T) {
 }
 
 // TestHelmRBACIsKustomizeRBAC: the chart installed as release routekeeper
-// in kube-system grants exactly the rules of deploy/kustomize/base, the
-// ones test/e2e proves sufficient and least.
+// in kube-system grants exactly the rules of the kustomization of the same
+// mode, the ones test/e2e proves sufficient and least.
 func TestHelmRBACIsKustomizeRBAC(t *testing.T) {
-	out, err := Kustomize(filepath.Join(root(t), "deploy", "kustomize", "base"))
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		kustomization string
+		routes        string
+	}{
+		{"base", "manage"},
+		{"overlays/observe", "observe"},
+	} {
+		t.Run(tc.kustomization, func(t *testing.T) {
+			out, err := Kustomize(filepath.Join(root(t), "deploy", "kustomize", tc.kustomization))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kobjs, err := Decode(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hobjs, err := helm(t, "routekeeper", "kube-system", with(minimal(), map[string]any{"routes": tc.routes}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kr, kb := rbacOf(kobjs)
+			hr, hb := rbacOf(hobjs)
+			if d := cmp.Diff(kr, hr); d != "" {
+				t.Errorf("RBAC rules, kustomize (-) vs Helm chart (+):\n%s", d)
+			}
+			if d := cmp.Diff(kb, hb); d != "" {
+				t.Errorf("RBAC bindings, kustomize (-) vs Helm chart (+):\n%s", d)
+			}
+		})
 	}
-	kobjs, err := Decode(out)
-	if err != nil {
-		t.Fatal(err)
+}
+
+type binding struct{ Role, Subject string }
+
+// rbacOf returns the rules of every role and what every binding binds.
+func rbacOf(objs []Object) (map[string][]rbacv1.PolicyRule, map[string]binding) {
+	r, b := map[string][]rbacv1.PolicyRule{}, map[string]binding{}
+	for _, o := range Of[*rbacv1.ClusterRole](objs) {
+		r["ClusterRole "+o.Name] = o.Rules
 	}
-	hobjs, err := helm(t, "routekeeper", "kube-system", minimal())
-	if err != nil {
-		t.Fatal(err)
+	for _, o := range Of[*rbacv1.Role](objs) {
+		r["Role "+o.Namespace+"/"+o.Name] = o.Rules
 	}
-	type binding struct{ Role, Subject string }
-	rules := func(objs []Object) (map[string][]rbacv1.PolicyRule, map[string]binding) {
-		r, b := map[string][]rbacv1.PolicyRule{}, map[string]binding{}
-		for _, o := range Of[*rbacv1.ClusterRole](objs) {
-			r["ClusterRole "+o.Name] = o.Rules
-		}
-		for _, o := range Of[*rbacv1.Role](objs) {
-			r["Role "+o.Namespace+"/"+o.Name] = o.Rules
-		}
-		for _, o := range Of[*rbacv1.ClusterRoleBinding](objs) {
-			b["ClusterRoleBinding "+o.Name] = binding{o.RoleRef.Kind + " " + o.RoleRef.Name, o.Subjects[0].Namespace + "/" + o.Subjects[0].Name}
-		}
-		for _, o := range Of[*rbacv1.RoleBinding](objs) {
-			b["RoleBinding "+o.Namespace+"/"+o.Name] = binding{o.RoleRef.Kind + " " + o.RoleRef.Name, o.Subjects[0].Namespace + "/" + o.Subjects[0].Name}
-		}
-		return r, b
+	for _, o := range Of[*rbacv1.ClusterRoleBinding](objs) {
+		b["ClusterRoleBinding "+o.Name] = binding{o.RoleRef.Kind + " " + o.RoleRef.Name, o.Subjects[0].Namespace + "/" + o.Subjects[0].Name}
 	}
-	kr, kb := rules(kobjs)
-	hr, hb := rules(hobjs)
-	if d := cmp.Diff(kr, hr); d != "" {
-		t.Errorf("RBAC rules, kustomize base (-) vs Helm chart (+):\n%s", d)
+	for _, o := range Of[*rbacv1.RoleBinding](objs) {
+		b["RoleBinding "+o.Namespace+"/"+o.Name] = binding{o.RoleRef.Kind + " " + o.RoleRef.Name, o.Subjects[0].Namespace + "/" + o.Subjects[0].Name}
 	}
-	if d := cmp.Diff(kb, hb); d != "" {
-		t.Errorf("RBAC bindings, kustomize base (-) vs Helm chart (+):\n%s", d)
-	}
+	return r, b
 }
