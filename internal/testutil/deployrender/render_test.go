@@ -293,6 +293,9 @@ func TestHelmChartRefusesBadValues(t *testing.T) {
 		{"workload identity without client ID", with(minimal(), map[string]any{"identity": map[string]any{"type": "workloadIdentity"}}), "identity.workloadIdentity.clientID is required"},
 		{"workload identity without subscription", with(minimal(), map[string]any{"identity": map[string]any{"type": "workloadIdentity", "workloadIdentity": map[string]any{"clientID": "x"}}}), "azure.subscriptionID and azure.tenantID are required"},
 		{"azure.json to create without content", with(minimal(), map[string]any{"identity": map[string]any{"azureJSON": map[string]any{"create": true}}}), "identity.azureJSON.content"},
+		{"lease set through config", with(minimal(), map[string]any{"config": map[string]any{"controller": map[string]any{"leaderElection": map[string]any{"name": "other"}}}}), "set leaderElection.enabled and leaderElection.leaseName instead"},
+		{"metrics address set through config", with(minimal(), map[string]any{"config": map[string]any{"controller": map[string]any{"metricsAddress": ":9090"}}}), "set metrics.port instead"},
+		{"source set through config", with(minimal(), map[string]any{"config": map[string]any{"source": map[string]any{"type": "inventory"}}}), "config.source"},
 		{"metrics port out of range", with(minimal(), map[string]any{"metrics": map[string]any{"port": 70000}}), "'/metrics/port'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,6 +49,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- fail "routeTable.id and subnets are required with identity.type=workloadIdentity (there is no azure.json to derive them from)" -}}
 {{- end -}}
 {{- end -}}
+{{- $controller := dig "controller" (dict) .Values.config -}}
+{{- if hasKey $controller "leaderElection" -}}
+{{- fail "config.controller.leaderElection: set leaderElection.enabled and leaderElection.leaseName instead (the chart keeps the Lease and its RBAC together)" -}}
+{{- end -}}
+{{- if hasKey $controller "metricsAddress" -}}
+{{- fail "config.controller.metricsAddress: set metrics.port instead (the chart keeps the container port, probes and monitors together)" -}}
+{{- end -}}
+{{- if hasKey .Values.config "source" -}}
+{{- fail "config.source: the chart runs routekeeper with the in-cluster Kubernetes source; leave it out" -}}
+{{- end -}}
 {{- if and .Values.identity.azureJSON.create (ne .Values.identity.type "azureJSON") -}}
 {{- fail (printf "identity.azureJSON.create=true but identity.type=%s" .Values.identity.type) -}}
 {{- end -}}
