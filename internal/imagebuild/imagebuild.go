@@ -88,7 +88,7 @@ func Build(o Options) (v1.Image, error) {
 		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(files)), nil },
-		tarball.WithMediaType(types.OCILayer))
+		tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 	if err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}

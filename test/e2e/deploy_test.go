@@ -27,13 +27,13 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
-// TestRenderedManifestsOnKubeAPIServer renders every kustomization and the
+// TestDeployManifestsOnKubeAPIServer renders every kustomization and the
 // chart with the values of each way to install it, and has the real
 // kube-apiserver validate every object (server-side dry run, strict field
 // validation: its OpenAPI schemas and admission). internal/testutil/
 // deployrender's tests check that each installation holds together; this
 // one that the API server takes it.
-func TestRenderedManifestsOnKubeAPIServer(t *testing.T) {
+func TestDeployManifestsOnKubeAPIServer(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := t.Context()
 	c := newCreator(t, env.Config)
