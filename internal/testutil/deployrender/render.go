@@ -72,9 +72,11 @@ func Kustomizations(root string) ([]string, error) {
 }
 
 // Kustomize renders the kustomization in dir as `kubectl kustomize dir`
-// does.
+// does (objects in kubectl's legacy kind order).
 func Kustomize(dir string) ([]byte, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	o := krusty.MakeDefaultOptions()
+	o.Reorder = krusty.ReorderOptionLegacy
+	k := krusty.MakeKustomizer(o)
 	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", dir, err)
