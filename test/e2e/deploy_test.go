@@ -3,7 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"os"
@@ -14,167 +14,132 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
-	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
-func only[T runtime.Object](t *testing.T, objs []runtime.Object) T {
-	t.Helper()
-	var found []T
-	for _, o := range objs {
-		if v, ok := o.(T); ok {
-			found = append(found, v)
-		}
-	}
-	if len(found) != 1 {
-		var zero T
-		t.Fatalf("want exactly one %T, found %d", zero, len(found))
-	}
-	return found[0]
-}
-
-// TestDeployManifestsAgree checks that deploy/ holds together: the
-// Deployment mounts the ConfigMap and Secret it names, runs as the
-// ServiceAccount the RBAC binds, serves its probes on the port the
-// configuration listens on, and the configuration itself is valid and
-// names the lease the RBAC allows.
-func TestDeployManifestsAgree(t *testing.T) {
-	dep := only[*appsv1.Deployment](t, readManifests(t, "deployment.yaml"))
-	cm := only[*corev1.ConfigMap](t, readManifests(t, "configmap.yaml"))
-	sa := only[*corev1.ServiceAccount](t, readManifests(t, "serviceaccount.yaml"))
-	secret := only[*corev1.Secret](t, readManifests(t, "azure-json.example.yaml"))
-	rbac := readManifests(t, "rbac.yaml")
-	readManifests(t, "pdb.yaml")
-
-	pod := dep.Spec.Template.Spec
-	if *dep.Spec.Replicas != 2 {
-		t.Errorf("replicas = %d, want 2", *dep.Spec.Replicas)
-	}
-	if pod.ServiceAccountName != sa.Name || dep.Namespace != sa.Namespace {
-		t.Errorf("Deployment runs as %s/%s, the ServiceAccount is %s/%s", dep.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
-	}
-	for _, o := range rbac {
-		var subjects []rbacv1.Subject
-		switch b := o.(type) {
-		case *rbacv1.ClusterRoleBinding:
-			subjects = b.Subjects
-		case *rbacv1.RoleBinding:
-			subjects = b.Subjects
-		default:
-			continue
-		}
-		if len(subjects) != 1 || subjects[0].Name != sa.Name || subjects[0].Namespace != sa.Namespace {
-			t.Errorf("a binding in rbac.yaml names %+v, not the ServiceAccount", subjects)
-		}
-	}
-	volumes := map[string]corev1.Volume{}
-	for _, v := range pod.Volumes {
-		volumes[v.Name] = v
-	}
-	c := pod.Containers[0]
-	mounts := map[string]string{}
-	for _, m := range c.VolumeMounts {
-		mounts[m.Name] = m.MountPath
-		v := volumes[m.Name]
-		switch {
-		case v.ConfigMap != nil && v.ConfigMap.Name != cm.Name:
-			t.Errorf("volume %s mounts ConfigMap %s, the manifest is %s", v.Name, v.ConfigMap.Name, cm.Name)
-		case v.Secret != nil && v.Secret.SecretName != secret.Name:
-			t.Errorf("volume %s mounts Secret %s, the example is %s", v.Name, v.Secret.SecretName, secret.Name)
-		}
-	}
-	if !pod.HostNetwork {
-		t.Error("routekeeper must not depend on the pod network it repairs: hostNetwork should be true")
-	}
-
-	// The configuration file as the container sees it.
-	var cfgArg string
-	for _, a := range c.Args {
-		if v, ok := strings.CutPrefix(a, "--config="); ok {
-			cfgArg = v
-		}
-	}
-	key := filepath.Base(cfgArg)
-	if mounts["config"] != filepath.Dir(cfgArg) || cm.Data[key] == "" {
-		t.Fatalf("--config=%s is not the ConfigMap's key %v mounted at %s", cfgArg, keys(cm.Data), mounts["config"])
-	}
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, key)
-	if err := os.WriteFile(cfgPath, []byte(cm.Data[key]), 0o644); err != nil {
+// TestDeployManifestsOnKubeAPIServer renders every kustomization and the
+// chart with the values of each way to install it, and has the real
+// kube-apiserver validate every object (server-side dry run, strict field
+// validation: its OpenAPI schemas and admission). internal/testutil/
+// deployrender's tests check that each installation holds together; this
+// one that the API server takes it.
+func TestDeployManifestsOnKubeAPIServer(t *testing.T) {
+	env := cluster.Env(t)
+	ctx := t.Context()
+	c := newCreator(t, env.Config)
+	const otherNamespace = "routekeeper-e2e-chart"
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNamespace}}
+	admin := env.Clientset(t)
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	ajPath := filepath.Join(dir, "azure.json")
-	if err := os.WriteFile(ajPath, []byte(secret.StringData["azure.json"]), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Read(cfgPath)
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Namespaces().Delete(context.Background(), otherNamespace, metav1.DeleteOptions{})
+	})
+
+	example, err := os.ReadFile(filepath.Join(deployDir, "examples", "azure-json-secret.yaml"))
 	if err != nil {
-		t.Fatalf("the ConfigMap's configuration does not decode: %v", err)
-	}
-	if want := filepath.Join(mounts["azure-json"], "azure.json"); cfg.Cloud.Azure.ConfigFile != want {
-		t.Errorf("cloud.azure.configFile = %s, the Secret is mounted as %s", cfg.Cloud.Azure.ConfigFile, want)
-	}
-	cfg.Cloud.Azure.ConfigFile = ajPath
-	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Errorf("the ConfigMap's configuration with the example azure.json is not valid: %v", err)
+	exampleObjs, err := deployrender.Decode(example)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if cfg.Source.Type != config.SourceKube || !cfg.Controller.LeaderElection.Enabled {
-		t.Errorf("source %s, leader election %v: want kube and on", cfg.Source.Type, cfg.Controller.LeaderElection.Enabled)
+	// The example Secret itself must be valid too.
+	if unserved, refused := c.validate(ctx, t, exampleObjs); len(unserved)+len(refused) > 0 {
+		t.Fatalf("the example Secret: unserved %v, refused %v", unserved, refused)
 	}
-	var leases []string
-	for _, o := range rbac {
-		if r, ok := o.(*rbacv1.Role); ok && r.Namespace == cfg.Controller.LeaderElection.Namespace {
-			for _, rule := range r.Rules {
-				if slices.Contains(rule.Resources, "leases") {
-					leases = append(leases, rule.ResourceNames...)
+	aj := deployrender.Of[*corev1.Secret](exampleObjs)[0].StringData["azure.json"]
+	wi := chartValues()
+	wi["identity"] = map[string]any{"type": "workloadIdentity", "workloadIdentity": map[string]any{"clientID": "11111111-1111-1111-1111-111111111111"}}
+	wi["azure"] = map[string]any{"subscriptionID": "00000000-0000-0000-0000-000000000000", "tenantID": "22222222-2222-2222-2222-222222222222"}
+	wi["routeTable"] = map[string]any{"id": tableID}
+	wi["subnets"] = []any{subnetID}
+	monitoring := chartValues()
+	monitoring["metrics"] = map[string]any{"podMonitor": map[string]any{"enabled": true}, "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}}
+	observe := chartValues()
+	observe["routes"] = "observe"
+	other := chartValues()
+	other["replicas"] = 1
+	other["identity"] = map[string]any{"azureJSON": map[string]any{"create": true, "content": aj}}
+
+	renders := map[string]func(t *testing.T) []deployrender.Object{
+		"chart defaults": func(t *testing.T) []deployrender.Object {
+			return helmChart(t, "routekeeper", "kube-system", chartValues())
+		},
+		"chart observe":           func(t *testing.T) []deployrender.Object { return helmChart(t, "routekeeper", "kube-system", observe) },
+		"chart workload identity": func(t *testing.T) []deployrender.Object { return helmChart(t, "routekeeper", "kube-system", wi) },
+		"chart monitoring": func(t *testing.T) []deployrender.Object {
+			return helmChart(t, "routekeeper", "kube-system", monitoring)
+		},
+		"chart azure.json Secret, other namespace": func(t *testing.T) []deployrender.Object {
+			return helmChart(t, "rk", otherNamespace, other)
+		},
+	}
+	root, err := filepath.Abs(filepath.Join(deployDir, ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := deployrender.Kustomizations(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		rel, _ := filepath.Rel(filepath.Join("deploy", "kustomize"), dir)
+		renders["kustomize "+rel] = func(t *testing.T) []deployrender.Object { return kustomize(t, rel) }
+	}
+	for _, name := range slices.Sorted(maps.Keys(renders)) {
+		t.Run(name, func(t *testing.T) {
+			objs := renders[name](t)
+			unserved, refused := c.validate(ctx, t, objs)
+			for _, err := range refused {
+				t.Error(err)
+			}
+			for _, u := range unserved {
+				if !strings.Contains(u, "Monitor ") && !strings.HasPrefix(u, "PrometheusRule ") {
+					t.Errorf("the API server does not serve %s", u)
 				}
 			}
-		}
+			if len(unserved) > 0 {
+				t.Logf("prometheus-operator's CRDs are not installed; not validated by the API server: %v", unserved)
+			}
+		})
 	}
-	if !slices.Contains(leases, cfg.Controller.LeaderElection.Name) {
-		t.Errorf("leader election lease %s/%s is not in rbac.yaml's lease rules (%v)", cfg.Controller.LeaderElection.Namespace, cfg.Controller.LeaderElection.Name, leases)
-	}
-	_, port, _ := strings.Cut(cfg.Controller.MetricsAddress, ":")
-	if len(c.Ports) != 1 || fmt.Sprint(c.Ports[0].ContainerPort) != port {
-		t.Errorf("container ports %+v, the configuration listens on %s", c.Ports, cfg.Controller.MetricsAddress)
-	}
-	if dep.Spec.Template.Annotations["prometheus.io/port"] != port {
-		t.Errorf("prometheus.io/port = %s, want %s", dep.Spec.Template.Annotations["prometheus.io/port"], port)
-	}
-	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != c.Ports[0].Name {
-			t.Errorf("%s probe %+v does not use the metrics port", name, p)
-		}
-	}
-	env := map[string]string{}
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
-			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
-		}
-	}
-	if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
-		t.Errorf("POD_NAME/POD_NAMESPACE not from the downward API: %v", env)
-	}
-}
 
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
+	// The validation refuses what is wrong: a misspelt field, a value of
+	// the wrong type, a missing required field.
+	for name, breakIt := range map[string]func(u map[string]any){
+		"misspelt field": func(u map[string]any) {
+			_ = unstructured.SetNestedField(u, true, "spec", "template", "spec", "hostNetwrok")
+		},
+		"wrong type":    func(u map[string]any) { _ = unstructured.SetNestedField(u, "two", "spec", "replicas") },
+		"no containers": func(u map[string]any) { unstructured.RemoveNestedField(u, "spec", "template", "spec", "containers") },
+	} {
+		t.Run("refused: "+name, func(t *testing.T) {
+			var dep []deployrender.Object
+			for _, o := range helmChart(t, "routekeeper", "kube-system", chartValues()) {
+				if o.Kind() == "Deployment" {
+					breakIt(o.Unstructured.Object)
+					dep = append(dep, o)
+				}
+			}
+			if _, refused := c.validate(ctx, t, dep); len(refused) != 1 {
+				t.Errorf("refused %v, want the broken Deployment refused", refused)
+			} else {
+				t.Log(refused[0])
+			}
+		})
 	}
-	return out
 }
 
 // armRecorder records the ARM requests of a client.
@@ -223,9 +188,9 @@ func actionsOf(t *testing.T, req string) []string {
 // against ARM (the location lookup for a new table, creating and filling
 // the table, associating it, updating it, repairing a detached subnet,
 // waiting for long-running operations) and compares the Azure actions
-// those requests need with deploy/azure-role.json.
+// those requests need with deploy/azure/routekeeper-role.json.
 func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(deployDir, "azure-role.json"))
+	b, err := os.ReadFile(filepath.Join(deployDir, "azure", "routekeeper-role.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +199,7 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 		AssignableScopes                 []string
 	}
 	if err := json.Unmarshal(b, &role); err != nil {
-		t.Fatalf("azure-role.json: %v", err)
+		t.Fatalf("routekeeper-role.json: %v", err)
 	}
 
 	env := fabrictest.New(t, fabric.Options{OperationDuration: 30 * time.Millisecond}, topology)
@@ -283,12 +248,12 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 				t.Logf("%s: not exercised on the fabric: %s", a, why)
 				continue
 			}
-			t.Errorf("azure-role.json grants %s, which routekeeper run never needed", a)
+			t.Errorf("routekeeper-role.json grants %s, which routekeeper run never needed", a)
 		}
 	}
 	for a := range used {
 		if !slices.Contains(role.Actions, a) {
-			t.Errorf("routekeeper run needed %s, which azure-role.json lacks", a)
+			t.Errorf("routekeeper run needed %s, which routekeeper-role.json lacks", a)
 		}
 	}
 	if len(role.NotActions)+len(role.DataActions) != 0 || len(role.AssignableScopes) == 0 {

@@ -1,123 +1,143 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
+	"fmt"
 	"path/filepath"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
 )
 
 // deployDir is the repository's deploy/ directory.
 var deployDir = filepath.Join("..", "..", "deploy")
 
-// readManifests decodes every object of a multi-document YAML file in
-// deploy/.
-func readManifests(t testing.TB, name string) []runtime.Object {
+// kustomize renders a kustomization under deploy/kustomize (as `kubectl
+// kustomize`) and decodes it strictly.
+func kustomize(t testing.TB, dir string) []deployrender.Object {
 	t.Helper()
-	f, err := os.Open(filepath.Join(deployDir, name))
+	out, err := deployrender.Kustomize(filepath.Join(deployDir, "kustomize", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
-	var out []runtime.Object
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+	objs, err := deployrender.Decode(out)
+	if err != nil {
+		t.Fatalf("kustomization %s: %v", dir, err)
+	}
+	return objs
+}
+
+// helmChart renders deploy/helm/routekeeper (as `helm template`) and
+// decodes it strictly.
+func helmChart(t testing.TB, release, namespace string, values map[string]any) []deployrender.Object {
+	t.Helper()
+	out, err := deployrender.Helm(filepath.Join(deployDir, "helm", "routekeeper"), release, namespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := deployrender.Decode(out)
+	if err != nil {
+		t.Fatalf("chart: %v", err)
+	}
+	return objs
+}
+
+// chartValues are the values every chart install needs.
+func chartValues() map[string]any {
+	return map[string]any{"cluster": map[string]any{"name": "e2e", "clusterCIDRs": []any{clusterCIDR.String()}}}
+}
+
+// creator creates rendered objects of any kind through the dynamic client.
+type creator struct {
+	client dynamic.Interface
+	mapper meta.RESTMapper
+}
+
+func newCreator(t testing.TB, cfg *rest.Config) *creator {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &creator{client: client, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
+}
+
+// resource returns the client of the object's resource, or ok false when
+// the API server does not serve its kind (a CRD that is not installed).
+func (c *creator) resource(t testing.TB, o deployrender.Object) (dynamic.ResourceInterface, bool) {
+	t.Helper()
+	u := o.Unstructured
+	gvk := u.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", o.Name(), err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.client.Resource(m.Resource).Namespace(u.GetNamespace()), true
+	}
+	return c.client.Resource(m.Resource), true
+}
+
+// validate creates every object in server-side dry-run mode with strict
+// field validation: the API server checks each against its OpenAPI schema
+// and admission, and stores nothing. It returns the objects whose kinds
+// the API server does not serve, and the refusals.
+func (c *creator) validate(ctx context.Context, t testing.TB, objs []deployrender.Object) (unserved []string, refused []error) {
+	t.Helper()
+	for _, o := range objs {
+		r, ok := c.resource(t, o)
+		if !ok {
+			unserved = append(unserved, o.Name())
 			continue
 		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("%s: decoding %q: %v", name, firstLine(doc), err)
-		}
-		out = append(out, obj)
-	}
-	return out
-}
-
-func stripComments(doc []byte) []byte {
-	var b bytes.Buffer
-	for _, l := range bytes.Split(doc, []byte("\n")) {
-		if t := bytes.TrimSpace(l); len(t) > 0 && t[0] != '#' {
-			b.Write(l)
-			b.WriteByte('\n')
+		opts := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict}
+		if _, err := r.Create(ctx, o.Unstructured, opts); err != nil {
+			refused = append(refused, fmt.Errorf("the API server refuses %s: %w", o.Name(), err))
 		}
 	}
-	return b.Bytes()
+	return unserved, refused
 }
 
-func firstLine(b []byte) string {
-	b = stripComments(b)
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return string(b[:i])
-	}
-	return string(b)
-}
-
-// apply creates the objects with the admin client (replacing any left by
-// an earlier test) and deletes them when the test ends.
-func apply(ctx context.Context, t *testing.T, client kubernetes.Interface, objs []runtime.Object) {
+// create creates the objects for real with strict field validation
+// (replacing any left by an earlier test) and deletes them when the test
+// ends.
+func (c *creator) create(ctx context.Context, t *testing.T, objs []deployrender.Object) {
 	t.Helper()
-	for _, obj := range objs {
-		var create func() error
-		var del func(context.Context) error
-		switch o := obj.(type) {
-		case *corev1.ServiceAccount:
-			c := client.CoreV1().ServiceAccounts(o.Namespace)
-			create = func() error { _, err := c.Create(ctx, o, metav1.CreateOptions{}); return err }
-			del = func(ctx context.Context) error { return c.Delete(ctx, o.Name, metav1.DeleteOptions{}) }
-		case *rbacv1.ClusterRole:
-			c := client.RbacV1().ClusterRoles()
-			create = func() error { _, err := c.Create(ctx, o, metav1.CreateOptions{}); return err }
-			del = func(ctx context.Context) error { return c.Delete(ctx, o.Name, metav1.DeleteOptions{}) }
-		case *rbacv1.ClusterRoleBinding:
-			c := client.RbacV1().ClusterRoleBindings()
-			create = func() error { _, err := c.Create(ctx, o, metav1.CreateOptions{}); return err }
-			del = func(ctx context.Context) error { return c.Delete(ctx, o.Name, metav1.DeleteOptions{}) }
-		case *rbacv1.Role:
-			c := client.RbacV1().Roles(o.Namespace)
-			create = func() error { _, err := c.Create(ctx, o, metav1.CreateOptions{}); return err }
-			del = func(ctx context.Context) error { return c.Delete(ctx, o.Name, metav1.DeleteOptions{}) }
-		case *rbacv1.RoleBinding:
-			c := client.RbacV1().RoleBindings(o.Namespace)
-			create = func() error { _, err := c.Create(ctx, o, metav1.CreateOptions{}); return err }
-			del = func(ctx context.Context) error { return c.Delete(ctx, o.Name, metav1.DeleteOptions{}) }
-		default:
-			t.Fatalf("apply: %T is not handled", obj)
+	for _, o := range objs {
+		r, ok := c.resource(t, o)
+		if !ok {
+			t.Fatalf("the API server does not serve %s", o.Name())
 		}
-		if err := create(); apierrors.IsAlreadyExists(err) {
-			if err := del(ctx); err != nil {
-				t.Fatal(err)
+		opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+		_, err := r.Create(ctx, o.Unstructured, opts)
+		if apierrors.IsAlreadyExists(err) {
+			if err := r.Delete(ctx, o.Unstructured.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("deleting the %s an earlier test left: %v", o.Name(), err)
 			}
-			err = create()
-			if err != nil {
-				t.Fatal(err)
-			}
-		} else if err != nil {
-			t.Fatalf("creating %T: %v", obj, err)
+			_, err = r.Create(ctx, o.Unstructured, opts)
+		}
+		if err != nil {
+			t.Fatalf("creating %s: %v", o.Name(), err)
 		}
 		t.Cleanup(func() {
-			if err := del(context.Background()); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting %T: %v", obj, err)
+			if err := r.Delete(context.Background(), o.Unstructured.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %s: %v", o.Name(), err)
 			}
 		})
 	}

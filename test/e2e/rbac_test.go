@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -12,11 +13,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
+	kubetest "github.com/routekeeper/routekeeper/test/kube"
 )
 
 // access is one Kubernetes API permission a request needed.
@@ -142,23 +150,52 @@ var unexercised = map[string]string{
 	"patch events.events.k8s.io": "client-go's event library patches an event when the same event repeats within its series window; routekeeper's own deduplication makes that rare, and the library may still do it",
 }
 
-// TestRBACManifestIsSufficientAndLeast runs routekeeper as the
-// routekeeper service account with exactly deploy/rbac.yaml: everything
-// works (routes, conditions, events on Nodes and on the Pod, the lease),
-// nothing is refused, and every rule of the manifest was needed. Without
-// the bindings, routekeeper stops at once with an error naming the missing
-// permission.
+// TestRBACManifestIsSufficientAndLeast installs routekeeper as rendered
+// from deploy/kustomize/base and from the Helm chart (every object created
+// on the API server) and runs routekeeper as the installation's service
+// account with exactly its RBAC: everything works (routes, conditions,
+// events on Nodes and on the Pod, the lease), nothing is refused, and
+// every rule of the manifests was needed. Without the bindings,
+// routekeeper stops at once with an error naming the missing permission
+// (TestWithoutRBACRoutekeeperStops).
 func TestRBACManifestIsSufficientAndLeast(t *testing.T) {
 	env := cluster.Env(t)
+	observe := chartValues()
+	observe["routes"] = "observe"
+	for i, tc := range []struct {
+		name   string
+		mode   controller.Mode
+		render func(t *testing.T) []deployrender.Object
+	}{
+		{"kustomize base", controller.Manage, func(t *testing.T) []deployrender.Object { return kustomize(t, "base") }},
+		{"helm chart", controller.Manage, func(t *testing.T) []deployrender.Object {
+			return helmChart(t, "routekeeper", "kube-system", chartValues())
+		}},
+		{"kustomize observe", controller.Observe, func(t *testing.T) []deployrender.Object { return kustomize(t, "overlays/observe") }},
+		{"helm chart observe", controller.Observe, func(t *testing.T) []deployrender.Object {
+			return helmChart(t, "routekeeper", "kube-system", observe)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkRBAC(t, env, tc.render(t), tc.mode, 40+2*i) })
+	}
+}
+
+// checkRBAC creates the rendered installation and runs routekeeper in the
+// mode as its service account; n numbers the test's nodes.
+func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, mode controller.Mode, n int) {
 	ctx := t.Context()
 	admin := env.Clientset(t)
-	objs := append(readManifests(t, "serviceaccount.yaml"), readManifests(t, "rbac.yaml")...)
-	apply(ctx, t, admin, objs)
+	newCreator(t, env.Config).create(ctx, t, objs)
+	sas := deployrender.Of[*corev1.ServiceAccount](objs)
+	if len(sas) != 1 {
+		t.Fatalf("%d ServiceAccounts rendered, want 1", len(sas))
+	}
+	sa := sas[0]
 
 	var grants []grant
 	lease := ""
 	for _, o := range objs {
-		switch r := o.(type) {
+		switch r := o.Typed.(type) {
 		case *rbacv1.ClusterRole:
 			for _, rule := range r.Rules {
 				grants = append(grants, grant{PolicyRule: rule})
@@ -173,21 +210,52 @@ func TestRBACManifestIsSufficientAndLeast(t *testing.T) {
 		}
 	}
 	if lease == "" {
-		t.Fatal("rbac.yaml names no lease")
+		t.Fatal("the RBAC names no lease")
+	}
+	// The lease is created anew, so that its create is used.
+	if err := admin.CoordinationV1().Leases("kube-system").Delete(ctx, lease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
 	}
 
 	rec := &recorder{}
-	saConfig := rec.wrap(env.ServiceAccountConfig(ctx, t, "kube-system", "routekeeper"))
+	saConfig := rec.wrap(env.ServiceAccountConfig(ctx, t, sa.Namespace, sa.Name))
 	f := newFabric(t)
-	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kube-system", Name: "routekeeper-rbac-test", UID: "rbac-test-pod"}
+	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kube-system", Name: fmt.Sprintf("routekeeper-rbac-test-%d", n), UID: types.UID(fmt.Sprintf("rbac-test-pod-%d", n))}
 	le := leaderElection(lease, "rbac-replica")
-	r := start(t, daemon.Options{Controller: controllerConfig("rbac"), Cloud: f.client(t, nil), Kube: saConfig, LeaderElection: le, Pod: pod})
-
-	createNode(ctx, t, admin, node{name: "rbac-0", podCIDRs: []string{podCIDR(40)}, ips: []string{nodeIP(40)}, networkUnavailable: true})
-	createNode(ctx, t, admin, node{name: "rbac-outside", podCIDRs: []string{"10.98.0.0/24"}, ips: []string{nodeIP(41)}, networkUnavailable: true})
-	waitCondition(ctx, t, admin, "rbac-0", corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
-	waitCondition(ctx, t, admin, "rbac-outside", corev1.ConditionTrue, string(plan.ReasonOutsideClusterCIDR))
-	waitEvent(ctx, t, admin, "default", "Node", "rbac-outside", kubestatus.EventFailedToCreateRoute)
+	cfg := controllerConfig("rbac")
+	inside, outside := fmt.Sprintf("rbac-%d", n), fmt.Sprintf("rbac-outside-%d", n)
+	var r *replica
+	if mode == controller.Observe {
+		// The platform's table: a route of a node that is gone, none
+		// for the new node.
+		gone := fmt.Sprintf("10.200.%d.0/24", 100+n)
+		_, err := f.Client.PutRouteTable(ctx, &route.Table{ID: tableID, Name: "kubernetes-routes", ResourceGroup: "kubernetes", Location: "eastus",
+			Routes: []route.Route{{Name: routeName("rbac-gone", gone), AddressPrefix: gone, Prefix: netip.MustParsePrefix(gone),
+				NextHopType: route.VirtualAppliance, NextHopIP: netip.MustParseAddr(nodeIP(n + 1))}}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := f.Client.GetSubnet(ctx, subnetID)
+		if _, err := f.Client.SetSubnetRouteTable(ctx, subnetID, tableID, s.Etag); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Mode, cfg.CreateTable = controller.Observe, false
+		cfg.Resync = 300 * time.Millisecond // the missing route is reported at a reconcile after the grace
+		r = start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: saConfig, LeaderElection: le, Pod: pod, EventGrace: 500 * time.Millisecond})
+		createNode(ctx, t, admin, node{name: inside, podCIDRs: []string{podCIDR(n)}, ips: []string{nodeIP(n)}, networkUnavailable: true})
+		waitEvent(ctx, t, admin, "default", "Node", inside, kubestatus.EventRouteMissing)
+		waitEvent(ctx, t, admin, "kube-system", "Pod", pod.Name, kubestatus.EventStaleRoutes)
+		if c, _ := condition(ctx, t, admin, inside); c.Status != corev1.ConditionTrue {
+			t.Errorf("observe mode changed %s's condition: %+v", inside, c)
+		}
+	} else {
+		r = start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: saConfig, LeaderElection: le, Pod: pod})
+		createNode(ctx, t, admin, node{name: inside, podCIDRs: []string{podCIDR(n)}, ips: []string{nodeIP(n)}, networkUnavailable: true})
+		createNode(ctx, t, admin, node{name: outside, podCIDRs: []string{fmt.Sprintf("10.98.%d.0/24", n)}, ips: []string{nodeIP(n + 1)}, networkUnavailable: true})
+		waitCondition(ctx, t, admin, inside, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		waitCondition(ctx, t, admin, outside, corev1.ConditionTrue, string(plan.ReasonOutsideClusterCIDR))
+		waitEvent(ctx, t, admin, "default", "Node", outside, kubestatus.EventFailedToCreateRoute)
+	}
 
 	// Someone detaches the subnet: the guard repairs it and says so on
 	// routekeeper's Pod.
@@ -211,12 +279,12 @@ func TestRBACManifestIsSufficientAndLeast(t *testing.T) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if len(rec.refused) > 0 {
-		t.Errorf("requests refused with deploy/rbac.yaml:\n  %s", strings.Join(rec.refused, "\n  "))
+		t.Errorf("requests refused with the rendered RBAC:\n  %s", strings.Join(rec.refused, "\n  "))
 	}
 	// Every request was allowed by some rule (sufficient)...
 	for _, a := range rec.used {
 		if !slices.ContainsFunc(grants, func(g grant) bool { return allows(g, a) }) {
-			t.Errorf("request needing %s is not granted by deploy/rbac.yaml (it succeeded only through a default role?)", a)
+			t.Errorf("request needing %s is not granted by the rendered RBAC (it succeeded only through a default role?)", a)
 		}
 	}
 	// ...and every verb of every rule was used (least privilege).
@@ -237,7 +305,7 @@ func TestRBACManifestIsSufficientAndLeast(t *testing.T) {
 						t.Logf("not exercised: %s in %q: %s", key, g.namespace, why)
 						continue
 					}
-					t.Errorf("deploy/rbac.yaml grants %s (namespace %q) but routekeeper never needed it", key, g.namespace)
+					t.Errorf("the rendered RBAC grants %s (namespace %q) but routekeeper never needed it", key, g.namespace)
 				}
 			}
 		}
@@ -255,8 +323,8 @@ func TestWithoutRBACRoutekeeperStops(t *testing.T) {
 	begin := time.Now()
 	err := daemon.Run(context.WithoutCancel(ctx), daemon.Options{Controller: controllerConfig("norbac"), Cloud: f.client(t, nil), Kube: cfg,
 		LeaderElection: leaderElection("norbac", "norbac"), Logger: testLogger(t)})
-	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "deploy/rbac.yaml") {
-		t.Fatalf("Run without RBAC = %v, want a forbidden error pointing to deploy/rbac.yaml", err)
+	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "deploy/kustomize/base/rbac.yaml") {
+		t.Fatalf("Run without RBAC = %v, want a forbidden error pointing to deploy/kustomize/base/rbac.yaml", err)
 	}
 	t.Logf("stopped after %s: %v", time.Since(begin).Round(time.Millisecond), err)
 	if f.table(t) != nil {

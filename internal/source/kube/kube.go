@@ -138,7 +138,7 @@ func (s *Source) waitSynced(ctx context.Context) error {
 		werr := s.watchErr
 		s.mu.Unlock()
 		if apierrors.IsForbidden(werr) || apierrors.IsUnauthorized(werr) {
-			return fmt.Errorf("listing nodes: %w (routekeeper needs list and watch on nodes: see deploy/rbac.yaml)", werr)
+			return fmt.Errorf("listing nodes: %w (routekeeper needs list and watch on nodes: see deploy/kustomize/base/rbac.yaml or the Helm chart deploy/helm/routekeeper)", werr)
 		}
 		select {
 		case <-ctx.Done():

@@ -246,7 +246,7 @@ func TestStartFailsFastWhenForbidden(t *testing.T) {
 	s := New(client, Options{SyncTimeout: time.Minute})
 	start := time.Now()
 	err := s.Start(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "deploy/rbac.yaml") {
+	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "deploy/kustomize/base/rbac.yaml") {
 		t.Fatalf("Start = %v, want a forbidden error naming the RBAC manifest", err)
 	}
 	if d := time.Since(start); d > 30*time.Second {
