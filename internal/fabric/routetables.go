@@ -177,6 +177,13 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 		if err := s.checkRoutes(id, out.Properties.Routes); err != nil {
 			return err
 		}
+		if cur != nil && cur.Properties.ProvisioningState == stateSucceeded {
+			out.Properties.Subnets = cur.Properties.Subnets
+			if sameContent(row.Doc, out) {
+				resp = unchanged(json.RawMessage(row.Doc), row.Etag)
+				return nil
+			}
+		}
 		if row == nil {
 			row = fresh
 		}
@@ -524,7 +531,11 @@ func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 		if err != nil {
 			return err
 		}
-		nr.Etag = etag // the route was written: new etag even if unchanged
+		if prev != nil && t.Properties.ProvisioningState == stateSucceeded && sameRoute(prev.Properties, nr.Properties) {
+			resp = unchanged(prev, prev.Etag)
+			return nil
+		}
+		nr.Etag = etag
 		routes := make([]*routeDoc, 0, len(t.Properties.Routes)+1)
 		replaced := false
 		for _, r := range t.Properties.Routes {

@@ -179,7 +179,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // injected faults and throttling, then the resource handler.
 func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	q := &request{r: r, method: r.Method, base: baseURL(r), query: r.URL.Query(), out: out}
-	q.segs = strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	segs, err := pathSegments(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	q.segs = segs
 	write := isWrite(r.Method)
 	// Every answer carries the remaining quota, even a refused one.
 	s.quotaHeaders(q, write)
@@ -270,6 +274,21 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *response, e
 		w.Write(b)
 	}
 	return resp.status
+}
+
+// pathSegments splits the escaped path, then unescapes each segment: a
+// name holding %2F stays one segment (and fails the name rules) rather
+// than becoming a path separator.
+func pathSegments(u *url.URL) ([]string, error) {
+	segs := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	for i, s := range segs {
+		d, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, badRequest("InvalidRequestUri", "The request URI path segment %q is not valid: %v", s, err)
+		}
+		segs[i] = d
+	}
+	return segs, nil
 }
 
 // route dispatches on the path. Fixed segments compare case-insensitively.

@@ -88,7 +88,7 @@ func (s *Server) deleteVirtualNetwork(ctx context.Context, q *request) (*respons
 
 func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, error) {
 	var in armnetwork.VirtualNetwork
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := decodeModel(q.body, &in); err != nil {
 		return nil, err
 	}
 	if err := checkTags(in.Tags); err != nil {
@@ -130,7 +130,7 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 		}
 		etag := newEtag()
 		out := *props // keep what the client set that the fabric does not model
-		out.Subnets = nil
+		out.Subnets = []*armnetwork.Subnet{} // Azure lists none as []
 		out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
 		out.ResourceGUID = ptr(uuid.NewString())
 		out.FlowLogs = nil
@@ -167,6 +167,16 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 		}
 		if err := checkSubnets(t.name, space, out.Subnets); err != nil {
 			return err
+		}
+		if cur != nil && succeeded(cur.Properties.ProvisioningState) {
+			same := &armnetwork.VirtualNetwork{
+				ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
+				Tags: tagsOf(in.Tags), ExtendedLocation: in.ExtendedLocation, Properties: &out,
+			}
+			if sameContent(row.Doc, same) {
+				resp = unchanged(json.RawMessage(row.Doc), row.Etag)
+				return nil
+			}
 		}
 		v := &armnetwork.VirtualNetwork{
 			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
@@ -332,6 +342,9 @@ func buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.SubnetPropert
 	if p.NetworkSecurityGroup != nil {
 		p.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: p.NetworkSecurityGroup.ID}
 	}
+	if p.Delegations == nil {
+		p.Delegations = []*armnetwork.Delegation{} // Azure lists none as []
+	}
 	if p.PrivateEndpointNetworkPolicies == nil {
 		p.PrivateEndpointNetworkPolicies = ptr(armnetwork.VirtualNetworkPrivateEndpointNetworkPoliciesDisabled)
 	}
@@ -466,7 +479,7 @@ func (s *Server) getSubnet(ctx context.Context, q *request) (*response, error) {
 
 func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 	var in armnetwork.Subnet
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := decodeModel(q.body, &in); err != nil {
 		return nil, err
 	}
 	tg := q.target()
@@ -495,6 +508,10 @@ func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 		ns, err := buildSubnet(tx, row.ID, tg.childName, str(v.Location), in.Properties, prev, etag)
 		if err != nil {
 			return err
+		}
+		if prev != nil && succeeded(v.Properties.ProvisioningState) && sameSubnet(prev, ns) {
+			resp = unchanged(prev, str(prev.Etag))
+			return nil
 		}
 		ns.Etag = ptr(etag)
 		subnets := make([]*armnetwork.Subnet, 0, len(v.Properties.Subnets)+1)
@@ -583,4 +600,8 @@ func (s *Server) deleteSubnet(ctx context.Context, q *request) (*response, error
 		return nil
 	})
 	return resp, err
+}
+
+func succeeded(p *armnetwork.ProvisioningState) bool {
+	return p != nil && *p == armnetwork.ProvisioningStateSucceeded
 }
