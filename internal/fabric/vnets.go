@@ -129,7 +129,7 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 			return err
 		}
 		etag := newEtag()
-		out := *props // keep what the client set that the fabric does not model
+		out := *props                        // keep what the client set that the fabric does not model
 		out.Subnets = []*armnetwork.Subnet{} // Azure lists none as []
 		out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
 		out.ResourceGUID = ptr(uuid.NewString())
