@@ -53,6 +53,7 @@ type fabricServeOptions struct {
 	routeLimit  int
 	pageSize    int
 	seed        uint64
+	tls         bool
 	faults      fabric.Faults
 }
 
@@ -76,6 +77,7 @@ GET/PUT <endpoint>/_fabric/faults.`,
 	f.DurationVar(&o.opDuration, "operation-duration", 500*time.Millisecond, "how long long-running operations stay Updating/Deleting (0: at once, still answered as Azure does)")
 	f.IntVar(&o.routeLimit, "route-limit", fabric.DefaultRouteLimit, "routes allowed per route table")
 	f.IntVar(&o.pageSize, "page-size", fabric.DefaultPageSize, "items per list page before a nextLink")
+	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a certificate of the fabric's own CA, made once in the state directory (az needs it)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the fault-injection randomness (0: random)")
 	f.DurationVar(&o.faults.Latency, "latency", 0, "latency added to every ARM request")
 	f.IntVar(&o.faults.WriteBucket, "write-bucket", 0, "token bucket of writes per subscription; 429 when empty (ARM: 200; 0: no throttling)")
@@ -152,22 +154,57 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, PageSize: o.pageSize,
 		Faults: o.faults, Logger: a.log, Seed: o.seed,
 	})
+	var tlsFiles fabric.TLSFiles
+	if o.tls {
+		stateFile := o.state
+		if stateFile == "" {
+			stateFile = fabric.StatePath(a.getenv)
+		}
+		host, _, _ := net.SplitHostPort(o.listen)
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			host = ""
+		}
+		if tlsFiles, err = fabric.EnsureTLS(fabric.TLSDir(stateFile), host); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.listen, err)
 	}
 	endpoint := "http://" + ln.Addr().String()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	if o.tls {
+		if hs.TLSConfig, err = tlsFiles.ServerConfig(); err != nil {
+			ln.Close()
+			return err
+		}
+		endpoint = "https://" + ln.Addr().String()
+	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() {
+		if o.tls {
+			served <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		served <- hs.Serve(ln)
+	}()
 
 	w := a.stdout
 	fmt.Fprintf(w, "routekeeper fabric listening on %s\n", endpoint)
 	fmt.Fprintf(w, "  state:       %s\n", where)
 	fmt.Fprintf(w, "  operations:  %s each; %d routes per table\n", o.opDuration, o.routeLimit)
 	fmt.Fprintf(w, "  faults:      %s\n", describeFaults(o.faults))
+	if o.tls {
+		fmt.Fprintf(w, "  TLS CA:      %s (server certificate %s)\n", tlsFiles.CA, tlsFiles.Cert)
+	}
 	fmt.Fprintf(w, "Clients:\n")
 	fmt.Fprintf(w, "  export ROUTEKEEPER_ENDPOINT=%s\n", endpoint)
+	if o.tls {
+		fmt.Fprintf(w, "  export REQUESTS_CA_BUNDLE=%s\n", tlsFiles.CA)
+		fmt.Fprintf(w, "  export SSL_CERT_FILE=%s\n", tlsFiles.CA)
+		fmt.Fprintf(w, "  az:        routekeeper fabric az --endpoint %s\n", endpoint)
+	}
 	fmt.Fprintf(w, "  Azure SDK: cloud.ResourceManager endpoint %s, audience https://management.azure.com,\n", endpoint)
 	fmt.Fprintf(w, "             any bearer token, InsecureAllowCredentialWithHTTP, DisableRPRegistration;\n")
 	fmt.Fprintf(w, "             any subscription ID (routekeeper's default: %s)\n", fabric.DefaultSubscription)

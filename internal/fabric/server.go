@@ -128,7 +128,8 @@ func (q *request) header(name string) string { return q.r.Header.Get(name) }
 
 // baseURL is the scheme and host the client used: absolute URLs in
 // Azure-AsyncOperation, Location and nextLink must point back at us, over
-// loopback or through the in-process transport alike.
+// loopback, through the in-process transport, or through a proxy that
+// terminates TLS and says so in Forwarded or X-Forwarded-Proto/-Host.
 func baseURL(r *http.Request) string {
 	scheme := r.URL.Scheme
 	if scheme == "" {
@@ -141,10 +142,44 @@ func baseURL(r *http.Request) string {
 	if host == "" {
 		host = r.URL.Host
 	}
+	fwdProto, fwdHost := forwarded(r.Header)
+	if fwdProto == "http" || fwdProto == "https" {
+		scheme = fwdProto
+	}
+	if fwdHost != "" {
+		host = fwdHost
+	}
 	if host == "" {
 		host = "localhost"
 	}
 	return scheme + "://" + host
+}
+
+// forwarded reads the protocol and host a client used from the first hop of
+// a Forwarded header (RFC 7239), else from X-Forwarded-Proto/-Host.
+func forwarded(h http.Header) (proto, host string) {
+	if f := h.Get("Forwarded"); f != "" {
+		first, _, _ := strings.Cut(f, ",")
+		for _, pair := range strings.Split(first, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			if !ok {
+				continue
+			}
+			v = strings.Trim(v, `"`)
+			switch strings.ToLower(k) {
+			case "proto":
+				proto = strings.ToLower(v)
+			case "host":
+				host = v
+			}
+		}
+		return proto, host
+	}
+	first := func(v string) string {
+		v, _, _ = strings.Cut(v, ",")
+		return strings.TrimSpace(v)
+	}
+	return strings.ToLower(first(h.Get("X-Forwarded-Proto"))), first(h.Get("X-Forwarded-Host"))
 }
 
 // ServeHTTP serves the ARM paths of Microsoft.Network (see docs/fabric.md)
