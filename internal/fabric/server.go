@@ -190,6 +190,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveControl(w, r)
 		return
 	}
+	if s.serveIdentity(w, r) {
+		s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
+		return
+	}
 	reqID := uuid.NewString()
 	h := w.Header()
 	h.Set("x-ms-request-id", reqID)
@@ -331,6 +335,9 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 	seg := q.segs
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
 	n := len(seg)
+	if is(0, "tenants") && n == 1 {
+		return s.methods(q, map[string]handler{"GET": s.listTenants})(ctx, q)
+	}
 	if !is(0, "subscriptions") {
 		return nil, errNoRoute(q)
 	}
@@ -339,6 +346,16 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 		return s.methods(q, map[string]handler{"GET": s.listSubscriptions})(ctx, q)
 	case n == 2:
 		return s.methods(q, map[string]handler{"GET": s.getSubscription})(ctx, q)
+	case n == 3 && is(2, "locations"):
+		return s.methods(q, map[string]handler{"GET": s.listLocations})(ctx, q)
+	case n == 3 && is(2, "resources"):
+		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
+	case n == 3 && is(2, "providers"):
+		return s.methods(q, map[string]handler{"GET": s.listProviders})(ctx, q)
+	case n == 4 && is(2, "providers"):
+		return s.methods(q, map[string]handler{"GET": s.getProvider})(ctx, q)
+	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
+		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
 		return s.methods(q, map[string]handler{"GET": s.listResourceGroups})(ctx, q)
 	case is(2, "resourcegroups") && n == 4:
