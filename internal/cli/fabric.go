@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
@@ -39,7 +40,7 @@ See docs/fabric.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd())
+	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd(), a.newFabricIncidentCmd(), a.newFabricAzCmd())
 	return cmd
 }
 
@@ -254,29 +255,55 @@ func describeFaults(f fabric.Faults) string {
 }
 
 // fabricTarget is the fabric a command talks to: a state file served in
-// process, or a running server.
+// process, or a running server; --config takes either from a routekeeper
+// config (cloud.local.state, cloud.local.endpoint).
 type fabricTarget struct {
 	state    string
 	endpoint string
+	config   string
 }
 
 func (t *fabricTarget) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&t.state, "state", "", "state file to work on in process (default: the fabric's default state file)")
 	cmd.Flags().StringVar(&t.endpoint, "endpoint", "", "base URL of a running fabric (routekeeper fabric serve) instead of a state file")
+	cmd.Flags().StringVar(&t.config, "config", "", "routekeeper config whose cloud.local.state or cloud.local.endpoint names the fabric (flags win)")
+}
+
+// resolve fills state and endpoint from --config where no flag gave them.
+func (t *fabricTarget) resolve(cmd *cobra.Command) error {
+	if t.config == "" {
+		return nil
+	}
+	cfg, err := config.Load(t.config)
+	if err != nil {
+		return usageError(err)
+	}
+	if cfg.Cloud.Type == config.CloudAzure {
+		return usageErrorf("config %s: cloud.type is azure; the fabric commands work on the local fabric only", t.config)
+	}
+	if cmd.Flags().Changed("state") || cmd.Flags().Changed("endpoint") {
+		return nil
+	}
+	t.state, t.endpoint = cfg.Cloud.Local.State, cfg.Cloud.Local.Endpoint
+	return nil
 }
 
 // open returns SDK options that reach the fabric and a function that
 // releases it. With mustExist, a missing state file is an error rather
 // than an empty fabric.
 func (t *fabricTarget) open(ctx context.Context, a *app, cmd *cobra.Command, mustExist bool) (*arm.ClientOptions, func(), error) {
+	if err := t.resolve(cmd); err != nil {
+		return nil, nil, err
+	}
 	if t.endpoint != "" {
-		if cmd.Flags().Changed("state") {
+		if cmd.Flags().Changed("state") && cmd.Flags().Changed("endpoint") {
 			return nil, nil, usageErrorf("flags --state and --endpoint: give one or the other")
 		}
-		if !strings.HasPrefix(t.endpoint, "http://") && !strings.HasPrefix(t.endpoint, "https://") {
-			return nil, nil, usageErrorf("flag --endpoint: %q is not an http:// or https:// URL", t.endpoint)
+		opts, err := fabric.EndpointClientOptions(t.endpoint, a.fabricCA())
+		if err != nil {
+			return nil, nil, usageErrorf("flag --endpoint: %w", err)
 		}
-		return fabric.ClientOptions(nil, t.endpoint), func() {}, nil
+		return opts, func() {}, nil
 	}
 	state := t.state
 	if state == "" {
