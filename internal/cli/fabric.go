@@ -32,9 +32,11 @@ with Azure's etags, long-running operations, associations, validation errors
 and throttling, closely enough that the Azure SDK cannot tell it from Azure.
 Its state is a SQLite file that several processes may share.
 
-  routekeeper fabric serve                 serve it over HTTP on loopback
+  routekeeper fabric serve [--tls]         serve it over HTTP (or HTTPS, for az) on loopback
   routekeeper fabric apply -f topo.yaml    create resource groups, VNets, subnets, route tables
   routekeeper fabric show                  print what it holds
+  routekeeper fabric incident redeploy V   break pod routing as an IaC redeploy does (also detach, swap, delete-table)
+  routekeeper fabric az [--apply]          point the Azure CLI at a served fabric
 
 See docs/fabric.md.`,
 		Args: cobra.NoArgs,
@@ -65,7 +67,9 @@ func (a *app) newFabricServeCmd() *cobra.Command {
 		Short: "Serve the fabric over HTTP (loopback only unless --allow-remote)",
 		Long: `serve runs the fabric as an HTTP server until interrupted. Point the Azure SDK
 (or routekeeper with ROUTEKEEPER_ENDPOINT) at the printed endpoint; any bearer
-token is accepted. Faults are injected with the flags below or at runtime with
+token is accepted. With --tls it serves HTTPS with a certificate of its own CA,
+made once in the state directory (the Azure CLI needs it: see routekeeper
+fabric az). Faults are injected with the flags below or at runtime with
 GET/PUT <endpoint>/_fabric/faults.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.fabricServe(cmd.Context(), cmd, &o) },
