@@ -200,3 +200,37 @@ func TestLastPageHasNoNextLink(t *testing.T) {
 		})
 	}
 }
+
+// TestPropertyNamesIgnoreCaseOtherTypes: resource groups, route tables,
+// routes and tag PATCHes read property names without regard to case too.
+func TestPropertyNamesIgnoreCaseOtherTypes(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "inprocess", Options{})
+	rgPath := "/subscriptions/" + testSub + "/resourceGroups/" + testRG
+	route := `{"Name":"r","PROPERTIES":{"AddressPrefix":"10.244.0.0/24","NEXTHOPTYPE":"VirtualAppliance","NextHopIPAddress":"10.240.0.20"}}`
+	steps := []struct{ name, method, path, body string }{
+		{"resource group", "PUT", rgPath, `{"Location":"eastus","Tags":{"Owner":"me"}}`},
+		{"route table", "PUT", tablePath(testRG, "rt"), `{"LOCATION":"eastus","Properties":{"DisableBgpRoutePropagation":true,"Routes":[` + route + `]}}`},
+		{"route", "PUT", tablePath(testRG, "rt") + "/routes/r2", `{"Properties":{"AddressPrefix":"10.244.1.0/24","NextHopType":"VirtualAppliance","NextHopIpAddress":"10.240.0.21"}}`},
+		{"tags patch", "PATCH", tablePath(testRG, "rt"), `{"Tags":{"Env":"test"}}`},
+	}
+	for _, s := range steps {
+		if resp, body := e.do(s.method, s.path, s.body); resp.StatusCode/100 != 2 {
+			t.Fatalf("%s: %s = %d %s", s.name, s.method, resp.StatusCode, body)
+		}
+	}
+	got := e.getTable(ctx, testRG, "rt")
+	if len(got.Properties.Routes) != 2 || got.Properties.DisableBgpRoutePropagation == nil || !*got.Properties.DisableBgpRoutePropagation {
+		t.Errorf("table = %+v, want two routes and BGP propagation disabled", got.Properties)
+	}
+	if r := sdkRoute(got, "r"); r == nil || str(r.Properties.NextHopIPAddress) != "10.240.0.20" {
+		t.Errorf("route r = %+v", r)
+	}
+	if got.Tags["Env"] == nil {
+		t.Errorf("tags = %v, want Env from the PATCH", got.Tags)
+	}
+	_, body := e.do("GET", rgPath, "")
+	if g := decodeJSON(t, body); g["location"] != "eastus" || g["tags"].(map[string]any)["Owner"] != "me" {
+		t.Errorf("resource group = %s", body)
+	}
+}

@@ -178,8 +178,7 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 			return err
 		}
 		if cur != nil && cur.Properties.ProvisioningState == stateSucceeded {
-			out.Properties.Subnets = cur.Properties.Subnets
-			if sameContent(row.Doc, out) {
+			if sameTable(cur, out) {
 				resp = unchanged(json.RawMessage(row.Doc), row.Etag)
 				return nil
 			}
@@ -614,4 +613,26 @@ func (s *Server) deleteRoute(ctx context.Context, q *request) (*response, error)
 		return nil
 	})
 	return resp, err
+}
+
+// sameTable reports whether a PUT would store the table it replaces, apart
+// from etags and provisioning states: a no-op. Route tables are the hot
+// path, so this compares the documents field by field.
+func sameTable(cur, next *tableDoc) bool {
+	if cur.Location != next.Location || cur.Properties.DisableBgpRoutePropagation != next.Properties.DisableBgpRoutePropagation ||
+		len(cur.Tags) != len(next.Tags) || len(cur.Properties.Routes) != len(next.Properties.Routes) {
+		return false
+	}
+	for k, v := range cur.Tags {
+		if nv, ok := next.Tags[k]; !ok || nv != v {
+			return false
+		}
+	}
+	for i, r := range cur.Properties.Routes {
+		n := next.Properties.Routes[i]
+		if r.Name != n.Name || r.ID != n.ID || !sameRoute(r.Properties, n.Properties) || r.Properties.HasBgpOverride != n.Properties.HasBgpOverride {
+			return false
+		}
+	}
+	return true
 }
