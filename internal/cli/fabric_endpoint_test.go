@@ -76,6 +76,7 @@ func TestCommandsAgainstServedTLSFabric(t *testing.T) {
 		{"run repairs it", withEndpoint, []string{"run", "--once", "--config", cfg}, ExitOK, "worker-0____102000024"},
 		{"diff is clean", withEndpoint, []string{"diff", "--config", cfg}, ExitOK, ""},
 		{"show through the endpoint", withEndpoint, []string{"fabric", "show"}, ExitOK, "kubernetes-vnet/kubernetes-subnet"},
+		{"ipplan reads the served subnets", env, []string{"ipplan", "--config", cfg, "--endpoint", endpoint}, ExitOK, "10.240.0.0/24"},
 	}
 	for _, s := range steps {
 		res := runCLI(t, s.env, "", s.args...)
