@@ -18,6 +18,18 @@ eval "$(scripts/kube-testenv.sh)"
 # skipping them.
 export ROUTEKEEPER_E2E=1
 
+# The az end-to-end test (test/e2e/azcli) needs Debian's azure-cli: on with
+# ROUTEKEEPER_E2E_AZ=1, and in CI unless ROUTEKEEPER_E2E_AZ=0 (the install
+# takes about two minutes, the test about thirty seconds).
+if [ "${ROUTEKEEPER_E2E_AZ:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "${ROUTEKEEPER_E2E_AZ:-}" != 0 ]; }; then
+	step "azure-cli for the az end-to-end test"
+	if ! command -v az >/dev/null; then
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq azure-cli >/dev/null
+	fi
+	export ROUTEKEEPER_E2E_AZ=1
+fi
+
 step "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
@@ -79,6 +81,9 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		return &cloudConn{client: c, close: func() {}}, nil
 	}
 
+	if ep := cfg.Cloud.Local.Endpoint; ep != "" {
+		return a.connectEndpoint(ctx, cfg, ep, o)
+	}
 	state := cfg.Cloud.Local.State
 	if state == "" {
 		state = fabric.StatePath(a.getenv)
@@ -112,7 +117,7 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 	}
 	conn := &cloudConn{client: c, fabric: srv, close: func() { store.Close() }}
 	if o.applyTopology && cfg.Cloud.Local.Topology != "" {
-		if err := a.applyTopology(ctx, cfg.Cloud.Local.Topology, srv); err != nil {
+		if err := a.applyTopology(ctx, cfg.Cloud.Local.Topology, srv.ClientOptions()); err != nil {
 			conn.close()
 			return nil, err
 		}
@@ -123,12 +128,12 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 // applyTopology makes the local fabric hold the network of a topology
 // file. It only creates what is missing and updates what the file declares,
 // so it never undoes routekeeper's own work (the table association).
-func (a *app) applyTopology(ctx context.Context, path string, srv *fabric.Server) error {
+func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOptions) error {
 	t, err := fabric.LoadTopology(path)
 	if err != nil {
 		return usageErrorf("cloud.local.topology: %w", err)
 	}
-	res, err := fabric.Apply(ctx, t, srv.ClientOptions(), fabric.Credential{})
+	res, err := fabric.Apply(ctx, t, opts, fabric.Credential{})
 	if err != nil {
 		return fmt.Errorf("applying topology %s to the local fabric: %w", path, err)
 	}
@@ -137,4 +142,39 @@ func (a *app) applyTopology(ctx context.Context, path string, srv *fabric.Server
 			"created", res.Count(fabric.ActionCreate), "updated", res.Count(fabric.ActionUpdate), "writes", res.Writes)
 	}
 	return nil
+}
+
+// fabricCA is the CA file of the fabric's default TLS directory: a served
+// fabric's https endpoint is trusted with it (besides the system's roots
+// and SSL_CERT_FILE) without any install.
+func (a *app) fabricCA() string {
+	return filepath.Join(fabric.TLSDir(fabric.StatePath(a.getenv)), "ca.pem")
+}
+
+// connectEndpoint connects to a served fabric (cloud type local with
+// cloud.local.endpoint): its faults and intruder reach the command, and
+// nothing is opened locally.
+func (a *app) connectEndpoint(_ context.Context, cfg *config.Config, endpoint string, o connectOptions) (*cloudConn, error) {
+	opts, err := fabric.EndpointClientOptions(endpoint, a.fabricCA())
+	if err != nil {
+		return nil, usageErrorf("cloud.local.endpoint: %w", err)
+	}
+	c, err := azure.New(azure.Options{
+		Credential:    fabric.Credential{},
+		ClientOptions: opts,
+		PollFrequency: time.Second,
+		Logger:        a.log,
+		Observer:      o.observer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o.applyTopology && cfg.Cloud.Local.Topology != "" {
+		// A served fabric holds what its users built (with az, or
+		// `fabric apply --endpoint`); merging a file into it could
+		// change their network.
+		a.log.Info("served fabric: cloud.local.topology is not applied; use routekeeper fabric apply -f FILE --endpoint URL for that",
+			"endpoint", endpoint, "topology", cfg.Cloud.Local.Topology)
+	}
+	return &cloudConn{client: c, close: func() {}}, nil
 }

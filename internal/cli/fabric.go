@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
@@ -31,15 +32,17 @@ with Azure's etags, long-running operations, associations, validation errors
 and throttling, closely enough that the Azure SDK cannot tell it from Azure.
 Its state is a SQLite file that several processes may share.
 
-  routekeeper fabric serve                 serve it over HTTP on loopback
+  routekeeper fabric serve [--tls]         serve it over HTTP (or HTTPS, for az) on loopback
   routekeeper fabric apply -f topo.yaml    create resource groups, VNets, subnets, route tables
   routekeeper fabric show                  print what it holds
+  routekeeper fabric incident redeploy V   break pod routing as an IaC redeploy does (also detach, swap, delete-table)
+  routekeeper fabric az [--apply]          point the Azure CLI at a served fabric
 
 See docs/fabric.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd())
+	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd(), a.newFabricIncidentCmd(), a.newFabricAzCmd())
 	return cmd
 }
 
@@ -53,6 +56,7 @@ type fabricServeOptions struct {
 	routeLimit  int
 	pageSize    int
 	seed        uint64
+	tls         bool
 	faults      fabric.Faults
 }
 
@@ -63,7 +67,9 @@ func (a *app) newFabricServeCmd() *cobra.Command {
 		Short: "Serve the fabric over HTTP (loopback only unless --allow-remote)",
 		Long: `serve runs the fabric as an HTTP server until interrupted. Point the Azure SDK
 (or routekeeper with ROUTEKEEPER_ENDPOINT) at the printed endpoint; any bearer
-token is accepted. Faults are injected with the flags below or at runtime with
+token is accepted. With --tls it serves HTTPS with a certificate of its own CA,
+made once in the state directory (the Azure CLI needs it: see routekeeper
+fabric az). Faults are injected with the flags below or at runtime with
 GET/PUT <endpoint>/_fabric/faults.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.fabricServe(cmd.Context(), cmd, &o) },
@@ -76,6 +82,7 @@ GET/PUT <endpoint>/_fabric/faults.`,
 	f.DurationVar(&o.opDuration, "operation-duration", 500*time.Millisecond, "how long long-running operations stay Updating/Deleting (0: at once, still answered as Azure does)")
 	f.IntVar(&o.routeLimit, "route-limit", fabric.DefaultRouteLimit, "routes allowed per route table")
 	f.IntVar(&o.pageSize, "page-size", fabric.DefaultPageSize, "items per list page before a nextLink")
+	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a certificate of the fabric's own CA, made once in the state directory (az needs it)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the fault-injection randomness (0: random)")
 	f.DurationVar(&o.faults.Latency, "latency", 0, "latency added to every ARM request")
 	f.IntVar(&o.faults.WriteBucket, "write-bucket", 0, "token bucket of writes per subscription; 429 when empty (ARM: 200; 0: no throttling)")
@@ -152,22 +159,57 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, PageSize: o.pageSize,
 		Faults: o.faults, Logger: a.log, Seed: o.seed,
 	})
+	var tlsFiles fabric.TLSFiles
+	if o.tls {
+		stateFile := o.state
+		if stateFile == "" {
+			stateFile = fabric.StatePath(a.getenv)
+		}
+		host, _, _ := net.SplitHostPort(o.listen)
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			host = ""
+		}
+		if tlsFiles, err = fabric.EnsureTLS(fabric.TLSDir(stateFile), host); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.listen, err)
 	}
 	endpoint := "http://" + ln.Addr().String()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	if o.tls {
+		if hs.TLSConfig, err = tlsFiles.ServerConfig(); err != nil {
+			ln.Close()
+			return err
+		}
+		endpoint = "https://" + ln.Addr().String()
+	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() {
+		if o.tls {
+			served <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		served <- hs.Serve(ln)
+	}()
 
 	w := a.stdout
 	fmt.Fprintf(w, "routekeeper fabric listening on %s\n", endpoint)
 	fmt.Fprintf(w, "  state:       %s\n", where)
 	fmt.Fprintf(w, "  operations:  %s each; %d routes per table\n", o.opDuration, o.routeLimit)
 	fmt.Fprintf(w, "  faults:      %s\n", describeFaults(o.faults))
+	if o.tls {
+		fmt.Fprintf(w, "  TLS CA:      %s (server certificate %s)\n", tlsFiles.CA, tlsFiles.Cert)
+	}
 	fmt.Fprintf(w, "Clients:\n")
 	fmt.Fprintf(w, "  export ROUTEKEEPER_ENDPOINT=%s\n", endpoint)
+	if o.tls {
+		fmt.Fprintf(w, "  export REQUESTS_CA_BUNDLE=%s\n", tlsFiles.CA)
+		fmt.Fprintf(w, "  export SSL_CERT_FILE=%s\n", tlsFiles.CA)
+		fmt.Fprintf(w, "  az:        routekeeper fabric az --endpoint %s\n", endpoint)
+	}
 	fmt.Fprintf(w, "  Azure SDK: cloud.ResourceManager endpoint %s, audience https://management.azure.com,\n", endpoint)
 	fmt.Fprintf(w, "             any bearer token, InsecureAllowCredentialWithHTTP, DisableRPRegistration;\n")
 	fmt.Fprintf(w, "             any subscription ID (routekeeper's default: %s)\n", fabric.DefaultSubscription)
@@ -217,29 +259,55 @@ func describeFaults(f fabric.Faults) string {
 }
 
 // fabricTarget is the fabric a command talks to: a state file served in
-// process, or a running server.
+// process, or a running server; --config takes either from a routekeeper
+// config (cloud.local.state, cloud.local.endpoint).
 type fabricTarget struct {
 	state    string
 	endpoint string
+	config   string
 }
 
 func (t *fabricTarget) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&t.state, "state", "", "state file to work on in process (default: the fabric's default state file)")
 	cmd.Flags().StringVar(&t.endpoint, "endpoint", "", "base URL of a running fabric (routekeeper fabric serve) instead of a state file")
+	cmd.Flags().StringVar(&t.config, "config", "", "routekeeper config whose cloud.local.state or cloud.local.endpoint names the fabric (flags win)")
+}
+
+// resolve fills state and endpoint from --config where no flag gave them.
+func (t *fabricTarget) resolve(cmd *cobra.Command) error {
+	if t.config == "" {
+		return nil
+	}
+	cfg, err := config.Load(t.config)
+	if err != nil {
+		return usageError(err)
+	}
+	if cfg.Cloud.Type == config.CloudAzure {
+		return usageErrorf("config %s: cloud.type is azure; the fabric commands work on the local fabric only", t.config)
+	}
+	if cmd.Flags().Changed("state") || cmd.Flags().Changed("endpoint") {
+		return nil
+	}
+	t.state, t.endpoint = cfg.Cloud.Local.State, cfg.Cloud.Local.Endpoint
+	return nil
 }
 
 // open returns SDK options that reach the fabric and a function that
 // releases it. With mustExist, a missing state file is an error rather
 // than an empty fabric.
 func (t *fabricTarget) open(ctx context.Context, a *app, cmd *cobra.Command, mustExist bool) (*arm.ClientOptions, func(), error) {
+	if err := t.resolve(cmd); err != nil {
+		return nil, nil, err
+	}
 	if t.endpoint != "" {
-		if cmd.Flags().Changed("state") {
+		if cmd.Flags().Changed("state") && cmd.Flags().Changed("endpoint") {
 			return nil, nil, usageErrorf("flags --state and --endpoint: give one or the other")
 		}
-		if !strings.HasPrefix(t.endpoint, "http://") && !strings.HasPrefix(t.endpoint, "https://") {
-			return nil, nil, usageErrorf("flag --endpoint: %q is not an http:// or https:// URL", t.endpoint)
+		opts, err := fabric.EndpointClientOptions(t.endpoint, a.fabricCA())
+		if err != nil {
+			return nil, nil, usageErrorf("flag --endpoint: %w", err)
 		}
-		return fabric.ClientOptions(nil, t.endpoint), func() {}, nil
+		return opts, func() {}, nil
 	}
 	state := t.state
 	if state == "" {

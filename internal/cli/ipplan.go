@@ -26,6 +26,7 @@ import (
 type ipplanOptions struct {
 	file             string
 	configPath       string
+	endpoint         string // with --config: a served fabric
 	svg              string
 	vnet             []string
 	subnets          []string
@@ -95,6 +96,7 @@ The command exits 3 when there is any error finding. Only IPv4 is supported.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "plan file (YAML or JSON; - for stdin)")
 	f.StringVar(&o.configPath, "config", "", "routekeeper config: plan the live cluster, reading its subnets and VNet from the cloud")
+	f.StringVar(&o.endpoint, "endpoint", "", "with --config: base URL of a served fabric (routekeeper fabric serve) to read instead of the config's cloud")
 	f.StringVar(&o.svg, "svg", "", "write a picture of the ranges on the address axis to this SVG file")
 	f.StringSliceVar(&o.vnet, "vnet", nil, "VNet address space (repeatable)")
 	f.StringSliceVar(&o.subnets, "subnet", nil, "subnet as NAME=CIDR or CIDR (repeatable; the first is the node subnet)")
@@ -131,7 +133,7 @@ func (a *app) runIpplan(cmd *cobra.Command, o *ipplanOptions) error {
 		}
 		plan, src = p, &planSource{kind: "plan file", path: o.file}
 	case o.configPath != "":
-		p, err := a.livePlan(cmd, o.configPath)
+		p, err := a.livePlan(cmd, o.configPath, o.endpoint)
 		if err != nil {
 			return err
 		}
@@ -336,10 +338,13 @@ type subnetReader interface {
 // livePlan builds a plan from a live routekeeper config: the cluster's pod
 // and service ranges, its route limit and node range size from the config,
 // and the subnets and their VNets' address spaces read from the cloud.
-func (a *app) livePlan(cmd *cobra.Command, path string) (ipplan.Plan, error) {
+func (a *app) livePlan(cmd *cobra.Command, path, endpoint string) (ipplan.Plan, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return ipplan.Plan{}, usageError(err)
+	}
+	if endpoint != "" {
+		cfg.Cloud.Type, cfg.Cloud.Local.State, cfg.Cloud.Local.Endpoint = config.CloudLocal, "", endpoint
 	}
 	if len(cfg.Subnets) == 0 {
 		return ipplan.Plan{}, usageErrorf("config file %s: subnets: none configured; ipplan --config reads the node subnet and its VNet from the cloud", path)

@@ -177,6 +177,9 @@ type Cloud struct {
 type LocalCloud struct {
 	// State is the fabric's state file; "" means the fabric's default.
 	State string
+	// Endpoint is the base URL of a served fabric to use instead of State;
+	// "" for the state file.
+	Endpoint string
 	// Topology is a fabric topology file applied (idempotently) at start;
 	// "" for none.
 	Topology string

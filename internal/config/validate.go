@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -264,6 +265,15 @@ func (v *validator) association() {
 func (v *validator) cloud() {
 	cl := v.c.Cloud
 	v.enum("cloud.type", string(cl.Type), string(CloudLocal), string(CloudAzure))
+	if ep := cl.Local.Endpoint; ep != "" {
+		u, err := url.Parse(ep)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			v.bad("cloud.local.endpoint", -1, ep, "not an http:// or https:// URL, for example https://127.0.0.1:8400")
+		case cl.Type == CloudAzure:
+			v.bad("cloud.local.endpoint", -1, ep, "a served fabric is cloud type local, but cloud.type is azure")
+		}
+	}
 	if cl.Local.OperationDuration < 0 {
 		v.bad("cloud.local.operationDuration", -1, cl.Local.OperationDuration, "must not be negative")
 	}

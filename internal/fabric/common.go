@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,4 +183,41 @@ func checkTags(tags map[string]*string) error {
 		return badRequest("InvalidTagNameCharacters", "The tag names '%s' have reserved characters '<,>,%%,&,\\,?,/' or control characters.", strings.Join(bad, ","))
 	}
 	return nil
+}
+
+// sameContent reports whether a stored document and the one a PUT would
+// store differ only in etags and provisioning states: such a PUT is a
+// no-op, and Azure answers it 200 Succeeded with the resource as it is.
+func sameContent(stored []byte, next any) bool {
+	b, err := json.Marshal(next)
+	if err != nil {
+		return false
+	}
+	var x, y any
+	if json.Unmarshal(stored, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(stripVolatile(x), stripVolatile(y))
+}
+
+func stripVolatile(doc any) any {
+	switch d := doc.(type) {
+	case map[string]any:
+		delete(d, "etag")
+		delete(d, "provisioningState")
+		for _, v := range d {
+			stripVolatile(v)
+		}
+	case []any:
+		for _, v := range d {
+			stripVolatile(v)
+		}
+	}
+	return doc
+}
+
+// unchanged is the answer to a no-op PUT: 200 with the resource as stored
+// (provisioningState Succeeded) and its etag, and no operation to poll.
+func unchanged(body any, etag string) *response {
+	return &response{status: http.StatusOK, body: body, header: withEtag(etag)}
 }

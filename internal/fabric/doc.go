@@ -20,6 +20,15 @@
 // Long-running operations are rows in the same database and finish lazily,
 // on the first request after their end time, in whichever process serves it.
 //
-// Reach it over loopback (routekeeper fabric serve) or in-process through
-// Server.RoundTripper; ClientOptions and Credential point the SDK at it.
+// Reach it over loopback (routekeeper fabric serve, with --tls over HTTPS
+// with a CA of its own: EnsureTLS, EndpointClientOptions) or in-process
+// through Server.RoundTripper; ClientOptions and Credential point the SDK at
+// it. For the Azure CLI it also serves an ADFS-style login authority, the
+// cloud metadata document, subscriptions, locations, providers and generic
+// resource listings (identity.go). Incidents replays the writes that break
+// pod routing (an IaC redeploy, a detach, a table swap or delete).
+//
+// Request bodies are read as ARM reads them: property names without regard
+// to case (jsonfold.go), Azure's empty lists, a no-op PUT answered 200
+// Succeeded.
 package fabric

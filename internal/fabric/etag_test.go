@@ -17,8 +17,13 @@ func TestEtagsAndPreconditions(t *testing.T) {
 			e.createRG(testRG)
 			v1 := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
 
-			// Every write makes a new etag, even an identical one.
-			v2 := e.mustPutTable(withHeader(ctx, "If-Match", str(v1.Etag)), testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
+			// An identical write is a no-op: Azure keeps the etag.
+			same := e.mustPutTable(withHeader(ctx, "If-Match", str(v1.Etag)), testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
+			if str(same.Etag) != str(v1.Etag) {
+				t.Fatalf("etag after a no-op write = %s, want %s kept", str(same.Etag), str(v1.Etag))
+			}
+			// Every write that changes something makes a new etag.
+			v2 := e.mustPutTable(withHeader(ctx, "If-Match", str(v1.Etag)), testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.21")))
 			if str(v2.Etag) == str(v1.Etag) || !etagRE.MatchString(str(v2.Etag)) {
 				t.Fatalf("etag after write = %s (was %s)", str(v2.Etag), str(v1.Etag))
 			}
@@ -37,7 +42,7 @@ func TestEtagsAndPreconditions(t *testing.T) {
 			// If-Match: * needs the resource to exist.
 			_, err = e.putTable(withHeader(ctx, "If-Match", "*"), testRG, "missing", table())
 			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
-			e.mustPutTable(withHeader(ctx, "If-Match", "*"), testRG, "rt", table())
+			e.mustPutTable(withHeader(ctx, "If-Match", "*"), testRG, "rt", table(vaRoute("x", "10.1.0.0/24", "10.240.0.9")))
 			// If-None-Match: * creates only.
 			_, err = e.putTable(withHeader(ctx, "If-None-Match", "*"), testRG, "rt", table())
 			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")

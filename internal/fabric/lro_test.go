@@ -178,7 +178,7 @@ func TestZeroDurationKeepsAzureShape(t *testing.T) {
 	if decodeJSON(t, ob)["status"] != "Succeeded" {
 		t.Errorf("operation = %s", ob)
 	}
-	resp, body = e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus"}`)
+	resp, body = e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus","tags":{"k":"v"}}`)
 	if resp.StatusCode != 200 || resp.Header.Get("Azure-AsyncOperation") == "" {
 		t.Errorf("update = %d %s", resp.StatusCode, body)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // resourceGroup is a resource group as ARM (Microsoft.Resources) shows it.
@@ -202,25 +203,37 @@ func (s *Server) listResourceGroups(ctx context.Context, q *request) (*response,
 }
 
 type subscription struct {
-	ID             string `json:"id"`
-	SubscriptionID string `json:"subscriptionId"`
-	DisplayName    string `json:"displayName"`
-	State          string `json:"state"`
+	ID                   string         `json:"id"`
+	SubscriptionID       string         `json:"subscriptionId"`
+	TenantID             string         `json:"tenantId"`
+	HomeTenantID         string         `json:"homeTenantId"`
+	DisplayName          string         `json:"displayName"`
+	State                string         `json:"state"`
+	AuthorizationSource  string         `json:"authorizationSource"`
+	ManagedByTenants     []any          `json:"managedByTenants"`
+	SubscriptionPolicies map[string]any `json:"subscriptionPolicies"`
 }
 
 func subBody(sub string) subscription {
-	return subscription{ID: "/subscriptions/" + sub, SubscriptionID: sub, DisplayName: "routekeeper fabric", State: "Enabled"}
+	return subscription{
+		ID: "/subscriptions/" + sub, SubscriptionID: sub, TenantID: DefaultTenant, HomeTenantID: DefaultTenant,
+		DisplayName: "routekeeper fabric", State: "Enabled", AuthorizationSource: "RoleBased", ManagedByTenants: []any{},
+		SubscriptionPolicies: map[string]any{"locationPlacementId": "Public_2014-09-01", "quotaId": "PayAsYouGo_2014-09-01", "spendingLimit": "Off"},
+	}
 }
 
-// listSubscriptions lists the subscriptions that hold resource groups.
+// listSubscriptions lists the default subscription and every other one
+// that holds resource groups: az login needs at least one.
 func (s *Server) listSubscriptions(ctx context.Context, q *request) (*response, error) {
 	page := struct {
 		Value []subscription `json:"value"`
-	}{Value: []subscription{}}
+	}{Value: []subscription{subBody(DefaultSubscription)}}
 	err := s.view(ctx, func(tx *txn) error {
 		subs, err := tx.listSubscriptions()
 		for _, sub := range subs {
-			page.Value = append(page.Value, subBody(sub))
+			if !strings.EqualFold(sub, DefaultSubscription) {
+				page.Value = append(page.Value, subBody(sub))
+			}
 		}
 		return err
 	})

@@ -177,6 +177,12 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 		if err := s.checkRoutes(id, out.Properties.Routes); err != nil {
 			return err
 		}
+		if cur != nil && cur.Properties.ProvisioningState == stateSucceeded {
+			if sameTable(cur, out) {
+				resp = unchanged(json.RawMessage(row.Doc), row.Etag)
+				return nil
+			}
+		}
 		if row == nil {
 			row = fresh
 		}
@@ -524,7 +530,11 @@ func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 		if err != nil {
 			return err
 		}
-		nr.Etag = etag // the route was written: new etag even if unchanged
+		if prev != nil && t.Properties.ProvisioningState == stateSucceeded && sameRoute(prev.Properties, nr.Properties) {
+			resp = unchanged(prev, prev.Etag)
+			return nil
+		}
+		nr.Etag = etag
 		routes := make([]*routeDoc, 0, len(t.Properties.Routes)+1)
 		replaced := false
 		for _, r := range t.Properties.Routes {
@@ -603,4 +613,26 @@ func (s *Server) deleteRoute(ctx context.Context, q *request) (*response, error)
 		return nil
 	})
 	return resp, err
+}
+
+// sameTable reports whether a PUT would store the table it replaces, apart
+// from etags and provisioning states: a no-op. Route tables are the hot
+// path, so this compares the documents field by field.
+func sameTable(cur, next *tableDoc) bool {
+	if cur.Location != next.Location || cur.Properties.DisableBgpRoutePropagation != next.Properties.DisableBgpRoutePropagation ||
+		len(cur.Tags) != len(next.Tags) || len(cur.Properties.Routes) != len(next.Properties.Routes) {
+		return false
+	}
+	for k, v := range cur.Tags {
+		if nv, ok := next.Tags[k]; !ok || nv != v {
+			return false
+		}
+	}
+	for i, r := range cur.Properties.Routes {
+		n := next.Properties.Routes[i]
+		if r.Name != n.Name || r.ID != n.ID || !sameRoute(r.Properties, n.Properties) || r.Properties.HasBgpOverride != n.Properties.HasBgpOverride {
+			return false
+		}
+	}
+	return true
 }

@@ -128,7 +128,8 @@ func (q *request) header(name string) string { return q.r.Header.Get(name) }
 
 // baseURL is the scheme and host the client used: absolute URLs in
 // Azure-AsyncOperation, Location and nextLink must point back at us, over
-// loopback or through the in-process transport alike.
+// loopback, through the in-process transport, or through a proxy that
+// terminates TLS and says so in Forwarded or X-Forwarded-Proto/-Host.
 func baseURL(r *http.Request) string {
 	scheme := r.URL.Scheme
 	if scheme == "" {
@@ -141,10 +142,44 @@ func baseURL(r *http.Request) string {
 	if host == "" {
 		host = r.URL.Host
 	}
+	fwdProto, fwdHost := forwarded(r.Header)
+	if fwdProto == "http" || fwdProto == "https" {
+		scheme = fwdProto
+	}
+	if fwdHost != "" {
+		host = fwdHost
+	}
 	if host == "" {
 		host = "localhost"
 	}
 	return scheme + "://" + host
+}
+
+// forwarded reads the protocol and host a client used from the first hop of
+// a Forwarded header (RFC 7239), else from X-Forwarded-Proto/-Host.
+func forwarded(h http.Header) (proto, host string) {
+	if f := h.Get("Forwarded"); f != "" {
+		first, _, _ := strings.Cut(f, ",")
+		for _, pair := range strings.Split(first, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			if !ok {
+				continue
+			}
+			v = strings.Trim(v, `"`)
+			switch strings.ToLower(k) {
+			case "proto":
+				proto = strings.ToLower(v)
+			case "host":
+				host = v
+			}
+		}
+		return proto, host
+	}
+	first := func(v string) string {
+		v, _, _ = strings.Cut(v, ",")
+		return strings.TrimSpace(v)
+	}
+	return strings.ToLower(first(h.Get("X-Forwarded-Proto"))), first(h.Get("X-Forwarded-Host"))
 }
 
 // ServeHTTP serves the ARM paths of Microsoft.Network (see docs/fabric.md)
@@ -153,6 +188,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	if strings.HasPrefix(r.URL.Path, controlPrefix) {
 		s.serveControl(w, r)
+		return
+	}
+	if s.serveIdentity(w, r) {
+		s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
 		return
 	}
 	reqID := uuid.NewString()
@@ -179,7 +218,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // injected faults and throttling, then the resource handler.
 func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	q := &request{r: r, method: r.Method, base: baseURL(r), query: r.URL.Query(), out: out}
-	q.segs = strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	segs, err := pathSegments(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	q.segs = segs
 	write := isWrite(r.Method)
 	// Every answer carries the remaining quota, even a refused one.
 	s.quotaHeaders(q, write)
@@ -272,11 +315,29 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *response, e
 	return resp.status
 }
 
+// pathSegments splits the escaped path, then unescapes each segment: a
+// name holding %2F stays one segment (and fails the name rules) rather
+// than becoming a path separator.
+func pathSegments(u *url.URL) ([]string, error) {
+	segs := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	for i, s := range segs {
+		d, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, badRequest("InvalidRequestUri", "The request URI path segment %q is not valid: %v", s, err)
+		}
+		segs[i] = d
+	}
+	return segs, nil
+}
+
 // route dispatches on the path. Fixed segments compare case-insensitively.
 func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 	seg := q.segs
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
 	n := len(seg)
+	if is(0, "tenants") && n == 1 {
+		return s.methods(q, map[string]handler{"GET": s.listTenants})(ctx, q)
+	}
 	if !is(0, "subscriptions") {
 		return nil, errNoRoute(q)
 	}
@@ -285,6 +346,16 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 		return s.methods(q, map[string]handler{"GET": s.listSubscriptions})(ctx, q)
 	case n == 2:
 		return s.methods(q, map[string]handler{"GET": s.getSubscription})(ctx, q)
+	case n == 3 && is(2, "locations"):
+		return s.methods(q, map[string]handler{"GET": s.listLocations})(ctx, q)
+	case n == 3 && is(2, "resources"):
+		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
+	case n == 3 && is(2, "providers"):
+		return s.methods(q, map[string]handler{"GET": s.listProviders})(ctx, q)
+	case n == 4 && is(2, "providers"):
+		return s.methods(q, map[string]handler{"GET": s.getProvider})(ctx, q)
+	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
+		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
 		return s.methods(q, map[string]handler{"GET": s.listResourceGroups})(ctx, q)
 	case is(2, "resourcegroups") && n == 4:

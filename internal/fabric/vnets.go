@@ -88,7 +88,7 @@ func (s *Server) deleteVirtualNetwork(ctx context.Context, q *request) (*respons
 
 func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, error) {
 	var in armnetwork.VirtualNetwork
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := decodeModel(q.body, &in); err != nil {
 		return nil, err
 	}
 	if err := checkTags(in.Tags); err != nil {
@@ -129,8 +129,8 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 			return err
 		}
 		etag := newEtag()
-		out := *props // keep what the client set that the fabric does not model
-		out.Subnets = nil
+		out := *props                        // keep what the client set that the fabric does not model
+		out.Subnets = []*armnetwork.Subnet{} // Azure lists none as []
 		out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
 		out.ResourceGUID = ptr(uuid.NewString())
 		out.FlowLogs = nil
@@ -170,6 +170,16 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 		}
 		if err := checkSubnetsNotInUse(tx, rg.Sub, removedSubnets(curSubnets, out.Subnets)); err != nil {
 			return err
+		}
+		if cur != nil && succeeded(cur.Properties.ProvisioningState) {
+			same := &armnetwork.VirtualNetwork{
+				ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
+				Tags: tagsOf(in.Tags), ExtendedLocation: in.ExtendedLocation, Properties: &out,
+			}
+			if sameContent(row.Doc, same) {
+				resp = unchanged(json.RawMessage(row.Doc), row.Etag)
+				return nil
+			}
 		}
 		v := &armnetwork.VirtualNetwork{
 			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
@@ -335,6 +345,9 @@ func buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.SubnetPropert
 	if p.NetworkSecurityGroup != nil {
 		p.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: p.NetworkSecurityGroup.ID}
 	}
+	if p.Delegations == nil {
+		p.Delegations = []*armnetwork.Delegation{} // Azure lists none as []
+	}
 	if p.PrivateEndpointNetworkPolicies == nil {
 		p.PrivateEndpointNetworkPolicies = ptr(armnetwork.VirtualNetworkPrivateEndpointNetworkPoliciesDisabled)
 	}
@@ -469,7 +482,7 @@ func (s *Server) getSubnet(ctx context.Context, q *request) (*response, error) {
 
 func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 	var in armnetwork.Subnet
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := decodeModel(q.body, &in); err != nil {
 		return nil, err
 	}
 	tg := q.target()
@@ -498,6 +511,10 @@ func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 		ns, err := buildSubnet(tx, row.ID, tg.childName, str(v.Location), in.Properties, prev, etag)
 		if err != nil {
 			return err
+		}
+		if prev != nil && succeeded(v.Properties.ProvisioningState) && sameSubnet(prev, ns) {
+			resp = unchanged(prev, str(prev.Etag))
+			return nil
 		}
 		ns.Etag = ptr(etag)
 		subnets := make([]*armnetwork.Subnet, 0, len(v.Properties.Subnets)+1)
@@ -589,4 +606,8 @@ func (s *Server) deleteSubnet(ctx context.Context, q *request) (*response, error
 		return nil
 	})
 	return resp, err
+}
+
+func succeeded(p *armnetwork.ProvisioningState) bool {
+	return p != nil && *p == armnetwork.ProvisioningStateSucceeded
 }

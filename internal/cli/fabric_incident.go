@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
+)
+
+// incidentOptions are the flags every incident verb shares.
+type incidentOptions struct {
+	target fabricTarget
+	rg     string
+	sub    string
+}
+
+func (a *app) newFabricIncidentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "incident",
+		Short: "Break pod routing on purpose, as people and tools do in Azure: redeploy, detach, swap, delete-table",
+		Long: `incident replays the writes that break pod routing in Azure, through the ARM
+API of the fabric (a state file, or a served fabric with --endpoint), and prints
+what it changed. routekeeper run meets them as it would meet them in Azure.
+
+  redeploy VNET                    a VNet PUT without the subnets' route tables (ARM/Terraform redeploy, seed 001)
+  detach VNET/SUBNET               the subnet loses its route table (someone in the portal)
+  swap VNET/SUBNET --to TABLE      the subnet points at another table (seed 000); --delete-old deletes the old one
+  delete-table TABLE               the table is detached from its subnets and deleted
+
+Names are in the resource group -g (default kubernetes); full resource IDs work too.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	var toTable string
+	var deleteOld bool
+	verbs := []struct {
+		use, short string
+		typ        string // what the argument names
+		run        func(context.Context, *fabric.Incidents, string, *incidentOptions) ([]fabric.Change, error)
+		flags      func(*cobra.Command)
+	}{
+		{"redeploy VNET", "PUT a virtual network with its subnets inline and no route tables, as an ARM/Terraform redeploy does", "virtualNetworks",
+			func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+				return in.Redeploy(ctx, id)
+			}, nil},
+		{"detach VNET/SUBNET", "Remove a subnet's route table association", "subnets",
+			func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+				return in.Detach(ctx, id)
+			}, nil},
+		{"swap VNET/SUBNET --to TABLE", "Point a subnet at another route table (--delete-old: then delete the old table)", "subnets",
+			func(ctx context.Context, in *fabric.Incidents, id string, o *incidentOptions) ([]fabric.Change, error) {
+				if toTable == "" {
+					return nil, usageErrorf("flag --to: the route table to swap in is required")
+				}
+				table, err := in.ResolveID("routeTables", o.rg, toTable)
+				if err != nil {
+					return nil, usageErrorf("flag --to: %w", err)
+				}
+				return in.Swap(ctx, id, table, deleteOld)
+			}, func(c *cobra.Command) {
+				c.Flags().StringVar(&toTable, "to", "", "route table to associate (name in -g, or ID)")
+				c.Flags().BoolVar(&deleteOld, "delete-old", false, "delete the table the subnet had")
+			}},
+		{"delete-table TABLE", "Detach a route table from its subnets and delete it", "routeTables",
+			func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+				return in.DeleteTable(ctx, id)
+			}, nil},
+	}
+	for _, v := range verbs {
+		var o incidentOptions
+		c := &cobra.Command{
+			Use:   v.use,
+			Short: v.short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				opts, release, err := o.target.open(cmd.Context(), a, cmd, true)
+				if err != nil {
+					return err
+				}
+				defer release()
+				in, err := fabric.NewIncidents(o.sub, opts, fabric.Credential{})
+				if err != nil {
+					return err
+				}
+				id, err := in.ResolveID(v.typ, o.rg, args[0])
+				if err != nil {
+					return usageError(err)
+				}
+				changes, err := v.run(cmd.Context(), in, id, &o)
+				if perr := a.printChanges(changes); perr != nil {
+					return perr
+				}
+				if err != nil {
+					return fmt.Errorf("fabric incident %s: %w", cmd.Name(), err)
+				}
+				return nil
+			},
+		}
+		o.target.register(c)
+		c.Flags().StringVarP(&o.rg, "resource-group", "g", "kubernetes", "resource group of the names given")
+		c.Flags().StringVar(&o.sub, "subscription", fabric.DefaultSubscription, "subscription of the names given")
+		if v.flags != nil {
+			v.flags(c)
+		}
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+// printChanges prints what an incident changed, one row per resource.
+func (a *app) printChanges(changes []fabric.Change) error {
+	if changes == nil {
+		changes = []fabric.Change{}
+	}
+	return a.print(changes, func() table {
+		t := table{header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}
+		for _, c := range changes {
+			rg, name := splitID(c.ID)
+			t.rows = append(t.rows, []string{c.Action, c.Kind, rg, name, c.Detail})
+		}
+		return t
+	})
+}

@@ -1,0 +1,313 @@
+package fabric
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Enough of Azure's identity and metadata surface for the Azure CLI to log
+// in offline: an ADFS-style authority under the fabric (MSAL validates no
+// ADFS authority against Microsoft's instance discovery), a token endpoint
+// that issues an unsigned JWT to any client, and the cloud metadata
+// document `az cloud register` reads. None of it checks anything: the
+// fabric accepts any bearer token.
+
+// DefaultTenant is the tenant every subscription of the fabric belongs to
+// and every token names.
+const DefaultTenant = "00000000-0000-0000-0000-00000000fab1"
+
+// ADFSPath is the path of the fabric's login authority.
+const ADFSPath = "/adfs"
+
+// Audiences of the tokens az asks for.
+const (
+	managementAudience = "https://management.core.windows.net/"
+	graphAudience      = "https://graph.windows.net/"
+)
+
+// serveIdentity answers the identity and metadata paths, which take no
+// bearer token; it reports false for any other path.
+func (s *Server) serveIdentity(w http.ResponseWriter, r *http.Request) bool {
+	p := strings.TrimRight(strings.ToLower(r.URL.Path), "/")
+	base := baseURL(r)
+	authority := base + ADFSPath
+	var body any
+	switch p {
+	case "/metadata/endpoints":
+		body = map[string]any{
+			"galleryEndpoint": "",
+			"graphEndpoint":   graphAudience,
+			"portalEndpoint":  base + "/",
+			"authentication": map[string]any{
+				"loginEndpoint": authority,
+				"audiences":     []string{managementAudience, armAudience + "/"},
+			},
+		}
+	case ADFSPath + "/.well-known/openid-configuration":
+		body = map[string]any{
+			"issuer":                                authority,
+			"authorization_endpoint":                authority + "/oauth2/authorize",
+			"token_endpoint":                        authority + "/oauth2/token",
+			"device_authorization_endpoint":         authority + "/oauth2/devicecode",
+			"end_session_endpoint":                  authority + "/oauth2/logout",
+			"jwks_uri":                              authority + "/discovery/keys",
+			"response_types_supported":              []string{"code", "id_token", "code id_token", "token"},
+			"subject_types_supported":               []string{"pairwise"},
+			"id_token_signing_alg_values_supported": []string{"RS256"},
+			"scopes_supported":                      []string{"openid", "profile", "offline_access"},
+			"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials", "password"},
+			"token_endpoint_auth_methods_supported": []string{"client_secret_post", "client_secret_basic"},
+		}
+	case ADFSPath + "/discovery/keys":
+		body = map[string]any{"keys": []any{}}
+	case ADFSPath + "/oauth2/token":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return true
+		}
+		body = s.issueToken(r, authority)
+	default:
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(body)
+	return true
+}
+
+// issueToken answers any token request with an unsigned JWT for the
+// requested resource or scope.
+func (s *Server) issueToken(r *http.Request, authority string) map[string]any {
+	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
+	_ = r.ParseForm()
+	client := r.PostForm.Get("client_id")
+	if client == "" {
+		client, _, _ = r.BasicAuth()
+	}
+	if client == "" {
+		client = "routekeeper-fabric-client"
+	}
+	aud := r.PostForm.Get("resource")
+	if sc := r.PostForm.Get("scope"); aud == "" && sc != "" {
+		first, _, _ := strings.Cut(sc, " ")
+		aud = strings.TrimSuffix(first, "/.default")
+	}
+	if aud == "" {
+		aud = managementAudience
+	}
+	now := s.now()
+	exp := now.Add(24 * time.Hour)
+	claims := map[string]any{
+		"aud": aud, "iss": authority, "iat": now.Unix(), "nbf": now.Unix(), "exp": exp.Unix(),
+		"appid": client, "oid": client, "sub": client, "tid": DefaultTenant,
+		"upn": client, "unique_name": client, "ver": "1.0",
+	}
+	tok := unsignedJWT(claims)
+	out := map[string]any{
+		"token_type": "Bearer", "access_token": tok, "expires_in": int64(exp.Sub(now).Seconds()),
+		"ext_expires_in": int64(exp.Sub(now).Seconds()), "expires_on": exp.Unix(), "resource": aud,
+	}
+	if r.PostForm.Get("grant_type") != "client_credentials" {
+		out["id_token"] = tok
+		out["refresh_token"] = "routekeeper-fabric-refresh"
+		out["client_info"] = base64.RawURLEncoding.EncodeToString([]byte(`{"uid":"` + client + `","utid":"` + DefaultTenant + `"}`))
+	}
+	if sc := r.PostForm.Get("scope"); sc != "" {
+		out["scope"] = sc
+	}
+	return out
+}
+
+// unsignedJWT is a JWT with "alg": "none": the fabric checks no token.
+func unsignedJWT(claims map[string]any) string {
+	enc := func(v any) string {
+		b, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	return enc(map[string]string{"alg": "none", "typ": "JWT"}) + "." + enc(claims) + "."
+}
+
+// --- ARM metadata: tenants, locations, providers, generic resources ---
+
+// Locations are the Azure regions the fabric lists, as name and display
+// name; -l "East US" resolves through them.
+var Locations = [][2]string{
+	{"eastus", "East US"}, {"eastus2", "East US 2"}, {"southcentralus", "South Central US"},
+	{"westus2", "West US 2"}, {"westus3", "West US 3"}, {"australiaeast", "Australia East"},
+	{"southeastasia", "Southeast Asia"}, {"northeurope", "North Europe"}, {"swedencentral", "Sweden Central"},
+	{"uksouth", "UK South"}, {"westeurope", "West Europe"}, {"centralus", "Central US"},
+	{"southafricanorth", "South Africa North"}, {"centralindia", "Central India"}, {"eastasia", "East Asia"},
+	{"japaneast", "Japan East"}, {"koreacentral", "Korea Central"}, {"canadacentral", "Canada Central"},
+	{"francecentral", "France Central"}, {"germanywestcentral", "Germany West Central"},
+	{"norwayeast", "Norway East"}, {"switzerlandnorth", "Switzerland North"}, {"uaenorth", "UAE North"},
+	{"brazilsouth", "Brazil South"}, {"northcentralus", "North Central US"}, {"westus", "West US"},
+	{"westcentralus", "West Central US"}, {"japanwest", "Japan West"}, {"ukwest", "UK West"},
+	{"canadaeast", "Canada East"}, {"southindia", "South India"}, {"australiasoutheast", "Australia Southeast"},
+}
+
+func (s *Server) listTenants(_ context.Context, _ *request) (*response, error) {
+	return &response{status: http.StatusOK, body: map[string]any{"value": []any{map[string]any{
+		"id": "/tenants/" + DefaultTenant, "tenantId": DefaultTenant, "tenantCategory": "Home",
+		"displayName": "routekeeper fabric", "defaultDomain": "fabric.invalid", "domains": []string{"fabric.invalid"},
+	}}}}, nil
+}
+
+func (s *Server) listLocations(_ context.Context, q *request) (*response, error) {
+	sub := q.segs[1]
+	value := make([]any, 0, len(Locations))
+	for _, l := range Locations {
+		value = append(value, map[string]any{
+			"id": "/subscriptions/" + sub + "/locations/" + l[0], "name": l[0], "type": "Region",
+			"displayName": l[1], "regionalDisplayName": l[1],
+			"metadata": map[string]any{"regionType": "Physical", "regionCategory": "Recommended"},
+		})
+	}
+	return &response{status: http.StatusOK, body: map[string]any{"value": value}}, nil
+}
+
+// networkAPIVersions are the api-versions the provider listing offers; the
+// fabric accepts any.
+var networkAPIVersions = []string{"2024-05-01", "2023-09-01", "2023-05-01", "2022-07-01", "2022-01-01", "2021-08-01", "2021-05-01", "2020-11-01"}
+
+func providerBody(sub, namespace string) map[string]any {
+	var locs []string
+	for _, l := range Locations {
+		locs = append(locs, l[1])
+	}
+	var types []any
+	add := func(t string, withLocations bool) {
+		rt := map[string]any{"resourceType": t, "apiVersions": networkAPIVersions, "locations": []string{}}
+		if withLocations {
+			rt["locations"] = locs
+		}
+		types = append(types, rt)
+	}
+	switch {
+	case strings.EqualFold(namespace, networkNamespace):
+		namespace = networkNamespace
+		add("virtualNetworks", true)
+		add("virtualNetworks/subnets", false)
+		add("routeTables", true)
+		add("routeTables/routes", false)
+		add("locations", false)
+		add("locations/operations", false)
+		add("locations/operationResults", false)
+	case strings.EqualFold(namespace, resourcesNamespace):
+		namespace = resourcesNamespace
+		add("resourceGroups", true)
+		add("subscriptions", false)
+		add("tenants", false)
+	default:
+		return nil
+	}
+	return map[string]any{
+		"id": "/subscriptions/" + sub + "/providers/" + namespace, "namespace": namespace,
+		"registrationState": "Registered", "registrationPolicy": "RegistrationRequired", "resourceTypes": types,
+	}
+}
+
+func (s *Server) getProvider(_ context.Context, q *request) (*response, error) {
+	b := providerBody(q.segs[1], q.segs[3])
+	if b == nil {
+		return nil, newError(http.StatusNotFound, "InvalidResourceNamespace",
+			"The resource namespace '%s' is invalid: the routekeeper fabric serves Microsoft.Network and Microsoft.Resources.", q.segs[3])
+	}
+	return &response{status: http.StatusOK, body: b}, nil
+}
+
+func (s *Server) listProviders(_ context.Context, q *request) (*response, error) {
+	return &response{status: http.StatusOK, body: map[string]any{"value": []any{
+		providerBody(q.segs[1], networkNamespace), providerBody(q.segs[1], resourcesNamespace),
+	}}}, nil
+}
+
+// genericResource is a resource as /resources lists it.
+type genericResource struct {
+	ID       string            `json:"id"`
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	Location string            `json:"location"`
+	Tags     map[string]string `json:"tags,omitempty"`
+}
+
+// listGenericResources lists the top-level resources of a subscription
+// (segs: subscriptions/{sub}/resources) or of a resource group
+// (subscriptions/{sub}/resourceGroups/{rg}/resources).
+func (s *Server) listGenericResources(ctx context.Context, q *request) (*response, error) {
+	sub := q.segs[1]
+	out := []genericResource{}
+	err := s.view(ctx, func(tx *txn) error {
+		var rows []*resourceRow
+		if len(q.segs) == 5 {
+			rg, err := requireRG(tx, sub, q.segs[3], false)
+			if err != nil {
+				return err
+			}
+			if rows, err = tx.resourcesInRG(rg.Key); err != nil {
+				return err
+			}
+		} else {
+			for _, typ := range []string{typeRouteTables, typeVirtualNetworks} {
+				r, err := tx.listResources(key(sub), "", typ, "", 1<<30)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, r...)
+			}
+		}
+		for _, row := range rows {
+			var d genericResource
+			if err := json.Unmarshal(row.Doc, &d); err != nil {
+				return err
+			}
+			out = append(out, genericResource{ID: row.ID, Name: d.Name, Type: d.Type, Location: d.Location, Tags: d.Tags})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f := q.query.Get("$filter"); f != "" {
+		out = filterResources(out, f)
+	}
+	return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+}
+
+// filterResources applies the simple $filter az sends: resourceType eq
+// 'T' and name eq 'N', joined by "and".
+func filterResources(in []genericResource, filter string) []genericResource {
+	type cond struct{ field, value string }
+	var conds []cond
+	for _, part := range strings.Split(filter, " and ") {
+		f, v, ok := strings.Cut(strings.TrimSpace(part), " eq ")
+		if !ok {
+			continue
+		}
+		v, _ = url.QueryUnescape(strings.Trim(strings.TrimSpace(v), "'"))
+		conds = append(conds, cond{strings.ToLower(strings.TrimSpace(f)), v})
+	}
+	out := []genericResource{}
+	for _, r := range in {
+		keep := true
+		for _, c := range conds {
+			switch c.field {
+			case "resourcetype":
+				keep = keep && strings.EqualFold(r.Type, c.value)
+			case "name":
+				keep = keep && strings.EqualFold(r.Name, c.value)
+			case "location":
+				keep = keep && strings.EqualFold(r.Location, c.value)
+			}
+		}
+		if keep {
+			out = append(out, r)
+		}
+	}
+	return out
+}

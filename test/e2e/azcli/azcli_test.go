@@ -1,0 +1,289 @@
+// Package azcli is the end-to-end test of the Azure CLI against the fabric:
+// Debian's az walks the Kubernetes-the-Hard-Way route lab (seed 003)
+// verbatim against `fabric serve --tls`, then routekeeper meets an IaC
+// redeploy through the same served fabric. It runs with ROUTEKEEPER_E2E_AZ=1
+// (scripts/test.sh installs azure-cli then) and is skipped otherwise.
+package azcli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/routekeeper/routekeeper/internal/cli"
+)
+
+// debianNetworkAlias works around Debian's azure-cli 2.45, whose
+// azure-mgmt-network lacks the API version module v2022_01_01 that az's
+// network commands load their argument models from: every `az network`
+// command fails with "'NoneType' object has no attribute 'standard_medium'"
+// (azure-cli issues 24745, 26830). Loaded as sitecustomize through this
+// test's PYTHONPATH only, it aliases the missing module, lazily, to the
+// package's top-level API version. A package that has the module is left
+// alone.
+const debianNetworkAlias = `import importlib.abc, importlib.util, sys
+
+_MISSING = "azure.mgmt.network.v2022_01_01"
+_REAL = "azure.mgmt.network"
+
+
+def _missing():
+    try:
+        spec = importlib.util.find_spec(_REAL)
+    except Exception:
+        return False
+    import os
+    return spec is not None and not any(
+        os.path.isdir(os.path.join(p, "v2022_01_01")) for p in (spec.submodule_search_locations or []))
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        if name == _MISSING or name.startswith(_MISSING + "."):
+            return importlib.util.spec_from_loader(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        real = _REAL + module.__name__[len(_MISSING):]
+        module.__getattr__ = lambda attr: getattr(importlib.import_module(real), attr)
+
+
+if _missing():
+    sys.meta_path.insert(0, _Alias())
+`
+
+// The lab's commands, verbatim: the network of "Provisioning Compute
+// Resources", then seed 003's "Provisioning Pod Network Routes".
+const (
+	labNetwork = `az group create -n kubernetes -l eastus
+az network vnet create -g kubernetes \
+  -n kubernetes-vnet \
+  --address-prefix 10.240.0.0/24 \
+  --subnet-name kubernetes-subnet
+`
+	labRoutes = `az network route-table create -g kubernetes -n kubernetes-routes
+
+az network vnet subnet update -g kubernetes \
+  -n kubernetes-subnet \
+  --vnet-name kubernetes-vnet \
+  --route-table kubernetes-routes
+  
+for i in 0 1; do
+az network route-table route create -g kubernetes \
+  -n kubernetes-route-10-200-${i}-0-24 \
+  --route-table-name kubernetes-routes \
+  --address-prefix 10.200.${i}.0/24 \
+  --next-hop-ip-address 10.240.0.2${i} \
+  --next-hop-type VirtualAppliance
+done
+`
+	labList = `az network route-table route list -g kubernetes --route-table-name kubernetes-routes -o table`
+	// labTable is what seed 003 shows the list printing.
+	labTable = `AddressPrefix    Name                            NextHopIpAddress    NextHopType       ProvisioningState    ResourceGroup
+---------------  ------------------------------  ------------------  ----------------  -------------------  ---------------
+10.200.0.0/24    kubernetes-route-10-200-0-0-24  10.240.0.20         VirtualAppliance  Succeeded            kubernetes
+10.200.1.0/24    kubernetes-route-10-200-1-0-24  10.240.0.21         VirtualAppliance  Succeeded            kubernetes
+`
+	subnetTable = `az network vnet subnet show -g kubernetes --vnet-name kubernetes-vnet -n kubernetes-subnet --query routeTable.id -o tsv`
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listening = regexp.MustCompile(`routekeeper fabric listening on (https://\S+)`)
+
+// routekeeper runs the CLI in process.
+func routekeeper(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Run(t.Context(), args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestAzureCLIHardWayLab(t *testing.T) {
+	if os.Getenv("ROUTEKEEPER_E2E_AZ") != "1" {
+		t.Skip("set ROUTEKEEPER_E2E_AZ=1 (with Debian's azure-cli installed) to run the az end-to-end test")
+	}
+	if _, err := exec.LookPath("az"); err != nil {
+		t.Fatal("ROUTEKEEPER_E2E_AZ=1 but az is not installed: apt-get install azure-cli")
+	}
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	t.Setenv("ROUTEKEEPER_ENDPOINT", "")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, []string{"fabric", "serve", "--tls", "--memory", "--listen", "127.0.0.1:0", "--operation-duration", "0"},
+			strings.NewReader(""), &out, &errOut)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	var endpoint string
+	for deadline := time.Now().Add(10 * time.Second); endpoint == ""; time.Sleep(20 * time.Millisecond) {
+		if m := listening.FindStringSubmatch(out.String()); m != nil {
+			endpoint = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("fabric serve --tls printed no endpoint: %s %s", out.String(), errOut.String())
+		}
+	}
+
+	// The two documented commands: serve --tls (above), then fabric az --apply.
+	code, exports, stderr := routekeeper(t, "fabric", "az", "--apply", "--endpoint", endpoint)
+	if code != cli.ExitOK {
+		t.Fatalf("fabric az --apply = %d:\n%s", code, stderr)
+	}
+	env := os.Environ()
+	for _, line := range strings.Split(strings.TrimSpace(exports), "\n") {
+		kv, ok := strings.CutPrefix(line, "export ")
+		if !ok {
+			t.Fatalf("fabric az --apply printed %q, want only export lines", line)
+		}
+		env = append(env, kv)
+	}
+	pyDir := filepath.Join(dir, "python")
+	if err := os.MkdirAll(pyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pyDir, "sitecustomize.py"), []byte(debianNetworkAlias), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "PYTHONPATH="+pyDir)
+	az := func(script string) string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", script)
+		cmd.Env = env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s\n%v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+
+	az(labNetwork)
+	az(labRoutes)
+	got := az(labList)
+	compareTables(t, got, labTable)
+	if rt := strings.TrimSpace(az(subnetTable)); !strings.HasSuffix(rt, "/routeTables/kubernetes-routes") {
+		t.Fatalf("after the lab the subnet's route table is %q", rt)
+	}
+	if n := strings.TrimSpace(az(`az network vnet show -g kubernetes -n kubernetes-vnet --query "length(subnets)"`)); n != "1" {
+		t.Errorf("length(subnets) = %q, want 1", n)
+	}
+
+	// routekeeper against the same served fabric: the lab's hand-made
+	// routes are not its own, so it reports them and changes nothing.
+	cfg := kthwConfig(t, dir)
+	t.Setenv("ROUTEKEEPER_ENDPOINT", endpoint)
+	code, _, stderr = routekeeper(t, "run", "--once", "--config", cfg)
+	if code != cli.ExitOK && code != cli.ExitFindings || !strings.Contains(stderr, "kubernetes-route-10-200-0-0-24") {
+		t.Fatalf("routekeeper run --endpoint = %d:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kthw", "fabric.db")); err == nil {
+		t.Error("routekeeper run used the config's state file instead of the endpoint")
+	}
+
+	// Seed 001: an IaC redeploy drops the association; az sees it gone.
+	if code, out, stderr := routekeeper(t, "fabric", "incident", "redeploy", "kubernetes-vnet"); code != cli.ExitOK || !strings.Contains(out, "kubernetes-routes dropped") {
+		t.Fatalf("fabric incident redeploy = %d:\n%s\n%s", code, out, stderr)
+	}
+	if rt := strings.TrimSpace(az(subnetTable)); rt != "" {
+		t.Fatalf("after the redeploy az shows route table %q, want none", rt)
+	}
+	// routekeeper's guard puts it back, and az sees that too.
+	code, _, stderr = routekeeper(t, "run", "--once", "--config", cfg)
+	if code != cli.ExitOK && code != cli.ExitFindings || !strings.Contains(stderr, "subnets repaired=1") {
+		t.Fatalf("routekeeper run after the redeploy = %d:\n%s", code, stderr)
+	}
+	if rt := strings.TrimSpace(az(subnetTable)); !strings.HasSuffix(rt, "/routeTables/kubernetes-routes") {
+		t.Errorf("after routekeeper run the subnet's route table is %q", rt)
+	}
+	compareTables(t, az(labList), labTable)
+}
+
+// kthwConfig copies examples/kthw (config and inventory) into dir.
+func kthwConfig(t *testing.T, dir string) string {
+	t.Helper()
+	d := filepath.Join(dir, "kthw")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"routekeeper.yaml", "nodes.yaml", "topology.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "kthw", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(d, "routekeeper.yaml")
+}
+
+// compareTables checks that az's table has every column of want with the
+// same values, row by row. Columns az prints beyond the lab's (today's API
+// versions add HasBgpOverride) are allowed.
+func compareTables(t *testing.T, got, want string) {
+	t.Helper()
+	g, w := parseTable(got), parseTable(want)
+	if len(g) != len(w) {
+		t.Fatalf("az printed %d rows, the lab %d:\n%s", len(g), len(w), got)
+	}
+	for i := range w {
+		for col, v := range w[i] {
+			if g[i][col] != v {
+				t.Errorf("row %d column %s = %q, the lab shows %q:\n%s", i, col, g[i][col], v, got)
+			}
+		}
+	}
+}
+
+var columnGap = regexp.MustCompile(`\s{2,}`)
+
+func parseTable(s string) []map[string]string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) < 2 {
+		return nil
+	}
+	header := columnGap.Split(strings.TrimSpace(lines[0]), -1)
+	var rows []map[string]string
+	for _, l := range lines[2:] {
+		vals := columnGap.Split(strings.TrimSpace(l), -1)
+		row := map[string]string{}
+		for i, h := range header {
+			if i < len(vals) {
+				row[h] = vals[i]
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
