@@ -1,0 +1,214 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+)
+
+// newTestPlane returns a Plane with a random prefix whose namespaces are
+// removed when the test ends, pass or fail; it skips the test, saying
+// why, when this process cannot create network namespaces.
+func newTestPlane(t *testing.T) *Plane {
+	t.Helper()
+	if err := CheckPrivileges(); err != nil {
+		t.Skipf("skipping the data plane test: %v (run as root, as CI does)", err)
+	}
+	prefix := fmt.Sprintf("rkt%06x", rand.Uint32()&0xffffff)
+	p, err := New(prefix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("cleaning up the data plane: %v", err)
+		}
+		if left, _ := listNamespaces(prefix); len(left) > 0 {
+			t.Errorf("namespaces left after Close: %v", left)
+		}
+	})
+	return p
+}
+
+// labTopology is the Hard Way network with a second subnet (pool-2) that
+// has no route table, and a table on kubernetes-subnet with a route per
+// worker's pod CIDR.
+const labTopology = `
+location: eastus
+resourceGroups:
+  - name: kubernetes
+    virtualNetworks:
+      - name: kubernetes-vnet
+        addressPrefixes: [10.240.0.0/16]
+        subnets:
+          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24, routeTable: kubernetes-routes}
+          - {name: pool-2, addressPrefix: 10.240.1.0/24}
+    routeTables:
+      - name: kubernetes-routes
+        routes:
+          - {name: worker-0, addressPrefix: 10.200.0.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.20}
+          - {name: worker-1, addressPrefix: 10.200.1.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.21}
+          - {name: worker-2, addressPrefix: 10.200.2.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.1.20}
+          - {name: blocked, addressPrefix: 10.240.0.128/25, nextHopType: None}
+`
+
+var labNodes = []source.Node{
+	{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}},
+	{Name: "worker-1", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.21")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.1.0/24")}},
+	{Name: "worker-2", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.1.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.2.0/24")}},
+	{Name: "blocked-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.200")}},
+}
+
+func labSpec(t *testing.T) Spec {
+	t.Helper()
+	env := fabrictest.New(t, fabric.Options{}, labTopology)
+	st, err := env.Store.Networks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := FromState(st, labNodes, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// TestEveryPairAgreesWithTheRouteComputation builds the lab and sends
+// packets from every node and pod to every node, pod and a few addresses
+// nobody holds: what arrives is what Trace (the route computation) says,
+// for each source subnet. The lead swaps Trace for routekeeper trace /
+// internal/routing when it lands.
+func TestEveryPairAgreesWithTheRouteComputation(t *testing.T) {
+	p := newTestPlane(t)
+	spec := labSpec(t)
+	ctx := context.Background()
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	// A second Apply of the same spec is a no-op that must not fail.
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatalf("second Apply: %v", err)
+	}
+	var endpoints []netip.Addr
+	for _, n := range spec.Nodes {
+		endpoints = append(endpoints, n.IP)
+		endpoints = append(endpoints, n.Pods...)
+	}
+	nobody := []netip.Addr{
+		netip.MustParseAddr("10.240.0.99"),  // VNet space, no NIC
+		netip.MustParseAddr("10.200.0.77"),  // worker-0's pod CIDR, no pod
+		netip.MustParseAddr("10.200.9.1"),   // no route: 10/8 None
+		netip.MustParseAddr("192.168.1.1"),  // None
+		netip.MustParseAddr("203.0.113.10"), // Internet: unreachable here
+	}
+	delivered, dropped := 0, 0
+	for _, src := range endpoints {
+		for _, dst := range append(endpoints, nobody...) {
+			if src == dst {
+				continue
+			}
+			want, err := Trace(spec, src, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := FindNamespace(ctx, p.Prefix(), dst); err != nil {
+				if want.Delivered {
+					t.Errorf("%s -> %s: trace delivers to %s, but nobody holds %s", src, dst, want.To, dst)
+				}
+				continue
+			}
+			got, err := Probe(ctx, p.Prefix(), src, dst, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 40 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if arrived := got.Received > 0; arrived != want.Delivered {
+				t.Errorf("%s -> %s: probe %v; trace: delivered %v %s %v %s", src, dst, got, want.Delivered, want.To, want.Path, want.Reason)
+			}
+			if want.Delivered {
+				delivered++
+			} else {
+				dropped++
+			}
+		}
+	}
+	t.Logf("%d pairs delivered, %d dropped, as the route computation says", delivered, dropped)
+	if delivered == 0 || dropped == 0 {
+		t.Errorf("the lab should both deliver and drop: %d delivered, %d dropped", delivered, dropped)
+	}
+}
+
+// TestApplyFollowsRouteChanges: a route replaced, removed and restored in
+// the spec changes what arrives, and nodes and pods that leave the spec
+// take their namespaces with them.
+func TestApplyFollowsRouteChanges(t *testing.T) {
+	p := newTestPlane(t)
+	spec := labSpec(t)
+	ctx := context.Background()
+	pod0, pod1 := netip.MustParseAddr("10.200.0.2"), netip.MustParseAddr("10.200.1.2")
+	probe := func(what string, want bool) {
+		t.Helper()
+		got, err := Probe(ctx, p.Prefix(), pod0, pod1, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 40 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.Received > 0) != want {
+			t.Errorf("%s: %v, want delivered %v", what, got, want)
+		}
+	}
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	probe("lab", true)
+
+	without := cloneSpec(spec)
+	sn := &without.VNets[0].Subnets[0]
+	for i, r := range sn.Routes {
+		if r.Name == "worker-1" {
+			sn.Routes = append(sn.Routes[:i:i], sn.Routes[i+1:]...)
+			break
+		}
+	}
+	if err := p.Apply(ctx, without); err != nil {
+		t.Fatal(err)
+	}
+	probe("worker-1's route removed", false)
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	probe("worker-1's route restored", true)
+
+	fewer := cloneSpec(spec)
+	fewer.Nodes = fewer.Nodes[:2]
+	if err := p.Apply(ctx, fewer); err != nil {
+		t.Fatal(err)
+	}
+	left, err := listNamespaces(p.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One router, two nodes, two pods.
+	if len(left) != 5 {
+		t.Errorf("namespaces after removing two nodes: %v, want 5", left)
+	}
+	probe("after removing other nodes", true)
+}
+
+func cloneSpec(s Spec) Spec {
+	out := Spec{Nodes: append([]Node(nil), s.Nodes...)}
+	for _, v := range s.VNets {
+		nv := VNet{Name: v.Name}
+		for _, sn := range v.Subnets {
+			sn.Routes = append([]Route(nil), sn.Routes...)
+			nv.Subnets = append(nv.Subnets, sn)
+		}
+		out.VNets = append(out.VNets, nv)
+	}
+	return out
+}
