@@ -58,7 +58,10 @@ func podNS(prefix string, a netip.Addr) string {
 	return prefix + podInfix + a.String()
 }
 
-func hexIP(a netip.Addr) string { b := a.As4(); return fmt.Sprintf("%02x%02x%02x%02x", b[0], b[1], b[2], b[3]) }
+func hexIP(a netip.Addr) string {
+	b := a.As4()
+	return fmt.Sprintf("%02x%02x%02x%02x", b[0], b[1], b[2], b[3])
+}
 
 func nodeLink(ip netip.Addr) string { return "n" + hexIP(ip) }
 func podLink(ip netip.Addr) string  { return "p" + hexIP(ip) }
