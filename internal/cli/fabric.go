@@ -39,7 +39,8 @@ See docs/fabric.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd())
+	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd(),
+		a.newFabricProbeCmd(), a.newFabricDataplaneCmd())
 	return cmd
 }
 
@@ -54,6 +55,7 @@ type fabricServeOptions struct {
 	pageSize    int
 	seed        uint64
 	faults      fabric.Faults
+	dataplane   dataplaneOptions
 }
 
 func (a *app) newFabricServeCmd() *cobra.Command {
@@ -85,6 +87,7 @@ GET/PUT <endpoint>/_fabric/faults.`,
 	f.Float64Var(&o.faults.ErrorRate, "error-rate", 0, "probability that a request fails with 500, 502 or 503 before taking effect")
 	f.Float64Var(&o.faults.FailOperations, "fail-operations", 0, "probability that a long-running operation ends Failed")
 	f.Float64Var(&o.faults.IntruderRate, "intruder-rate", 0, "probability that another writer changes a route table right after a GET of it")
+	o.dataplane.register(f)
 	return cmd
 }
 
@@ -148,6 +151,11 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 		return err
 	}
 	defer store.Close()
+	stopDataplane, dataplaneInfo, err := a.startDataplane(ctx, store, store.Path(), &o.dataplane)
+	if err != nil {
+		return err
+	}
+	defer stopDataplane()
 	srv := fabric.New(store, fabric.Options{
 		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, PageSize: o.pageSize,
 		Faults: o.faults, Logger: a.log, Seed: o.seed,
@@ -166,6 +174,7 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 	fmt.Fprintf(w, "  state:       %s\n", where)
 	fmt.Fprintf(w, "  operations:  %s each; %d routes per table\n", o.opDuration, o.routeLimit)
 	fmt.Fprintf(w, "  faults:      %s\n", describeFaults(o.faults))
+	fmt.Fprint(w, dataplaneInfo)
 	fmt.Fprintf(w, "Clients:\n")
 	fmt.Fprintf(w, "  export ROUTEKEEPER_ENDPOINT=%s\n", endpoint)
 	fmt.Fprintf(w, "  Azure SDK: cloud.ResourceManager endpoint %s, audience https://management.azure.com,\n", endpoint)
