@@ -7,10 +7,6 @@ import (
 	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/routekeeper/routekeeper/internal/fabric"
-	"github.com/routekeeper/routekeeper/internal/source"
-	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 // newTestPlane returns a Plane with a random prefix whose namespaces are
@@ -35,49 +31,6 @@ func newTestPlane(t *testing.T) *Plane {
 		}
 	})
 	return p
-}
-
-// labTopology is the Hard Way network with a second subnet (pool-2) that
-// has no route table, and a table on kubernetes-subnet with a route per
-// worker's pod CIDR.
-const labTopology = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24, routeTable: kubernetes-routes}
-          - {name: pool-2, addressPrefix: 10.240.1.0/24}
-    routeTables:
-      - name: kubernetes-routes
-        routes:
-          - {name: worker-0, addressPrefix: 10.200.0.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.20}
-          - {name: worker-1, addressPrefix: 10.200.1.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.21}
-          - {name: worker-2, addressPrefix: 10.200.2.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.1.20}
-          - {name: blocked, addressPrefix: 10.240.0.128/25, nextHopType: None}
-`
-
-var labNodes = []source.Node{
-	{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}},
-	{Name: "worker-1", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.21")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.1.0/24")}},
-	{Name: "worker-2", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.1.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.2.0/24")}},
-	{Name: "blocked-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.200")}},
-}
-
-func labSpec(t *testing.T) Spec {
-	t.Helper()
-	env := fabrictest.New(t, fabric.Options{}, labTopology)
-	st, err := env.Store.Networks(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := FromState(st, labNodes, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec
 }
 
 // TestEveryPairAgreesWithTheRouteComputation builds the lab and sends
