@@ -82,7 +82,7 @@ func TestEveryPairAgreesWithTheRouteComputation(t *testing.T) {
 				}
 				continue
 			}
-			got, err := Probe(ctx, p.Prefix(), src, dst, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 40 * time.Millisecond})
+			got, err := Probe(ctx, p.Prefix(), src, dst, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 200 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestApplyFollowsRouteChanges(t *testing.T) {
 	pod0, pod1 := netip.MustParseAddr("10.200.0.2"), netip.MustParseAddr("10.200.1.2")
 	probe := func(what string, want bool) {
 		t.Helper()
-		got, err := Probe(ctx, p.Prefix(), pod0, pod1, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 40 * time.Millisecond})
+		got, err := Probe(ctx, p.Prefix(), pod0, pod1, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

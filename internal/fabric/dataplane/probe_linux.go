@@ -23,8 +23,8 @@ type ProbeOptions struct {
 	// Duration is how long to send (default 5s); a cancelled context ends
 	// the probe earlier, with the result so far.
 	Duration time.Duration
-	// Grace is how long to wait for the last packets after the last send
-	// (default 100ms).
+	// Grace is how long to wait for late packets after the last send
+	// (default 500ms); the wait ends as soon as every packet arrived.
 	Grace time.Duration
 }
 
@@ -66,7 +66,7 @@ func Probe(ctx context.Context, prefix string, src, dst netip.Addr, o ProbeOptio
 		o.Duration = 5 * time.Second
 	}
 	if o.Grace <= 0 {
-		o.Grace = 100 * time.Millisecond
+		o.Grace = 500 * time.Millisecond
 	}
 	res := ProbeResult{Src: src, Dst: dst, Interval: time.Duration(float64(time.Second) / o.Rate)}
 	srcNS, err := FindNamespace(ctx, prefix, src)
@@ -100,6 +100,9 @@ func Probe(ctx context.Context, prefix string, src, dst netip.Addr, o ProbeOptio
 	total := int(o.Duration.Seconds() * o.Rate)
 	got := make([]bool, total)
 	var mu sync.Mutex
+	received := 0
+	sentSoFar := func() int { return total } // replaced once sending ends
+	allIn := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -115,8 +118,15 @@ func Probe(ctx context.Context, prefix string, src, dst netip.Addr, o ProbeOptio
 			}
 			seq := binary.BigEndian.Uint64(buf)
 			mu.Lock()
-			if seq < uint64(len(got)) {
+			if seq < uint64(len(got)) && !got[seq] {
 				got[seq] = true
+				received++
+				if received >= sentSoFar() {
+					select {
+					case allIn <- struct{}{}:
+					default:
+					}
+				}
 			}
 			mu.Unlock()
 		}
@@ -138,7 +148,17 @@ send:
 		case <-tick.C:
 		}
 	}
-	time.Sleep(o.Grace)
+	mu.Lock()
+	sent := res.Sent
+	sentSoFar = func() int { return sent }
+	done := received >= sent
+	mu.Unlock()
+	if !done {
+		select {
+		case <-allIn:
+		case <-time.After(o.Grace):
+		}
+	}
 	rx.Close()
 	wg.Wait()
 
