@@ -47,7 +47,9 @@ var labNodes = []source.Node{
 	{Name: "blocked-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.200")}},
 }
 
-func labSpec(t *testing.T) Spec {
+func labSpec(t *testing.T) Spec { return labSpecTB(t) }
+
+func labSpecTB(t testing.TB) Spec {
 	t.Helper()
 	env := fabrictest.New(t, fabric.Options{}, labTopology)
 	st, err := env.Store.Networks(context.Background())

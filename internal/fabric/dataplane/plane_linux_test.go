@@ -170,3 +170,41 @@ func cloneSpec(s Spec) Spec {
 	}
 	return out
 }
+
+// BenchmarkApplyRouteChange is the cost of bringing one route change to the
+// kernel: the lab is built, and each iteration applies the spec with or
+// without worker-1's route (the reads of the router's routes and rules and
+// one ip batch).
+func BenchmarkApplyRouteChange(b *testing.B) {
+	if err := CheckPrivileges(); err != nil {
+		b.Skip(err)
+	}
+	p, err := New(fmt.Sprintf("rkb%06x", rand.Uint32()&0xffffff), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	spec := labSpecTB(b)
+	without := cloneSpec(spec)
+	sn := &without.VNets[0].Subnets[0]
+	for i, r := range sn.Routes {
+		if r.Name == "worker-1" {
+			sn.Routes = append(sn.Routes[:i:i], sn.Routes[i+1:]...)
+			break
+		}
+	}
+	ctx := context.Background()
+	if err := p.Apply(ctx, spec); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := spec
+		if i%2 == 0 {
+			s = without
+		}
+		if err := p.Apply(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
