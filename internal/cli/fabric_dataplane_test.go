@@ -165,7 +165,7 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 		ctx, stop := context.WithCancel(context.Background())
 		probed := make(chan dataplane.ProbeResult, 1)
 		go func() {
-			res, err := dataplane.Probe(ctx, l.prefix, pod0, pod1, dataplane.ProbeOptions{Rate: 100, Duration: 60 * time.Second})
+			res, err := dataplane.Probe(ctx, l.prefix, pod0, pod1, dataplane.ProbeOptions{Rate: 100, Duration: 60 * time.Second, Grace: 200 * time.Millisecond})
 			if err != nil {
 				l.t.Error(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
@@ -70,4 +71,42 @@ func (s *Store) Version(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("reading the state version: %w", err)
 	}
 	return fmt.Sprintf("%d:%d", n, sum), nil
+}
+
+// Subscribe returns a channel that receives a value after writes that this
+// Store committed (several writes may share one value), and a function
+// that ends the subscription. Writes of other processes on the same file
+// are not announced: poll Version for those.
+func (s *Store) Subscribe() (<-chan struct{}, func()) { return s.written.subscribe() }
+
+// writeNotifier wakes subscribers without ever blocking a writer.
+type writeNotifier struct {
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+}
+
+func (w *writeNotifier) subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.subs == nil {
+		w.subs = map[chan struct{}]struct{}{}
+	}
+	w.subs[ch] = struct{}{}
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.subs, ch)
+	}
+}
+
+func (w *writeNotifier) notify() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.subs {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
 }

@@ -17,7 +17,8 @@ import (
 // of nodes (the fabric has no network interfaces yet: nodes come from an
 // inventory or the cluster) in the subnet that holds its internal IP, with
 // podsPerNode pods at the first addresses after .1 of its pod CIDR.
-// A node whose address is in no subnet is an error naming it.
+// A node whose address is in no subnet is left out and named in an
+// *UnplacedError returned with the Spec of the others.
 func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, error) {
 	var spec Spec
 	tables := map[string]*fabric.StateRouteTable{}
@@ -98,11 +99,22 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 		}
 		spec.Nodes = append(spec.Nodes, node)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := spec.Validate(); err != nil {
 		return Spec{}, err
 	}
-	return spec, spec.Validate()
+	if len(errs) > 0 {
+		return spec, &UnplacedError{Err: errors.Join(errs...)}
+	}
+	return spec, nil
 }
+
+// UnplacedError lists the nodes FromState could not place (no IPv4
+// address, or none in a subnet of the fabric: the VNet may not exist yet).
+// The Spec returned with it holds every other node.
+type UnplacedError struct{ Err error }
+
+func (e *UnplacedError) Error() string { return "nodes left out of the data plane: " + e.Err.Error() }
+func (e *UnplacedError) Unwrap() error { return e.Err }
 
 func firstIPv4(as []netip.Addr) (netip.Addr, bool) {
 	for _, a := range as {

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"sync"
@@ -161,10 +162,21 @@ func TestFromStateErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = FromState(st, []source.Node{
+	spec, err := FromState(st, []source.Node{
 		{Name: "outside", InternalIPs: []netip.Addr{addr("10.9.0.4")}},
 		{Name: "v6", InternalIPs: []netip.Addr{addr("fd00::4")}},
-	}, 1)
+		{Name: "worker-0", InternalIPs: []netip.Addr{addr("10.240.0.20")}, PodCIDRs: []netip.Prefix{pfx("10.200.0.0/24")}},
+	}, 2)
+	var unplaced *UnplacedError
+	if !errors.As(err, &unplaced) {
+		t.Fatalf("FromState error %v, want an *UnplacedError", err)
+	}
+	want := []Node{{Name: "worker-0", VNet: "kubernetes-vnet", Subnet: "kubernetes-subnet", IP: addr("10.240.0.20"),
+		PodCIDR: pfx("10.200.0.0/24"), Pods: []netip.Addr{addr("10.200.0.2"), addr("10.200.0.3")}}}
+	if d := cmp.Diff(want, spec.Nodes, cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); d != "" {
+		t.Errorf("the placed nodes (-want +got):\n%s", d)
+	}
 	for _, want := range []string{`node "outside": internal IP 10.9.0.4 is in no subnet`, `node "v6": no IPv4 internal address`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("FromState error %v, want it to contain %q", err, want)

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -22,10 +23,18 @@ type Applier interface {
 	Apply(ctx context.Context, spec Spec) error
 }
 
+// subscriber is a NetworkReader that also announces its own writes
+// (*fabric.Store does): the driver then reacts at once instead of at the
+// next poll.
+type subscriber interface {
+	Subscribe() (<-chan struct{}, func())
+}
+
 // Driver keeps a data plane in step with a fabric: it polls the state's
-// version (catching writes of every process that shares the state file),
-// computes the Spec of each new version and applies it PropagationDelay
-// after it saw the write, in order.
+// version (catching writes of every process that shares the state file)
+// and wakes on the writes the fabric's Store announces, computes the Spec
+// of each new version and applies it PropagationDelay after it saw the
+// write.
 type Driver struct {
 	Fabric NetworkReader
 	Plane  Applier
@@ -69,16 +78,27 @@ func (d *Driver) spec(ctx context.Context) (Spec, error) {
 	if err != nil {
 		return Spec{}, fmt.Errorf("reading the data plane's nodes: %w", err)
 	}
-	return FromState(st, nodes, d.PodsPerNode)
+	spec, err := FromState(st, nodes, d.PodsPerNode)
+	var unplaced *UnplacedError
+	if errors.As(err, &unplaced) {
+		// The others forward; these join when their subnet appears.
+		d.logger().Warn("data plane: "+unplaced.Error(), "nodes", len(nodes))
+		err = nil
+	}
+	return spec, err
+}
+
+func (d *Driver) logger() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
 }
 
 // Run follows the fabric until ctx ends. A failed read or Apply is logged
 // and retried at the next poll; Run returns nil when ctx ends.
 func (d *Driver) Run(ctx context.Context) error {
-	log := d.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := d.logger()
 	poll := d.Poll
 	if poll <= 0 {
 		poll = 20 * time.Millisecond
@@ -91,12 +111,22 @@ func (d *Driver) Run(ctx context.Context) error {
 	var queue []pending
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	var written <-chan struct{}
+	if sub, ok := d.Fabric.(subscriber); ok {
+		ch, unsubscribe := sub.Subscribe()
+		defer unsubscribe()
+		written = ch
+	}
+	var due <-chan time.Time // the next queued change's time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-written:
+		case <-due:
 		}
+		due = nil
 		v, err := d.Fabric.Version(ctx)
 		if err != nil {
 			log.Warn("data plane: reading the fabric", "err", err)
@@ -116,16 +146,19 @@ func (d *Driver) Run(ctx context.Context) error {
 		}
 		// Apply the newest write that is due: the ones before it are
 		// overtaken, as in a data plane that programs the latest state.
-		due := -1
+		now, next := time.Now(), -1
 		for i, p := range queue {
-			if !p.due.After(time.Now()) {
-				due = i
+			if !p.due.After(now) {
+				next = i
 			}
 		}
-		if due < 0 {
+		if next < 0 {
+			if len(queue) > 0 {
+				due = time.After(time.Until(queue[0].due))
+			}
 			continue
 		}
-		p := queue[due]
+		p := queue[next]
 		start := time.Now()
 		if err := d.Plane.Apply(ctx, p.spec); err != nil {
 			if ctx.Err() != nil {
@@ -134,7 +167,10 @@ func (d *Driver) Run(ctx context.Context) error {
 			log.Warn("data plane: applying", "err", err)
 			continue // retried at the next poll
 		}
-		queue = queue[due+1:]
+		queue = queue[next+1:]
+		if len(queue) > 0 {
+			due = time.After(time.Until(queue[0].due))
+		}
 		d.version = p.version
 		log.Info("data plane applied", "took", time.Since(start).Round(time.Microsecond), "delay", d.PropagationDelay)
 	}

@@ -36,7 +36,8 @@ type ProbeResult struct {
 	Interval time.Duration
 	// LongestLoss is the longest run of consecutive lost packets times the
 	// send interval: how long the destination was cut off, at the probe's
-	// resolution. LossStart is when its first lost packet was sent.
+	// resolution. LossStart is when its first lost packet was sent (the
+	// ticker may send later than Start + n × Interval on a busy machine).
 	LongestLoss     time.Duration
 	LongestLossRun  int
 	LossStart       time.Time
@@ -99,6 +100,7 @@ func Probe(ctx context.Context, prefix string, src, dst netip.Addr, o ProbeOptio
 
 	total := int(o.Duration.Seconds() * o.Rate)
 	got := make([]bool, total)
+	sentAt := make([]time.Time, total)
 	var mu sync.Mutex
 	received := 0
 	sentSoFar := func() int { return total } // replaced once sending ends
@@ -138,8 +140,9 @@ func Probe(ctx context.Context, prefix string, src, dst netip.Addr, o ProbeOptio
 	pkt := make([]byte, 16)
 send:
 	for seq := 0; seq < total; seq++ {
+		sentAt[seq] = time.Now()
 		binary.BigEndian.PutUint64(pkt, uint64(seq))
-		binary.BigEndian.PutUint64(pkt[8:], uint64(time.Now().UnixNano()))
+		binary.BigEndian.PutUint64(pkt[8:], uint64(sentAt[seq].UnixNano()))
 		tx.Write(pkt) // a refusal (ICMP unreachable) is a lost packet, not an error
 		res.Sent++
 		select {
@@ -175,7 +178,7 @@ send:
 		run++
 		if run > res.LongestLossRun {
 			res.LongestLossRun = run
-			res.LossStart = res.Start.Add(time.Duration(runStart) * res.Interval)
+			res.LossStart = sentAt[runStart]
 		}
 	}
 	res.LongestLoss = time.Duration(res.LongestLossRun) * res.Interval
