@@ -1,7 +1,9 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -49,7 +51,11 @@ func setSysctls(ns string, kv map[string]string) error {
 	return inNetns(ns, func() error {
 		for k, v := range kv {
 			p := "/proc/sys/net/" + strings.ReplaceAll(k, ".", "/")
-			if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			err := os.WriteFile(p, []byte(v), 0o644)
+			if errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(k, "ipv6.") {
+				continue // a kernel without IPv6 has nothing to disable
+			}
+			if err != nil {
 				return fmt.Errorf("sysctl net.%s=%s in %s: %w", k, v, ns, err)
 			}
 		}

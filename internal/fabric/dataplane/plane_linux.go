@@ -110,8 +110,7 @@ func (p *Plane) Close(ctx context.Context) error {
 }
 
 // Cleanup removes every network namespace named prefix-…: what a data
-// plane of that prefix left behind, after a crash for instance. It returns
-// the namespaces it removed.
+// plane of that prefix left behind, after a crash for instance.
 func Cleanup(ctx context.Context, prefix string) error {
 	_, err := CleanupNamespaces(ctx, prefix)
 	return err

@@ -30,6 +30,12 @@ func (p *Plane) Close(context.Context) error { return nil }
 // CheckPrivileges fails: the data plane needs Linux.
 func CheckPrivileges() error { return errNotLinux }
 
+// Cleanup fails: the data plane needs Linux.
+func Cleanup(context.Context, string) error { return errNotLinux }
+
+// FindNamespace fails: the data plane needs Linux.
+func FindNamespace(context.Context, string, netip.Addr) (string, error) { return "", errNotLinux }
+
 // CleanupNamespaces fails: the data plane needs Linux.
 func CleanupNamespaces(context.Context, string) ([]string, error) { return nil, errNotLinux }
 
