@@ -34,6 +34,8 @@ Its state is a SQLite file that several processes may share.
   routekeeper fabric serve                 serve it over HTTP on loopback
   routekeeper fabric apply -f topo.yaml    create resource groups, VNets, subnets, route tables
   routekeeper fabric show                  print what it holds
+  routekeeper fabric serve --dataplane     also forward packets by its routes (Linux, root)
+  routekeeper fabric probe SRC DST         send packets through that data plane, report the loss
 
 See docs/fabric.md.`,
 		Args: cobra.NoArgs,
