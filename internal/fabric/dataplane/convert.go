@@ -194,4 +194,3 @@ func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
 	})
 	return out
 }
-
