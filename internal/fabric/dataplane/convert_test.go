@@ -260,7 +260,7 @@ func (r *recorder) last() (int, string) {
 }
 
 func TestDriverFollowsWrites(t *testing.T) {
-	for _, delay := range []time.Duration{0, time.Hour} {
+	for _, delay := range []time.Duration{0, 30 * time.Millisecond, time.Hour} {
 		t.Run("delay "+delay.String(), func(t *testing.T) {
 			f, rec := &fakeFabric{}, &recorder{}
 			f.set("10.0.0.0/24")
@@ -274,12 +274,16 @@ func TestDriverFollowsWrites(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- d.Run(ctx) }()
 			f.set("10.1.0.0/24")
-			if delay == 0 {
-				for n, p := rec.last(); p != "10.1.0.0/24"; n, p = rec.last() {
-					if n > 100 {
-						t.Fatalf("applied %d specs, never the written one", n)
+			if delay < time.Hour {
+				deadline := time.Now().Add(10 * time.Second)
+				for _, p := rec.last(); p != "10.1.0.0/24"; _, p = rec.last() {
+					if time.Now().After(deadline) {
+						t.Fatalf("the written network was never applied (delay %s)", delay)
 					}
 					time.Sleep(time.Millisecond)
+				}
+				if n, _ := rec.last(); n != 2 {
+					t.Errorf("%d applies, want 2: the start and the write", n)
 				}
 			} else {
 				time.Sleep(50 * time.Millisecond) // 50 polls
