@@ -62,9 +62,13 @@ func (p *Plane) routes(ctx context.Context, spec Spec, v VNet) error {
 	}
 	nics := map[netip.Addr]bool{}
 	var wantRules []kernelRule
-	subnetTables := map[int]bool{}
+	tableOf := map[int]string{}
 	for _, s := range v.Subnets {
-		subnetTables[subnetTable(s.Name)] = true
+		t := subnetTable(s.Name)
+		if other, ok := tableOf[t]; ok {
+			return fmt.Errorf("virtual network %s: subnets %q and %q hash to the same routing table %d; rename one", v.Name, other, s.Name, t)
+		}
+		tableOf[t] = s.Name
 	}
 	for _, n := range spec.Nodes {
 		if n.VNet != v.Name {
