@@ -43,4 +43,6 @@ step "fuzz the fabric's request handling (short run)"
 go test ./internal/fabric -run '^$' -fuzz '^FuzzHandler$' -fuzztime "${FUZZTIME:-20s}"
 
 step "tests (with the race detector: the controller, informers and fabric are concurrent)"
+# As root (CI) this includes the fabric's data plane tests (network
+# namespaces); with ROUTEKEEPER_E2E=1 they fail rather than skip without root.
 go test -race -count=1 "$@" ./...

@@ -37,12 +37,15 @@ Its state is a SQLite file that several processes may share.
   routekeeper fabric show                  print what it holds
   routekeeper fabric incident redeploy V   break pod routing as an IaC redeploy does (also detach, swap, delete-table)
   routekeeper fabric az [--apply]          point the Azure CLI at a served fabric
+  routekeeper fabric serve --dataplane     also forward packets by its routes (Linux, root)
+  routekeeper fabric probe SRC DST         send packets through that data plane, report the loss
 
 See docs/fabric.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd(), a.newFabricIncidentCmd(), a.newFabricAzCmd())
+	cmd.AddCommand(a.newFabricServeCmd(), a.newFabricApplyCmd(), a.newFabricShowCmd(), a.newFabricIncidentCmd(), a.newFabricAzCmd(),
+		a.newFabricProbeCmd(), a.newFabricDataplaneCmd())
 	return cmd
 }
 
@@ -58,6 +61,7 @@ type fabricServeOptions struct {
 	seed        uint64
 	tls         bool
 	faults      fabric.Faults
+	dataplane   dataplaneOptions
 }
 
 func (a *app) newFabricServeCmd() *cobra.Command {
@@ -92,6 +96,7 @@ GET/PUT <endpoint>/_fabric/faults.`,
 	f.Float64Var(&o.faults.ErrorRate, "error-rate", 0, "probability that a request fails with 500, 502 or 503 before taking effect")
 	f.Float64Var(&o.faults.FailOperations, "fail-operations", 0, "probability that a long-running operation ends Failed")
 	f.Float64Var(&o.faults.IntruderRate, "intruder-rate", 0, "probability that another writer changes a route table right after a GET of it")
+	o.dataplane.register(f)
 	return cmd
 }
 
@@ -155,6 +160,11 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 		return err
 	}
 	defer store.Close()
+	stopDataplane, dataplaneInfo, err := a.startDataplane(ctx, store, store.Path(), &o.dataplane)
+	if err != nil {
+		return err
+	}
+	defer stopDataplane()
 	srv := fabric.New(store, fabric.Options{
 		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, PageSize: o.pageSize,
 		Faults: o.faults, Logger: a.log, Seed: o.seed,
@@ -203,6 +213,7 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 	if o.tls {
 		fmt.Fprintf(w, "  TLS CA:      %s (server certificate %s)\n", tlsFiles.CA, tlsFiles.Cert)
 	}
+	fmt.Fprint(w, dataplaneInfo)
 	fmt.Fprintf(w, "Clients:\n")
 	fmt.Fprintf(w, "  export ROUTEKEEPER_ENDPOINT=%s\n", endpoint)
 	if o.tls {

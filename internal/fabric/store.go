@@ -87,6 +87,9 @@ type Store struct {
 	// docs caches resource documents for reads, by key, valid while the
 	// row's rev is unchanged (any process's write changes it).
 	docs docCache
+
+	// written wakes the Subscribers after each committed write (networks.go).
+	written writeNotifier
 }
 
 // docCache holds the documents of recently read resources. A large route
@@ -238,6 +241,7 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("committing: %w", err)
 	}
+	s.written.notify()
 	return nil
 }
 

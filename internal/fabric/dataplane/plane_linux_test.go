@@ -1,0 +1,210 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+)
+
+// newTestPlane returns a Plane with a random prefix whose namespaces are
+// removed when the test ends, pass or fail; it skips the test, saying
+// why, when this process cannot create network namespaces.
+func newTestPlane(t *testing.T) *Plane {
+	t.Helper()
+	if err := CheckPrivileges(); err != nil {
+		// CI (scripts/test.sh) sets ROUTEKEEPER_E2E=1: there it must run.
+		if os.Getenv("ROUTEKEEPER_E2E") == "1" {
+			t.Fatalf("the data plane test cannot run with ROUTEKEEPER_E2E=1: %v", err)
+		}
+		t.Skipf("skipping the data plane test: %v (run as root, as CI does)", err)
+	}
+	prefix := fmt.Sprintf("rkt%06x", rand.Uint32()&0xffffff)
+	p, err := New(prefix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("cleaning up the data plane: %v", err)
+		}
+		if left, _ := listNamespaces(prefix); len(left) > 0 {
+			t.Errorf("namespaces left after Close: %v", left)
+		}
+	})
+	return p
+}
+
+// TestEveryPairAgreesWithTheRouteComputation builds the lab and sends
+// packets from every node and pod to every node, pod and a few addresses
+// nobody holds: what arrives is what Trace (the route computation) says,
+// for each source subnet. The lead swaps Trace for routekeeper trace /
+// internal/routing when it lands.
+func TestEveryPairAgreesWithTheRouteComputation(t *testing.T) {
+	p := newTestPlane(t)
+	spec := labSpec(t)
+	ctx := context.Background()
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	// A second Apply of the same spec is a no-op that must not fail.
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatalf("second Apply: %v", err)
+	}
+	var endpoints []netip.Addr
+	for _, n := range spec.Nodes {
+		endpoints = append(endpoints, n.IP)
+		endpoints = append(endpoints, n.Pods...)
+	}
+	nobody := []netip.Addr{
+		netip.MustParseAddr("10.240.0.99"),  // VNet space, no NIC
+		netip.MustParseAddr("10.200.0.77"),  // worker-0's pod CIDR, no pod
+		netip.MustParseAddr("10.200.9.1"),   // no route: 10/8 None
+		netip.MustParseAddr("192.168.1.1"),  // None
+		netip.MustParseAddr("203.0.113.10"), // Internet: unreachable here
+	}
+	delivered, dropped := 0, 0
+	for _, src := range endpoints {
+		for _, dst := range append(endpoints, nobody...) {
+			if src == dst {
+				continue
+			}
+			want, err := Trace(spec, src, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := FindNamespace(ctx, p.Prefix(), dst); err != nil {
+				if want.Delivered {
+					t.Errorf("%s -> %s: trace delivers to %s, but nobody holds %s", src, dst, want.To, dst)
+				}
+				continue
+			}
+			got, err := Probe(ctx, p.Prefix(), src, dst, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if arrived := got.Received > 0; arrived != want.Delivered {
+				t.Errorf("%s -> %s: probe %v; trace: delivered %v %s %v %s", src, dst, got, want.Delivered, want.To, want.Path, want.Reason)
+			}
+			if want.Delivered {
+				delivered++
+			} else {
+				dropped++
+			}
+		}
+	}
+	t.Logf("%d pairs delivered, %d dropped, as the route computation says", delivered, dropped)
+	if delivered == 0 || dropped == 0 {
+		t.Errorf("the lab should both deliver and drop: %d delivered, %d dropped", delivered, dropped)
+	}
+}
+
+// TestApplyFollowsRouteChanges: a route replaced, removed and restored in
+// the spec changes what arrives, and nodes and pods that leave the spec
+// take their namespaces with them.
+func TestApplyFollowsRouteChanges(t *testing.T) {
+	p := newTestPlane(t)
+	spec := labSpec(t)
+	ctx := context.Background()
+	pod0, pod1 := netip.MustParseAddr("10.200.0.2"), netip.MustParseAddr("10.200.1.2")
+	probe := func(what string, want bool) {
+		t.Helper()
+		got, err := Probe(ctx, p.Prefix(), pod0, pod1, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.Received > 0) != want {
+			t.Errorf("%s: %v, want delivered %v", what, got, want)
+		}
+	}
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	probe("lab", true)
+
+	without := cloneSpec(spec)
+	sn := &without.VNets[0].Subnets[0]
+	for i, r := range sn.Routes {
+		if r.Name == "worker-1" {
+			sn.Routes = append(sn.Routes[:i:i], sn.Routes[i+1:]...)
+			break
+		}
+	}
+	if err := p.Apply(ctx, without); err != nil {
+		t.Fatal(err)
+	}
+	probe("worker-1's route removed", false)
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	probe("worker-1's route restored", true)
+
+	fewer := cloneSpec(spec)
+	fewer.Nodes = fewer.Nodes[:2]
+	if err := p.Apply(ctx, fewer); err != nil {
+		t.Fatal(err)
+	}
+	left, err := listNamespaces(p.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One router, two nodes, two pods.
+	if len(left) != 5 {
+		t.Errorf("namespaces after removing two nodes: %v, want 5", left)
+	}
+	probe("after removing other nodes", true)
+}
+
+func cloneSpec(s Spec) Spec {
+	out := Spec{Nodes: append([]Node(nil), s.Nodes...)}
+	for _, v := range s.VNets {
+		nv := VNet{Name: v.Name}
+		for _, sn := range v.Subnets {
+			sn.Routes = append([]Route(nil), sn.Routes...)
+			nv.Subnets = append(nv.Subnets, sn)
+		}
+		out.VNets = append(out.VNets, nv)
+	}
+	return out
+}
+
+// BenchmarkApplyRouteChange is the cost of bringing one route change to the
+// kernel: the lab is built, and each iteration applies the spec with or
+// without worker-1's route (the reads of the router's routes and rules and
+// one ip batch).
+func BenchmarkApplyRouteChange(b *testing.B) {
+	if err := CheckPrivileges(); err != nil {
+		b.Skip(err)
+	}
+	p, err := New(fmt.Sprintf("rkb%06x", rand.Uint32()&0xffffff), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	spec := labSpecTB(b)
+	without := cloneSpec(spec)
+	sn := &without.VNets[0].Subnets[0]
+	for i, r := range sn.Routes {
+		if r.Name == "worker-1" {
+			sn.Routes = append(sn.Routes[:i:i], sn.Routes[i+1:]...)
+			break
+		}
+	}
+	ctx := context.Background()
+	if err := p.Apply(ctx, spec); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := spec
+		if i%2 == 0 {
+			s = without
+		}
+		if err := p.Apply(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

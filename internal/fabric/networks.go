@@ -1,0 +1,112 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// Networks returns the virtual networks (with their subnets and route
+// table associations) and the route tables of every subscription, read
+// from the store in one snapshot, without going through the ARM pipeline:
+// no faults, no throttling, no request. It is what the data plane forwards
+// by. Resource groups are left out; the table's Subnets back-references
+// are not filled (a subnet's RouteTable says which table it uses).
+func (s *Store) Networks(ctx context.Context) (*State, error) {
+	st := &State{ResourceGroups: []StateResourceGroup{}, VirtualNetworks: []StateVirtualNetwork{}, RouteTables: []StateRouteTable{}}
+	err := s.read(ctx, func(tx *txn) error {
+		rows, err := tx.QueryContext(ctx, `SELECT r.type, r.doc, g.sub FROM resources r JOIN resource_groups g ON g.key = r.rg_key ORDER BY r.key`)
+		if err != nil {
+			return fmt.Errorf("reading networks: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var typ, sub string
+			var doc []byte
+			if err := rows.Scan(&typ, &doc, &sub); err != nil {
+				return fmt.Errorf("reading networks: %w", err)
+			}
+			switch typ {
+			case typeVirtualNetworks:
+				var v armnetwork.VirtualNetwork
+				if err := json.Unmarshal(doc, &v); err != nil {
+					return fmt.Errorf("decoding stored virtual network: %w", err)
+				}
+				st.VirtualNetworks = append(st.VirtualNetworks, stateVNet(sub, &v))
+			case typeRouteTables:
+				var t armnetwork.RouteTable
+				if err := json.Unmarshal(doc, &t); err != nil {
+					return fmt.Errorf("decoding stored route table: %w", err)
+				}
+				out := stateTable(sub, &t)
+				out.Subnets = []string{}
+				st.RouteTables = append(st.RouteTables, out)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(st.VirtualNetworks, func(a, b StateVirtualNetwork) int { return strings.Compare(key(a.ID), key(b.ID)) })
+	slices.SortFunc(st.RouteTables, func(a, b StateRouteTable) int { return strings.Compare(key(a.ID), key(b.ID)) })
+	return st, nil
+}
+
+// Version returns a value that changes whenever any process writes a
+// virtual network or route table (every write gives the row a new random
+// rev). A poller compares it to the last one it saw to learn that it must
+// read Networks again, also when another process wrote the state file.
+func (s *Store) Version(ctx context.Context) (string, error) {
+	var n, sum int64
+	err := s.read(ctx, func(tx *txn) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(rev % 1000000007), 0) FROM resources`).Scan(&n, &sum)
+	})
+	if err != nil {
+		return "", fmt.Errorf("reading the state version: %w", err)
+	}
+	return fmt.Sprintf("%d:%d", n, sum), nil
+}
+
+// Subscribe returns a channel that receives a value after writes that this
+// Store committed (several writes may share one value), and a function
+// that ends the subscription. Writes of other processes on the same file
+// are not announced: poll Version for those.
+func (s *Store) Subscribe() (<-chan struct{}, func()) { return s.written.subscribe() }
+
+// writeNotifier wakes subscribers without ever blocking a writer.
+type writeNotifier struct {
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+}
+
+func (w *writeNotifier) subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.subs == nil {
+		w.subs = map[chan struct{}]struct{}{}
+	}
+	w.subs[ch] = struct{}{}
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.subs, ch)
+	}
+}
+
+func (w *writeNotifier) notify() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.subs {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}
