@@ -16,14 +16,17 @@ import (
 // the exact spelling (their UnmarshalJSON switches on it), so a body meant
 // for one of them first has its property names folded to the SDK's
 // spelling. Without this, such a PUT would silently drop the association.
+// The same holds for network interfaces and Network Watcher bodies.
 // Route tables and resource groups decode into the fabric's own structs,
 // which encoding/json already matches without regard to case.
 
 // canonicalNames maps the lower-case form of every property name the SDK
-// models of virtual networks and subnets know to its spelling.
+// models of virtual networks, subnets, network interfaces and network
+// watchers (with next-hop requests) know to its spelling.
 var canonicalNames = sync.OnceValue(func() map[string]string {
 	names := map[string]string{}
-	for _, v := range []any{&armnetwork.VirtualNetwork{}, &armnetwork.Subnet{}} {
+	for _, v := range []any{&armnetwork.VirtualNetwork{}, &armnetwork.Subnet{}, &armnetwork.Interface{},
+		&armnetwork.Watcher{}, &armnetwork.NextHopParameters{}} {
 		fill(reflect.ValueOf(v).Elem(), 0)
 		b, err := json.Marshal(v)
 		if err != nil {

@@ -72,7 +72,7 @@ func (s *Server) deleteWatcher(ctx context.Context, q *request) (*response, erro
 // Azure (WatchersClient.CreateOrUpdate is not a poller).
 func (s *Server) putWatcher(ctx context.Context, q *request) (*response, error) {
 	var in armnetwork.Watcher
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := decodeModel(q.body, &in); err != nil {
 		return nil, err
 	}
 	if err := checkTags(in.Tags); err != nil {
@@ -185,7 +185,7 @@ func (s *Server) postEffectiveRouteTable(ctx context.Context, q *request) (*resp
 
 func (s *Server) postNextHop(ctx context.Context, q *request) (*response, error) {
 	var in armnetwork.NextHopParameters
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := decodeModel(q.body, &in); err != nil {
 		return nil, err
 	}
 	for field, v := range map[string]*string{"sourceIPAddress": in.SourceIPAddress, "destinationIPAddress": in.DestinationIPAddress} {

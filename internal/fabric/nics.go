@@ -136,7 +136,7 @@ func (s *Server) deleteNIC(ctx context.Context, q *request) (*response, error) {
 
 func (s *Server) putNIC(ctx context.Context, q *request) (*response, error) {
 	var in armnetwork.Interface
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := decodeModel(q.body, &in); err != nil {
 		return nil, err
 	}
 	if err := checkTags(in.Tags); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,4 +255,29 @@ func TestEffectiveRoutesAndNextHop(t *testing.T) {
 	_, err = e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
 		TargetResourceID: nic.ID, SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr("10.200.1")}, nil)
 	respErr(t, err, http.StatusBadRequest, "InvalidIPAddress")
+}
+
+// ARM ignores the case of property names for network interfaces too: an
+// IP configuration spelled "IPConfigurations"/"PrivateIPAddress" must give
+// the NIC its address and subnet, not be dropped (the SDK's model decodes
+// only its own spelling).
+func TestNICPropertyNamesIgnoreCase(t *testing.T) {
+	ctx := context.Background()
+	e := newNICEnv(t, "inprocess", Options{})
+	sub := subnetID(testRG, "kubernetes-vnet", "kubernetes-subnet")
+	path := "/subscriptions/" + testSub + "/resourceGroups/" + testRG + "/providers/Microsoft.Network/networkInterfaces/worker-0-nic"
+	body := `{"LOCATION":"` + testLoc + `","Properties":{"EnableIPForwarding":true,"IPConfigurations":[{"NAME":"ipconfig1","properties":{"Subnet":{"ID":"` + sub + `"},"PrivateIPAddress":"10.240.0.20","PrivateIPAllocationMethod":"Static"}}]}}`
+	if resp, b := e.do("PUT", path, body); resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT = %d %s", resp.StatusCode, b)
+	}
+	got, err := e.nics.Get(ctx, testRG, "worker-0-nic", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Properties
+	if p == nil || p.EnableIPForwarding == nil || !*p.EnableIPForwarding || len(p.IPConfigurations) != 1 ||
+		str(p.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.20" ||
+		!strings.EqualFold(str(p.IPConfigurations[0].Properties.Subnet.ID), sub) {
+		t.Errorf("NIC = %+v, want forwarding on and 10.240.0.20 in kubernetes-subnet", p)
+	}
 }
