@@ -81,7 +81,7 @@ func TestAdoption(t *testing.T) {
 		},
 		{
 			name: "adoption needs no room: a full table still takes over",
-			in: Input{Adopt: AdoptMatching, Limit: 3, Nodes: kthwNodes(), Current: kthwTable()},
+			in:   Input{Adopt: AdoptMatching, Limit: 3, Nodes: kthwNodes(), Current: kthwTable()},
 			changes: []string{
 				"create worker-0____102440024 10.244.0.0/24 10.0.0.4",
 				"create worker-1____102441024 10.244.1.0/24 10.0.0.5",

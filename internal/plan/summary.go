@@ -32,7 +32,9 @@ func (p *Plan) Groups(maxNames int) []Group {
 	}
 	out := make([]Group, 0, len(by))
 	for r, names := range by {
-		slices.SortFunc(names, func(a, b string) int { return cmp.Or(strings.Compare(strings.ToLower(a), strings.ToLower(b)), strings.Compare(a, b)) })
+		slices.SortFunc(names, func(a, b string) int {
+			return cmp.Or(strings.Compare(strings.ToLower(a), strings.ToLower(b)), strings.Compare(a, b))
+		})
 		st := p.Nodes[names[0]]
 		out = append(out, Group{Reason: r, Routed: st.State != NotRouted, Count: len(names), Nodes: names[:min(len(names), maxNames)], Message: st.Message})
 	}
