@@ -14,6 +14,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/metrics"
+	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
@@ -145,10 +146,16 @@ func (a *app) newController(ctx context.Context, cfg *config.Config, c *azure.Cl
 // table to create is looked up on the first subnet's network when unset.
 func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Config, error) {
 	ccfg := controller.Config{
-		Cluster:       cfg.Cluster.Name,
-		ClusterCIDRs:  cfg.Cluster.ClusterCIDRs,
-		RouteLimit:    cfg.RouteTable.RouteLimit,
-		RouteTableID:  cfg.RouteTable.ID,
+		Cluster:      cfg.Cluster.Name,
+		ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
+		RouteLimit:   cfg.RouteTable.RouteLimit,
+		RouteTableID: cfg.RouteTable.ID,
+
+		Adopt:            plan.AdoptPolicy(cfg.RouteTable.Adopt),
+		ClaimTable:       cfg.RouteTable.Claim,
+		MaxDeletes:       cfg.Controller.MaxDeletes,
+		AllowEmptySource: cfg.Controller.AllowEmptySource,
+
 		Location:      cfg.RouteTable.Location,
 		CreateTable:   cfg.RouteTable.Create,
 		Subnets:       cfg.Subnets,
