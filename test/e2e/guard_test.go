@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
+	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
@@ -73,4 +76,57 @@ func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestHandMadeRouteThenAdoption: a Kubernetes the Hard Way route already
+// sends the node's pod CIDR to it. Without adoption the node is routed and
+// its condition says by what (False, RouteNotManaged); with adopt matching
+// the route is renamed in one PUT and the condition becomes RouteCreated.
+func TestHandMadeRouteThenAdoption(t *testing.T) {
+	env := cluster.Env(t)
+	ctx := t.Context()
+	client := env.Clientset(t)
+	f := newFabric(t)
+	lab := "kubernetes-route-10-200-60-0-24"
+	_, err := f.Client.PutRouteTable(ctx, &route.Table{ID: tableID, Name: "kubernetes-routes", ResourceGroup: "kubernetes", Location: "eastus",
+		Routes: []route.Route{{Name: lab, AddressPrefix: podCIDR(60), Prefix: netip.MustParsePrefix(podCIDR(60)), NextHopType: route.VirtualAppliance, NextHopIP: netip.MustParseAddr(nodeIP(60))}}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := f.Client.GetSubnet(ctx, subnetID)
+	if _, err := f.Client.SetSubnetRouteTable(ctx, subnetID, tableID, s.Etag); err != nil {
+		t.Fatal(err)
+	}
+	createNode(ctx, t, client, node{name: "handmade-0", podCIDRs: []string{podCIDR(60)}, ips: []string{nodeIP(60)}, networkUnavailable: true})
+
+	cfg := controllerConfig("handmade")
+	cloud := &countingCloud{Cloud: f.client(t, nil)}
+	r := start(t, daemon.Options{Controller: cfg, Cloud: cloud, Kube: adminConfig(env)})
+	c := waitCondition(ctx, t, client, "handmade-0", corev1.ConditionFalse, kubestatus.ReasonRouteNotManaged)
+	for _, want := range []string{lab, "traffic flows", "--adopt matching"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("condition message %q lacks %q", c.Message, want)
+		}
+	}
+	if n := cloud.puts.Load(); n != 0 {
+		t.Errorf("%d route table PUTs without adoption, want none", n)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Adopt = plan.AdoptMatching
+	cloud = &countingCloud{Cloud: f.client(t, nil)}
+	start(t, daemon.Options{Controller: cfg, Cloud: cloud, Kube: adminConfig(env)})
+	waitCondition(ctx, t, client, "handmade-0", corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+	got := f.routes(t)
+	if _, ok := got[lab]; ok || len(got) != 1 {
+		t.Errorf("routes after the adoption: %v, want only the node's", got)
+	}
+	if r, ok := got[routeName("handmade-0", podCIDR(60))]; !ok || r.NextHopIP != netip.MustParseAddr(nodeIP(60)) {
+		t.Errorf("node route %+v (present %v)", r, ok)
+	}
+	if n := cloud.puts.Load(); n != 1 {
+		t.Errorf("%d route table PUTs for the adoption, want 1", n)
+	}
 }
