@@ -9,16 +9,20 @@
 // routes named in the cloud-provider-azure scheme (<node>____<mangled CIDR>)
 // whose mangled CIDR matches their prefix, whose prefix lies inside the
 // cluster CIDRs, in a table claimed by this cluster (tag
-// routekeeper-cluster=<cluster>) or adopted by this very write. Every
-// other route is copied into the desired table bit for bit.
+// routekeeper-cluster=<cluster>); in a table not claimed yet, only the
+// routes of the cluster's own nodes (one of them may be another
+// cluster's). Every other route is copied into the desired table bit for
+// bit, except a route adopted with Input.Adopt matching.
 //
 // The cases, for one pod CIDR of one node ("ours" = owned by this cluster):
 //
 //	table / node state                                     plan
 //	-----------------------------------------------------  ------------------------------------------
 //	table claimed by another cluster                       refused: nothing written, every node TableClaimed
-//	table unclaimed                                        adopt: claim tag written with the first write
-//	                                                       (or refused, TableUnclaimed, with RequireClaim)
+//	table unclaimed                                        used: routes of our nodes written, routes of unknown
+//	                                                       nodes reported (Plan.Unclaimed), never deleted; the
+//	                                                       claim is written only with Input.Claim (or refused,
+//	                                                       TableUnclaimed, with RequireClaim)
 //	table missing (Current nil)                            plan against an empty table; Create and Claim set
 //	table has two routes with one name                     refused: InvalidTable
 //	node has no pod CIDR                                   NoPodCIDR
@@ -36,14 +40,18 @@
 //	our route with exact name, other prefix                update in place (pod CIDR changed; names of two
 //	                                                       CIDRs can mangle alike: 10.24.4.0/24, 10.2.44.0/24)
 //	non-owned route with the exact name                    NameConflict (the route is left alone)
-//	non-owned route holds the prefix                       PrefixConflict (Forwarding when it already points
-//	                                                       to the node), nothing written for the CIDR
+//	non-owned route holds the prefix, same next hop        Adopt matching: renamed (delete it + create ours in
+//	                                                       the same PUT); else RouteNotManaged, node Routed
+//	non-owned route holds the prefix, other next hop       PrefixConflict, nothing written for the CIDR
 //	our route of another name holds the prefix             that route is stale: delete it, create ours (the
 //	                                                       pod CIDR moved between nodes), in the same PUT
 //	legacy-named route of this node (LegacyNames)          renamed: delete legacy + create, in the same PUT
 //	no route                                               create, if the table has room, else RouteLimit
-//	our route, node gone                                   delete
+//	our route, node gone                                   delete (deletion guard: more than MaxDeletes, or
+//	                                                       no nodes without AllowEmptySource: none deleted,
+//	                                                       Plan.HeldDeletes; creates and updates go on)
 //	our route, node's pod CIDR changed                     delete (the new CIDR's route is created)
+//	node with a source Problem (IPAM exhausted)            NotRouted with the problem's reason
 //	non-owned route (custom, other cluster, service tag)   never changed or deleted
 //
 // A route belongs to a node only when its whole name equals
