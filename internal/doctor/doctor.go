@@ -170,9 +170,9 @@ func checkTable(t *route.Table, in Input, add addFunc) {
 	}
 	switch n := len(t.Routes); {
 	case n > limit:
-		add(Error, CheckLimit, t.ID, "the table holds %d routes, over the limit of %d", n, limit)
+		add(Error, CheckLimit, t.ID, "the table holds %d routes, over the limit of %d (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit)
 	case n*10 >= limit*9:
-		add(Warning, CheckLimit, t.ID, "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route", n, limit, n*100/limit)
+		add(Warning, CheckLimit, t.ID, "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
 	}
 	if t.DisableBGPRoutePropagation {
 		add(Info, CheckTable, t.ID, "BGP route propagation is disabled on the table (routes from a VPN or ExpressRoute gateway do not reach the subnet)")
