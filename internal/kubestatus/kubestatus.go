@@ -484,8 +484,12 @@ func (r *Reporter) staleEvent(res *controller.Result) {
 	now := r.now()
 	stale := map[string]time.Time{}
 	var names []string
-	for _, c := range res.Plan.Changes {
-		if c.Kind != plan.Delete {
+	// issue 11: in observe mode nothing is deleted anyway; routes the
+	// deletion guard holds back and, in the platform's unclaimed table,
+	// routes of nodes the cluster does not have are stale all the same.
+	candidates := slices.Concat(res.Plan.Changes, res.Plan.HeldDeletes, res.Plan.Unclaimed)
+	for _, c := range candidates {
+		if c.Kind != plan.Delete || strings.HasPrefix(c.Reason, "adopted") {
 			continue
 		}
 		at, ok := r.staleSince[c.Route.Name]
