@@ -133,6 +133,9 @@ func TestAdoptKTHWTableInOneWrite(t *testing.T) {
 	if w := reconcileWrites(t, res.stderr); w != 1 {
 		t.Errorf("ARM writes = %d, want exactly 1 (the table PUT)", w)
 	}
+	if l := linesWith(res.stderr, "adopting route"); len(l) != 2 || !strings.Contains(l[0], "from=kubernetes-route-10-200-0-0-24 to=worker-0____102000024") {
+		t.Errorf("want one log line per adopted route (old name -> new name), got %q", l)
+	}
 	versions := fabrictest.History(t, state, fabrictest.KTHWTable)
 	if len(versions) == 0 {
 		t.Fatal("the fabric stored no version of the table")

@@ -456,6 +456,11 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	if p.HeldMessage != "" {
 		c.log.Warn(p.HeldMessage, "table", tableID, "held", len(p.HeldDeletes), "reason", p.HeldReason)
 	}
+	for _, ch := range p.Changes {
+		if ch.Adopts != "" && c.cfg.Mode != Observe {
+			c.log.Info("adopting route: renamed in the same write, no gap", "table", tableID, "from", ch.Adopts, "to", ch.Route.Name, "prefix", ch.Route.AddressPrefix, "node", ch.Node)
+		}
+	}
 	if len(p.Unclaimed) > 0 {
 		c.log.Warn("routes of nodes this cluster does not have are left in the unclaimed route table; doctor lists them", "table", tableID, "routes", len(p.Unclaimed))
 	}
