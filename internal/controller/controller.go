@@ -457,7 +457,7 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 		c.log.Warn(p.HeldMessage, "table", tableID, "held", len(p.HeldDeletes), "reason", p.HeldReason)
 	}
 	for _, ch := range p.Changes {
-		if ch.Adopts != "" && c.cfg.Mode != Observe {
+		if ch.Adopts != "" && c.cfg.Mode != Observe && !dryRun {
 			c.log.Info("adopting route: renamed in the same write, no gap", "table", tableID, "from", ch.Adopts, "to", ch.Route.Name, "prefix", ch.Route.AddressPrefix, "node", ch.Node)
 		}
 	}
