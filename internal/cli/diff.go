@@ -15,6 +15,12 @@ type diffOutput struct {
 	Claim      bool            `json:"claimTable,omitempty"`
 	Changes    []plan.Change   `json:"changes"`
 	Conflicts  []plan.Conflict `json:"conflicts"`
+	// HeldDeletes are the deletions the guard holds back, HeldMessage
+	// why and the override; Unclaimed the routes of unknown nodes left in
+	// an unclaimed table.
+	HeldDeletes []plan.Change `json:"heldDeletes,omitempty"`
+	HeldMessage string        `json:"heldMessage,omitempty"`
+	Unclaimed   []plan.Change `json:"unclaimed,omitempty"`
 }
 
 func (a *app) newDiffCmd() *cobra.Command {
@@ -45,8 +51,9 @@ make, 1 on errors, 2 for bad input.`,
 				return res.Err
 			}
 			p := res.Plan
-			out := diffOutput{RouteTable: cfg.RouteTable.ID, Create: p.Create, Claim: p.Claim, Changes: p.Changes, Conflicts: p.Conflicts}
-			if a.output == "table" && len(out.Changes) == 0 && len(out.Conflicts) == 0 && !out.Create && !out.Claim {
+			out := diffOutput{RouteTable: cfg.RouteTable.ID, Create: p.Create, Claim: p.Claim, Changes: p.Changes, Conflicts: p.Conflicts,
+				HeldDeletes: p.HeldDeletes, HeldMessage: p.HeldMessage, Unclaimed: p.Unclaimed}
+			if a.output == "table" && len(out.Changes) == 0 && len(out.Conflicts) == 0 && len(out.HeldDeletes) == 0 && len(out.Unclaimed) == 0 && !out.Create && !out.Claim {
 				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date.\n", cfg.RouteTable.ID)
 				return err
 			}
@@ -70,12 +77,34 @@ func diffTable(d diffOutput) table {
 	} else if d.Claim {
 		t.rows = append(t.rows, []string{"claim-table", d.RouteTable, "", "", "", "tag the table as this cluster's"})
 	}
+	adopted := map[string]bool{}
 	for _, c := range d.Changes {
-		hop := string(c.Route.NextHopType)
-		if c.Route.NextHopIP.IsValid() {
-			hop = c.Route.NextHopIP.String()
+		if c.Adopts != "" {
+			adopted[c.Adopts] = true
 		}
-		t.rows = append(t.rows, []string{c.Kind.String(), c.Route.Name, c.Route.AddressPrefix, hop, c.Node, c.Reason})
+	}
+	hopOf := func(c plan.Change) string {
+		if c.Route.NextHopIP.IsValid() {
+			return c.Route.NextHopIP.String()
+		}
+		return string(c.Route.NextHopType)
+	}
+	for _, c := range d.Changes {
+		switch {
+		case c.Adopts != "":
+			// An adoption is one rename: the old route goes in the same
+			// write that adds the new one.
+			t.rows = append(t.rows, []string{"rename", c.Adopts + " -> " + c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
+		case c.Kind == plan.Delete && adopted[c.Route.Name]:
+		default:
+			t.rows = append(t.rows, []string{c.Kind.String(), c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
+		}
+	}
+	for _, c := range d.HeldDeletes {
+		t.rows = append(t.rows, []string{"held-delete", c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
+	}
+	for _, c := range d.Unclaimed {
+		t.rows = append(t.rows, []string{"keep-unclaimed", c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
 	}
 	for _, c := range d.Conflicts {
 		prefix := ""

@@ -8,6 +8,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/plan"
 )
 
 func (a *app) newDoctorCmd() *cobra.Command {
@@ -48,6 +49,11 @@ the cloud cannot be read, 2 for bad input.`,
 				CreateTable:  cfg.RouteTable.Create,
 				Observe:      cfg.Routes == config.RoutesObserve,
 				Nodes:        nodes,
+
+				Adopt:            plan.AdoptPolicy(cfg.RouteTable.Adopt),
+				Claim:            cfg.RouteTable.Claim,
+				MaxDeletes:       cfg.Controller.MaxDeletes,
+				AllowEmptySource: cfg.Controller.AllowEmptySource,
 			})
 			if err != nil {
 				return err

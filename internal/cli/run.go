@@ -16,6 +16,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/ipam"
 	"github.com/routekeeper/routekeeper/internal/metrics"
+	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
@@ -147,10 +148,16 @@ func (a *app) newController(ctx context.Context, cfg *config.Config, c *azure.Cl
 // table to create is looked up on the first subnet's network when unset.
 func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Config, error) {
 	ccfg := controller.Config{
-		Cluster:       cfg.Cluster.Name,
-		ClusterCIDRs:  cfg.Cluster.ClusterCIDRs,
-		RouteLimit:    cfg.RouteTable.RouteLimit,
-		RouteTableID:  cfg.RouteTable.ID,
+		Cluster:      cfg.Cluster.Name,
+		ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
+		RouteLimit:   cfg.RouteTable.RouteLimit,
+		RouteTableID: cfg.RouteTable.ID,
+
+		Adopt:            plan.AdoptPolicy(cfg.RouteTable.Adopt),
+		ClaimTable:       cfg.RouteTable.Claim,
+		MaxDeletes:       cfg.Controller.MaxDeletes,
+		AllowEmptySource: cfg.Controller.AllowEmptySource,
+
 		Location:      cfg.RouteTable.Location,
 		CreateTable:   cfg.RouteTable.Create,
 		Subnets:       cfg.Subnets,
@@ -241,12 +248,26 @@ func (s inventorySource) Nodes(ctx context.Context) ([]source.Node, error) {
 	return nodes, err
 }
 
-// logResult logs a reconcile's per-node problems and its summary line.
+// logResult logs a reconcile's node problems, one line per reason with the
+// count and the first few names, and its summary line. The planner's
+// reasons are logged by the controller the same way; the ones the
+// controller adds (write failed, not read back, table missing) here.
 func (a *app) logResult(res *controller.Result) {
+	by := map[string][]string{}
 	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
-		if nr := res.Nodes[name]; !nr.Routed {
-			a.log.Warn("node not routed", "node", name, "reason", nr.Reason, "message", nr.Message)
+		nr := res.Nodes[name]
+		if nr.Routed || res.Plan != nil && string(res.Plan.Nodes[name].Reason) == nr.Reason {
+			continue
 		}
+		by[nr.Reason] = append(by[nr.Reason], name)
+	}
+	for _, reason := range slices.Sorted(maps.Keys(by)) {
+		names := by[reason]
+		shown := strings.Join(names[:min(len(names), 5)], ", ")
+		if len(names) > 5 {
+			shown += fmt.Sprintf(" and %d more", len(names)-5)
+		}
+		a.log.Warn(fmt.Sprintf("%s: %d nodes not routed (%s); first: %s", reason, len(names), shown, res.Nodes[names[0]].Message))
 	}
 	if res.Err != nil {
 		a.log.Error(res.Summary(), "err", res.Err)

@@ -155,7 +155,26 @@ type RouteTable struct {
 	Location string
 	// RouteLimit is the most routes routekeeper lets the table hold.
 	RouteLimit int
+	// Adopt says whether routes routekeeper does not own that match a
+	// node's route exactly are taken over (plan.Input.Adopt).
+	Adopt AdoptPolicy
+	// Claim writes the claim tag to an existing unclaimed table
+	// (plan.Input.Claim).
+	Claim bool
 }
+
+// AdoptPolicy says which routes routekeeper does not own it takes over.
+type AdoptPolicy string
+
+// The adoption policies.
+const (
+	// AdoptNone takes nothing over (the default): a matching route is
+	// reported, its node routed by it.
+	AdoptNone AdoptPolicy = "none"
+	// AdoptMatching renames a route with exactly a node's prefix and next
+	// hop to the node's route, in one write.
+	AdoptMatching AdoptPolicy = "matching"
+)
 
 // Association configures the subnet association guard.
 type Association struct {
@@ -239,9 +258,14 @@ type KubeSource struct {
 type Controller struct {
 	BatchWindow time.Duration
 	// MaxBatchDelay caps how long changes keep extending the batch window.
-	MaxBatchDelay  time.Duration
-	Resync         time.Duration
-	LeaderElection LeaderElection
+	MaxBatchDelay time.Duration
+	Resync        time.Duration
+	// MaxDeletes caps the routes one reconcile deletes; 0 means the
+	// planner's default, negative no cap (plan.Input.MaxDeletes).
+	MaxDeletes int
+	// AllowEmptySource lets an empty node source delete routes.
+	AllowEmptySource bool
+	LeaderElection   LeaderElection
 	// MetricsAddress is where metrics are served; "" turns them off.
 	MetricsAddress string
 }
@@ -425,6 +449,9 @@ func (c *Config) fillDefaults() {
 	setInt("routeTable.routeLimit", &c.RouteTable.RouteLimit, DefaultRouteLimit)
 	if c.Association.Policy == "" {
 		c.Association.Policy = PolicyEnforce
+	}
+	if c.RouteTable.Adopt == "" {
+		c.RouteTable.Adopt = AdoptNone
 	}
 	setDur("association.interval", &c.Association.Interval, DefaultAssociationInterval)
 	if c.Routes == "" {

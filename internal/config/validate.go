@@ -223,8 +223,9 @@ func (v *validator) routeTable() {
 		table = r
 	}
 	if rt.RouteLimit < 1 || rt.RouteLimit > MaxRouteLimit {
-		v.bad("routeTable.routeLimit", -1, rt.RouteLimit, fmt.Sprintf("must be between 1 and %d (Azure allows 400 routes per table)", MaxRouteLimit))
+		v.bad("routeTable.routeLimit", -1, rt.RouteLimit, fmt.Sprintf("must be between 1 and %d (Azure allows 400 routes per table by default; some subscriptions allow 1000)", MaxRouteLimit))
 	}
+	v.enum("routeTable.adopt", string(rt.Adopt), string(AdoptNone), string(AdoptMatching))
 	if rt.Location != "" && !location.MatchString(rt.Location) {
 		v.bad("routeTable.location", -1, rt.Location, "not an Azure location name (for example eastus)")
 	}
@@ -338,6 +339,9 @@ func (v *validator) controller() {
 	}
 	if ct.MaxBatchDelay < 0 {
 		v.bad("controller.maxBatchDelay", -1, ct.MaxBatchDelay, "must not be negative")
+	}
+	if ct.MaxDeletes < -1 {
+		v.bad("controller.maxDeletes", -1, ct.MaxDeletes, "must be -1 (no limit), 0 (the larger of 10 and 10% of the cluster's routes) or a positive number of routes")
 	}
 	if k := v.c.Source.Kube; v.c.Source.Type == SourceKube {
 		if k.QPS <= 0 {

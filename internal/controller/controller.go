@@ -73,7 +73,13 @@ type Config struct {
 	Cluster      string
 	ClusterCIDRs []netip.Prefix
 	RouteLimit   int
-	RouteTableID string
+	// Adopt, ClaimTable, MaxDeletes and AllowEmptySource go to the planner
+	// as they are (plan.Input's Adopt, Claim, MaxDeletes, AllowEmptySource).
+	Adopt            plan.AdoptPolicy
+	ClaimTable       bool
+	MaxDeletes       int
+	AllowEmptySource bool
+	RouteTableID     string
 	// Location of the table when routekeeper creates it.
 	Location string
 	// CreateTable allows creating (tagged, filled, associated) a missing table.
@@ -435,8 +441,29 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 		Limit:        c.cfg.RouteLimit,
 		Nodes:        nodes,
 		Current:      cur,
+		Adopt:        c.cfg.Adopt,
+		// A table followed to (a swap) is adopted on purpose: claim it.
+		Claim:            c.cfg.ClaimTable || !sameID(tableID, c.cfg.RouteTableID),
+		MaxDeletes:       c.cfg.MaxDeletes,
+		AllowEmptySource: c.cfg.AllowEmptySource,
 	})
 	res.Plan, res.Table = p, cur
+	// issue 11: one line per kind of node problem, deletions held back,
+	// routes of unknown nodes left in an unclaimed table.
+	for _, g := range p.Groups(5) {
+		c.log.Warn(g.String(), "table", tableID)
+	}
+	if p.HeldMessage != "" {
+		c.log.Warn(p.HeldMessage, "table", tableID, "held", len(p.HeldDeletes), "reason", p.HeldReason)
+	}
+	for _, ch := range p.Changes {
+		if ch.Adopts != "" && c.cfg.Mode != Observe && !dryRun {
+			c.log.Info("adopting route: renamed in the same write, no gap", "table", tableID, "from", ch.Adopts, "to", ch.Route.Name, "prefix", ch.Route.AddressPrefix, "node", ch.Node)
+		}
+	}
+	if len(p.Unclaimed) > 0 {
+		c.log.Warn("routes of nodes this cluster does not have are left in the unclaimed route table; doctor lists them", "table", tableID, "routes", len(p.Unclaimed))
+	}
 	res.Created, res.Updated, res.Deleted = p.Counts()
 	res.Conflicts = len(p.Conflicts)
 	res.Nodes = nodeResults(p, nodes)

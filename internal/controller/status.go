@@ -28,6 +28,10 @@ func nodeResults(p *plan.Plan, nodes []source.Node) map[string]NodeResult {
 		nr := NodeResult{}
 		if st, ok := p.Nodes[n.Name]; ok && st.State == plan.NotRouted {
 			nr = NodeResult{Reason: string(st.Reason), Message: st.Message, planned: true}
+		} else if ok && st.State == plan.Routed && st.Reason == plan.ReasonRouteNotManaged {
+			// issue 11: a route routekeeper does not own carries the
+			// node's traffic; the write leaves it as it is.
+			nr = NodeResult{Routed: true, Reason: string(st.Reason), Message: st.Message, planned: true}
 		}
 		out[n.Name] = nr
 	}

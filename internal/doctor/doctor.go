@@ -47,6 +47,15 @@ const (
 	CheckStaleRoute  = "stale-route"
 	CheckShadow      = "shadowing-route"
 	CheckNodes       = "nodes"
+	// CheckUnmanaged: a route routekeeper does not own carries a node's
+	// traffic (routeTable.adopt matching takes it over).
+	CheckUnmanaged = "unmanaged-route"
+	// CheckDeleteGuard: run would hold deletions back (controller.maxDeletes,
+	// controller.allowEmptySource).
+	CheckDeleteGuard = "delete-guard"
+	// CheckUnclaimedRoute: a route of a node this cluster does not have in
+	// an unclaimed table; never deleted by routekeeper.
+	CheckUnclaimedRoute = "unclaimed-route"
 )
 
 // Finding is one problem (or remark).
@@ -71,6 +80,12 @@ type Input struct {
 	// still errors, but the advice differs.
 	Observe bool
 	Nodes   []source.Node
+	// Adopt, Claim, MaxDeletes and AllowEmptySource are the planner's
+	// (plan.Input), as run uses them.
+	Adopt            plan.AdoptPolicy
+	Claim            bool
+	MaxDeletes       int
+	AllowEmptySource bool
 }
 
 // Report is doctor's result.
@@ -141,8 +156,10 @@ func checkTable(t *route.Table, in Input, add addFunc) {
 		add(Error, CheckClaim, t.ID, "the table is claimed by several clusters (%s): routekeeper refuses to write it until only one %s tag is left", strings.Join(claims, ", "), route.ClaimTag)
 	case len(claims) == 1 && claims[0] != in.Cluster:
 		add(Error, CheckClaim, t.ID, "the table is claimed by cluster %q, not by this cluster %q: routekeeper refuses to write it. Two clusters must not share a route table (their pod routes would fight); give this cluster its own table", claims[0], in.Cluster)
+	case len(claims) == 0 && in.Claim:
+		add(Info, CheckClaim, t.ID, "the table has no %s tag: routekeeper run claims it with its next write (routeTable.claim: true); then routes of nodes this cluster does not have are deleted", route.ClaimTag)
 	case len(claims) == 0:
-		add(Info, CheckClaim, t.ID, "the table has no %s tag: routekeeper run adopts it with its first write (its routes in the naming scheme inside the cluster CIDRs become managed)", route.ClaimTag)
+		add(Info, CheckClaim, t.ID, "the table has no %s tag: routekeeper run manages its nodes' routes but deletes no route of a node this cluster does not have; set routeTable.claim: true to claim it", route.ClaimTag)
 	}
 	if t.ProvisioningState == "Failed" {
 		add(Error, CheckTable, t.ID, "the table's provisioning state is Failed: its last write did not complete; routekeeper run rewrites it")
@@ -153,9 +170,9 @@ func checkTable(t *route.Table, in Input, add addFunc) {
 	}
 	switch n := len(t.Routes); {
 	case n > limit:
-		add(Error, CheckLimit, t.ID, "the table holds %d routes, over the limit of %d", n, limit)
+		add(Error, CheckLimit, t.ID, "the table holds %d routes, over the limit of %d (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit)
 	case n*10 >= limit*9:
-		add(Warning, CheckLimit, t.ID, "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route", n, limit, n*100/limit)
+		add(Warning, CheckLimit, t.ID, "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
 	}
 	if t.DisableBGPRoutePropagation {
 		add(Info, CheckTable, t.ID, "BGP route propagation is disabled on the table (routes from a VPN or ExpressRoute gateway do not reach the subnet)")
@@ -198,11 +215,18 @@ func checkSubnets(ctx context.Context, c Cloud, in Input, t *route.Table, add ad
 // correct route, and every stale route run would delete. It returns the
 // number of routed nodes.
 func checkNodes(t *route.Table, in Input, add addFunc) int {
+	p := plan.Compute(plan.Input{Cluster: in.Cluster, ClusterCIDRs: in.ClusterCIDRs, Limit: in.Limit, Nodes: in.Nodes, Current: t,
+		Adopt: in.Adopt, Claim: in.Claim, MaxDeletes: in.MaxDeletes, AllowEmptySource: in.AllowEmptySource})
+	if p.HeldMessage != "" {
+		add(Warning, CheckDeleteGuard, in.TableID, "%s", p.HeldMessage)
+	}
+	for _, ch := range p.Unclaimed {
+		add(Warning, CheckUnclaimedRoute, ch.Route.Name, "route %s (%s -> %s): %s", ch.Route.Name, ch.Route.AddressPrefix, hop(ch.Route), ch.Reason)
+	}
 	if len(in.Nodes) == 0 {
 		add(Warning, CheckNodes, in.TableID, "the node source returned no nodes")
 		return 0
 	}
-	p := plan.Compute(plan.Input{Cluster: in.Cluster, ClusterCIDRs: in.ClusterCIDRs, Limit: in.Limit, Nodes: in.Nodes, Current: t})
 	fix := "routekeeper run writes it"
 	if in.Observe {
 		fix = "the platform (AKS) should write it; routekeeper observes only"
@@ -213,15 +237,29 @@ func checkNodes(t *route.Table, in Input, add addFunc) int {
 		switch st.State {
 		case plan.Routed:
 			routed++
+			if st.Reason == plan.ReasonRouteNotManaged {
+				add(Warning, CheckUnmanaged, n.Name, "%s", st.Message)
+			}
 		case plan.Pending:
 			if t == nil {
 				continue // the missing table is the finding
 			}
 			var what []string
+			adoptions := 0
 			for _, ch := range p.Changes {
 				if ch.Node == n.Name && ch.Kind != plan.Delete {
 					what = append(what, ch.Reason+" "+ch.Route.AddressPrefix)
+					if ch.Adopts != "" {
+						adoptions++
+					}
 				}
+			}
+			if adoptions == len(what) {
+				// Every route of the node is there under another name:
+				// traffic flows, and run takes it over in one write.
+				routed++
+				add(Warning, CheckUnmanaged, n.Name, "traffic flows, route not managed yet: %s; routekeeper run takes it over with no outage (routeTable.adopt: matching)", strings.Join(what, "; "))
+				continue
 			}
 			add(Error, CheckNodeRoute, n.Name, "no correct route for the node's pod CIDR (%s): %s", strings.Join(what, "; "), fix)
 		default:
@@ -232,7 +270,7 @@ func checkNodes(t *route.Table, in Input, add addFunc) int {
 		}
 	}
 	for _, ch := range p.Changes {
-		if ch.Kind == plan.Delete {
+		if ch.Kind == plan.Delete && !strings.HasPrefix(ch.Reason, "adopted") {
 			add(Warning, CheckStaleRoute, ch.Route.Name, "stale route %s -> %s (%s): %s", ch.Route.AddressPrefix, hop(ch.Route), ch.Reason, strings.Replace(fix, "writes it", "deletes it", 1))
 		}
 	}

@@ -141,3 +141,58 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestUnclaimedTableAndAdoption: in a table nobody claimed, a route named
+// for a node this cluster does not have is listed with the command that
+// removes it (run never deletes it), and a hand-made route that carries a
+// node's traffic is a warning, the node counted as routed.
+func TestUnclaimedTableAndAdoption(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	ctx := context.Background()
+	tbl := &route.Table{ID: fabrictest.KTHWTable, Location: "eastus", Routes: []route.Route{
+		va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20"),
+		va("kubernetes-route-10-200-1-0-24", "10.200.1.0/24", "10.240.0.21"),
+		va("other-9____102009024", "10.200.9.0/24", "10.240.0.99"),
+	}}
+	if _, err := env.Client.PutRouteTable(ctx, tbl, ""); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := env.Client.GetSubnet(ctx, fabrictest.KTHWSubnet)
+	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); err != nil {
+		t.Fatal(err)
+	}
+	for _, adopt := range []bool{false, true} {
+		in := input()
+		if adopt {
+			in.Adopt = "matching"
+		}
+		rep, err := doctor.Check(ctx, env.Client, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Errors() != 0 || rep.Routed != 2 {
+			t.Errorf("adopt %v: %d errors, %d routed; want 0 and 2: %+v", adopt, rep.Errors(), rep.Routed, rep.Findings)
+		}
+		var unclaimed, unmanaged, stale []doctor.Finding
+		for _, f := range rep.Findings {
+			switch f.Check {
+			case doctor.CheckUnclaimedRoute:
+				unclaimed = append(unclaimed, f)
+			case doctor.CheckUnmanaged:
+				unmanaged = append(unmanaged, f)
+			case doctor.CheckStaleRoute:
+				stale = append(stale, f)
+			}
+		}
+		if len(unclaimed) != 1 || unclaimed[0].Resource != "other-9____102009024" ||
+			!strings.Contains(unclaimed[0].Message, "az network route-table route delete --ids "+fabrictest.KTHWTable+"/routes/other-9____102009024") {
+			t.Errorf("adopt %v: unclaimed-route findings %+v", adopt, unclaimed)
+		}
+		if len(unmanaged) != 1 || unmanaged[0].Resource != "worker-1" || unmanaged[0].Severity != doctor.Warning {
+			t.Errorf("adopt %v: unmanaged-route findings %+v", adopt, unmanaged)
+		}
+		if len(stale) != 0 {
+			t.Errorf("adopt %v: stale-route findings %+v: nothing is deleted from an unclaimed table but by adoption", adopt, stale)
+		}
+	}
+}

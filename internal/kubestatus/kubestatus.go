@@ -202,7 +202,7 @@ func (r *Reporter) desired(name string, nr controller.NodeResult, ips []netip.Ad
 		// Like the Kubernetes route controller: a node without a pod
 		// CIDR is IPAM's business (CIDRNotAvailable), not a route's.
 		return condition{}, false
-	case r.forwarded[name]:
+	case r.forwarded[name] && !nr.Routed:
 		// A route routekeeper does not own forwards the pod CIDR to the
 		// node: traffic flows, but no write of routekeeper carried it.
 		// Neither True (a lie that would taint a working node) nor False.
@@ -223,6 +223,12 @@ func (r *Reporter) desired(name string, nr controller.NodeResult, ips []netip.Ad
 	msg := nr.Message
 	if msg == "" {
 		msg = "routekeeper created a route"
+	}
+	if nr.Reason == string(plan.ReasonRouteNotManaged) {
+		// issue 11: the planner counts the node routed by a route
+		// routekeeper does not own that sends the pod CIDR to it (traffic
+		// flows); the condition says so, and by which route.
+		return condition{Status: corev1.ConditionFalse, Reason: ReasonRouteNotManaged, Message: msg}, true
 	}
 	return condition{Status: corev1.ConditionFalse, Reason: ReasonRouteCreated, Message: msg}, true
 }
@@ -433,7 +439,9 @@ func (r *Reporter) nodeEvents(res *controller.Result) {
 			continue
 		}
 		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}
-		if nr.Routed || nr.Reason == string(plan.ReasonNoPodCIDR) {
+		// A node routed by a route routekeeper does not own still gets
+		// its RouteNotManaged event (issue 11).
+		if nr.Routed && !r.forwarded[name] || nr.Reason == string(plan.ReasonNoPodCIDR) {
 			r.events.forget(ref)
 			delete(r.since, name)
 			continue
@@ -476,8 +484,12 @@ func (r *Reporter) staleEvent(res *controller.Result) {
 	now := r.now()
 	stale := map[string]time.Time{}
 	var names []string
-	for _, c := range res.Plan.Changes {
-		if c.Kind != plan.Delete {
+	// issue 11: in observe mode nothing is deleted anyway; routes the
+	// deletion guard holds back and, in the platform's unclaimed table,
+	// routes of nodes the cluster does not have are stale all the same.
+	candidates := slices.Concat(res.Plan.Changes, res.Plan.HeldDeletes, res.Plan.Unclaimed)
+	for _, c := range candidates {
+		if c.Kind != plan.Delete || strings.HasPrefix(c.Reason, "adopted") {
 			continue
 		}
 		at, ok := r.staleSince[c.Route.Name]

@@ -367,6 +367,25 @@ func TestForwardedByForeignRoute(t *testing.T) {
 	}
 }
 
+// TestRoutedByUnmanagedRoute: the planner counts a node routed by a route
+// routekeeper does not own (issue 11): the condition is False and says so.
+func TestRoutedByUnmanagedRoute(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, controller.Manage, newNode("kthw", "10.240.0.20"))
+	msg := "pod CIDR 10.200.0.0/24 of node kthw is routed to 10.240.0.20 by route kubernetes-route-10-200-0-0-24, which routekeeper does not own: traffic flows, route not managed; `--adopt matching` takes it over with no outage"
+	e.r.Report(ctx, &controller.Result{
+		Nodes: map[string]controller.NodeResult{"kthw": {Routed: true, Reason: string(plan.ReasonRouteNotManaged), Message: msg}},
+		Plan:  &plan.Plan{Conflicts: []plan.Conflict{{Node: "kthw", Prefix: netip.MustParsePrefix("10.200.0.0/24"), Reason: plan.ReasonRouteNotManaged, Forwarding: true}}},
+	})
+	c, ok := e.condition(t, "kthw")
+	if !ok || c.Status != corev1.ConditionFalse || c.Reason != ReasonRouteNotManaged || c.Message != msg {
+		t.Errorf("condition %+v (present %v), want False/%s with the planner's message", c, ok, ReasonRouteNotManaged)
+	}
+	if evs := e.rec.take(); len(evs) != 1 || evs[0].reason != EventRouteForwardedByForeignRoute {
+		t.Errorf("events %+v, want one %s", evs, EventRouteForwardedByForeignRoute)
+	}
+}
+
 func TestPatchRefusedForRecreatedNode(t *testing.T) {
 	ctx := context.Background()
 	n := newNode("a", "10.240.0.10")

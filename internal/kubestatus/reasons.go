@@ -17,6 +17,10 @@ const (
 	ReasonNoRouteCreated = "NoRouteCreated"
 	// ReasonRouteTableFull: the route table holds its route limit.
 	ReasonRouteTableFull = "RouteTableFull"
+	// ReasonRouteNotManaged (status False): a route routekeeper does not
+	// own sends the node's pod CIDR to it; traffic flows, and
+	// routeTable.adopt matching takes the route over with no outage.
+	ReasonRouteNotManaged = "RouteNotManaged"
 	// ReasonRouteTableDetached: the node's route exists, but the route table
 	// is not associated with the node's subnet, so Azure does not use it.
 	ReasonRouteTableDetached = "RouteTableDetached"
@@ -63,7 +67,7 @@ func conditionReason(r string) string {
 		return ReasonNoRouteCreated
 	case string(plan.ReasonPrefixConflict), string(plan.ReasonNameConflict), string(plan.ReasonOverlappingPodCIDR),
 		string(plan.ReasonOutsideClusterCIDR), string(plan.ReasonNoNodeIP), string(plan.ReasonInvalidRouteName),
-		string(plan.ReasonDuplicateNode), string(plan.ReasonNextHopOutsideVNet):
+		string(plan.ReasonDuplicateNode), string(plan.ReasonNextHopOutsideVNet), string(plan.ReasonRouteNotManaged):
 		return r
 	}
 	return ReasonNoRouteCreated

@@ -19,6 +19,9 @@
 //	association_repairs_total                 subnets re-associated (or swaps followed) by the guard
 //	association_problems{state}               subnets not on routekeeper's table, by state
 //	leader                                    1 while this replica runs the controller (holds the lease, or runs without leader election)
+//	deletes_held{reason}                      route deletions the deletion guard held back in the last reconcile (TooManyDeletes, EmptySource)
+//	routes_unclaimed                          routes of unknown nodes left in an unclaimed table (never deleted until it is claimed)
+//	nodes_unmanaged_route                     nodes whose traffic a route routekeeper does not own carries (routeTable.adopt matching takes it over)
 package metrics
 
 import (
@@ -33,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/plan"
 )
 
 const namespace = "routekeeper"
@@ -55,6 +59,10 @@ type Metrics struct {
 	assocProblems     *prometheus.GaugeVec
 	leader            prometheus.Gauge
 	leading           atomic.Bool
+	// issue 11: the planner's guards.
+	deletesHeld *prometheus.GaugeVec
+	unclaimed   prometheus.Gauge
+	unmanaged   prometheus.Gauge
 }
 
 // New makes the metrics on a new registry that also holds the Go runtime
@@ -116,7 +124,20 @@ func New() *Metrics {
 			Namespace: namespace, Name: "leader",
 			Help: "1 while this replica runs the controller: it holds the leader election lease, or runs without leader election; else 0.",
 		}),
+		deletesHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "deletes_held",
+			Help: "Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes).",
+		}, []string{"reason"}),
+		unclaimed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "routes_unclaimed",
+			Help: "Routes in the naming scheme for nodes this cluster does not have, left in a route table not claimed yet: never deleted until routeTable.claim.",
+		}),
+		unmanaged: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "nodes_unmanaged_route",
+			Help: "Nodes whose traffic flows through a route routekeeper does not own (routeTable.adopt matching takes it over with no outage).",
+		}),
 	}
+	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged)
 	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.armDuration,
 		m.armThrottled, m.armPrecondition, m.routes, m.nodes, m.notRouted, m.repairs, m.assocProblems, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -205,5 +226,19 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 		}
 		m.nodes.WithLabelValues("routed").Set(float64(routed))
 		m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))
+	}
+	if p := res.Plan; p != nil && res.Err == nil {
+		m.deletesHeld.Reset()
+		if len(p.HeldDeletes) > 0 {
+			m.deletesHeld.WithLabelValues(string(p.HeldReason)).Set(float64(len(p.HeldDeletes)))
+		}
+		m.unclaimed.Set(float64(len(p.Unclaimed)))
+		unmanaged := 0
+		for _, st := range p.Nodes {
+			if st.State != plan.NotRouted && st.Reason == plan.ReasonRouteNotManaged {
+				unmanaged++
+			}
+		}
+		m.unmanaged.Set(float64(unmanaged))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -101,6 +102,36 @@ routekeeper_association_problems{state="Detached"} 1
 	m.SetLeader(true)
 	if got := testutil.ToFloat64(m.leader); got != 1 {
 		t.Errorf("leader = %v", got)
+	}
+}
+
+func TestGuardMetrics(t *testing.T) {
+	m := New()
+	p := &plan.Plan{
+		HeldDeletes: []plan.Change{{Kind: plan.Delete}, {Kind: plan.Delete}, {Kind: plan.Delete}},
+		HeldReason:  plan.ReasonEmptySource,
+		Unclaimed:   []plan.Change{{Kind: plan.Delete}},
+		Nodes:       map[string]plan.NodeStatus{"a": {State: plan.Routed, Reason: plan.ReasonRouteNotManaged}, "b": {State: plan.Routed}},
+	}
+	m.Report(context.Background(), &controller.Result{Plan: p, Nodes: map[string]controller.NodeResult{"a": {Routed: true}, "b": {Routed: true}}})
+	const want = `
+# HELP routekeeper_deletes_held Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes).
+# TYPE routekeeper_deletes_held gauge
+routekeeper_deletes_held{reason="EmptySource"} 3
+# HELP routekeeper_routes_unclaimed Routes in the naming scheme for nodes this cluster does not have, left in a route table not claimed yet: never deleted until routeTable.claim.
+# TYPE routekeeper_routes_unclaimed gauge
+routekeeper_routes_unclaimed 1
+# HELP routekeeper_nodes_unmanaged_route Nodes whose traffic flows through a route routekeeper does not own (routeTable.adopt matching takes it over with no outage).
+# TYPE routekeeper_nodes_unmanaged_route gauge
+routekeeper_nodes_unmanaged_route 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "routekeeper_deletes_held", "routekeeper_routes_unclaimed", "routekeeper_nodes_unmanaged_route"); err != nil {
+		t.Error(err)
+	}
+	// The guard lets go: the series disappears.
+	m.Report(context.Background(), &controller.Result{Plan: &plan.Plan{}, Nodes: map[string]controller.NodeResult{}})
+	if n := testutil.CollectAndCount(m.deletesHeld); n != 0 {
+		t.Errorf("deletes_held has %d series after nothing was held", n)
 	}
 }
 

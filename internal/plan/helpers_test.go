@@ -178,6 +178,11 @@ func checkInvariants(t *testing.T, in Input, p *Plan, owned []bool) {
 	if cur == nil {
 		cur = &route.Table{}
 	}
+	unclaimed := in.Current != nil && len(cur.ClaimValues()) == 0
+	known := map[string]bool{}
+	for _, n := range in.Nodes {
+		known[strings.ToLower(n.Name)] = true
+	}
 	if owned == nil {
 		own := in.Ownership()
 		claim := in.Cluster
@@ -186,8 +191,21 @@ func checkInvariants(t *testing.T, in Input, p *Plan, owned []bool) {
 		}
 		owned = make([]bool, len(cur.Routes))
 		for i, r := range cur.Routes {
-			owned[i] = own.Owns(r, claim)
+			cls := own.Classify(r, claim)
+			owned[i] = cls.Owner == route.OwnerThisCluster && (!unclaimed || known[strings.ToLower(cls.Node)])
 		}
+	}
+	// The deletion guard: plain deletions (the prefix leaves the table)
+	// stay within the cap, and an empty source deletes nothing.
+	if in.MaxDeletes != 0 && p.Refused == "" && p.MaxDeletes != in.MaxDeletes {
+		t.Errorf("plan applied MaxDeletes %d, input says %d", p.MaxDeletes, in.MaxDeletes)
+	}
+	if len(p.HeldDeletes) > 0 && p.HeldReason == "" {
+		t.Errorf("%d deletes held without a reason", len(p.HeldDeletes))
+	}
+	// The claim is written only at creation or when asked for.
+	if p.Claim && in.Current != nil && !in.Claim {
+		t.Errorf("plan claims an existing table without Input.Claim")
 	}
 	// Changes agree with Desired.
 	if (len(p.Changes) > 0 || p.Claim) != (p.Desired != nil) {
@@ -202,8 +220,30 @@ func checkInvariants(t *testing.T, in Input, p *Plan, owned []bool) {
 	for _, r := range d.Routes {
 		inDesired[strings.ToLower(r.Name)] = append(inDesired[strings.ToLower(r.Name)], r)
 	}
+	// An adoption replaces a route not owned by one with the same prefix
+	// and next hop, in the same write.
+	adopted := map[string]bool{}
+	for _, c := range p.Changes {
+		if c.Adopts == "" {
+			continue
+		}
+		if in.Adopt != AdoptMatching || c.Kind == Delete {
+			t.Errorf("adoption %+v without Adopt matching", c)
+		}
+		i := slices.IndexFunc(cur.Routes, func(r route.Route) bool { return strings.EqualFold(r.Name, c.Adopts) })
+		if i < 0 {
+			t.Errorf("create %s adopts %s, which the table does not hold", c.Route.Name, c.Adopts)
+			continue
+		}
+		o := cur.Routes[i]
+		op, _ := o.CIDR()
+		if op != c.Route.Prefix || o.NextHopType != c.Route.NextHopType || o.NextHopIP != c.Route.NextHopIP {
+			t.Errorf("create %s adopts %s, which has another prefix or next hop: %+v", c.Route.Name, o.Name, o)
+		}
+		adopted[strings.ToLower(o.Name)] = true
+	}
 	for i, r := range cur.Routes {
-		if owned[i] {
+		if owned[i] || adopted[strings.ToLower(r.Name)] {
 			continue
 		}
 		got := inDesired[strings.ToLower(r.Name)]
@@ -220,8 +260,11 @@ func checkInvariants(t *testing.T, in Input, p *Plan, owned []bool) {
 			old = *c.Old
 		}
 		i := slices.IndexFunc(cur.Routes, func(r route.Route) bool { return reflect.DeepEqual(r, old) })
-		if i < 0 || !owned[i] {
+		if i < 0 || !owned[i] && !(c.Kind == Delete && adopted[strings.ToLower(old.Name)]) {
 			t.Errorf("%s of a route the plan does not own: %+v", c.Kind, old)
+		}
+		if c.Kind == Delete && unclaimed && !adopted[strings.ToLower(old.Name)] && !known[strings.ToLower(c.Node)] {
+			t.Errorf("delete of %s, a route of unknown node %q, in an unclaimed table", old.Name, c.Node)
 		}
 	}
 	// Limit.
@@ -264,8 +307,35 @@ func checkInvariants(t *testing.T, in Input, p *Plan, owned []bool) {
 			}
 		}
 	}
-	if got := d.Claim(); got != in.Cluster {
-		t.Errorf("desired table claim = %q, want %q", got, in.Cluster)
+	if got, want := d.Claim(), cur.Claim(); p.Claim && got != in.Cluster || !p.Claim && got != want {
+		t.Errorf("desired table claim = %q, claim written %v, current %q", got, p.Claim, want)
+	}
+	// Adoption never removes a prefix: every prefix of the current table
+	// that the desired one lacks left with a plain delete of an owned
+	// route, and those stay within the guard.
+	desiredPrefixes := map[netip.Prefix]bool{}
+	for _, r := range d.Routes {
+		if x, ok := r.CIDR(); ok {
+			desiredPrefixes[x] = true
+		}
+	}
+	for i, r := range cur.Routes {
+		x, ok := r.CIDR()
+		if ok && !desiredPrefixes[x] && (!owned[i] || adopted[strings.ToLower(r.Name)]) {
+			t.Errorf("prefix %s of route %s (owned %v) left the table", x, r.Name, owned[i])
+		}
+	}
+	plain := 0 // deletes whose prefix leaves the table (an update may move a prefix too)
+	for _, c := range p.Changes {
+		if x, ok := c.Route.CIDR(); c.Kind == Delete && (!ok || !desiredPrefixes[x]) {
+			plain++
+		}
+	}
+	if plain > 0 && len(in.Nodes) == 0 && !in.AllowEmptySource {
+		t.Errorf("an empty source deleted %d routes", plain)
+	}
+	if p.MaxDeletes >= 0 && plain > p.MaxDeletes {
+		t.Errorf("%d routes deleted, the cap is %d", plain, p.MaxDeletes)
 	}
 	if in.Current != nil && d.Etag != in.Current.Etag {
 		t.Errorf("desired etag %q, want the etag planned from %q", d.Etag, in.Current.Etag)
@@ -282,6 +352,15 @@ func checkConverges(t *testing.T, in Input, p *Plan) {
 	in2 := in
 	in2.Current = apply(in, p)
 	p2 := Compute(in2)
+	// A claim written by this plan turns the unclaimed table's routes of
+	// unknown nodes into ours, and held deletions are re-decided as the
+	// table grows: one more write may follow, then nothing.
+	for extra := 0; extra < 2 && p2.NeedsWrite() && (p.Claim && len(p.Unclaimed) > 0 || len(p.HeldDeletes) > 0 || len(p2.HeldDeletes) > 0); extra++ {
+		checkInvariants(t, in2, p2, nil)
+		in, p = in2, p2
+		in2.Current = apply(in, p)
+		p2 = Compute(in2)
+	}
 	if p2.NeedsWrite() {
 		t.Fatalf("plan does not converge: second plan %s: %v", p2, changeStrings(p2.Changes))
 	}

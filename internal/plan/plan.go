@@ -9,16 +9,20 @@
 // routes named in the cloud-provider-azure scheme (<node>____<mangled CIDR>)
 // whose mangled CIDR matches their prefix, whose prefix lies inside the
 // cluster CIDRs, in a table claimed by this cluster (tag
-// routekeeper-cluster=<cluster>) or adopted by this very write. Every
-// other route is copied into the desired table bit for bit.
+// routekeeper-cluster=<cluster>); in a table not claimed yet, only the
+// routes of the cluster's own nodes (one of them may be another
+// cluster's). Every other route is copied into the desired table bit for
+// bit, except a route adopted with Input.Adopt matching.
 //
 // The cases, for one pod CIDR of one node ("ours" = owned by this cluster):
 //
 //	table / node state                                     plan
 //	-----------------------------------------------------  ------------------------------------------
 //	table claimed by another cluster                       refused: nothing written, every node TableClaimed
-//	table unclaimed                                        adopt: claim tag written with the first write
-//	                                                       (or refused, TableUnclaimed, with RequireClaim)
+//	table unclaimed                                        used: routes of our nodes written, routes of unknown
+//	                                                       nodes reported (Plan.Unclaimed), never deleted; the
+//	                                                       claim is written only with Input.Claim (or refused,
+//	                                                       TableUnclaimed, with RequireClaim)
 //	table missing (Current nil)                            plan against an empty table; Create and Claim set
 //	table has two routes with one name                     refused: InvalidTable
 //	node has no pod CIDR                                   NoPodCIDR
@@ -37,14 +41,18 @@
 //	our route with exact name, other prefix                update in place (pod CIDR changed; names of two
 //	                                                       CIDRs can mangle alike: 10.24.4.0/24, 10.2.44.0/24)
 //	non-owned route with the exact name                    NameConflict (the route is left alone)
-//	non-owned route holds the prefix                       PrefixConflict (Forwarding when it already points
-//	                                                       to the node), nothing written for the CIDR
+//	non-owned route holds the prefix, same next hop        Adopt matching: renamed (delete it + create ours in
+//	                                                       the same PUT); else RouteNotManaged, node Routed
+//	non-owned route holds the prefix, other next hop       PrefixConflict, nothing written for the CIDR
 //	our route of another name holds the prefix             that route is stale: delete it, create ours (the
 //	                                                       pod CIDR moved between nodes), in the same PUT
 //	legacy-named route of this node (LegacyNames)          renamed: delete legacy + create, in the same PUT
 //	no route                                               create, if the table has room, else RouteLimit
-//	our route, node gone                                   delete
+//	our route, node gone                                   delete (deletion guard: more than MaxDeletes, or
+//	                                                       no nodes without AllowEmptySource: none deleted,
+//	                                                       Plan.HeldDeletes; creates and updates go on)
 //	our route, node's pod CIDR changed                     delete (the new CIDR's route is created)
+//	node with a source Problem (IPAM exhausted)            NotRouted with the problem's reason
 //	non-owned route (custom, other cluster, service tag)   never changed or deleted
 //
 // A route belongs to a node only when its whole name equals
@@ -108,7 +116,9 @@ const (
 	fateProtected             // ours, serving an entry: never deleted
 	fateUpdate                // ours, replaced by an updated route
 	fateDelete                // ours and stale
-	fateRenamed               // ours, a legacy name replaced by a create
+	fateRenamed               // a legacy or adopted route replaced by a create of the same prefix
+	fateReplaced              // ours and stale, its prefix taken by a create in the same write
+	fateHeld                  // ours and stale, its deletion held back by the guard
 )
 
 // current is the planner's compact view of one route of the current table
@@ -119,8 +129,16 @@ type current struct {
 	node   string       // the node named by the route
 	owned  bool
 	legacy bool
-	fate   fate
-	entry  int32 // the entry it serves, is updated for or renamed to; -1
+	// unclaimed: in the scheme for a node this cluster does not have, in
+	// a table not claimed yet; it may be another cluster's, so it is
+	// treated as not owned (never deleted, a prefix holder in the way).
+	unclaimed bool
+	// named: the route has the exact name of some desired route. It is
+	// never adopted by another node, or it would free the name for the
+	// next plan rather than this one.
+	named bool
+	fate  fate
+	entry int32 // the entry it serves, is updated for or renamed to; -1
 }
 
 // entry is one desired route: one pod CIDR of one node.
@@ -135,9 +153,10 @@ type entry struct {
 	exact     int32 // current route with exactly this name, -1
 	incumbent int32 // current owned route already serving this CIDR for this node, -1
 	target    int32 // actUpdate: the route updated; actCreate: a stale owned route holding the prefix; -1
-	replaces  int32 // legacy route replaced by this create, -1
+	replaces  int32 // legacy or adopted route replaced by this create, -1
 	detail    int32 // index into planner.details when reason is set, -1
 	inCluster bool
+	adopt     bool // replaces is a route not owned, adopted (Input.Adopt)
 	act       action
 }
 
@@ -199,17 +218,21 @@ func Compute(in Input) *Plan {
 	case len(claims) == 1:
 		pl.claim = in.Cluster
 	default:
-		p.Claim = true
+		// Unclaimed: the claim is written when the plan creates the
+		// table or the configuration says so, never as a side effect.
+		p.Claim = p.Create || in.Claim
 	}
 
 	if msg := pl.indexCurrent(); msg != "" {
 		return p.refuse(in.Nodes, ReasonInvalidTable, msg)
 	}
 	pl.makeEntries()
+	pl.unclaimedRoutes()
 	pl.findHolders()
 	pl.overlaps()
 	pl.match()
 	pl.stale()
+	pl.guardDeletes()
 	pl.applyLimit()
 	pl.finish()
 	return p
@@ -329,6 +352,7 @@ func (pl *planner) makeEntries() {
 			lname := appendName(buf[:0], pl.lnames[ni], cidr)
 			if j, ok := pl.byName[string(lname)]; ok {
 				e.exact, e.name = j, pl.cur.Routes[j].Name
+				pl.routes[j].named = true
 				if c := &pl.routes[j]; c.owned && !c.legacy && c.prefix == cidr {
 					e.incumbent = j
 					c.fate, c.entry = fateProtected, int32(len(pl.entries)-1)
@@ -586,9 +610,25 @@ func (pl *planner) match() {
 				continue
 			}
 			if c.prefix != e.cidr {
-				if h, ok := pl.holder(e.cidr); ok && h != e.exact && !pl.routes[h].owned {
-					pl.prefixConflict(e, h)
-					continue
+				if h, ok := pl.holder(e.cidr); ok && h != e.exact {
+					hc := &pl.routes[h]
+					if !hc.owned && pl.in.Adopt == AdoptMatching && hc.fate == fateCarry && !hc.named && pl.forwards(h, e) {
+						// Our route moves onto the prefix another route
+						// already sends to the node: that one goes.
+						e.act, e.target, e.replaces, e.adopt = actUpdate, e.exact, h, true
+						c.fate, c.entry = fateUpdate, int32(i)
+						hc.fate, hc.entry = fateRenamed, int32(i)
+						continue
+					}
+					if !hc.owned {
+						pl.prefixConflict(e, h)
+						continue
+					}
+					// A stale route of ours holds the new prefix: it
+					// goes in the same write, whatever the guard says.
+					if hc.fate == fateCarry {
+						hc.fate, hc.entry = fateReplaced, int32(i)
+					}
 				}
 			}
 			e.act, e.target = actUpdate, e.exact
@@ -600,14 +640,25 @@ func (pl *planner) match() {
 			continue
 		}
 		if h, ok := pl.holder(e.cidr); ok {
-			if !pl.routes[h].owned {
+			c := &pl.routes[h]
+			if !c.owned {
+				if pl.in.Adopt == AdoptMatching && c.fate == fateCarry && !c.named && pl.forwards(h, e) {
+					// Same prefix, same next hop: replace it in the
+					// same PUT, the prefix never lacks its next hop.
+					e.act, e.replaces, e.adopt = actCreate, h, true
+					c.fate, c.entry = fateProtected, int32(i)
+					continue
+				}
 				pl.prefixConflict(e, h)
 				continue
 			}
 			// An owned route of another name holds the prefix: it is
 			// stale (the pod CIDR moved to this node, or its node is
-			// gone) and stale() deletes it in the same write.
+			// gone) and is deleted in the same write.
 			e.target = h
+			if c.fate == fateCarry {
+				c.fate, c.entry = fateReplaced, int32(i)
+			}
 		}
 		e.act = actCreate
 	}
@@ -615,13 +666,17 @@ func (pl *planner) match() {
 
 func (pl *planner) prefixConflict(e *entry, h int32) {
 	r, cls := &pl.cur.Routes[h], pl.classification(h)
-	forwarding := r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
+	why := cls.Owner.String() + ": " + cls.Why
+	if pl.routes[h].unclaimed {
+		why = "named for node " + cls.Node + ", which this cluster does not have, in a table not claimed yet"
+	}
+	forwarding := pl.forwards(h, e)
 	if forwarding {
-		pl.fail(e, ReasonPrefixConflict, fmt.Sprintf("pod CIDR %s of node %s is already routed to %s by route %s, which routekeeper does not own (%s: %s); traffic flows, but to let routekeeper manage it delete the route or rename it to %s",
-			e.cidr, pl.nodeName(e), e.hop, r.Name, cls.Owner, cls.Why, schemeName(pl.nodeName(e), e.cidr)), r.Name)
+		pl.fail(e, ReasonRouteNotManaged, fmt.Sprintf("pod CIDR %s of node %s is routed to %s by route %s, which routekeeper does not own (%s): traffic flows, route not managed; `--adopt matching` takes it over with no outage (renames it to %s in one write)",
+			e.cidr, pl.nodeName(e), e.hop, r.Name, why, schemeName(pl.nodeName(e), e.cidr)), r.Name)
 	} else {
-		pl.fail(e, ReasonPrefixConflict, fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s: %s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
-			e.cidr, pl.nodeName(e), r.Name, hopText(r), cls.Owner, cls.Why, pl.nodeName(e)), r.Name)
+		pl.fail(e, ReasonPrefixConflict, fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
+			e.cidr, pl.nodeName(e), r.Name, hopText(r), why, pl.nodeName(e)), r.Name)
 	}
 	pl.detailOf(e).forwarding = forwarding
 }
@@ -653,20 +708,31 @@ func (pl *planner) stale() {
 func (pl *planner) applyLimit() {
 	used := len(pl.cur.Routes)
 	for i := range pl.routes {
-		if pl.routes[i].fate == fateDelete {
+		switch c := &pl.routes[i]; c.fate {
+		case fateDelete:
 			used--
+		case fateReplaced, fateRenamed:
+			// Replaced by an update in place: its slot is free. (One
+			// replaced by a create gives that create its slot.)
+			if pl.entries[c.entry].act == actUpdate {
+				used--
+			}
 		}
 	}
 	room := pl.limit - used
 	for _, ni := range pl.order {
 		s := pl.spans[ni]
-		need := 0
+		need, renames := 0, 0
 		for i := s.lo; i < s.hi; i++ {
-			if e := &pl.entries[i]; e.act == actCreate && e.replaces < 0 {
+			switch e := &pl.entries[i]; {
+			case e.act != actCreate:
+			case e.replaces >= 0:
+				renames++
+			case e.target < 0 || pl.routes[e.target].fate != fateReplaced:
 				need++
 			}
 		}
-		if need == 0 && !pl.in.LegacyNames {
+		if need == 0 && renames == 0 {
 			continue
 		}
 		fits := need == 0 || need <= room
@@ -680,9 +746,11 @@ func (pl *planner) applyLimit() {
 			case e.replaces >= 0: // a rename frees the slot it takes
 				c := &pl.routes[e.replaces]
 				c.fate, c.entry = fateRenamed, i
+			case e.target >= 0 && pl.routes[e.target].fate == fateReplaced:
+				// Takes the slot of the stale route it replaces.
 			case !fits:
 				e.act = actNone
-				pl.fail(e, ReasonRouteLimit, fmt.Sprintf("%s is full: its limit is %d routes and node %s needs %d more; free room or raise the limit", pl.table, pl.limit, pl.nodeName(e), need), "")
+				pl.fail(e, ReasonRouteLimit, fmt.Sprintf("%s is full: it may hold %d routes (routeTable.routeLimit) and node %s needs %d more. Azure's limit depends on the subscription (400 routes per table by default; some subscriptions allow 1,000, see the subscription's networking limits); free room, give the cluster another table, or set routeTable.routeLimit to your subscription's limit", pl.table, pl.limit, pl.nodeName(e), need), "")
 			}
 		}
 	}
@@ -691,6 +759,9 @@ func (pl *planner) applyLimit() {
 // changeWhy says why an entry's route is created or updated.
 func (pl *planner) changeWhy(e *entry) string {
 	switch {
+	case e.adopt:
+		r := &pl.cur.Routes[e.replaces]
+		return fmt.Sprintf("adopts route %s (same prefix and next hop), renamed in the same write", r.Name)
 	case e.act == actCreate && e.replaces >= 0:
 		return "replaces legacy route " + pl.cur.Routes[e.replaces].Name
 	case e.act == actCreate && e.target >= 0:
@@ -710,11 +781,15 @@ func (pl *planner) changeWhy(e *entry) string {
 
 // deleteWhy says why an owned route is deleted.
 func (pl *planner) deleteWhy(c *current) string {
-	if c.fate == fateRenamed {
+	switch {
+	case c.fate == fateRenamed && pl.entries[c.entry].adopt:
+		return "adopted, renamed to " + pl.entries[c.entry].name
+	case c.fate == fateRenamed:
 		return "legacy name, renamed to " + pl.entries[c.entry].name
+	case c.fate == fateReplaced:
+		return "pod CIDR moved to node " + pl.nodeName(&pl.entries[c.entry])
 	}
-	ln := strings.ToLower(c.node)
-	if _, found := slices.BinarySearchFunc(pl.order, ln, func(n int32, t string) int { return strings.Compare(pl.lnames[n], t) }); found {
+	if pl.known(c.node) {
 		return "pod CIDR no longer assigned to the node"
 	}
 	return "node no longer exists"
@@ -735,10 +810,15 @@ func (pl *planner) finish() {
 			nupdates++
 		}
 	}
-	var deletes []int32
+	var deletes, held, unclaimed []int32
 	for i := range pl.routes {
-		if f := pl.routes[i].fate; f == fateDelete || f == fateRenamed {
+		switch c := &pl.routes[i]; {
+		case c.fate == fateDelete || c.fate == fateRenamed || c.fate == fateReplaced:
 			deletes = append(deletes, int32(i))
+		case c.fate == fateHeld:
+			held = append(held, int32(i))
+		case c.unclaimed && c.fate == fateCarry:
+			unclaimed = append(unclaimed, int32(i))
 		}
 	}
 	p.Changes = make([]Change, 0, changes+len(deletes))
@@ -746,17 +826,27 @@ func (pl *planner) finish() {
 	for _, ni := range pl.order {
 		n := &pl.in.Nodes[ni]
 		if len(n.PodCIDRs) == 0 {
-			msg := fmt.Sprintf("node %s has no pod CIDR yet (spec.podCIDRs is empty)", n.Name)
-			p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Reason: ReasonNoPodCIDR, Message: msg})
-			p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: ReasonNoPodCIDR, Message: msg}
+			reason, msg := ReasonNoPodCIDR, fmt.Sprintf("node %s has no pod CIDR yet (spec.podCIDRs is empty)", n.Name)
+			if n.Problem != nil {
+				reason, msg = Reason(n.Problem.Reason), n.Problem.Message
+			}
+			p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Reason: reason, Message: msg})
+			p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: reason, Message: msg}
 			continue
 		}
 		st := NodeStatus{State: Routed}
+		var note *detail // the first RouteNotManaged of the node
 		s := pl.spans[ni]
 		k := s.lo
 		for i := s.lo; i < s.hi; i++ {
 			e := &pl.entries[i]
 			switch {
+			case e.reason == ReasonRouteNotManaged:
+				d := pl.detailOf(e)
+				p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Prefix: e.cidr, Reason: e.reason, Message: d.msg, Route: d.other, Forwarding: true})
+				if note == nil {
+					note = d
+				}
 			case e.reason != "":
 				d := pl.detailOf(e)
 				p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Prefix: e.cidr, Reason: e.reason, Message: d.msg, Route: d.other, Forwarding: d.forwarding})
@@ -764,10 +854,18 @@ func (pl *planner) finish() {
 					st.State, st.Reason, st.Message = NotRouted, e.reason, d.msg
 				}
 			case e.act == actCreate:
-				p.Changes = append(p.Changes, Change{Kind: Create, Route: e.route(), Node: n.Name, Reason: pl.changeWhy(e)})
+				ch := Change{Kind: Create, Route: e.route(), Node: n.Name, Reason: pl.changeWhy(e)}
+				if e.adopt {
+					ch.Adopts = pl.cur.Routes[e.replaces].Name
+				}
+				p.Changes = append(p.Changes, ch)
 			case e.act == actUpdate:
 				old := pl.cur.Routes[e.target]
-				updates = append(updates, Change{Kind: Update, Route: e.route(), Old: &old, Node: n.Name, Reason: pl.changeWhy(e)})
+				ch := Change{Kind: Update, Route: e.route(), Old: &old, Node: n.Name, Reason: pl.changeWhy(e)}
+				if e.adopt {
+					ch.Adopts = pl.cur.Routes[e.replaces].Name
+				}
+				updates = append(updates, ch)
 			}
 			if (e.act == actCreate || e.act == actUpdate) && st.State == Routed {
 				st.State = Pending
@@ -784,17 +882,36 @@ func (pl *planner) finish() {
 		if k > s.lo {
 			st.Routes = routeNames[s.lo:k:k]
 		}
+		if note != nil && st.State != NotRouted {
+			st.Reason, st.Message = ReasonRouteNotManaged, note.msg
+		}
+		if n.Problem != nil && st.State != NotRouted {
+			st.State, st.Reason, st.Message = NotRouted, Reason(n.Problem.Reason), n.Problem.Message
+		}
 		p.Nodes[n.Name] = st
 	}
 	p.Changes = append(p.Changes, updates...)
-	slices.SortFunc(deletes, func(a, b int32) int {
+	byNode := func(a, b int32) int {
 		ca, cb := &pl.routes[a], &pl.routes[b]
 		return cmp.Or(strings.Compare(strings.ToLower(ca.node), strings.ToLower(cb.node)), strings.Compare(ca.node, cb.node),
 			ca.prefix.Addr().Compare(cb.prefix.Addr()), cmp.Compare(ca.prefix.Bits(), cb.prefix.Bits()), strings.Compare(pl.cur.Routes[a].Name, pl.cur.Routes[b].Name))
-	})
+	}
+	slices.SortFunc(deletes, byNode)
 	for _, i := range deletes {
 		c := &pl.routes[i]
 		p.Changes = append(p.Changes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.node, Reason: pl.deleteWhy(c)})
+	}
+	slices.SortFunc(held, byNode)
+	for _, i := range held {
+		c := &pl.routes[i]
+		p.HeldDeletes = append(p.HeldDeletes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.node, Reason: pl.deleteWhy(c) + "; held back: " + string(p.HeldReason)})
+	}
+	slices.SortFunc(unclaimed, byNode)
+	for _, i := range unclaimed {
+		c, r := &pl.routes[i], &pl.cur.Routes[i]
+		p.Unclaimed = append(p.Unclaimed, Change{Kind: Delete, Route: *r, Node: c.node, Reason: fmt.Sprintf(
+			"node %s is not in this cluster and %s is not claimed (tag %s), so the route may be another cluster's and is left alone; if it is stale, remove it by hand (%s) or claim the table (routeTable.claim: true)",
+			c.node, pl.table, route.ClaimTag, removeCommand(pl.cur, r.Name))})
 	}
 	if len(p.Changes) > 0 || p.Claim {
 		p.Desired = pl.desired()
@@ -823,14 +940,16 @@ func (pl *planner) desired() *route.Table {
 	}
 	// The claim carries the cluster's pod CIDRs, so that a cluster refused
 	// by it can tell whether the two overlap. It is refreshed with every
-	// write, never written on its own.
-	route.SetTag(t.Tags, route.ClusterCIDRsTag, route.FormatCIDRs(pl.in.ClusterCIDRs))
+	// write of a claimed table, never written on its own.
+	if pl.p.Claim || pl.claim != "" {
+		route.SetTag(t.Tags, route.ClusterCIDRsTag, route.FormatCIDRs(pl.in.ClusterCIDRs))
+	}
 	t.Subnets = slices.Clone(pl.cur.Subnets)
 	creates, _, _ := pl.p.Counts()
 	t.Routes = make([]route.Route, 0, len(pl.cur.Routes)+creates)
 	for i, r := range pl.cur.Routes {
 		switch c := &pl.routes[i]; c.fate {
-		case fateDelete, fateRenamed:
+		case fateDelete, fateRenamed, fateReplaced:
 		case fateUpdate:
 			t.Routes = append(t.Routes, pl.entries[c.entry].route())
 		default:

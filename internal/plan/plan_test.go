@@ -152,9 +152,10 @@ func TestBasics(t *testing.T) {
 			nodes:   map[string]string{"worker-0": "Routed"},
 		},
 		{
-			name: "no nodes at all: every owned route deleted, custom kept",
+			name: "no nodes at all, AllowEmptySource: every owned route deleted, custom kept",
 			in: Input{
-				Current: table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"), rt("default", "0.0.0.0/0", "10.0.100.4")),
+				AllowEmptySource: true,
+				Current:          table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"), rt("default", "0.0.0.0/0", "10.0.100.4")),
 			},
 			changes: []string{"delete worker-0____102440024"},
 			nodes:   map[string]string{},
@@ -342,10 +343,10 @@ func TestOwnershipAndPeerDefects(t *testing.T) {
 					rt("kubernetes-route-10-244-0-0-24", "10.244.0.0/24", "10.0.0.4"))...),
 			},
 			conflicts: []string{
-				"worker-0 10.244.0.0/24 PrefixConflict kubernetes-route-10-244-0-0-24 forwarding",
+				"worker-0 10.244.0.0/24 RouteNotManaged kubernetes-route-10-244-0-0-24 forwarding",
 				"worker-1 10.244.200.0/24 PrefixConflict blackhole",
 			},
-			nodes: map[string]string{"worker-0": "NotRouted/PrefixConflict", "worker-1": "NotRouted/PrefixConflict"},
+			nodes: map[string]string{"worker-0": "Routed/RouteNotManaged", "worker-1": "NotRouted/PrefixConflict"},
 		},
 		{
 			name: "legacy names without LegacyNames: RouteConflict is reported, never sent (cloud-provider-azure #657)",
@@ -362,7 +363,7 @@ func TestOwnershipAndPeerDefects(t *testing.T) {
 			changes: []string{"create aks-node-vmss000000____102446024 10.244.6.0/24 10.240.0.4"},
 			conflicts: []string{
 				"aks-node-vmss000001 10.244.5.0/24 PrefixConflict aks-node-vmss000000",
-				"aks-node-vmss000002 10.244.7.0/24 PrefixConflict aks-node-vmss000002 forwarding",
+				"aks-node-vmss000002 10.244.7.0/24 RouteNotManaged aks-node-vmss000002 forwarding",
 			},
 		},
 		{
@@ -447,8 +448,17 @@ func TestClaim(t *testing.T) {
 	cpa := table("", ours("worker-0", "10.244.0.0/24", "10.0.0.4"), ours("worker-1", "10.244.1.0/24", "10.0.0.5"), rt("default", "0.0.0.0/0", "10.0.100.4"))
 	runCases(t, []planCase{
 		{
-			name: "table made by cloud-provider-azure (no tag) is adopted without route churn",
+			name: "table made by cloud-provider-azure (no tag): its routes are the nodes', no churn, no claim unless asked",
 			in: Input{
+				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24"), node("worker-1", "10.0.0.5", "10.244.1.0/24")},
+				Current: cpa,
+			},
+			nodes: map[string]string{"worker-0": "Routed", "worker-1": "Routed"},
+		},
+		{
+			name: "table made by cloud-provider-azure, Claim: the claim is written alone",
+			in: Input{
+				Claim:   true,
 				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24"), node("worker-1", "10.0.0.5", "10.244.1.0/24")},
 				Current: cpa,
 			},
@@ -456,13 +466,47 @@ func TestClaim(t *testing.T) {
 			nodes: map[string]string{"worker-0": "Routed", "worker-1": "Routed"},
 		},
 		{
-			name: "adopting and changing in one write",
+			name: "unclaimed table: a scheme route of an unknown node may be another cluster's and is kept",
 			in: Input{
 				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
 				Current: cpa,
 			},
-			claim:   true,
-			changes: []string{"delete worker-1____102441024"},
+			nodes: map[string]string{"worker-0": "Routed"},
+		},
+		{
+			name: "unclaimed table, Claim: the claim is written first, the unknown node's route is still kept in that write",
+			in: Input{
+				Claim:   true,
+				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
+				Current: cpa,
+			},
+			claim: true,
+		},
+		{
+			name: "unclaimed table: a known node's stale route is deleted, its new one created",
+			in: Input{
+				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.9.0/24"), node("worker-1", "10.0.0.5", "10.244.1.0/24")},
+				Current: cpa,
+			},
+			changes: []string{"create worker-0____102449024 10.244.9.0/24 10.0.0.4", "delete worker-0____102440024"},
+		},
+		{
+			name: "unclaimed table: an unknown node's route in the way is a prefix conflict, not deleted",
+			in: Input{
+				Nodes:   []source.Node{node("worker-9", "10.0.0.9", "10.244.1.0/24"), node("worker-0", "10.0.0.4", "10.244.0.0/24")},
+				Current: cpa,
+			},
+			conflicts: []string{"worker-9 10.244.1.0/24 PrefixConflict worker-1____102441024"},
+		},
+		{
+			name: "unclaimed table, Adopt matching: an unknown node's route with the same prefix and next hop is renamed (AKS node names)",
+			in: Input{
+				Adopt:   AdoptMatching,
+				Nodes:   []source.Node{node("worker-9", "10.0.0.5", "10.244.1.0/24"), node("worker-0", "10.0.0.4", "10.244.0.0/24")},
+				Current: cpa,
+			},
+			changes: []string{"create worker-9____102441024 10.244.1.0/24 10.0.0.5", "delete worker-1____102441024"},
+			nodes:   map[string]string{"worker-0": "Routed", "worker-9": "Pending"},
 		},
 		{
 			name: "RequireClaim refuses an unclaimed table",
@@ -506,6 +550,7 @@ func TestClaim(t *testing.T) {
 		{
 			name: "claim tag present with an empty value counts as unclaimed; its key is reused",
 			in: Input{
+				Claim: true,
 				Current: func() *route.Table {
 					t := table("")
 					t.Tags["RouteKeeper-cluster"] = ""
@@ -544,7 +589,7 @@ func TestClaim(t *testing.T) {
 	})
 
 	t.Run("claim tag written into the desired table, other tags kept", func(t *testing.T) {
-		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cpa})
+		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cpa, Claim: true})
 		want := map[string]string{"env": "test", route.ClaimTag: cluster, route.ClusterCIDRsTag: "10.244.0.0/16,fd00:10:244::/56"}
 		if !reflect.DeepEqual(p.Desired.Tags, want) {
 			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
@@ -556,7 +601,7 @@ func TestClaim(t *testing.T) {
 	t.Run("an empty claim tag is filled in under its own spelling", func(t *testing.T) {
 		cur := table("")
 		cur.Tags["RouteKeeper-cluster"] = ""
-		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur})
+		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur, Claim: true})
 		want := map[string]string{"env": "test", "RouteKeeper-cluster": cluster, route.ClusterCIDRsTag: "10.244.0.0/16,fd00:10:244::/56"}
 		if !reflect.DeepEqual(p.Desired.Tags, want) {
 			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
@@ -571,7 +616,7 @@ func TestClaim(t *testing.T) {
 	t.Run("the cluster CIDRs tag is refreshed with a write, under its own spelling", func(t *testing.T) {
 		cur := table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"))
 		cur.Tags["RouteKeeper-Cluster-CIDRs"] = "10.99.0.0/16"
-		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur}) // worker-0 gone: a delete
+		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur, AllowEmptySource: true}) // worker-0 gone: a delete
 		want := map[string]string{"env": "test", route.ClaimTag: cluster, "RouteKeeper-Cluster-CIDRs": "10.244.0.0/16,fd00:10:244::/56"}
 		if !reflect.DeepEqual(p.Desired.Tags, want) {
 			t.Errorf("tags = %v, want %v", p.Desired.Tags, want)
@@ -901,7 +946,7 @@ func TestConflictMessages(t *testing.T) {
 	}
 	p := Compute(in)
 	want := map[string][]string{
-		"worker-0": {"10.244.0.0/24", "kubernetes-route-10-244-0-0-24", "already routed", "worker-0____102440024"},
+		"worker-0": {"10.244.0.0/24", "kubernetes-route-10-244-0-0-24", "traffic flows, route not managed", "`--adopt matching` takes it over with no outage", "worker-0____102440024"},
 		"worker-1": {"10.244.1.0/24", "blackhole", "None", "delete"},
 		"worker-2": {"10.245.0.0/24", "outside", "10.244.0.0/16"},
 	}
@@ -1033,7 +1078,18 @@ func TestEdgeCases(t *testing.T) {
 				Current:      table(cluster, ours("worker-0", "10.24.4.0/24", "192.168.0.4"), rt("hand", "10.2.44.0/24", "192.168.0.4")),
 			},
 			changes:   []string{"delete worker-0____10244024"},
-			conflicts: []string{"worker-0 10.2.44.0/24 PrefixConflict hand forwarding"},
+			conflicts: []string{"worker-0 10.2.44.0/24 RouteNotManaged hand forwarding"},
+		},
+		{
+			name: "prefix change in place onto a custom route forwarding to the node, Adopt matching: moved and adopted in one write",
+			in: Input{
+				Adopt:        AdoptMatching,
+				ClusterCIDRs: []netip.Prefix{pfx("10.0.0.0/8")},
+				Nodes:        []source.Node{node("worker-0", "192.168.0.4", "10.2.44.0/24")},
+				Current:      table(cluster, ours("worker-0", "10.24.4.0/24", "192.168.0.4"), rt("hand", "10.2.44.0/24", "192.168.0.4")),
+			},
+			changes: []string{"update worker-0____10244024 10.2.44.0/24 192.168.0.4", "delete hand"},
+			nodes:   map[string]string{"worker-0": "Pending"},
 		},
 		{
 			name: "prefix change in place onto the stale route of a gone node",

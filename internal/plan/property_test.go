@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 
 var (
 	propSeed  = flag.Uint64("plan.seed", 20261121, "seed of the planner property test; 0 picks one from the clock")
-	propIters = flag.Int("plan.iterations", 3000, "iterations of the planner property test")
+	propIters = flag.Int("plan.iterations", 10000, "iterations of the planner property test")
 )
 
 // TestProperty plans random tables (custom routes, other clusters' routes,
@@ -23,7 +24,10 @@ var (
 // node sets (overlapping, outside the cluster CIDRs, names that prefix each
 // other, missing addresses) under random limits, and checks what must hold
 // for every input: no route the generator made as non-owned is changed or
-// dropped, the limit and Azure's rules hold, every node has a truthful
+// dropped (but adopted: replaced by a route of the same prefix and next hop
+// in the same write, so adoption never removes a prefix), nothing of an
+// unknown node is deleted from an unclaimed table, deletions stay within
+// the guard, the limit and Azure's rules hold, every node has a truthful
 // status, and planning again after the write changes nothing.
 //
 // A failure names its seed and iteration; rerun it with
@@ -61,6 +65,17 @@ func TestProperty(t *testing.T) {
 			for _, cf := range p.Conflicts {
 				stats[string(cf.Reason)]++
 			}
+			for _, ch := range p.Changes {
+				if ch.Adopts != "" {
+					stats["adoptions"]++
+				}
+			}
+			if len(p.HeldDeletes) > 0 {
+				stats[string(p.HeldReason)]++
+			}
+			if len(p.Unclaimed) > 0 {
+				stats["unclaimed"]++
+			}
 		})
 		if !ok {
 			break
@@ -70,7 +85,8 @@ func TestProperty(t *testing.T) {
 	// The generator must keep reaching every rule, or the property proves
 	// little: fail when a reason never shows up in a full run.
 	if *propIters >= 1000 && !t.Failed() {
-		for _, want := range []string{"creates", "updates", "deletes", "refused",
+		for _, want := range []string{"creates", "updates", "deletes", "refused", "adoptions", "unclaimed",
+			string(ReasonRouteNotManaged), string(ReasonTooManyDeletes), string(ReasonEmptySource),
 			string(ReasonPrefixConflict), string(ReasonNameConflict), string(ReasonOverlappingPodCIDR),
 			string(ReasonOutsideClusterCIDR), string(ReasonRouteLimit), string(ReasonNoPodCIDR),
 			string(ReasonNoNodeIP), string(ReasonInvalidRouteName), string(ReasonDuplicateNode)} {
@@ -99,7 +115,7 @@ func checkStatusTruth(t *testing.T, in Input, p *Plan) {
 			t.Errorf("node %s has no status", n.Name)
 			continue
 		}
-		if (st.State == NotRouted) != (st.Reason != "") {
+		if (st.State == NotRouted) != (st.Reason != "" && st.Reason != ReasonRouteNotManaged) {
 			t.Errorf("node %s: state %s with reason %q", n.Name, st.State, st.Reason)
 		}
 		if st.State == NotRouted {
@@ -109,13 +125,22 @@ func checkStatusTruth(t *testing.T, in Input, p *Plan) {
 			hop, _ := n.NextHop(cidr)
 			r, ok := byName[strings.ToLower(route.Name(n.Name, cidr))]
 			got, _ := r.CIDR()
+			if st.Reason == ReasonRouteNotManaged && (!ok || got != cidr.Masked()) {
+				// Routed by a route of another name: it must carry
+				// the prefix to the node.
+				for _, x := range after.Routes {
+					if xp, _ := x.CIDR(); xp == cidr.Masked() {
+						r, got, ok = x, xp, true
+					}
+				}
+			}
 			if !ok || got != cidr.Masked() || r.NextHopType != route.VirtualAppliance || r.NextHopIP != hop {
 				t.Errorf("node %s is %s but its route for %s is %+v (found %v)", n.Name, st.State, cidr, r, ok)
 			}
 		}
 	}
 	for _, c := range p.Conflicts {
-		if st := p.Nodes[c.Node]; st.State != NotRouted {
+		if st := p.Nodes[c.Node]; st.State != NotRouted && c.Reason != ReasonRouteNotManaged {
 			t.Errorf("conflict %+v but node %s is %s", c, c.Node, st.State)
 		}
 	}
@@ -217,10 +242,21 @@ func vaRoute(name string, p netip.Prefix, hop netip.Addr) route.Route {
 
 func (g *gen) input() (Input, []bool) {
 	in := Input{
-		Cluster:      "prod",
-		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")},
-		LegacyNames:  g.chance(20),
-		RequireClaim: g.chance(5),
+		Cluster:          "prod",
+		ClusterCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")},
+		LegacyNames:      g.chance(20),
+		RequireClaim:     g.chance(5),
+		Claim:            g.chance(30),
+		AllowEmptySource: g.chance(30),
+	}
+	if g.chance(50) {
+		in.Adopt = AdoptMatching
+	}
+	switch k := g.r.IntN(100); {
+	case k < 30:
+		in.MaxDeletes = 1 + g.r.IntN(3)
+	case k < 40:
+		in.MaxDeletes = -1
 	}
 	if g.chance(10) {
 		in.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
@@ -236,8 +272,12 @@ func (g *gen) input() (Input, []bool) {
 	case k < 19:
 		claim = "staging"
 	}
-	// While the claim is someone else's, nothing is ours.
+	// While the claim is someone else's, nothing is ours; while there is
+	// none, only the routes of the cluster's own nodes are.
 	mine := claim != "staging"
+	knownNode := func(name string) bool {
+		return claim != "" || slices.ContainsFunc(in.Nodes, func(n source.Node) bool { return strings.EqualFold(n.Name, name) })
+	}
 
 	for range g.r.IntN(14) {
 		switch k := g.r.IntN(100); {
@@ -247,10 +287,23 @@ func (g *gen) input() (Input, []bool) {
 			g.add(route.Route{Name: g.pick("azure-cloud", "node-1____AzureCloud"), AddressPrefix: g.pick("AzureCloud", "Storage.WestEurope"), NextHopType: route.Internet}, false)
 		case k < 18: // on-premises
 			g.add(route.Route{Name: "to-onprem", AddressPrefix: "192.168.0.0/16", Prefix: netip.MustParsePrefix("192.168.0.0/16"), NextHopType: route.VirtualNetworkGateway}, false)
-		case k < 26: // hand-made pod route (Kubernetes the Hard Way): owned only as a legacy name
-			p := g.podCIDR()
+		case k < 26: // hand-made pod route (Kubernetes the Hard Way), often exactly a node's: not owned
+			p, hop := g.podCIDR(), netip.Addr{}
+			if len(in.Nodes) > 0 && g.chance(60) {
+				nd := in.Nodes[g.r.IntN(len(in.Nodes))]
+				if len(nd.PodCIDRs) > 0 {
+					p = nd.PodCIDRs[g.r.IntN(len(nd.PodCIDRs))].Masked()
+					hop, _ = nd.NextHop(p)
+				}
+			}
+			if !p.IsValid() {
+				continue
+			}
+			if !hop.IsValid() || g.chance(20) {
+				hop = g.ip(p.Addr().Is4())
+			}
 			name := "kubernetes-route-" + strings.NewReplacer(".", "-", ":", "-", "/", "-").Replace(p.String())
-			g.add(vaRoute(name, p, g.ip(p.Addr().Is4())), in.LegacyNames && mine && inside(p))
+			g.add(vaRoute(name, p, hop), in.LegacyNames && mine && inside(p) && knownNode(name))
 		case k < 30: // blackhole inside the cluster CIDRs
 			p := g.podCIDR()
 			g.add(route.Route{Name: "blackhole-" + route.MangleCIDR(p), AddressPrefix: p.String(), Prefix: p, NextHopType: route.None}, false)
@@ -264,7 +317,8 @@ func (g *gen) input() (Input, []bool) {
 			g.add(vaRoute(route.Name("dev-"+g.pick(nodeNames...), p), p, g.ip(true)), false)
 		case k < 52: // legacy name (the node name alone)
 			p := g.podCIDR()
-			g.add(vaRoute(g.pick(nodeNames...), p, g.ip(p.Addr().Is4())), in.LegacyNames && mine && inside(p))
+			name := g.pick(nodeNames...)
+			g.add(vaRoute(name, p, g.ip(p.Addr().Is4())), in.LegacyNames && mine && inside(p) && knownNode(name))
 		default: // ours: current, stale, drifted
 			p := g.podCIDR()
 			name := g.pick(nodeNames...)
@@ -291,7 +345,7 @@ func (g *gen) input() (Input, []bool) {
 			if g.chance(5) {
 				r.ProvisioningState = "Failed"
 			}
-			g.add(r, mine && inside(p))
+			g.add(r, mine && inside(p) && knownNode(name))
 		}
 	}
 	if g.chance(5) { // a prefix that does not parse
@@ -321,7 +375,7 @@ func (g *gen) input() (Input, []bool) {
 
 func describe(in Input, owned []bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cluster %s cidrs %v limit %d legacy %v requireClaim %v\n", in.Cluster, in.ClusterCIDRs, in.Limit, in.LegacyNames, in.RequireClaim)
+	fmt.Fprintf(&b, "cluster %s cidrs %v limit %d legacy %v requireClaim %v claim %v adopt %q maxDeletes %d allowEmpty %v\n", in.Cluster, in.ClusterCIDRs, in.Limit, in.LegacyNames, in.RequireClaim, in.Claim, in.Adopt, in.MaxDeletes, in.AllowEmptySource)
 	for _, n := range in.Nodes {
 		fmt.Fprintf(&b, "  node %s ips %v cidrs %v\n", n.Name, n.InternalIPs, n.PodCIDRs)
 	}

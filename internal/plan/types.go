@@ -44,7 +44,49 @@ type Input struct {
 	// address, so Azure would deliver the pod traffic nowhere. Empty means
 	// unknown: next hops are not checked.
 	NodeNetworks []netip.Prefix
+	// Adopt says what happens to a route routekeeper does not own that
+	// has exactly the prefix and next hop a node needs (Kubernetes the Hard
+	// Way's kubernetes-route-10-200-0-0-24, cloud-provider-azure's legacy
+	// <node> names, AKS routes of another node name in an unclaimed
+	// table): AdoptNone (the default, "") leaves it alone and the node
+	// counts as routed by it (ReasonRouteNotManaged); AdoptMatching
+	// replaces it with the node's route in the same PUT, a rename in which
+	// the prefix never lacks its next hop.
+	Adopt AdoptPolicy
+	// Claim writes the claim tag to an unclaimed table with the next write
+	// (alone, when nothing else changes). Without it the claim is written
+	// only when the plan creates the table. Until the table is claimed,
+	// scheme routes of nodes this cluster does not have may be another
+	// cluster's: they are reported in Plan.Unclaimed, never deleted.
+	Claim bool
+	// MaxDeletes caps the routes one plan removes from the table: above
+	// it nothing is deleted (Plan.HeldDeletes) while creates and updates
+	// still go through. A route replaced in the same write by one of the
+	// same prefix (a moved pod CIDR, a rename, an adoption) does not
+	// count: its prefix never disappears. 0 means DefaultMaxDeletes of the
+	// owned routes; a negative value turns the cap off.
+	MaxDeletes int
+	// AllowEmptySource lets a plan without nodes delete owned routes. By
+	// default an empty source deletes nothing (a kube source pointed at an
+	// empty or wrong cluster must not wipe the table).
+	AllowEmptySource bool
 }
+
+// AdoptPolicy is Input.Adopt.
+type AdoptPolicy string
+
+// The adoption policies.
+const (
+	AdoptNone     AdoptPolicy = "none"
+	AdoptMatching AdoptPolicy = "matching"
+)
+
+// DefaultMaxDeletes is the deletion cap when Input.MaxDeletes is 0: the
+// larger of 10 routes and 10 % of the routes the cluster owns in the table
+// (rounded up), so a small cluster can lose a handful of nodes at once and a
+// large one a tenth of them, but no source glitch empties a table in one
+// pass.
+func DefaultMaxDeletes(owned int) int { return max(10, (owned+9)/10) }
 
 // Ownership returns the ownership rules the plan applies.
 func (in Input) Ownership() route.Ownership {
@@ -75,6 +117,11 @@ func (in Input) Validate() error {
 	}
 	if in.Limit < 0 {
 		return fmt.Errorf("route limit %d is negative (0 means %d)", in.Limit, DefaultLimit)
+	}
+	switch in.Adopt {
+	case "", AdoptNone, AdoptMatching:
+	default:
+		return fmt.Errorf("adopt policy %q is not one of %s, %s", in.Adopt, AdoptNone, AdoptMatching)
 	}
 	return nil
 }
@@ -117,6 +164,12 @@ type Change struct {
 	// Reason says why, for people: "new route", "next hop 10.0.0.4 -> 10.0.0.5",
 	// "node worker-3 no longer exists".
 	Reason string `json:"reason"`
+	// Adopts is set on the Create of an adoption (or, rarely, the Update
+	// that moves the node's route onto the prefix): the name of the route
+	// not owned by routekeeper, with the same prefix and next hop, that
+	// the same write removes (its Delete is in the plan too). diff shows
+	// the pair as one rename.
+	Adopts string `json:"adopts,omitempty"`
 }
 
 // Reason is why a node's route is not written or why the plan was refused.
@@ -167,6 +220,21 @@ const (
 	ReasonInvalidTable Reason = "InvalidTable"
 	// ReasonInvalidInput: Input.Validate failed; the plan is refused.
 	ReasonInvalidInput Reason = "InvalidInput"
+
+	// ReasonRouteNotManaged: a route routekeeper does not own already
+	// sends the pod CIDR to the node. Traffic flows, so the node counts as
+	// routed (state Routed or Pending, with this reason as a note); with
+	// Input.Adopt matching the route is taken over instead.
+	ReasonRouteNotManaged Reason = "RouteNotManaged"
+
+	// Reasons of Plan.HeldReason: why deletions were held back.
+
+	// ReasonTooManyDeletes: the plan would delete more routes than
+	// Input.MaxDeletes allows.
+	ReasonTooManyDeletes Reason = "TooManyDeletes"
+	// ReasonEmptySource: the source returned no nodes and
+	// Input.AllowEmptySource is not set.
+	ReasonEmptySource Reason = "EmptySource"
 )
 
 // Conflict is one desired route that the plan does not write, with why.
@@ -183,10 +251,11 @@ type Conflict struct {
 	// Route names the other party: the route holding the prefix or name,
 	// or the other node of an overlap.
 	Route string `json:"route,omitempty"`
-	// Forwarding is set on a ReasonPrefixConflict when the route in the
-	// way already sends the prefix to this node's address: traffic flows,
-	// routekeeper just does not manage the route (a hand-made route of
-	// Kubernetes the Hard Way, for example).
+	// Forwarding is set when the route in the way already sends the
+	// prefix to this node's address: traffic flows, routekeeper just does
+	// not manage the route (a hand-made route of Kubernetes the Hard Way,
+	// for example). The reason is then ReasonRouteNotManaged, and the
+	// node is not NotRouted for it.
 	Forwarding bool `json:"forwarding,omitempty"`
 }
 
@@ -209,7 +278,9 @@ const (
 // NodeStatus is one node's outcome.
 type NodeStatus struct {
 	State NodeState `json:"state"`
-	// Reason and Message are set for NotRouted only.
+	// Reason and Message say why a NotRouted node is not routed. On a
+	// Routed or Pending node they are a note: ReasonRouteNotManaged (a
+	// route routekeeper does not own carries the node's traffic).
 	Reason  Reason `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Routes are the names of the node's routes in the table after the
@@ -246,6 +317,22 @@ type Plan struct {
 	RefusedReason Reason `json:"refusedReason,omitempty"`
 	// Limit is the route limit the plan applied.
 	Limit int `json:"limit"`
+	// MaxDeletes is the deletion cap the plan applied (negative: none).
+	MaxDeletes int `json:"maxDeletes"`
+	// HeldDeletes are the deletions the guard held back (Input.MaxDeletes,
+	// Input.AllowEmptySource): Kind Delete, in the order Changes would
+	// list them. None of them is in Changes or missing from Desired.
+	// HeldReason is ReasonTooManyDeletes or ReasonEmptySource and
+	// HeldMessage says the number and the override.
+	HeldDeletes []Change `json:"heldDeletes,omitempty"`
+	HeldReason  Reason   `json:"heldReason,omitempty"`
+	HeldMessage string   `json:"heldMessage,omitempty"`
+	// Unclaimed are routes in the naming scheme for nodes this cluster
+	// does not have, in a table not claimed yet: they may be another
+	// cluster's, so they are reported (Kind Delete, Reason with the
+	// command to remove one by hand), never deleted, until the claim
+	// exists (Input.Claim).
+	Unclaimed []Change `json:"unclaimed,omitempty"`
 }
 
 // NeedsWrite reports whether the plan has anything to write.
@@ -275,6 +362,12 @@ func (p *Plan) String() string {
 	s := fmt.Sprintf("%d to create, %d to update, %d to delete, %d conflicts", c, u, d, len(p.Conflicts))
 	if p.Claim {
 		s += ", claim table"
+	}
+	if len(p.HeldDeletes) > 0 {
+		s += fmt.Sprintf(", %d deletes held (%s)", len(p.HeldDeletes), p.HeldReason)
+	}
+	if len(p.Unclaimed) > 0 {
+		s += fmt.Sprintf(", %d routes of unknown nodes left in the unclaimed table", len(p.Unclaimed))
 	}
 	return s
 }

@@ -67,11 +67,13 @@ func (o Owner) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 // owner (cloud-provider-azure relies on the same), and the table's claim
 // tag is what keeps two clusters with overlapping CIDRs apart.
 //
-// An unclaimed table counts as ours because routekeeper adopts it by writing
-// the claim tag in the same PUT as its first change: a table made by
-// cloud-provider-azure has no tag and its routes must be taken over without
-// churn. Callers that do not want adoption refuse unclaimed tables before
-// they change anything (plan.Input.RequireClaim).
+// In an unclaimed table scheme routes count as ours, so that a table made by
+// cloud-provider-azure (which has no tag) is taken over without churn. The
+// planner narrows this to the routes of the cluster's own nodes until the
+// claim tag exists (a route of an unknown node may be another cluster's and
+// is never deleted), writes the claim only at creation or when asked
+// (plan.Input.Claim), and callers that do not want unclaimed tables at all
+// refuse them (plan.Input.RequireClaim).
 //
 // Tag keys compare case-insensitively (ARM tag names do); the claim value
 // compares case-sensitively, as ARM tag values do: "Prod" and "prod" are two

@@ -16,6 +16,19 @@ type Node struct {
 	// assigned yet.
 	PodCIDRs []netip.Prefix    `json:"podCIDRs,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
+	// Problem is set when the source could not make the node complete
+	// (the inventory's IPAM had no free pod CIDR for it). The node stays
+	// in the list: the planner reports it NotRouted with the problem and
+	// every other node is served.
+	Problem *Problem `json:"problem,omitempty"`
+}
+
+// Problem is why a source could not complete one node.
+type Problem struct {
+	// Reason is CamelCase (a condition and event reason), for example
+	// PodCIDRExhausted.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // NextHop returns the node's internal address of the same family as

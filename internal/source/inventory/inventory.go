@@ -129,8 +129,10 @@ func (s *Source) AllocationsFile() string { return s.opts.AllocationsFile }
 // problem, and no node is returned. Explicit pod CIDRs outside the cluster
 // CIDRs are passed through as they are: the planner reports them per node.
 // When the cluster CIDRs are exhausted, the nodes that got no pod CIDR are
-// returned without one, together with an error matching
-// ipam.ErrCIDRExhausted: use the nodes and report the error.
+// returned without one and with a source.Problem (ReasonPodCIDRExhausted)
+// that says which cluster CIDR is full: the planner reports only those
+// nodes, every other node is served. Any other allocation error is
+// returned, with the nodes.
 func (s *Source) Nodes(ctx context.Context) ([]source.Node, error) {
 	data, err := os.ReadFile(s.opts.File)
 	if err != nil {
@@ -169,8 +171,14 @@ func (s *Source) Nodes(ctx context.Context) ([]source.Node, error) {
 		nodes[i].PodCIDRs = append(nodes[i].PodCIDRs, got[nodes[i].Name]...)
 		ipam.SortByFamily(nodes[i].PodCIDRs)
 	}
-	if allocErr != nil {
-		return nodes, fmt.Errorf("allocating pod CIDRs for the inventory %s: %w", s.opts.File, allocErr)
+	exhausted, rest := splitExhausted(allocErr)
+	for i := range nodes {
+		if e, ok := exhausted[nodes[i].Name]; ok {
+			nodes[i].Problem = &source.Problem{Reason: ReasonPodCIDRExhausted, Message: e.Error()}
+		}
+	}
+	if rest != nil {
+		return nodes, fmt.Errorf("allocating pod CIDRs for the inventory %s: %w", s.opts.File, rest)
 	}
 	return nodes, nil
 }
@@ -210,6 +218,35 @@ func (s *Source) needsIPAM(nodes []source.Node) bool {
 		}
 	}
 	return false
+}
+
+// ReasonPodCIDRExhausted is the source.Problem reason of a node IPAM found
+// no free pod CIDR for.
+const ReasonPodCIDRExhausted = "PodCIDRExhausted"
+
+// splitExhausted takes the per-node ipam.ExhaustedErrors out of err (a
+// joined error), by node (the first one of a node), and returns the rest.
+func splitExhausted(err error) (map[string]*ipam.ExhaustedError, error) {
+	if err == nil {
+		return nil, nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	by := map[string]*ipam.ExhaustedError{}
+	var rest []error
+	for _, e := range errs {
+		var ex *ipam.ExhaustedError
+		if errors.As(e, &ex) {
+			if _, dup := by[ex.Node]; !dup {
+				by[ex.Node] = ex
+			}
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return by, errors.Join(rest...)
 }
 
 // Watch blocks until ctx is done, calling changed whenever the inventory's

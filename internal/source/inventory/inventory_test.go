@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/routekeeper/routekeeper/internal/ipam"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
@@ -139,14 +138,18 @@ func TestExhaustionReturnsTheOthers(t *testing.T) {
 	file := filepath.Join(dir, "inv.yaml")
 	write(t, file, "nodes:\n- {name: a, internalIP: 10.0.0.1}\n- {name: b, internalIP: 10.0.0.2}\n- {name: c, internalIP: 10.0.0.3}\n")
 	got, err := New(Options{File: file, ClusterCIDRs: []netip.Prefix{pfx("10.200.0.0/23")}}).Nodes(context.Background())
-	if !errors.Is(err, ipam.ErrCIDRExhausted) {
-		t.Fatalf("err = %v", err)
-	}
-	if !strings.Contains(err.Error(), "10.200.0.0/23") || !strings.Contains(err.Error(), "node c") || !strings.Contains(err.Error(), file) {
-		t.Errorf("message: %v", err)
+	if err != nil {
+		t.Fatalf("err = %v: an exhausted cluster CIDR is a problem of the nodes left without a pod CIDR, not of the inventory", err)
 	}
 	if len(got) != 3 || len(got[0].PodCIDRs) != 1 || len(got[1].PodCIDRs) != 1 || len(got[2].PodCIDRs) != 0 {
-		t.Errorf("got %+v, want a and b with a CIDR and c without", got)
+		t.Fatalf("got %+v, want a and b with a CIDR and c without", got)
+	}
+	if got[0].Problem != nil || got[1].Problem != nil {
+		t.Errorf("nodes with a pod CIDR have a problem: %+v %+v", got[0].Problem, got[1].Problem)
+	}
+	p := got[2].Problem
+	if p == nil || p.Reason != ReasonPodCIDRExhausted || !strings.Contains(p.Message, "10.200.0.0/23") || !strings.Contains(p.Message, "node c") {
+		t.Errorf("problem of c = %+v", p)
 	}
 }
 

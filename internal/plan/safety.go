@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/route"
+)
+
+// The rules that keep routekeeper from taking away what is not its to take:
+// the unclaimed-table rule, adoption's match and the deletion guard.
+
+// known reports whether the cluster has a node of this name (compared
+// case-insensitively, as route names are).
+func (pl *planner) known(node string) bool {
+	ln := strings.ToLower(node)
+	_, found := slices.BinarySearchFunc(pl.order, ln, func(n int32, t string) int { return strings.Compare(pl.lnames[n], t) })
+	return found
+}
+
+// unclaimedRoutes, in a table that is not claimed yet, takes the scheme
+// routes of nodes this cluster does not have out of ownership: another
+// cluster may share the table, and nothing but the claim says otherwise.
+func (pl *planner) unclaimedRoutes() {
+	if pl.claim != "" || pl.p.Create {
+		return
+	}
+	for i := range pl.routes {
+		if c := &pl.routes[i]; c.owned && !pl.known(c.node) {
+			c.owned, c.unclaimed = false, true
+		}
+	}
+}
+
+// forwards reports whether current route h sends e's prefix to e's next
+// hop, provisioned: taking it over changes nothing for traffic.
+func (pl *planner) forwards(h int32, e *entry) bool {
+	r := &pl.cur.Routes[h]
+	return pl.routes[h].prefix == e.cidr && r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop && !strings.EqualFold(r.ProvisioningState, "Failed")
+}
+
+// guardDeletes holds back every plain deletion (a route whose prefix
+// leaves the table) when there are more than the cap allows, or when the
+// source is empty and that is not allowed. Creates and updates go on.
+func (pl *planner) guardDeletes() {
+	owned, dels := 0, 0
+	for i := range pl.routes {
+		c := &pl.routes[i]
+		if c.owned {
+			owned++
+		}
+		if c.fate == fateDelete {
+			dels++
+		}
+	}
+	capDeletes := pl.in.MaxDeletes
+	if capDeletes == 0 {
+		capDeletes = DefaultMaxDeletes(owned)
+	}
+	p := pl.p
+	p.MaxDeletes = capDeletes
+	switch {
+	case dels == 0:
+		return
+	case len(pl.in.Nodes) == 0 && !pl.in.AllowEmptySource:
+		p.HeldReason = ReasonEmptySource
+		p.HeldMessage = fmt.Sprintf("the node source returned no nodes while %s holds %d routes of this cluster: none is deleted (an empty or wrong source must not empty the table); if the cluster really has no nodes, run with --allow-empty-source (controller.allowEmptySource: true)", pl.table, owned)
+	case capDeletes >= 0 && dels > capDeletes:
+		p.HeldReason = ReasonTooManyDeletes
+		p.HeldMessage = fmt.Sprintf("this pass would delete %d routes from %s, more than the %d allowed per pass (controller.maxDeletes; by default the larger of 10 and 10%% of the cluster's routes): none is deleted, creates and updates go through; check the node source, then run with --max-deletes %d to let them go", dels, pl.table, capDeletes, dels)
+	default:
+		return
+	}
+	for i := range pl.routes {
+		if c := &pl.routes[i]; c.fate == fateDelete {
+			c.fate = fateHeld
+		}
+	}
+}
+
+// removeCommand is the Azure CLI command that deletes route name from t.
+func removeCommand(t *route.Table, name string) string {
+	if t.ID != "" {
+		return fmt.Sprintf("az network route-table route delete --ids %s/routes/%s", strings.TrimSuffix(t.ID, "/"), name)
+	}
+	return fmt.Sprintf("az network route-table route delete --route-table-name %s --name %s --resource-group <group>", t.Name, name)
+}
