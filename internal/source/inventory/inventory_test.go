@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/routekeeper/routekeeper/internal/ipam"
+
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/metrics"
+	"github.com/routekeeper/routekeeper/internal/plan"
 )
 
 // knownMetrics returns every metric routekeeper's /metrics serves, with
@@ -34,6 +35,8 @@ func knownMetrics(t *testing.T) map[string][]string {
 		Nodes:        map[string]controller.NodeResult{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
 		Routes:       &controller.RouteCounts{Desired: 2, Present: 1, Owned: 1},
 		Associations: []controller.Association{{Subnet: "s1", State: controller.AssocRepaired, Repaired: true}, {Subnet: "s2", State: controller.AssocDetached}},
+		// A held deletion, so that deletes_held has a sample.
+		Plan: &plan.Plan{HeldDeletes: []plan.Change{{}}, HeldReason: plan.ReasonTooManyDeletes},
 	})
 	fams, err := m.Registry().Gather()
 	if err != nil {
