@@ -223,7 +223,7 @@ func TestDecideFollowSeveralTables(t *testing.T) {
 	other := rg + "routeTables/third"
 	in := Input{
 		Cluster: "kthw", Policy: Follow, Table: oldID, NodeRoutes: wants,
-		Tables: map[string]TableRead{Key(oldID): table(oldID, true), Key(newID): table(newID, false), Key(other): table(other, false)},
+		Tables:  map[string]TableRead{Key(oldID): table(oldID, true), Key(newID): table(newID, false), Key(other): table(other, false)},
 		Subnets: []Subnet{{ID: subID, RouteTableID: newID}, {ID: subID + "2", RouteTableID: other}},
 	}
 	d := Decide(in)
