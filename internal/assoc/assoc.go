@@ -158,6 +158,10 @@ type Input struct {
 	Table string
 	// Previous are the tables routekeeper kept before.
 	Previous []string
+	// FollowedFrom is set when an earlier pass (the guard) followed a swap
+	// from that table to Table and the node routes have not been written
+	// into Table since: this pass still adopts it (fills it, reports it).
+	FollowedFrom string
 	// Subnets are the configured subnets, as read.
 	Subnets []Subnet
 	// Tables holds every table read this pass, by ID (any case): ours, the
@@ -284,6 +288,9 @@ func Decide(in Input) *Decision {
 	d.followMigration(&in, prev)
 	if d.Switch == NoSwitch && in.Policy == Follow && !in.Observe {
 		d.followSwap(&in, prev)
+	}
+	if d.Switch == NoSwitch && in.FollowedFrom != "" {
+		d.Switch, d.From = Swapped, in.FollowedFrom
 	}
 	ours, _ := in.Lookup(d.Table)
 	d.TableExists, d.TableErr = ours.Exists(), ours.Err
@@ -496,7 +503,10 @@ func decideSubnet(in *Input, d *Decision, s Subnet, prev map[string]bool) Subnet
 		default:
 			sd.Message += "; left alone (it holds the node routes)"
 			sd.Fix = fmt.Sprintf("routekeeper migrate --to %s (make it routekeeper's table), or --association-restore (put %s back)", s.RouteTableID, ours)
-			if in.Policy == Follow {
+			switch {
+			case in.Policy == Follow && in.Observe:
+				sd.Message += "; association policy follow does not adopt tables in routes: observe mode (the platform writes the routes)"
+			case in.Policy == Follow:
 				sd.Message += "; not followed: the subnets point to several tables, or it was migrated away from"
 			}
 			return sd

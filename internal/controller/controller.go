@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -153,6 +154,10 @@ type Controller struct {
 	tableID string
 	// assoc is the association guard's memory (guard.go).
 	assoc assocState
+	// nodes are the last nodes the source returned (the guard works from
+	// them when the source is unavailable); sourceErr its last error.
+	nodes     []source.Node
+	sourceErr error
 }
 
 // New makes a controller. Reporters are called after every reconcile.
@@ -171,9 +176,14 @@ func (c *Controller) Config() Config { return c.cfg }
 type NodeResult struct {
 	// Routed: every pod CIDR of the node has its correct route in the table
 	// as read back after the last write (or as read, when nothing was written).
-	Routed  bool   `json:"routed"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	Routed bool `json:"routed"`
+	// Confirmed: each of the node's routes was read Succeeded (after our
+	// write, or as read). A routed node that is not confirmed has a
+	// correct route under another writer's operation: it keeps its routed
+	// status but is not made routed for the first time (DESIGN invariant 4).
+	Confirmed bool   `json:"confirmed,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Message   string `json:"message,omitempty"`
 	// planned: the reason comes from the planner, not from verification.
 	planned bool
 }
@@ -208,7 +218,12 @@ type Result struct {
 	// Routes counts the routes of Table against the nodes; nil when the
 	// table could not be read (or for GuardOnly results).
 	Routes *RouteCounts `json:"routes,omitempty"`
-	Err    error        `json:"-"`
+	// Decision is the association decision the pass acted on.
+	Decision *assoc.Decision `json:"-"`
+	// Drift is, for GuardOnly results, the number of node routes missing
+	// or wrong in our table as the guard read it (last known nodes).
+	Drift int   `json:"drift,omitempty"`
+	Err   error `json:"-"`
 
 	// nodes are the nodes the reconcile worked from.
 	nodes []source.Node
@@ -377,22 +392,15 @@ func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	nodes, err := c.src.Nodes(ctx)
 	if err != nil {
+		c.setSourceErr(err)
 		return fmt.Errorf("reading nodes: %w", err)
 	}
+	c.setNodes(nodes)
 	res.nodes = nodes
-	// A deliberate table swap is followed before anything is written, so
-	// the old table is never written again (nor re-created).
-	if res.Followed, err = c.follow(ctx); err != nil {
-		return err
-	}
-	res.TableID = c.TableID()
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
 		res.Attempts = attempt
 		retry, err := c.attempt(ctx, nodes, res, false)
 		if err == nil || !retry {
-			// The table is created and filled before it is associated:
-			// a subnet never points to a table that lacks node routes.
-			res.Associations = c.guard(ctx, res.Table, res.Wrote && res.Plan != nil && res.Plan.Create)
 			return err
 		}
 		if attempt == c.cfg.MaxAttempts {
@@ -408,27 +416,32 @@ func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// attempt is one read-plan-write pass (read-plan when dryRun). retry
-// reports whether the error is a concurrent change worth re-reading for
-// (412, 409).
+// attempt is one observe, decide, act, verify pass (observe and decide
+// when dryRun). retry reports whether the error is a concurrent change
+// worth observing again for (412, 409).
 func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool) (retry bool, err error) {
-	tableID := c.TableID()
+	// observe: every subnet, our table (and its successor), the tables the
+	// subnets point to, once each.
+	o := c.observe(ctx, nodes)
+	// decide: the association decision (which may move us to the table a
+	// migration or a followed swap leads to), then the route plan against
+	// the table we keep.
+	var d *assoc.Decision
+	if dryRun {
+		d = assoc.Decide(o.input)
+	} else {
+		d = c.decide(o)
+	}
+	res.Decision = d
+	tableID := d.Table
 	res.TableID = tableID
-	cur, err := c.cloud.GetRouteTable(ctx, tableID)
-	switch {
-	case errors.Is(err, cloud.ErrNotFound):
-		cur = nil
-	case err != nil:
-		return false, err
+	if d.Switch != assoc.NoSwitch {
+		res.Followed = tableID
 	}
-	// A table migrated away from (routekeeper migrate) leads to its
-	// successor, even once deleted: the controller never fights a migration.
-	if cur, err = c.followMigration(ctx, cur); err != nil {
-		return false, err
+	if d.TableErr != nil {
+		return false, fmt.Errorf("reading route table %s: %w", tableID, d.TableErr)
 	}
-	if id := c.TableID(); !sameID(id, tableID) {
-		tableID, res.TableID, res.Followed = id, id, id
-	}
+	cur := o.table(tableID)
 	p := plan.Compute(plan.Input{
 		Cluster:      c.cfg.Cluster,
 		ClusterCIDRs: c.cfg.ClusterCIDRs,
@@ -440,28 +453,42 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	res.Created, res.Updated, res.Deleted = p.Counts()
 	res.Conflicts = len(p.Conflicts)
 	res.Nodes = nodeResults(p, nodes)
-
-	if cur == nil {
-		if why := c.createBlocked(ctx); why != "" {
-			for name := range res.Nodes {
-				res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", tableID)}
-			}
-			res.Created, res.Updated, res.Deleted = 0, 0, 0
-			return false, fmt.Errorf("%w: %s: %s", ErrTableMissing, tableID, why)
+	finish := func(tableExists, created bool) {
+		if dryRun {
+			res.Associations = planned(d)
+		} else {
+			res.Associations = c.act(ctx, o, d, tableExists, created)
 		}
+		c.subnetTruth(res, o, nodes)
+	}
+
+	if cur == nil && !d.Create {
+		for name := range res.Nodes {
+			res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", tableID)}
+		}
+		res.Created, res.Updated, res.Deleted = 0, 0, 0
+		finish(false, false)
+		return false, fmt.Errorf("%w: %s: %s", ErrTableMissing, tableID, d.CreateBlocked)
 	}
 	if p.Refused != "" {
 		res.Created, res.Updated, res.Deleted = 0, 0, 0
+		finish(cur != nil, false)
 		return false, fmt.Errorf("%w %s: %s", ErrRefused, tableID, p.Refused)
 	}
 	if dryRun || c.cfg.Mode == Observe || !p.NeedsWrite() {
 		if c.cfg.Mode == Observe {
 			res.Created, res.Updated, res.Deleted = 0, 0, 0
 		}
-		verify(res, nodes, cur, ReasonRouteMissing)
+		c.verify(res, nodes, cur, ReasonRouteMissing, nil)
+		finish(cur != nil, false)
+		if !dryRun {
+			c.filled()
+		}
 		return false, nil
 	}
 
+	// act: the table first (If-Match), so that a subnet is never pointed
+	// to a table that lacks the node routes; then the subnets.
 	desired := p.Desired
 	etag := ""
 	if cur == nil {
@@ -473,17 +500,28 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	if err != nil {
 		// Routes that were already right stay so; the ones this write
 		// carried did not land.
-		verify(res, nodes, cur, ReasonWriteFailed)
+		c.verify(res, nodes, cur, ReasonWriteFailed, nil)
 		if errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict) {
-			return true, err
+			return true, err // back to observe
 		}
+		finish(cur != nil, false)
 		return false, err
 	}
 	res.Wrote, res.Table = true, written
-	// Truthful status: a node is routed only if the table read back after
-	// the write holds its route.
-	verify(res, nodes, written, ReasonNotReadBack)
+	// verify: a node is routed only if the table read back after the
+	// write holds its route.
+	c.verify(res, nodes, written, ReasonNotReadBack, p)
+	finish(true, p.Create)
+	c.filled()
 	return false, nil
+}
+
+// filled records that the table we keep holds the node routes: a swap the
+// guard followed is complete.
+func (c *Controller) filled() {
+	c.mu.Lock()
+	c.assoc.followedFrom = ""
+	c.mu.Unlock()
 }
 
 // newTable fills in what a create needs: ID, name, location.
