@@ -359,6 +359,22 @@ func (c *Controller) DryRun(ctx context.Context) *Result {
 	return c.run(ctx, true)
 }
 
+// Inspect is DryRun with the nodes given instead of read from the source
+// (nil: no nodes, when only the table and the association decision are
+// wanted, as for `routes list`).
+func (c *Controller) Inspect(ctx context.Context, nodes []source.Node) *Result {
+	res := &Result{Start: time.Now(), Nodes: map[string]NodeResult{}, nodes: nodes}
+	reads0, writes0 := c.cloud.Calls()
+	_, res.Err = c.attempt(ctx, nodes, res, true)
+	if res.Plan != nil {
+		res.Routes = c.countRoutes(res.Table, nodes)
+	}
+	reads1, writes1 := c.cloud.Calls()
+	res.Reads, res.Writes = reads1-reads0, writes1-writes0
+	res.Duration = time.Since(res.Start)
+	return res
+}
+
 func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 	res := &Result{Start: time.Now(), Nodes: map[string]NodeResult{}}
 	reads0, writes0 := c.cloud.Calls()
@@ -550,3 +566,6 @@ func correct(r *route.Route, cidr netip.Prefix, hop netip.Addr) bool {
 	return r.Prefix == cidr.Masked() && r.NextHopType == route.VirtualAppliance && r.NextHopIP == hop &&
 		(r.ProvisioningState == "" || r.ProvisioningState == "Succeeded")
 }
+
+// SourceNodes are the nodes the pass worked from.
+func (r *Result) SourceNodes() []source.Node { return r.nodes }
