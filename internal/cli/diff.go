@@ -39,7 +39,8 @@ func (d diffOutput) pending() bool {
 		return true
 	}
 	for _, a := range d.Associations {
-		if a.Action != assoc.None || a.Problem() {
+		// Adopting a table is bookkeeping: what it writes is in Changes.
+		if a.Action != assoc.None && a.Action != assoc.Adopt || a.Problem() {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
 )
 
 // createNote says what run would do about a missing table.
@@ -94,7 +95,16 @@ routekeeper never changes).`,
 			if err != nil {
 				return err
 			}
-			res := controller.New(ccfg, conn.client, nil, a.log).Inspect(cmd.Context(), nil)
+			// The nodes tell whether a subnet's table lacks the node
+			// routes (then run re-associates ours); without them only the
+			// table is listed.
+			var nodes []source.Node
+			if src, err := a.nodeSource(cfg); err == nil {
+				if nodes, err = src.Nodes(cmd.Context()); err != nil {
+					a.log.Warn("the nodes could not be read; deciding without them", "err", err)
+				}
+			}
+			res := controller.New(ccfg, conn.client, nil, a.log).Inspect(cmd.Context(), nodes)
 			d := res.Decision
 			switch {
 			case d == nil:
