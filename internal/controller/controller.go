@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"strings"
@@ -158,6 +159,15 @@ type Controller struct {
 	// them when the source is unavailable); sourceErr its last error.
 	nodes     []source.Node
 	sourceErr error
+	// unrouted are the nodes not routed after the last reconcile, with
+	// their reason (logUnrouted).
+	unrouted map[string]string
+	// lastResults are the node results of the last reconcile that planned:
+	// the guard starts from them (the planner's reasons stay).
+	lastResults map[string]NodeResult
+	// reportMu serializes the reporters: the guard and the reconcile run
+	// on separate loops.
+	reportMu sync.Mutex
 }
 
 // New makes a controller. Reporters are called after every reconcile.
@@ -177,13 +187,13 @@ type NodeResult struct {
 	// Routed: every pod CIDR of the node has its correct route in the table
 	// as read back after the last write (or as read, when nothing was written).
 	Routed bool `json:"routed"`
-	// Confirmed: each of the node's routes was read Succeeded (after our
-	// write, or as read). A routed node that is not confirmed has a
-	// correct route under another writer's operation: it keeps its routed
-	// status but is not made routed for the first time (DESIGN invariant 4).
-	Confirmed bool   `json:"confirmed,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Message   string `json:"message,omitempty"`
+	// Pending: the node is routed by its routes' content, but some route
+	// is not (yet) read Succeeded: another writer's operation on the table
+	// is in progress. It keeps a routed status, but is not made routed for
+	// the first time (DESIGN invariants 4 and 8).
+	Pending bool   `json:"pending,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 	// planned: the reason comes from the planner, not from verification.
 	planned bool
 }
@@ -330,8 +340,8 @@ func (r *Result) Summary() string {
 		status = "failed"
 	}
 	if r.GuardOnly {
-		return fmt.Sprintf("association guard %s: subnets=%d repaired=%d problems=%d arm reads=%d writes=%d duration=%s",
-			status, len(r.Associations), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, r.Duration.Round(time.Millisecond))
+		return fmt.Sprintf("association guard %s: subnets=%d repaired=%d problems=%d unrouted=%d routes missing=%d arm reads=%d writes=%d duration=%s",
+			status, len(r.Associations), r.Repairs(), r.AssociationProblems(), r.Unrouted(), r.Drift, r.Reads, r.Writes, r.Duration.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("reconcile %s: routes created=%d updated=%d deleted=%d conflicts=%d unrouted=%d subnets repaired=%d problems=%d arm reads=%d writes=%d attempts=%d duration=%s",
 		status, r.Created, r.Updated, r.Deleted, r.Conflicts, r.Unrouted(), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, r.Attempts, r.Duration.Round(time.Millisecond))
@@ -357,6 +367,15 @@ func (c *Controller) Reconcile(ctx context.Context) *Result {
 // are not called.
 func (c *Controller) DryRun(ctx context.Context) *Result {
 	return c.run(ctx, true)
+}
+
+// report hands res to every reporter, one result at a time.
+func (c *Controller) report(ctx context.Context, res *Result) {
+	c.reportMu.Lock()
+	defer c.reportMu.Unlock()
+	for _, r := range c.reporters {
+		r.Report(ctx, res)
+	}
 }
 
 // Inspect is DryRun with the nodes given instead of read from the source
@@ -398,9 +417,12 @@ func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 	res.Reads, res.Writes = reads1-reads0, writes1-writes0
 	res.Duration = time.Since(res.Start)
 	if !dryRun {
-		for _, r := range c.reporters {
-			r.Report(ctx, res)
+		if res.Plan != nil {
+			c.mu.Lock()
+			c.lastResults = maps.Clone(res.Nodes)
+			c.mu.Unlock()
 		}
+		c.report(ctx, res)
 	}
 	return res
 }
@@ -408,6 +430,9 @@ func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	nodes, err := c.src.Nodes(ctx)
 	if err != nil {
+		if c.SourceErr() == nil {
+			c.log.Warn("the node source is unavailable; the association guard goes on, with the last known nodes for routes", "err", err, "lastKnownNodes", len(c.lastNodes()))
+		}
 		c.setSourceErr(err)
 		return fmt.Errorf("reading nodes: %w", err)
 	}

@@ -339,14 +339,29 @@ func (c *Controller) Guard(ctx context.Context) *Result {
 			want := o.input.NodeRoutes
 			res.Drift = len(want) - assoc.Holds(ours, want)
 		}
+		if len(nodes) > 0 {
+			// The last known nodes, judged by the table each subnet uses
+			// now: the guard's summary and the routed gauge tell the truth.
+			c.mu.Lock()
+			last := c.lastResults
+			c.mu.Unlock()
+			res.Nodes = map[string]NodeResult{}
+			for _, n := range nodes {
+				nr := last[n.Name]
+				if !nr.planned {
+					nr = NodeResult{}
+				}
+				res.Nodes[n.Name] = nr
+			}
+			c.verify(res, nodes, ours, ReasonRouteMissing, nil)
+			c.subnetTruth(res, o, nodes)
+		}
 	}
 	res.TableID = c.TableID()
 	reads1, writes1 := c.cloud.Calls()
 	res.Reads, res.Writes = reads1-reads0, writes1-writes0
 	res.Duration = time.Since(res.Start)
-	for _, r := range c.reporters {
-		r.Report(ctx, res)
-	}
+	c.report(ctx, res)
 	return res
 }
 

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/plan"
@@ -40,8 +42,8 @@ func nodeResults(p *plan.Plan, nodes []source.Node) map[string]NodeResult {
 // verify decides every node the planner did not report, from the content
 // of its routes in t (DESIGN invariant 8): routed when each of its pod
 // CIDRs has a route with the right name, prefix and next hop that is not
-// Failed, otherwise not routed with missingReason. Confirmed (invariant 4)
-// only when each such route reads Succeeded: another writer's operation in
+// Failed, otherwise not routed with missingReason; Pending (not confirmed,
+// invariant 4) unless each such route reads Succeeded: another writer's operation in
 // progress (Updating) does not withdraw a node's routed state, but does not
 // make a node routed for the first time either. wrote is the plan of the
 // write t was read back after (nil when nothing was written): a route that
@@ -64,11 +66,9 @@ func (c *Controller) verify(res *Result, nodes []source.Node, t *route.Table, mi
 			res.Nodes[n.Name] = NodeResult{Reason: missingReason, Message: "no correct route in route table for " + strings.Join(missing, ", ")}
 			continue
 		}
-		nr := NodeResult{Routed: true, Confirmed: len(pending) == 0, Reason: ReasonRouteCreated, Message: "routekeeper created a route"}
-		if len(pending) > 0 {
-			nr.Message = "the route is in the table; another operation on the table is in progress (" + strings.Join(pending, ", ") + ")"
-		}
-		res.Nodes[n.Name] = nr
+		// The message stays the same while another writer's operation is
+		// in progress, so that the node's condition is not rewritten.
+		res.Nodes[n.Name] = NodeResult{Routed: true, Pending: len(pending) > 0, Reason: ReasonRouteCreated, Message: "routekeeper created a route"}
 	}
 }
 
@@ -172,4 +172,54 @@ func (c *Controller) SourceErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sourceErr
+}
+
+// unroutedLogLimit is how many newly unrouted nodes are logged one by one;
+// beyond it, one line per reason with the count and the first names.
+const unroutedLogLimit = 10
+
+// logUnrouted logs each node's reason once, when it becomes unrouted (or
+// its reason changes), and when it is routed again: not on every pass.
+func (c *Controller) logUnrouted(res *Result) {
+	if res.Plan == nil {
+		return // the pass ended before planning: it says nothing of the nodes
+	}
+	c.mu.Lock()
+	prev := c.unrouted
+	next := make(map[string]string, len(prev))
+	c.mu.Unlock()
+	type item struct{ name, msg string }
+	byReason := map[string][]item{}
+	fresh := 0
+	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
+		nr := res.Nodes[name]
+		if nr.Routed {
+			if _, was := prev[name]; was {
+				c.log.Info("node routed again", "node", name)
+			}
+			continue
+		}
+		next[name] = nr.Reason
+		if prev[name] != nr.Reason {
+			byReason[nr.Reason] = append(byReason[nr.Reason], item{name, nr.Message})
+			fresh++
+		}
+	}
+	for _, reason := range slices.Sorted(maps.Keys(byReason)) {
+		items := byReason[reason]
+		if fresh <= unroutedLogLimit {
+			for _, it := range items {
+				c.log.Warn("node not routed", "node", it.name, "reason", reason, "message", it.msg)
+			}
+			continue
+		}
+		var first []string
+		for _, it := range items[:min(len(items), 5)] {
+			first = append(first, it.name)
+		}
+		c.log.Warn("nodes not routed", "reason", reason, "count", len(items), "first", strings.Join(first, ","), "message", items[0].msg)
+	}
+	c.mu.Lock()
+	c.unrouted = next
+	c.mu.Unlock()
 }

@@ -173,6 +173,11 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 		}
 	}
 	if res.GuardOnly {
+		// The guard judges the last known nodes by the table each subnet
+		// uses now: the gauges follow an outage between reconciles.
+		if len(res.Nodes) > 0 {
+			m.setNodes(res)
+		}
 		return
 	}
 	result := "success"
@@ -194,16 +199,21 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 	}
 	if len(res.Nodes) > 0 || res.Routes != nil {
 		// The nodes were planned: the per-node results are current.
-		routed := 0
-		m.notRouted.Reset()
-		for _, nr := range res.Nodes {
-			if nr.Routed {
-				routed++
-				continue
-			}
-			m.notRouted.WithLabelValues(nr.Reason).Inc()
-		}
-		m.nodes.WithLabelValues("routed").Set(float64(routed))
-		m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))
+		m.setNodes(res)
 	}
+}
+
+// setNodes sets the node gauges from a result's node results.
+func (m *Metrics) setNodes(res *controller.Result) {
+	routed := 0
+	m.notRouted.Reset()
+	for _, nr := range res.Nodes {
+		if nr.Routed {
+			routed++
+			continue
+		}
+		m.notRouted.WithLabelValues(nr.Reason).Inc()
+	}
+	m.nodes.WithLabelValues("routed").Set(float64(routed))
+	m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))
 }
