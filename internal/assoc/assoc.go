@@ -190,6 +190,8 @@ type SubnetDecision struct {
 	State  State  `json:"state"`
 	// Table is the table the subnet points to as read ("" = none).
 	Table string `json:"table,omitempty"`
+	// AddressPrefixes are the subnet's prefixes, as read.
+	AddressPrefixes []netip.Prefix `json:"-"`
 	// Action is what routekeeper does.
 	Action Action `json:"action"`
 	// RouteTable is routekeeper's table (after a switch: the new one).
@@ -429,7 +431,7 @@ func (d *Decision) switchTo(to string, why Switch, prev map[string]bool) {
 
 func decideSubnet(in *Input, d *Decision, s Subnet, prev map[string]bool) SubnetDecision {
 	ours := d.Table
-	sd := SubnetDecision{Subnet: s.ID, Table: s.RouteTableID, RouteTable: ours, Action: None, NodeRoutes: len(in.NodeRoutes)}
+	sd := SubnetDecision{Subnet: s.ID, Table: s.RouteTableID, RouteTable: ours, Action: None, NodeRoutes: len(in.NodeRoutes), AddressPrefixes: s.AddressPrefixes}
 	switch {
 	case s.NotFound:
 		sd.State, sd.Message = SubnetMissing, fmt.Sprintf("subnet %s does not exist", s.ID)

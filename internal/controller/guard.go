@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -90,6 +91,9 @@ type Association struct {
 	RepairFailed bool `json:"repairFailed,omitempty"`
 	// ClaimedBy is the other cluster of a Conflict.
 	ClaimedBy string `json:"claimedBy,omitempty"`
+	// AddressPrefixes are the subnet's prefixes as read (kubestatus finds
+	// the nodes of a detached subnet with them, without a cloud read).
+	AddressPrefixes []netip.Prefix `json:"-"`
 	// Action is what the decision said to do (internal/assoc).
 	Action  string `json:"action,omitempty"`
 	Message string `json:"message"`
@@ -205,6 +209,7 @@ func toAssociation(sd assoc.SubnetDecision) Association {
 	a := Association{
 		Subnet: sd.Subnet, Table: sd.Table, RouteTable: sd.RouteTable, ClaimedBy: sd.ClaimedBy,
 		TableMissing: sd.TableMissing, Message: sd.Message, Fix: sd.Fix, Action: string(sd.Action),
+		AddressPrefixes: sd.AddressPrefixes,
 	}
 	switch sd.State {
 	case assoc.Associated:

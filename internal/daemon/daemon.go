@@ -150,7 +150,6 @@ func Run(ctx context.Context, o Options) error {
 		reporters = append(reporters, kubestatus.New(client, kubestatus.Options{
 			Mode:          o.Controller.Mode,
 			Nodes:         ks,
-			Subnets:       o.Cloud,
 			Events:        rec,
 			Pod:           o.Pod,
 			EventInterval: o.EventInterval,
