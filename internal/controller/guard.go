@@ -335,7 +335,12 @@ func (c *Controller) Guard(ctx context.Context) *Result {
 	if d.Switch != assoc.NoSwitch {
 		res.Followed = d.Table
 	}
-	if d.Switch != assoc.Swapped {
+	if d.TableErr != nil {
+		// Our table could not be read: nothing is associated with a table
+		// of unknown state; the reconcile it asks for says more.
+		res.Err = fmt.Errorf("reading route table %s: %w", d.Table, d.TableErr)
+		res.Associations = planned(d)
+	} else if d.Switch != assoc.Swapped {
 		// A followed swap is reported by the reconcile that fills the new
 		// table: the subnets are on it already.
 		ours := o.table(d.Table)
