@@ -63,7 +63,7 @@ func conditionReason(r string) string {
 		return ReasonNoRouteCreated
 	case string(plan.ReasonPrefixConflict), string(plan.ReasonNameConflict), string(plan.ReasonOverlappingPodCIDR),
 		string(plan.ReasonOutsideClusterCIDR), string(plan.ReasonNoNodeIP), string(plan.ReasonInvalidRouteName),
-		string(plan.ReasonDuplicateNode):
+		string(plan.ReasonDuplicateNode), controller.ReasonSubnetTable:
 		return r
 	}
 	return ReasonNoRouteCreated
