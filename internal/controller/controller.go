@@ -464,6 +464,7 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	// observe: every subnet, our table (and its successor), the tables the
 	// subnets point to, once each.
 	o := c.observe(ctx, nodes)
+	o.nodeNetworks = c.nodeNetworks(ctx)
 	// decide: the association decision (which may move us to the table a
 	// migration or a followed swap leads to), then the route plan against
 	// the table we keep.
@@ -489,6 +490,7 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 		Limit:        c.cfg.RouteLimit,
 		Nodes:        nodes,
 		Current:      cur,
+		NodeNetworks: o.nodeNetworks,
 	})
 	res.Plan, res.Table = p, cur
 	res.Created, res.Updated, res.Deleted = p.Counts()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -17,6 +18,9 @@ import (
 type observation struct {
 	subnets map[string]*cloud.Subnet // by assoc.Key, as read (for the etag)
 	input   assoc.Input
+	// nodeNetworks are the prefixes of the guarded subnets' networks
+	// (read by reconciles, diff and doctor; not by the guard).
+	nodeNetworks []netip.Prefix
 }
 
 // table returns the table id as read, nil when missing or not read.
@@ -103,6 +107,46 @@ func (c *Controller) observe(ctx context.Context, nodes []source.Node) *observat
 		o.input.Subnets = append(o.input.Subnets, sn)
 	}
 	return o
+}
+
+// vnetReader is the optional part of Cloud that reads a virtual network
+// with its subnets (internal/cloud/azure has it).
+type vnetReader interface {
+	GetVirtualNetwork(ctx context.Context, id string) (*azure.VirtualNetwork, error)
+}
+
+// nodeNetworks reads, once per pass, the virtual network of each guarded
+// subnet and returns the address prefixes of all their subnets: a node
+// whose IP lies in none of them cannot be a next hop (plan.Input's
+// NodeNetworks). nil when the cloud cannot read networks, no subnet is
+// guarded, or a network could not be read (the check is then skipped).
+func (c *Controller) nodeNetworks(ctx context.Context) []netip.Prefix {
+	vr, ok := c.cloud.(vnetReader)
+	if !ok || len(c.cfg.Subnets) == 0 {
+		return nil
+	}
+	var out []netip.Prefix
+	seen := map[string]bool{}
+	for _, id := range c.cfg.Subnets {
+		vnet, err := azure.VNetOfSubnet(id)
+		if err != nil || seen[assoc.Key(vnet)] {
+			continue
+		}
+		seen[assoc.Key(vnet)] = true
+		v, err := vr.GetVirtualNetwork(ctx, vnet)
+		if err != nil {
+			c.log.Debug("reading the virtual network of a guarded subnet failed; next hops are not checked against it", "vnet", vnet, "err", err)
+			return nil
+		}
+		for _, s := range v.Subnets {
+			for _, p := range s.AddressPrefixes {
+				if pf, err := netip.ParsePrefix(p); err == nil {
+					out = append(out, pf.Masked())
+				}
+			}
+		}
+	}
+	return out
 }
 
 // nodeRoutes are the node routes by content.

@@ -36,6 +36,10 @@ type Input struct {
 	// LegacyNames owns routes named by the node name alone (see
 	// route.Ownership.LegacyNames) and renames them to the current scheme.
 	LegacyNames bool
+	// NodeNetworks are the address prefixes of every subnet of the guarded
+	// subnets' virtual networks, as observed; when non-empty, a node whose
+	// next-hop IP is in none of them is not routed (NextHopOutsideVNet).
+	NodeNetworks []netip.Prefix
 }
 
 // Ownership returns the ownership rules the plan applies.
