@@ -1,15 +1,20 @@
-// Package controller is routekeeper's reconcile loop. One reconcile reads
-// the nodes from a source and the route table from the cloud (one GET),
-// plans the changes with internal/plan, and writes the whole table in at
-// most one PUT carrying If-Match. A 412 means someone else wrote: the table
-// is read again and the plan made again, a bounded number of times with
-// jitter. A node counts as routed only when the table read back after the
-// write holds its route.
+// Package controller is routekeeper's reconcile and guard loops. A pass is
+// observe → decide → act → verify: it reads the nodes from a source and,
+// once each, the guarded subnets, our route table (and the table it was
+// migrated to) and the tables the subnets point to; decides with the pure
+// route planner (internal/plan) and association decision (internal/assoc);
+// writes the whole table in at most one PUT carrying If-Match, then the
+// subnets to associate; and verifies by the table read back. A 412 means
+// someone else wrote: the pass observes again, a bounded number of times
+// with jitter. A node counts as routed when the table its subnet uses holds
+// its route's content.
 //
 // The daemon (Run) debounces node events (a short batch window, capped by a
 // maximum delay), resyncs periodically to catch out-of-band drift, backs off
 // after failures and throttling instead of retrying in a hot loop, and
-// finishes the reconcile in flight before it returns on shutdown.
+// finishes the reconcile in flight before it returns on shutdown. The
+// association guard runs on its own loop, so that neither a long-running
+// write nor an unavailable node source delays a repair.
 package controller
 
 import (

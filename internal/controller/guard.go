@@ -21,13 +21,15 @@ type Policy string
 // The association policies.
 const (
 	// Enforce re-associates routekeeper's table with a detached subnet (the
-	// IaC redeploy of seed 001). A subnet on another table is reported and
-	// left alone, unless Restore is set.
+	// IaC redeploy of seed 001), and with a subnet on another table that
+	// lacks the node routes (an outage). A subnet on another table holding
+	// them is reported and left alone, unless Restore is set.
 	Enforce Policy = "enforce"
 	// Follow treats another table on the subnet as a deliberate swap (seed
 	// 000): the node routes are written into it and it becomes the table
 	// routekeeper keeps; the old table is neither written nor re-created. A
-	// detached subnet is re-associated as under Enforce.
+	// detached subnet is re-associated as under Enforce. The rules are
+	// internal/assoc's.
 	Follow Policy = "follow"
 	// Report changes nothing and reports.
 	Report Policy = "report"
@@ -145,10 +147,6 @@ func (a Association) EventType() string {
 // assocState is what the guard remembers between checks. It is guarded by
 // Controller.mu.
 type assocState struct {
-	// known: the table has been read (or found missing) since tableID was
-	// last set; exists and claim are what was found.
-	known, exists bool
-	claim         string
 	// everExisted: the table existed at some point in this process, so
 	// creating it again is a repair (it was deleted out of band), not the
 	// first set-up.
@@ -185,23 +183,14 @@ func (c *Controller) switchTable(from, to string) {
 	c.assoc.previous[strings.ToLower(from)] = true
 	delete(c.assoc.previous, strings.ToLower(to))
 	c.tableID = to
-	c.assoc.known, c.assoc.exists, c.assoc.claim = false, false, ""
 }
 
-func (c *Controller) isPrevious(id string) bool {
+// tableExisted records that our table exists: creating it later in this
+// process is a repair (it was deleted out of band), not the first set-up.
+func (c *Controller) tableExisted() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.assoc.previous[strings.ToLower(strings.TrimSuffix(id, "/"))]
-}
-
-// noteTable records what was found of our table (nil: missing).
-func (c *Controller) noteTable(t *route.Table) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.assoc.known, c.assoc.exists, c.assoc.claim = true, t != nil, t.Claim()
-	if t != nil {
-		c.assoc.everExisted = true
-	}
+	c.assoc.everExisted = true
+	c.mu.Unlock()
 }
 
 // toAssociation is the reported form of a subnet's decision, before any act.
@@ -250,7 +239,7 @@ func (c *Controller) act(ctx context.Context, o *observation, d *assoc.Decision,
 	recreated := created && c.assoc.everExisted
 	c.mu.Unlock()
 	if tableExists {
-		c.noteTable(&route.Table{ID: d.Table})
+		c.tableExisted()
 	}
 	out := make([]Association, 0, len(d.Subnets))
 	for _, sd := range d.Subnets {
