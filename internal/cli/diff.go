@@ -2,38 +2,115 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/plan"
 )
 
 // diffOutput is what `diff -o json|yaml` prints.
 type diffOutput struct {
-	RouteTable string          `json:"routeTable"`
-	Create     bool            `json:"createTable,omitempty"`
-	Claim      bool            `json:"claimTable,omitempty"`
-	Changes    []plan.Change   `json:"changes"`
-	Conflicts  []plan.Conflict `json:"conflicts"`
+	// RouteTable is the table run would keep (after a migration or a
+	// followed swap).
+	RouteTable   string                 `json:"routeTable"`
+	Create       bool                   `json:"createTable,omitempty"`
+	Claim        bool                   `json:"claimTable,omitempty"`
+	Changes      []plan.Change          `json:"changes"`
+	Conflicts    []plan.Conflict        `json:"conflicts"`
+	Associations []assoc.SubnetDecision `json:"associations"`
 	// HeldDeletes are the deletions the guard holds back, HeldMessage
 	// why and the override; Unclaimed the routes of unknown nodes left in
 	// an unclaimed table.
-	HeldDeletes []plan.Change `json:"heldDeletes,omitempty"`
-	HeldMessage string        `json:"heldMessage,omitempty"`
-	Unclaimed   []plan.Change `json:"unclaimed,omitempty"`
+	HeldDeletes []plan.Change  `json:"heldDeletes,omitempty"`
+	HeldMessage string         `json:"heldMessage,omitempty"`
+	Unclaimed   []plan.Change  `json:"unclaimed,omitempty"`
+	Unrouted    []unroutedNode `json:"unrouted,omitempty"`
+	Error       string         `json:"error,omitempty"`
+}
+
+type unroutedNode struct {
+	Node    string `json:"node"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// pending reports whether run --once would change something or leave a
+// finding: diff then exits 3, as run --once would.
+func (d diffOutput) pending() bool {
+	if d.Create || d.Claim || len(d.Changes) > 0 || len(d.Conflicts) > 0 || len(d.Unrouted) > 0 ||
+		len(d.HeldDeletes) > 0 || len(d.Unclaimed) > 0 {
+		return true
+	}
+	for _, a := range d.Associations {
+		// Adopting a table is bookkeeping: what it writes is in Changes.
+		if a.Action != assoc.None && a.Action != assoc.Adopt || a.Problem() {
+			return true
+		}
+	}
+	return false
+}
+
+func newDiffOutput(res *controller.Result, observe bool) diffOutput {
+	out := diffOutput{RouteTable: res.TableID, Changes: []plan.Change{}, Conflicts: []plan.Conflict{}, Associations: []assoc.SubnetDecision{}}
+	if p := res.Plan; p != nil {
+		out.Conflicts = p.Conflicts
+		out.HeldDeletes, out.HeldMessage, out.Unclaimed = p.HeldDeletes, p.HeldMessage, p.Unclaimed
+		if !observe {
+			out.Create, out.Claim, out.Changes = p.Create, p.Claim, p.Changes
+		}
+		if p.Refused != "" {
+			out.Create, out.Claim, out.Changes = false, false, []plan.Change{}
+		}
+	}
+	if res.Decision != nil {
+		out.Associations = res.Decision.Subnets
+		if !res.Decision.TableExists && !res.Decision.Create {
+			out.Create = false
+		}
+	}
+	// Nodes a write would not route (the planner's reasons), and nodes
+	// unrouted because of their subnet's table.
+	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
+		nr := res.Nodes[name]
+		if nr.Routed || nr.Reason == controller.ReasonRouteMissing && !observe || nr.Reason == controller.ReasonTableMissing {
+			continue // routed by the changes above, or the table is the problem
+		}
+		if nr.Reason == controller.ReasonSubnetTable && hasAction(out.Associations) {
+			continue // the association action routes it
+		}
+		if slices.ContainsFunc(out.Conflicts, func(c plan.Conflict) bool { return c.Node == name }) {
+			continue
+		}
+		out.Unrouted = append(out.Unrouted, unroutedNode{Node: name, Reason: nr.Reason, Message: nr.Message})
+	}
+	if res.Err != nil {
+		out.Error = res.Err.Error()
+	}
+	return out
+}
+
+func hasAction(as []assoc.SubnetDecision) bool {
+	return slices.ContainsFunc(as, func(a assoc.SubnetDecision) bool { return a.Action != assoc.None })
 }
 
 func (a *app) newDiffCmd() *cobra.Command {
 	var cf configFlags
 	cmd := &cobra.Command{
 		Use:   "diff",
-		Short: "Print the changes `run` would make to the route table, without making them",
-		Long: `Read the nodes and the route table, plan like 'routekeeper run' and print the
-route changes it would write, and the nodes it would not route (conflicts,
-route limit) with why. Nothing is written.
+		Short: "Print the changes `run` would make, without making them",
+		Long: `Observe and decide like 'routekeeper run --once' and print what it would do:
+the route changes it would write to the table it keeps (following a migration
+or, under association policy follow, a swap), the subnet associations it
+would make, and the nodes and subnets it would leave with a finding. Nothing
+is written.
 
-Exit status: 0 when the table is already right, 3 when there are changes to
-make, 1 on errors, 2 for bad input.`,
+Exit status: what 'run --once' would give: 0 when there is nothing to do,
+3 when there are changes to make or findings, 1 on errors (the error run
+would fail with, after printing what was decided), 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
@@ -47,20 +124,21 @@ make, 1 on errors, 2 for bad input.`,
 				return err
 			}
 			res := ctrl.DryRun(ctx)
-			if res.Err != nil {
+			if res.Decision == nil && res.Err != nil {
 				return res.Err
 			}
-			p := res.Plan
-			out := diffOutput{RouteTable: cfg.RouteTable.ID, Create: p.Create, Claim: p.Claim, Changes: p.Changes, Conflicts: p.Conflicts,
-				HeldDeletes: p.HeldDeletes, HeldMessage: p.HeldMessage, Unclaimed: p.Unclaimed}
-			if a.output == "table" && len(out.Changes) == 0 && len(out.Conflicts) == 0 && len(out.HeldDeletes) == 0 && len(out.Unclaimed) == 0 && !out.Create && !out.Claim {
-				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date.\n", cfg.RouteTable.ID)
+			out := newDiffOutput(res, ctrl.Config().Mode == controller.Observe)
+			if a.output == "table" && !out.pending() && res.Err == nil {
+				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date and every subnet is on it.\n", out.RouteTable)
 				return err
 			}
 			if err := a.print(out, func() table { return diffTable(out) }); err != nil {
 				return err
 			}
-			if p.NeedsWrite() {
+			if res.Err != nil {
+				return res.Err
+			}
+			if out.pending() {
 				return findings()
 			}
 			return nil
@@ -106,12 +184,29 @@ func diffTable(d diffOutput) table {
 	for _, c := range d.Unclaimed {
 		t.rows = append(t.rows, []string{"keep-unclaimed", c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
 	}
+	for _, s := range d.Associations {
+		if s.State == assoc.Associated && s.Action == assoc.None {
+			continue
+		}
+		action := string(s.Action)
+		if s.Action == assoc.None {
+			action = "finding"
+		}
+		reason := s.Message
+		if s.Fix != "" {
+			reason += ". Fix: " + s.Fix
+		}
+		t.rows = append(t.rows, []string{action, shortID(s.Subnet), "", "", "", string(s.State) + ": " + reason})
+	}
 	for _, c := range d.Conflicts {
 		prefix := ""
 		if c.Prefix.IsValid() {
 			prefix = c.Prefix.String()
 		}
 		t.rows = append(t.rows, []string{"not-routed", "", prefix, "", c.Node, string(c.Reason) + ": " + c.Message})
+	}
+	for _, u := range d.Unrouted {
+		t.rows = append(t.rows, []string{"not-routed", "", "", "", u.Node, u.Reason + ": " + u.Message})
 	}
 	return t
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/doctor"
-	"github.com/routekeeper/routekeeper/internal/plan"
 )
 
 func (a *app) newDoctorCmd() *cobra.Command {
@@ -22,6 +21,10 @@ IaC redeploy of an association), a node without a correct route and why
 (conflict, route limit, no pod CIDR...), stale routes, routes that shadow
 part of a pod CIDR, a table close to its route limit. Nothing is written.
 
+Doctor makes the same observation and decision as 'routekeeper run' (a dry
+run), so it never disagrees with it: it follows a migration or a followed
+swap like run, and every finding that has a fix names the command.
+
 Exit status: 0 when there is no error finding, 3 when there is one, 1 when
 the cloud cannot be read, 2 for bad input.`,
 		Args: cobra.NoArgs,
@@ -32,33 +35,26 @@ the cloud cannot be read, 2 for bad input.`,
 			}
 			defer conn.close()
 			ctx := cmd.Context()
-			src, err := a.nodeSource(ctx, cfg, conn.client)
+			ctrl, err := a.newController(ctx, cfg, conn.client)
 			if err != nil {
 				return err
 			}
-			nodes, err := src.Nodes(ctx)
-			if err != nil {
-				return err
+			// The same observe and decide as run: doctor has no rules of
+			// its own.
+			res := ctrl.DryRun(ctx)
+			if res.Decision == nil && res.Err != nil {
+				return res.Err
 			}
-			rep, err := doctor.Check(ctx, conn.client, doctor.Input{
+			rep := doctor.Check(doctor.Input{
 				Cluster:      cfg.Cluster.Name,
 				ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
 				Limit:        cfg.RouteTable.RouteLimit,
 				TableID:      cfg.RouteTable.ID,
 				Subnets:      cfg.Subnets,
-				CreateTable:  cfg.RouteTable.Create,
 				Observe:      cfg.Routes == config.RoutesObserve,
-				Nodes:        nodes,
-
-				Adopt:            plan.AdoptPolicy(cfg.RouteTable.Adopt),
-				Claim:            cfg.RouteTable.Claim,
-				MaxDeletes:       cfg.Controller.MaxDeletes,
-				AllowEmptySource: cfg.Controller.AllowEmptySource,
-			})
-			if err != nil {
-				return err
-			}
-			rin, err := readRoutingInput(ctx, conn.client, cfg, nodes)
+				Claim:        cfg.RouteTable.Claim,
+			}, res)
+			rin, err := readRoutingInput(ctx, conn.client, cfg, res.SourceNodes())
 			if err != nil {
 				return err
 			}
@@ -69,7 +65,8 @@ the cloud cannot be read, 2 for bad input.`,
 				return err
 			}
 			if a.output == "table" {
-				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table; %d errors, %d findings in all.\n", rep.Routed, rep.Nodes, rep.Errors(), len(rep.Findings))
+				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table their subnet uses (routekeeper keeps %s); %d errors, %d findings in all.\n",
+					rep.Routed, rep.Nodes, shortID(rep.Table), rep.Errors(), len(rep.Findings))
 			}
 			if rep.Errors() > 0 {
 				return findings()
@@ -82,9 +79,9 @@ the cloud cannot be read, 2 for bad input.`,
 }
 
 func doctorTable(r *doctor.Report) table {
-	t := table{header: []string{"Severity", "Check", "Resource", "Message"}}
+	t := table{header: []string{"Severity", "Check", "Resource", "Message", "Fix"}}
 	for _, f := range r.Findings {
-		t.rows = append(t.rows, []string{string(f.Severity), f.Check, shortID(f.Resource), f.Message})
+		t.rows = append(t.rows, []string{string(f.Severity), f.Check, shortID(f.Resource), f.Message, f.Fix})
 	}
 	return t
 }

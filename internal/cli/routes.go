@@ -1,14 +1,24 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
 )
+
+// createNote says what run would do about a missing table.
+func createNote(d *assoc.Decision) string {
+	if d.Create {
+		return "routekeeper run creates it"
+	}
+	return "routekeeper run will not create it: " + d.CreateBlocked
+}
 
 // routeRow is one row of `routes list`: the columns of `az network
 // route-table route list -o table`, plus who owns the route. JSON and YAML
@@ -66,7 +76,8 @@ func (a *app) newRoutesCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the route table's routes, with who owns each",
-		Long: `List the routes of the configured route table as
+		Long: `List the routes of the route table routekeeper keeps (the configured one,
+or the table it was migrated to, or the one a followed swap moved to) as
 'az network route-table route list -o table' shows them, with an Owner column:
 "this cluster" (routekeeper manages it), "other cluster" (in the cluster
 route naming scheme but not this cluster's) or "custom" (anything else, which
@@ -78,14 +89,35 @@ routekeeper never changes).`,
 				return err
 			}
 			defer conn.close()
-			t, err := conn.client.GetRouteTable(cmd.Context(), cfg.RouteTable.ID)
-			if errors.Is(err, cloud.ErrNotFound) {
-				return fmt.Errorf("route table %s does not exist", cfg.RouteTable.ID)
-			}
+			// The table run keeps: observe and decide like run (no nodes
+			// needed), so a migration or a followed swap is followed.
+			ccfg, err := a.controllerConfig(cmd.Context(), cfg, conn.client)
 			if err != nil {
 				return err
 			}
-			return a.printRoutes(t, ownership(cfg))
+			// The nodes tell whether a subnet's table lacks the node
+			// routes (then run re-associates ours); without them only the
+			// table is listed.
+			var nodes []source.Node
+			if src, err := a.nodeSource(cmd.Context(), cfg, conn.client); err == nil {
+				if nodes, err = src.Nodes(cmd.Context()); err != nil {
+					a.log.Warn("the nodes could not be read; deciding without them", "err", err)
+				}
+			}
+			res := controller.New(ccfg, conn.client, nil, a.log).Inspect(cmd.Context(), nodes)
+			d := res.Decision
+			switch {
+			case d == nil:
+				return res.Err
+			case d.TableErr != nil:
+				return fmt.Errorf("reading route table %s: %w", d.Table, d.TableErr)
+			case res.Table == nil:
+				return fmt.Errorf("route table %s does not exist (%s)", d.Table, createNote(d))
+			}
+			if !strings.EqualFold(d.Table, cfg.RouteTable.ID) {
+				a.log.Info("listing the table routekeeper run keeps, not the configured one", "configured", cfg.RouteTable.ID, "table", d.Table, "why", string(d.Switch))
+			}
+			return a.printRoutes(res.Table, ownership(cfg))
 		},
 	}
 	cf.register(list.Flags())

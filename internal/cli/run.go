@@ -45,8 +45,10 @@ replicas are safe: only the holder of the Lease writes. /metrics, /healthz and
 /readyz are served on --metrics-address. See docs/kubernetes.md.
 
 With --once, run reconciles once, prints the resulting route table and exits:
-0 when every node is routed, 3 when some node is not (conflict, route limit,
-no pod CIDR: see the log), 1 when the reconcile failed, 2 for bad input.`,
+0 when every node is routed and every subnet is on the table, 3 when some
+node is not (conflict, route limit, no pod CIDR: see the log) or a subnet is
+left with a finding, 1 when the reconcile failed, 2 for bad input. diff and
+doctor make the same observation and decision without writing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -76,7 +78,7 @@ no pod CIDR: see the log), 1 when the reconcile failed, 2 for bad input.`,
 					return err
 				}
 			}
-			if res.Unrouted() > 0 {
+			if res.Unrouted() > 0 || res.AssociationProblems() > 0 {
 				return findings()
 			}
 			return nil
@@ -253,6 +255,11 @@ func (s inventorySource) Nodes(ctx context.Context) ([]source.Node, error) {
 // reasons are logged by the controller the same way; the ones the
 // controller adds (write failed, not read back, table missing) here.
 func (a *app) logResult(res *controller.Result) {
+	if res.Plan != nil {
+		for _, g := range res.Plan.Groups(5) {
+			a.log.Warn(g.String(), "table", res.TableID)
+		}
+	}
 	by := map[string][]string{}
 	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
 		nr := res.Nodes[name]

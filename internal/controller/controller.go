@@ -1,15 +1,20 @@
-// Package controller is routekeeper's reconcile loop. One reconcile reads
-// the nodes from a source and the route table from the cloud (one GET),
-// plans the changes with internal/plan, and writes the whole table in at
-// most one PUT carrying If-Match. A 412 means someone else wrote: the table
-// is read again and the plan made again, a bounded number of times with
-// jitter. A node counts as routed only when the table read back after the
-// write holds its route.
+// Package controller is routekeeper's reconcile and guard loops. A pass is
+// observe → decide → act → verify: it reads the nodes from a source and,
+// once each, the guarded subnets, our route table (and the table it was
+// migrated to) and the tables the subnets point to; decides with the pure
+// route planner (internal/plan) and association decision (internal/assoc);
+// writes the whole table in at most one PUT carrying If-Match, then the
+// subnets to associate; and verifies by the table read back. A 412 means
+// someone else wrote: the pass observes again, a bounded number of times
+// with jitter. A node counts as routed when the table its subnet uses holds
+// its route's content.
 //
 // The daemon (Run) debounces node events (a short batch window, capped by a
 // maximum delay), resyncs periodically to catch out-of-band drift, backs off
 // after failures and throttling instead of retrying in a hot loop, and
-// finishes the reconcile in flight before it returns on shutdown.
+// finishes the reconcile in flight before it returns on shutdown. The
+// association guard runs on its own loop, so that neither a long-running
+// write nor an unavailable node source delays a repair.
 package controller
 
 import (
@@ -17,12 +22,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -159,6 +166,19 @@ type Controller struct {
 	tableID string
 	// assoc is the association guard's memory (guard.go).
 	assoc assocState
+	// nodes are the last nodes the source returned (the guard works from
+	// them when the source is unavailable); sourceErr its last error.
+	nodes     []source.Node
+	sourceErr error
+	// unrouted are the nodes not routed after the last reconcile, with
+	// their reason (logUnrouted).
+	unrouted map[string]string
+	// lastResults are the node results of the last reconcile that planned:
+	// the guard starts from them (the planner's reasons stay).
+	lastResults map[string]NodeResult
+	// reportMu serializes the reporters: the guard and the reconcile run
+	// on separate loops.
+	reportMu sync.Mutex
 }
 
 // New makes a controller. Reporters are called after every reconcile.
@@ -177,7 +197,12 @@ func (c *Controller) Config() Config { return c.cfg }
 type NodeResult struct {
 	// Routed: every pod CIDR of the node has its correct route in the table
 	// as read back after the last write (or as read, when nothing was written).
-	Routed  bool   `json:"routed"`
+	Routed bool `json:"routed"`
+	// Pending: the node is routed by its routes' content, but some route
+	// is not (yet) read Succeeded: another writer's operation on the table
+	// is in progress. It keeps a routed status, but is not made routed for
+	// the first time (DESIGN invariants 4 and 8).
+	Pending bool   `json:"pending,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 	// planned: the reason comes from the planner, not from verification.
@@ -214,7 +239,12 @@ type Result struct {
 	// Routes counts the routes of Table against the nodes; nil when the
 	// table could not be read (or for GuardOnly results).
 	Routes *RouteCounts `json:"routes,omitempty"`
-	Err    error        `json:"-"`
+	// Decision is the association decision the pass acted on.
+	Decision *assoc.Decision `json:"-"`
+	// Drift is, for GuardOnly results, the number of node routes missing
+	// or wrong in our table as the guard read it (last known nodes).
+	Drift int   `json:"drift,omitempty"`
+	Err   error `json:"-"`
 
 	// nodes are the nodes the reconcile worked from.
 	nodes []source.Node
@@ -321,8 +351,8 @@ func (r *Result) Summary() string {
 		status = "failed"
 	}
 	if r.GuardOnly {
-		return fmt.Sprintf("association guard %s: subnets=%d repaired=%d problems=%d arm reads=%d writes=%d duration=%s",
-			status, len(r.Associations), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, r.Duration.Round(time.Millisecond))
+		return fmt.Sprintf("association guard %s: subnets=%d repaired=%d problems=%d unrouted=%d routes missing=%d arm reads=%d writes=%d duration=%s",
+			status, len(r.Associations), r.Repairs(), r.AssociationProblems(), r.Unrouted(), r.Drift, r.Reads, r.Writes, r.Duration.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("reconcile %s: routes created=%d updated=%d deleted=%d conflicts=%d unrouted=%d subnets repaired=%d problems=%d arm reads=%d writes=%d attempts=%d duration=%s",
 		status, r.Created, r.Updated, r.Deleted, r.Conflicts, r.Unrouted(), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, r.Attempts, r.Duration.Round(time.Millisecond))
@@ -350,6 +380,31 @@ func (c *Controller) DryRun(ctx context.Context) *Result {
 	return c.run(ctx, true)
 }
 
+// report hands res to every reporter, one result at a time.
+func (c *Controller) report(ctx context.Context, res *Result) {
+	c.reportMu.Lock()
+	defer c.reportMu.Unlock()
+	for _, r := range c.reporters {
+		r.Report(ctx, res)
+	}
+}
+
+// Inspect is DryRun with the nodes given instead of read from the source
+// (nil: no nodes, when only the table and the association decision are
+// wanted, as for `routes list`).
+func (c *Controller) Inspect(ctx context.Context, nodes []source.Node) *Result {
+	res := &Result{Start: time.Now(), Nodes: map[string]NodeResult{}, nodes: nodes}
+	reads0, writes0 := c.cloud.Calls()
+	_, res.Err = c.attempt(ctx, nodes, res, true)
+	if res.Plan != nil {
+		res.Routes = c.countRoutes(res.Table, nodes)
+	}
+	reads1, writes1 := c.cloud.Calls()
+	res.Reads, res.Writes = reads1-reads0, writes1-writes0
+	res.Duration = time.Since(res.Start)
+	return res
+}
+
 func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 	res := &Result{Start: time.Now(), Nodes: map[string]NodeResult{}}
 	reads0, writes0 := c.cloud.Calls()
@@ -373,9 +428,12 @@ func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 	res.Reads, res.Writes = reads1-reads0, writes1-writes0
 	res.Duration = time.Since(res.Start)
 	if !dryRun {
-		for _, r := range c.reporters {
-			r.Report(ctx, res)
+		if res.Plan != nil {
+			c.mu.Lock()
+			c.lastResults = maps.Clone(res.Nodes)
+			c.mu.Unlock()
 		}
+		c.report(ctx, res)
 	}
 	return res
 }
@@ -383,22 +441,18 @@ func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
 func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	nodes, err := c.src.Nodes(ctx)
 	if err != nil {
+		if c.SourceErr() == nil {
+			c.log.Warn("the node source is unavailable; the association guard goes on, with the last known nodes for routes", "err", err, "lastKnownNodes", len(c.lastNodes()))
+		}
+		c.setSourceErr(err)
 		return fmt.Errorf("reading nodes: %w", err)
 	}
+	c.setNodes(nodes)
 	res.nodes = nodes
-	// A deliberate table swap is followed before anything is written, so
-	// the old table is never written again (nor re-created).
-	if res.Followed, err = c.follow(ctx); err != nil {
-		return err
-	}
-	res.TableID = c.TableID()
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
 		res.Attempts = attempt
 		retry, err := c.attempt(ctx, nodes, res, false)
 		if err == nil || !retry {
-			// The table is created and filled before it is associated:
-			// a subnet never points to a table that lacks node routes.
-			res.Associations = c.guard(ctx, res.Table, res.Wrote && res.Plan != nil && res.Plan.Create)
 			return err
 		}
 		if attempt == c.cfg.MaxAttempts {
@@ -414,27 +468,33 @@ func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// attempt is one read-plan-write pass (read-plan when dryRun). retry
-// reports whether the error is a concurrent change worth re-reading for
-// (412, 409).
+// attempt is one observe, decide, act, verify pass (observe and decide
+// when dryRun). retry reports whether the error is a concurrent change
+// worth observing again for (412, 409).
 func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool) (retry bool, err error) {
-	tableID := c.TableID()
+	// observe: every subnet, our table (and its successor), the tables the
+	// subnets point to, once each.
+	o := c.observe(ctx, nodes)
+	o.nodeNetworks = c.nodeNetworks(ctx)
+	// decide: the association decision (which may move us to the table a
+	// migration or a followed swap leads to), then the route plan against
+	// the table we keep.
+	var d *assoc.Decision
+	if dryRun {
+		d = assoc.Decide(o.input)
+	} else {
+		d = c.decide(o)
+	}
+	res.Decision = d
+	tableID := d.Table
 	res.TableID = tableID
-	cur, err := c.cloud.GetRouteTable(ctx, tableID)
-	switch {
-	case errors.Is(err, cloud.ErrNotFound):
-		cur = nil
-	case err != nil:
-		return false, err
+	if d.Switch != assoc.NoSwitch {
+		res.Followed = tableID
 	}
-	// A table migrated away from (routekeeper migrate) leads to its
-	// successor, even once deleted: the controller never fights a migration.
-	if cur, err = c.followMigration(ctx, cur); err != nil {
-		return false, err
+	if d.TableErr != nil {
+		return false, fmt.Errorf("reading route table %s: %w", tableID, d.TableErr)
 	}
-	if id := c.TableID(); !sameID(id, tableID) {
-		tableID, res.TableID, res.Followed = id, id, id
-	}
+	cur := o.table(tableID)
 	p := plan.Compute(plan.Input{
 		Cluster:      c.cfg.Cluster,
 		ClusterCIDRs: c.cfg.ClusterCIDRs,
@@ -446,13 +506,12 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 		Claim:            c.cfg.ClaimTable || !sameID(tableID, c.cfg.RouteTableID),
 		MaxDeletes:       c.cfg.MaxDeletes,
 		AllowEmptySource: c.cfg.AllowEmptySource,
+		NodeNetworks:     o.nodeNetworks,
 	})
 	res.Plan, res.Table = p, cur
-	// issue 11: one line per kind of node problem, deletions held back,
-	// routes of unknown nodes left in an unclaimed table.
-	for _, g := range p.Groups(5) {
-		c.log.Warn(g.String(), "table", tableID)
-	}
+	// Deletions held back and routes of unknown nodes left in an unclaimed
+	// table are logged every pass while they last; node problems are
+	// logged once when they appear (logUnrouted, or the CLI for --once).
 	if p.HeldMessage != "" {
 		c.log.Warn(p.HeldMessage, "table", tableID, "held", len(p.HeldDeletes), "reason", p.HeldReason)
 	}
@@ -467,28 +526,42 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	res.Created, res.Updated, res.Deleted = p.Counts()
 	res.Conflicts = len(p.Conflicts)
 	res.Nodes = nodeResults(p, nodes)
-
-	if cur == nil {
-		if why := c.createBlocked(ctx); why != "" {
-			for name := range res.Nodes {
-				res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", tableID)}
-			}
-			res.Created, res.Updated, res.Deleted = 0, 0, 0
-			return false, fmt.Errorf("%w: %s: %s", ErrTableMissing, tableID, why)
+	finish := func(tableExists, created bool) {
+		if dryRun {
+			res.Associations = planned(d)
+		} else {
+			res.Associations = c.act(ctx, o, d, tableExists, created)
 		}
+		c.subnetTruth(res, o, nodes)
+	}
+
+	if cur == nil && !d.Create {
+		for name := range res.Nodes {
+			res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", tableID)}
+		}
+		res.Created, res.Updated, res.Deleted = 0, 0, 0
+		finish(false, false)
+		return false, fmt.Errorf("%w: %s: %s", ErrTableMissing, tableID, d.CreateBlocked)
 	}
 	if p.Refused != "" {
 		res.Created, res.Updated, res.Deleted = 0, 0, 0
+		finish(cur != nil, false)
 		return false, fmt.Errorf("%w %s: %s", ErrRefused, tableID, p.Refused)
 	}
 	if dryRun || c.cfg.Mode == Observe || !p.NeedsWrite() {
 		if c.cfg.Mode == Observe {
 			res.Created, res.Updated, res.Deleted = 0, 0, 0
 		}
-		verify(res, nodes, cur, ReasonRouteMissing)
+		c.verify(res, nodes, cur, ReasonRouteMissing, nil)
+		finish(cur != nil, false)
+		if !dryRun {
+			c.filled()
+		}
 		return false, nil
 	}
 
+	// act: the table first (If-Match), so that a subnet is never pointed
+	// to a table that lacks the node routes; then the subnets.
 	desired := p.Desired
 	etag := ""
 	if cur == nil {
@@ -500,17 +573,28 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 	if err != nil {
 		// Routes that were already right stay so; the ones this write
 		// carried did not land.
-		verify(res, nodes, cur, ReasonWriteFailed)
+		c.verify(res, nodes, cur, ReasonWriteFailed, nil)
 		if errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict) {
-			return true, err
+			return true, err // back to observe
 		}
+		finish(cur != nil, false)
 		return false, err
 	}
 	res.Wrote, res.Table = true, written
-	// Truthful status: a node is routed only if the table read back after
-	// the write holds its route.
-	verify(res, nodes, written, ReasonNotReadBack)
+	// verify: a node is routed only if the table read back after the
+	// write holds its route.
+	c.verify(res, nodes, written, ReasonNotReadBack, p)
+	finish(true, p.Create)
+	c.filled()
 	return false, nil
+}
+
+// filled records that the table we keep holds the node routes: a swap the
+// guard followed is complete.
+func (c *Controller) filled() {
+	c.mu.Lock()
+	c.assoc.followedFrom = ""
+	c.mu.Unlock()
 }
 
 // newTable fills in what a create needs: ID, name, location.
@@ -539,3 +623,6 @@ func correct(r *route.Route, cidr netip.Prefix, hop netip.Addr) bool {
 	return r.Prefix == cidr.Masked() && r.NextHopType == route.VirtualAppliance && r.NextHopIP == hop &&
 		(r.ProvisioningState == "" || r.ProvisioningState == "Succeeded")
 }
+
+// SourceNodes are the nodes the pass worked from.
+func (r *Result) SourceNodes() []source.Node { return r.nodes }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -226,25 +229,35 @@ func TestScenarioSeed000ArticleOrderNoCreate(t *testing.T) {
 }
 
 // Seed 000 under enforce: with restore, our table is put back (one subnet
-// PUT) and the other table is not touched; without restore, the swap is
-// reported and nothing is written.
+// PUT) and the other table is not touched. Without restore, a swap to a
+// table lacking the node routes (the article's empty table) is an outage:
+// our table is put back too, with advice to use routekeeper migrate; a swap
+// to a table that holds them is reported and nothing is written.
 func TestScenarioSeed000Enforce(t *testing.T) {
-	for _, restore := range []bool{true, false} {
-		name := "restore"
-		if !restore {
-			name = "no restore: reported"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		restore, copy bool
+		repaired      bool
+	}{
+		{"restore", true, false, true},
+		{"no restore, new table empty: outage repaired", false, false, true},
+		{"no restore, new table holds the routes: reported", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			cfg := scenarioConfig()
-			cfg.Restore = restore
+			cfg.Restore = tc.restore
 			s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
 			s.steady()
-			other := s.putTable("kubernetes-routes-v2", nil)
+			var routes []*armnetwork.Route
+			if tc.copy {
+				routes = armNodeRoutes(s.nodes)
+			}
+			other := s.putTable("kubernetes-routes-v2", nil, routes...)
 			w0 := s.writes()
 			fault := time.Now()
 			s.associate(fabrictest.KTHWSubnet, newTableID)
 			want := AssocRepaired
-			if !restore {
+			if !tc.repaired {
 				want = AssocOtherTable
 			}
 			res := s.rec.wait(t, fault, 5*time.Second, "the swap handled", hasState(fabrictest.KTHWSubnet, want))
@@ -254,7 +267,7 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 			s.settle(3)
 			writes := s.writes() - w0
 			wantWrites, wantOn := int64(1), fabrictest.KTHWTable
-			if !restore {
+			if !tc.repaired {
 				wantWrites, wantOn = 0, newTableID
 			}
 			if writes != wantWrites {
@@ -267,11 +280,14 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 				t.Error("the other table was written")
 			}
 			a, _ := findAssoc(res, fabrictest.KTHWSubnet)
-			if restore {
-				logRepair(t, "seed 000 enforce+restore", fault, res, writes)
+			if tc.repaired {
+				if !tc.restore && !strings.Contains(a.Message, "routekeeper migrate --to") {
+					t.Errorf("the repair does not say how to swap safely: %s", a.Message)
+				}
+				logRepair(t, "seed 000 enforce "+tc.name, fault, res, writes)
 				return
 			}
-			if !a.Problem() || a.EventReason() != EventOtherTable || a.EventType() != "Warning" || !strings.Contains(a.Message, "association.restore") {
+			if !a.Problem() || a.EventReason() != EventOtherTable || a.EventType() != "Warning" || !strings.Contains(a.Fix, "association-restore") {
 				t.Errorf("association reported as %+v", a)
 			}
 			// Reported at every cycle, never repaired.
@@ -373,6 +389,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 // would use is not created.
 func TestScenarioNoUnattachedRecreation(t *testing.T) {
 	cfg := scenarioConfig()
+	cfg.Policy = Report
 	cfg.Resync = guardInterval // reconciles keep coming
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 	s.steady()
@@ -398,6 +415,34 @@ func TestScenarioNoUnattachedRecreation(t *testing.T) {
 	}
 	if !strings.Contains(msg, "no configured subnet would be associated") {
 		t.Errorf("reconcile error %q does not say why the table is not created", msg)
+	}
+}
+
+// The article's swap under the default policy (new empty table associated,
+// old table deleted): the outage is not left in place. Our table is
+// re-created, filled, then associated.
+func TestScenarioArticleSwapEnforceRecreates(t *testing.T) {
+	cfg := scenarioConfig()
+	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
+	s.steady()
+	s.putTable("kubernetes-routes-v2", nil)
+	s.afterGuardCycle()
+	fault := time.Now()
+	s.associate(fabrictest.KTHWSubnet, newTableID)
+	s.deleteTable("kubernetes-routes")
+	res := s.rec.wait(t, fault, 5*time.Second, "the subnet back on a re-created, filled table", hasState(fabrictest.KTHWSubnet, AssocRepaired))
+	if a, _ := findAssoc(res, fabrictest.KTHWSubnet); !a.Recreated {
+		t.Errorf("association %+v, want Recreated", a)
+	}
+	s.settle(2)
+	if got := s.subnetTable(fabrictest.KTHWSubnet); !sameID(got, fabrictest.KTHWTable) {
+		t.Errorf("subnet on %s, want %s", got, fabrictest.KTHWTable)
+	}
+	if err := nodeRoutesIn(s.mustTable("kubernetes-routes"), s.nodes); err != nil {
+		t.Error(err)
+	}
+	if r := s.rec.all(); r[len(r)-1].AssociationProblems() != 0 || r[len(r)-1].Unrouted() != 0 && !r[len(r)-1].GuardOnly {
+		t.Errorf("last result: %s", r[len(r)-1].Summary())
 	}
 }
 
@@ -593,7 +638,7 @@ func TestScenarioObserveMode(t *testing.T) {
 		cfg.Mode, cfg.CreateTable, cfg.Policy = Observe, false, Follow
 		s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 		s.steady()
-		s.putTable("kubernetes-routes-v2", nil)
+		s.putTable("kubernetes-routes-v2", nil, armNodeRoutes(s.nodes)...)
 		w0 := s.writes()
 		fault := time.Now()
 		s.associate(fabrictest.KTHWSubnet, newTableID)
@@ -609,4 +654,38 @@ func TestScenarioObserveMode(t *testing.T) {
 			t.Errorf("followed the swap in observe mode: %s", s.ctrl.TableID())
 		}
 	})
+}
+
+// An owned route deleted out of band is seen by the next guard cycle (it
+// reads our table) and restored by the reconcile it asks for, not at the
+// resync (an hour in the scenarios).
+func TestScenarioRouteDeletedOutOfBandRestoredByGuard(t *testing.T) {
+	s := newScenario(t, fabrictest.KTHW, scenarioConfig(), workers(3))
+	s.steady()
+	f, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, s.env.Server.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.afterGuardCycle()
+	fault := time.Now()
+	name := route.Name("worker-1", netip.MustParsePrefix("10.200.1.0/24"))
+	p, err := f.NewRoutesClient().BeginDelete(context.Background(), "kubernetes", "kubernetes-routes", name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
+		t.Fatal(err)
+	}
+	g := s.rec.wait(t, fault, 5*time.Second, "a guard cycle seeing the drift", func(r *Result) bool { return r.GuardOnly && r.Drift == 1 })
+	if !g.NeedsReconcile() {
+		t.Error("the drift does not ask for a reconcile")
+	}
+	res := s.rec.wait(t, fault, 5*time.Second, "the route restored", func(r *Result) bool { return !r.GuardOnly && r.Wrote && r.Created == 1 })
+	if n := s.rec.guardCyclesBefore(fault, res); n > 1 {
+		t.Errorf("%d guard cycles passed before the route was restored, want it at the first", n)
+	}
+	if err := nodeRoutesIn(s.mustTable("kubernetes-routes"), s.nodes); err != nil {
+		t.Error(err)
+	}
+	t.Logf("route restored %s after its deletion (guard interval %s)", repairTime(fault, res).Round(time.Millisecond), guardInterval)
 }

@@ -366,3 +366,17 @@ func (s *scenario) steady() *Result {
 func repairTime(fault time.Time, res *Result) time.Duration {
 	return res.Start.Add(res.Duration).Sub(fault)
 }
+
+// armNodeRoutes are the node routes as another tool would copy them into
+// a table (same names, prefixes and next hops).
+func armNodeRoutes(nodes []source.Node) []*armnetwork.Route {
+	var out []*armnetwork.Route
+	for _, n := range nodes {
+		for _, cidr := range n.PodCIDRs {
+			hop, _ := n.NextHop(cidr)
+			out = append(out, &armnetwork.Route{Name: to.Ptr(route.Name(n.Name, cidr)), Properties: &armnetwork.RoutePropertiesFormat{
+				AddressPrefix: to.Ptr(cidr.String()), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr(hop.String())}})
+		}
+	}
+	return out
+}

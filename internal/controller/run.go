@@ -30,10 +30,19 @@ func (c *Controller) Run(ctx context.Context) error {
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- c.src.Watch(ctx, b.notify) }()
 
+	// The guard runs on its own loop: a reconcile waiting on a long-running
+	// write, on the SDK's retries or on the node source never delays an
+	// association repair. When it needs a reconcile it kicks this loop.
+	kick := make(chan struct{}, 1)
+	guardDone := make(chan struct{})
+	go func() {
+		defer close(guardDone)
+		c.guardLoop(ctx, kick)
+	}()
+	defer func() { <-guardDone }()
+
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
-	guardTick := time.NewTicker(c.cfg.GuardInterval)
-	defer guardTick.Stop()
 	batch := time.NewTimer(time.Hour)
 	batch.Stop()
 	defer batch.Stop()
@@ -56,23 +65,12 @@ func (c *Controller) Run(ctx context.Context) error {
 				batch.Reset(d)
 			}
 			continue
-		case <-guardTick.C:
-			if len(c.cfg.Subnets) == 0 {
+		case <-kick:
+			// The guard followed a swap, found a route missing or needs
+			// the table (re)made; a failed reconcile waits for its retry.
+			if retry != nil {
 				continue
 			}
-			// The guard keeps checking while a failed reconcile waits for
-			// its retry (a subnet can be repaired even when the routes
-			// cannot be written), but leaves the reconcile to the retry.
-			gctx, cancel := graceContext(ctx, shutdownGrace)
-			g := c.Guard(gctx)
-			cancel()
-			if g.Repairs() > 0 || g.AssociationProblems() > 0 || g.Err != nil {
-				c.log.Info(g.Summary())
-			}
-			if !g.NeedsReconcile() || retry != nil {
-				continue
-			}
-			// A swap was followed or a repair needs the table: reconcile now.
 		case <-batch.C:
 		case <-resync.C:
 		case <-retry:
@@ -89,6 +87,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		res := c.Reconcile(rctx)
 		cancel()
 		c.log.Info(res.Summary())
+		c.logUnrouted(res)
 		if d, ok := b.due(); ok {
 			// Changes arrived during the reconcile.
 			batch.Reset(d)
@@ -105,6 +104,37 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Error("reconcile failed; will retry", "err", res.Err, "retry_in", wait)
 		retry = time.After(wait)
 		backoff = min(backoff*2, c.cfg.MaxRetryBackoff)
+	}
+}
+
+// guardLoop runs the association guard every GuardInterval until ctx is
+// done, kicking the reconcile loop when a guard result needs one. It needs
+// no nodes: association repair works while the node source is unavailable,
+// and the route check uses the last known nodes.
+func (c *Controller) guardLoop(ctx context.Context, kick chan<- struct{}) {
+	if len(c.cfg.Subnets) == 0 {
+		return
+	}
+	tick := time.NewTicker(c.cfg.GuardInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		gctx, cancel := graceContext(ctx, shutdownGrace)
+		g := c.Guard(gctx)
+		cancel()
+		if g.Repairs() > 0 || g.AssociationProblems() > 0 || g.Err != nil || g.Drift > 0 {
+			c.log.Info(g.Summary())
+		}
+		if g.NeedsReconcile() {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 

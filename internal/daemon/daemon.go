@@ -150,7 +150,6 @@ func Run(ctx context.Context, o Options) error {
 		reporters = append(reporters, kubestatus.New(client, kubestatus.Options{
 			Mode:          o.Controller.Mode,
 			Nodes:         ks,
-			Subnets:       o.Cloud,
 			Events:        rec,
 			Pod:           o.Pod,
 			EventInterval: o.EventInterval,
@@ -166,35 +165,59 @@ func Run(ctx context.Context, o Options) error {
 	if o.LeaderElection.Enabled {
 		leHealth = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
+	ctrl := controller.New(o.Controller, o.Cloud, src, log, reporters...)
 	var ready atomic.Bool
-	stopServer, err := serve(o, m, leHealth, ks, &ready, log)
+	stopServer, err := serve(o, m, leHealth, ks, &ready, ctrl.SourceErr, log)
 	if err != nil {
 		return err
 	}
 	defer stopServer()
 
+	// The informer runs on every replica, leader or not: a follower that
+	// takes over has its nodes at hand, and readiness says the cluster can
+	// be read (RBAC, connectivity) before it leads. The controller does not
+	// wait for it: its association guard needs no nodes, so a subnet
+	// detached while the API server is unreachable is still repaired.
+	var started chan error
 	if ks != nil {
-		// The informer runs on every replica, leader or not: a follower
-		// that takes over has its nodes at hand, and readiness says the
-		// cluster can be read (RBAC, connectivity) before it leads.
-		if err := ks.Start(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
+		started = make(chan error, 1)
+		go func() {
+			err := ks.Start(ctx)
+			if err == nil {
+				log.Info("node informer synced")
 			}
-			return err
-		}
-		log.Info("node informer synced")
+			started <- err
+		}()
 	}
 	ready.Store(true)
 
-	ctrl := controller.New(o.Controller, o.Cloud, src, log, reporters...)
-	if !o.LeaderElection.Enabled {
-		// The only replica: it leads.
-		m.SetLeader(true)
-		defer m.SetLeader(false)
-		return ctrl.Run(ctx)
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	done := make(chan error, 1)
+	go func() {
+		if !o.LeaderElection.Enabled {
+			// The only replica: it leads.
+			m.SetLeader(true)
+			defer m.SetLeader(false)
+			done <- ctrl.Run(rctx)
+			return
+		}
+		done <- lead(rctx, client, o.LeaderElection, leHealth, m, log, ctrl.Run)
+	}()
+	for {
+		select {
+		case err := <-started:
+			started = nil
+			if err != nil && ctx.Err() == nil {
+				// The node list is refused (RBAC) or never came: fail.
+				rcancel()
+				<-done
+				return err
+			}
+		case err := <-done:
+			return err
+		}
 	}
-	return lead(ctx, client, o.LeaderElection, leHealth, m, log, ctrl.Run)
 }
 
 // lead runs run while this replica holds the lease. On shutdown the
@@ -287,8 +310,9 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, h
 
 // serve starts the HTTP server of o (nothing when no address): /metrics,
 // /healthz (the process runs; with leader election, the lease is renewed
-// in time while leading) and /readyz (the nodes have been read).
-func serve(o Options, m *metrics.Metrics, le *leaderelection.HealthzAdaptor, ks *kube.Source, ready *atomic.Bool, log *slog.Logger) (func(), error) {
+// in time while leading) and /readyz (the nodes have been read; the
+// details name the node source's last error).
+func serve(o Options, m *metrics.Metrics, le *leaderelection.HealthzAdaptor, ks *kube.Source, ready *atomic.Bool, sourceErr func() error, log *slog.Logger) (func(), error) {
 	l := o.Listener
 	if l == nil && o.Address == "" {
 		return func() {}, nil
@@ -311,11 +335,17 @@ func serve(o Options, m *metrics.Metrics, le *leaderelection.HealthzAdaptor, ks 
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		// The details name the node source's last error; the guard keeps
+		// running meanwhile.
+		detail := ""
+		if err := sourceErr(); err != nil {
+			detail = "; node source: " + err.Error() + " (the association guard goes on with the last known nodes)"
+		}
 		if !ready.Load() || (ks != nil && !ks.HasSynced()) {
-			http.Error(w, "node informer not synced", http.StatusServiceUnavailable)
+			http.Error(w, "node informer not synced"+detail, http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		fmt.Fprintln(w, "ok"+detail)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

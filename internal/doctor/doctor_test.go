@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/doctor"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -22,14 +24,31 @@ func va(name, prefix, hop string) route.Route {
 	return route.Route{Name: name, AddressPrefix: prefix, Prefix: netip.MustParsePrefix(prefix), NextHopType: route.VirtualAppliance, NextHopIP: netip.MustParseAddr(hop)}
 }
 
-func input() doctor.Input {
-	return doctor.Input{
+// input is the cluster doctor checks, and what run would work from.
+type input struct {
+	doctor.Input
+	CreateTable bool
+	Adopt       plan.AdoptPolicy
+	Nodes       []source.Node
+}
+
+func defaultInput() input {
+	return input{Input: doctor.Input{
 		Cluster:      "kthw",
 		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
 		TableID:      fabrictest.KTHWTable,
 		Subnets:      []string{fabrictest.KTHWSubnet},
-		Nodes:        []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")},
-	}
+	}, Nodes: []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")}}
+}
+
+// check is `routekeeper doctor`: the controller's observe and decide (a
+// dry run), then the findings.
+func check(env *fabrictest.Env, in input) *doctor.Report {
+	c := controller.New(controller.Config{
+		Cluster: in.Cluster, ClusterCIDRs: in.ClusterCIDRs, RouteLimit: in.Limit, RouteTableID: in.TableID,
+		CreateTable: in.CreateTable, Subnets: in.Subnets, Location: "eastus", Adopt: in.Adopt,
+	}, env.Client, nil, nil)
+	return doctor.Check(in.Input, c.Inspect(context.Background(), in.Nodes))
 }
 
 // healthy makes the seed 003 cluster as routekeeper leaves it: table
@@ -61,21 +80,21 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name   string
 		setup  func(t *testing.T, env *fabrictest.Env)
-		input  func(in *doctor.Input)
+		input  func(in *input)
 		want   []want
 		errors int
 		routed int
 	}{
 		{name: "healthy", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env) }, routed: 2},
-		{name: "table missing, creation allowed", input: func(in *doctor.Input) { in.CreateTable = true },
+		{name: "table missing, creation allowed", input: func(in *input) { in.CreateTable = true },
 			want: []want{{doctor.Warning, doctor.CheckTable, "kubernetes-routes", "will create it"}, {doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1},
 		{name: "table missing, creation not allowed",
-			want: []want{{doctor.Error, doctor.CheckTable, "kubernetes-routes", "may not create it"}}, errors: 2},
+			want: []want{{doctor.Error, doctor.CheckTable, "kubernetes-routes", "will not create it"}}, errors: 2},
 		{name: "seed 001: the IaC redeploy dropped the association", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env)
 			fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
 		},
-			want: []want{{doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1, routed: 2},
+			want: []want{{doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1, routed: 0},
 		{name: "claimed by another cluster", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env)
 			tbl, _ := env.Client.GetRouteTable(context.Background(), fabrictest.KTHWTable)
@@ -86,7 +105,7 @@ func TestCheck(t *testing.T) {
 		}, want: []want{{doctor.Error, doctor.CheckClaim, "kubernetes-routes", `claimed by cluster "prod-east"`}}, errors: 1},
 		{name: "a node without its route and a stale route", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("worker-9____102009024", "10.200.9.0/24", "10.240.0.29"))
-		}, input: func(in *doctor.Input) {
+		}, input: func(in *input) {
 			in.Nodes = append(in.Nodes, node("worker-2", "10.240.0.22", "10.200.2.0/24"))
 		}, want: []want{
 			{doctor.Error, doctor.CheckNodeRoute, "worker-2", "no correct route"},
@@ -94,14 +113,14 @@ func TestCheck(t *testing.T) {
 		}, errors: 1, routed: 2},
 		{name: "a node whose prefix is taken by a custom route", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("kubernetes-route-10-200-2-0-24", "10.200.2.0/24", "10.240.0.99"))
-		}, input: func(in *doctor.Input) {
+		}, input: func(in *input) {
 			in.Nodes = append(in.Nodes, node("worker-2", "10.240.0.22", "10.200.2.0/24"))
 		}, want: []want{{doctor.Error, doctor.CheckNodeRoute, "worker-2", "PrefixConflict"}}, errors: 1, routed: 2},
 		{name: "a custom route shadows part of a pod CIDR", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("inspect", "10.200.1.128/25", "10.240.0.4"))
 		}, want: []want{{doctor.Warning, doctor.CheckShadow, "inspect", "more specific than node worker-1"}}, routed: 2},
 		{name: "table close to its limit", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env) },
-			input: func(in *doctor.Input) { in.Limit = 2 },
+			input: func(in *input) { in.Limit = 2 },
 			want:  []want{{doctor.Warning, doctor.CheckLimit, "kubernetes-routes", "2 of at most 2"}}, routed: 2},
 	}
 	for _, tt := range tests {
@@ -110,15 +129,12 @@ func TestCheck(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, env)
 			}
-			in := input()
+			in := defaultInput()
 			if tt.input != nil {
 				tt.input(&in)
 			}
 			_, w0 := env.Client.Calls()
-			rep, err := doctor.Check(context.Background(), env.Client, in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := check(env, in)
 			if _, w1 := env.Client.Calls(); w1 != w0 {
 				t.Errorf("doctor wrote %d times; it must only read", w1-w0)
 			}
@@ -162,14 +178,11 @@ func TestUnclaimedTableAndAdoption(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, adopt := range []bool{false, true} {
-		in := input()
+		in := defaultInput()
 		if adopt {
-			in.Adopt = "matching"
+			in.Adopt = plan.AdoptMatching
 		}
-		rep, err := doctor.Check(ctx, env.Client, in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := check(env, in)
 		if rep.Errors() != 0 || rep.Routed != 2 {
 			t.Errorf("adopt %v: %d errors, %d routed; want 0 and 2: %+v", adopt, rep.Errors(), rep.Routed, rep.Findings)
 		}
@@ -185,7 +198,7 @@ func TestUnclaimedTableAndAdoption(t *testing.T) {
 			}
 		}
 		if len(unclaimed) != 1 || unclaimed[0].Resource != "other-9____102009024" ||
-			!strings.Contains(unclaimed[0].Message, "az network route-table route delete --ids "+fabrictest.KTHWTable+"/routes/other-9____102009024") {
+			!strings.Contains(unclaimed[0].Fix, "az network route-table route delete --ids "+fabrictest.KTHWTable+"/routes/other-9____102009024") {
 			t.Errorf("adopt %v: unclaimed-route findings %+v", adopt, unclaimed)
 		}
 		if len(unmanaged) != 1 || unmanaged[0].Resource != "worker-1" || unmanaged[0].Severity != doctor.Warning {

@@ -65,7 +65,8 @@ type Options struct {
 	Mode controller.Mode
 	// Nodes gives the nodes' current conditions and addresses. Required.
 	Nodes NodeLookup
-	// Subnets reads the address prefixes of a detached subnet; nil turns
+	// Subnets reads the address prefixes of a detached subnet whose result
+	// did not carry them (the controller's results do); nil turns
 	// the RouteTableDetached condition off (the event is still sent).
 	Subnets SubnetReader
 	// Events records events; nil sends none.
@@ -254,6 +255,12 @@ func (r *Reporter) syncConditions(ctx context.Context) {
 			continue
 		}
 		cur := findCondition(node)
+		if want.Status == corev1.ConditionFalse && r.nodes[name].Pending && (cur == nil || cur.Status != corev1.ConditionFalse) {
+			// A correct route under another writer's operation keeps a
+			// node routed but never makes it routed: False only after
+			// our write was read back or the route read Succeeded.
+			continue
+		}
 		if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
 			delete(r.pending, name)
 			continue
@@ -381,7 +388,10 @@ func (r *Reporter) updateDetached(ctx context.Context, res *controller.Result) b
 	next := map[string][]netip.Prefix{}
 	for _, a := range res.Associations {
 		if a.State == controller.AssocDetached {
-			next[a.Subnet] = r.subnetPrefixes(ctx, a.Subnet)
+			next[a.Subnet] = a.AddressPrefixes
+			if len(next[a.Subnet]) == 0 {
+				next[a.Subnet] = r.subnetPrefixes(ctx, a.Subnet)
+			}
 		}
 	}
 	changed := len(next) != len(r.detached)

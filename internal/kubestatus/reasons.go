@@ -67,7 +67,8 @@ func conditionReason(r string) string {
 		return ReasonNoRouteCreated
 	case string(plan.ReasonPrefixConflict), string(plan.ReasonNameConflict), string(plan.ReasonOverlappingPodCIDR),
 		string(plan.ReasonOutsideClusterCIDR), string(plan.ReasonNoNodeIP), string(plan.ReasonInvalidRouteName),
-		string(plan.ReasonDuplicateNode), string(plan.ReasonNextHopOutsideVNet), string(plan.ReasonRouteNotManaged):
+		string(plan.ReasonDuplicateNode), string(plan.ReasonNextHopOutsideVNet), string(plan.ReasonRouteNotManaged),
+		controller.ReasonSubnetTable:
 		return r
 	}
 	return ReasonNoRouteCreated

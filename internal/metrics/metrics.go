@@ -194,6 +194,11 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 		}
 	}
 	if res.GuardOnly {
+		// The guard judges the last known nodes by the table each subnet
+		// uses now: the gauges follow an outage between reconciles.
+		if len(res.Nodes) > 0 {
+			m.setNodes(res)
+		}
 		return
 	}
 	result := "success"
@@ -215,17 +220,7 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 	}
 	if len(res.Nodes) > 0 || res.Routes != nil {
 		// The nodes were planned: the per-node results are current.
-		routed := 0
-		m.notRouted.Reset()
-		for _, nr := range res.Nodes {
-			if nr.Routed {
-				routed++
-				continue
-			}
-			m.notRouted.WithLabelValues(nr.Reason).Inc()
-		}
-		m.nodes.WithLabelValues("routed").Set(float64(routed))
-		m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))
+		m.setNodes(res)
 	}
 	if p := res.Plan; p != nil && res.Err == nil {
 		m.deletesHeld.Reset()
@@ -241,4 +236,19 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 		}
 		m.unmanaged.Set(float64(unmanaged))
 	}
+}
+
+// setNodes sets the node gauges from a result's node results.
+func (m *Metrics) setNodes(res *controller.Result) {
+	routed := 0
+	m.notRouted.Reset()
+	for _, nr := range res.Nodes {
+		if nr.Routed {
+			routed++
+			continue
+		}
+		m.notRouted.WithLabelValues(nr.Reason).Inc()
+	}
+	m.nodes.WithLabelValues("routed").Set(float64(routed))
+	m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))
 }

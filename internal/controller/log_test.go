@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+)
+
+// Issue 10, defect 2: the daemon logs why a node is unrouted once, when it
+// becomes unrouted, not on every pass; beyond ten nodes one line per reason
+// with the count and the first names.
+func TestUnroutedReasonsLoggedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		outside  int // nodes with a pod CIDR outside the cluster CIDR
+		perNode  int
+		summary  int
+		wantText string
+	}{
+		{name: "a few nodes: one line each", outside: 2, perNode: 2, wantText: "node=out-0"},
+		{name: "many nodes: one line per reason", outside: 12, summary: 1, wantText: "count=12"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+			nodes := workers(2)
+			for i := range tc.outside {
+				nodes = append(nodes, node(fmt.Sprintf("out-%d", i), fmt.Sprintf("10.240.0.%d", 100+i), fmt.Sprintf("10.99.%d.0/24", i)))
+			}
+			var buf bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&buf, nil))
+			src := &staticSource{nodes: nodes}
+			c := New(scenarioConfig(), env.Client, src, log)
+			ctx := context.Background()
+			for range 3 { // three passes, as the daemon's loop makes them
+				c.logUnrouted(c.Reconcile(ctx))
+			}
+			out := buf.String()
+			if n := strings.Count(out, `msg="node not routed"`); n != tc.perNode {
+				t.Errorf("%d per-node lines, want %d:\n%s", n, tc.perNode, out)
+			}
+			if n := strings.Count(out, `msg="nodes not routed"`); n != tc.summary {
+				t.Errorf("%d summary lines, want %d:\n%s", n, tc.summary, out)
+			}
+			if !strings.Contains(out, tc.wantText) || !strings.Contains(out, "reason=") {
+				t.Errorf("log does not say %q with the reason:\n%s", tc.wantText, out)
+			}
+			// Routed again: said once.
+			src.mu.Lock()
+			src.nodes = nodes[:2]
+			src.mu.Unlock()
+			buf.Reset()
+			c.logUnrouted(c.Reconcile(ctx))
+			c.logUnrouted(c.Reconcile(ctx))
+			if n := strings.Count(buf.String(), "node not routed"); n != 0 {
+				t.Errorf("unrouted lines after the nodes went: %s", buf.String())
+			}
+		})
+	}
+}

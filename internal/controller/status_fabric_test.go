@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+)
+
+// Issue 10, defect 1: another client's long-running PUT of the table (one
+// custom route added; the operation takes 30 s) leaves every route reading
+// provisioningState Updating. The routes' content is intact, so every node
+// stays routed (DESIGN invariant 8), marked Pending: not confirmed, so a
+// node never becomes routed for the first time on such a read (invariant 4).
+func TestForeignLongOperationKeepsNodesRouted(t *testing.T) {
+	ctx := context.Background()
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	nodes := workers(2)
+	c := New(scenarioConfig(), env.Client, &staticSource{nodes: nodes}, nil)
+	if r := c.Reconcile(ctx); r.Err != nil || r.Unrouted() != 0 {
+		t.Fatalf("set-up: %s %v", r.Summary(), r.Err)
+	}
+
+	// The other writer, through a fabric whose operations take 30 s, on the
+	// same state: its PUT returns at once, the operation stays in flight.
+	slow := fabric.New(env.Store, fabric.Options{OperationDuration: 30 * time.Second})
+	f, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, slow.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := f.NewRouteTablesClient()
+	got, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := got.RouteTable
+	tbl.Properties.Routes = append(tbl.Properties.Routes, &armnetwork.Route{Name: to.Ptr("to-firewall"), Properties: &armnetwork.RoutePropertiesFormat{
+		AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")}})
+	if _, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", tbl, nil); err != nil {
+		t.Fatal(err)
+	}
+	now, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range now.Properties.Routes {
+		if *r.Properties.ProvisioningState != armnetwork.ProvisioningStateUpdating {
+			t.Fatalf("route %s is %s during the other operation; the test needs Updating", *r.Name, *r.Properties.ProvisioningState)
+		}
+	}
+
+	r := c.Reconcile(ctx)
+	if r.Err != nil {
+		t.Fatalf("reconcile during the other operation: %v", r.Err)
+	}
+	if r.Wrote {
+		t.Error("routekeeper wrote the table although every route's content is right")
+	}
+	for _, n := range nodes {
+		nr := r.Nodes[n.Name]
+		if !nr.Routed || !nr.Pending {
+			t.Errorf("node %s: %+v, want routed (pending) while another writer's operation runs", n.Name, nr)
+		}
+	}
+	// The guard agrees.
+	if g := c.Guard(ctx); g.Unrouted() != 0 || g.Drift != 0 {
+		t.Errorf("guard during the other operation: %s", g.Summary())
+	}
+}
+
+// The planner gets the prefixes of every subnet of the guarded subnets'
+// virtual network (one VNet GET per network per pass), so that a node
+// whose IP is in none of them is reported (plan.Input.NodeNetworks).
+func TestNodeNetworksObserved(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHWTwoSubnets)
+	cfg := scenarioConfig()
+	cfg.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
+	c := New(cfg, env.Client, &staticSource{}, nil)
+	r0, _ := env.Client.Calls()
+	got := c.nodeNetworks(context.Background())
+	r1, _ := env.Client.Calls()
+	if r1-r0 != 1 {
+		t.Errorf("%d reads for two subnets of one network, want 1", r1-r0)
+	}
+	var s []string
+	for _, p := range got {
+		s = append(s, p.String())
+	}
+	if len(s) != 2 || s[0] != "10.240.0.0/24" {
+		t.Errorf("node networks %v, want both subnets' prefixes", s)
+	}
+	// A cloud that cannot read networks: no check.
+	if n := New(cfg, &fakeCloud{}, &staticSource{}, nil).nodeNetworks(context.Background()); n != nil {
+		t.Errorf("node networks %v without a network reader", n)
+	}
+}

@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/routekeeper/routekeeper/internal/daemon"
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/kubestatus"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+)
+
+// TestForeignLongOperationLeavesConditionsFalse (issue 10, defect 1):
+// another client PUTs the table with one extra custom route, and its
+// operation takes 30 s; every route reads Updating meanwhile. The nodes'
+// routes are intact, so through every resync of that time their
+// NetworkUnavailable condition stays False.
+func TestForeignLongOperationLeavesConditionsFalse(t *testing.T) {
+	env := cluster.Env(t)
+	ctx := t.Context()
+	client := env.Clientset(t)
+	f := newFabric(t)
+	cfg := controllerConfig("foreignop")
+	cfg.Resync = 200 * time.Millisecond // reconciles keep coming during the operation
+	start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: adminConfig(env)})
+
+	names := []string{"foreignop-0", "foreignop-1"}
+	for i, name := range names {
+		createNode(ctx, t, client, node{name: name, podCIDRs: []string{podCIDR(40 + i)}, ips: []string{nodeIP(40 + i)}, networkUnavailable: true})
+	}
+	for _, name := range names {
+		waitCondition(ctx, t, client, name, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+	}
+
+	slow := fabric.New(f.Store, fabric.Options{OperationDuration: 30 * time.Second})
+	fc, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, slow.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := fc.NewRouteTablesClient()
+	got, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := got.RouteTable
+	tbl.Properties.Routes = append(tbl.Properties.Routes, &armnetwork.Route{Name: to.Ptr("to-firewall"), Properties: &armnetwork.RoutePropertiesFormat{
+		AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")}})
+	if _, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", tbl, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.table(t).Routes {
+		if r.ProvisioningState != "Updating" {
+			t.Fatalf("route %s is %s during the other operation; the test needs Updating", r.Name, r.ProvisioningState)
+		}
+	}
+	// About 15 resyncs while the operation runs.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, name := range names {
+			if c, _ := condition(ctx, t, client, name); c.Status != corev1.ConditionFalse {
+				t.Fatalf("node %s: condition %+v while another writer's operation is in flight", name, c)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
