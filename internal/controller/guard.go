@@ -158,6 +158,8 @@ type assocState struct {
 	// followedFrom is the table a swap was followed from by the guard,
 	// until a reconcile has written the node routes into the new table.
 	followedFrom string
+	// problems are the subnets' problems last logged (newProblem).
+	problems map[string]string
 }
 
 func sameID(a, b string) bool {
@@ -250,8 +252,13 @@ func (c *Controller) act(ctx context.Context, o *observation, d *assoc.Decision,
 		switch {
 		case a.Repaired && a.State != AssocFollowed:
 			c.log.Warn("association guard repaired a subnet", "subnet", a.Subnet, "state", a.State, "table", a.RouteTable, "message", a.Message)
-		case a.Problem():
+		case a.Problem() && c.newProblem(a):
 			c.log.Warn("association guard: subnet not on the route table", "subnet", a.Subnet, "state", a.State, "table", a.Table, "message", a.Message, "fix", a.Fix)
+		case a.Problem():
+			c.log.Debug("association guard: subnet still not on the route table", "subnet", a.Subnet, "state", a.State, "table", a.Table)
+		}
+		if !a.Problem() {
+			c.clearProblem(a.Subnet)
 		}
 		out = append(out, a)
 	}
@@ -298,6 +305,29 @@ func (c *Controller) associate(ctx context.Context, a Association, sd assoc.Subn
 	}
 	a.Fix = ""
 	return a
+}
+
+// newProblem records a subnet's problem and reports whether it is new (or
+// changed): a problem is logged at WARN once, not at every guard cycle (the
+// metric and the summary line keep saying it).
+func (c *Controller) newProblem(a Association) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.assoc.problems == nil {
+		c.assoc.problems = map[string]string{}
+	}
+	key, v := strings.ToLower(a.Subnet), a.State+" "+a.Table
+	if c.assoc.problems[key] == v {
+		return false
+	}
+	c.assoc.problems[key] = v
+	return true
+}
+
+func (c *Controller) clearProblem(subnet string) {
+	c.mu.Lock()
+	delete(c.assoc.problems, strings.ToLower(subnet))
+	c.mu.Unlock()
 }
 
 func orNone(s string) string {

@@ -63,3 +63,26 @@ func TestUnroutedReasonsLoggedOnce(t *testing.T) {
 		})
 	}
 }
+
+// A subnet problem routekeeper leaves alone (policy report) is logged at
+// WARN once, not at every guard cycle.
+func TestAssociationProblemLoggedOnce(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	cfg := scenarioConfig()
+	boot := New(cfg, env.Client, &staticSource{nodes: workers(2)}, nil)
+	if r := boot.Reconcile(context.Background()); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
+	var buf bytes.Buffer
+	cfg.Policy = Report
+	c := New(cfg, env.Client, &staticSource{nodes: workers(2)}, slog.New(slog.NewTextHandler(&buf, nil)))
+	for range 4 {
+		if g := c.Guard(context.Background()); g.AssociationProblems() != 1 {
+			t.Fatalf("guard: %s", g.Summary())
+		}
+	}
+	if n := strings.Count(buf.String(), "subnet not on the route table"); n != 1 {
+		t.Errorf("problem logged %d times in 4 cycles, want 1:\n%s", n, buf.String())
+	}
+}

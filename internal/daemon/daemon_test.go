@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -98,4 +99,58 @@ func grep(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// failingNodes is a node source that cannot be read.
+type failingNodes struct{}
+
+func (failingNodes) Nodes(context.Context) ([]source.Node, error) {
+	return nil, errors.New("connection refused")
+}
+func (failingNodes) Watch(ctx context.Context, _ func()) error { <-ctx.Done(); return nil }
+
+// With the node source unavailable the guard goes on (a detached subnet is
+// re-associated) and /readyz names the source's error in its details.
+func TestNodeSourceUnavailable(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	cfg := controller.Config{
+		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
+		RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
+		Resync: time.Hour, GuardInterval: 50 * time.Millisecond, RetryBackoff: time.Hour,
+	}
+	boot := controller.New(cfg, env.Client, staticNodes{{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")},
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}}, nil)
+	if r := boot.Reconcile(context.Background()); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + l.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Controller: cfg, Cloud: env.Client, Source: failingNodes{}, Listener: l, Metrics: metrics.New()})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := env.Client.GetSubnet(context.Background(), fabrictest.KTHWSubnet)
+		if err == nil && strings.EqualFold(s.RouteTableID, fabrictest.KTHWTable) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the detached subnet was not re-associated while the node source was unavailable")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, body := get(t, base+"/readyz"); !strings.Contains(body, "node source: reading nodes") && !strings.Contains(body, "connection refused") {
+		t.Errorf("/readyz does not name the source's error: %q", body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
 }
