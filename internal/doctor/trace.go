@@ -87,7 +87,8 @@ func CheckRouting(in RoutingInput) []Finding {
 		for _, k := range order {
 			g := groups[k]
 			out = append(out, Finding{Severity: Error, Check: CheckReachability, Resource: id,
-				Message: reachabilityMessage(sn.Name, g.example, g.nodes)})
+				Message: reachabilityMessage(sn.Name, g.example, g.nodes),
+				Fix:     fmt.Sprintf("routekeeper trace %s %s", g.example.Source.Addr, g.example.Destination.Addr)})
 		}
 	}
 	return append(out, checkForwarding(in)...)
@@ -104,8 +105,8 @@ func reachabilityMessage(subnet string, r *routing.Result, nodes []string) strin
 	if len(why) > 2 {
 		why = why[2:]
 	}
-	return fmt.Sprintf("pod traffic from %s to %d node pod CIDR(s) is not delivered (%s): %s. Example %s → %s: %s. See `routekeeper trace %s %s`",
-		subnet, len(nodes), r.Verdict, who, r.Source.Addr, r.Destination.Addr, strings.Join(why, "; "), r.Source.Addr, r.Destination.Addr)
+	return fmt.Sprintf("pod traffic from %s to %d node pod CIDR(s) is not delivered (%s): %s. Example %s → %s: %s",
+		subnet, len(nodes), r.Verdict, who, r.Source.Addr, r.Destination.Addr, strings.Join(why, "; "))
 }
 
 func checkForwarding(in RoutingInput) []Finding {
@@ -135,8 +136,9 @@ func checkForwarding(in RoutingInput) []Finding {
 			}
 			seen[nic.ID] = true
 			out = append(out, Finding{Severity: Error, Check: CheckIPForwarding, Resource: nic.ID,
-				Message: fmt.Sprintf("node %s's NIC %s has IP forwarding disabled: Azure drops the pod traffic the route table sends to %s (next hop VirtualAppliance). Fix: az network nic update --ids %s --ip-forwarding true",
-					n.Name, nic.Name, ip, nic.ID)})
+				Message: fmt.Sprintf("node %s's NIC %s has IP forwarding disabled: Azure drops the pod traffic the route table sends to %s (next hop VirtualAppliance)",
+					n.Name, nic.Name, ip),
+				Fix: fmt.Sprintf("az network nic update --ids %s --ip-forwarding true", nic.ID)})
 		}
 	}
 	return out
