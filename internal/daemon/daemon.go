@@ -76,6 +76,9 @@ type LeaderElection struct {
 type Options struct {
 	// Controller is the controller's configuration.
 	Controller controller.Config
+	// Mirrors are other route tables kept with the pod routes, each by a
+	// controller of its own (mirrors.go).
+	Mirrors []controller.Mirror
 	// Cloud is the route table and subnet back-end.
 	Cloud controller.Cloud
 	// Kube is the Kubernetes client configuration. When set, the nodes
@@ -130,6 +133,7 @@ func Run(ctx context.Context, o Options) error {
 	src := o.Source
 	var client kubernetes.Interface
 	var ks *kube.Source
+	var rec kubestatus.Recorder
 	if o.Kube != nil {
 		cfg := rest.CopyConfig(o.Kube)
 		if cfg.QPS == 0 {
@@ -145,7 +149,8 @@ func Run(ctx context.Context, o Options) error {
 		client = c
 		ks = kube.New(client, kube.Options{Logger: log.With("component", "nodes")})
 		src = ks
-		rec, stop := kubestatus.NewEventRecorder(ctx, client)
+		var stop func()
+		rec, stop = kubestatus.NewEventRecorder(ctx, client)
 		defer stop()
 		reporters = append(reporters, kubestatus.New(client, kubestatus.Options{
 			Mode:          o.Controller.Mode,
@@ -187,14 +192,19 @@ func Run(ctx context.Context, o Options) error {
 	}
 	ready.Store(true)
 
-	ctrl := controller.New(o.Controller, o.Cloud, src, log, reporters...)
+	var run func(context.Context) error
+	if len(o.Mirrors) > 0 {
+		run = mirrorSet(o, src, m, rec, log, reporters).Run
+	} else {
+		run = controller.New(o.Controller, o.Cloud, src, log, reporters...).Run
+	}
 	if !o.LeaderElection.Enabled {
 		// The only replica: it leads.
 		m.SetLeader(true)
 		defer m.SetLeader(false)
-		return ctrl.Run(ctx)
+		return run(ctx)
 	}
-	return lead(ctx, client, o.LeaderElection, leHealth, m, log, ctrl.Run)
+	return lead(ctx, client, o.LeaderElection, leHealth, m, log, run)
 }
 
 // lead runs run while this replica holds the lease. On shutdown the
