@@ -59,9 +59,9 @@ func (a *app) newSet(ctx context.Context, cfg *config.Config, c *azure.Client, r
 		return &controller.Set{Main: controller.New(ccfg, c, src, a.log, reporters...)}, nil
 	}
 	shared := controller.Share(src, a.log)
-	set := &controller.Set{Main: controller.New(ccfg, c, shared, a.log.With("table", controller.TableName(ccfg.RouteTableID)), reporters...)}
+	set := &controller.Set{Main: controller.New(ccfg, c, shared, a.log, reporters...)}
 	for _, m := range ms {
-		set.Mirrors = append(set.Mirrors, controller.New(controller.MirrorConfig(ccfg, m), c, shared, a.log.With("table", controller.TableName(m.RouteTableID), "mirror", true)))
+		set.Mirrors = append(set.Mirrors, controller.New(controller.MirrorConfig(ccfg, m), c, shared, a.log.With("mirror", controller.TableName(m.RouteTableID))))
 	}
 	return set, nil
 }
@@ -91,7 +91,7 @@ func mirrorFindings(results []*controller.Result) bool {
 // logMirrors logs each mirror's summary line, with its table.
 func (a *app) logMirrors(results []*controller.Result) {
 	for _, r := range results {
-		log := a.log.With("table", controller.TableName(r.TableID), "mirror", true)
+		log := a.log.With("mirror", controller.TableName(r.TableID))
 		for name, nr := range r.Nodes {
 			if !nr.Routed {
 				log.Warn("node not routed in the mirror table", "node", name, "reason", nr.Reason, "message", nr.Message)
@@ -120,12 +120,12 @@ func mirrorDiffs(results []*controller.Result) []diffOutput {
 func (a *app) printMirrorDiffs(ds []diffOutput) error {
 	for _, d := range ds {
 		if !d.pending() && d.Error == "" {
-			if _, err := fmt.Fprintf(a.stdout, "\nMirror route table %s: no changes.\n", shortID(d.RouteTable)); err != nil {
+			if _, err := fmt.Fprintf(a.stdout, "\nMirror route table %s: no changes.\n", controller.TableName(d.RouteTable)); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := fmt.Fprintf(a.stdout, "\nMirror route table %s:\n", shortID(d.RouteTable)); err != nil {
+		if _, err := fmt.Fprintf(a.stdout, "\nMirror route table %s:\n", controller.TableName(d.RouteTable)); err != nil {
 			return err
 		}
 		if err := a.print(d, func() table { return diffTable(d) }); err != nil {

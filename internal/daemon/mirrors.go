@@ -15,7 +15,7 @@ import (
 // NetworkUnavailable reflects the main table only.
 func mirrorSet(o Options, src controller.Source, m *metrics.Metrics, rec kubestatus.Recorder, log *slog.Logger, reporters []controller.Reporter) *controller.Set {
 	shared := controller.Share(src, log)
-	set := &controller.Set{Main: controller.New(o.Controller, o.Cloud, shared, log.With("table", controller.TableName(o.Controller.RouteTableID)), reporters...)}
+	set := &controller.Set{Main: controller.New(o.Controller, o.Cloud, shared, log, reporters...)}
 	mm := metrics.NewMirrors(m)
 	for _, mir := range o.Mirrors {
 		name := controller.TableName(mir.RouteTableID)
@@ -24,7 +24,7 @@ func mirrorSet(o Options, src controller.Source, m *metrics.Metrics, rec kubesta
 			reps = append(reps, kubestatus.NewMirrorReporter(rec, o.Pod, name, o.EventInterval, nil))
 		}
 		cfg := controller.MirrorConfig(o.Controller, mir)
-		set.Mirrors = append(set.Mirrors, controller.New(cfg, o.Cloud, shared, log.With("table", name, "mirror", true), reps...))
+		set.Mirrors = append(set.Mirrors, controller.New(cfg, o.Cloud, shared, log.With("mirror", name), reps...))
 	}
 	return set
 }
