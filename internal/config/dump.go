@@ -145,6 +145,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("clusterCIDRs", strings.Join(cidrs, ",")),
 		slog.String("routeTable", c.RouteTable.ID),
 		slog.Int("subnets", len(c.Subnets)),
+		slog.Int("mirrors", len(c.Mirrors)),
 		slog.String("routes", string(c.Routes)),
 		slog.String("association", string(c.Association.Policy)),
 		slog.String("cloud", string(c.Cloud.Type)),
