@@ -238,7 +238,8 @@ func TestMirrorNeverChangesForeignRoutes(t *testing.T) {
 // TestMirrorFailureDoesNotDelayMain: a mirror that fails (5xx on every
 // request, 429 beyond the retry budget, at its route limit, missing, or
 // claimed by another cluster) does not keep the main table from its write
-// in the same pass, nor the other mirror from its own.
+// in the same pass, nor the other mirror from its own. (A 412 loop is
+// the "conflicting" mirror: another writer changes it after every read.)
 func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 	const hubTopology = `      - name: hub-routes
 `
@@ -266,6 +267,9 @@ func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 			}
 			s.putTable("appgw-routes", nil, routes...)
 		}, ""},
+		{"another writer on every read (412)", func(s *scenario) {
+			s.env.Server.SetFaults(fabric.Faults{IntruderRate: 1, Target: "/routeTables/appgw-routes"})
+		}, "kept changing under us"},
 		{"missing", func(s *scenario) {
 			s.associate(appGWSubnet, "") // a table in use cannot be deleted
 			s.deleteTable("appgw-routes")
