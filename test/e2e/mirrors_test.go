@@ -15,6 +15,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -83,7 +84,9 @@ func mirrorRoutes(t *testing.T, f fab, name string) map[string]route.Route {
 // writes the gateway's own table from the nodes: a node's route appears
 // there when the node registers and goes when it is deleted, the table's
 // own routes stay as they are, the main table and the node conditions are
-// never touched, and the mirror has its own metrics.
+// never touched, and the mirror has its own metrics. A second mirror,
+// claimed by another cluster, is refused (never written) and reported as
+// an event on routekeeper's Pod, while the first one works.
 func TestMirrorObserveMode(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := t.Context()
@@ -102,6 +105,15 @@ func TestMirrorObserveMode(t *testing.T) {
 	if _, err := f.Client.SetSubnetRouteTable(ctx, subnetID, tableID, s.Etag); err != nil {
 		t.Fatal(err)
 	}
+	// The hub's table belongs to another cluster: refused, reported.
+	hub, err := f.Client.GetRouteTable(ctx, mirrorTableID("hub-routes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub.Tags = map[string]string{route.ClaimTag: "prod"}
+	if hub, err = f.Client.PutRouteTable(ctx, hub, hub.Etag); err != nil {
+		t.Fatal(err)
+	}
 	before := f.table(t)
 	createNode(ctx, t, client, node{name: "mirror-0", podCIDRs: []string{podCIDR(80)}, ips: []string{nodeIP(80)}, networkUnavailable: true})
 	cond0, _ := condition(ctx, t, client, "mirror-0")
@@ -112,7 +124,7 @@ func TestMirrorObserveMode(t *testing.T) {
 	cfg.BatchWindow = 50 * time.Millisecond
 	m := metrics.New()
 	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kube-system", Name: "routekeeper-mirror", UID: "mirror-pod"}
-	start(t, daemon.Options{Controller: cfg, Mirrors: []controller.Mirror{mirrorOf("appgw-routes")}, Cloud: f.client(t, m), Kube: adminConfig(env), Metrics: m, Pod: pod})
+	start(t, daemon.Options{Controller: cfg, Mirrors: []controller.Mirror{mirrorOf("appgw-routes"), mirrorOf("hub-routes")}, Cloud: f.client(t, m), Kube: adminConfig(env), Metrics: m, Pod: pod})
 
 	want := func(nodes ...int) func() string {
 		return func() string {
@@ -161,6 +173,13 @@ func TestMirrorObserveMode(t *testing.T) {
 		}
 		return ""
 	})
+	ev := waitEvent(ctx, t, client, "kube-system", "Pod", pod.Name, kubestatus.EventMirrorFailed)
+	if !strings.Contains(ev.Note, "hub-routes") || !strings.Contains(ev.Note, `claimed by cluster "prod"`) {
+		t.Errorf("MirrorRouteTableFailed event %q, want it to name hub-routes and the other cluster", ev.Note)
+	}
+	if after, _ := f.Client.GetRouteTable(ctx, mirrorTableID("hub-routes")); after.Etag != hub.Etag {
+		t.Errorf("the table claimed by another cluster was written: etag %s -> %s", hub.Etag, after.Etag)
+	}
 	// Observe mode: the platform's table and the conditions are its own.
 	after := f.table(t)
 	if after.Etag != before.Etag {
