@@ -322,6 +322,7 @@ func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 func TestMirrorRunIndependent(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, appGWTopology)
 	cfg := scenarioConfig()
+	cfg.MaxRetryBackoff = time.Second // the mirror's retries stay frequent while it fails
 	src := &notifySource{staticSource: staticSource{nodes: workers(2)}}
 	rec, mrec := &recorder{}, &recorder{}
 	shared := Share(src, nil)
