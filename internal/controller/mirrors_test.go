@@ -364,7 +364,6 @@ func TestMirrorRunIndependent(t *testing.T) {
 // watch it).
 type notifySource struct {
 	staticSource
-	changed chan func()
 	watcher func()
 }
 
