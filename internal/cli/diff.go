@@ -30,6 +30,8 @@ type diffOutput struct {
 	Unclaimed   []plan.Change  `json:"unclaimed,omitempty"`
 	Unrouted    []unroutedNode `json:"unrouted,omitempty"`
 	Error       string         `json:"error,omitempty"`
+	// Mirrors are the mirror tables' diffs (config mirrors:, mirrors.go).
+	Mirrors []diffOutput `json:"mirrors,omitempty"`
 }
 
 type unroutedNode struct {
@@ -44,6 +46,11 @@ func (d diffOutput) pending() bool {
 	if d.Create || d.Claim || len(d.Changes) > 0 || len(d.Conflicts) > 0 || len(d.Unrouted) > 0 ||
 		len(d.HeldDeletes) > 0 || len(d.Unclaimed) > 0 {
 		return true
+	}
+	for _, m := range d.Mirrors {
+		if m.pending() {
+			return true
+		}
 	}
 	for _, a := range d.Associations {
 		// Adopting a table is bookkeeping: what it writes is in Changes.
@@ -119,24 +126,35 @@ would fail with, after printing what was decided), 2 for bad input.`,
 			}
 			defer conn.close()
 			ctx := cmd.Context()
-			ctrl, err := a.newController(ctx, cfg, conn.client)
+			set, err := a.newSet(ctx, cfg, conn.client)
 			if err != nil {
 				return err
 			}
-			res := ctrl.DryRun(ctx)
+			ctrl := set.Main
+			all := set.DryRun(ctx)
+			res := all[0]
 			if res.Decision == nil && res.Err != nil {
 				return res.Err
 			}
 			out := newDiffOutput(res, ctrl.Config().Mode == controller.Observe)
-			if a.output == "table" && !out.pending() && res.Err == nil {
+			out.Mirrors = mirrorDiffs(all[1:])
+			if a.output == "table" && !out.pending() && res.Err == nil && mirrorErr(all[1:]) == nil {
 				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date and every subnet is on it.\n", out.RouteTable)
 				return err
 			}
 			if err := a.print(out, func() table { return diffTable(out) }); err != nil {
 				return err
 			}
+			if a.output == "table" {
+				if err := a.printMirrorDiffs(out.Mirrors); err != nil {
+					return err
+				}
+			}
 			if res.Err != nil {
 				return res.Err
+			}
+			if err := mirrorErr(all[1:]); err != nil {
+				return err
 			}
 			if out.pending() {
 				return findings()

@@ -35,13 +35,14 @@ the cloud cannot be read, 2 for bad input.`,
 			}
 			defer conn.close()
 			ctx := cmd.Context()
-			ctrl, err := a.newController(ctx, cfg, conn.client)
+			set, err := a.newSet(ctx, cfg, conn.client)
 			if err != nil {
 				return err
 			}
 			// The same observe and decide as run: doctor has no rules of
 			// its own.
-			res := ctrl.DryRun(ctx)
+			all := set.DryRun(ctx)
+			res := all[0]
 			if res.Decision == nil && res.Err != nil {
 				return res.Err
 			}
@@ -59,6 +60,7 @@ the cloud cannot be read, 2 for bad input.`,
 				return err
 			}
 			rep.Add(doctor.CheckRouting(rin)...)
+			rep.Findings = append(rep.Findings, mirrorDoctor(cfg, all[1:])...)
 			if a.output == "table" && len(rep.Findings) == 0 {
 				fmt.Fprintln(a.stdout, "No problems found.")
 			} else if err := a.print(rep, func() table { return doctorTable(rep) }); err != nil {

@@ -65,6 +65,9 @@ region), 2 for bad input.`,
 			if err := o.Validate(); err != nil {
 				return usageErrorf("migrate: %w", err)
 			}
+			if err := refuseMirrorTarget(cfg, to); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			conn, err := a.connect(ctx, cfg, connectOptions{readOnly: dryRun})
 			if err != nil {

@@ -72,7 +72,10 @@ func (a *app) newRoutesCmd() *cobra.Command {
 		Use:   "routes",
 		Short: "Inspect the routes of the cluster's route table",
 	}
-	var cf configFlags
+	var (
+		cf        configFlags
+		tableFlag string
+	)
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the route table's routes, with who owns each",
@@ -81,7 +84,10 @@ or the table it was migrated to, or the one a followed swap moved to) as
 'az network route-table route list -o table' shows them, with an Owner column:
 "this cluster" (routekeeper manages it), "other cluster" (in the cluster
 route naming scheme but not this cluster's) or "custom" (anything else, which
-routekeeper never changes).`,
+routekeeper never changes).
+
+With --table, list one of the configuration's mirror tables (config
+mirrors:), by name or ARM ID, the same way.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
@@ -95,6 +101,14 @@ routekeeper never changes).`,
 			if err != nil {
 				return err
 			}
+			ms, err := a.mirrors(cmd.Context(), cfg, conn.client, ccfg)
+			if err != nil {
+				return err
+			}
+			if ccfg, err = selectTable(cfg, ccfg, ms, tableFlag); err != nil {
+				return err
+			}
+			configured := ccfg.RouteTableID
 			// The nodes tell whether a subnet's table lacks the node
 			// routes (then run re-associates ours); without them only the
 			// table is listed.
@@ -114,12 +128,13 @@ routekeeper never changes).`,
 			case res.Table == nil:
 				return fmt.Errorf("route table %s does not exist (%s)", d.Table, createNote(d))
 			}
-			if !strings.EqualFold(d.Table, cfg.RouteTable.ID) {
-				a.log.Info("listing the table routekeeper run keeps, not the configured one", "configured", cfg.RouteTable.ID, "table", d.Table, "why", string(d.Switch))
+			if !strings.EqualFold(d.Table, ccfg.RouteTableID) {
+				a.log.Info("listing the table routekeeper run keeps, not the configured one", "configured", configured, "table", d.Table, "why", string(d.Switch))
 			}
 			return a.printRoutes(res.Table, ownership(cfg))
 		},
 	}
+	list.Flags().StringVar(&tableFlag, "table", "", "list this table of the configuration: the main one (default) or a mirror, by name or ARM ID")
 	cf.register(list.Flags())
 	cmd.AddCommand(list)
 	return cmd

@@ -64,12 +64,16 @@ doctor make the same observation and decision without writing.`,
 				return err
 			}
 			defer conn.close()
-			ctrl, err := a.newController(ctx, cfg, conn.client)
+			set, err := a.newSet(ctx, cfg, conn.client)
 			if err != nil {
 				return err
 			}
-			res := ctrl.Reconcile(ctx)
+			// Every table at once: a failing mirror delays neither the
+			// main table nor the other mirrors.
+			all := set.Reconcile(ctx)
+			res := all[0]
 			a.logResult(res)
+			a.logMirrors(all[1:])
 			if res.Err != nil {
 				return res.Err
 			}
@@ -78,7 +82,10 @@ doctor make the same observation and decision without writing.`,
 					return err
 				}
 			}
-			if res.Unrouted() > 0 || res.AssociationProblems() > 0 {
+			if err := mirrorErr(all[1:]); err != nil {
+				return err
+			}
+			if res.Unrouted() > 0 || res.AssociationProblems() > 0 || mirrorFindings(all[1:]) {
 				return findings()
 			}
 			return nil
@@ -109,8 +116,13 @@ func (a *app) runDaemon(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	le := cfg.Controller.LeaderElection
+	ms, err := a.mirrors(ctx, cfg, conn.client, ccfg)
+	if err != nil {
+		return err
+	}
 	o := daemon.Options{
 		Controller: ccfg,
+		Mirrors:    ms,
 		Cloud:      conn.client,
 		Address:    cfg.Controller.MetricsAddress,
 		Metrics:    m,
@@ -129,7 +141,7 @@ func (a *app) runDaemon(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	a.log.Info("routekeeper running", "cluster", cfg.Cluster.Name, "routeTable", cfg.RouteTable.ID, "cloud", cfg.Cloud.Type,
-		"source", cfg.Source.Type, "routes", cfg.Routes, "leaderElection", le.Enabled)
+		"source", cfg.Source.Type, "routes", cfg.Routes, "leaderElection", le.Enabled, "mirrors", len(ms))
 	return daemon.Run(ctx, o)
 }
 

@@ -117,6 +117,9 @@ type Config struct {
 	Cloud       Cloud
 	Source      Source
 	Controller  Controller
+	// Mirrors are other route tables kept with the pod routes (mirrors.go);
+	// config file only.
+	Mirrors []Mirror
 
 	// AzureJSON is the azure.json that was merged, nil when none was read.
 	AzureJSON *AzureJSON
@@ -471,6 +474,7 @@ func (c *Config) fillDefaults() {
 	setStr("controller.leaderElection.namespace", &c.Controller.LeaderElection.Namespace, DefaultLeaderElectionNamespace)
 	setStr("controller.leaderElection.name", &c.Controller.LeaderElection.Name, DefaultLeaderElectionName)
 	setStr("controller.metricsAddress", &c.Controller.MetricsAddress, DefaultMetricsAddress)
+	c.fillMirrorDefaults()
 }
 
 // isSet reports whether the setting at path was given (file, flag or

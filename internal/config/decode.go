@@ -33,6 +33,10 @@ func (c *Config) walk(m *yamlfile.Value, prefix, file, relDir string, probs *Pro
 			path = prefix + "." + f.Key
 		}
 		v := f.Value
+		if path == "mirrors" {
+			c.decodeMirrors(v, file, f.Line, probs)
+			continue
+		}
 		if s, ok := lookupSetting(path); ok {
 			if v.IsNull() {
 				continue // "key:" with no value leaves the setting unset
@@ -59,7 +63,11 @@ func (c *Config) walk(m *yamlfile.Value, prefix, file, relDir string, probs *Pro
 			}
 			continue
 		}
-		probs.add(file, f.Line, path, "", "unknown field"+yamlfile.Suggest(f.Key, sectionKeys(prefix)))
+		keys := sectionKeys(prefix)
+		if prefix == "" {
+			keys = append(keys, "mirrors")
+		}
+		probs.add(file, f.Line, path, "", "unknown field"+yamlfile.Suggest(f.Key, keys))
 	}
 }
 

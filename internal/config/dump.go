@@ -69,6 +69,7 @@ func (c *Config) Dump() []byte {
 		}
 	}
 	emit(c.tree(), "")
+	b.WriteString(c.mirrorsYAML())
 	return b.Bytes()
 }
 
@@ -102,7 +103,7 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	if err := emit(c.tree()); err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	return c.appendMirrorsJSON(b.Bytes())
 }
 
 var plainYAML = regexp.MustCompile(`^[A-Za-z0-9/._-][A-Za-z0-9/._()-]*$`)
@@ -144,6 +145,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("clusterCIDRs", strings.Join(cidrs, ",")),
 		slog.String("routeTable", c.RouteTable.ID),
 		slog.Int("subnets", len(c.Subnets)),
+		slog.Int("mirrors", len(c.Mirrors)),
 		slog.String("routes", string(c.Routes)),
 		slog.String("association", string(c.Association.Policy)),
 		slog.String("cloud", string(c.Cloud.Type)),

@@ -40,6 +40,7 @@ func (c *Config) Validate() error {
 	v.cloud()
 	v.source()
 	v.controller()
+	v.mirrors()
 	return v.probs.err()
 }
 

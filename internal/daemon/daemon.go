@@ -76,6 +76,9 @@ type LeaderElection struct {
 type Options struct {
 	// Controller is the controller's configuration.
 	Controller controller.Config
+	// Mirrors are other route tables kept with the pod routes, each by a
+	// controller of its own (mirrors.go).
+	Mirrors []controller.Mirror
 	// Cloud is the route table and subnet back-end.
 	Cloud controller.Cloud
 	// Kube is the Kubernetes client configuration. When set, the nodes
@@ -130,6 +133,7 @@ func Run(ctx context.Context, o Options) error {
 	src := o.Source
 	var client kubernetes.Interface
 	var ks *kube.Source
+	var rec kubestatus.Recorder
 	if o.Kube != nil {
 		cfg := rest.CopyConfig(o.Kube)
 		if cfg.QPS == 0 {
@@ -145,7 +149,8 @@ func Run(ctx context.Context, o Options) error {
 		client = c
 		ks = kube.New(client, kube.Options{Logger: log.With("component", "nodes")})
 		src = ks
-		rec, stop := kubestatus.NewEventRecorder(ctx, client)
+		var stop func()
+		rec, stop = kubestatus.NewEventRecorder(ctx, client)
 		defer stop()
 		reporters = append(reporters, kubestatus.New(client, kubestatus.Options{
 			Mode:          o.Controller.Mode,
@@ -165,7 +170,17 @@ func Run(ctx context.Context, o Options) error {
 	if o.LeaderElection.Enabled {
 		leHealth = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
-	ctrl := controller.New(o.Controller, o.Cloud, src, log, reporters...)
+	// One controller per table: the main one, and one per mirror sharing
+	// the node source (mirrors.go).
+	var ctrl *controller.Controller
+	var run func(context.Context) error
+	if len(o.Mirrors) > 0 {
+		set := mirrorSet(o, src, m, rec, log, reporters)
+		ctrl, run = set.Main, set.Run
+	} else {
+		ctrl = controller.New(o.Controller, o.Cloud, src, log, reporters...)
+		run = ctrl.Run
+	}
 	var ready atomic.Bool
 	stopServer, err := serve(o, m, leHealth, ks, &ready, ctrl.SourceErr, log)
 	if err != nil {
@@ -199,10 +214,10 @@ func Run(ctx context.Context, o Options) error {
 			// The only replica: it leads.
 			m.SetLeader(true)
 			defer m.SetLeader(false)
-			done <- ctrl.Run(rctx)
+			done <- run(rctx)
 			return
 		}
-		done <- lead(rctx, client, o.LeaderElection, leHealth, m, log, ctrl.Run)
+		done <- lead(rctx, client, o.LeaderElection, leHealth, m, log, run)
 	}()
 	for {
 		select {

@@ -50,6 +50,17 @@ type Faults struct {
 	// makes it strike on the next N route table GETs.
 	IntruderRate     float64 `json:"intruderRate"`
 	IntruderNextGets int     `json:"intruderNextGets"`
+
+	// Target, when set, limits every fault above to the requests (and
+	// operations, and intruder strikes) on resources whose path contains
+	// it, compared case-insensitively: "/routeTables/appgw-routes" makes
+	// one route table throttled or failing while the others work.
+	Target string `json:"target,omitempty"`
+}
+
+// targets reports whether the faults apply to the resource path p.
+func (f Faults) targets(p string) bool {
+	return f.Target == "" || strings.Contains(strings.ToLower(p), strings.ToLower(f.Target))
 }
 
 // MarshalJSON writes Latency as a Go duration string ("250ms").
@@ -248,6 +259,9 @@ func (s *Server) quotaHeaders(q *request, write bool) {
 func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error {
 	s.mu.Lock()
 	f := s.faults
+	if !f.targets(q.r.URL.Path) {
+		f = Faults{}
+	}
 	now := s.now()
 	kind, capacity, refill, left := "read", f.ReadBucket, f.ReadRefillPerSecond, classicReads
 	if write {
@@ -301,9 +315,12 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 
 // failOperation decides whether a new long-running operation fails, and
 // with which code.
-func (s *Server) failOperation() (string, bool) {
+func (s *Server) failOperation(resourceID string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.faults.targets(resourceID) {
+		return "", false
+	}
 	code := s.faults.FailCode
 	if code == "" {
 		code = "InternalServerError"
@@ -328,7 +345,9 @@ var intruderPrefixBase = netip.MustParseAddr("198.18.0.0")
 func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 	s.mu.Lock()
 	strike := false
-	if s.intrLeft > 0 {
+	if !s.faults.targets(tableKey) {
+		// not the target: no strike
+	} else if s.intrLeft > 0 {
 		s.intrLeft--
 		strike = true
 	} else if s.faults.IntruderRate > 0 && s.rng.Float64() < s.faults.IntruderRate {

@@ -41,7 +41,7 @@ func (s *Server) newOp(kind, sub, location, resourceKey, resourceID, child strin
 		StartedAt: now.UnixNano(), EndsAt: now.Add(s.opDuration).UnixNano(),
 		Status: statusInProgress, Outcome: statusSucceeded, PrevDoc: prev,
 	}
-	if code, ok := s.failOperation(); ok {
+	if code, ok := s.failOperation(resourceID); ok {
 		o.Outcome = statusFailed
 		o.ErrorCode = code
 		o.ErrorMessage = fmt.Sprintf("The operation on %s failed (failure injected by the routekeeper fabric).", resourceID)
