@@ -43,6 +43,11 @@ func MirrorConfig(main Config, m Mirror) Config {
 		c.Location = m.Location
 	}
 	c.Mode = Manage
+	// Listing a table under mirrors: is the claim: routekeeper tags it as
+	// this cluster's with its first write, so routes of nodes that left
+	// are deleted from it like from the main table (an unclaimed table
+	// keeps them, since they might be another cluster's).
+	c.ClaimTable = true
 	return c
 }
 

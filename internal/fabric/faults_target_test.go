@@ -29,7 +29,10 @@ func TestFaultsTarget(t *testing.T) {
 	if got := e.srv.Faults().FailNextOperations; got != 1 {
 		t.Errorf("FailNextOperations left = %d after a write of another table, want 1", got)
 	}
-	if _, err := e.putTable(ctx, testRG, "mirror", table()); err == nil {
+	// A write that changes the table (a no-op PUT has no operation to fail).
+	changed := table()
+	changed.Tags = map[string]*string{"changed": ptr("yes")}
+	if _, err := e.putTable(ctx, testRG, "mirror", changed); err == nil {
 		t.Error("targeted table's operation succeeded, want it failed")
 	}
 
