@@ -46,7 +46,7 @@ make, 1 on errors, 2 for bad input.`,
 			}
 			p := res.Plan
 			out := diffOutput{RouteTable: cfg.RouteTable.ID, Create: p.Create, Claim: p.Claim, Changes: p.Changes, Conflicts: p.Conflicts}
-			if a.output == "table" && len(out.Changes) == 0 && len(out.Conflicts) == 0 && !out.Create && !out.Claim {
+			if a.humanOutput() && len(out.Changes) == 0 && len(out.Conflicts) == 0 && !out.Create && !out.Claim {
 				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date.\n", cfg.RouteTable.ID)
 				return err
 			}

@@ -52,12 +52,12 @@ the cloud cannot be read, 2 for bad input.`,
 			if err != nil {
 				return err
 			}
-			if a.output == "table" && len(rep.Findings) == 0 {
+			if a.humanOutput() && len(rep.Findings) == 0 {
 				fmt.Fprintln(a.stdout, "No problems found.")
 			} else if err := a.print(rep, func() table { return doctorTable(rep) }); err != nil {
 				return err
 			}
-			if a.output == "table" {
+			if a.humanOutput() {
 				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table; %d errors, %d findings in all.\n", rep.Routed, rep.Nodes, rep.Errors(), len(rep.Findings))
 			}
 			if rep.Errors() > 0 {

@@ -240,7 +240,7 @@ func (a *app) planError(cmd *cobra.Command, src *planSource, err error) error {
 }
 
 func (a *app) printPlanReport(r ipplan.Report) error {
-	if a.output != "table" {
+	if !a.humanOutput() {
 		return a.print(r, nil)
 	}
 	w := a.stdout

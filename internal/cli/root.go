@@ -26,7 +26,7 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 
-	output    string // -o table|json|yaml
+	out       outputOptions // -o and --query
 	logLevel  string
 	logFormat string
 	log       *slog.Logger
@@ -65,6 +65,7 @@ between the nodes of a Kubernetes cluster on Azure (kubenet, Calico policy-only,
 self-managed clusters): one route per node pod CIDR, in a route table that stays
 associated with the node subnets. With no Azure subscription configured it runs
 against an embedded local fabric that behaves like Azure Resource Manager.`,
+		Version:       buildVersion().Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,9 +75,11 @@ against an embedded local fabric that behaves like Azure Resource Manager.`,
 			return a.setup()
 		},
 	}
+	root.SetVersionTemplate("routekeeper {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	pf := root.PersistentFlags()
-	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
+	pf.StringVarP(&a.out.format, "output", "o", "table", "output format: table, json, yaml or tsv")
+	pf.StringVar(&a.out.query, "query", "", "JMESPath query applied to the JSON form of the result before -o renders it (see docs/cli.md)")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 
@@ -123,10 +126,8 @@ func (a *app) bindEnv(cmd *cobra.Command) error {
 
 // setup validates the global flags and makes the logger.
 func (a *app) setup() error {
-	switch a.output {
-	case "table", "json", "yaml":
-	default:
-		return usageErrorf("flag --output: %q is not one of table, json, yaml", a.output)
+	if err := a.out.compile(); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {

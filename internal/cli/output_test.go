@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOutputFormatsAndQuery runs `routes list` on the example cluster with
+// every -o and --query form a script would use, and compares each with a
+// golden file: the query applies to the JSON form, -o renders its result.
+func TestOutputFormatsAndQuery(t *testing.T) {
+	cfg := kthw(t)
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("run --once: exit %d: %s", res.code, res.stderr)
+	}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"tsv", []string{"-o", "tsv"}},
+		{"query-names-tsv", []string{"--query", "[].name", "-o", "tsv"}},
+		{"query-scalar-tsv", []string{"--query", "[0].nextHopIpAddress", "-o", "tsv"}},
+		{"query-hash-tsv", []string{"--query", "[].{prefix:addressPrefix, hop:nextHopIpAddress}", "-o", "tsv"}},
+		{"query-hash-json", []string{"--query", "[].{prefix:addressPrefix, hop:nextHopIpAddress}", "-o", "json"}},
+		{"query-hash-yaml", []string{"--query", "[].{prefix:addressPrefix, hop:nextHopIpAddress}", "-o", "yaml"}},
+		{"query-hash-table", []string{"--query", "[].{prefix:addressPrefix, hop:nextHopIpAddress}"}},
+		{"query-filter-table", []string{"--query", "[?nextHopIpAddress=='10.240.0.21'].name"}},
+		{"query-length-json", []string{"--query", "length(@)", "-o", "json"}},
+		{"query-no-match-tsv", []string{"--query", "[?name=='absent'].name", "-o", "tsv"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"routes", "list", "--config", cfg}, tc.args...)
+			res := runCLI(t, nil, "", args...)
+			if res.code != ExitOK {
+				t.Fatalf("routes list %v: exit %d: %s", tc.args, res.code, res.stderr)
+			}
+			golden(t, filepath.Join("testdata", "output", tc.name+".golden"), []byte(res.stdout))
+		})
+	}
+}
+
+// TestQueryDropsProse checks that with --query or a script format, diff and
+// doctor print their result alone, without the sentences meant for people.
+func TestQueryDropsProse(t *testing.T) {
+	cfg := kthw(t)
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("run --once: exit %d: %s", res.code, res.stderr)
+	}
+	// As in az, a top-level list prints one item per line; a list in a
+	// list is one tab-separated line.
+	for query, want := range map[string]string{"[routed, nodes]": "2\n2\n", "[[routed, nodes]]": "2\t2\n"} {
+		res := runCLI(t, nil, "", "doctor", "--config", cfg, "--query", query, "-o", "tsv")
+		if res.code != ExitOK || res.stdout != want {
+			t.Errorf("doctor --query %s -o tsv: exit %d, stdout %q; want 0 and %q", query, res.code, res.stdout, want)
+		}
+	}
+	res := runCLI(t, nil, "", "diff", "--config", cfg, "--query", "changes", "-o", "json")
+	if res.code != ExitOK || strings.TrimSpace(res.stdout) != "[]" {
+		t.Errorf("diff --query changes -o json: exit %d, stdout %q; want 0 and []", res.code, res.stdout)
+	}
+}
+
+func TestOutputFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown format", []string{"version", "-o", "xml"}, `flag --output: "xml" is not one of table, json, yaml, tsv`},
+		{"bad query", []string{"version", "--query", "[?"}, `flag --query: "[?" is not a valid JMESPath expression`},
+		{"query of the wrong type", []string{"version", "-o", "json", "--query", "abs(version)"}, `flag --query: "abs(version)"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runCLI(t, nil, "", tc.args...)
+			if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", res.code, res.stderr, ExitUsage, tc.want)
+			}
+		})
+	}
+}
+
+// TestVersion checks --version and `version` in every format. The build
+// information of a test binary has no module version, so the version is
+// "(devel)"; the Go version and platform vary and are replaced.
+func TestVersion(t *testing.T) {
+	info := buildVersion()
+	normalize := strings.NewReplacer(info.GoVersion, "GOVERSION", info.Platform, "PLATFORM")
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"flag", []string{"--version"}},
+		{"table", []string{"version"}},
+		{"json", []string{"version", "-o", "json"}},
+		{"yaml", []string{"version", "-o", "yaml"}},
+		{"query-tsv", []string{"version", "--query", "version", "-o", "tsv"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runCLI(t, nil, "", tc.args...)
+			if res.code != ExitOK {
+				t.Fatalf("%v: exit %d: %s", tc.args, res.code, res.stderr)
+			}
+			got := normalize.Replace(res.stdout)
+			if info.Commit != "" {
+				got = strings.ReplaceAll(got, info.Commit, "COMMIT")
+			}
+			golden(t, filepath.Join("testdata", "version", tc.name+".golden"), []byte(got))
+		})
+	}
+}
