@@ -42,15 +42,15 @@ func (f *configFlags) register(fs *pflag.FlagSet) {
 		switch {
 		case s.Kind.IsList():
 			p := new([]string)
-			fs.StringSliceVar(p, s.Flag, nil, usage)
+			fs.StringSliceVarP(p, s.Flag, s.Short, nil, usage)
 			f.lists[s.Path] = p
 		case s.Kind == config.KindBool:
 			p := new(bool)
-			fs.BoolVar(p, s.Flag, false, usage)
+			fs.BoolVarP(p, s.Flag, s.Short, false, usage)
 			f.bools[s.Path] = p
 		default:
 			p := new(string)
-			fs.Var(&textValue{p: p, typ: flagType(s.Kind)}, s.Flag, usage)
+			fs.VarP(&textValue{p: p, typ: flagType(s.Kind)}, s.Flag, s.Short, usage)
 			f.strs[s.Path] = p
 		}
 	}

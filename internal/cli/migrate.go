@@ -25,7 +25,7 @@ func (a *app) newMigrateCmd() *cobra.Command {
 		deleteOld bool
 	)
 	cmd := &cobra.Command{
-		Use:   "migrate --to <route table ID>",
+		Use:   "migrate --to <route table>",
 		Short: "Move the pod routes and the subnets to another route table, safely",
 		Long: `Move this cluster's route table (routeTable.id) to another table, with its
 subnets: the safe form of swapping a route table on a node subnet (seed 000).
@@ -51,12 +51,17 @@ region), 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if to == "" {
-				return usageErrorf("flag --to: the ID of the route table to migrate to is required")
+				return usageErrorf("flag --to: the route table to migrate to is required (its ARM ID, or its name with --resource-group/-g)")
 			}
 			cfg, err := a.loadConfig(cmd, &cf)
 			if err != nil {
 				return err
 			}
+			toID, err := cfg.Scope().RouteTableID(to)
+			if err != nil {
+				return usageErrorf("flag --to: %q: %w", to, err)
+			}
+			to = toID
 			o := migrate.Options{
 				Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
 				From: cfg.RouteTable.ID, To: to, Subnets: cfg.Subnets,
@@ -104,7 +109,7 @@ region), 2 for bad input.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "ARM ID of the route table to migrate to (it must exist)")
+	cmd.Flags().StringVar(&to, "to", "", "route table to migrate to (it must exist): its ARM ID, or its name with --resource-group/-g")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan from the live state and write nothing")
 	cmd.Flags().BoolVar(&deleteOld, "delete-old", false, "delete the old route table once no subnet uses it")
 	cf.register(cmd.Flags())

@@ -107,8 +107,11 @@ type Config struct {
 	// there is none.
 	File string
 
-	Cluster    Cluster
-	RouteTable RouteTable
+	Cluster Cluster
+	// ResourceGroup is where route tables and subnets given by name (not
+	// by ARM ID) live; "" falls back to azure.json's resourceGroup.
+	ResourceGroup string
+	RouteTable    RouteTable
 	// Subnets are the IDs of the subnets the route table must stay
 	// associated with.
 	Subnets     []string
@@ -390,6 +393,7 @@ func (c *Config) complete(defaultAzureJSON string) error {
 		c.Source.Inventory.Allocations = DefaultAllocationsPath(c.Source.Inventory.File)
 	}
 	c.fillDefaults()
+	c.resolveNames()
 	return nil
 }
 

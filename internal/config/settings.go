@@ -34,6 +34,8 @@ type Setting struct {
 	Path string
 	// Flag is the flag name without dashes, for example "route-limit".
 	Flag string
+	// Short is the one-letter flag, "" for none.
+	Short string
 	Kind Kind
 	// Values are the allowed values of an enum.
 	Values []string
@@ -64,8 +66,11 @@ var settings = []Setting{
 		Usage: "prefix length of the IPv6 pod CIDR IPAM gives each node",
 		ptr:   func(c *Config) any { return &c.Cluster.NodeCIDRMaskSizeIPv6 }},
 
-	{Path: "routeTable.id", Flag: "route-table", Kind: KindString,
-		Usage: "ARM ID of the route table that holds the pod routes",
+	{Path: "resourceGroup", Flag: "resource-group", Short: "g", Kind: KindString,
+		Usage: "resource group of a route table or subnets given by name (default: azure.json's resourceGroup)",
+		ptr:   func(c *Config) any { return &c.ResourceGroup }},
+	{Path: "routeTable.id", Flag: "route-table", Short: "n", Kind: KindString,
+		Usage: "the route table that holds the pod routes: its ARM ID, or its name with --resource-group/-g",
 		ptr:   func(c *Config) any { return &c.RouteTable.ID }},
 	{Path: "routeTable.create", Flag: "create-route-table", Kind: KindBool, Default: "false",
 		Usage: "create the route table (tagged with the cluster name) when it is missing",
@@ -78,7 +83,7 @@ var settings = []Setting{
 		ptr:   func(c *Config) any { return &c.RouteTable.RouteLimit }},
 
 	{Path: "subnets", Flag: "subnet", Kind: KindStrings,
-		Usage: "ARM ID of a subnet the route table must stay associated with (repeat or separate with commas)",
+		Usage: "a subnet the route table must stay associated with: its ARM ID, or <vnet>/<subnet> with --resource-group/-g (repeat or separate with commas)",
 		ptr:   func(c *Config) any { return &c.Subnets }},
 
 	{Path: "association.policy", Flag: "association-policy", Kind: KindEnum, Default: "enforce",

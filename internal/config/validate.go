@@ -215,7 +215,9 @@ func (v *validator) routeTable() {
 	rt := c.RouteTable
 	var table *arm.ResourceID
 	if rt.ID == "" {
-		v.bad("routeTable.id", -1, rt.ID, "required: the route table's ARM ID, "+routeTableIDExample)
+		v.bad("routeTable.id", -1, rt.ID, "required: the route table's ARM ID, "+routeTableIDExample+", or its name with --resource-group/-g")
+	} else if _, err := c.Scope().RouteTableID(rt.ID); err != nil {
+		v.bad("routeTable.id", -1, rt.ID, err.Error())
 	} else if r, why := armID(rt.ID, "Microsoft.Network/routeTables", routeTableIDExample); why != "" {
 		v.bad("routeTable.id", -1, rt.ID, why)
 	} else {
@@ -232,6 +234,10 @@ func (v *validator) routeTable() {
 	}
 	seen := map[string]int{}
 	for i, s := range c.Subnets {
+		if _, err := c.Scope().SubnetID(s); err != nil {
+			v.bad("subnets", i, s, err.Error())
+			continue
+		}
 		r, why := armID(s, "Microsoft.Network/virtualNetworks/subnets", subnetIDExample)
 		if why != "" {
 			v.bad("subnets", i, s, why)
