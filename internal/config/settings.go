@@ -36,7 +36,7 @@ type Setting struct {
 	Flag string
 	// Short is the one-letter flag, "" for none.
 	Short string
-	Kind Kind
+	Kind  Kind
 	// Values are the allowed values of an enum.
 	Values []string
 	// Default is the default as documented ("" for none).
