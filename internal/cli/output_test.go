@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,6 +110,51 @@ func TestVersion(t *testing.T) {
 				got = strings.ReplaceAll(got, info.Commit, "COMMIT")
 			}
 			golden(t, filepath.Join("testdata", "version", tc.name+".golden"), []byte(got))
+		})
+	}
+}
+
+// TestEnvironment checks the warnings for ROUTEKEEPER_* variables nothing
+// reads and the message for a boolean variable or flag that is not true or
+// false.
+func TestEnvironment(t *testing.T) {
+	cfg := kthw(t)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		code    int
+		want    string
+		notWant string
+	}{
+		{"misspelled variable", map[string]string{"ROUTEKEEPER_ROUT_TABLE": "x"}, []string{"version"}, ExitOK,
+			"environment variable ROUTEKEEPER_ROUT_TABLE is not one routekeeper reads; it is ignored (did you mean ROUTEKEEPER_ROUTE_TABLE?)", ""},
+		{"unrelated variable", map[string]string{"ROUTEKEEPER_SOMETHING_ELSE_ENTIRELY": "x"}, []string{"version"}, ExitOK,
+			"environment variable ROUTEKEEPER_SOMETHING_ELSE_ENTIRELY is not one routekeeper reads; it is ignored\"", "did you mean"},
+		{"another command's variable is known", map[string]string{"ROUTEKEEPER_LISTEN": "127.0.0.1:0", "ROUTEKEEPER_ENDPOINT": "http://127.0.0.1:1"}, []string{"version"}, ExitOK,
+			"", "not one routekeeper reads"},
+		{"boolean variable", map[string]string{"ROUTEKEEPER_CREATE_ROUTE_TABLE": "yes"}, []string{"diff", "--config", cfg}, ExitUsage,
+			"environment variable ROUTEKEEPER_CREATE_ROUTE_TABLE=yes: use true or false", "strconv"},
+		{"boolean flag", nil, []string{"diff", "--config", cfg, "--create-route-table=yes"}, ExitUsage,
+			"flag --create-route-table=yes: use true or false", "strconv"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var environ []string
+			for k, v := range tc.env {
+				environ = append(environ, k+"="+v)
+			}
+			var out, errOut strings.Builder
+			code := runWith(context.Background(), tc.args, strings.NewReader(""), &out, &errOut, func(k string) string { return tc.env[k] }, environ)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, errOut.String())
+			}
+			if tc.want != "" && !strings.Contains(errOut.String(), tc.want) {
+				t.Errorf("stderr does not contain %q:\n%s", tc.want, errOut.String())
+			}
+			if tc.notWant != "" && strings.Contains(errOut.String(), tc.notWant) {
+				t.Errorf("stderr contains %q:\n%s", tc.notWant, errOut.String())
+			}
 		})
 	}
 }

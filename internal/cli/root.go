@@ -8,11 +8,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/routekeeper/routekeeper/internal/yamlfile"
 )
 
 // envPrefix is the prefix of the environment variables that set flags:
@@ -25,6 +30,7 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	environ        []string // NAME=value; nil when unknown (tests)
 
 	out       outputOptions // -o and --query
 	logLevel  string
@@ -35,11 +41,17 @@ type app struct {
 // Run runs routekeeper with args (without the program name) and returns the
 // process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(ctx, args, stdin, stdout, stderr, os.Getenv)
+	return runWith(ctx, args, stdin, stdout, stderr, os.Getenv, os.Environ())
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return runWith(ctx, args, stdin, stdout, stderr, getenv, nil)
+}
+
+// runWith is run with the whole environment as well, "NAME=value" strings,
+// to warn about ROUTEKEEPER_* variables that no flag reads.
+func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, environ []string) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, environ: environ}
 	root := a.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -72,11 +84,15 @@ against an embedded local fabric that behaves like Azure Resource Manager.`,
 			if err := a.bindEnv(cmd); err != nil {
 				return err
 			}
-			return a.setup()
+			if err := a.setup(); err != nil {
+				return err
+			}
+			a.warnUnknownEnv(cmd.Root())
+			return nil
 		},
 	}
 	root.SetVersionTemplate("routekeeper {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(explainFlagError(err)) })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.out.format, "output", "o", "table", "output format: table, json, yaml or tsv")
 	pf.StringVar(&a.out.query, "query", "", "JMESPath query applied to the JSON form of the result before -o renders it (see docs/cli.md)")
@@ -111,7 +127,11 @@ func (a *app) bindEnv(cmd *cobra.Command) error {
 			return
 		}
 		if err := f.Value.Set(v); err != nil {
-			errs = append(errs, fmt.Sprintf("environment variable %s=%q: %v", name, v, err))
+			if f.Value.Type() == "bool" {
+				errs = append(errs, fmt.Sprintf("environment variable %s=%s: use true or false", name, v))
+			} else {
+				errs = append(errs, fmt.Sprintf("environment variable %s=%q: %v", name, v, err))
+			}
 			return
 		}
 		f.Changed = true
@@ -143,4 +163,63 @@ func (a *app) setup() error {
 		return usageErrorf("flag --log-format: %q is not one of text, json", a.logFormat)
 	}
 	return nil
+}
+
+// envName is the ROUTEKEEPER_* variable of a flag.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// otherEnv are ROUTEKEEPER_* variables read without a flag of their own.
+var otherEnv = []string{envPrefix + "ENDPOINT"}
+
+// warnUnknownEnv warns about each ROUTEKEEPER_* variable that no flag of
+// any command reads (a misspelling is otherwise silently ignored), with the
+// nearest known name.
+func (a *app) warnUnknownEnv(root *cobra.Command) {
+	if a.environ == nil {
+		return
+	}
+	known := map[string]bool{}
+	for _, n := range otherEnv {
+		known[n] = true
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		add := func(f *pflag.Flag) { known[envName(f.Name)] = true }
+		c.LocalFlags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	names := slices.Sorted(maps.Keys(known))
+	for _, kv := range a.environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || known[name] {
+			continue
+		}
+		hint := yamlfile.Suggest(name, names)
+		if !strings.HasPrefix(hint, " (did you mean") {
+			hint = ""
+		}
+		a.log.Warn(fmt.Sprintf("environment variable %s is not one routekeeper reads; it is ignored%s", name, hint))
+	}
+}
+
+// flagValueError is pflag's message for a boolean value it cannot parse.
+var flagValueError = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: strconv\.ParseBool`)
+
+// explainFlagError says what a boolean flag takes instead of strconv's
+// message.
+func explainFlagError(err error) error {
+	if m := flagValueError.FindStringSubmatch(err.Error()); m != nil {
+		flag := m[2]
+		if i := strings.Index(flag, "--"); i >= 0 {
+			flag = flag[i:]
+		}
+		return fmt.Errorf("flag %s=%s: use true or false", flag, m[1])
+	}
+	return err
 }
