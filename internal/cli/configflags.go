@@ -28,13 +28,27 @@ type configFlags struct {
 	bools map[string]*bool
 }
 
-// register adds --config and the setting flags to fs.
-func (f *configFlags) register(fs *pflag.FlagSet) {
+// The settings each command reads (see config.Use): its --help lists only
+// their flags, and only their ROUTEKEEPER_* variables are bound.
+const (
+	runSettings     = config.UseAll
+	diffSettings    = config.UseTarget | config.UseCloud | config.UseNodes | config.UseAssociation
+	doctorSettings  = config.UseTarget | config.UseCloud | config.UseNodes
+	routesSettings  = config.UseTarget | config.UseCloud
+	migrateSettings = config.UseTarget | config.UseCloud
+)
+
+// register adds --config and the flags of the settings in the groups use to
+// fs.
+func (f *configFlags) register(fs *pflag.FlagSet, use config.Use) {
 	fs.StringVar(&f.file, "config", "", "configuration file (YAML); flags and ROUTEKEEPER_* variables override its settings")
 	f.strs = map[string]*string{}
 	f.lists = map[string]*[]string{}
 	f.bools = map[string]*bool{}
 	for _, s := range config.Settings() {
+		if !s.UsedBy(use) {
+			continue
+		}
 		usage := s.Usage
 		if s.Default != "" && s.Kind != config.KindBool && !strings.Contains(usage, "(default") {
 			usage += " (default " + s.Default + ")"

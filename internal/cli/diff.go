@@ -59,7 +59,7 @@ make, 1 on errors, 2 for bad input.`,
 			return nil
 		},
 	}
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), diffSettings)
 	return cmd
 }
 

@@ -66,7 +66,7 @@ the cloud cannot be read, 2 for bad input.`,
 			return nil
 		},
 	}
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), doctorSettings)
 	return cmd
 }
 

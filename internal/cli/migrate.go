@@ -112,7 +112,7 @@ region), 2 for bad input.`,
 	cmd.Flags().StringVar(&to, "to", "", "route table to migrate to (it must exist): its ARM ID, or its name with --resource-group/-g")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan from the live state and write nothing")
 	cmd.Flags().BoolVar(&deleteOld, "delete-old", false, "delete the old route table once no subnet uses it")
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), migrateSettings)
 	return cmd
 }
 

@@ -158,3 +158,43 @@ func TestEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpListsOnlyUsedFlags checks that each command's --help lists the
+// flags of the settings it reads and none of the controller's.
+func TestHelpListsOnlyUsedFlags(t *testing.T) {
+	controllerOnly := []string{"--leader-elect", "--batch-window", "--resync", "--metrics-address", "--association-interval"}
+	tests := []struct {
+		args    []string
+		want    []string
+		notWant []string
+	}{
+		{[]string{"run", "--help"}, append([]string{"--route-table", "--resource-group", "--inventory", "--use-managed-identity", "--association-policy"}, controllerOnly...), nil},
+		{[]string{"diff", "--help"}, []string{"--route-table", "-g, --resource-group", "--inventory", "--association-policy", "--subscription"}, controllerOnly},
+		{[]string{"doctor", "--help"}, []string{"--route-table", "--inventory", "--kubeconfig", "--subscription"}, append([]string{"--association-policy"}, controllerOnly...)},
+		{[]string{"routes", "list", "--help"}, []string{"-n, --route-table", "--cluster-cidr", "--state"}, append([]string{"--inventory", "--kubeconfig", "--association-policy"}, controllerOnly...)},
+		{[]string{"migrate", "--help"}, []string{"--to", "--route-table", "--subnet"}, append([]string{"--inventory", "--association-policy"}, controllerOnly...)},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args[:len(tc.args)-1], " "), func(t *testing.T) {
+			res := runCLI(t, nil, "", tc.args...)
+			if res.code != ExitOK {
+				t.Fatalf("exit %d: %s", res.code, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stdout, w) {
+					t.Errorf("help does not list %s", w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(res.stdout, w+" ") {
+					t.Errorf("help lists %s, which this command does not use", w)
+				}
+			}
+		})
+	}
+	// A controller flag on a read-only command is a usage error, not
+	// silently ignored.
+	if res := runCLI(t, nil, "", "doctor", "--resync", "1m"); res.code != ExitUsage || !strings.Contains(res.stderr, "unknown flag: --resync") {
+		t.Errorf("doctor --resync: exit %d, stderr %q; want 2 and unknown flag", res.code, res.stderr)
+	}
+}

@@ -88,7 +88,7 @@ routekeeper never changes).`,
 			return a.printRoutes(t, ownership(cfg))
 		},
 	}
-	cf.register(list.Flags())
+	cf.register(list.Flags(), routesSettings)
 	cmd.AddCommand(list)
 	return cmd
 }

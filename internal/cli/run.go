@@ -80,7 +80,7 @@ no pod CIDR: see the log), 1 when the reconcile failed, 2 for bad input.`,
 		},
 	}
 	cmd.Flags().BoolVar(&once, "once", false, "reconcile once, print the route table and exit")
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), runSettings)
 	return cmd
 }
 
