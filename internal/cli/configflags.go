@@ -85,6 +85,9 @@ func (f *configFlags) load(fs *pflag.FlagSet) (*config.Config, error) {
 	} else {
 		cfg = config.New()
 	}
+	if f.getenv != nil {
+		cfg.SetInCluster(f.getenv("KUBERNETES_SERVICE_HOST") != "")
+	}
 	var probs config.Problems
 	for _, s := range config.Settings() {
 		fl := fs.Lookup(s.Flag)

@@ -40,12 +40,18 @@ const (
 	DefaultResync                  = 60 * time.Second
 	DefaultLeaderElectionNamespace = "kube-system"
 	DefaultLeaderElectionName      = "routekeeper"
-	DefaultMetricsAddress          = ":9090"
-	DefaultLeaseDuration           = 15 * time.Second
-	DefaultRenewDeadline           = 10 * time.Second
-	DefaultRetryPeriod             = 2 * time.Second
-	DefaultKubeQPS                 = 50
-	DefaultKubeBurst               = 500
+	// DefaultMetricsAddress is where /metrics, /healthz and /readyz are
+	// served outside a Kubernetes pod: loopback only, so a laptop or VM run
+	// exposes nothing; port 10271 rather than Prometheus's own 9090.
+	DefaultMetricsAddress = "127.0.0.1:10271"
+	// InClusterMetricsAddress is the default in a Kubernetes pod (see
+	// Config.SetInCluster), where Prometheus scrapes the pod's address.
+	InClusterMetricsAddress = ":10271"
+	DefaultLeaseDuration    = 15 * time.Second
+	DefaultRenewDeadline    = 10 * time.Second
+	DefaultRetryPeriod      = 2 * time.Second
+	DefaultKubeQPS          = 50
+	DefaultKubeBurst        = 500
 )
 
 // AssociationPolicy says what the association guard does when a configured
@@ -129,7 +135,14 @@ type Config struct {
 	origins map[string]origin
 	// secretConflict: both clientSecret and clientSecretFile were given.
 	secretConflict bool
+	// inCluster: routekeeper runs in a Kubernetes pod (SetInCluster).
+	inCluster bool
 }
+
+// SetInCluster tells Complete that routekeeper runs in a Kubernetes pod
+// (KUBERNETES_SERVICE_HOST is set): the metrics address then defaults to
+// every interface of the pod rather than loopback. Call it before Complete.
+func (c *Config) SetInCluster(in bool) { c.inCluster = in }
 
 // Cluster describes the Kubernetes cluster.
 type Cluster struct {
@@ -444,7 +457,11 @@ func (c *Config) fillDefaults() {
 	setInt("source.kube.burst", &c.Source.Kube.Burst, DefaultKubeBurst)
 	setStr("controller.leaderElection.namespace", &c.Controller.LeaderElection.Namespace, DefaultLeaderElectionNamespace)
 	setStr("controller.leaderElection.name", &c.Controller.LeaderElection.Name, DefaultLeaderElectionName)
-	setStr("controller.metricsAddress", &c.Controller.MetricsAddress, DefaultMetricsAddress)
+	metrics := DefaultMetricsAddress
+	if c.inCluster {
+		metrics = InClusterMetricsAddress
+	}
+	setStr("controller.metricsAddress", &c.Controller.MetricsAddress, metrics)
 }
 
 // isSet reports whether the setting at path was given (file, flag or

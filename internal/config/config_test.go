@@ -83,7 +83,7 @@ func TestLoadKTHWExample(t *testing.T) {
 			Allocations: filepath.Join(dir, "nodes.allocations.json"),
 		}, Kube: KubeSource{QPS: 50, Burst: 500}},
 		Controller: Controller{
-			BatchWindow: 200 * time.Millisecond, MaxBatchDelay: time.Second, Resync: time.Minute, MetricsAddress: ":9090",
+			BatchWindow: 200 * time.Millisecond, MaxBatchDelay: time.Second, Resync: time.Minute, MetricsAddress: DefaultMetricsAddress,
 			LeaderElection: LeaderElection{Namespace: "kube-system", Name: "routekeeper",
 				LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		},

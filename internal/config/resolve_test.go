@@ -71,3 +71,35 @@ func TestResolveNames(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsAddressDefault: loopback outside a cluster, every interface
+// of the pod in one; an explicit value (even "", off) always wins.
+func TestMetricsAddressDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		inCluster bool
+		set       []string
+		want      string
+	}{
+		{"laptop", false, nil, "127.0.0.1:10271"},
+		{"pod", true, nil, ":10271"},
+		{"off", true, []string{""}, ""},
+		{"explicit", false, []string{":9100"}, ":9100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New()
+			c.SetInCluster(tc.inCluster)
+			if tc.set != nil {
+				if err := c.Set("controller.metricsAddress", tc.set, "--metrics-address"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			if c.Controller.MetricsAddress != tc.want {
+				t.Errorf("metricsAddress = %q, want %q", c.Controller.MetricsAddress, tc.want)
+			}
+		})
+	}
+}

@@ -222,7 +222,7 @@ var settings = []Setting{
 		Usage: "time between tries to acquire or renew the lease",
 		ptr:   func(c *Config) any { return &c.Controller.LeaderElection.RetryPeriod }},
 	{Path: "controller.metricsAddress", Use: UseController, Flag: "metrics-address", Kind: KindString, Default: DefaultMetricsAddress,
-		Usage: `address /metrics, /healthz and /readyz are served on ("" turns them off)`,
+		Usage: `address /metrics, /healthz and /readyz are served on ("" turns them off; default in a Kubernetes pod: ` + InClusterMetricsAddress + `)`,
 		ptr:   func(c *Config) any { return &c.Controller.MetricsAddress }},
 }
 

@@ -368,7 +368,7 @@ func (v *validator) controller() {
 		_, port, err := net.SplitHostPort(addr)
 		n, perr := strconv.Atoi(port)
 		if err != nil || perr != nil || n < 0 || n > 65535 {
-			v.bad("controller.metricsAddress", -1, addr, `not a listen address: want host:port or :port, for example ":9090" ("" turns metrics off)`)
+			v.bad("controller.metricsAddress", -1, addr, `not a listen address: want host:port or :port, for example ":10271" or "127.0.0.1:10271" ("" turns metrics off)`)
 		}
 	}
 }
