@@ -29,8 +29,8 @@ type connectOptions struct {
 	// readOnly: the command only reads; a local state file that does not
 	// exist yet is an error rather than a new empty state.
 	readOnly bool
-	// applyTopology: apply cloud.local.topology (idempotently) first, so
-	// that a fresh local state holds the network the config names.
+	// applyTopology: apply cloud.local.topology when the local state is
+	// created, so that a new state holds the network the config names.
 	applyTopology bool
 	// observer sees every ARM call (metrics).
 	observer azure.Observer
@@ -88,6 +88,11 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 			return nil, fmt.Errorf("local fabric state %s does not exist yet: run `routekeeper run` (or `routekeeper fabric apply`) first", state)
 		}
 	}
+	// The topology describes the network a new state starts from: apply
+	// it only when the state is created, so that what routekeeper (or
+	// anyone) changed since, a stale route run deleted, stays changed.
+	_, statErr := os.Stat(state)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
 	store, err := fabric.Open(ctx, state)
 	if err != nil {
 		return nil, fmt.Errorf("opening the local fabric state %s: %w", state, err)
@@ -111,7 +116,7 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		return nil, err
 	}
 	conn := &cloudConn{client: c, fabric: srv, close: func() { store.Close() }}
-	if o.applyTopology && cfg.Cloud.Local.Topology != "" {
+	if o.applyTopology && fresh && cfg.Cloud.Local.Topology != "" {
 		if err := a.applyTopology(ctx, cfg.Cloud.Local.Topology, srv); err != nil {
 			conn.close()
 			return nil, err
@@ -120,9 +125,8 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 	return conn, nil
 }
 
-// applyTopology makes the local fabric hold the network of a topology
-// file. It only creates what is missing and updates what the file declares,
-// so it never undoes routekeeper's own work (the table association).
+// applyTopology makes a new local fabric state hold the network of a
+// topology file.
 func (a *app) applyTopology(ctx context.Context, path string, srv *fabric.Server) error {
 	t, err := fabric.LoadTopology(path)
 	if err != nil {

@@ -141,7 +141,7 @@ var settings = []Setting{
 		Usage: "state file of the local fabric (default: the fabric's default state file)",
 		ptr:   func(c *Config) any { return &c.Cloud.Local.State }},
 	{Path: "cloud.local.topology", Use: UseCloud, Flag: "topology", Kind: KindPath,
-		Usage: "topology file applied to the local fabric at start (resource groups, virtual networks, subnets)",
+		Usage: "topology file applied when the local fabric state is created (resource groups, virtual networks, subnets); later starts leave the state as it is",
 		ptr:   func(c *Config) any { return &c.Cloud.Local.Topology }},
 	{Path: "cloud.local.operationDuration", Use: UseCloud, Flag: "operation-duration", Kind: KindDuration, Default: "0s",
 		Usage: "how long the local fabric's long-running operations take",
