@@ -81,7 +81,7 @@ subnet. Unset values get Azure's defaults: pod CIDR 10.244.0.0/16, service CIDR
 Without --plugin all three plugins are compared and problems that concern only
 some of them are warnings; name the plugin(s) you will use to make them errors.
 The command exits 3 when there is any error finding. Only IPv4 is supported.`,
-		Example: `  # Seed 004: a /24 node subnet, Azure's defaults
+		Example: `  # Microsoft's kubenet article: a /24 node subnet, Azure's defaults
   routekeeper ipplan --vnet 192.168.0.0/16 --subnet myAKSSubnet=192.168.1.0/24
 
   # Microsoft's worked example: 50 nodes + 1 surge at 30 pods under Azure CNI

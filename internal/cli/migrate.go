@@ -28,7 +28,8 @@ func (a *app) newMigrateCmd() *cobra.Command {
 		Use:   "migrate --to <route table>",
 		Short: "Move the pod routes and the subnets to another route table, safely",
 		Long: `Move this cluster's route table (routeTable.id) to another table, with its
-subnets: the safe form of swapping a route table on a node subnet (seed 000).
+subnets: the safe form of swapping a route table on a node subnet (putting a
+new, empty table on the subnet stops pod traffic until it holds the routes).
 
 The steps: check (refuse on conflicts), copy the cluster's routes and the
 custom routes into the new table (one PUT, keeping its own routes, tagging it
