@@ -61,10 +61,11 @@ func (a *app) session(cmd *cobra.Command, cf *configFlags, o connectOptions) (*c
 func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions) (*cloudConn, error) {
 	if cfg.Cloud.Type == config.CloudAzure {
 		az := cfg.Cloud.Azure
-		cred, err := azure.NewCredential(azure.CredentialConfig{
+		cc := azure.CredentialConfig{
 			Cloud: az.Cloud, TenantID: az.TenantID, ClientID: az.ClientID, ClientSecret: az.ClientSecret.Reveal(),
 			UseManagedIdentity: az.UseManagedIdentity, UserAssignedIdentityID: az.UserAssignedIdentityID,
-		})
+		}
+		cred, err := azure.NewCredential(cc)
 		if err != nil {
 			return nil, fmt.Errorf("azure credential: %w", err)
 		}
@@ -72,7 +73,14 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		if err != nil {
 			return nil, usageErrorf("config %s: cloud.azure.cloud: %w", cfg.File, err)
 		}
-		c, err := azure.New(azure.Options{Credential: cred, ClientOptions: opts, Logger: a.log, Observer: o.observer})
+		scope, err := azure.TokenScope(az.Cloud)
+		if err != nil {
+			return nil, usageErrorf("config %s: cloud.azure.cloud: %w", cfg.File, err)
+		}
+		if err := a.firstToken(ctx, cred, azure.DescribeCredential(cc), scope, credentialTimeout); err != nil {
+			return nil, err
+		}
+		c, err := azure.New(azure.Options{Credential: cred, ClientOptions: opts, Logger: a.log, Observer: o.observer, Wait: a.waitProgress})
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +118,7 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		PollFrequency: time.Second,
 		Logger:        a.log,
 		Observer:      o.observer,
+		Wait:          a.waitProgress,
 	})
 	if err != nil {
 		store.Close()

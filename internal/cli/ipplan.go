@@ -382,7 +382,7 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 	for i, id := range cfg.Subnets {
 		s, err := r.GetSubnet(ctx, id)
 		if err != nil {
-			return p, fmt.Errorf("reading subnet %s (config subnets[%d]): %w", id, i, err)
+			return p, fmt.Errorf("config subnets[%d]: %w", i, err)
 		}
 		vnetID, err := azure.VNetOfSubnet(id)
 		if err != nil {
@@ -413,7 +413,7 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 	for _, id := range vnetIDs {
 		v, err := r.GetVirtualNetwork(ctx, id)
 		if err != nil {
-			return p, fmt.Errorf("reading virtual network %s: %w", id, err)
+			return p, err // it names the operation and the network
 		}
 		for _, prefix := range v.AddressPrefixes {
 			if isIPv6(prefix) {

@@ -78,15 +78,29 @@ region), 2 for bad input.`,
 			}
 			defer conn.close()
 
+			// On a terminal each step shows as a progress line; the log
+			// keeps both ends of every step.
+			var stepDone func(error)
 			progress := func(s migrate.Step) error {
 				if s.Status == migrate.Applied {
+					if stepDone != nil {
+						stepDone(nil)
+						stepDone = nil
+					}
 					a.log.Info("migrate: step done", "step", s.N, "action", s.Action, "resource", s.Resource)
 				} else {
 					a.log.Info("migrate: step starting", "step", s.N, "action", s.Action, "resource", s.Resource, "detail", s.Detail)
+					if stepDone != nil {
+						stepDone(nil)
+					}
+					stepDone = a.progress(fmt.Sprintf("migrate step %d: %s %s", s.N, s.Action, shortID(s.Resource)))
 				}
 				return nil
 			}
 			p, err := migrate.Run(ctx, conn.client, o, migrate.RunOptions{DryRun: dryRun, Progress: progress})
+			if stepDone != nil {
+				stepDone(err)
+			}
 			if p != nil {
 				out := migrateOutput{DryRun: dryRun, Complete: p.Complete(), Plan: p}
 				if perr := a.print(out, func() table { return migrateTable(p) }); perr != nil {

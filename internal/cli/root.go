@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -30,7 +31,9 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	environ        []string // NAME=value; nil when unknown (tests)
+	environ        []string    // NAME=value; nil when unknown (tests)
+	tty            bool        // stderr is a terminal: show progress
+	progressOpen   atomic.Bool // a progress line is open (progress.go)
 
 	out       outputOptions // -o and --query
 	logLevel  string
@@ -51,7 +54,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // runWith is run with the whole environment as well, "NAME=value" strings,
 // to warn about ROUTEKEEPER_* variables that no flag reads.
 func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, environ []string) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, environ: environ}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, environ: environ, tty: isTerminal(stderr)}
 	root := a.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)

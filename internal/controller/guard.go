@@ -260,7 +260,7 @@ func (c *Controller) followSubnets(ctx context.Context, reads []subnetRead) (str
 	case errors.Is(err, cloud.ErrNotFound):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("association guard: reading route table %s that a subnet now uses: %w", to, err)
+		return "", fmt.Errorf("association guard: the table a subnet now uses: %w", err)
 	}
 	if claim := t.Claim(); claim != "" && claim != c.cfg.Cluster {
 		c.log.Warn("subnet uses a route table claimed by another cluster; not following it",
@@ -326,7 +326,7 @@ func (c *Controller) followMigration(ctx context.Context, cur *route.Table) (*ro
 			c.log.Warn("route table is marked as migrated to a table that does not exist; staying on it", "table", cur.ID, "migratedTo", to)
 			return cur, nil
 		case err != nil:
-			return nil, fmt.Errorf("reading route table %s that %s was migrated to: %w", to, cur.ID, err)
+			return nil, fmt.Errorf("the table %s was migrated to: %w", cur.ID, err)
 		}
 		if next.Claim() != c.cfg.Cluster && !sameID(next.Tag(route.MigratedFromTag), cur.ID) {
 			c.log.Warn("route table is marked as migrated to a table that is not this cluster's; staying on it",
@@ -360,7 +360,7 @@ func (c *Controller) findSuccessor(ctx context.Context) (*route.Table, error) {
 		case errors.Is(err, cloud.ErrNotFound):
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("reading route table %s that subnet %s uses: %w", s.RouteTableID, id, err)
+			return nil, fmt.Errorf("the table subnet %s uses: %w", id, err)
 		}
 		if sameID(t.Tag(route.MigratedFromTag), ours) && t.Claim() == c.cfg.Cluster {
 			if t.ID == "" {

@@ -110,7 +110,7 @@ func Check(ctx context.Context, c Cloud, in Input) (*Report, error) {
 			add(Error, CheckTable, in.TableID, "the route table does not exist and routekeeper may not create it (routeTable.create: false): no pod route can exist, pod traffic between nodes is dropped")
 		}
 	case err != nil:
-		return nil, fmt.Errorf("reading route table %s: %w", in.TableID, err)
+		return nil, err // it names the operation and the table
 	}
 
 	if t != nil {
