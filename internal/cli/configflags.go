@@ -32,10 +32,10 @@ type configFlags struct {
 // their flags, and only their ROUTEKEEPER_* variables are bound.
 const (
 	runSettings     = config.UseAll
-	diffSettings    = config.UseTarget | config.UseCloud | config.UseNodes | config.UseAssociation
-	doctorSettings  = config.UseTarget | config.UseCloud | config.UseNodes
+	diffSettings    = config.UseTarget | config.UsePlan | config.UseCloud | config.UseNodes | config.UseAssociation
+	doctorSettings  = config.UseTarget | config.UsePlan | config.UseCloud | config.UseNodes
 	routesSettings  = config.UseTarget | config.UseCloud
-	migrateSettings = config.UseTarget | config.UseCloud
+	migrateSettings = config.UseTarget | config.UsePlan | config.UseCloud | config.UseWrites
 )
 
 // register adds --config and the flags of the settings in the groups use to

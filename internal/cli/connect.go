@@ -30,7 +30,7 @@ type connectOptions struct {
 	// exist yet is an error rather than a new empty state.
 	readOnly bool
 	// applyTopology: apply cloud.local.topology when the local state is
-	// created, so that a new state holds the network the config names.
+	// empty, so that a new state holds the network the config names.
 	applyTopology bool
 	// observer sees every ARM call (metrics).
 	observer azure.Observer
@@ -96,11 +96,6 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 			return nil, fmt.Errorf("local fabric state %s does not exist yet: run `routekeeper run` (or `routekeeper fabric apply`) first", state)
 		}
 	}
-	// The topology describes the network a new state starts from: apply
-	// it only when the state is created, so that what routekeeper (or
-	// anyone) changed since, a stale route run deleted, stays changed.
-	_, statErr := os.Stat(state)
-	fresh := errors.Is(statErr, fs.ErrNotExist)
 	store, err := fabric.Open(ctx, state)
 	if err != nil {
 		return nil, fmt.Errorf("opening the local fabric state %s: %w", state, err)
@@ -125,7 +120,7 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		return nil, err
 	}
 	conn := &cloudConn{client: c, fabric: srv, close: func() { store.Close() }}
-	if o.applyTopology && fresh && cfg.Cloud.Local.Topology != "" {
+	if o.applyTopology && cfg.Cloud.Local.Topology != "" {
 		if err := a.applyTopology(ctx, cfg.Cloud.Local.Topology, srv); err != nil {
 			conn.close()
 			return nil, err
@@ -134,12 +129,22 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 	return conn, nil
 }
 
-// applyTopology makes a new local fabric state hold the network of a
-// topology file.
+// applyTopology makes an empty local fabric state (a new state file, or
+// one another process just created) hold the network of a topology file.
+// A state that holds anything is left alone, so that what routekeeper (or
+// anyone) changed since, a stale route run deleted, stays changed.
 func (a *app) applyTopology(ctx context.Context, path string, srv *fabric.Server) error {
 	t, err := fabric.LoadTopology(path)
 	if err != nil {
 		return usageErrorf("cloud.local.topology: %w", err)
+	}
+	st, err := fabric.Snapshot(ctx, srv.ClientOptions(), fabric.Credential{})
+	if err != nil {
+		return fmt.Errorf("reading the local fabric state before applying topology %s: %w", path, err)
+	}
+	if len(st.ResourceGroups) > 0 || len(st.VirtualNetworks) > 0 || len(st.RouteTables) > 0 {
+		a.log.Debug("local fabric: state not empty; topology not applied", "file", path)
+		return nil
 	}
 	res, err := fabric.Apply(ctx, t, srv.ClientOptions(), fabric.Credential{})
 	if err != nil {

@@ -170,9 +170,9 @@ func TestHelpListsOnlyUsedFlags(t *testing.T) {
 	}{
 		{[]string{"run", "--help"}, append([]string{"--route-table", "--resource-group", "--inventory", "--use-managed-identity", "--association-policy"}, controllerOnly...), nil},
 		{[]string{"diff", "--help"}, []string{"--route-table", "-g, --resource-group", "--inventory", "--association-policy", "--subscription"}, controllerOnly},
-		{[]string{"doctor", "--help"}, []string{"--route-table", "--inventory", "--kubeconfig", "--subscription"}, append([]string{"--association-policy"}, controllerOnly...)},
-		{[]string{"routes", "list", "--help"}, []string{"-n, --route-table", "--cluster-cidr", "--state"}, append([]string{"--inventory", "--kubeconfig", "--association-policy"}, controllerOnly...)},
-		{[]string{"migrate", "--help"}, []string{"--to", "--route-table", "--subnet"}, append([]string{"--inventory", "--association-policy"}, controllerOnly...)},
+		{[]string{"doctor", "--help"}, []string{"--route-table", "--inventory", "--kubeconfig", "--subscription", "--route-limit"}, append([]string{"--association-policy", "--topology", "--operation-duration"}, controllerOnly...)},
+		{[]string{"routes", "list", "--help"}, []string{"-n, --route-table", "--cluster-cidr", "--state"}, append([]string{"--inventory", "--kubeconfig", "--association-policy", "--route-limit", "--create-route-table", "--topology", "--operation-duration"}, controllerOnly...)},
+		{[]string{"migrate", "--help"}, []string{"--to", "--route-table", "--subnet", "--route-limit", "--operation-duration"}, append([]string{"--inventory", "--association-policy", "--topology"}, controllerOnly...)},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args[:len(tc.args)-1], " "), func(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestTopologyOnlyWhenStateIsCreated: cloud.local.topology seeds a new
-// state; a stale route it declares, once deleted by run, stays deleted on
-// the next start.
+// TestTopologyOnlyWhenStateIsCreated: cloud.local.topology fills a new
+// (empty) state; a stale route it declares, once deleted by run, stays
+// deleted on the next start.
 func TestTopologyOnlyWhenStateIsCreated(t *testing.T) {
 	cfg := kthw(t)
 	dir := filepath.Dir(cfg)

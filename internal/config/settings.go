@@ -36,20 +36,26 @@ type Use uint
 // The groups of settings.
 const (
 	// UseTarget: the cluster and the resources it keeps (cluster name and
-	// CIDRs, route table, subnets, routes mode). Every config command.
+	// CIDRs, resource group, route table, subnets). Every config command.
 	UseTarget Use = 1 << iota
-	// UseCloud: how to reach the cloud (local fabric or Azure identity).
+	// UsePlan: what planning the table's routes needs beyond the target
+	// (create, location, route limit, routes mode).
+	UsePlan
+	// UseCloud: how to reach the cloud (local fabric state, Azure identity).
 	UseCloud
+	// UseWrites: how the local fabric carries out writes (operation
+	// duration): commands that write.
+	UseWrites
 	// UseNodes: where the nodes come from (inventory and IPAM, kube).
 	UseNodes
 	// UseAssociation: what to do about a subnet without the table.
 	UseAssociation
-	// UseController: the long-running controller only (batching, resync,
-	// guard interval, leader election, metrics).
+	// UseController: run only (batching, resync, guard interval, leader
+	// election, metrics, the local topology it applies).
 	UseController
 
 	// UseAll is every group: run's settings.
-	UseAll = UseTarget | UseCloud | UseNodes | UseAssociation | UseController
+	UseAll = UseTarget | UsePlan | UseCloud | UseWrites | UseNodes | UseAssociation | UseController
 )
 
 // UsedBy reports whether a command that reads the groups u registers s. A
@@ -103,13 +109,13 @@ var settings = []Setting{
 	{Path: "routeTable.id", Use: UseTarget, Flag: "route-table", Short: "n", Kind: KindString,
 		Usage: "the route table that holds the pod routes: its ARM ID, or its name with --resource-group/-g",
 		ptr:   func(c *Config) any { return &c.RouteTable.ID }},
-	{Path: "routeTable.create", Use: UseTarget, Flag: "create-route-table", Kind: KindBool, Default: "false",
+	{Path: "routeTable.create", Use: UsePlan, Flag: "create-route-table", Kind: KindBool, Default: "false",
 		Usage: "create the route table (tagged with the cluster name) when it is missing",
 		ptr:   func(c *Config) any { return &c.RouteTable.Create }},
-	{Path: "routeTable.location", Use: UseTarget, Flag: "location", Kind: KindString,
+	{Path: "routeTable.location", Use: UsePlan, Flag: "location", Kind: KindString,
 		Usage: "location of a created route table (default: azure.json's, else the first subnet's virtual network's)",
 		ptr:   func(c *Config) any { return &c.RouteTable.Location }},
-	{Path: "routeTable.routeLimit", Use: UseTarget, Flag: "route-limit", Kind: KindInt, Default: "400",
+	{Path: "routeTable.routeLimit", Use: UsePlan, Flag: "route-limit", Kind: KindInt, Default: "400",
 		Usage: "most routes the table may hold (1 to 1000)",
 		ptr:   func(c *Config) any { return &c.RouteTable.RouteLimit }},
 
@@ -128,7 +134,7 @@ var settings = []Setting{
 		Usage: "how often the subnet associations are checked",
 		ptr:   func(c *Config) any { return &c.Association.Interval }},
 
-	{Path: "routes", Use: UseTarget, Flag: "routes", Kind: KindEnum, Default: "manage",
+	{Path: "routes", Use: UsePlan, Flag: "routes", Kind: KindEnum, Default: "manage",
 		Values: []string{string(RoutesManage), string(RoutesObserve)},
 		Usage:  "manage: write pod routes; observe: only report what would change",
 		ptr:    func(c *Config) any { return (*string)(&c.Routes) }},
@@ -140,10 +146,10 @@ var settings = []Setting{
 	{Path: "cloud.local.state", Use: UseCloud, Flag: "state", Kind: KindPath,
 		Usage: "state file of the local fabric (default: the fabric's default state file)",
 		ptr:   func(c *Config) any { return &c.Cloud.Local.State }},
-	{Path: "cloud.local.topology", Use: UseCloud, Flag: "topology", Kind: KindPath,
-		Usage: "topology file applied when the local fabric state is created (resource groups, virtual networks, subnets); later starts leave the state as it is",
+	{Path: "cloud.local.topology", Use: UseController, Flag: "topology", Kind: KindPath,
+		Usage: "topology file applied when the local fabric state is empty, i.e. new (resource groups, virtual networks, subnets); a state that holds anything is left as it is",
 		ptr:   func(c *Config) any { return &c.Cloud.Local.Topology }},
-	{Path: "cloud.local.operationDuration", Use: UseCloud, Flag: "operation-duration", Kind: KindDuration, Default: "0s",
+	{Path: "cloud.local.operationDuration", Use: UseWrites, Flag: "operation-duration", Kind: KindDuration, Default: "0s",
 		Usage: "how long the local fabric's long-running operations take",
 		ptr:   func(c *Config) any { return &c.Cloud.Local.OperationDuration }},
 	{Path: "cloud.azure.configFile", Use: UseCloud, Flag: "azure-config", Kind: KindPath,
