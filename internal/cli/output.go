@@ -262,11 +262,11 @@ func (o object) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, err := json.Marshal(k)
+		kb, err := marshalText(k)
 		if err != nil {
 			return nil, err
 		}
-		vb, err := json.Marshal(o.m[k])
+		vb, err := marshalText(o.m[k])
 		if err != nil {
 			return nil, err
 		}
@@ -276,6 +276,18 @@ func (o object) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// marshalText is json.Marshal without HTML escaping, so that "->" in a
+// message stays readable after a query as it does without one.
+func marshalText(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ordered turns the maps of v into objects with keys ordered by rank
