@@ -173,8 +173,14 @@ func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// otherEnv are ROUTEKEEPER_* variables read without a flag of their own.
-var otherEnv = []string{envPrefix + "ENDPOINT"}
+// otherEnv are ROUTEKEEPER_* variables read without a flag of their own:
+// the served fabric's endpoint, and the test tooling's (scripts/
+// kube-testenv.sh, test/), which a developer's shell may well export.
+var otherEnv = []string{envPrefix + "ENDPOINT", envPrefix + "KUBE_APISERVER", envPrefix + "ETCD", envPrefix + "CACHE"}
+
+// otherEnvPrefixes are families of test variables (ROUTEKEEPER_E2E,
+// ROUTEKEEPER_E2E_MEMORY_NODES, ROUTEKEEPER_FABRIC_TEST_*).
+var otherEnvPrefixes = []string{envPrefix + "E2E", envPrefix + "FABRIC_TEST_"}
 
 // warnUnknownEnv warns about each ROUTEKEEPER_* variable that no flag of
 // any command reads (a misspelling is otherwise silently ignored), with the
@@ -200,7 +206,8 @@ func (a *app) warnUnknownEnv(root *cobra.Command) {
 	names := slices.Sorted(maps.Keys(known))
 	for _, kv := range a.environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, envPrefix) || known[name] {
+		if !strings.HasPrefix(name, envPrefix) || known[name] ||
+			slices.ContainsFunc(otherEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
 			continue
 		}
 		hint := yamlfile.Suggest(name, names)
