@@ -28,13 +28,30 @@ type configFlags struct {
 	bools map[string]*bool
 }
 
-// register adds --config and the setting flags to fs.
-func (f *configFlags) register(fs *pflag.FlagSet) {
+// The settings each command reads (see config.Use): its --help lists only
+// their flags, and only their ROUTEKEEPER_* variables are bound.
+const (
+	runSettings  = config.UseAll
+	diffSettings = config.UseTarget | config.UsePlan | config.UseCloud | config.UseNodes | config.UseAssociation
+	// doctor and routes list make run's observe and decide, so they read
+	// the association settings too.
+	doctorSettings  = config.UseTarget | config.UsePlan | config.UseCloud | config.UseNodes | config.UseAssociation
+	routesSettings  = config.UseTarget | config.UsePlan | config.UseCloud | config.UseNodes | config.UseAssociation
+	traceSettings   = config.UseTarget | config.UseCloud | config.UseNodes
+	migrateSettings = config.UseTarget | config.UsePlan | config.UseCloud | config.UseWrites
+)
+
+// register adds --config and the flags of the settings in the groups use to
+// fs.
+func (f *configFlags) register(fs *pflag.FlagSet, use config.Use) {
 	fs.StringVar(&f.file, "config", "", "configuration file (YAML); flags and ROUTEKEEPER_* variables override its settings")
 	f.strs = map[string]*string{}
 	f.lists = map[string]*[]string{}
 	f.bools = map[string]*bool{}
 	for _, s := range config.Settings() {
+		if !s.UsedBy(use) {
+			continue
+		}
 		usage := s.Usage
 		if s.Default != "" && s.Kind != config.KindBool && !strings.Contains(usage, "(default") {
 			usage += " (default " + s.Default + ")"
@@ -42,15 +59,15 @@ func (f *configFlags) register(fs *pflag.FlagSet) {
 		switch {
 		case s.Kind.IsList():
 			p := new([]string)
-			fs.StringSliceVar(p, s.Flag, nil, usage)
+			fs.StringSliceVarP(p, s.Flag, s.Short, nil, usage)
 			f.lists[s.Path] = p
 		case s.Kind == config.KindBool:
 			p := new(bool)
-			fs.BoolVar(p, s.Flag, false, usage)
+			fs.BoolVarP(p, s.Flag, s.Short, false, usage)
 			f.bools[s.Path] = p
 		default:
 			p := new(string)
-			fs.Var(&textValue{p: p, typ: flagType(s.Kind)}, s.Flag, usage)
+			fs.VarP(&textValue{p: p, typ: flagType(s.Kind)}, s.Flag, s.Short, usage)
 			f.strs[s.Path] = p
 		}
 	}
@@ -70,6 +87,9 @@ func (f *configFlags) load(fs *pflag.FlagSet) (*config.Config, error) {
 		cfg = c
 	} else {
 		cfg = config.New()
+	}
+	if f.getenv != nil {
+		cfg.SetInCluster(f.getenv("KUBERNETES_SERVICE_HOST") != "")
 	}
 	var probs config.Problems
 	for _, s := range config.Settings() {

@@ -40,7 +40,7 @@ func runConfigCmd(t *testing.T, env map[string]string, args ...string) (int, str
 			return nil
 		},
 	}
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), config.UseAll)
 	root.AddCommand(cmd)
 	root.SetArgs(append([]string{"configtest"}, args...))
 	root.SetOut(&stdout)
@@ -140,7 +140,7 @@ func TestConfigErrorsExitUsage(t *testing.T) {
 		{"flag value fails validation", nil, []string{"--config", good, "--route-limit", "0"},
 			[]string{`--route-limit: routeTable.routeLimit: 0: must be between 1 and 1000`}},
 		{"bad boolean in the environment", map[string]string{"ROUTEKEEPER_CREATE_ROUTE_TABLE": "sometimes"}, []string{"--config", good},
-			[]string{"ROUTEKEEPER_CREATE_ROUTE_TABLE", `"sometimes"`}},
+			[]string{"ROUTEKEEPER_CREATE_ROUTE_TABLE=sometimes: use true or false"}},
 		{"nothing configured", nil, nil, []string{"cluster.name", "cluster.clusterCIDRs", "routeTable.id"}},
 	}
 	for _, tc := range cases {
@@ -162,7 +162,7 @@ func TestConfigErrorsExitUsage(t *testing.T) {
 func TestConfigErrorKeepsProblems(t *testing.T) {
 	var fs pflag.FlagSet
 	var cf configFlags
-	cf.register(&fs)
+	cf.register(&fs, config.UseAll)
 	if err := fs.Parse([]string{"--route-limit", "0", "--cluster-name", "BAD"}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestConfigDocsCoverEverySetting(t *testing.T) {
 	}
 	var fs pflag.FlagSet
 	var cf configFlags
-	cf.register(&fs)
+	cf.register(&fs, config.UseAll)
 	for _, s := range config.Settings() {
 		env := envPrefix + strings.ToUpper(strings.ReplaceAll(s.Flag, "-", "_"))
 		for _, w := range []string{"`" + s.Path + "`", "`--" + s.Flag + "`", "`" + env + "`"} {

@@ -31,8 +31,8 @@ type connectOptions struct {
 	// readOnly: the command only reads; a local state file that does not
 	// exist yet is an error rather than a new empty state.
 	readOnly bool
-	// applyTopology: apply cloud.local.topology (idempotently) first, so
-	// that a fresh local state holds the network the config names.
+	// applyTopology: apply cloud.local.topology when the local state is
+	// empty, so that a new state holds the network the config names.
 	applyTopology bool
 	// observer sees every ARM call (metrics).
 	observer azure.Observer
@@ -63,10 +63,11 @@ func (a *app) session(cmd *cobra.Command, cf *configFlags, o connectOptions) (*c
 func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions) (*cloudConn, error) {
 	if cfg.Cloud.Type == config.CloudAzure {
 		az := cfg.Cloud.Azure
-		cred, err := azure.NewCredential(azure.CredentialConfig{
+		cc := azure.CredentialConfig{
 			Cloud: az.Cloud, TenantID: az.TenantID, ClientID: az.ClientID, ClientSecret: az.ClientSecret.Reveal(),
 			UseManagedIdentity: az.UseManagedIdentity, UserAssignedIdentityID: az.UserAssignedIdentityID,
-		})
+		}
+		cred, err := azure.NewCredential(cc)
 		if err != nil {
 			return nil, fmt.Errorf("azure credential: %w", err)
 		}
@@ -74,7 +75,14 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		if err != nil {
 			return nil, usageErrorf("config %s: cloud.azure.cloud: %w", cfg.File, err)
 		}
-		c, err := azure.New(azure.Options{Credential: cred, ClientOptions: opts, Logger: a.log, Observer: o.observer})
+		scope, err := azure.TokenScope(az.Cloud)
+		if err != nil {
+			return nil, usageErrorf("config %s: cloud.azure.cloud: %w", cfg.File, err)
+		}
+		if err := a.firstToken(ctx, cred, azure.DescribeCredential(cc), scope, credentialTimeout); err != nil {
+			return nil, err
+		}
+		c, err := azure.New(azure.Options{Credential: cred, ClientOptions: opts, Logger: a.log, Observer: o.observer, Wait: a.waitProgress})
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +118,7 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		PollFrequency: time.Second,
 		Logger:        a.log,
 		Observer:      o.observer,
+		Wait:          a.waitProgress,
 	})
 	if err != nil {
 		store.Close()
@@ -125,13 +134,22 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 	return conn, nil
 }
 
-// applyTopology makes the local fabric hold the network of a topology
-// file. It only creates what is missing and updates what the file declares,
-// so it never undoes routekeeper's own work (the table association).
+// applyTopology makes an empty local fabric state (a new state file, or
+// one another process just created) hold the network of a topology file.
+// A state that holds anything is left alone, so that what routekeeper (or
+// anyone) changed since, a stale route run deleted, stays changed.
 func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOptions) error {
 	t, err := fabric.LoadTopology(path)
 	if err != nil {
 		return usageErrorf("cloud.local.topology: %w", err)
+	}
+	st, err := fabric.Snapshot(ctx, opts, fabric.Credential{})
+	if err != nil {
+		return fmt.Errorf("reading the local fabric state before applying topology %s: %w", path, err)
+	}
+	if len(st.ResourceGroups) > 0 || len(st.VirtualNetworks) > 0 || len(st.RouteTables) > 0 {
+		a.log.Debug("local fabric: state not empty; topology not applied", "file", path)
+		return nil
 	}
 	res, err := fabric.Apply(ctx, t, opts, fabric.Credential{})
 	if err != nil {
@@ -165,6 +183,7 @@ func (a *app) connectEndpoint(_ context.Context, cfg *config.Config, endpoint st
 		PollFrequency: time.Second,
 		Logger:        a.log,
 		Observer:      o.observer,
+		Wait:          a.waitProgress,
 	})
 	if err != nil {
 		return nil, err

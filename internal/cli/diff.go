@@ -138,14 +138,14 @@ would fail with, after printing what was decided), 2 for bad input.`,
 			}
 			out := newDiffOutput(res, ctrl.Config().Mode == controller.Observe)
 			out.Mirrors = mirrorDiffs(all[1:])
-			if a.output == "table" && !out.pending() && res.Err == nil && mirrorErr(all[1:]) == nil {
+			if a.humanOutput() && !out.pending() && res.Err == nil && mirrorErr(all[1:]) == nil {
 				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date and every subnet is on it.\n", out.RouteTable)
 				return err
 			}
 			if err := a.print(out, func() table { return diffTable(out) }); err != nil {
 				return err
 			}
-			if a.output == "table" {
+			if a.humanOutput() {
 				if err := a.printMirrorDiffs(out.Mirrors); err != nil {
 					return err
 				}
@@ -162,7 +162,7 @@ would fail with, after printing what was decided), 2 for bad input.`,
 			return nil
 		},
 	}
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), diffSettings)
 	return cmd
 }
 

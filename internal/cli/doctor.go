@@ -61,12 +61,12 @@ the cloud cannot be read, 2 for bad input.`,
 			}
 			rep.Add(doctor.CheckRouting(rin)...)
 			rep.Findings = append(rep.Findings, mirrorDoctor(cfg, all[1:])...)
-			if a.output == "table" && len(rep.Findings) == 0 {
+			if a.humanOutput() && len(rep.Findings) == 0 {
 				fmt.Fprintln(a.stdout, "No problems found.")
 			} else if err := a.print(rep, func() table { return doctorTable(rep) }); err != nil {
 				return err
 			}
-			if a.output == "table" {
+			if a.humanOutput() {
 				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table their subnet uses (routekeeper keeps %s); %d errors, %d findings in all.\n",
 					rep.Routed, rep.Nodes, shortID(rep.Table), rep.Errors(), len(rep.Findings))
 			}
@@ -76,7 +76,7 @@ the cloud cannot be read, 2 for bad input.`,
 			return nil
 		},
 	}
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), doctorSettings)
 	return cmd
 }
 

@@ -401,7 +401,7 @@ func (a *app) printApply(res fabric.ApplyResult) error {
 	}); err != nil {
 		return err
 	}
-	if a.output == "table" {
+	if a.humanOutput() {
 		_, err := fmt.Fprintf(a.stdout, "\n%d created, %d updated, %d unchanged (%d writes)\n",
 			res.Count(fabric.ActionCreate), res.Count(fabric.ActionUpdate), res.Count(fabric.ActionUnchanged), res.Writes)
 		return err
@@ -446,7 +446,7 @@ func (a *app) newFabricShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output != "table" {
+			if !a.humanOutput() {
 				return a.print(st, nil)
 			}
 			return writeState(a.stdout, st)

@@ -82,7 +82,7 @@ subnet. Unset values get Azure's defaults: pod CIDR 10.244.0.0/16, service CIDR
 Without --plugin all three plugins are compared and problems that concern only
 some of them are warnings; name the plugin(s) you will use to make them errors.
 The command exits 3 when there is any error finding. Only IPv4 is supported.`,
-		Example: `  # Seed 004: a /24 node subnet, Azure's defaults
+		Example: `  # Microsoft's kubenet article: a /24 node subnet, Azure's defaults
   routekeeper ipplan --vnet 192.168.0.0/16 --subnet myAKSSubnet=192.168.1.0/24
 
   # Microsoft's worked example: 50 nodes + 1 surge at 30 pods under Azure CNI
@@ -242,7 +242,7 @@ func (a *app) planError(cmd *cobra.Command, src *planSource, err error) error {
 }
 
 func (a *app) printPlanReport(r ipplan.Report) error {
-	if a.output != "table" {
+	if !a.humanOutput() {
 		return a.print(r, nil)
 	}
 	w := a.stdout
@@ -387,7 +387,7 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 	for i, id := range cfg.Subnets {
 		s, err := r.GetSubnet(ctx, id)
 		if err != nil {
-			return p, fmt.Errorf("reading subnet %s (config subnets[%d]): %w", id, i, err)
+			return p, fmt.Errorf("config subnets[%d]: %w", i, err)
 		}
 		vnetID, err := azure.VNetOfSubnet(id)
 		if err != nil {
@@ -418,7 +418,7 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 	for _, id := range vnetIDs {
 		v, err := r.GetVirtualNetwork(ctx, id)
 		if err != nil {
-			return p, fmt.Errorf("reading virtual network %s: %w", id, err)
+			return p, err // it names the operation and the network
 		}
 		for _, prefix := range v.AddressPrefixes {
 			if isIPv6(prefix) {

@@ -25,10 +25,11 @@ func (a *app) newMigrateCmd() *cobra.Command {
 		deleteOld bool
 	)
 	cmd := &cobra.Command{
-		Use:   "migrate --to <route table ID>",
+		Use:   "migrate --to <route table>",
 		Short: "Move the pod routes and the subnets to another route table, safely",
 		Long: `Move this cluster's route table (routeTable.id) to another table, with its
-subnets: the safe form of swapping a route table on a node subnet (seed 000).
+subnets: the safe form of swapping a route table on a node subnet (putting a
+new, empty table on the subnet stops pod traffic until it holds the routes).
 
 The steps: check (refuse on conflicts), copy the cluster's routes and the
 custom routes into the new table (one PUT, keeping its own routes, tagging it
@@ -51,12 +52,17 @@ region), 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if to == "" {
-				return usageErrorf("flag --to: the ID of the route table to migrate to is required")
+				return usageErrorf("flag --to: the route table to migrate to is required (its ARM ID, or its name with --resource-group/-g)")
 			}
 			cfg, err := a.loadConfig(cmd, &cf)
 			if err != nil {
 				return err
 			}
+			toID, err := cfg.Scope().RouteTableID(to)
+			if err != nil {
+				return usageErrorf("flag --to: %q: %w", to, err)
+			}
+			to = toID
 			o := migrate.Options{
 				Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
 				From: cfg.RouteTable.ID, To: to, Subnets: cfg.Subnets,
@@ -75,15 +81,29 @@ region), 2 for bad input.`,
 			}
 			defer conn.close()
 
+			// On a terminal each step shows as a progress line; the log
+			// keeps both ends of every step.
+			var stepDone func(error)
 			progress := func(s migrate.Step) error {
 				if s.Status == migrate.Applied {
+					if stepDone != nil {
+						stepDone(nil)
+						stepDone = nil
+					}
 					a.log.Info("migrate: step done", "step", s.N, "action", s.Action, "resource", s.Resource)
 				} else {
 					a.log.Info("migrate: step starting", "step", s.N, "action", s.Action, "resource", s.Resource, "detail", s.Detail)
+					if stepDone != nil {
+						stepDone(nil)
+					}
+					stepDone = a.progress(fmt.Sprintf("migrate step %d: %s %s", s.N, s.Action, shortID(s.Resource)))
 				}
 				return nil
 			}
 			p, err := migrate.Run(ctx, conn.client, o, migrate.RunOptions{DryRun: dryRun, Progress: progress})
+			if stepDone != nil {
+				stepDone(err)
+			}
 			if p != nil {
 				out := migrateOutput{DryRun: dryRun, Complete: p.Complete(), Plan: p}
 				if perr := a.print(out, func() table { return migrateTable(p) }); perr != nil {
@@ -107,10 +127,10 @@ region), 2 for bad input.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "ARM ID of the route table to migrate to (it must exist)")
+	cmd.Flags().StringVar(&to, "to", "", "route table to migrate to (it must exist): its ARM ID, or its name with --resource-group/-g")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan from the live state and write nothing")
 	cmd.Flags().BoolVar(&deleteOld, "delete-old", false, "delete the old route table once no subnet uses it")
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), migrateSettings)
 	return cmd
 }
 

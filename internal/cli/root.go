@@ -8,11 +8,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/routekeeper/routekeeper/internal/yamlfile"
 )
 
 // envPrefix is the prefix of the environment variables that set flags:
@@ -25,8 +31,11 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	environ        []string    // NAME=value; nil when unknown (tests)
+	tty            bool        // stderr is a terminal: show progress
+	progressOpen   atomic.Bool // a progress line is open (progress.go)
 
-	output    string // -o table|json|yaml
+	out       outputOptions // -o and --query
 	logLevel  string
 	logFormat string
 	log       *slog.Logger
@@ -35,11 +44,17 @@ type app struct {
 // Run runs routekeeper with args (without the program name) and returns the
 // process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(ctx, args, stdin, stdout, stderr, os.Getenv)
+	return runWith(ctx, args, stdin, stdout, stderr, os.Getenv, os.Environ())
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return runWith(ctx, args, stdin, stdout, stderr, getenv, nil)
+}
+
+// runWith is run with the whole environment as well, "NAME=value" strings,
+// to warn about ROUTEKEEPER_* variables that no flag reads.
+func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, environ []string) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, environ: environ, tty: isTerminal(stderr)}
 	root := a.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -65,18 +80,25 @@ between the nodes of a Kubernetes cluster on Azure (kubenet, Calico policy-only,
 self-managed clusters): one route per node pod CIDR, in a route table that stays
 associated with the node subnets. With no Azure subscription configured it runs
 against an embedded local fabric that behaves like Azure Resource Manager.`,
+		Version:       buildVersion().Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.bindEnv(cmd); err != nil {
 				return err
 			}
-			return a.setup()
+			if err := a.setup(); err != nil {
+				return err
+			}
+			a.warnUnknownEnv(cmd.Root())
+			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetVersionTemplate("routekeeper {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(explainFlagError(err)) })
 	pf := root.PersistentFlags()
-	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
+	pf.StringVarP(&a.out.format, "output", "o", "table", "output format: table, json, yaml or tsv")
+	pf.StringVar(&a.out.query, "query", "", "JMESPath query applied to the JSON form of the result before -o renders it (see docs/cli.md)")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 
@@ -109,7 +131,11 @@ func (a *app) bindEnv(cmd *cobra.Command) error {
 			return
 		}
 		if err := f.Value.Set(v); err != nil {
-			errs = append(errs, fmt.Sprintf("environment variable %s=%q: %v", name, v, err))
+			if f.Value.Type() == "bool" {
+				errs = append(errs, fmt.Sprintf("environment variable %s=%s: use true or false", name, v))
+			} else {
+				errs = append(errs, fmt.Sprintf("environment variable %s=%q: %v", name, v, err))
+			}
 			return
 		}
 		f.Changed = true
@@ -124,10 +150,8 @@ func (a *app) bindEnv(cmd *cobra.Command) error {
 
 // setup validates the global flags and makes the logger.
 func (a *app) setup() error {
-	switch a.output {
-	case "table", "json", "yaml":
-	default:
-		return usageErrorf("flag --output: %q is not one of table, json, yaml", a.output)
+	if err := a.out.compile(); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
@@ -143,4 +167,70 @@ func (a *app) setup() error {
 		return usageErrorf("flag --log-format: %q is not one of text, json", a.logFormat)
 	}
 	return nil
+}
+
+// envName is the ROUTEKEEPER_* variable of a flag.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// otherEnv are ROUTEKEEPER_* variables read without a flag of their own:
+// the served fabric's endpoint, and the test tooling's (scripts/
+// kube-testenv.sh, test/), which a developer's shell may well export.
+var otherEnv = []string{envPrefix + "ENDPOINT", envPrefix + "KUBE_APISERVER", envPrefix + "ETCD", envPrefix + "CACHE"}
+
+// otherEnvPrefixes are families of test variables (ROUTEKEEPER_E2E,
+// ROUTEKEEPER_E2E_MEMORY_NODES, ROUTEKEEPER_FABRIC_TEST_*).
+var otherEnvPrefixes = []string{envPrefix + "E2E", envPrefix + "FABRIC_TEST_"}
+
+// warnUnknownEnv warns about each ROUTEKEEPER_* variable that no flag of
+// any command reads (a misspelling is otherwise silently ignored), with the
+// nearest known name.
+func (a *app) warnUnknownEnv(root *cobra.Command) {
+	if a.environ == nil {
+		return
+	}
+	known := map[string]bool{}
+	for _, n := range otherEnv {
+		known[n] = true
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		add := func(f *pflag.Flag) { known[envName(f.Name)] = true }
+		c.LocalFlags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	names := slices.Sorted(maps.Keys(known))
+	for _, kv := range a.environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || known[name] ||
+			slices.ContainsFunc(otherEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		hint := yamlfile.Suggest(name, names)
+		if !strings.HasPrefix(hint, " (did you mean") {
+			hint = ""
+		}
+		a.log.Warn(fmt.Sprintf("environment variable %s is not one routekeeper reads; it is ignored%s", name, hint))
+	}
+}
+
+// flagValueError is pflag's message for a boolean value it cannot parse.
+var flagValueError = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: strconv\.ParseBool`)
+
+// explainFlagError says what a boolean flag takes instead of strconv's
+// message.
+func explainFlagError(err error) error {
+	if m := flagValueError.FindStringSubmatch(err.Error()); m != nil {
+		flag := m[2]
+		if i := strings.Index(flag, "--"); i >= 0 {
+			flag = flag[i:]
+		}
+		return fmt.Errorf("flag %s=%s: use true or false", flag, m[1])
+	}
+	return err
 }

@@ -124,7 +124,7 @@ mirrors:), by name or ARM ID, the same way.`,
 			case d == nil:
 				return res.Err
 			case d.TableErr != nil:
-				return fmt.Errorf("reading route table %s: %w", d.Table, d.TableErr)
+				return d.TableErr // it names the operation and the table
 			case res.Table == nil:
 				return fmt.Errorf("route table %s does not exist (%s)", d.Table, createNote(d))
 			}
@@ -135,7 +135,7 @@ mirrors:), by name or ARM ID, the same way.`,
 		},
 	}
 	list.Flags().StringVar(&tableFlag, "table", "", "list this table of the configuration: the main one (default) or a mirror, by name or ARM ID")
-	cf.register(list.Flags())
+	cf.register(list.Flags(), routesSettings)
 	cmd.AddCommand(list)
 	return cmd
 }

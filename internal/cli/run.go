@@ -92,7 +92,7 @@ doctor make the same observation and decision without writing.`,
 		},
 	}
 	cmd.Flags().BoolVar(&once, "once", false, "reconcile once, print the route table and exit")
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), runSettings)
 	return cmd
 }
 

@@ -19,7 +19,7 @@ func TestRunDaemonFollowsTheInventory(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"run", "--config", cfg, "--batch-window", "50ms", "--resync", "1h"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
+		done <- run(ctx, []string{"run", "--config", cfg, "--batch-window", "50ms", "--resync", "1h", "--metrics-address", "127.0.0.1:0"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
 	}()
 
 	_, tables := sdkRoutes(t, cfg)

@@ -64,7 +64,7 @@ cloud cannot be read, 2 for bad input.`,
 				return err
 			}
 			res := routing.Trace(st, from, to)
-			if a.output != "table" {
+			if !a.humanOutput() {
 				if err := a.print(res, nil); err != nil {
 					return err
 				}
@@ -82,7 +82,7 @@ cloud cannot be read, 2 for bad input.`,
 			return nil
 		},
 	}
-	cf.register(cmd.Flags())
+	cf.register(cmd.Flags(), traceSettings)
 	return cmd
 }
 
@@ -173,7 +173,7 @@ func readRoutingState(ctx context.Context, c routingReader, cfg *config.Config, 
 		case errors.Is(err, cloud.ErrNotFound):
 			continue
 		case err != nil:
-			return st, fmt.Errorf("reading route table %s: %w", id, err)
+			return st, err // it names the operation and the table
 		}
 		st.Tables = append(st.Tables, t)
 	}

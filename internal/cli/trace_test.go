@@ -278,7 +278,12 @@ func TestTraceMatchesAzureNextHop(t *testing.T) {
 			if sc.dual {
 				cfg = dualStack(t)
 				withNICs(t, cfg)
-				// run applies the topology again: the NICs appear.
+				// The state exists already (run applies the topology only
+				// to a new one): add the NICs with fabric apply.
+				topo := filepath.Join(filepath.Dir(cfg), "topology.yaml")
+				if res := runCLI(t, nil, "", "fabric", "apply", "-f", topo, "--config", cfg); res.code != ExitOK {
+					t.Fatalf("fabric apply: exit %d: %s", res.code, res.stderr)
+				}
 				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
 					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
 				}

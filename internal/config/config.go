@@ -40,12 +40,18 @@ const (
 	DefaultResync                  = 60 * time.Second
 	DefaultLeaderElectionNamespace = "kube-system"
 	DefaultLeaderElectionName      = "routekeeper"
-	DefaultMetricsAddress          = ":9090"
-	DefaultLeaseDuration           = 15 * time.Second
-	DefaultRenewDeadline           = 10 * time.Second
-	DefaultRetryPeriod             = 2 * time.Second
-	DefaultKubeQPS                 = 50
-	DefaultKubeBurst               = 500
+	// DefaultMetricsAddress is where /metrics, /healthz and /readyz are
+	// served outside a Kubernetes pod: loopback only, so a laptop or VM run
+	// exposes nothing; port 10271 rather than Prometheus's own 9090.
+	DefaultMetricsAddress = "127.0.0.1:10271"
+	// InClusterMetricsAddress is the default in a Kubernetes pod (see
+	// Config.SetInCluster), where Prometheus scrapes the pod's address.
+	InClusterMetricsAddress = ":10271"
+	DefaultLeaseDuration    = 15 * time.Second
+	DefaultRenewDeadline    = 10 * time.Second
+	DefaultRetryPeriod      = 2 * time.Second
+	DefaultKubeQPS          = 50
+	DefaultKubeBurst        = 500
 )
 
 // AssociationPolicy says what the association guard does when a configured
@@ -107,8 +113,11 @@ type Config struct {
 	// there is none.
 	File string
 
-	Cluster    Cluster
-	RouteTable RouteTable
+	Cluster Cluster
+	// ResourceGroup is where route tables and subnets given by name (not
+	// by ARM ID) live; "" falls back to azure.json's resourceGroup.
+	ResourceGroup string
+	RouteTable    RouteTable
 	// Subnets are the IDs of the subnets the route table must stay
 	// associated with.
 	Subnets     []string
@@ -129,7 +138,14 @@ type Config struct {
 	origins map[string]origin
 	// secretConflict: both clientSecret and clientSecretFile were given.
 	secretConflict bool
+	// inCluster: routekeeper runs in a Kubernetes pod (SetInCluster).
+	inCluster bool
 }
+
+// SetInCluster tells Complete that routekeeper runs in a Kubernetes pod
+// (KUBERNETES_SERVICE_HOST is set): the metrics address then defaults to
+// every interface of the pod rather than loopback. Call it before Complete.
+func (c *Config) SetInCluster(in bool) { c.inCluster = in }
 
 // Cluster describes the Kubernetes cluster.
 type Cluster struct {
@@ -420,6 +436,7 @@ func (c *Config) complete(defaultAzureJSON string) error {
 		c.Source.Inventory.Allocations = DefaultAllocationsPath(c.Source.Inventory.File)
 	}
 	c.fillDefaults()
+	c.resolveNames()
 	return nil
 }
 
@@ -473,7 +490,11 @@ func (c *Config) fillDefaults() {
 	setInt("source.kube.burst", &c.Source.Kube.Burst, DefaultKubeBurst)
 	setStr("controller.leaderElection.namespace", &c.Controller.LeaderElection.Namespace, DefaultLeaderElectionNamespace)
 	setStr("controller.leaderElection.name", &c.Controller.LeaderElection.Name, DefaultLeaderElectionName)
-	setStr("controller.metricsAddress", &c.Controller.MetricsAddress, DefaultMetricsAddress)
+	metrics := DefaultMetricsAddress
+	if c.inCluster {
+		metrics = InClusterMetricsAddress
+	}
+	setStr("controller.metricsAddress", &c.Controller.MetricsAddress, metrics)
 	c.fillMirrorDefaults()
 }
 

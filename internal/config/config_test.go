@@ -84,7 +84,7 @@ func TestLoadKTHWExample(t *testing.T) {
 			Allocations: filepath.Join(dir, "nodes.allocations.json"),
 		}, Kube: KubeSource{QPS: 50, Burst: 500}},
 		Controller: Controller{
-			BatchWindow: 200 * time.Millisecond, MaxBatchDelay: time.Second, Resync: time.Minute, MetricsAddress: ":9090",
+			BatchWindow: 200 * time.Millisecond, MaxBatchDelay: time.Second, Resync: time.Minute, MetricsAddress: DefaultMetricsAddress,
 			LeaderElection: LeaderElection{Namespace: "kube-system", Name: "routekeeper",
 				LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		},
@@ -248,7 +248,9 @@ func TestBadConfigs(t *testing.T) {
 		{"route table ID of a subnet", strings.Replace(base, tableID, subnet0, 1),
 			[]string{`routeTable.id: "` + subnet0 + `": an ARM ID of a Microsoft.Network/routeTables, not of a Microsoft.Network/virtualNetworks/subnets`}, nil},
 		{"route table ID is a name", strings.Replace(base, tableID, "kubernetes-routes", 1),
-			[]string{`routeTable.id: "kubernetes-routes": not an ARM resource ID; want /subscriptions/<subscription>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>`}, nil},
+			[]string{`routeTable.id: "kubernetes-routes": a route table name needs a resource group (--resource-group/-g or resourceGroup); or give the ARM ID /subscriptions/<subscription>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>`}, nil},
+		{"route table given as group/name", strings.Replace(base, tableID, "rg/kubernetes-routes", 1),
+			[]string{`routeTable.id: "rg/kubernetes-routes": not a route table name or ARM ID; want a name (with -g) or /subscriptions/`}, nil},
 		{"route table ID with a bad subscription", strings.Replace(base, sub0, "my-sub", 1),
 			[]string{`routeTable.id: "/subscriptions/my-sub/`, `subscription "my-sub" is not a GUID`}, nil},
 		{"route table name invalid", strings.Replace(base, "routeTables/pods", "routeTables/pods-", 1),
@@ -319,7 +321,7 @@ func TestBadConfigs(t *testing.T) {
 			[]string{`cluster.name: "Test"`, `cluster.clusterCIDRs[0]: "10.244.0.1/16"`, `routeTable.routeLimit: 0`, `routes: "all"`},
 			[]string{"3: cluster.name", "4: cluster.clusterCIDRs[0]", "7: routeTable.routeLimit", "8: routes"}},
 		{"list item lines", base + "subnets:\n  - " + subnet0 + "\n  - not-an-id\n",
-			[]string{`subnets[1]: "not-an-id": not an ARM resource ID`},
+			[]string{`subnets[1]: "not-an-id": not a subnet ARM ID or <vnet>/<subnet>`},
 			[]string{"9: subnets[1]"}},
 	}
 	for _, tc := range cases {

@@ -217,7 +217,9 @@ func (v *validator) routeTable() {
 	rt := c.RouteTable
 	var table *arm.ResourceID
 	if rt.ID == "" {
-		v.bad("routeTable.id", -1, rt.ID, "required: the route table's ARM ID, "+routeTableIDExample)
+		v.bad("routeTable.id", -1, rt.ID, "required: the route table's ARM ID, "+routeTableIDExample+", or its name with --resource-group/-g")
+	} else if _, err := c.Scope().RouteTableID(rt.ID); err != nil {
+		v.bad("routeTable.id", -1, rt.ID, err.Error())
 	} else if r, why := armID(rt.ID, "Microsoft.Network/routeTables", routeTableIDExample); why != "" {
 		v.bad("routeTable.id", -1, rt.ID, why)
 	} else {
@@ -235,6 +237,10 @@ func (v *validator) routeTable() {
 	}
 	seen := map[string]int{}
 	for i, s := range c.Subnets {
+		if _, err := c.Scope().SubnetID(s); err != nil {
+			v.bad("subnets", i, s, err.Error())
+			continue
+		}
 		r, why := armID(s, "Microsoft.Network/virtualNetworks/subnets", subnetIDExample)
 		if why != "" {
 			v.bad("subnets", i, s, why)
@@ -377,7 +383,7 @@ func (v *validator) controller() {
 		_, port, err := net.SplitHostPort(addr)
 		n, perr := strconv.Atoi(port)
 		if err != nil || perr != nil || n < 0 || n > 65535 {
-			v.bad("controller.metricsAddress", -1, addr, `not a listen address: want host:port or :port, for example ":9090" ("" turns metrics off)`)
+			v.bad("controller.metricsAddress", -1, addr, `not a listen address: want host:port or :port, for example ":10271" or "127.0.0.1:10271" ("" turns metrics off)`)
 		}
 	}
 }

@@ -492,7 +492,7 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 		res.Followed = tableID
 	}
 	if d.TableErr != nil {
-		return false, fmt.Errorf("reading route table %s: %w", tableID, d.TableErr)
+		return false, d.TableErr // it names the operation and the table
 	}
 	cur := o.table(tableID)
 	p := plan.Compute(plan.Input{

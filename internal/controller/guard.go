@@ -357,7 +357,7 @@ func (c *Controller) Guard(ctx context.Context) *Result {
 	if d.TableErr != nil {
 		// Our table could not be read: nothing is associated with a table
 		// of unknown state; the reconcile it asks for says more.
-		res.Err = fmt.Errorf("reading route table %s: %w", d.Table, d.TableErr)
+		res.Err = d.TableErr // it names the operation and the table
 		res.Associations = planned(d)
 	} else if d.Switch != assoc.Swapped {
 		// A followed swap is reported by the reconcile that fills the new

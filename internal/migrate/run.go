@@ -79,7 +79,7 @@ func Read(ctx context.Context, c Cloud, o Options) (State, error) {
 		case errors.Is(err, cloud.ErrNotFound):
 			s = nil
 		case err != nil:
-			return st, fmt.Errorf("reading subnet %s: %w", id, err)
+			return st, err // it names the operation and the subnet
 		}
 		st.Subnets = append(st.Subnets, SubnetState{ID: id, Subnet: s})
 	}
@@ -92,7 +92,7 @@ func getTable(ctx context.Context, c Cloud, id string) (*route.Table, error) {
 	case errors.Is(err, cloud.ErrNotFound):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading route table %s: %w", id, err)
+		return nil, err // it names the operation and the table
 	}
 	return t, nil
 }

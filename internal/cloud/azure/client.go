@@ -46,7 +46,12 @@ type Options struct {
 	PollFrequency time.Duration
 	// Observer, if set, sees every HTTP call.
 	Observer Observer
-	Logger   *slog.Logger
+	// Wait, if set, is called when the client starts waiting for a
+	// long-running operation (what: "the write of route table <ID>"); the
+	// function it returns is called with the outcome. The CLI shows it as
+	// progress on a terminal.
+	Wait   func(what string) (done func(error))
+	Logger *slog.Logger
 }
 
 // Client reads and writes route tables and subnets. It is safe for
@@ -56,6 +61,7 @@ type Client struct {
 	cred     azcore.TokenCredential
 	opts     arm.ClientOptions
 	pollFreq time.Duration
+	wait     func(string) func(error)
 	log      *slog.Logger
 	stats    Stats
 
@@ -96,6 +102,7 @@ func New(opts Options) (*Client, error) {
 	c := &Client{
 		cred:     opts.Credential,
 		pollFreq: opts.PollFrequency,
+		wait:     opts.Wait,
 		log:      opts.Logger,
 		subs:     map[string]*subClients{},
 	}
@@ -155,6 +162,17 @@ func (c *Client) clients(subscription string) (*subClients, error) {
 
 func (c *Client) pollOptions() *runtime.PollUntilDoneOptions {
 	return &runtime.PollUntilDoneOptions{Frequency: c.pollFreq}
+}
+
+// pollUntilDone waits for a long-running operation, telling opts.Wait.
+func pollUntilDone[T any](ctx context.Context, c *Client, what string, p *runtime.Poller[T]) (T, error) {
+	done := func(error) {}
+	if c.wait != nil {
+		done = c.wait(what)
+	}
+	resp, err := p.PollUntilDone(ctx, c.pollOptions())
+	done(err)
+	return resp, err
 }
 
 // countingPolicy counts every attempt and reports it to the observer.

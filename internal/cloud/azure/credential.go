@@ -93,3 +93,27 @@ func ClientOptionsFor(cloudName string) (*arm.ClientOptions, error) {
 	}
 	return &arm.ClientOptions{ClientOptions: policy.ClientOptions{Cloud: cl}}, nil
 }
+
+// DescribeCredential names the credential NewCredential picks for cfg, for
+// progress and error messages: which identity, and where it comes from.
+func DescribeCredential(cfg CredentialConfig) string {
+	switch {
+	case cfg.ClientSecret != "":
+		return fmt.Sprintf("service principal %s in tenant %s (client secret)", cfg.ClientID, cfg.TenantID)
+	case cfg.UseManagedIdentity && cfg.UserAssignedIdentityID != "":
+		return fmt.Sprintf("user-assigned managed identity %s (the VM's identity endpoint, IMDS)", cfg.UserAssignedIdentityID)
+	case cfg.UseManagedIdentity:
+		return "system-assigned managed identity (the VM's identity endpoint, IMDS)"
+	default:
+		return "DefaultAzureCredential (environment variables, workload identity, managed identity, Azure CLI, Azure Developer CLI)"
+	}
+}
+
+// TokenScope is the scope of an ARM token in the named cloud.
+func TokenScope(cloudName string) (string, error) {
+	cl, err := CloudConfiguration(cloudName)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(cl.Services[cloud.ResourceManager].Audience, "/") + "/.default", nil
+}

@@ -62,7 +62,7 @@ func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID
 	if err != nil {
 		return nil, classify("writing subnet "+subnetID, subnetID, err)
 	}
-	resp, err := poller.PollUntilDone(ctx, c.pollOptions())
+	resp, err := pollUntilDone(ctx, c, "the write of subnet "+subnetID, poller)
 	if err != nil {
 		return nil, classify("waiting for the write of subnet "+subnetID, subnetID, err)
 	}

@@ -52,7 +52,7 @@ func (c *Client) PutRouteTable(ctx context.Context, t *route.Table, etag string)
 	if err != nil {
 		return nil, classify("writing route table "+t.ID, t.ID, err)
 	}
-	resp, err := poller.PollUntilDone(ctx, c.pollOptions())
+	resp, err := pollUntilDone(ctx, c, "the write of route table "+t.ID, poller)
 	if err != nil {
 		return nil, classify("waiting for the write of route table "+t.ID, t.ID, err)
 	}
@@ -77,7 +77,7 @@ func (c *Client) DeleteRouteTable(ctx context.Context, id, etag string) error {
 	if err != nil {
 		return classify("deleting route table "+id, id, err)
 	}
-	if _, err := poller.PollUntilDone(context.WithoutCancel(ctx), c.pollOptions()); err != nil {
+	if _, err := pollUntilDone(context.WithoutCancel(ctx), c, "the deletion of route table "+id, poller); err != nil {
 		return classify("waiting for the deletion of route table "+id, id, err)
 	}
 	return nil
