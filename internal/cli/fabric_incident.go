@@ -89,8 +89,12 @@ Names are in the resource group -g (default kubernetes); full resource IDs work 
 					return usageError(err)
 				}
 				changes, err := v.run(cmd.Context(), in, id, &o)
-				if perr := a.printChanges(changes); perr != nil {
-					return perr
+				// What was done before a failure is printed; a failure
+				// that changed nothing prints no empty table.
+				if err == nil || len(changes) > 0 {
+					if perr := a.printChanges(changes); perr != nil {
+						return perr
+					}
 				}
 				if err != nil {
 					return fmt.Errorf("fabric incident %s: %w", cmd.Name(), err)

@@ -300,4 +300,32 @@ func TestQuickStartCommand(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+
+	// The rehearsal a newcomer does next, with the built binary: the Azure
+	// SDK checks some things only outside `go test` (a polling frequency
+	// under a second is refused), so this is the only place they show.
+	steps := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"fabric", "incident", "redeploy", "kubernetes-vnet"}, ExitOK},
+		{[]string{"doctor"}, ExitFindings},
+		{[]string{"diff"}, ExitFindings},
+		{[]string{"run", "--once"}, ExitOK},
+		{[]string{"doctor"}, ExitOK},
+		{[]string{"trace", "worker-0", "worker-1"}, ExitOK},
+	}
+	for _, st := range steps {
+		cmd := exec.Command(bin, append(st.args, "--config", cfg)...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("routekeeper %s: %v", strings.Join(st.args, " "), err)
+		}
+		if code != st.code {
+			t.Errorf("routekeeper %s: exit %d, want %d\n%s", strings.Join(st.args, " "), code, st.code, out)
+		}
+	}
 }

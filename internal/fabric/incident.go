@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
@@ -79,9 +78,11 @@ func (in *Incidents) ResolveID(typ, rg, name string) (string, error) {
 	}
 }
 
-func pollOpts() *runtime.PollUntilDoneOptions {
-	return &runtime.PollUntilDoneOptions{Frequency: 100 * time.Millisecond}
-}
+// pollOpts is how the incident verbs wait for their operations: the SDK
+// refuses a frequency under one second outside tests (it skips that check
+// when the test flags are defined, so only a built binary shows it), and
+// the fabric's Retry-After says how long is really left.
+func pollOpts() *runtime.PollUntilDoneOptions { return pollOptions }
 
 // Redeploy replays seed 001: a VNet PUT from an ARM template or Terraform
 // that carries its subnets inline without the route tables it does not
