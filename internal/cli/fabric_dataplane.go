@@ -62,7 +62,7 @@ func (a *app) startDataplane(ctx context.Context, store *fabric.Store, state str
 		return func() {}, "", nil
 	}
 	if o.nodes == "" {
-		return nil, "", usageErrorf("flag --nodes: --dataplane needs the nodes to place (an inventory file such as examples/kthw/nodes.yaml); the fabric has no network interfaces yet")
+		return nil, "", usageErrorf("flag --nodes: --dataplane needs the nodes to place (an inventory file such as examples/kthw/nodes.yaml): the pod CIDRs are not in the fabric")
 	}
 	if o.propagationDelay < 0 {
 		return nil, "", usageErrorf("flag --propagation-delay: %s must not be negative", o.propagationDelay)

@@ -9,14 +9,16 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
 // FromState computes the Spec of a fabric's live state: every virtual
 // network with its subnets and their effective routes, and a node for each
-// of nodes (the fabric has no network interfaces yet: nodes come from an
-// inventory or the cluster) in the subnet that holds its internal IP, with
-// podsPerNode pods at the first addresses after .1 of its pod CIDR.
+// of nodes (from an inventory or the cluster: pod CIDRs are not an ARM
+// property, and the fabric's network interfaces do not place nodes yet) in
+// the subnet that holds its internal IP, with podsPerNode pods at the first addresses after .1 of its pod CIDR.
 // A node whose address is in no subnet is left out and named in an
 // *UnplacedError returned with the Spec of the others.
 func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, error) {
@@ -125,65 +127,33 @@ func firstIPv4(as []netip.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// noneRanges are the private and shared ranges that Azure's system routes
-// send to next hop None unless the VNet's address space holds them.
-var noneRanges = []netip.Prefix{
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-}
-
 // EffectiveRoutes is the route selection of a subnet in a VNet with
-// address space space whose route table holds udrs: Azure's system routes
-// (the address space → VnetLocal, 0.0.0.0/0 → Internet, the private and
-// shared ranges → None unless inside the address space) with each UDR
-// replacing the system route of the same prefix; the router then takes the
-// longest prefix that matches.
-//
-// TODO(routing): this is a local stand-in for internal/routing.Effective
-// (issue 12), to be replaced by it when it lands: the data plane must
-// forward by the same computation as trace and doctor. Service-tag
-// prefixes are skipped (the fabric has no tag ranges).
+// address space space whose route table holds udrs, as internal/routing
+// computes it for trace, doctor and the fabric's effectiveRouteTable and
+// nextHop: Azure's system routes with the user routes that replace them.
+// Only the Active IPv4 routes are programmed (the data plane is IPv4
+// only); service-tag prefixes are skipped (the fabric has no tag ranges).
 func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
-	byPrefix := map[netip.Prefix]Route{}
-	byPrefix[netip.MustParsePrefix("0.0.0.0/0")] = Route{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Kind: Unreachable, Name: "system: Internet"}
-	for _, r := range noneRanges {
-		inside := false
-		for _, s := range space {
-			if s.Bits() <= r.Bits() && s.Contains(r.Addr()) {
-				inside = true
-			}
-		}
-		if !inside {
-			byPrefix[r] = Route{Prefix: r, Kind: Blackhole, Name: "system: None"}
-		}
-	}
-	for _, s := range space {
-		byPrefix[s] = Route{Prefix: s, Kind: Deliver, Name: "system: VnetLocal"}
-	}
+	rs := make([]route.Route, 0, len(udrs))
 	for _, u := range udrs {
-		p, err := netip.ParsePrefix(u.AddressPrefix)
-		if err != nil || !p.Addr().Is4() {
+		rs = append(rs, stateRoute(u))
+	}
+	// Azure's order for routes of the same prefix: user, then BGP, then
+	// system (routing marks system routes a user route replaces Invalid).
+	rank := map[string]int{routing.SourceUser: 0, routing.SourceBGP: 1, routing.SourceDefault: 2}
+	best := map[netip.Prefix]routing.Route{}
+	for _, r := range routing.Effective(routing.Network{AddressSpace: space}, rs) {
+		if r.State != routing.StateActive || !r.Prefix.Addr().Is4() {
 			continue
 		}
-		p = p.Masked()
-		r := Route{Prefix: p, Name: u.Name}
-		switch strings.ToLower(u.NextHopType) {
-		case "virtualappliance":
-			r.Kind = Appliance
-			r.Via, _ = netip.ParseAddr(u.NextHopIPAddress)
-			if !r.Via.Is4() {
-				r.Kind = Blackhole
-			}
-		case "vnetlocal":
-			r.Kind = Deliver
-		case "none":
-			r.Kind = Blackhole
-		default: // Internet, VirtualNetworkGateway: nothing leaves the lab
-			r.Kind = Unreachable
+		if b, dup := best[r.Prefix]; dup && rank[b.Source] <= rank[r.Source] {
+			continue
 		}
-		byPrefix[p] = r
+		best[r.Prefix] = r
+	}
+	byPrefix := make(map[netip.Prefix]Route, len(best))
+	for p, r := range best {
+		byPrefix[p] = planeRoute(r)
 	}
 	out := make([]Route, 0, len(byPrefix))
 	for _, r := range byPrefix {
@@ -193,4 +163,67 @@ func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
 		return cmp.Or(a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
 	})
 	return out
+}
+
+// planeRoute is how the VNet router forwards by an effective route.
+func planeRoute(r routing.Route) Route {
+	out := Route{Prefix: r.Prefix, Name: r.Name}
+	if r.IsSystem() {
+		out.Name = "system: " + string(r.NextHopType)
+	}
+	switch r.NextHopType {
+	case routing.VirtualAppliance:
+		out.Kind, out.Via = Appliance, r.NextHopIP
+		if !r.NextHopIP.Is4() {
+			out.Kind = Blackhole
+		}
+	case routing.VnetLocal, routing.VNetPeering:
+		out.Kind = Deliver
+	case routing.None:
+		out.Kind = Blackhole
+	default: // Internet, VirtualNetworkGateway: nothing leaves the lab
+		out.Kind = Unreachable
+	}
+	return out
+}
+
+// stateRoute is a route of the fabric's state in routekeeper's model.
+func stateRoute(u fabric.StateRoute) route.Route {
+	r := route.Route{Name: u.Name, AddressPrefix: u.AddressPrefix, NextHopType: route.NextHopType(u.NextHopType), ProvisioningState: u.ProvisioningState}
+	if p, err := netip.ParsePrefix(u.AddressPrefix); err == nil {
+		r.Prefix = p.Masked()
+	}
+	r.NextHopIP, _ = netip.ParseAddr(u.NextHopIPAddress)
+	return r
+}
+
+// RoutingState is the fabric's live state as internal/routing traces it
+// (what `routekeeper trace` reads through ARM), with nodes.
+func RoutingState(st *fabric.State, nodes []source.Node) routing.State {
+	rs := routing.State{Nodes: nodes}
+	for _, t := range st.RouteTables {
+		tbl := &route.Table{ID: t.ID, Name: t.Name, ResourceGroup: t.ResourceGroup, Location: t.Location, Tags: t.Tags}
+		for _, r := range t.Routes {
+			tbl.Routes = append(tbl.Routes, stateRoute(r))
+		}
+		rs.Tables = append(rs.Tables, tbl)
+	}
+	for _, v := range st.VirtualNetworks {
+		var n routing.Network
+		for _, s := range v.AddressPrefixes {
+			if p, err := netip.ParsePrefix(s); err == nil {
+				n.AddressSpace = append(n.AddressSpace, p.Masked())
+			}
+		}
+		for _, sn := range v.Subnets {
+			sub := routing.Subnet{ID: sn.ID, Name: sn.Name, VNetName: v.Name, VNet: n, RouteTableID: sn.RouteTable}
+			for _, s := range sn.AddressPrefixes {
+				if p, err := netip.ParsePrefix(s); err == nil {
+					sub.Prefixes = append(sub.Prefixes, p.Masked())
+				}
+			}
+			rs.Subnets = append(rs.Subnets, sub)
+		}
+	}
+	return rs
 }
