@@ -139,11 +139,24 @@ type routingReader interface {
 // then has only system routes, as in Azure). Peerings are not read.
 func readRoutingState(ctx context.Context, c routingReader, cfg *config.Config, nodes []source.Node) (routing.State, error) {
 	st := routing.State{Nodes: nodes, ConfiguredTableID: cfg.RouteTable.ID}
-	seenVNet := map[string]bool{}
+	// The node subnets' virtual networks and the mirrors' (an App Gateway
+	// subnet may sit in another VNet): a trace can start in any of them.
+	type guarded struct{ field, id string }
+	var subnets []guarded
 	for _, sid := range cfg.Subnets {
+		subnets = append(subnets, guarded{"subnets", sid})
+	}
+	for i, m := range cfg.Mirrors {
+		for _, sid := range m.Subnets {
+			subnets = append(subnets, guarded{fmt.Sprintf("mirrors[%d].subnets", i), sid})
+		}
+	}
+	seenVNet := map[string]bool{}
+	for _, g := range subnets {
+		sid := g.id
 		vid, err := azure.VNetOfSubnet(sid)
 		if err != nil {
-			return st, usageErrorf("config %s: subnets: %w", cfg.File, err)
+			return st, usageErrorf("config %s: %s: %w", cfg.File, g.field, err)
 		}
 		if seenVNet[strings.ToLower(vid)] {
 			continue

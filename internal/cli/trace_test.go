@@ -397,3 +397,35 @@ func TestDoctorIPForwarding(t *testing.T) {
 	}
 	golden(t, filepath.Join("testdata", "doctor", "ip-forwarding.golden"), []byte(res.stdout))
 }
+
+// TestTraceFromAMirrorSubnet: from the App Gateway subnet of the mirror
+// example, a pod is reached through the mirror table's pod route, and
+// before routekeeper wrote it the gateway's own default route sends the
+// packet to the Internet.
+func TestTraceFromAMirrorSubnet(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"routekeeper.yaml", "nodes.yaml", "topology.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "kthw-appgw", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, f), string(b))
+	}
+	cfg := filepath.Join(dir, "routekeeper.yaml")
+	// The state and the main table first (the gateway's table has no pod
+	// route yet), then the mirror.
+	if res := runCLI(t, nil, "", "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--config", cfg); res.code != ExitOK {
+		t.Fatalf("fabric apply: exit %d: %s", res.code, res.stderr)
+	}
+	before := runCLI(t, nil, "", "trace", "10.240.2.10", "10.200.1.5", "--config", cfg, "-o", "json")
+	if before.code != ExitFindings || !strings.Contains(before.stdout, `"verdict": "internet"`) {
+		t.Errorf("before run: exit %d, want 3 and the gateway's default route to the Internet:\n%s%s", before.code, before.stdout, before.stderr)
+	}
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
+	}
+	after := runCLI(t, nil, "", "trace", "10.240.2.10", "10.200.1.5", "--config", cfg, "-o", "json")
+	if after.code != ExitOK || !strings.Contains(after.stdout, `"verdict": "delivered"`) || !strings.Contains(after.stdout, "appgw-routes") {
+		t.Errorf("after run: exit %d, want 0, delivered through appgw-routes:\n%s%s", after.code, after.stdout, after.stderr)
+	}
+}
