@@ -12,7 +12,8 @@ import (
 )
 
 // Networks returns the virtual networks (with their subnets and route
-// table associations) and the route tables of every subscription, read
+// table associations), the route tables and the network interfaces of
+// every subscription, read
 // from the store in one snapshot, without going through the ARM pipeline:
 // no faults, no throttling, no request. It is what the data plane forwards
 // by. Resource groups are left out; the table's Subnets back-references
@@ -46,6 +47,12 @@ func (s *Store) Networks(ctx context.Context) (*State, error) {
 				out := stateTable(sub, &t)
 				out.Subnets = []string{}
 				st.RouteTables = append(st.RouteTables, out)
+			case typeNetworkInterfaces:
+				n, err := decodeNIC(doc)
+				if err != nil {
+					return err
+				}
+				st.NetworkInterfaces = append(st.NetworkInterfaces, stateNIC(n))
 			}
 		}
 		return rows.Err()
@@ -55,7 +62,26 @@ func (s *Store) Networks(ctx context.Context) (*State, error) {
 	}
 	slices.SortFunc(st.VirtualNetworks, func(a, b StateVirtualNetwork) int { return strings.Compare(key(a.ID), key(b.ID)) })
 	slices.SortFunc(st.RouteTables, func(a, b StateRouteTable) int { return strings.Compare(key(a.ID), key(b.ID)) })
+	slices.SortFunc(st.NetworkInterfaces, func(a, b StateNIC) int { return strings.Compare(key(a.ID), key(b.ID)) })
 	return st, nil
+}
+
+func stateNIC(n *armnetwork.Interface) StateNIC {
+	out := StateNIC{ID: str(n.ID), Name: str(n.Name)}
+	if p := n.Properties; p != nil {
+		out.IPForwarding = p.EnableIPForwarding != nil && *p.EnableIPForwarding
+		for _, c := range p.IPConfigurations {
+			if c == nil || c.Properties == nil {
+				continue
+			}
+			a := StateNICAddress{Address: str(c.Properties.PrivateIPAddress)}
+			if c.Properties.Subnet != nil {
+				a.Subnet = str(c.Properties.Subnet.ID)
+			}
+			out.IPs = append(out.IPs, a)
+		}
+	}
+	return out
 }
 
 // Version returns a value that changes whenever any process writes a

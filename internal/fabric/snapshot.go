@@ -18,6 +18,24 @@ type State struct {
 	ResourceGroups  []StateResourceGroup  `json:"resourceGroups"`
 	VirtualNetworks []StateVirtualNetwork `json:"virtualNetworks"`
 	RouteTables     []StateRouteTable     `json:"routeTables"`
+	// NetworkInterfaces are filled by Store.Networks (the data plane places
+	// nodes by them), not by Snapshot.
+	NetworkInterfaces []StateNIC `json:"networkInterfaces,omitempty"`
+}
+
+// StateNIC is a network interface: its private IP addresses, each with the
+// subnet that holds it.
+type StateNIC struct {
+	ID           string            `json:"id"`
+	Name         string            `json:"name"`
+	IPForwarding bool              `json:"enableIPForwarding"`
+	IPs          []StateNICAddress `json:"ipConfigurations"`
+}
+
+// StateNICAddress is one IP configuration of a NIC.
+type StateNICAddress struct {
+	Address string `json:"privateIPAddress"`
+	Subnet  string `json:"subnet"` // ID
 }
 
 // StateResourceGroup is a resource group.

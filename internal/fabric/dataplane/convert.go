@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -17,8 +18,9 @@ import (
 // FromState computes the Spec of a fabric's live state: every virtual
 // network with its subnets and their effective routes, and a node for each
 // of nodes (from an inventory or the cluster: pod CIDRs are not an ARM
-// property, and the fabric's network interfaces do not place nodes yet) in
-// the subnet that holds its internal IP, with podsPerNode pods at the first addresses after .1 of its pod CIDR.
+// property) in the subnet of the network interface that holds its internal
+// IP (in the subnet whose prefix holds it when the fabric has no NICs;
+// a NIC of no node is a node without pods), with podsPerNode pods at the first addresses after .1 of its pod CIDR.
 // A node whose address is in no subnet is left out and named in an
 // *UnplacedError returned with the Spec of the others.
 func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, error) {
@@ -67,7 +69,37 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 		}
 		spec.VNets = append(spec.VNets, vn)
 	}
+	byID := map[string]where{}
+	for _, v := range st.VirtualNetworks {
+		for _, sn := range v.Subnets {
+			byID[strings.ToLower(sn.ID)] = where{v.Name, sn.Name}
+		}
+	}
+	// With network interfaces in the fabric, they place the nodes, as NICs
+	// do in Azure: a node is where the NIC holding its address is, a NIC
+	// without a node of the inventory is a node without pods, and a node
+	// no NIC holds is left out. Without any, a node is placed in the
+	// subnet whose prefix holds its address.
+	nicAt := map[netip.Addr]struct {
+		name string
+		w    where
+	}{}
+	for _, nic := range st.NetworkInterfaces {
+		for _, a := range nic.IPs {
+			ip, err := netip.ParseAddr(a.Address)
+			w, ok := byID[strings.ToLower(a.Subnet)]
+			if err != nil || !ip.Is4() || !ok {
+				continue
+			}
+			nicAt[ip] = struct {
+				name string
+				w    where
+			}{nic.Name, w}
+		}
+	}
+	useNICs := len(st.NetworkInterfaces) > 0
 	var errs []error
+	covered := map[netip.Addr]bool{}
 	for _, n := range nodes {
 		ip, ok := firstIPv4(n.InternalIPs)
 		if !ok {
@@ -75,16 +107,27 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 			continue
 		}
 		var w *where
-		for i := range placed {
-			if placed[i].p.Contains(ip) {
-				w = &placed[i].w
-				break
+		if useNICs {
+			if at, ok := nicAt[ip]; ok {
+				w = &at.w
+			}
+		} else {
+			for i := range placed {
+				if placed[i].p.Contains(ip) {
+					w = &placed[i].w
+					break
+				}
 			}
 		}
 		if w == nil {
-			errs = append(errs, fmt.Errorf("node %q: internal IP %s is in no subnet of the fabric", n.Name, ip))
+			if useNICs {
+				errs = append(errs, fmt.Errorf("node %q: no network interface of the fabric holds its internal IP %s", n.Name, ip))
+			} else {
+				errs = append(errs, fmt.Errorf("node %q: internal IP %s is in no subnet of the fabric", n.Name, ip))
+			}
 			continue
 		}
+		covered[ip] = true
 		node := Node{Name: n.Name, VNet: w.vnet, Subnet: w.subnet, IP: ip}
 		for _, c := range n.PodCIDRs {
 			if c.Addr().Is4() {
@@ -100,6 +143,12 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 			}
 		}
 		spec.Nodes = append(spec.Nodes, node)
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(nicAt), netip.Addr.Compare) {
+		if !covered[ip] {
+			at := nicAt[ip]
+			spec.Nodes = append(spec.Nodes, Node{Name: at.name, VNet: at.w.vnet, Subnet: at.w.subnet, IP: ip})
+		}
 	}
 	if err := spec.Validate(); err != nil {
 		return Spec{}, err

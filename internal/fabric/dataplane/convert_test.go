@@ -307,3 +307,40 @@ func TestDriverFollowsWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestFromStateNICs: with network interfaces in the fabric, a node sits in
+// the subnet of the NIC that holds its address (not merely a subnet whose
+// prefix holds it), a NIC of no inventory node becomes a node without
+// pods, and a node no NIC holds is left out and named.
+func TestFromStateNICs(t *testing.T) {
+	topo := labTopology + `    networkInterfaces:
+      - {name: worker-0-nic, subnet: kubernetes-vnet/kubernetes-subnet, privateIPAddress: 10.240.0.20}
+      - {name: worker-2-nic, subnet: kubernetes-vnet/pool-2, privateIPAddress: 10.240.1.20}
+      - {name: nva-nic, subnet: kubernetes-vnet/kubernetes-subnet, privateIPAddress: 10.240.0.4, enableIPForwarding: true}
+`
+	env := fabrictest.New(t, fabric.Options{}, topo)
+	st, err := env.Store.Networks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.NetworkInterfaces) != 3 {
+		t.Fatalf("Networks: %d NICs, want 3: %+v", len(st.NetworkInterfaces), st.NetworkInterfaces)
+	}
+	spec, err := FromState(st, labNodes[:3], 1)
+	var unplaced *UnplacedError
+	if !errors.As(err, &unplaced) || !strings.Contains(err.Error(), `node "worker-1": no network interface of the fabric holds its internal IP 10.240.0.21`) {
+		t.Fatalf("FromState error = %v, want worker-1 left out: no NIC holds 10.240.0.21", err)
+	}
+	got := map[string]string{}
+	for _, n := range spec.Nodes {
+		got[n.Name] = n.Subnet + " " + n.IP.String() + " " + n.PodCIDR.String()
+	}
+	want := map[string]string{
+		"worker-0": "kubernetes-subnet 10.240.0.20 10.200.0.0/24",
+		"worker-2": "pool-2 10.240.1.20 10.200.2.0/24",
+		"nva-nic":  "kubernetes-subnet 10.240.0.4 invalid Prefix",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("nodes (-want +got):\n%s", d)
+	}
+}
