@@ -14,14 +14,14 @@ import (
 
 // BenchmarkGuardCycle measures one association guard cycle against the
 // in-process fabric through the real SDK: "steady" (the subnet is on the
-// table: the cost paid every interval) and "repair-seed001" (a VNet
+// table: the cost paid every interval) and "repair-redeploy" (a VNet
 // redeploy detached the table before each cycle; the redeploy is not
 // timed). reads/op and writes/op are routekeeper's ARM calls per cycle.
 func BenchmarkGuardCycle(b *testing.B) {
 	for _, repair := range []bool{false, true} {
 		name := "steady"
 		if repair {
-			name = "repair-seed001"
+			name = "repair-redeploy"
 		}
 		b.Run(name, func(b *testing.B) {
 			env := fabrictest.New(b, fabric.Options{}, fabrictest.KTHW)

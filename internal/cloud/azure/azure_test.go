@@ -219,3 +219,54 @@ func TestBadIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestSetSubnetRouteTableSendsTheSubnetAsRead: a repair decided on a read
+// sends that read's body back with If-Match instead of reading the subnet
+// again (one read per subnet per pass), and a subnet changed since is
+// refused by ARM's 412, never overwritten.
+func TestSetSubnetRouteTableSendsTheSubnetAsRead(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	ctx := context.Background()
+	if _, err := env.Client.PutRouteTable(ctx, newTable(), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.Client.GetSubnet(ctx, fabrictest.KTHWSubnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, _ := env.Client.Calls()
+	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); err != nil {
+		t.Fatal(err)
+	}
+	sent, _ := env.Client.Calls()
+	// The write's own operation may be polled; the subnet is not read again.
+	other, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: env.Server.ClientOptions(), PollFrequency: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	polls := sent - r0
+	t.Logf("reads while associating: %d", polls)
+	if polls > 2 {
+		t.Errorf("associating a subnet just read made %d reads, want at most the operation's polls", polls)
+	}
+
+	// Read by routekeeper, then changed by someone else: the body routekeeper
+	// holds is stale, and ARM refuses it.
+	s, err = env.Client.GetSubnet(ctx, fabrictest.KTHWSubnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := other.GetSubnet(ctx, fabrictest.KTHWSubnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, "", o.Etag); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); !errors.Is(err, cloud.ErrPreconditionFailed) {
+		t.Fatalf("stale body: err = %v, want ErrPreconditionFailed", err)
+	}
+	if now, err := env.Client.GetSubnet(ctx, fabrictest.KTHWSubnet); err != nil || now.RouteTableID != "" {
+		t.Errorf("subnet after the refused write: %+v, %v; want the other writer's (no table)", now, err)
+	}
+}

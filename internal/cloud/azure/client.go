@@ -67,6 +67,11 @@ type Client struct {
 
 	mu   sync.Mutex
 	subs map[string]*subClients
+	// subnets holds the body of each subnet as last read (by lower-case
+	// ID), so that SetSubnetRouteTable decided on that read sends it back
+	// without reading the subnet again; If-Match keeps it from overwriting
+	// a newer version.
+	subnets map[string]*armnetwork.Subnet
 }
 
 type subClients struct {

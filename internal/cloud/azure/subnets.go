@@ -3,6 +3,7 @@ package azure
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -29,21 +30,50 @@ func (c *Client) getSubnet(ctx context.Context, id string) (*cloud.Subnet, *armn
 	if err != nil {
 		return nil, nil, classify("reading subnet "+id, id, err)
 	}
+	c.mu.Lock()
+	if c.subnets == nil {
+		c.subnets = map[string]*armnetwork.Subnet{}
+	}
+	kept := resp.Subnet
+	c.subnets[strings.ToLower(id)] = &kept
+	c.mu.Unlock()
 	return subnetFromARM(&resp.Subnet), &resp.Subnet, nil
 }
 
-// SetSubnetRouteTable associates the subnet with routeTableID ("" removes
-// the association). etag is the subnet version the caller decided on: the
-// subnet is read again, and if it changed since, cloud.ErrPreconditionFailed
-// is returned without writing. The PUT carries every other property of the
-// subnet as read, with If-Match, so nothing else on the subnet changes.
-func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error) {
-	cur, raw, err := c.getSubnet(ctx, subnetID)
-	if err != nil {
-		return nil, err
+// takeSubnet returns (and forgets) the subnet's body as last read when it
+// is the version etag.
+func (c *Client) takeSubnet(id, etag string) *armnetwork.Subnet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.subnets[strings.ToLower(id)]
+	if s == nil || etag == "" || s.Etag == nil || *s.Etag != etag {
+		return nil
 	}
-	if etag != "" && cur.Etag != etag {
-		return nil, fmt.Errorf("subnet %s changed since it was read (etag %s, now %s): %w", subnetID, etag, cur.Etag, cloud.ErrPreconditionFailed)
+	delete(c.subnets, strings.ToLower(id))
+	return s
+}
+
+// SetSubnetRouteTable associates the subnet with routeTableID ("" removes
+// the association). etag is the subnet version the caller decided on. When
+// this client's last read of the subnet was that version, its body is sent
+// back as read, with If-Match: a newer version makes ARM answer 412
+// (cloud.ErrPreconditionFailed) and nothing is written. Otherwise the
+// subnet is read again, and if it changed since, cloud.ErrPreconditionFailed
+// is returned without a write. The PUT carries every other property of the
+// subnet as read, so nothing else on the subnet changes.
+func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error) {
+	raw := c.takeSubnet(subnetID, etag)
+	curEtag := etag
+	if raw == nil {
+		cur, r, err := c.getSubnet(ctx, subnetID)
+		if err != nil {
+			return nil, err
+		}
+		c.takeSubnet(subnetID, cur.Etag) // used now: not kept
+		if etag != "" && cur.Etag != etag {
+			return nil, fmt.Errorf("subnet %s changed since it was read (etag %s, now %s): %w", subnetID, etag, cur.Etag, cloud.ErrPreconditionFailed)
+		}
+		raw, curEtag = r, cur.Etag
 	}
 	ref, _ := parseSubnetID(subnetID)
 	sc, err := c.clients(ref.subscription)
@@ -58,7 +88,7 @@ func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID
 	} else {
 		raw.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(routeTableID)}
 	}
-	poller, err := sc.subnets.BeginCreateOrUpdate(withIfMatch(ctx, cur.Etag), ref.group, ref.vnet, ref.name, *raw, nil)
+	poller, err := sc.subnets.BeginCreateOrUpdate(withIfMatch(ctx, curEtag), ref.group, ref.vnet, ref.name, *raw, nil)
 	if err != nil {
 		return nil, classify("writing subnet "+subnetID, subnetID, err)
 	}
