@@ -80,10 +80,12 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 	// without a node of the inventory is a node without pods, and a node
 	// no NIC holds is left out. Without any, a node is placed in the
 	// subnet whose prefix holds its address.
-	nicAt := map[netip.Addr]struct {
-		name string
-		w    where
-	}{}
+	type nicPlace struct {
+		name       string
+		w          where
+		forwarding bool
+	}
+	nicAt := map[netip.Addr]nicPlace{}
 	for _, nic := range st.NetworkInterfaces {
 		for _, a := range nic.IPs {
 			ip, err := netip.ParseAddr(a.Address)
@@ -91,10 +93,7 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 			if err != nil || !ip.Is4() || !ok {
 				continue
 			}
-			nicAt[ip] = struct {
-				name string
-				w    where
-			}{nic.Name, w}
+			nicAt[ip] = nicPlace{nic.Name, w, nic.IPForwarding}
 		}
 	}
 	useNICs := len(st.NetworkInterfaces) > 0
@@ -129,6 +128,9 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 		}
 		covered[ip] = true
 		node := Node{Name: n.Name, VNet: w.vnet, Subnet: w.subnet, IP: ip}
+		if at, ok := nicAt[ip]; useNICs && ok {
+			node.NoForwarding = !at.forwarding
+		}
 		for _, c := range n.PodCIDRs {
 			if c.Addr().Is4() {
 				node.PodCIDR = c.Masked()
@@ -147,7 +149,7 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 	for _, ip := range slices.SortedFunc(maps.Keys(nicAt), netip.Addr.Compare) {
 		if !covered[ip] {
 			at := nicAt[ip]
-			spec.Nodes = append(spec.Nodes, Node{Name: at.name, VNet: at.w.vnet, Subnet: at.w.subnet, IP: ip})
+			spec.Nodes = append(spec.Nodes, Node{Name: at.name, VNet: at.w.vnet, Subnet: at.w.subnet, IP: ip, NoForwarding: !at.forwarding})
 		}
 	}
 	if err := spec.Validate(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -141,6 +142,17 @@ var (
 	podSysctls = map[string]string{"ipv6.conf.all.disable_ipv6": "1", "ipv6.conf.default.disable_ipv6": "1"}
 )
 
+// nodeSysctls are a node's: a router's, without forwarding when its NIC
+// has IP forwarding disabled.
+func nodeSysctls(n Node) map[string]string {
+	if !n.NoForwarding {
+		return routerSysctls
+	}
+	out := maps.Clone(routerSysctls)
+	out["ipv4.ip_forward"] = "0"
+	return out
+}
+
 // build creates what is missing of spec's namespaces, links and addresses
 // and sets the node and pod routes (all idempotent: replace, not add).
 func (p *Plane) build(ctx context.Context, spec Spec) error {
@@ -177,7 +189,7 @@ func (p *Plane) build(ctx context.Context, spec Spec) error {
 	routerLinks := map[string]map[string]bool{}
 	for _, n := range spec.Nodes {
 		rns, nns := routerNS(p.prefix, n.VNet), nodeNS(p.prefix, n.Name)
-		if err := ensure(nns, routerSysctls); err != nil {
+		if err := ensure(nns, nodeSysctls(n)); err != nil {
 			return err
 		}
 		if routerLinks[rns] == nil {

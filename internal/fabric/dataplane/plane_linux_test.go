@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/routing"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 // newTestPlane returns a Plane with a random prefix whose namespaces are
@@ -235,4 +237,55 @@ func nodeOf(spec Spec, a netip.Addr) string {
 		}
 	}
 	return ""
+}
+
+// TestNICWithoutIPForwarding: when the fabric's NICs place the nodes, a
+// NIC with IP forwarding disabled (Azure's default) gets what is addressed
+// to it but not its pods' traffic, either way — the outage `routekeeper
+// doctor`'s ip-forwarding check warns about — and the probe agrees with
+// Trace on every pair.
+func TestNICWithoutIPForwarding(t *testing.T) {
+	p := newTestPlane(t)
+	topo := labTopology + `    networkInterfaces:
+      - {name: worker-0-nic, subnet: kubernetes-vnet/kubernetes-subnet, privateIPAddress: 10.240.0.20, enableIPForwarding: true}
+      - {name: worker-1-nic, subnet: kubernetes-vnet/kubernetes-subnet, privateIPAddress: 10.240.0.21}
+`
+	env := fabrictest.New(t, fabric.Options{}, topo)
+	ctx := context.Background()
+	st, err := env.Store.Networks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := FromState(st, labNodes[:2], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(ctx, spec); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	pod0, pod1 := netip.MustParseAddr("10.200.0.2"), netip.MustParseAddr("10.200.1.2")
+	node0, node1 := netip.MustParseAddr("10.240.0.20"), netip.MustParseAddr("10.240.0.21")
+	cases := []struct {
+		src, dst netip.Addr
+		want     bool
+	}{
+		{pod0, pod1, false},  // to worker-1's pod: Azure drops it at worker-1's NIC
+		{pod1, pod0, false},  // from worker-1's pod: dropped leaving worker-1
+		{node0, node1, true}, // node to node: addressed to the NIC itself
+		{pod0, node1, true},  // worker-0 forwards; worker-1 receives its own address
+		{node1, pod0, true},  // worker-1 sends from its own address
+	}
+	for _, c := range cases {
+		model, err := Trace(spec, c.src, c.dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Probe(ctx, p.Prefix(), c.src, c.dst, ProbeOptions{Rate: 400, Duration: 25 * time.Millisecond, Grace: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if arrived := got.Received > 0; arrived != c.want || model.Delivered != c.want {
+			t.Errorf("%s -> %s: probe %v, model delivered %v (%s); want delivered %v", c.src, c.dst, got, model.Delivered, model.Reason, c.want)
+		}
+	}
 }

@@ -96,6 +96,11 @@ type Node struct {
 	IP      netip.Addr
 	PodCIDR netip.Prefix // invalid: no pods
 	Pods    []netip.Addr
+	// NoForwarding: the node's NIC has IP forwarding disabled, so Azure
+	// drops what reaches it for another address (its pods) and what it
+	// sends from another address (its pods' traffic): the node does not
+	// forward. The zero value forwards (a node of an inventory, no NIC).
+	NoForwarding bool
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$`)

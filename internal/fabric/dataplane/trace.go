@@ -36,12 +36,25 @@ func Trace(spec Spec, src, dst netip.Addr) (Verdict, error) {
 		}
 		return nil, false
 	}
-	at, _ := owner(src)
+	at, srcPod := owner(src)
 	if at == nil {
 		return v, fmt.Errorf("source %s is no node's or pod's address", src)
 	}
 	for hop := 0; hop < 16; hop++ {
 		v.Path = append(v.Path, at.Name)
+		// Azure hands a NIC without IP forwarding only what is addressed
+		// to it, and takes from it only what it sends from its own address.
+		local := dst == at.IP || slices.Contains(at.Pods, dst)
+		arrivedForOther := hop > 0 && dst != at.IP
+		leavesFromOther := !local && (hop > 0 || srcPod)
+		// The node's kernel does not forward at all, so even two of its
+		// own pods cannot talk (in Azure they could: that traffic never
+		// reaches the NIC). The data plane's one known difference here.
+		podToPod := srcPod && dst != at.IP && local
+		if at.NoForwarding && (arrivedForOther || leavesFromOther || podToPod) {
+			v.Reason = fmt.Sprintf("%s's NIC has IP forwarding disabled", at.Name)
+			return v, nil
+		}
 		switch {
 		case dst == at.IP:
 			v.Delivered, v.To = true, at.Name
