@@ -223,22 +223,7 @@ func (s *Server) putNIC(ctx context.Context, q *request) (*response, error) {
 			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeNetworkIface), Location: ptr(loc),
 			Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: &out,
 		}
-		if row == nil {
-			row = fresh
-		}
-		var prev []byte
-		if cur != nil {
-			prev = row.Doc
-		}
-		doc, err := encode(nic)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev), cur == nil, etag, json.RawMessage(doc))
+		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, nic)
 		return err
 	})
 	return resp, err

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -489,6 +490,28 @@ func (s *Server) checkRunning(tx *txn, q *request, resourceKey string) error {
 		return errAnotherOperation(asyncURL(q, o))
 	}
 	return nil
+}
+
+// storeTopPut is the end of every top-level resource PUT: v becomes the
+// document of row (of fresh, when the resource is created) with etag, and
+// the PUT is answered with its long-running operation (acceptPut).
+func (s *Server) storeTopPut(tx *txn, q *request, rg *rgRow, row, fresh *resourceRow, id, loc, etag string, v any) (*response, error) {
+	created := row == nil
+	var prev []byte
+	if created {
+		row = fresh
+	} else {
+		prev = row.Doc
+	}
+	doc, err := encode(v)
+	if err != nil {
+		return nil, err
+	}
+	row.Doc, row.Etag = doc, etag
+	if err := s.storeRow(tx, row); err != nil {
+		return nil, err
+	}
+	return s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev), created, etag, json.RawMessage(doc))
 }
 
 // acceptPut records the long-running operation of a PUT and makes its

@@ -183,23 +183,7 @@ func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, erro
 				return nil
 			}
 		}
-		if row == nil {
-			row = fresh
-		}
-		var prev []byte
-		if cur != nil {
-			prev = row.Doc
-		}
-		doc, err := encode(out)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		body := json.RawMessage(row.Doc)
-		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev), cur == nil, etag, body)
+		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, out)
 		return err
 	})
 	return resp, err

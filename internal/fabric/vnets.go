@@ -185,22 +185,7 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
 			Tags: tagsOf(in.Tags), Etag: ptr(etag), ExtendedLocation: in.ExtendedLocation, Properties: &out,
 		}
-		if row == nil {
-			row = fresh
-		}
-		var prev []byte
-		if cur != nil {
-			prev = row.Doc
-		}
-		doc, err := encode(v)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev), cur == nil, etag, json.RawMessage(doc))
+		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, v)
 		return err
 	})
 	return resp, err
