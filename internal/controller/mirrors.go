@@ -197,6 +197,9 @@ func (s *Shared) Watch(ctx context.Context, changed func()) error {
 		delete(s.subs, id)
 		s.mu.Unlock()
 	}()
+	// A change delivered before this registration (to the watchers that
+	// came first) would be missed until a resync: look once now.
+	changed()
 	select {
 	case <-ctx.Done():
 		return nil

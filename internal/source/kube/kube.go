@@ -157,10 +157,16 @@ func (s *Source) HasSynced() bool { return s.informer.HasSynced() }
 
 // Watch calls changed whenever a node that matters for routes changes,
 // until ctx is done. It starts the informer if Start has not.
+//
+// It also calls changed once as soon as it is registered: the informer may
+// already run (the daemon starts it for readiness) and deliver a node
+// between the caller's first read of the nodes and this registration; that
+// change would otherwise wait for the next resync.
 func (s *Source) Watch(ctx context.Context, changed func()) error {
 	s.mu.Lock()
 	s.changed = changed
 	s.mu.Unlock()
+	changed()
 	defer func() {
 		s.mu.Lock()
 		s.changed = nil
