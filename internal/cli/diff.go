@@ -9,19 +9,22 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // diffOutput is what `diff -o json|yaml` prints.
 type diffOutput struct {
 	// RouteTable is the table run would keep (after a migration or a
 	// followed swap).
-	RouteTable   string                 `json:"routeTable"`
-	Create       bool                   `json:"createTable,omitempty"`
-	Claim        bool                   `json:"claimTable,omitempty"`
-	Changes      []plan.Change          `json:"changes"`
-	Conflicts    []plan.Conflict        `json:"conflicts"`
-	Associations []assoc.SubnetDecision `json:"associations"`
+	RouteTable   string           `json:"routeTable"`
+	Create       bool             `json:"createTable,omitempty"`
+	Claim        bool             `json:"claimTable,omitempty"`
+	Changes      []plan.Change    `json:"changes"`
+	Conflicts    []plan.Conflict  `json:"conflicts"`
+	Associations []verdict.Subnet `json:"associations"`
 	// HeldDeletes are the deletions the guard holds back, HeldMessage
 	// why and the override; Unclaimed the routes of unknown nodes left in
 	// an unclaimed table.
@@ -62,7 +65,7 @@ func (d diffOutput) pending() bool {
 }
 
 func newDiffOutput(res *controller.Result, observe bool) diffOutput {
-	out := diffOutput{RouteTable: res.TableID, Changes: []plan.Change{}, Conflicts: []plan.Conflict{}, Associations: []assoc.SubnetDecision{}}
+	out := diffOutput{RouteTable: res.TableID, Changes: []plan.Change{}, Conflicts: []plan.Conflict{}, Associations: []verdict.Subnet{}}
 	if p := res.Plan; p != nil {
 		out.Conflicts = p.Conflicts
 		out.HeldDeletes, out.HeldMessage, out.Unclaimed = p.HeldDeletes, p.HeldMessage, p.Unclaimed
@@ -74,34 +77,27 @@ func newDiffOutput(res *controller.Result, observe bool) diffOutput {
 		}
 	}
 	if res.Decision != nil {
-		out.Associations = res.Decision.Subnets
+		out.Associations = res.Associations
 		if !res.Decision.TableExists && !res.Decision.Create {
 			out.Create = false
 		}
 	}
-	// Nodes a write would not route (the planner's reasons), and nodes
-	// unrouted because of their subnet's table.
+	// Nodes the actions above would not route (the planner's reasons, a
+	// subnet left on another table...).
 	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
 		nr := res.Nodes[name]
-		if nr.Routed || nr.Reason == controller.ReasonRouteMissing && !observe || nr.Reason == controller.ReasonTableMissing {
-			continue // routed by the changes above, or the table is the problem
-		}
-		if nr.Reason == controller.ReasonSubnetTable && hasAction(out.Associations) {
-			continue // the association action routes it
+		if nr.Routed || nr.Actionable || nr.Reason == reason.RouteTableMissing {
+			continue // routed, routed by the changes above, or the table is the problem
 		}
 		if slices.ContainsFunc(out.Conflicts, func(c plan.Conflict) bool { return c.Node == name }) {
 			continue
 		}
-		out.Unrouted = append(out.Unrouted, unroutedNode{Node: name, Reason: nr.Reason, Message: nr.Message})
+		out.Unrouted = append(out.Unrouted, unroutedNode{Node: name, Reason: string(nr.Reason), Message: nr.Message})
 	}
 	if res.Err != nil {
 		out.Error = res.Err.Error()
 	}
 	return out
-}
-
-func hasAction(as []assoc.SubnetDecision) bool {
-	return slices.ContainsFunc(as, func(a assoc.SubnetDecision) bool { return a.Action != assoc.None })
 }
 
 func (a *app) newDiffCmd() *cobra.Command {
@@ -131,12 +127,12 @@ would fail with, after printing what was decided), 2 for bad input.`,
 				return err
 			}
 			ctrl := set.Main
-			all := set.DryRun(ctx)
+			all := set.DryRun(ctx, observe.Scope{})
 			res := all[0]
 			if res.Decision == nil && res.Err != nil {
 				return res.Err
 			}
-			out := newDiffOutput(res, ctrl.Config().Mode == controller.Observe)
+			out := newDiffOutput(res, ctrl.Config().Mode == verdict.Observe)
 			out.Mirrors = mirrorDiffs(all[1:])
 			if a.humanOutput() && !out.pending() && res.Err == nil && mirrorErr(all[1:]) == nil {
 				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date and every subnet is on it.\n", out.RouteTable)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
@@ -389,11 +390,11 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 		if err != nil {
 			return p, fmt.Errorf("config subnets[%d]: %w", i, err)
 		}
-		vnetID, err := azure.VNetOfSubnet(id)
+		vnetID, err := armid.VNetOfSubnet(id)
 		if err != nil {
 			return p, usageErrorf("config %s: subnets[%d]: %w", cfg.File, i, err)
 		}
-		if !slices.ContainsFunc(vnetIDs, func(v string) bool { return azure.SameID(v, vnetID) }) {
+		if !armid.Contains(vnetIDs, vnetID) {
 			vnetIDs = append(vnetIDs, vnetID)
 		}
 		name := s.Name

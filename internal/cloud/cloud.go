@@ -61,3 +61,9 @@ type Subnet struct {
 	Etag              string `json:"etag,omitempty"`
 	ProvisioningState string `json:"provisioningState,omitempty"`
 }
+
+// ErrDenied: ARM refused the request for lack of a permission (403
+// AuthorizationFailed, LinkedAuthorizationFailed), a management lock (409
+// ScopeLocked) or a deny policy (403 RequestDisallowedByPolicy). Retrying
+// does not help until someone grants, unlocks or exempts.
+var ErrDenied = errors.New("denied by Azure Resource Manager")

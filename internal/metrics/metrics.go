@@ -36,7 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
-	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 )
 
 const namespace = "routekeeper"
@@ -189,7 +189,7 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 		m.assocProblems.Reset()
 		for _, a := range res.Associations {
 			if a.Problem() {
-				m.assocProblems.WithLabelValues(a.State).Inc()
+				m.assocProblems.WithLabelValues(string(a.State)).Inc()
 			}
 		}
 	}
@@ -229,8 +229,8 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 		}
 		m.unclaimed.Set(float64(len(p.Unclaimed)))
 		unmanaged := 0
-		for _, st := range p.Nodes {
-			if st.State != plan.NotRouted && st.Reason == plan.ReasonRouteNotManaged {
+		for _, nv := range res.Nodes {
+			if nv.Routed && nv.Reason == reason.RouteNotManaged {
 				unmanaged++
 			}
 		}
@@ -247,7 +247,7 @@ func (m *Metrics) setNodes(res *controller.Result) {
 			routed++
 			continue
 		}
-		m.notRouted.WithLabelValues(nr.Reason).Inc()
+		m.notRouted.WithLabelValues(string(nr.Reason)).Inc()
 	}
 	m.nodes.WithLabelValues("routed").Set(float64(routed))
 	m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))

@@ -899,7 +899,11 @@ func (pl *planner) finish() {
 	slices.SortFunc(deletes, byNode)
 	for _, i := range deletes {
 		c := &pl.routes[i]
-		p.Changes = append(p.Changes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.node, Reason: pl.deleteWhy(c)})
+		ch := Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.node, Reason: pl.deleteWhy(c)}
+		if c.fate == fateRenamed && pl.entries[c.entry].adopt {
+			ch.AdoptedBy = pl.entries[c.entry].name
+		}
+		p.Changes = append(p.Changes, ch)
 	}
 	slices.SortFunc(held, byNode)
 	for _, i := range held {

@@ -99,14 +99,9 @@ func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID
 	return subnetFromARM(&resp.Subnet), nil
 }
 
-// VirtualNetwork is what routekeeper reads of a VNet.
-type VirtualNetwork struct {
-	ID              string
-	Name            string
-	Location        string
-	AddressPrefixes []string
-	Subnets         []cloud.Subnet
-}
+// VirtualNetwork is cloud.VirtualNetwork (kept under this name for the
+// adapter's callers and tests).
+type VirtualNetwork = cloud.VirtualNetwork
 
 // GetVirtualNetwork reads a virtual network with its inline subnets.
 func (c *Client) GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetwork, error) {
