@@ -55,7 +55,6 @@ func parseVNetID(id string) (vnetRef, error) {
 	return vnetRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, name: r.Name}, nil
 }
 
-
 // str dereferences an SDK string pointer; nil is "".
 func str(p *string) string {
 	if p == nil {
