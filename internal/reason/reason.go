@@ -9,6 +9,7 @@
 //	RouteCreated                 yes     verdict           every pod CIDR has its correct route in the table its subnet uses
 //	RouteNotManaged              yes     plan              a route routekeeper does not own sends the pod CIDR to the node
 //	NoPodCIDR                    no      plan              the node has no (valid) pod CIDR yet
+//	PodCIDRExhausted             no      source            the built-in IPAM found no free pod CIDR for the node
 //	NoNodeIP                     no      plan              no internal address of the pod CIDR's family
 //	OutsideClusterCIDR           no      plan              the pod CIDR is in none of the cluster CIDRs
 //	OverlappingPodCIDR           no      plan              two nodes' pod CIDRs overlap
@@ -43,6 +44,7 @@ const (
 	RouteNotManaged Reason = "RouteNotManaged"
 
 	NoPodCIDR            Reason = "NoPodCIDR"
+	PodCIDRExhausted     Reason = "PodCIDRExhausted"
 	NoNodeIP             Reason = "NoNodeIP"
 	OutsideClusterCIDR   Reason = "OutsideClusterCIDR"
 	OverlappingPodCIDR   Reason = "OverlappingPodCIDR"
@@ -73,7 +75,7 @@ const (
 // All is the whole vocabulary, in the package comment's order.
 var All = []Reason{
 	RouteCreated, RouteNotManaged,
-	NoPodCIDR, NoNodeIP, OutsideClusterCIDR, OverlappingPodCIDR, DuplicateNode, InvalidRouteName,
+	NoPodCIDR, PodCIDRExhausted, NoNodeIP, OutsideClusterCIDR, OverlappingPodCIDR, DuplicateNode, InvalidRouteName,
 	NameConflict, PrefixConflict, NextHopOutsideVNet, RouteTableFull, RouteTableClaimed,
 	RouteTableUnclaimed, RouteTableInvalid, InvalidConfiguration,
 	RouteTableMissing, RouteWriteFailed, RouteWriteDenied, RouteNotReadBack, NoRouteCreated,

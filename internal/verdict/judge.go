@@ -116,14 +116,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 		}
 	}
 	writes := v.write != nil
-	own := route.Ownership{Cluster: j.want.Cluster, ClusterCIDRs: j.want.ClusterCIDRs}
-	var owners map[string]route.Owner
-	if after != nil {
-		owners = make(map[string]route.Owner, len(after.Routes))
-		for i, cl := range own.ClassifyTable(after) {
-			owners[strings.ToLower(after.Routes[i].Name)] = cl.Owner
-		}
-	}
+	owned := owners(after, j.want)
 	for _, n := range j.want.Nodes {
 		st := p.Nodes[n.Name]
 		fwd, note := forwardedOnly(p, n.Name)
@@ -131,7 +124,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 			v.Nodes[n.Name] = Node{Reason: st.Reason, Message: st.Message}
 			continue
 		}
-		rs := routeState(n, after, carried, owners)
+		rs := routeState(n, after, carried, owned)
 		switch {
 		case len(rs.missing) > 0:
 			v.Nodes[n.Name] = Node{Reason: missing, Message: "no correct route in route table for " + strings.Join(rs.missing, ", "),
@@ -154,6 +147,20 @@ func (j *judge) nodes(cur, after *route.Table) {
 			v.Nodes[n.Name] = Node{Routed: true, Pending: len(rs.pending) > 0, Reason: reason.RouteCreated, Message: "routekeeper created a route"}
 		}
 	}
+}
+
+// owners classifies the routes of t (nil: none) with this cluster's
+// ownership rules, by lower-case name.
+func owners(t *route.Table, want Desired) map[string]route.Owner {
+	if t == nil {
+		return nil
+	}
+	own := route.Ownership{Cluster: want.Cluster, ClusterCIDRs: want.ClusterCIDRs}
+	out := make(map[string]route.Owner, len(t.Routes))
+	for i, cl := range own.ClassifyTable(t) {
+		out[strings.ToLower(t.Routes[i].Name)] = cl.Owner
+	}
+	return out
 }
 
 // forwardedOnly reports whether every conflict of node is a route that
@@ -347,9 +354,13 @@ func (j *judge) subnetTruth() {
 				v.Nodes[n.Name] = Node{Reason: reason.RouteTableDetached, Message: msg, Actionable: pending}
 				continue
 			}
-			if rs := routeState(n, uses, nil, nil); len(rs.missing) > 0 {
+			switch rs := routeState(n, uses, nil, owners(uses, j.want)); {
+			case len(rs.missing) > 0:
 				v.Nodes[n.Name] = Node{Reason: reason.SubnetRouteTableLacksRoute, Actionable: pending, Message: fmt.Sprintf(
 					"the node's subnet %s uses route table %s, which lacks its route for %s", s.Subnet, orNone(s.Table), strings.Join(rs.missing, ", "))}
+			case len(rs.foreign) > 0:
+				v.Nodes[n.Name] = Node{Routed: true, Pending: nv.Pending || len(rs.pending) > 0, Reason: reason.RouteNotManaged, Message: fmt.Sprintf(
+					"traffic flows, route not managed: the node's subnet %s uses route table %s, where route %s, which routekeeper does not own, carries it", s.Subnet, s.Table, strings.Join(rs.foreign, ", "))}
 			}
 		}
 	}

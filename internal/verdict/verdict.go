@@ -309,7 +309,9 @@ func (v *Verdict) TableWrite() (t *route.Table, etag string, ok bool) {
 // Associations are the subnets this verdict associates with Table, after
 // the table write: Associate and CreateThenAssociate actions.
 func (v *Verdict) Associations() []Subnet {
-	if v.acted {
+	if v.acted || v.Decision.TableErr != nil {
+		// After the writes there is nothing left to do; a table that could
+		// not be read is associated with nothing.
 		return nil
 	}
 	var out []Subnet
