@@ -1,6 +1,7 @@
 // Package cloud holds what the cloud back-ends share with their callers:
 // the errors that steer the controller (not found, precondition failed,
-// throttled, a failed long-running operation) and the subnet view. The ARM
+// throttled, a failed long-running operation, a refusal by RBAC, a lock or a
+// policy: DeniedError) and the subnet view. The ARM
 // implementation is in cloud/azure; callers declare the interfaces they use.
 package cloud
 
