@@ -75,7 +75,7 @@ func (c *Client) armPipeline() (runtime.Pipeline, string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.arm == nil {
-		ac, err := arm.NewClient("routekeeper", "v1", c.cred, &c.opts)
+		ac, err := arm.NewClient("routekeeper", "v1.0.0", c.cred, &c.opts)
 		if err != nil {
 			return runtime.Pipeline{}, "", fmt.Errorf("making the ARM client: %w", err)
 		}
