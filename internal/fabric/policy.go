@@ -147,10 +147,8 @@ type aliasError struct{ field string }
 
 func (e *aliasError) Error() string {
 	var known []string
-	for k, a := range policyAliases {
-		if strings.HasPrefix(k, strings.ToLower(a.resourceType)+"/") {
-			known = append(known, a.resourceType+k[len(a.resourceType):])
-		}
+	for _, a := range policyAliases {
+		known = append(known, a.name)
 	}
 	slices.Sort(known)
 	return fmt.Sprintf("the 'field' property '%s' of the policy rule doesn't exist as an alias the routekeeper fabric knows; it knows type, name, location, id, kind, tags, tags['name'] and %s", e.field, strings.Join(known, ", "))

@@ -5,6 +5,7 @@ import "strings"
 // policyAlias maps an alias to the resource type it belongs to and the
 // path of its value in the resource's JSON.
 type policyAlias struct {
+	name         string // as Azure spells it
 	resourceType string
 	path         string
 }
@@ -14,7 +15,7 @@ type policyAlias struct {
 var policyAliases = func() map[string]policyAlias {
 	m := map[string]policyAlias{}
 	add := func(typ, alias, path string) {
-		m[strings.ToLower(typ+"/"+alias)] = policyAlias{resourceType: typ, path: path}
+		m[strings.ToLower(typ+"/"+alias)] = policyAlias{name: typ + "/" + alias, resourceType: typ, path: path}
 	}
 	const rt, route = "Microsoft.Network/routeTables", "Microsoft.Network/routeTables/routes"
 	add(rt, "disableBgpRoutePropagation", "properties.disableBgpRoutePropagation")

@@ -32,6 +32,7 @@ import (
 //	        tags: {env: test}
 //	        routes:
 //	          - {name: default-fw, addressPrefix: 0.0.0.0/0, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.4}
+//	authorization: {...}   # optional: principals, roles, locks, policies (TopologyAuthorization)
 type Topology struct {
 	Subscription   string                  `json:"subscription,omitempty"`
 	Location       string                  `json:"location,omitempty"`
