@@ -222,3 +222,62 @@ func TestPolicyAPI(t *testing.T) {
 		t.Errorf("DELETE assignment = %d", status)
 	}
 }
+
+// TestPolicyOnPatchAndGroups: a PATCH is evaluated on the stored resource
+// with its new tags; resource groups are evaluated as
+// Microsoft.Resources/subscriptions/resourceGroups; mode Indexed skips
+// child resources.
+func TestPolicyOnPatchAndGroups(t *testing.T) {
+	e := newAuthzEnv(t, `
+location: eastus
+resourceGroups:
+  - name: kubernetes
+    virtualNetworks:
+      - name: vnet
+        addressPrefixes: [10.240.0.0/16]
+        subnets:
+          - {name: nodes, addressPrefix: 10.240.0.0/24}
+    routeTables:
+      - {name: rt, tags: {env: dev}}
+authorization:
+  policyDefinitions:
+    - name: no-prod-tables
+      mode: Indexed
+      policyRule:
+        if: {allOf: [{field: type, equals: Microsoft.Network/routeTables}, {field: "tags['env']", equals: prod}]}
+        then: {effect: deny}
+    - name: no-frozen-groups
+      mode: All
+      policyRule:
+        if: {allOf: [{field: type, equals: Microsoft.Resources/subscriptions/resourceGroups}, {field: tags.state, in: [frozen, gone]}]}
+        then: {effect: deny}
+    - name: indexed-subnets
+      policyRule:
+        if: {field: type, equals: Microsoft.Network/virtualNetworks/subnets}
+        then: {effect: deny}
+  policyAssignments:
+    - {name: a1, definition: no-prod-tables}
+    - {name: a2, definition: no-frozen-groups}
+    - {name: a3, definition: indexed-subnets}
+`)
+	sub := "/subscriptions/" + sub0
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		deny               bool
+	}{
+		{"PATCH to prod", "PATCH", netID("kubernetes", typeRouteTables, "rt"), map[string]any{"tags": map[string]string{"env": "PROD"}}, true},
+		{"PATCH to test", "PATCH", netID("kubernetes", typeRouteTables, "rt"), map[string]any{"tags": map[string]string{"env": "test"}}, false},
+		{"group frozen", "PUT", sub + "/resourcegroups/kubernetes", map[string]any{"location": "eastus", "tags": map[string]string{"state": "frozen"}}, true},
+		{"group fine", "PUT", sub + "/resourcegroups/new", map[string]any{"location": "eastus", "tags": map[string]string{"state": "ok"}}, false},
+		{"Indexed skips subnets", "PUT", netID("kubernetes", typeVirtualNetworks, "vnet") + "/subnets/nodes", map[string]any{"properties": map[string]any{"addressPrefix": "10.240.0.0/24"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := e.raw("", tc.method, tc.path+"?api-version=2024-05-01", tc.body)
+			er, _ := body["error"].(map[string]any)
+			if denied := status == 403 && er["code"] == "RequestDisallowedByPolicy"; denied != tc.deny {
+				t.Fatalf("= %d %v, want denied %v", status, body, tc.deny)
+			}
+		})
+	}
+}
