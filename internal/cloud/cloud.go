@@ -1,6 +1,7 @@
 // Package cloud holds what the cloud back-ends share with their callers:
 // the errors that steer the controller (not found, precondition failed,
-// throttled, a failed long-running operation) and the subnet view. The ARM
+// throttled, a failed long-running operation, a refusal by RBAC, a lock or a
+// policy: DeniedError) and the subnet view. The ARM
 // implementation is in cloud/azure; callers declare the interfaces they use.
 package cloud
 
@@ -61,9 +62,3 @@ type Subnet struct {
 	Etag              string `json:"etag,omitempty"`
 	ProvisioningState string `json:"provisioningState,omitempty"`
 }
-
-// ErrDenied: ARM refused the request for lack of a permission (403
-// AuthorizationFailed, LinkedAuthorizationFailed), a management lock (409
-// ScopeLocked) or a deny policy (403 RequestDisallowedByPolicy). Retrying
-// does not help until someone grants, unlocks or exempts.
-var ErrDenied = errors.New("denied by Azure Resource Manager")

@@ -72,6 +72,8 @@ func settleSimpleDoc(typ string, doc []byte, etag string) ([]byte, error) {
 		}
 		w.Properties.ProvisioningState = &st
 		return encode(w)
+	case typeNatGateways:
+		return settleNatGateway(doc, etag)
 	}
 	return nil, fmt.Errorf("unknown resource type %q", typ)
 }
@@ -95,6 +97,8 @@ func markSimpleDeleting(row *resourceRow) (string, []byte, error) {
 		w.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
 		doc, err := encode(w)
 		return str(w.Location), doc, err
+	case typeNatGateways:
+		return markNatGatewayDeleting(row)
 	}
 	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
 }

@@ -65,6 +65,8 @@ type Server struct {
 	buckets  map[string]*bucket
 	failLeft int // FailNextOperations still to apply
 	intrLeft int // IntruderNextGets still to apply
+
+	authz authzCache // the authorization state (authz_store.go); has its own lock
 }
 
 // New returns a Server over store.
@@ -115,6 +117,8 @@ type request struct {
 	body       []byte
 	query      url.Values
 	out        http.Header // the response headers, for the pipeline to add to
+	caller     caller      // who asks, from the bearer token (authorize.go)
+	authz      *authzState // the authorization state the request was checked against
 }
 
 // response is what a handler answers.
@@ -247,6 +251,9 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	if err := s.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
+	if err := s.authorize(r.Context(), q); err != nil {
+		return nil, err
+	}
 	return s.route(r.Context(), q)
 }
 
@@ -338,6 +345,9 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 	if is(0, "tenants") && n == 1 {
 		return s.methods(q, map[string]handler{"GET": s.listTenants})(ctx, q)
 	}
+	if authorizationIndex(seg) >= 0 {
+		return s.authorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
+	}
 	if !is(0, "subscriptions") {
 		return nil, errNoRoute(q)
 	}
@@ -376,6 +386,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 			return s.methods(q, map[string]handler{"GET": s.listVirtualNetworks})(ctx, q)
 		case n == 5 && is(4, typeNetworkInterfaces):
 			return s.methods(q, map[string]handler{"GET": s.listNICs})(ctx, q)
+		case n == 5 && is(4, typeNatGateways):
+			return s.methods(q, map[string]handler{"GET": s.listNatGateways})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operations"):
 			return s.methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operationResults"):
@@ -404,6 +416,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 			return s.networkInterfaces(ctx, q, n)
 		case is(6, typeNetworkWatchers):
 			return s.networkWatchers(ctx, q, n)
+		case is(6, typeNatGateways):
+			return s.natGateways(ctx, q, n)
 		}
 		return nil, errResourceType(q, seg[6])
 	}

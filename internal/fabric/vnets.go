@@ -330,6 +330,18 @@ func buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.SubnetPropert
 	if p.NetworkSecurityGroup != nil {
 		p.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: p.NetworkSecurityGroup.ID}
 	}
+	if p.NatGateway != nil { // natgateways.go
+		ref := strings.TrimSpace(str(p.NatGateway.ID))
+		if ref == "" {
+			p.NatGateway = nil
+		} else {
+			natID, err := resolveNatGateway(tx, ref, vnetID, id, loc)
+			if err != nil {
+				return nil, err
+			}
+			p.NatGateway = &armnetwork.SubResource{ID: ptr(natID)}
+		}
+	}
 	if p.Delegations == nil {
 		p.Delegations = []*armnetwork.Delegation{} // Azure lists none as []
 	}

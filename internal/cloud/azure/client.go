@@ -67,6 +67,7 @@ type Client struct {
 
 	mu   sync.Mutex
 	subs map[string]*subClients
+	arm  *arm.Client // plain ARM requests (permissions.go), made on first use
 	// subnets holds the body of each subnet as last read (by lower-case
 	// ID), so that SetSubnetRouteTable decided on that read sends it back
 	// without reading the subnet again; If-Match keeps it from overwriting
