@@ -45,7 +45,9 @@ func settleVNet(v *armnetwork.VirtualNetwork, removeChild, etag string) {
 
 // renderVNet is a virtual network as ARM returns it: with its peerings'
 // states, which depend on the remote networks (peerings.go).
-func renderVNet(tx *txn, row *resourceRow) (json.RawMessage, error) { return renderVNetDoc(tx, row.Doc) }
+func renderVNet(tx *txn, row *resourceRow) (json.RawMessage, error) {
+	return renderVNetDoc(tx, row.Doc)
+}
 
 // vnetAssociations derives the subnet → route table links a virtual
 // network holds. A link to a table that no longer exists is dropped.
