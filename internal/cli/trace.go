@@ -136,7 +136,8 @@ type routingReader interface {
 // subnet of the configured subnets' virtual networks (with the VNet's
 // address space) and the route tables they really use, plus the
 // configured one. A table that does not exist is left out (its subnet
-// then has only system routes, as in Azure). Peerings are not read.
+// then has only system routes, as in Azure). Then the network around:
+// peerings, peered networks and gateways (readNetworkAround).
 func readRoutingState(ctx context.Context, c routingReader, cfg *config.Config, nodes []source.Node) (routing.State, error) {
 	st := routing.State{Nodes: nodes, ConfiguredTableID: cfg.RouteTable.ID}
 	// The node subnets' virtual networks and the mirrors' (an App Gateway
@@ -189,6 +190,9 @@ func readRoutingState(ctx context.Context, c routingReader, cfg *config.Config, 
 			return st, err // it names the operation and the table
 		}
 		st.Tables = append(st.Tables, t)
+	}
+	if err := readNetworkAround(ctx, c, &st); err != nil { // trace_around.go
+		return st, err
 	}
 	return st, nil
 }
@@ -283,6 +287,10 @@ func verdictLine(r *routing.Result) string {
 		return fmt.Sprintf("NOT delivered: no NIC in the virtual network has %s", r.Destination.Addr)
 	case routing.NoSubnet:
 		return fmt.Sprintf("unknown: %s is in none of the configured subnets' virtual networks", r.Source.Addr)
+	case routing.NotForwarded:
+		return "NOT delivered: dropped at the peering (forwarded traffic not allowed)"
+	case routing.NoReturn:
+		return fmt.Sprintf("NOT delivered: reaches node %s, but the replies are lost", r.Node)
 	}
 	return string(r.Verdict)
 }

@@ -68,7 +68,7 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 	if f.noBGPIn != "" {
 		why("%s disables gateway route propagation: the routes the gateway learned are not in %s", f.noBGPIn, s.Name)
 	}
-	if t.st.ConfiguredTableID != "" && s.RouteTableID != "" && !strings.EqualFold(s.RouteTableID, t.st.ConfiguredTableID) {
+	if t.st.ConfiguredTableID != "" && s.RouteTableID != "" && !s.Around && !strings.EqualFold(s.RouteTableID, t.st.ConfiguredTableID) {
 		why("%s is not the configured route table %s", tableName, lastSegment(t.st.ConfiguredTableID))
 	}
 	for _, sh := range r.Shadowed {
@@ -113,6 +113,9 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 		}
 	}
 	explainReply(why, r, f)
+	if len(t.st.Unread) > 0 {
+		why("not read (permission missing), so not part of this trace: %s", strings.Join(t.st.Unread, ", "))
+	}
 	return out
 }
 

@@ -24,6 +24,9 @@ type Subnet struct {
 	// holds that network, VNet is derived from it (NetworkOf): its peerings
 	// and gateways.
 	VNetID string
+	// Around: the subnet is in a network around the cluster's (a peered
+	// one), so its route table is not expected to be the configured one.
+	Around bool
 	// RouteTableID is the table the subnet is associated with, "" for none.
 	RouteTableID string
 }
@@ -41,6 +44,9 @@ type State struct {
 	// their peerings and gateways (network.go). Optional: without them a
 	// subnet's routes are its VNet field's, and no peering is crossed.
 	VNets []VNet
+	// Unread names what of the network around could not be read (a
+	// permission is missing); the reasons of a trace mention it.
+	Unread []string
 }
 
 // Endpoint is one end of a trace: an address, and the node it is said to
