@@ -355,3 +355,29 @@ func TestIpplanDocsQuoteCurrentOutput(t *testing.T) {
 		}
 	}
 }
+
+// A dual-stack cluster's config plans a dual-stack cluster: the IPv6 pod
+// range, the subnet's and the VNet's IPv6 prefixes come along.
+func TestIpplanConfigDualStack(t *testing.T) {
+	cfg := dualStack(t)
+	res := runCLI(t, nil, "", "ipplan", "--config", cfg, "--plugin", "overlay", "-o", "json")
+	var r struct {
+		IPFamilies []string
+		Ranges     []struct{ Kind, Name, Prefix string }
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+		t.Fatalf("%v: %s %s", err, res.stdout, res.stderr)
+	}
+	var got []string
+	for _, rg := range r.Ranges {
+		got = append(got, strings.Join(strings.Fields(rg.Kind+" "+rg.Name+" "+rg.Prefix), " "))
+	}
+	for _, want := range []string{"vnet fd00:10:240::/48", "subnet kubernetes-subnet fd00:10:240::/64", "pod fd00:10:200::/56"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("ranges %v lack %q", got, want)
+		}
+	}
+	if !slices.Equal(r.IPFamilies, []string{"IPv4", "IPv6"}) {
+		t.Errorf("ipFamilies %v", r.IPFamilies)
+	}
+}
