@@ -411,7 +411,7 @@ func (a *app) livePlan(cmd *cobra.Command, path, endpoint string) (ipplan.Plan, 
 // livePlanFrom maps a config and what the cloud says about its subnets to a
 // plan. Routes in a route table are kubenet's model, so the plugin is
 // kubenet unless a flag says otherwise. The first configured subnet is the
-// node subnet. IPv6 ranges are left out (ipplan is IPv4 only).
+// node subnet. IPv6 ranges come along: a dual-stack cluster plans as dual-stack.
 func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *slog.Logger) (ipplan.Plan, error) {
 	p := ipplan.Plan{
 		Plugins:          []ipplan.Plugin{ipplan.Kubenet},

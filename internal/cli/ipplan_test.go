@@ -336,7 +336,7 @@ func TestIpplanDocsQuoteCurrentOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"seed004", "microsoft-worked-example", "microsoft-worked-example-22", "example", "example-fixed"} {
+	for _, name := range []string{"seed004", "microsoft-worked-example", "microsoft-worked-example-22", "example", "example-fixed", "dual-stack", "dual-stack-mistakes"} {
 		out, err := os.ReadFile(filepath.Join("testdata", "ipplan", name+".golden"))
 		if err != nil {
 			t.Fatal(err)
@@ -345,7 +345,7 @@ func TestIpplanDocsQuoteCurrentOutput(t *testing.T) {
 			t.Errorf("docs/ipplan.md does not show the current output of %s", name)
 		}
 	}
-	for _, name := range []string{"example.yaml", "example-fixed.yaml"} {
+	for _, name := range []string{"example.yaml", "example-fixed.yaml", "dual-stack.yaml", "dual-stack-mistakes.yaml"} {
 		plan, err := os.ReadFile(filepath.Join("testdata", "ipplan", name))
 		if err != nil {
 			t.Fatal(err)
