@@ -220,6 +220,10 @@ func verdictLine(r *routing.Result) string {
 		return fmt.Sprintf("NOT delivered: no NIC in the virtual network has %s", r.Destination.Addr)
 	case routing.NoSubnet:
 		return fmt.Sprintf("unknown: %s is in none of the configured subnets' virtual networks", r.Source.Addr)
+	case routing.NotForwarded:
+		return "NOT delivered: dropped at the peering (forwarded traffic not allowed)"
+	case routing.NoReturn:
+		return fmt.Sprintf("NOT delivered: reaches node %s, but the replies are lost", r.Node)
 	}
 	return string(r.Verdict)
 }

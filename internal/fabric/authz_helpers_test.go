@@ -122,13 +122,13 @@ func armErr(t *testing.T, err error) (int, string, string, map[string]any) {
 	return re.StatusCode, re.ErrorCode, msg, body.Error
 }
 
-var poll = &runtime.PollUntilDoneOptions{Frequency: 10 * 1e6}
+var authzPoll = &runtime.PollUntilDoneOptions{Frequency: 10 * 1e6}
 
 func putTable(c *clients, rg, name string, routes ...*armnetwork.Route) error {
 	p, err := c.tables.BeginCreateOrUpdate(context.Background(), rg, name, armnetwork.RouteTable{
 		Location: to.Ptr("eastus"), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}, nil)
 	if err == nil {
-		_, err = p.PollUntilDone(context.Background(), poll)
+		_, err = p.PollUntilDone(context.Background(), authzPoll)
 	}
 	return err
 }
@@ -136,7 +136,7 @@ func putTable(c *clients, rg, name string, routes ...*armnetwork.Route) error {
 func deleteTable(c *clients, rg, name string) error {
 	p, err := c.tables.BeginDelete(context.Background(), rg, name, nil)
 	if err == nil {
-		_, err = p.PollUntilDone(context.Background(), poll)
+		_, err = p.PollUntilDone(context.Background(), authzPoll)
 	}
 	return err
 }
@@ -148,7 +148,7 @@ func putSubnet(c *clients, rg, vnet, name, prefix string, props func(*armnetwork
 	}
 	poller, err := c.subnets.BeginCreateOrUpdate(context.Background(), rg, vnet, name, armnetwork.Subnet{Properties: p}, nil)
 	if err == nil {
-		_, err = poller.PollUntilDone(context.Background(), poll)
+		_, err = poller.PollUntilDone(context.Background(), authzPoll)
 	}
 	return err
 }

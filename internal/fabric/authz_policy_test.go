@@ -103,7 +103,7 @@ func TestDenyPolicy(t *testing.T) {
 		{"route (child) with an appliance", func() error {
 			p, err := admin.routes.BeginCreateOrUpdate(ctx, "kubernetes", "rt", "v", *vaRoute("v", "10.244.0.0/24", "10.240.0.4"), nil)
 			if err == nil {
-				_, err = p.PollUntilDone(ctx, poll)
+				_, err = p.PollUntilDone(ctx, authzPoll)
 			}
 			return err
 		}, true},
@@ -213,7 +213,7 @@ func TestPolicyAPI(t *testing.T) {
 	// The location policy refuses a table elsewhere.
 	p, err := e.as("").tables.BeginCreateOrUpdate(context.Background(), "kubernetes", "west", armnetwork.RouteTable{Location: to.Ptr("westus")}, nil)
 	if err == nil {
-		_, err = p.PollUntilDone(context.Background(), poll)
+		_, err = p.PollUntilDone(context.Background(), authzPoll)
 	}
 	if _, code, _, _ := armErr(t, err); code != "RequestDisallowedByPolicy" {
 		t.Errorf("table in westus: %s", code)

@@ -120,7 +120,7 @@ func TestInheritance(t *testing.T) {
 	p, err := e.as("contrib-app").routes.BeginCreateOrUpdate(ctx, "kubernetes", "rt", "r2", armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("10.244.1.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVnetLocal)}}, nil)
 	if err == nil {
-		_, err = p.PollUntilDone(ctx, poll)
+		_, err = p.PollUntilDone(ctx, authzPoll)
 	}
 	if err != nil {
 		t.Errorf("route PUT under a table-scoped role: %v", err)
@@ -225,7 +225,7 @@ func TestLinkedAuthorization(t *testing.T) {
 	p, err := admin.nats.BeginCreateOrUpdate(ctx, "kubernetes", "nat", armnetwork.NatGateway{Location: to.Ptr("eastus"),
 		SKU: &armnetwork.NatGatewaySKU{Name: to.Ptr(armnetwork.NatGatewaySKUNameStandard)}}, nil)
 	if err == nil {
-		_, err = p.PollUntilDone(ctx, poll)
+		_, err = p.PollUntilDone(ctx, authzPoll)
 	}
 	if err != nil {
 		t.Fatalf("creating a NAT gateway: %v", err)
@@ -276,7 +276,7 @@ func TestLinkedAuthorization(t *testing.T) {
 	v, _ := admin.vnets.Get(ctx, "kubernetes", "vnet", nil)
 	vp, err := e.as("nodelete-app").vnets.BeginCreateOrUpdate(ctx, "kubernetes", "vnet", v.VirtualNetwork, nil)
 	if err == nil {
-		_, err = vp.PollUntilDone(ctx, poll)
+		_, err = vp.PollUntilDone(ctx, authzPoll)
 	}
 	if _, code, _, _ := armErr(t, err); code != "LinkedAuthorizationFailed" {
 		t.Errorf("VNet PUT carrying a route table without join: %s", code)
@@ -287,7 +287,7 @@ func TestLinkedAuthorization(t *testing.T) {
 			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to.Ptr(subnetID)},
 				PrivateIPAddress: to.Ptr("10.240.0.9"), PrivateIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic)}}}}}, nil)
 	if err == nil {
-		_, err = np.PollUntilDone(ctx, poll)
+		_, err = np.PollUntilDone(ctx, authzPoll)
 	}
 	if _, code, msg, _ := armErr(t, err); code != "LinkedAuthorizationFailed" || !strings.Contains(msg, "'Microsoft.Network/virtualNetworks/subnets/join/action'") {
 		t.Errorf("NIC PUT without subnets/join: %s %s", code, msg)
@@ -295,7 +295,7 @@ func TestLinkedAuthorization(t *testing.T) {
 	// A NAT gateway in use cannot be deleted.
 	dp, err := admin.nats.BeginDelete(ctx, "kubernetes", "nat", nil)
 	if err == nil {
-		_, err = dp.PollUntilDone(ctx, poll)
+		_, err = dp.PollUntilDone(ctx, authzPoll)
 	}
 	if _, code, _, _ := armErr(t, err); code != "InUseNatGatewayCannotBeDeleted" {
 		t.Errorf("deleting a NAT gateway in use: %s", code)

@@ -472,6 +472,8 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(http.StatusOK, map[string]string{"status": "ok"})
+	case "bgp":
+		s.serveBGP(w, r)
 	case "faults":
 		switch r.Method {
 		case http.MethodGet:

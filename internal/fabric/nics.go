@@ -75,6 +75,9 @@ func settleSimpleDoc(typ string, doc []byte, etag string) ([]byte, error) {
 	case typeNatGateways:
 		return settleNatGateway(doc, etag)
 	}
+	if k, ok := docKinds[typ]; ok {
+		return k.settle(doc, etag)
+	}
 	return nil, fmt.Errorf("unknown resource type %q", typ)
 }
 
@@ -99,6 +102,9 @@ func markSimpleDeleting(row *resourceRow) (string, []byte, error) {
 		return str(w.Location), doc, err
 	case typeNatGateways:
 		return markNatGatewayDeleting(row)
+	}
+	if k, ok := docKinds[row.Type]; ok {
+		return k.deleting(row.Doc)
 	}
 	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
 }
@@ -380,6 +386,9 @@ func checkSubnetsNotInUse(tx *txn, sub string, subnetIDs []string) error {
 	gone := map[string]string{}
 	for _, id := range subnetIDs {
 		gone[key(id)] = id
+	}
+	if err := checkSubnetsFreeOfGateways(tx, sub, gone); err != nil {
+		return err
 	}
 	nics, err := allNICs(tx, sub)
 	if err != nil {

@@ -419,6 +419,9 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 		case is(6, typeNatGateways):
 			return s.natGateways(ctx, q, n)
 		}
+		if h := s.gatewayTypes(seg[6]); h != nil { // gateways.go
+			return h(ctx, q, n)
+		}
 		return nil, errResourceType(q, seg[6])
 	}
 	return nil, errNoRoute(q)
@@ -457,6 +460,8 @@ func (s *Server) virtualNetworks(ctx context.Context, q *request, n int) (*respo
 		return s.methods(q, map[string]handler{"GET": s.listSubnets})(ctx, q)
 	case n == 10 && strings.EqualFold(seg[8], childSubnets):
 		return s.methods(q, map[string]handler{"GET": s.getSubnet, "PUT": s.putSubnet, "DELETE": s.deleteSubnet})(ctx, q)
+	case (n == 9 || n == 10) && strings.EqualFold(seg[8], childPeerings):
+		return s.peerings(ctx, q, n)
 	}
 	if n >= 9 {
 		return nil, errResourceType(q, "virtualNetworks/"+seg[8])

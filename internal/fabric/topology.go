@@ -33,6 +33,9 @@ import (
 //	        routes:
 //	          - {name: default-fw, addressPrefix: 0.0.0.0/0, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.4}
 //	authorization: {...}   # optional: principals, roles, locks, policies (TopologyAuthorization)
+//
+// Network interfaces are in topology_nics.go; peerings, gateways,
+// on-premises sites and connections in topology_around.go.
 type Topology struct {
 	Subscription   string                  `json:"subscription,omitempty"`
 	Location       string                  `json:"location,omitempty"`
@@ -51,6 +54,10 @@ type TopologyResourceGroup struct {
 	RouteTables     []TopologyRouteTable     `json:"routeTables,omitempty"`
 	// NetworkInterfaces are the nodes' NICs (topology_nics.go).
 	NetworkInterfaces []TopologyNIC `json:"networkInterfaces,omitempty"`
+	// Gateways, on-premises sites and connections (topology_around.go).
+	VirtualNetworkGateways []TopologyGateway      `json:"virtualNetworkGateways,omitempty"`
+	LocalNetworkGateways   []TopologyLocalGateway `json:"localNetworkGateways,omitempty"`
+	Connections            []TopologyConnection   `json:"connections,omitempty"`
 }
 
 // TopologyVirtualNetwork is a virtual network with its subnets.
@@ -60,6 +67,8 @@ type TopologyVirtualNetwork struct {
 	Tags            map[string]string `json:"tags,omitempty"`
 	AddressPrefixes []string          `json:"addressPrefixes"`
 	Subnets         []TopologySubnet  `json:"subnets,omitempty"`
+	// Peerings are the network's side of its peerings (topology_around.go).
+	Peerings []TopologyPeering `json:"peerings,omitempty"`
 }
 
 // TopologySubnet is a subnet; RouteTable, when set, associates a route
@@ -217,6 +226,7 @@ func (t *Topology) Validate() error {
 			}
 		}
 		validateNICs(f, rg, bad)
+		validateAround(f, rg, bad)
 		vnetSeen := map[string]bool{}
 		for j, vn := range rg.VirtualNetworks {
 			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)

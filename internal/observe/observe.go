@@ -114,7 +114,9 @@ type Observation struct {
 	nics         []cloud.NetworkInterface
 	nicsRead     bool
 	nicsErr      error
-	reads        int64
+	// around is the network around (Scope.Routing).
+	around around
+	reads  int64
 }
 
 // maxMigrationHops bounds the chain of migrated-to tags read.
@@ -164,6 +166,7 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 		}
 	}
 	if scope.Routing {
+		o.readAround(ctx, c)
 		for _, k := range o.networkOrder {
 			n := o.networks[k]
 			if n.Network == nil {

@@ -51,8 +51,8 @@ func TestObserveReadsOnce(t *testing.T) {
 		Routing: true,
 	})
 	r1, _ := env.Client.Calls()
-	if got := r1 - r0; got != o.Reads() || got != 4 {
-		t.Errorf("%d reads (observation says %d), want 4: the table, two subnets, one network", got, o.Reads())
+	if got := r1 - r0; got != o.Reads() || got != 6 {
+		t.Errorf("%d reads (observation says %d), want 6: the table, two subnets, one network, its peerings and its gateways", got, o.Reads())
 	}
 	tr, ok := o.Table(missing)
 	if !ok || !tr.NotFound || tr.Err != nil {

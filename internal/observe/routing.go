@@ -2,6 +2,7 @@ package observe
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/routing"
@@ -25,6 +26,12 @@ func (o *Observation) RoutingState(nodes []source.Node) (routing.State, error) {
 			st.Subnets = append(st.Subnets, RoutingSubnets(n.Network)...)
 		}
 	}
+	if o.around.err != nil {
+		return st, o.around.err
+	}
+	st.Subnets = append(st.Subnets, o.around.subnets...)
+	st.VNets = slices.Clone(o.around.vnets)
+	st.Unread = slices.Clone(o.around.unread)
 	for _, t := range o.Tables() {
 		switch {
 		case t.Err != nil:
@@ -41,7 +48,7 @@ func RoutingSubnets(v *cloud.VirtualNetwork) []routing.Subnet {
 	n := routing.Network{AddressSpace: parsePrefixes(v.AddressPrefixes)}
 	out := make([]routing.Subnet, 0, len(v.Subnets))
 	for _, s := range v.Subnets {
-		out = append(out, routing.Subnet{ID: s.ID, Name: s.Name, VNetName: v.Name, VNet: n, RouteTableID: s.RouteTableID, Prefixes: parsePrefixes(s.AddressPrefixes)})
+		out = append(out, routing.Subnet{ID: s.ID, Name: s.Name, VNetID: v.ID, VNetName: v.Name, VNet: n, RouteTableID: s.RouteTableID, Prefixes: parsePrefixes(s.AddressPrefixes)})
 	}
 	return out
 }

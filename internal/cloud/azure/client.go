@@ -80,6 +80,9 @@ type subClients struct {
 	subnets *armnetwork.SubnetsClient
 	vnets   *armnetwork.VirtualNetworksClient
 	nics    *armnetwork.InterfacesClient
+	// peerings and gateways read the network around (around.go).
+	peerings *armnetwork.VirtualNetworkPeeringsClient
+	gateways *armnetwork.VirtualNetworkGatewaysClient
 }
 
 // Stats counts the HTTP calls a Client made.
@@ -161,6 +164,9 @@ func (c *Client) clients(subscription string) (*subClients, error) {
 		subnets: f.NewSubnetsClient(),
 		vnets:   f.NewVirtualNetworksClient(),
 		nics:    f.NewInterfacesClient(),
+
+		peerings: f.NewVirtualNetworkPeeringsClient(),
+		gateways: f.NewVirtualNetworkGatewaysClient(),
 	}
 	c.subs[key] = sc
 	return sc, nil
