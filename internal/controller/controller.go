@@ -436,7 +436,7 @@ func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict
 		} else {
 			written, err := c.cloud.PutRouteTable(ctx, t, etag)
 			out.Table = &verdict.TableWrite{Write: outcome(err), ReadBack: written}
-			c.wrote(verdict.WriteTable, v.Table, err)
+			c.wrote(verdict.OpTableWrite, v.Table, err)
 			if out.Table.Raced {
 				return out, true
 			}
@@ -457,7 +457,7 @@ func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict
 		}
 		_, err := c.cloud.SetSubnetRouteTable(ctx, s.Subnet, v.Table, etag)
 		out.Subnets[armid.Key(s.Subnet)] = outcome(err)
-		c.wrote(verdict.WriteSubnet, s.Subnet, err)
+		c.wrote(verdict.OpSubnetWrite, s.Subnet, err)
 	}
 	return out, false
 }

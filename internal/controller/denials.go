@@ -6,6 +6,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -78,14 +79,6 @@ func (c *Controller) wrote(write, id string, err error) {
 // outcome classifies a write's error for the verdict: raced (412, 409: the
 // pass observes again) or refused (what ARM's refusal named).
 func outcome(err error) verdict.Write {
-	w := verdict.Write{Err: err, Raced: errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict)}
-	var de *cloud.DeniedError
-	if errors.As(err, &de) {
-		w.Refused = &verdict.Refusal{
-			Code: de.Code, Principal: de.Principal, Action: de.Action, Scope: de.Scope, Operation: de.Operation,
-			LinkedActions: de.LinkedActions(), LinkedScopes: de.LinkedScopes(), Lock: de.Lock,
-			PolicyAssignment: de.PolicyAssignment, PolicyDefinition: de.PolicyDefinition, Message: de.Message,
-		}
-	}
-	return w
+	return verdict.Write{Err: err, Raced: errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict),
+		Refused: observe.RefusalOf(err)}
 }

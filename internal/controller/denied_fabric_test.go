@@ -9,6 +9,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/verdict"
@@ -85,7 +86,7 @@ func TestRefusedAssociationBacksOffAndConverges(t *testing.T) {
 		t.Fatalf("association: %+v, denials %+v; want a refused repair", a, res.Verdict.Denials)
 	}
 	d := res.Verdict.Denials[0]
-	if d.Code != verdict.CodeAuthorizationFailed || d.Action != "Microsoft.Network/virtualNetworks/subnets/write" ||
+	if d.Code != observe.CodeAuthorizationFailed || d.Action != "Microsoft.Network/virtualNetworks/subnets/write" ||
 		!strings.Contains(d.Fix, "--assignee-object-id "+govOID) || !strings.Contains(d.Fix, "--scope /subscriptions/"+fabrictest.Sub+"/resourceGroups/net") {
 		t.Errorf("denial %+v: want the subnet write refused, fixed by a role on group net for %s", d, govOID)
 	}
@@ -157,7 +158,7 @@ authorization:
 	c, clock := governedController(t, env)
 
 	res := c.Reconcile(ctx)
-	if res.Wrote || res.Err == nil || len(res.Verdict.Denials) != 1 || res.Verdict.Denials[0].Write != verdict.WriteTable {
+	if res.Wrote || res.Err == nil || len(res.Verdict.Denials) != 1 || res.Verdict.Denials[0].Op != verdict.OpTableWrite {
 		t.Fatalf("want the table write refused: %s (%v), denials %+v", res.Summary(), res.Err, res.Verdict.Denials)
 	}
 	if nv := res.Nodes["worker-1"]; nv.Routed || nv.Reason != reason.RouteWriteDenied || !strings.Contains(nv.Message, "az role assignment create") {

@@ -56,6 +56,9 @@ type Scope struct {
 	// NICs lists the network interfaces of Table's subscription (doctor's
 	// IP forwarding check; reading them is an optional right).
 	NICs bool
+	// Access reads what the caller may do where the pass writes (doctor's
+	// permission check; access.go).
+	Access bool
 	// Earlier is an earlier pass's observation: networks this scope does
 	// not read are taken from it (the guard does not read networks each
 	// cycle, but judges next hops against the last ones read).
@@ -69,6 +72,8 @@ type TableRead struct {
 	Table    *route.Table
 	NotFound bool
 	Err      error
+	// Refused is what ARM's refusal of the read named (Err is it).
+	Refused *Refusal
 }
 
 // Exists reports whether the table was read and exists.
@@ -80,6 +85,7 @@ type SubnetRead struct {
 	Subnet   *cloud.Subnet
 	NotFound bool
 	Err      error
+	Refused  *Refusal
 }
 
 // Prefixes are the subnet's address prefixes, masked; prefixes that do
@@ -98,6 +104,7 @@ type NetworkRead struct {
 	Network  *cloud.VirtualNetwork
 	NotFound bool
 	Err      error
+	Refused  *Refusal
 	Earlier  bool
 }
 
@@ -116,6 +123,9 @@ type Observation struct {
 	nicsErr      error
 	// around is the network around (Scope.Routing).
 	around around
+	// permissions are the caller's, by scope (Scope.Access).
+	permissions map[string]PermissionsRead
+	principal   cloud.Principal
 	reads  int64
 }
 
@@ -179,6 +189,9 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 			}
 		}
 	}
+	if scope.Access {
+		o.readAccess(ctx, c)
+	}
 	if scope.NICs {
 		o.nics, o.nicsErr = c.ListNetworkInterfaces(ctx, armid.Subscription(scope.Table))
 		o.nicsRead = o.nicsErr == nil
@@ -198,7 +211,7 @@ func (o *Observation) readTable(ctx context.Context, c Reader, id string) TableR
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		if t.ID == "" {
 			t.ID = id
@@ -219,7 +232,7 @@ func (o *Observation) readSubnet(ctx context.Context, c Reader, id string) Subne
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		r.Subnet = s
 	}
@@ -238,7 +251,7 @@ func (o *Observation) readNetwork(ctx context.Context, c Reader, id string) {
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		r.Network = v
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
 // Denial is one write Azure Resource Manager refused for who routekeeper
@@ -13,9 +14,9 @@ import (
 // to fix it. Retrying does not help until someone grants, unlocks or
 // exempts; the controller backs off and keeps the other writes going.
 type Denial struct {
-	// Write is what routekeeper tried: "route table write" or "subnet
-	// association"; Resource is the table or subnet written.
-	Write    string `json:"write"`
+	// Op is what routekeeper tried (one of the Op constants); Resource is
+	// the table, subnet or network it was tried on.
+	Op       string `json:"op"`
 	Resource string `json:"resource"`
 	// Code is ARM's error code (AuthorizationFailed,
 	// LinkedAuthorizationFailed, ScopeLocked, RequestDisallowedByPolicy).
@@ -32,55 +33,36 @@ type Denial struct {
 
 // Message is the denial in one line, for logs, conditions and events.
 func (d Denial) Message() string {
-	s := fmt.Sprintf("Azure refused the %s of %s (%s): %s", d.Write, d.Resource, d.Code, d.Why)
+	s := fmt.Sprintf("Azure refused the %s of %s (%s): %s", d.Op, d.Resource, d.Code, d.Why)
 	if d.Fix != "" {
 		s += "; fix: " + d.Fix
 	}
 	return s
 }
 
-// The writes a denial can be of.
+// The operations a denial can be of.
 const (
-	WriteTable  = "route table write"
-	WriteSubnet = "subnet association"
-)
-
-// Refusal is what ARM's refusal of a write named (internal/cloud's
-// DeniedError, as the controller hands it over: the judge imports no
-// cloud package).
-type Refusal struct {
-	Code                        string
-	Principal                   string
-	Action, Scope, Operation    string
-	LinkedActions, LinkedScopes []string
-	Lock                        string
-	PolicyAssignment            string
-	PolicyDefinition            string
-	Message                     string
-}
-
-// The refusal codes.
-const (
-	CodeAuthorizationFailed       = "AuthorizationFailed"
-	CodeLinkedAuthorizationFailed = "LinkedAuthorizationFailed"
-	CodeScopeLocked               = "ScopeLocked"
-	CodeRequestDisallowedByPolicy = "RequestDisallowedByPolicy"
+	OpTableWrite  = "route table write"
+	OpSubnetWrite = "subnet association"
+	OpTableRead   = "route table read"
+	OpSubnetRead  = "subnet read"
+	OpNetworkRead = "virtual network read"
 )
 
 // Deny makes the Denial of a refused write of resource, with the command
 // that fixes it.
-func Deny(write, resource string, r Refusal) Denial {
-	d := Denial{Write: write, Resource: resource, Code: r.Code}
+func Deny(op, resource string, r observe.Refusal) Denial {
+	d := Denial{Op: op, Resource: resource, Code: r.Code}
 	who := "the identity"
 	if r.Principal != "" {
 		who = "principal " + r.Principal
 	}
 	switch r.Code {
-	case CodeAuthorizationFailed:
+	case observe.CodeAuthorizationFailed:
 		d.Action, d.Scope = r.Action, cmpOr(r.Scope, resource)
 		d.Why = fmt.Sprintf("%s lacks %s on %s (a missing role assignment)", who, orUnknown(d.Action), d.Scope)
 		d.Fix = Grant(r.Principal, d.Scope)
-	case CodeLinkedAuthorizationFailed:
+	case observe.CodeLinkedAuthorizationFailed:
 		d.Action, d.Scope = strings.Join(r.LinkedActions, ", "), strings.Join(r.LinkedScopes, ", ")
 		d.Why = fmt.Sprintf("%s may write %s but lacks %s on the linked %s, which the write references", who, cmpOr(r.Scope, resource), orUnknown(d.Action), orUnknown(d.Scope))
 		var fixes []string
@@ -92,11 +74,11 @@ func Deny(write, resource string, r Refusal) Denial {
 			}
 		}
 		d.Fix = strings.Join(fixes, " && ")
-	case CodeScopeLocked:
+	case observe.CodeScopeLocked:
 		d.Scope = cmpOr(r.Lock, r.Scope)
 		d.Why = fmt.Sprintf("a management lock on %s forbids the %s", orUnknown(d.Scope), cmpOr(r.Operation, "write"))
 		d.Fix = Unlock(d.Scope, "")
-	case CodeRequestDisallowedByPolicy:
+	case observe.CodeRequestDisallowedByPolicy:
 		d.Scope = r.PolicyAssignment
 		d.Why = fmt.Sprintf("policy assignment %s (definition %s) denies it", orUnknown(r.PolicyAssignment), orUnknown(r.PolicyDefinition))
 		if r.PolicyAssignment != "" {

@@ -26,6 +26,10 @@ func (j *judge) run() *Verdict {
 	j.v = v
 	d := assoc.Decide(AssocInput(j.o, j.want))
 	v.Decision, v.Table = d, d.Table
+	decided := j.want
+	decided.Table = d.Table
+	v.Access = access(j.o, decided)
+	v.Denials = readDenials(j.o)
 	if d.TableErr != nil {
 		// Nothing is known of the nodes; the subnets' decisions stand.
 		v.Err = d.TableErr // it names the operation and the table
@@ -109,7 +113,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 				}
 			}
 		case tw.Refused != nil:
-			den := Deny(WriteTable, d.Table, *tw.Refused)
+			den := Deny(OpTableWrite, d.Table, *tw.Refused)
 			missing, why = reason.RouteWriteDenied, ": "+den.Message()
 			v.Denials = append(v.Denials, den)
 		default:
@@ -301,7 +305,7 @@ func (j *judge) outcome(s *Subnet, after *route.Table, created bool) {
 		return
 	case w.Refused != nil:
 		s.RepairFailed, s.Err = true, w.Err
-		d := Deny(WriteSubnet, s.Subnet, *w.Refused)
+		d := Deny(OpSubnetWrite, s.Subnet, *w.Refused)
 		s.Message += "; " + d.Message()
 		s.Fix = d.Fix
 		j.v.Denials = append(j.v.Denials, d)
@@ -429,4 +433,26 @@ func countRoutes(t *route.Table, nodes []source.Node, own route.Ownership) *Rout
 		}
 	}
 	return rc
+}
+
+// readDenials are the reads of the observation ARM refused, each with the
+// grant that fixes it.
+func readDenials(o *observe.Observation) []Denial {
+	var out []Denial
+	for _, t := range o.Tables() {
+		if t.Refused != nil {
+			out = append(out, Deny(OpTableRead, t.ID, *t.Refused))
+		}
+	}
+	for _, s := range o.Subnets() {
+		if s.Refused != nil {
+			out = append(out, Deny(OpSubnetRead, s.ID, *s.Refused))
+		}
+	}
+	for _, n := range o.Networks() {
+		if n.Refused != nil && !n.Earlier {
+			out = append(out, Deny(OpNetworkRead, n.ID, *n.Refused))
+		}
+	}
+	return out
 }

@@ -365,28 +365,28 @@ func writeOutcome(kind, id string) (verdict.Write, bool) {
 	if strings.Contains(id, "/subnets/") {
 		action = "Microsoft.Network/virtualNetworks/subnets/write"
 	}
-	var r verdict.Refusal
+	var r observe.Refusal
 	switch kind {
 	case "412":
 		return verdict.Write{Err: fmt.Errorf("writing %s: 412 PreconditionFailed", short(id)), Raced: true}, true
 	case "failed":
 		return verdict.Write{Err: fmt.Errorf("writing %s: 500 InternalServerError", short(id))}, true
 	case "denied":
-		r = verdict.Refusal{Code: verdict.CodeAuthorizationFailed, Principal: oid, Action: action, Scope: id}
+		r = observe.Refusal{Code: observe.CodeAuthorizationFailed, Principal: oid, Action: action, Scope: id}
 	case "linked":
-		r = verdict.Refusal{Code: verdict.CodeLinkedAuthorizationFailed, Principal: oid, Action: action, Scope: id,
+		r = observe.Refusal{Code: observe.CodeLinkedAuthorizationFailed, Principal: oid, Action: action, Scope: id,
 			LinkedActions: []string{"Microsoft.Network/routeTables/join/action"}, LinkedScopes: []string{tableID("rt")}}
 	case "locked":
-		r = verdict.Refusal{Code: verdict.CodeScopeLocked, Scope: id, Operation: "write", Lock: "/subscriptions/s/resourceGroups/rg"}
+		r = observe.Refusal{Code: observe.CodeScopeLocked, Scope: id, Operation: "write", Lock: "/subscriptions/s/resourceGroups/rg"}
 	case "policy":
-		r = verdict.Refusal{Code: verdict.CodeRequestDisallowedByPolicy,
+		r = observe.Refusal{Code: observe.CodeRequestDisallowedByPolicy,
 			PolicyAssignment: "/subscriptions/s/providers/Microsoft.Authorization/policyAssignments/no-nva",
 			PolicyDefinition: "/subscriptions/s/providers/Microsoft.Authorization/policyDefinitions/deny-nva"}
 	default:
 		return verdict.Write{}, false
 	}
 	status := 403
-	if r.Code == verdict.CodeScopeLocked {
+	if r.Code == observe.CodeScopeLocked {
 		status = 409
 	}
 	return verdict.Write{Err: fmt.Errorf("writing %s: %d %s", short(id), status, r.Code), Refused: &r}, true
@@ -556,7 +556,7 @@ func render(v *verdict.Verdict, actions bool) string {
 		}
 	}
 	for _, d := range v.Denials {
-		p("denied: %s of %s: %s %s on %s", d.Write, short(d.Resource), d.Code, short(d.Action), short(d.Scope))
+		p("denied: %s of %s: %s %s on %s", d.Op, short(d.Resource), d.Code, short(d.Action), short(d.Scope))
 		p("  fix: %s", short(d.Fix))
 	}
 	for _, name := range slices.Sorted(maps.Keys(v.Nodes)) {

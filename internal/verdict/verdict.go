@@ -129,7 +129,7 @@ type Write struct {
 	Raced bool
 	// Refused: ARM refused it for who routekeeper is or what governs the
 	// scope (Err is the refusal); nil otherwise.
-	Refused *Refusal
+	Refused *observe.Refusal
 }
 
 // TableWrite is the outcome of the one PUT of the route table.
@@ -166,6 +166,9 @@ type Verdict struct {
 	// Denials are the writes of the outcome Azure refused for who
 	// routekeeper is or what governs the scope, with their fixes.
 	Denials []Denial `json:"denials,omitempty"`
+	// Access is every action routekeeper needs checked against what the
+	// identity may do, when the observation read permissions (doctor).
+	Access []Access `json:"access,omitempty"`
 	// Err is what the pass ends with: the table could not be read, is
 	// missing and not created, the plan was refused, or the write failed.
 	Err error `json:"-"`

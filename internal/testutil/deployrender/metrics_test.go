@@ -40,7 +40,7 @@ func knownMetrics(t *testing.T) map[string][]string {
 		// A held deletion, so that deletes_held has a sample.
 		Plan: &plan.Plan{HeldDeletes: []plan.Change{{}}, HeldReason: plan.ReasonTooManyDeletes},
 		// A refused association, so that writes_denied has one.
-		Verdict: &verdict.Verdict{Denials: []verdict.Denial{{Write: verdict.WriteSubnet, Resource: "s2", Code: "AuthorizationFailed"}}},
+		Verdict: &verdict.Verdict{Denials: []verdict.Denial{{Op: verdict.OpSubnetWrite, Resource: "s2", Code: "AuthorizationFailed"}}},
 	})
 	fams, err := m.Registry().Gather()
 	if err != nil {
