@@ -66,7 +66,7 @@ type Metrics struct {
 	unmanaged   prometheus.Gauge
 	// issue 22: writes Azure refuses, by resource (denials.go).
 	requestsDenied *prometheus.GaugeVec
-	denied       denials
+	denied         denials
 }
 
 // New makes the metrics on a new registry that also holds the Go runtime

@@ -126,7 +126,7 @@ type Observation struct {
 	// permissions are the caller's, by scope (Scope.Access).
 	permissions map[string]PermissionsRead
 	principal   cloud.Principal
-	reads  int64
+	reads       int64
 }
 
 // maxMigrationHops bounds the chain of migrated-to tags read.
