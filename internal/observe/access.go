@@ -25,10 +25,11 @@ type PermissionsRead struct {
 }
 
 // readAccess reads, for Scope.Access, the caller's permissions at every
-// resource the pass touches or would: the table kept (its resource group
-// when it does not exist: a create is checked there), each guarded subnet,
-// each subnet's network, and what each subnet references (a network
-// security group, a NAT gateway: a write of the subnet needs their joins).
+// resource the pass touches or would: the table kept and its resource
+// group (a create, and following a write's operation, are checked there),
+// each guarded subnet and its group, each subnet's network, and what each
+// subnet references (a network security group, a NAT gateway: a write of
+// the subnet needs their joins).
 func (o *Observation) readAccess(ctx context.Context, c Reader) {
 	ar, ok := c.(AccessReader)
 	if !ok {
@@ -53,17 +54,15 @@ func (o *Observation) readAccess(ctx context.Context, c Reader) {
 
 // AccessScopes are the scopes whose permissions Scope.Access reads.
 func (o *Observation) AccessScopes() []string {
-	var out []string
+	out := []string{armid.ResourceGroupID(o.scope.Table)}
 	if t, _ := o.Table(o.scope.Table); t.Exists() || t.Err != nil {
 		out = append(out, o.scope.Table)
-	} else {
-		out = append(out, armid.ResourceGroupID(o.scope.Table))
 	}
 	for _, s := range o.Subnets() {
 		if vid, err := armid.VNetOfSubnet(s.ID); err == nil {
 			out = append(out, vid)
 		}
-		out = append(out, s.ID)
+		out = append(out, armid.ResourceGroupID(s.ID), s.ID)
 		if s.Subnet != nil {
 			out = append(out, s.Subnet.NetworkSecurityGroupID, s.Subnet.NATGatewayID)
 		}

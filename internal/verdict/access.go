@@ -40,14 +40,25 @@ const (
 // and join what the subnet's write references — our table, and the
 // network security group and NAT gateway the subnet already has (ARM
 // checks the join of every resource a subnet PUT references, even those
-// it does not change).
+// it does not change); and follow each write's operation to its end,
+// which ARM checks at the written resource's group.
 func Needs(o *observe.Observation, want Desired) []Need {
 	table := cmpOr(want.Table, want.Configured)
 	tr, _ := o.Table(table)
 	var out []Need
+	seen := map[string]bool{}
 	add := func(action, scope, format string, args ...any) {
-		if scope != "" {
+		if k := action + " " + armid.Key(scope); scope != "" && !seen[k] {
+			seen[k] = true
 			out = append(out, Need{Action: action, Scope: scope, For: fmt.Sprintf(format, args...)})
+		}
+	}
+	// Each write is a long-running operation whose end ARM lets only a
+	// caller with a role at the resource group follow (Track asynchronous
+	// Azure operations: "Permission for tracking async status").
+	track := func(id string) {
+		if g := armid.ResourceGroupID(id); g != "" {
+			add(ActionOperationsRd, g, "follow its writes in group %s to their end (ARM checks the operation's status at the resource group)", armid.Name(g))
 		}
 	}
 	name := armid.Name(table)
@@ -58,8 +69,10 @@ func Needs(o *observe.Observation, want Desired) []Need {
 		switch {
 		case tr.Exists() || tr.Err != nil:
 			add(ActionTableWrite, table, "write the node routes into %s", name)
+			track(table)
 		case want.CreateAllowed:
 			add(ActionTableWrite, armid.ResourceGroupID(table), "create route table %s (routeTable.create) in its resource group", name)
+			track(table)
 		}
 	}
 	seenVNet := map[string]bool{}
@@ -74,6 +87,7 @@ func Needs(o *observe.Observation, want Desired) []Need {
 			continue
 		}
 		add(ActionSubnetWrite, s.ID, "keep subnet %s associated with %s", sn, name)
+		track(s.ID)
 		joinAt := table
 		if !tr.Exists() && tr.Err == nil {
 			joinAt = armid.ResourceGroupID(table)
