@@ -18,6 +18,7 @@ import (
 // table to re-create) or a repair failed, NeedsReconcile tells the caller
 // to reconcile now.
 func (c *Controller) Guard(ctx context.Context) *Result {
+	ctx = c.forTable(ctx)
 	res := &Result{Start: time.Now(), GuardOnly: true}
 	reads0, writes0 := c.cloud.Calls()
 	nodes := c.lastNodes()
