@@ -100,7 +100,9 @@ func (s *Set) each(ctx context.Context, dryRun bool, more observe.Scope) []*Resu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			scope := observe.Scope{}
+			// The main table's observation is widened as asked; each
+			// mirror's reads the permissions it needs too.
+			scope := observe.Scope{Access: more.Access}
 			if i == 0 {
 				scope = more
 			}

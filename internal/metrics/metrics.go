@@ -24,6 +24,7 @@
 //	deletes_held{reason}                      route deletions the deletion guard held back in the last reconcile (TooManyDeletes, EmptySource)
 //	routes_unclaimed                          routes of unknown nodes left in an unclaimed table (never deleted until it is claimed)
 //	nodes_unmanaged_route                     nodes whose traffic a route routekeeper does not own carries (routeTable.adopt matching takes it over)
+//	requests_denied{op,code}                  requests Azure refuses now (a missing role or join, a lock, a deny policy), by operation (route table write, subnet association, reads) and ARM error code
 package metrics
 
 import (
@@ -66,6 +67,9 @@ type Metrics struct {
 	deletesHeld *prometheus.GaugeVec
 	unclaimed   prometheus.Gauge
 	unmanaged   prometheus.Gauge
+	// issue 22: writes Azure refuses, by resource (denials.go).
+	requestsDenied *prometheus.GaugeVec
+	denied         denials
 }
 
 // New makes the metrics on a new registry that also holds the Go runtime
@@ -144,7 +148,11 @@ func New() *Metrics {
 			Help: "Nodes whose traffic flows through a route routekeeper does not own (routeTable.adopt matching takes it over with no outage).",
 		}),
 	}
-	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged)
+	m.requestsDenied = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "requests_denied",
+		Help: "Requests Azure refuses now for who routekeeper is or what governs the scope (a missing role or join, a lock, a deny policy), by operation and ARM error code; doctor and the log say what to grant.",
+	}, []string{"op", "code"})
+	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged, m.requestsDenied)
 	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.tableRequests, m.armDuration,
 		m.armThrottled, m.armPrecondition, m.routes, m.nodes, m.notRouted, m.repairs, m.assocProblems, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -197,6 +205,8 @@ func (m *Metrics) ObserveTableARMCall(table, method string) {
 
 // Report implements controller.Reporter.
 func (m *Metrics) Report(_ context.Context, res *controller.Result) {
+	m.denied.update(res)
+	m.denied.set(m.requestsDenied)
 	m.repairs.Add(float64(res.Repairs()))
 	if res.Associations != nil || (res.Err == nil && !res.GuardOnly) {
 		m.assocProblems.Reset()

@@ -65,6 +65,9 @@ type Scope struct {
 	// NICs lists the network interfaces of Table's subscription (doctor's
 	// IP forwarding check; reading them is an optional right).
 	NICs bool
+	// Access reads what the caller may do where the pass writes (doctor's
+	// permission check; access.go).
+	Access bool
 	// Steady reads our table first and a guarded subnet only when the
 	// table does not list it (properties.subnets): the association guard's
 	// scope. A listed subnet is answered from Earlier's read of it
@@ -89,6 +92,8 @@ type TableRead struct {
 	Table    *route.Table
 	NotFound bool
 	Err      error
+	// Refused is what ARM's refusal of the read named (Err is it).
+	Refused *Refusal
 }
 
 // Exists reports whether the table was read and exists.
@@ -100,6 +105,7 @@ type SubnetRead struct {
 	Subnet   *cloud.Subnet
 	NotFound bool
 	Err      error
+	Refused  *Refusal
 	// Listed: the subnet was not read by this observation. Our table, read
 	// now, lists it among its subnets, so it is on that table; Subnet is
 	// an earlier pass's read of it (prefixes, name, etag as read then) with
@@ -124,6 +130,7 @@ type NetworkRead struct {
 	Network  *cloud.VirtualNetwork
 	NotFound bool
 	Err      error
+	Refused  *Refusal
 	Earlier  bool
 }
 
@@ -142,7 +149,10 @@ type Observation struct {
 	nicsErr      error
 	// around is the network around (Scope.Routing).
 	around around
-	reads  int64
+	// permissions are the caller's, by scope (Scope.Access).
+	permissions map[string]PermissionsRead
+	principal   cloud.Principal
+	reads       int64
 }
 
 // maxMigrationHops bounds the chain of migrated-to tags read.
@@ -208,6 +218,9 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 			}
 		}
 	}
+	if scope.Access {
+		o.readAccess(ctx, c)
+	}
 	if scope.NICs {
 		o.nics, o.nicsErr = c.ListNetworkInterfaces(ctx, armid.Subscription(scope.Table))
 		o.nicsRead = o.nicsErr == nil
@@ -227,7 +240,7 @@ func (o *Observation) readTable(ctx context.Context, c Reader, id string) TableR
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		if t.ID == "" {
 			t.ID = id
@@ -286,7 +299,8 @@ func (o *Observation) ReadListed(ctx context.Context, c Reader, ids []string) *O
 	r0, _ := c.Calls()
 	n := &Observation{
 		scope: o.scope, tables: maps.Clone(o.tables), subnets: maps.Clone(o.subnets), networks: o.networks,
-		networkOrder: o.networkOrder, nics: o.nics, nicsRead: o.nicsRead, nicsErr: o.nicsErr, around: o.around, reads: o.reads,
+		networkOrder: o.networkOrder, nics: o.nics, nicsRead: o.nicsRead, nicsErr: o.nicsErr, around: o.around,
+		permissions: o.permissions, principal: o.principal, reads: o.reads,
 	}
 	for _, id := range todo {
 		delete(n.subnets, armid.Key(id))
@@ -307,7 +321,7 @@ func (o *Observation) readSubnet(ctx context.Context, c Reader, id string) Subne
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		r.Subnet = s
 	}
@@ -326,7 +340,7 @@ func (o *Observation) readNetwork(ctx context.Context, c Reader, id string) {
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		r.Network = v
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // knownMetrics returns every metric routekeeper's /metrics serves, with
@@ -39,6 +40,8 @@ func knownMetrics(t *testing.T) map[string][]string {
 		Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}, {SubnetDecision: assoc.SubnetDecision{Subnet: "s2", State: assoc.Detached}}},
 		// A held deletion, so that deletes_held has a sample.
 		Plan: &plan.Plan{HeldDeletes: []plan.Change{{}}, HeldReason: plan.ReasonTooManyDeletes},
+		// A refused association, so that writes_denied has one.
+		Verdict: &verdict.Verdict{Denials: []verdict.Denial{{Op: verdict.OpSubnetWrite, Resource: "s2", Code: "AuthorizationFailed"}}},
 	})
 	fams, err := m.Registry().Gather()
 	if err != nil {
