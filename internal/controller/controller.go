@@ -303,6 +303,7 @@ func (r *Result) Summary() string {
 
 // Reconcile makes the route table match the nodes, once.
 func (c *Controller) Reconcile(ctx context.Context) *Result {
+	ctx = c.forTable(ctx)
 	nodes, err := c.src.Nodes(ctx)
 	return c.pass(ctx, nodes, err, false, observe.Scope{})
 }
@@ -313,6 +314,7 @@ func (c *Controller) Reconcile(ctx context.Context) *Result {
 // commands that need more than a reconcile (trace and doctor: Routing,
 // RoutingSubnets, NICs); its Table and Subnets are the controller's.
 func (c *Controller) DryRun(ctx context.Context, more observe.Scope) *Result {
+	ctx = c.forTable(ctx)
 	nodes, err := c.src.Nodes(ctx)
 	return c.pass(ctx, nodes, err, true, more)
 }
@@ -322,6 +324,14 @@ func (c *Controller) DryRun(ctx context.Context, more observe.Scope) *Result {
 // wanted, as for `routes list`).
 func (c *Controller) Inspect(ctx context.Context, nodes []source.Node, more observe.Scope) *Result {
 	return c.pass(ctx, nodes, nil, true, more)
+}
+
+// forTable marks ctx as this controller's: the ARM requests made with it
+// are counted for its configured table (cloud.ForTable, metric
+// routekeeper_table_arm_requests_total), apart from those of the other
+// controllers (mirrors) that share the cloud client.
+func (c *Controller) forTable(ctx context.Context) context.Context {
+	return cloud.ForTable(ctx, TableName(c.cfg.RouteTableID))
 }
 
 // report hands res to every reporter, one result at a time.
@@ -336,6 +346,7 @@ func (c *Controller) report(ctx context.Context, res *Result) {
 // pass is one reconcile (or dry run) from nodes as read (srcErr: they
 // could not be).
 func (c *Controller) pass(ctx context.Context, nodes []source.Node, srcErr error, dryRun bool, more observe.Scope) *Result {
+	ctx = c.forTable(ctx)
 	res := &Result{Start: time.Now()}
 	reads0, writes0 := c.cloud.Calls()
 	switch {

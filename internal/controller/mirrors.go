@@ -92,7 +92,7 @@ func (s *Set) DryRun(ctx context.Context, more observe.Scope) []*Result {
 // the same nodes, and an inventory's IPAM runs once. No controller's
 // source is touched, so a Set's loops may run meanwhile.
 func (s *Set) each(ctx context.Context, dryRun bool, more observe.Scope) []*Result {
-	nodes, err := s.Main.src.Nodes(ctx)
+	nodes, err := s.Main.src.Nodes(s.Main.forTable(ctx))
 	all := s.All()
 	out := make([]*Result, len(all))
 	var wg sync.WaitGroup

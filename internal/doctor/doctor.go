@@ -209,9 +209,9 @@ func checkTable(t *route.Table, in Input, add addFunc) {
 	}
 	switch n := len(t.Routes); {
 	case n > limit:
-		add(Error, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d routes, over the limit of %d (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit)
+		add(Error, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d routes, over the limit of %d (routeTable.routeLimit; Azure allows 400 routes per route table: see docs/configuration.md, Route limit)", n, limit)
 	case n*10 >= limit*9:
-		add(Warning, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
+		add(Warning, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure allows 400 routes per route table: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
 	}
 	for _, sn := range t.Subnets {
 		if !armid.Contains(in.Subnets, sn) {

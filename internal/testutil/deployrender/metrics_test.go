@@ -32,6 +32,7 @@ func knownMetrics(t *testing.T) map[string][]string {
 	for _, code := range []int{200, 412, 429} {
 		m.ObserveARMCall("PUT", code, 10*time.Millisecond)
 	}
+	m.ObserveTableARMCall("kubernetes-routes", "GET")
 	m.Report(context.Background(), &controller.Result{
 		Start: time.Now(), Duration: time.Second,
 		Nodes:        map[string]controller.NodeResult{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
