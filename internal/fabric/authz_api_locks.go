@@ -271,21 +271,16 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extReque
 			return err
 		}
 		a.Properties.PolicyDefinitionID = d.ID
-		var missing []string
-		for name, p := range d.Properties.Parameters {
-			if _, ok := a.param(d, name); !ok && len(p.DefaultValue) == 0 {
-				missing = append(missing, name)
-			}
+		if err := a.compile(); err != nil {
+			return err
 		}
+		missing, undefined := d.compiled.CheckParameters(a.compiled)
 		if len(missing) > 0 {
-			slices.Sort(missing)
 			return badRequest("MissingPolicyParameter", "The policy assignment '%s' is missing the parameter(s) '%s' as defined in the policy definition '%s'.",
 				a.Name, strings.Join(missing, ", "), d.Name)
 		}
-		for name := range a.Properties.Parameters {
-			if !slices.ContainsFunc(keys(d.Properties.Parameters), func(k string) bool { return strings.EqualFold(k, name) }) {
-				return badRequest("UndefinedPolicyParameter", "The policy assignment '%s' has the parameter '%s' which is not defined in the policy definition '%s'.", a.Name, name, d.Name)
-			}
+		if len(undefined) > 0 {
+			return badRequest("UndefinedPolicyParameter", "The policy assignment '%s' has the parameter '%s' which is not defined in the policy definition '%s'.", a.Name, undefined[0], d.Name)
 		}
 		prev, err := tx.getAuthz(key(a.ID))
 		if err != nil {
@@ -306,14 +301,6 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extReque
 		return nil
 	})
 	return resp, err
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 func (s *Server) deletePolicyAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {

@@ -226,7 +226,8 @@ func TestPolicyAPI(t *testing.T) {
 // TestPolicyOnPatchAndGroups: a PATCH is evaluated on the stored resource
 // with its new tags; resource groups are evaluated as
 // Microsoft.Resources/subscriptions/resourceGroups; mode Indexed skips
-// child resources.
+// child resources and resource groups (Azure's built-in "Allowed
+// locations", of mode Indexed, says it excludes resource groups).
 func TestPolicyOnPatchAndGroups(t *testing.T) {
 	e := newAuthzEnv(t, `
 location: eastus
@@ -255,10 +256,16 @@ authorization:
       policyRule:
         if: {field: type, equals: Microsoft.Network/virtualNetworks/subnets}
         then: {effect: deny}
+    - name: indexed-groups
+      mode: Indexed
+      policyRule:
+        if: {allOf: [{field: type, equals: Microsoft.Resources/subscriptions/resourceGroups}, {field: tags.state, equals: indexed}]}
+        then: {effect: deny}
   policyAssignments:
     - {name: a1, definition: no-prod-tables}
     - {name: a2, definition: no-frozen-groups}
     - {name: a3, definition: indexed-subnets}
+    - {name: a4, definition: indexed-groups}
 `)
 	sub := "/subscriptions/" + sub0
 	for _, tc := range []struct {
@@ -270,6 +277,7 @@ authorization:
 		{"PATCH to test", "PATCH", netID("kubernetes", typeRouteTables, "rt"), map[string]any{"tags": map[string]string{"env": "test"}}, false},
 		{"group frozen", "PUT", sub + "/resourcegroups/kubernetes", map[string]any{"location": "eastus", "tags": map[string]string{"state": "frozen"}}, true},
 		{"group fine", "PUT", sub + "/resourcegroups/new", map[string]any{"location": "eastus", "tags": map[string]string{"state": "ok"}}, false},
+		{"Indexed skips resource groups", "PUT", sub + "/resourcegroups/kubernetes", map[string]any{"location": "eastus", "tags": map[string]string{"state": "indexed"}}, false},
 		{"Indexed skips subnets", "PUT", netID("kubernetes", typeVirtualNetworks, "vnet") + "/subnets/nodes", map[string]any{"properties": map[string]any{"addressPrefix": "10.240.0.0/24"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

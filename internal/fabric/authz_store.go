@@ -249,7 +249,9 @@ func loadAuthz(tx *txn, rev int64) (*authzState, error) {
 		case kindPolicyAssignment:
 			var a policyAssignment
 			if err = json.Unmarshal(r.Doc, &a); err == nil {
-				assignments = append(assignments, &a)
+				if err = a.compile(); err == nil {
+					assignments = append(assignments, &a)
+				}
 			}
 		}
 		if err != nil {
