@@ -127,9 +127,15 @@ func (s *Server) listPolicyDefinitions(ctx context.Context, q *request, e extReq
 	return s.readState(ctx, func(st *authzState) (*response, error) {
 		var defs []*policyDefinition
 		for _, d := range st.policyDefs {
-			if azrbac.ScopeContains(scopeOfExtension(d.ID), e.scope) || azrbac.ScopeContains(e.scope, scopeOfExtension(d.ID)) {
-				defs = append(defs, d)
+			at := scopeOfExtension(d.ID)
+			switch {
+			case at == azrbac.RootScope: // built-ins, listed everywhere
+			case e.scope == azrbac.RootScope: // the tenant lists its built-ins only
+				continue
+			case !azrbac.ScopeContains(at, e.scope) && !azrbac.ScopeContains(e.scope, at):
+				continue
 			}
+			defs = append(defs, d)
 		}
 		slices.SortFunc(defs, func(a, b *policyDefinition) int { return strings.Compare(key(a.ID), key(b.ID)) })
 		out := []any{}
@@ -144,7 +150,16 @@ func errPolicyDefinitionNotFound(name string) *apiError {
 	return newError(http.StatusNotFound, "PolicyDefinitionNotFound", "The policy definition '%s' could not be found.", name)
 }
 
+// getPolicyDefinition answers a definition: a custom one at a
+// subscription, a built-in at the tenant scope.
 func (s *Server) getPolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	if e.scope == azrbac.RootScope {
+		d := builtinPolicyDefinition(e.id())
+		if d == nil {
+			return nil, errPolicyDefinitionNotFound(e.name)
+		}
+		return &response{status: http.StatusOK, body: d}, nil
+	}
 	return s.getExt(ctx, e, kindPolicyDefinition, func() *apiError { return errPolicyDefinitionNotFound(e.name) })
 }
 
@@ -203,6 +218,9 @@ func (s *Server) putPolicyDefinition(ctx context.Context, q *request, e extReque
 }
 
 func (s *Server) deletePolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	if !policyDefinitionsAt(e.scope) {
+		return nil, badRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'; built-in definitions cannot be deleted.", e.scope)
+	}
 	return s.deleteExt(ctx, e, kindPolicyDefinition)
 }
 
@@ -259,16 +277,18 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extReque
 		if err := requireScope(tx, e.scope); err != nil {
 			return err
 		}
-		row, err := tx.getAuthz(key(a.Properties.PolicyDefinitionID))
-		if err != nil {
-			return err
-		}
-		if row == nil || row.Kind != kindPolicyDefinition {
-			return errPolicyDefinitionNotFound(a.Properties.PolicyDefinitionID)
-		}
-		d, err := decodePolicyDefinition(row.Doc)
-		if err != nil {
-			return err
+		d := builtinPolicyDefinition(a.Properties.PolicyDefinitionID)
+		if d == nil {
+			row, err := tx.getAuthz(key(a.Properties.PolicyDefinitionID))
+			if err != nil {
+				return err
+			}
+			if row == nil || row.Kind != kindPolicyDefinition {
+				return errPolicyDefinitionNotFound(a.Properties.PolicyDefinitionID)
+			}
+			if d, err = decodePolicyDefinition(row.Doc); err != nil {
+				return err
+			}
 		}
 		a.Properties.PolicyDefinitionID = d.ID
 		if err := a.compile(); err != nil {
