@@ -60,8 +60,8 @@ func spell(seg string) string {
 // classifyRequest returns what ARM checks of a request; nil for requests
 // that need nothing: the tenant and subscription lists, the async-operation
 // status endpoints (anyone holding an operation's URL may poll it), the
-// permissions API (it answers for the caller), and paths the router
-// refuses anyway.
+// permissions API (it answers for the caller), the built-in policy
+// definitions (public in the tenant), and paths the router refuses anyway.
 func classifyRequest(q *request) *armOp {
 	seg := q.segs
 	n := len(seg)
@@ -82,7 +82,7 @@ func classifyRequest(q *request) *armOp {
 		return op
 	}
 	if i := authorizationIndex(seg); i >= 0 {
-		if i+2 >= n || is(i+2, "permissions") {
+		if i+2 >= n || is(i+2, "permissions") || isBuiltinPolicyRead(q.method, seg) {
 			return nil
 		}
 		op := verb("Microsoft.Authorization/" + spell(seg[i+2]))
