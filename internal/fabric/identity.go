@@ -173,7 +173,7 @@ func (s *Server) listLocations(_ context.Context, q *request) (*response, error)
 
 // networkAPIVersions are the api-versions the provider listing offers; the
 // fabric accepts any.
-var networkAPIVersions = []string{"2024-05-01", "2023-09-01", "2023-05-01", "2022-07-01", "2022-01-01", "2021-08-01", "2021-05-01", "2020-11-01"}
+var networkAPIVersions = []string{"2025-05-01", "2025-01-01", "2024-05-01", "2023-09-01", "2023-05-01", "2022-07-01", "2022-01-01", "2021-08-01", "2021-05-01", "2020-11-01"}
 
 func providerBody(sub, namespace string) map[string]any {
 	var locs []string

@@ -210,6 +210,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Expires", "-1")
 
 	resp, err := s.serveARM(r, h)
+	s.warnUnknownRequest(r, err)
 	status := s.write(w, r, resp, err)
 	s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start))
 }
@@ -244,6 +245,7 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	if q.apiVersion == "" {
 		return nil, badRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 	}
+	s.checkKnown(q)
 	if err := s.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
