@@ -39,15 +39,7 @@ func (s *Server) serveIdentity(w http.ResponseWriter, r *http.Request) bool {
 	var body any
 	switch p {
 	case "/metadata/endpoints":
-		body = map[string]any{
-			"galleryEndpoint": "",
-			"graphEndpoint":   graphAudience,
-			"portalEndpoint":  base + "/",
-			"authentication": map[string]any{
-				"loginEndpoint": authority,
-				"audiences":     []string{managementAudience, armAudience + "/"},
-			},
-		}
+		return s.serveMetadata(w, r, base, authority)
 	case ADFSPath + "/.well-known/openid-configuration":
 		body = map[string]any{
 			"issuer":                                authority,
@@ -73,7 +65,7 @@ func (s *Server) serveIdentity(w http.ResponseWriter, r *http.Request) bool {
 		}
 		body = s.issueToken(r, authority)
 	default:
-		return false
+		return s.serveTokenV2(w, r, p, authority)
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
