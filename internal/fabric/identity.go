@@ -204,21 +204,6 @@ func providerBody(sub, namespace string) map[string]any {
 	}
 }
 
-func (s *Server) getProvider(_ context.Context, q *request) (*response, error) {
-	b := providerBody(q.segs[1], q.segs[3])
-	if b == nil {
-		return nil, newError(http.StatusNotFound, "InvalidResourceNamespace",
-			"The resource namespace '%s' is invalid: the routekeeper fabric serves Microsoft.Network and Microsoft.Resources.", q.segs[3])
-	}
-	return &response{status: http.StatusOK, body: b}, nil
-}
-
-func (s *Server) listProviders(_ context.Context, q *request) (*response, error) {
-	return &response{status: http.StatusOK, body: map[string]any{"value": []any{
-		providerBody(q.segs[1], networkNamespace), providerBody(q.segs[1], resourcesNamespace),
-	}}}, nil
-}
-
 // genericResource is a resource as /resources lists it.
 type genericResource struct {
 	ID       string            `json:"id"`

@@ -356,6 +356,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 		return s.methods(q, map[string]handler{"GET": s.listProviders})(ctx, q)
 	case n == 4 && is(2, "providers"):
 		return s.methods(q, map[string]handler{"GET": s.getProvider})(ctx, q)
+	case n == 5 && is(2, "providers") && is(4, "register"):
+		return s.methods(q, map[string]handler{"POST": s.registerProvider})(ctx, q)
 	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
 		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
