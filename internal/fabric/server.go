@@ -380,6 +380,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 			return s.methods(q, map[string]handler{"GET": s.listVirtualNetworks})(ctx, q)
 		case n == 5 && is(4, typeNetworkInterfaces):
 			return s.methods(q, map[string]handler{"GET": s.listNICs})(ctx, q)
+		case n == 5 && is(4, typeNetworkSecurityGroups):
+			return s.methods(q, map[string]handler{"GET": s.listNSGs})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operations"):
 			return s.methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operationResults"):
@@ -408,6 +410,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 			return s.networkInterfaces(ctx, q, n)
 		case is(6, typeNetworkWatchers):
 			return s.networkWatchers(ctx, q, n)
+		case is(6, typeNetworkSecurityGroups):
+			return s.networkSecurityGroups(ctx, q, n)
 		}
 		return nil, errResourceType(q, seg[6])
 	}
