@@ -65,9 +65,14 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request, base, aut
 }
 
 // cloudDocument is one cloud of the newer metadata shape (2019-05-01 and
-// later). The fabric serves Resource Manager only: no storage, Key Vault or
-// other data-plane suffixes are advertised, so a client never builds a URL
-// the fabric would not answer.
+// later). The fabric serves Resource Manager only, but the azurerm provider
+// refuses to start without a storage and a Key Vault suffix (it builds their
+// authorizers up front): those two are advertised under the reserved .invalid
+// domain, so a request a client might build for them fails at its DNS
+// lookup rather than reaching anything. The identity provider is "AAD" with tenant
+// "common", as for Azure's own clouds, although the login endpoint is the
+// fabric's ADFS-style authority: go-azure-sdk takes any other pair for Azure
+// Stack, which the azurerm provider refuses to configure.
 func cloudDocument(base, authority string) map[string]any {
 	return map[string]any{
 		"name":            fabricCloudName,
@@ -76,13 +81,16 @@ func cloudDocument(base, authority string) map[string]any {
 		"authentication": map[string]any{
 			"loginEndpoint":    authority,
 			"audiences":        []string{managementAudience, armAudience + "/"},
-			"tenant":           "adfs",
-			"identityProvider": "ADFS",
+			"tenant":           "common",
+			"identityProvider": "AAD",
 		},
 		"graph":                    graphAudience,
 		"graphAudience":            graphAudience,
 		"microsoftGraphResourceId": graphResource,
-		"suffixes":                 map[string]any{},
+		"suffixes": map[string]any{
+			"storage":     "storage.fabric.invalid",
+			"keyVaultDns": "vault.fabric.invalid",
+		},
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // environments.FromEndpoint reads (api-version 2022-09-01): it refuses one
 // without name, resourceManager or microsoftGraphResourceId, and takes the
 // login endpoint, audiences, tenant and identity provider from
-// authentication. 2019-05-01 is a list of such clouds; the old flat shape
+// authentication (identity provider AAD, tenant common). 2019-05-01 is a list of such clouds; the old flat shape
 // stays for az; an unknown api-version is a 400 and a warning.
 func TestCloudMetadata2022(t *testing.T) {
 	var logs bytes.Buffer
@@ -52,7 +52,9 @@ func TestCloudMetadata2022(t *testing.T) {
 		t.Errorf("required fields: %s", b)
 	}
 	a := doc.Authentication
-	if a.LoginEndpoint != e.endpoint+"/adfs" || len(a.Audiences) == 0 || a.Tenant == "" || a.IdentityProvider == "" {
+	// Anything but AAD/common is Azure Stack to go-azure-sdk, and the azurerm
+	// provider refuses Azure Stack.
+	if a.LoginEndpoint != e.endpoint+"/adfs" || len(a.Audiences) == 0 || a.Tenant != "common" || a.IdentityProvider != "AAD" {
 		t.Errorf("authentication: %+v", a)
 	}
 	code, b = get("2019-05-01")
