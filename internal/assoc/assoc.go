@@ -36,6 +36,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -58,6 +59,11 @@ type State string
 const (
 	// Associated: the subnet is on routekeeper's table.
 	Associated State = "Associated"
+	// Reassociated: the subnet was not on routekeeper's table and the
+	// pass put it (back) there: the state after a successful Associate
+	// (internal/verdict sets it from the write's outcome; Decide never
+	// returns it).
+	Reassociated State = "Reassociated"
 	// Followed: the subnet was moved to another table and routekeeper
 	// adopts that table (policy follow).
 	Followed State = "Followed"
@@ -174,15 +180,9 @@ type Input struct {
 
 // Lookup returns what was read of table id; ok is false when it was not read.
 func (in *Input) Lookup(id string) (TableRead, bool) {
-	r, ok := in.Tables[Key(id)]
+	r, ok := in.Tables[armid.Key(id)]
 	return r, ok
 }
-
-// Key is the map key of a table ID: ARM IDs are case-insensitive.
-func Key(id string) string { return strings.ToLower(strings.TrimSuffix(id, "/")) }
-
-// SameID compares two ARM IDs.
-func SameID(a, b string) bool { return Key(a) == Key(b) }
 
 // SubnetDecision is the decision for one subnet.
 type SubnetDecision struct {
@@ -215,7 +215,7 @@ type SubnetDecision struct {
 // table and routekeeper does not put it there (or adopt its table) now.
 func (s SubnetDecision) Problem() bool {
 	switch {
-	case s.State == Associated, s.State == Followed, s.State == Migrating:
+	case s.State == Associated, s.State == Reassociated, s.State == Followed, s.State == Migrating:
 		return false
 	}
 	return s.Action == None
@@ -283,9 +283,9 @@ func Decide(in Input) *Decision {
 	d := &Decision{Table: in.Table}
 	prev := map[string]bool{}
 	for _, p := range in.Previous {
-		prev[Key(p)] = true
+		prev[armid.Key(p)] = true
 	}
-	prev[Key(in.Table)] = false
+	prev[armid.Key(in.Table)] = false
 
 	d.followMigration(&in, prev)
 	if d.Switch == NoSwitch && in.Policy == Follow && !in.Observe {
@@ -349,11 +349,11 @@ func (d *Decision) followMigration(in *Input, prev map[string]bool) {
 	cur, _ := in.Lookup(d.Table)
 	if cur.NotFound {
 		for _, s := range in.Subnets {
-			if s.NotFound || s.Err != nil || s.RouteTableID == "" || SameID(s.RouteTableID, d.Table) {
+			if s.NotFound || s.Err != nil || s.RouteTableID == "" || armid.Same(s.RouteTableID, d.Table) {
 				continue
 			}
 			t, _ := in.Lookup(s.RouteTableID)
-			if t.Exists() && SameID(t.Table.Tag(route.MigratedFromTag), d.Table) && t.Table.Claim() == in.Cluster {
+			if t.Exists() && armid.Same(t.Table.Tag(route.MigratedFromTag), d.Table) && t.Table.Claim() == in.Cluster {
 				d.switchTo(s.RouteTableID, Migrated, prev)
 				return
 			}
@@ -365,7 +365,7 @@ func (d *Decision) followMigration(in *Input, prev map[string]bool) {
 			return
 		}
 		to := cur.Table.Tag(route.MigratedToTag)
-		if to == "" || SameID(to, d.Table) {
+		if to == "" || armid.Same(to, d.Table) {
 			return
 		}
 		next, _ := in.Lookup(to)
@@ -373,7 +373,7 @@ func (d *Decision) followMigration(in *Input, prev map[string]bool) {
 		case !next.Exists():
 			d.Notes = append(d.Notes, fmt.Sprintf("route table %s is marked as migrated to %s, which does not exist (or could not be read): staying on it", d.Table, to))
 			return
-		case next.Table.Claim() != in.Cluster && !SameID(next.Table.Tag(route.MigratedFromTag), d.Table):
+		case next.Table.Claim() != in.Cluster && !armid.Same(next.Table.Tag(route.MigratedFromTag), d.Table):
 			d.Notes = append(d.Notes, fmt.Sprintf("route table %s is marked as migrated to %s, which is claimed by %q, not this cluster %q: staying on it",
 				d.Table, to, next.Table.Claim(), in.Cluster))
 			return
@@ -392,10 +392,10 @@ func (d *Decision) followSwap(in *Input, prev map[string]bool) {
 			d.Notes = append(d.Notes, fmt.Sprintf("subnet %s could not be read: no swap is followed in this pass", s.ID))
 			return
 		}
-		if s.NotFound || s.RouteTableID == "" || SameID(s.RouteTableID, d.Table) || prev[Key(s.RouteTableID)] {
+		if s.NotFound || s.RouteTableID == "" || armid.Same(s.RouteTableID, d.Table) || prev[armid.Key(s.RouteTableID)] {
 			continue
 		}
-		if !containsID(cands, s.RouteTableID) {
+		if !armid.Contains(cands, s.RouteTableID) {
 			cands = append(cands, s.RouteTableID)
 		}
 	}
@@ -414,7 +414,7 @@ func (d *Decision) followSwap(in *Input, prev map[string]bool) {
 	case t.Table.Tag(route.MigratedToTag) != "":
 		d.Notes = append(d.Notes, fmt.Sprintf("route table %s was migrated away from (to %s): not following it", cands[0], t.Table.Tag(route.MigratedToTag)))
 		return
-	case SameID(t.Table.Tag(route.MigratedFromTag), d.Table):
+	case armid.Same(t.Table.Tag(route.MigratedFromTag), d.Table):
 		return // an unfinished migration: migrate finishes it
 	}
 	d.switchTo(cands[0], Swapped, prev)
@@ -424,8 +424,8 @@ func (d *Decision) switchTo(to string, why Switch, prev map[string]bool) {
 	if d.From == "" {
 		d.From = d.Table
 	}
-	prev[Key(d.Table)] = true
-	prev[Key(to)] = false
+	prev[armid.Key(d.Table)] = true
+	prev[armid.Key(to)] = false
 	d.Table, d.Switch = to, why
 }
 
@@ -448,7 +448,7 @@ func decideSubnet(in *Input, d *Decision, s Subnet, prev map[string]bool) Subnet
 	holds := sd.HasRoutes == sd.NodeRoutes
 	routes := fmt.Sprintf("%d of %d node routes", sd.HasRoutes, sd.NodeRoutes)
 
-	if SameID(s.RouteTableID, ours) {
+	if armid.Same(s.RouteTableID, ours) {
 		sd.State, sd.Message = Associated, "associated with "+ours
 		if d.Switch == Swapped {
 			sd.State, sd.Action = Followed, Adopt
@@ -468,10 +468,10 @@ func decideSubnet(in *Input, d *Decision, s Subnet, prev map[string]bool) Subnet
 	case read && other.NotFound:
 		sd.State = Detached
 		sd.Message = fmt.Sprintf("subnet points to route table %s, which does not exist (a dangling reference): pod traffic between nodes is dropped", s.RouteTableID)
-	case prev[Key(s.RouteTableID)] || (other.Exists() && SameID(other.Table.Tag(route.MigratedToTag), ours)):
+	case prev[armid.Key(s.RouteTableID)] || (other.Exists() && armid.Same(other.Table.Tag(route.MigratedToTag), ours)):
 		sd.State = Previous
 		sd.Message = fmt.Sprintf("subnet is still on route table %s (%s), which routekeeper kept before and no longer writes (it now keeps %s)", s.RouteTableID, routes, ours)
-	case other.Exists() && SameID(other.Table.Tag(route.MigratedFromTag), ours):
+	case other.Exists() && armid.Same(other.Table.Tag(route.MigratedFromTag), ours):
 		sd.State = Migrating
 		sd.Message = fmt.Sprintf("subnet is on route table %s (%s), the new table of a migration from %s that has not finished; left alone", s.RouteTableID, routes, ours)
 		sd.Fix = "routekeeper migrate --to " + s.RouteTableID
@@ -578,13 +578,4 @@ func Holds(t *route.Table, wants []Want) int {
 		}
 	}
 	return n
-}
-
-func containsID(ids []string, id string) bool {
-	for _, x := range ids {
-		if SameID(x, id) {
-			return true
-		}
-	}
-	return false
 }

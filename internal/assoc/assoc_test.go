@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
@@ -158,7 +159,7 @@ func TestDecideTable(t *testing.T) {
 			t.Run(inc.name+"/"+c.name, func(t *testing.T) {
 				tables := map[string]TableRead{}
 				for id, r := range inc.tables {
-					tables[Key(id)] = r
+					tables[armid.Key(id)] = r
 				}
 				in := Input{
 					Cluster: "kthw", Policy: c.policy, Restore: c.restore, Observe: c.observe, CreateAllowed: true,
@@ -171,7 +172,7 @@ func TestDecideTable(t *testing.T) {
 				}
 				s := d.Subnets[0]
 				kept := "old"
-				if SameID(d.Table, newID) {
+				if armid.Same(d.Table, newID) {
 					kept = "new"
 				}
 				got := fmt.Sprintf("%s %s %s", s.State, s.Action, kept)
@@ -204,7 +205,7 @@ func TestDecideTable(t *testing.T) {
 func TestDecideNoUnattachedCreate(t *testing.T) {
 	in := Input{
 		Cluster: "kthw", Policy: Report, CreateAllowed: true, Table: oldID,
-		Tables:  map[string]TableRead{Key(oldID): gone},
+		Tables:  map[string]TableRead{armid.Key(oldID): gone},
 		Subnets: []Subnet{{ID: subID}},
 	}
 	d := Decide(in)
@@ -223,7 +224,7 @@ func TestDecideFollowSeveralTables(t *testing.T) {
 	other := rg + "routeTables/third"
 	in := Input{
 		Cluster: "kthw", Policy: Follow, Table: oldID, NodeRoutes: wants,
-		Tables:  map[string]TableRead{Key(oldID): table(oldID, true), Key(newID): table(newID, false), Key(other): table(other, false)},
+		Tables:  map[string]TableRead{armid.Key(oldID): table(oldID, true), armid.Key(newID): table(newID, false), armid.Key(other): table(other, false)},
 		Subnets: []Subnet{{ID: subID, RouteTableID: newID}, {ID: subID + "2", RouteTableID: other}},
 	}
 	d := Decide(in)
@@ -251,10 +252,10 @@ func TestDecideMigrationChainBounded(t *testing.T) {
 	}
 	for i, id := range ids {
 		next := ids[(i+1)%len(ids)]
-		tables[Key(id)] = table(id, true, route.ClaimTag, "kthw", route.MigratedToTag, next)
+		tables[armid.Key(id)] = table(id, true, route.ClaimTag, "kthw", route.MigratedToTag, next)
 	}
 	d := Decide(Input{Cluster: "kthw", Policy: Enforce, Table: ids[0], Tables: tables})
-	if d.Switch != Migrated || !SameID(d.Table, ids[maxMigrationHops]) {
+	if d.Switch != Migrated || !armid.Same(d.Table, ids[maxMigrationHops]) {
 		t.Errorf("table %s switch %q, want %s after %d hops", d.Table, d.Switch, ids[maxMigrationHops], maxMigrationHops)
 	}
 }

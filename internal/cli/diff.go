@@ -9,19 +9,22 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // diffOutput is what `diff -o json|yaml` prints.
 type diffOutput struct {
 	// RouteTable is the table run would keep (after a migration or a
 	// followed swap).
-	RouteTable   string                 `json:"routeTable"`
-	Create       bool                   `json:"createTable,omitempty"`
-	Claim        bool                   `json:"claimTable,omitempty"`
-	Changes      []plan.Change          `json:"changes"`
-	Conflicts    []plan.Conflict        `json:"conflicts"`
-	Associations []assoc.SubnetDecision `json:"associations"`
+	RouteTable   string           `json:"routeTable"`
+	Create       bool             `json:"createTable,omitempty"`
+	Claim        bool             `json:"claimTable,omitempty"`
+	Changes      []plan.Change    `json:"changes"`
+	Conflicts    []plan.Conflict  `json:"conflicts"`
+	Associations []verdict.Subnet `json:"associations"`
 	// HeldDeletes are the deletions the guard holds back, HeldMessage
 	// why and the override; Unclaimed the routes of unknown nodes left in
 	// an unclaimed table.
@@ -29,7 +32,10 @@ type diffOutput struct {
 	HeldMessage string         `json:"heldMessage,omitempty"`
 	Unclaimed   []plan.Change  `json:"unclaimed,omitempty"`
 	Unrouted    []unroutedNode `json:"unrouted,omitempty"`
-	Error       string         `json:"error,omitempty"`
+	// Refused are the actions routekeeper needs that the identity may
+	// not do (the permissions API), with the grant that fixes each.
+	Refused []verdict.Access `json:"refused,omitempty"`
+	Error   string           `json:"error,omitempty"`
 	// Mirrors are the mirror tables' diffs (config mirrors:, mirrors.go).
 	Mirrors []diffOutput `json:"mirrors,omitempty"`
 }
@@ -44,7 +50,7 @@ type unroutedNode struct {
 // finding: diff then exits 3, as run --once would.
 func (d diffOutput) pending() bool {
 	if d.Create || d.Claim || len(d.Changes) > 0 || len(d.Conflicts) > 0 || len(d.Unrouted) > 0 ||
-		len(d.HeldDeletes) > 0 || len(d.Unclaimed) > 0 {
+		len(d.HeldDeletes) > 0 || len(d.Unclaimed) > 0 || len(d.Refused) > 0 {
 		return true
 	}
 	for _, m := range d.Mirrors {
@@ -62,7 +68,7 @@ func (d diffOutput) pending() bool {
 }
 
 func newDiffOutput(res *controller.Result, observe bool) diffOutput {
-	out := diffOutput{RouteTable: res.TableID, Changes: []plan.Change{}, Conflicts: []plan.Conflict{}, Associations: []assoc.SubnetDecision{}}
+	out := diffOutput{RouteTable: res.TableID, Changes: []plan.Change{}, Conflicts: []plan.Conflict{}, Associations: []verdict.Subnet{}}
 	if p := res.Plan; p != nil {
 		out.Conflicts = p.Conflicts
 		out.HeldDeletes, out.HeldMessage, out.Unclaimed = p.HeldDeletes, p.HeldMessage, p.Unclaimed
@@ -74,34 +80,34 @@ func newDiffOutput(res *controller.Result, observe bool) diffOutput {
 		}
 	}
 	if res.Decision != nil {
-		out.Associations = res.Decision.Subnets
+		out.Associations = res.Associations
 		if !res.Decision.TableExists && !res.Decision.Create {
 			out.Create = false
 		}
 	}
-	// Nodes a write would not route (the planner's reasons), and nodes
-	// unrouted because of their subnet's table.
+	// Nodes the actions above would not route (the planner's reasons, a
+	// subnet left on another table...).
 	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
 		nr := res.Nodes[name]
-		if nr.Routed || nr.Reason == controller.ReasonRouteMissing && !observe || nr.Reason == controller.ReasonTableMissing {
-			continue // routed by the changes above, or the table is the problem
-		}
-		if nr.Reason == controller.ReasonSubnetTable && hasAction(out.Associations) {
-			continue // the association action routes it
+		if nr.Routed || nr.Actionable || nr.Reason == reason.RouteTableMissing {
+			continue // routed, routed by the changes above, or the table is the problem
 		}
 		if slices.ContainsFunc(out.Conflicts, func(c plan.Conflict) bool { return c.Node == name }) {
 			continue
 		}
-		out.Unrouted = append(out.Unrouted, unroutedNode{Node: name, Reason: nr.Reason, Message: nr.Message})
+		out.Unrouted = append(out.Unrouted, unroutedNode{Node: name, Reason: string(nr.Reason), Message: nr.Message})
+	}
+	if res.Verdict != nil {
+		for _, a := range res.Verdict.Access {
+			if !a.Allowed && a.Unknown == "" {
+				out.Refused = append(out.Refused, a)
+			}
+		}
 	}
 	if res.Err != nil {
 		out.Error = res.Err.Error()
 	}
 	return out
-}
-
-func hasAction(as []assoc.SubnetDecision) bool {
-	return slices.ContainsFunc(as, func(a assoc.SubnetDecision) bool { return a.Action != assoc.None })
 }
 
 func (a *app) newDiffCmd() *cobra.Command {
@@ -131,12 +137,12 @@ would fail with, after printing what was decided), 2 for bad input.`,
 				return err
 			}
 			ctrl := set.Main
-			all := set.DryRun(ctx)
+			all := set.DryRun(ctx, observe.Scope{Access: true})
 			res := all[0]
 			if res.Decision == nil && res.Err != nil {
 				return res.Err
 			}
-			out := newDiffOutput(res, ctrl.Config().Mode == controller.Observe)
+			out := newDiffOutput(res, ctrl.Config().Mode == verdict.Observe)
 			out.Mirrors = mirrorDiffs(all[1:])
 			if a.humanOutput() && !out.pending() && res.Err == nil && mirrorErr(all[1:]) == nil {
 				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date and every subnet is on it.\n", out.RouteTable)
@@ -225,6 +231,9 @@ func diffTable(d diffOutput) table {
 	}
 	for _, u := range d.Unrouted {
 		t.rows = append(t.rows, []string{"not-routed", "", "", "", u.Node, u.Reason + ": " + u.Message})
+	}
+	for _, a := range d.Refused {
+		t.rows = append(t.rows, []string{"refused", a.Action, "", "", "", fmt.Sprintf("cannot %s: the identity lacks it on %s. Fix: %s", a.For, shortID(a.Scope), a.Fix)})
 	}
 	return t
 }

@@ -39,11 +39,14 @@ the cloud cannot be read, 2 for bad input.`,
 			if err != nil {
 				return err
 			}
-			// The same observe and decide as run: doctor has no rules of
-			// its own.
-			all := set.DryRun(ctx)
+			// The same observation and verdict as run (with the networks
+			// around and the NICs for the routing checks): doctor has no
+			// rules of its own.
+			scope := routingScope(cfg, true)
+			scope.Access = true
+			all := set.DryRun(ctx, scope)
 			res := all[0]
-			if res.Decision == nil && res.Err != nil {
+			if res.Verdict == nil {
 				return res.Err
 			}
 			rep := doctor.Check(doctor.Input{
@@ -54,8 +57,8 @@ the cloud cannot be read, 2 for bad input.`,
 				Subnets:      cfg.Subnets,
 				Observe:      cfg.Routes == config.RoutesObserve,
 				Claim:        cfg.RouteTable.Claim,
-			}, res)
-			rin, err := readRoutingInput(ctx, conn.client, cfg, res.SourceNodes())
+			}, res.Verdict)
+			rin, err := routingInput(res.Observation, cfg, res.SourceNodes())
 			if err != nil {
 				return err
 			}

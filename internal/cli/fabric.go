@@ -415,6 +415,11 @@ func (a *app) printApply(res fabric.ApplyResult) error {
 // splitID returns the resource group of an ARM ID and the resource's path
 // below it: kubernetes, kubernetes-vnet/kubernetes-subnet.
 func splitID(id string) (rg, name string) {
+	if i := strings.LastIndex(strings.ToLower(id), "/providers/microsoft.authorization/"); i >= 0 {
+		// A lock, role or policy: the group of its scope, and its name.
+		rg, _ = splitID(id[:i])
+		return rg, id[strings.LastIndex(id, "/")+1:]
+	}
 	segs := strings.Split(strings.Trim(id, "/"), "/")
 	if len(segs) >= 4 && strings.EqualFold(segs[2], "resourceGroups") {
 		rg = segs[3]

@@ -34,7 +34,9 @@ func (a *app) newFabricAzCmd() *cobra.Command {
 		Long: `az prints the steps that make the Azure CLI work against a fabric served with
 --tls, in a private AZURE_CONFIG_DIR (your own az configuration is not touched):
 trust the fabric's CA, keep az offline, register the fabric as a cloud and log
-in with a service principal (the fabric accepts any). With --apply it runs the
+in as the fabric's administrator, the service principal routekeeper-fabric (the
+fabric accepts any client and secret; this one holds Owner once the fabric
+enforces role assignments). With --apply it runs the
 az steps itself and prints only the export lines, so that
 
   routekeeper fabric serve --tls &
@@ -90,7 +92,7 @@ func (a *app) azSteps(o *fabricAzOptions) (azSteps, error) {
 			"--endpoint-active-directory-graph-resource-id", "https://graph.windows.net/",
 			"--endpoint-management", "https://management.core.windows.net/"},
 		{"az", "cloud", "set", "-n", azCloudName},
-		{"az", "login", "--service-principal", "-u", "routekeeper", "-p", "fabric", "--tenant", fabric.DefaultTenant, "-o", "none"},
+		{"az", "login", "--service-principal", "-u", fabric.AdminClientID, "-p", "fabric", "--tenant", fabric.DefaultTenant, "-o", "none"},
 		{"az", "account", "set", "-s", fabric.DefaultSubscription},
 	}
 	return s, nil

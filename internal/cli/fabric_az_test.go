@@ -19,7 +19,7 @@ func TestFabricAzPrintsSteps(t *testing.T) {
 		"export REQUESTS_CA_BUNDLE=/state/routekeeper/tls/ca.pem\n",
 		"export AZURE_CORE_COLLECT_TELEMETRY=no\n",
 		"az cloud register -n RoutekeeperFabric --endpoint-resource-manager https://127.0.0.1:9443/ --endpoint-active-directory https://127.0.0.1:9443/adfs ",
-		"az login --service-principal -u routekeeper -p fabric --tenant 00000000-0000-0000-0000-00000000fab1",
+		"az login --service-principal -u routekeeper-fabric -p fabric --tenant 00000000-0000-0000-0000-00000000fab1",
 	} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("fabric az output lacks %q:\n%s", want, res.stdout)

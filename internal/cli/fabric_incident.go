@@ -19,7 +19,7 @@ type incidentOptions struct {
 func (a *app) newFabricIncidentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "incident",
-		Short: "Break pod routing on purpose, as people and tools do in Azure: redeploy, detach, swap, delete-table",
+		Short: "Break pod routing on purpose, as people and tools do in Azure: redeploy, detach, swap, delete-table, revoke-role, lock, deny-policy",
 		Long: `incident replays the writes that break pod routing in Azure, through the ARM
 API of the fabric (a state file, or a served fabric with --endpoint), and prints
 what it changed. routekeeper run meets them as it would meet them in Azure.
@@ -28,6 +28,9 @@ what it changed. routekeeper run meets them as it would meet them in Azure.
   detach VNET/SUBNET               the subnet loses its route table (someone in the portal)
   swap VNET/SUBNET --to TABLE      the subnet points at another table (seed 000); --delete-old deletes the old one
   delete-table TABLE               the table is detached from its subnets and deleted
+  revoke-role PRINCIPAL            the principal's role assignments are removed (--role, --scope: only those)
+  lock [SCOPE] --level LEVEL       a CanNotDelete or ReadOnly management lock on the scope (default: the group -g)
+  deny-policy [SCOPE] --next-hop T a deny policy on routes of next hop type T (or --rule FILE) at the scope
 
 Names are in the resource group -g (default kubernetes); full resource IDs work too.`,
 		Args: cobra.NoArgs,
@@ -110,6 +113,7 @@ Names are in the resource group -g (default kubernetes); full resource IDs work 
 		}
 		cmd.AddCommand(c)
 	}
+	a.addAuthzIncidentCmds(cmd) // fabric_incident_authz.go
 	return cmd
 }
 

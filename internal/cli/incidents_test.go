@@ -231,7 +231,7 @@ func TestIncidentsAgree(t *testing.T) {
   - {name: worker-2, internalIP: 10.240.0.22, podCIDR: 10.200.2.0/24}
 `)
 			},
-			table: old, diff: ExitFindings, doctor: ExitFindings, run: ExitFindings, doctorSays: "RouteLimit",
+			table: old, diff: ExitFindings, doctor: ExitFindings, run: ExitFindings, doctorSays: "RouteTableFull",
 		},
 	}
 	for _, tc := range tests {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
@@ -30,16 +31,18 @@ type ipplanOptions struct {
 	svg              string
 	vnet             []string
 	subnets          []string
-	podCIDR          string
-	serviceCIDR      string
+	podCIDR          []string
+	serviceCIDR      []string
 	dnsServiceIP     string
 	nodes            int
 	maxPods          int
 	surge            string
 	onPrem           []string
+	peered           []string
 	plugins          []string
 	routeLimit       int
 	nodeCIDRMaskSize int
+	nodeCIDRMask6    int
 }
 
 // ipplanFlags maps a Plan field (as ipplan.FieldError names it) to its flag.
@@ -53,9 +56,12 @@ var ipplanFlags = map[string]string{
 	"maxPods":          "max-pods",
 	"surge":            "surge",
 	"onPrem":           "on-prem",
+	"peered":           "peered",
 	"plugins":          "plugin",
 	"routeLimit":       "route-limit",
 	"nodeCIDRMaskSize": "node-cidr-mask-size",
+
+	"nodeCIDRMaskSizeIPv6": "node-cidr-mask-size-ipv6",
 }
 
 func (a *app) newIpplanCmd() *cobra.Command {
@@ -72,7 +78,7 @@ nodes and pods the plan holds and the smallest subnet for the requested nodes.
 
 The plan comes from flags, from a plan file (-f, YAML or JSON with the fields
 vnet, subnets, podCIDR, serviceCIDR, dnsServiceIP, nodes, maxPods, surge, onPrem,
-plugins, routeLimit, nodeCIDRMaskSize), or from a live routekeeper config
+peered, plugins, routeLimit, nodeCIDRMaskSize, nodeCIDRMaskSizeIPv6), or from a live routekeeper config
 (--config: ranges from the config, subnets and VNet address space read from the
 cloud, plugin kubenet). Flags override either. The first subnet is the node
 subnet. Unset values get Azure's defaults: pod CIDR 10.244.0.0/16, service CIDR
@@ -81,12 +87,21 @@ subnet. Unset values get Azure's defaults: pod CIDR 10.244.0.0/16, service CIDR
 
 Without --plugin all three plugins are compared and problems that concern only
 some of them are warnings; name the plugin(s) you will use to make them errors.
-The command exits 3 when there is any error finding. Only IPv4 is supported.`,
+The command exits 3 when there is any error finding.
+
+Dual-stack plans give one pod and one service range per IP family, comma
+separated or repeated (as AKS's --pod-cidrs and --service-cidrs), and IPv6
+prefixes on the VNet and its subnets (--subnet nodes=10.1.0.0/24,fd00:1::/64).
+Each node then also gets an IPv6 pod range (/80 by default).`,
 		Example: `  # Microsoft's kubenet article: a /24 node subnet, Azure's defaults
   routekeeper ipplan --vnet 192.168.0.0/16 --subnet myAKSSubnet=192.168.1.0/24
 
   # Microsoft's worked example: 50 nodes + 1 surge at 30 pods under Azure CNI
   routekeeper ipplan --plugin azure --nodes 50 --max-pods 30
+
+  # A dual-stack Overlay cluster, AKS's IPv6 defaults
+  routekeeper ipplan --plugin overlay --vnet 10.1.0.0/16,fd00:1::/48 --subnet nodes=10.1.0.0/22,fd00:1::/64 \
+    --pod-cidr 10.244.0.0/16,fd12:3456:789a::/64 --nodes 100
 
   # A plan file, with a picture of the ranges
   routekeeper ipplan -f plan.yaml --svg plan.svg`,
@@ -100,16 +115,18 @@ The command exits 3 when there is any error finding. Only IPv4 is supported.`,
 	f.StringVar(&o.svg, "svg", "", "write a picture of the ranges on the address axis to this SVG file")
 	f.StringSliceVar(&o.vnet, "vnet", nil, "VNet address space (repeatable)")
 	f.StringSliceVar(&o.subnets, "subnet", nil, "subnet as NAME=CIDR or CIDR (repeatable; the first is the node subnet)")
-	f.StringVar(&o.podCIDR, "pod-cidr", "", "pod CIDR, one /24 per node for kubenet and Overlay (default "+ipplan.DefaultPodCIDR+")")
-	f.StringVar(&o.serviceCIDR, "service-cidr", "", "Kubernetes service CIDR (default "+ipplan.DefaultServiceCIDR+")")
+	f.StringSliceVar(&o.podCIDR, "pod-cidr", nil, "pod CIDR, one per IP family (repeatable; one /24 per node for kubenet and Overlay; default "+ipplan.DefaultPodCIDR+")")
+	f.StringSliceVar(&o.serviceCIDR, "service-cidr", nil, "Kubernetes service CIDR, one per IP family (repeatable; default "+ipplan.DefaultServiceCIDR+")")
 	f.StringVar(&o.dnsServiceIP, "dns-service-ip", "", "cluster DNS service IP (default "+ipplan.DefaultDNSServiceIP+")")
 	f.IntVar(&o.nodes, "nodes", 0, "number of nodes to plan for (without it only the capacity is shown)")
 	f.IntVar(&o.maxPods, "max-pods", 0, "maximum pods per node (default 110 kubenet, 30 azure, 250 overlay)")
 	f.StringVar(&o.surge, "surge", "", `extra nodes during upgrades: a count or a percentage such as "33%" (default 1)`)
-	f.StringSliceVar(&o.onPrem, "on-prem", nil, "on-premises or peered range the cluster must reach (repeatable)")
+	f.StringSliceVar(&o.onPrem, "on-prem", nil, "on-premises range the cluster must reach (repeatable)")
+	f.StringSliceVar(&o.peered, "peered", nil, "address space of a peered VNet (repeatable)")
 	f.StringSliceVar(&o.plugins, "plugin", nil, "network plugin: kubenet, azure or overlay (repeatable; default: compare all three)")
 	f.IntVar(&o.routeLimit, "route-limit", 0, "routes a route table holds (default 400)")
 	f.IntVar(&o.nodeCIDRMaskSize, "node-cidr-mask-size", 0, "prefix length of each node's pod range under kubenet (default 24)")
+	f.IntVar(&o.nodeCIDRMask6, "node-cidr-mask-size-ipv6", 0, "prefix length of each node's IPv6 pod range (default 80, AKS's)")
 	return cmd
 }
 
@@ -167,10 +184,7 @@ func (o *ipplanOptions) apply(cmd *cobra.Command, p *ipplan.Plan) {
 		p.VNet = o.vnet
 	}
 	if set("subnet") {
-		p.Subnets = nil
-		for _, s := range o.subnets {
-			p.Subnets = append(p.Subnets, ipplan.ParseSubnet(s))
-		}
+		p.Subnets = ipplan.ParseSubnets(o.subnets)
 	}
 	if set("pod-cidr") {
 		p.PodCIDR = o.podCIDR
@@ -193,6 +207,12 @@ func (o *ipplanOptions) apply(cmd *cobra.Command, p *ipplan.Plan) {
 	}
 	if set("on-prem") {
 		p.OnPrem = o.onPrem
+	}
+	if set("peered") {
+		p.Peered = o.peered
+	}
+	if set("node-cidr-mask-size-ipv6") {
+		p.NodeCIDRMaskSizeIPv6 = o.nodeCIDRMask6
 	}
 	if set("plugin") {
 		p.Plugins = nil
@@ -254,6 +274,12 @@ func (a *app) printPlanReport(r ipplan.Report) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	if t, ok := ipv6Table(r); ok {
+		if err := writeTable(w, t); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
 	if len(r.Findings) == 0 {
 		_, err := fmt.Fprintln(w, "No findings.")
 		return err
@@ -265,11 +291,11 @@ func rangesTable(r ipplan.Report) table {
 	t := table{header: []string{"Kind", "Name", "Prefix", "First", "Last", "Addresses", "Usable"}}
 	for _, rg := range r.Ranges {
 		usable := ""
-		if rg.Kind == ipplan.KindSubnet {
+		if rg.Kind == ipplan.KindSubnet && rg.Prefix.Addr().Is4() {
 			usable = ipplan.Thousands(rg.Usable)
 		}
 		t.rows = append(t.rows, []string{string(rg.Kind), rg.Name, rg.Prefix.String(),
-			rg.First.String(), rg.Last.String(), ipplan.Thousands(rg.Addresses), usable})
+			rg.First.String(), rg.Last.String(), rg.Addresses.String(), usable})
 	}
 	return t
 }
@@ -308,6 +334,31 @@ func capacityTable(r ipplan.Report) table {
 		t.rows = append(t.rows, row)
 	}
 	return t
+}
+
+// ipv6Table is the capacity of a dual-stack plan's IPv6 pod CIDR: its
+// node ranges (one per node) under each plugin that uses it.
+func ipv6Table(r ipplan.Report) (table, bool) {
+	t := table{header: []string{"Plugin", "IPv6PodCIDR", "NodeRange", "NodeRanges"}}
+	if r.Nodes > 0 {
+		t.header = append(t.header, "SmallestPodCIDR", "Fits")
+	}
+	for _, c := range r.Capacity {
+		v := c.IPv6
+		if v == nil {
+			continue
+		}
+		row := []string{string(c.Plugin), v.PodCIDR.String(), "/" + strconv.Itoa(v.NodeCIDRMaskSize), v.NodeRanges.String()}
+		if r.Nodes > 0 {
+			fits := "-"
+			if v.Fits != nil {
+				fits = map[bool]string{true: "yes", false: "NO"}[*v.Fits]
+			}
+			row = append(row, "/"+strconv.Itoa(v.SmallestPodCIDRPrefix), fits)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t, len(t.rows) > 0
 }
 
 func findingsTable(r ipplan.Report) table {
@@ -361,21 +412,19 @@ func (a *app) livePlan(cmd *cobra.Command, path, endpoint string) (ipplan.Plan, 
 // livePlanFrom maps a config and what the cloud says about its subnets to a
 // plan. Routes in a route table are kubenet's model, so the plugin is
 // kubenet unless a flag says otherwise. The first configured subnet is the
-// node subnet. IPv6 ranges are left out (ipplan is IPv4 only).
+// node subnet. IPv6 ranges come along: a dual-stack cluster plans as dual-stack.
 func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *slog.Logger) (ipplan.Plan, error) {
 	p := ipplan.Plan{
 		Plugins:          []ipplan.Plugin{ipplan.Kubenet},
 		RouteLimit:       cfg.RouteTable.RouteLimit,
 		NodeCIDRMaskSize: cfg.Cluster.NodeCIDRMaskSize,
 	}
-	if pod, ok := firstIPv4(cfg.Cluster.ClusterCIDRs); ok {
-		p.PodCIDR = pod.String()
-	} else if len(cfg.Cluster.ClusterCIDRs) > 0 {
-		return p, usageErrorf("config %s: cluster.clusterCIDRs: %v has no IPv4 range; ipplan handles IPv4 only", cfg.File, cfg.Cluster.ClusterCIDRs)
-	}
-	if svc, ok := firstIPv4(cfg.Cluster.ServiceCIDRs); ok {
-		p.ServiceCIDR = svc.String()
-		// The cluster DNS service is conventionally the .10 address.
+	p.PodCIDR = firstPerFamily(cfg.Cluster.ClusterCIDRs)
+	p.ServiceCIDR = firstPerFamily(cfg.Cluster.ServiceCIDRs)
+	if len(cfg.Cluster.ServiceCIDRs) > 0 {
+		// The cluster DNS service is conventionally the .10 address of the
+		// first service range (the IPv4 one of a dual-stack cluster).
+		svc, _ := netip.ParsePrefix(p.ServiceCIDR[0])
 		dns := svc.Masked().Addr()
 		for range 10 {
 			dns = dns.Next()
@@ -389,11 +438,11 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 		if err != nil {
 			return p, fmt.Errorf("config subnets[%d]: %w", i, err)
 		}
-		vnetID, err := azure.VNetOfSubnet(id)
+		vnetID, err := armid.VNetOfSubnet(id)
 		if err != nil {
 			return p, usageErrorf("config %s: subnets[%d]: %w", cfg.File, i, err)
 		}
-		if !slices.ContainsFunc(vnetIDs, func(v string) bool { return azure.SameID(v, vnetID) }) {
+		if !armid.Contains(vnetIDs, vnetID) {
 			vnetIDs = append(vnetIDs, vnetID)
 		}
 		name := s.Name
@@ -401,10 +450,14 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 			name = path.Base(vnetID) + "/" + s.Name
 		}
 		names[name] = true
+		// One subnet per IPv4 prefix (name, name#2, ...); the first IPv6
+		// prefix joins the first of them, as a dual-stack subnet.
+		var first *ipplan.Subnet
+		var v6 []string
 		n := 0
 		for _, prefix := range s.AddressPrefixes {
 			if isIPv6(prefix) {
-				log.Warn("ipplan: leaving out an IPv6 subnet prefix", "subnet", id, "prefix", prefix)
+				v6 = append(v6, prefix)
 				continue
 			}
 			n++
@@ -413,6 +466,24 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 				sn.Name = fmt.Sprintf("%s#%d", name, n)
 			}
 			p.Subnets = append(p.Subnets, sn)
+			if n == 1 {
+				first = &p.Subnets[len(p.Subnets)-1]
+			}
+		}
+		for k, prefix := range v6 {
+			switch {
+			case k == 0 && first != nil:
+				first.Prefix += "," + prefix
+			default:
+				sn := ipplan.Subnet{Name: fmt.Sprintf("%s#%d", name, n+k+1), Prefix: prefix}
+				if k == 0 {
+					sn.Name = name
+				}
+				p.Subnets = append(p.Subnets, sn)
+			}
+		}
+		if len(v6) > 0 {
+			log.Debug("ipplan: a dual-stack subnet", "subnet", id, "ipv6", v6)
 		}
 	}
 	for _, id := range vnetIDs {
@@ -421,10 +492,6 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 			return p, err // it names the operation and the network
 		}
 		for _, prefix := range v.AddressPrefixes {
-			if isIPv6(prefix) {
-				log.Warn("ipplan: leaving out an IPv6 VNet prefix", "vnet", id, "prefix", prefix)
-				continue
-			}
 			if !slices.Contains(p.VNet, prefix) {
 				p.VNet = append(p.VNet, prefix)
 			}
@@ -433,13 +500,18 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 	return p, nil
 }
 
-func firstIPv4(ps []netip.Prefix) (netip.Prefix, bool) {
-	for _, p := range ps {
-		if p.Addr().Is4() {
-			return p, true
+// firstPerFamily is the first range of each IP family, IPv4 first.
+func firstPerFamily(ps []netip.Prefix) ipplan.StringList {
+	var out ipplan.StringList
+	for _, v4 := range []bool{true, false} {
+		for _, p := range ps {
+			if p.Addr().Is4() == v4 {
+				out = append(out, p.String())
+				break
+			}
 		}
 	}
-	return netip.Prefix{}, false
+	return out
 }
 
 func isIPv6(prefix string) bool { return strings.Contains(prefix, ":") }

@@ -39,6 +39,10 @@ func TestIpplanGolden(t *testing.T) {
 		{"example", []string{"ipplan", "-f", "testdata/ipplan/example.yaml"}, ExitFindings},
 		{"example-yaml", []string{"ipplan", "-o", "yaml", "-f", "testdata/ipplan/example.yaml"}, ExitFindings},
 		{"example-fixed", []string{"ipplan", "-f", "testdata/ipplan/example-fixed.yaml"}, ExitOK},
+		// A kubenet cluster's move to a dual-stack Overlay cluster.
+		{"dual-stack", []string{"ipplan", "-f", "testdata/ipplan/dual-stack.yaml"}, ExitOK},
+		{"dual-stack-json", []string{"ipplan", "-o", "json", "-f", "testdata/ipplan/dual-stack.yaml"}, ExitOK},
+		{"dual-stack-mistakes", []string{"ipplan", "-f", "testdata/ipplan/dual-stack-mistakes.yaml"}, ExitFindings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,7 +142,18 @@ func TestIpplanInputs(t *testing.T) {
 			stderr: []string{`flag --dns-service-ip: "10.0.0.0/16" is not an IP address`}},
 		{name: "bad subnet", args: []string{"ipplan", "--subnet", "a=10.1.0.0/24", "--subnet", "b=10.1.1.0"}, code: ExitUsage,
 			stderr: []string{`flag --subnet: "10.1.1.0" has no prefix length`}},
-		{name: "IPv6", args: []string{"ipplan", "--vnet", "fd00::/48"}, code: ExitUsage, stderr: []string{"only IPv4"}},
+		{name: "dual-stack with repeated flags", args: []string{"ipplan", "--plugin", "overlay", "--vnet", "10.1.0.0/16", "--vnet", "fd00:1::/48",
+			"--subnet", "nodes=10.1.0.0/24", "--subnet", "fd00:1::/64", "--pod-cidr", "10.244.0.0/16", "--pod-cidr", "fd12:3456:789a::/64", "--nodes", "10"},
+			code: ExitOK, stdout: []string{"subnet   nodes  fd00:1::/64", "service         fd12:3456:789a:1::/108", "overlay  fd12:3456:789a::/64  /80        65,536      /76              yes"}},
+		{name: "IPv6-only pods", args: []string{"ipplan", "--plugin", "overlay", "--pod-cidr", "fd12:3456:789a::/64"}, code: ExitFindings,
+			stdout: []string{"ipv6-only", "AKS runs IPv4 or dual-stack clusters"}},
+		{name: "a second IPv4 pod CIDR", args: []string{"ipplan", "--pod-cidr", "10.244.0.0/16,10.245.0.0/16"}, code: ExitUsage,
+			stderr: []string{`flag --pod-cidr: "10.245.0.0/16" is a second IPv4 range (also 10.244.0.0/16)`}},
+		{name: "kubenet dual-stack: two routes per node", args: []string{"ipplan", "--plugin", "kubenet", "--vnet", "10.1.0.0/16,fd00:1::/48",
+			"--subnet", "nodes=10.1.0.0/22,fd00:1::/64", "--pod-cidr", "10.244.0.0/15,fd12:3456:789a::/64", "--nodes", "250"}, code: ExitFindings,
+			stdout: []string{"kubenet  110          200       route-limit", "two routes per node in a dual-stack cluster"}},
+		{name: "IPv6 service range too large", args: []string{"ipplan", "--service-cidr", "10.0.0.0/16,fd00:9::/100", "--pod-cidr", "10.244.0.0/16,fd12:3456:789a::/64"},
+			code: ExitFindings, stdout: []string{"service-cidr-too-large", "no larger than /108"}},
 		{name: "unknown plugin", args: []string{"ipplan", "--plugin", "calico"}, code: ExitUsage,
 			stderr: []string{`flag --plugin: "calico" is not one of kubenet, azure, overlay`}},
 		{name: "bad surge", args: []string{"ipplan", "--surge", "lots"}, code: ExitUsage, stderr: []string{`flag --surge: "lots"`}},
@@ -321,7 +336,7 @@ func TestIpplanDocsQuoteCurrentOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"seed004", "microsoft-worked-example", "microsoft-worked-example-22", "example", "example-fixed"} {
+	for _, name := range []string{"seed004", "microsoft-worked-example", "microsoft-worked-example-22", "example", "example-fixed", "dual-stack", "dual-stack-mistakes"} {
 		out, err := os.ReadFile(filepath.Join("testdata", "ipplan", name+".golden"))
 		if err != nil {
 			t.Fatal(err)
@@ -330,7 +345,7 @@ func TestIpplanDocsQuoteCurrentOutput(t *testing.T) {
 			t.Errorf("docs/ipplan.md does not show the current output of %s", name)
 		}
 	}
-	for _, name := range []string{"example.yaml", "example-fixed.yaml"} {
+	for _, name := range []string{"example.yaml", "example-fixed.yaml", "dual-stack.yaml", "dual-stack-mistakes.yaml"} {
 		plan, err := os.ReadFile(filepath.Join("testdata", "ipplan", name))
 		if err != nil {
 			t.Fatal(err)
@@ -338,5 +353,31 @@ func TestIpplanDocsQuoteCurrentOutput(t *testing.T) {
 		if !bytes.Contains(doc, plan) {
 			t.Errorf("docs/ipplan.md does not show the plan %s", name)
 		}
+	}
+}
+
+// A dual-stack cluster's config plans a dual-stack cluster: the IPv6 pod
+// range, the subnet's and the VNet's IPv6 prefixes come along.
+func TestIpplanConfigDualStack(t *testing.T) {
+	cfg := dualStack(t)
+	res := runCLI(t, nil, "", "ipplan", "--config", cfg, "--plugin", "overlay", "-o", "json")
+	var r struct {
+		IPFamilies []string
+		Ranges     []struct{ Kind, Name, Prefix string }
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+		t.Fatalf("%v: %s %s", err, res.stdout, res.stderr)
+	}
+	var got []string
+	for _, rg := range r.Ranges {
+		got = append(got, strings.Join(strings.Fields(rg.Kind+" "+rg.Name+" "+rg.Prefix), " "))
+	}
+	for _, want := range []string{"vnet fd00:10:240::/48", "subnet kubernetes-subnet fd00:10:240::/64", "pod fd00:10:200::/56"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("ranges %v lack %q", got, want)
+		}
+	}
+	if !slices.Equal(r.IPFamilies, []string{"IPv4", "IPv6"}) {
+		t.Errorf("ipFamilies %v", r.IPFamilies)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
@@ -20,11 +22,11 @@ func (a *app) mirrors(ctx context.Context, cfg *config.Config, c *azure.Client, 
 	for i, m := range cfg.Mirrors {
 		cm := controller.Mirror{
 			RouteTableID: m.RouteTable, Subnets: m.Subnets,
-			Policy: controller.Policy(m.Association.Policy), Restore: m.Association.Restore,
+			Policy: assoc.Policy(m.Association.Policy), Restore: m.Association.Restore,
 			CreateTable: m.Create, Location: m.Location,
 		}
 		if cm.CreateTable && cm.Location == "" && main.Location == "" && len(m.Subnets) > 0 {
-			vnetID, err := azure.VNetOfSubnet(m.Subnets[0])
+			vnetID, err := armid.VNetOfSubnet(m.Subnets[0])
 			if err != nil {
 				return nil, usageErrorf("mirrors[%d].subnets[0]: %w", i, err)
 			}
@@ -149,10 +151,15 @@ func mirrorDoctor(cfg *config.Config, results []*controller.Result) []doctor.Fin
 			break
 		}
 		m := cfg.Mirrors[i]
+		if r.Verdict == nil {
+			out = append(out, doctor.Finding{Severity: doctor.Error, Check: doctor.CheckNodes, Resource: m.RouteTable,
+				Message: fmt.Sprintf("mirror route table %s: %v", controller.TableName(m.RouteTable), r.Err)})
+			continue
+		}
 		rep := doctor.Check(doctor.Input{
 			Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs, Limit: cfg.RouteTable.RouteLimit,
 			TableID: m.RouteTable, Subnets: m.Subnets,
-		}, r)
+		}, r.Verdict)
 		for _, f := range rep.Findings {
 			f.Message = "mirror route table " + controller.TableName(m.RouteTable) + ": " + f.Message
 			out = append(out, f)
@@ -182,10 +189,7 @@ func selectTable(cfg *config.Config, main controller.Config, ms []controller.Mir
 	return main, usageErrorf("--table %q: not a route table of the configuration; want one of %s, by name or ARM ID", table, known)
 }
 
-func matchesTable(id, sel string) bool {
-	sel = strings.TrimSuffix(sel, "/")
-	return strings.EqualFold(strings.TrimSuffix(id, "/"), sel) || strings.EqualFold(controller.TableName(id), sel)
-}
+func matchesTable(id, sel string) bool { return armid.Matches(id, sel) }
 
 // refuseMirrorTarget refuses `migrate --to` a mirror table: the node
 // subnets would get the mirror's own routes (an App Gateway table's

@@ -17,6 +17,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/migrate"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -102,7 +103,7 @@ func TestErrorsDoNotRepeatTheirPrefix(t *testing.T) {
 	}
 	ctx := context.Background()
 	// doctor's observation is the controller's dry run.
-	res := controller.New(controller.Config{Cluster: "kthw", RouteTableID: fabrictest.KTHWTable, Subnets: []string{fabrictest.KTHWSubnet}, RouteLimit: 400}, c, nil, nil).Inspect(ctx, nil)
+	res := controller.New(controller.Config{Cluster: "kthw", RouteTableID: fabrictest.KTHWTable, Subnets: []string{fabrictest.KTHWSubnet}, RouteLimit: 400}, c, nil, nil).Inspect(ctx, nil, observe.Scope{})
 	derr := res.Err
 	if derr == nil && res.Decision != nil {
 		derr = res.Decision.TableErr

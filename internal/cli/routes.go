@@ -8,6 +8,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -118,7 +119,7 @@ mirrors:), by name or ARM ID, the same way.`,
 					a.log.Warn("the nodes could not be read; deciding without them", "err", err)
 				}
 			}
-			res := controller.New(ccfg, conn.client, nil, a.log).Inspect(cmd.Context(), nodes)
+			res := controller.New(ccfg, conn.client, nil, a.log).Inspect(cmd.Context(), nodes, observe.Scope{})
 			d := res.Decision
 			switch {
 			case d == nil:

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
@@ -20,6 +20,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 func (a *app) newRunCmd() *cobra.Command {
@@ -175,18 +176,18 @@ func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure
 		Location:      cfg.RouteTable.Location,
 		CreateTable:   cfg.RouteTable.Create,
 		Subnets:       cfg.Subnets,
-		Mode:          controller.Mode(cfg.Routes),
+		Mode:          verdict.Mode(cfg.Routes),
 		BatchWindow:   cfg.Controller.BatchWindow,
 		MaxBatchDelay: cfg.Controller.MaxBatchDelay,
 		Resync:        cfg.Controller.Resync,
 
-		Policy:        controller.Policy(cfg.Association.Policy),
+		Policy:        assoc.Policy(cfg.Association.Policy),
 		Restore:       cfg.Association.Restore,
 		GuardInterval: cfg.Association.Interval,
 	}
 	if ccfg.CreateTable && ccfg.Location == "" && len(cfg.Subnets) > 0 {
 		// A created table goes where the node subnet's network is.
-		vnetID, err := azure.VNetOfSubnet(cfg.Subnets[0])
+		vnetID, err := armid.VNetOfSubnet(cfg.Subnets[0])
 		if err != nil {
 			return ccfg, usageErrorf("subnets[0]: %w", err)
 		}
@@ -233,7 +234,7 @@ func (a *app) vnetReservations(ctx context.Context, cfg *config.Config, c *azure
 	var out []ipam.Reservation
 	seen := map[string]bool{}
 	for _, sub := range cfg.Subnets {
-		id, err := azure.VNetOfSubnet(sub)
+		id, err := armid.VNetOfSubnet(sub)
 		if err != nil || seen[strings.ToLower(id)] {
 			continue
 		}
@@ -262,31 +263,14 @@ func (s inventorySource) Nodes(ctx context.Context) ([]source.Node, error) {
 	return nodes, err
 }
 
-// logResult logs a reconcile's node problems, one line per reason with the
-// count and the first few names, and its summary line. The planner's
-// reasons are logged by the controller the same way; the ones the
-// controller adds (write failed, not read back, table missing) here.
+// logResult logs a reconcile's node problems, one line per reason with
+// the count and the first few names (the verdict's groups), and its
+// summary line.
 func (a *app) logResult(res *controller.Result) {
-	if res.Plan != nil {
-		for _, g := range res.Plan.Groups(5) {
+	if res.Verdict != nil {
+		for _, g := range res.Verdict.Groups(5) {
 			a.log.Warn(g.String(), "table", res.TableID)
 		}
-	}
-	by := map[string][]string{}
-	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
-		nr := res.Nodes[name]
-		if nr.Routed || res.Plan != nil && string(res.Plan.Nodes[name].Reason) == nr.Reason {
-			continue
-		}
-		by[nr.Reason] = append(by[nr.Reason], name)
-	}
-	for _, reason := range slices.Sorted(maps.Keys(by)) {
-		names := by[reason]
-		shown := strings.Join(names[:min(len(names), 5)], ", ")
-		if len(names) > 5 {
-			shown += fmt.Sprintf(" and %d more", len(names)-5)
-		}
-		a.log.Warn(fmt.Sprintf("%s: %d nodes not routed (%s); first: %s", reason, len(names), shown, res.Nodes[names[0]].Message))
 	}
 	if res.Err != nil {
 		a.log.Error(res.Summary(), "err", res.Err)

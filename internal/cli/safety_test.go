@@ -316,7 +316,7 @@ func TestIPAMExhaustionRoutesTheOthers(t *testing.T) {
 	}
 }
 
-var routeLimitLine = regexp.MustCompile(`RouteLimit: 50 nodes not routed \(worker-400, worker-401, worker-402, worker-403, worker-404 and 45 more\)`)
+var routeLimitLine = regexp.MustCompile(`RouteTableFull: 50 nodes not routed \(worker-400, worker-401, worker-402, worker-403, worker-404 and 45 more\)`)
 
 func TestRouteLimitReportsTheRestInOneLine(t *testing.T) {
 	cfg := kthw(t)
@@ -342,7 +342,7 @@ func TestRouteLimitReportsTheRestInOneLine(t *testing.T) {
 	if got := tableRoutes(t, cfg); len(got) != 400 {
 		t.Errorf("table holds %d routes, want 400", len(got))
 	}
-	lines := linesWith(res.stderr, "RouteLimit:")
+	lines := linesWith(res.stderr, "RouteTableFull:")
 	if len(lines) != 1 || !routeLimitLine.MatchString(lines[0]) || !strings.Contains(lines[0], "routeTable.routeLimit") {
 		t.Errorf("want one summary line for the 50 nodes over the limit, got %d:\n%s", len(lines), strings.Join(lines, "\n"))
 	}

@@ -1,22 +1,18 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
-	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/doctor"
-	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 func (a *app) newTraceCmd() *cobra.Command {
@@ -47,34 +43,44 @@ cloud cannot be read, 2 for bad input.`,
 			}
 			defer conn.close()
 			ctx := cmd.Context()
-			src, err := a.nodeSource(ctx, cfg, conn.client)
+			ctrl, err := a.newController(ctx, cfg, conn.client)
 			if err != nil {
 				return err
 			}
-			nodes, err := src.Nodes(ctx)
-			if err != nil {
-				return err
+			// The observation and verdict of a dry run of the main
+			// table: the packet's path and, for a node at DST, the
+			// verdict run would give it.
+			pass := ctrl.DryRun(ctx, routingScope(cfg, false))
+			if pass.Verdict == nil {
+				return pass.Err
 			}
+			nodes := pass.SourceNodes()
 			from, to, err := resolveTraceArgs(nodes, args[0], args[1])
 			if err != nil {
 				return usageError(err)
 			}
-			st, err := readRoutingState(ctx, conn.client, cfg, nodes)
+			st, err := pass.Observation.RoutingState(nodes)
 			if err != nil {
 				return err
 			}
-			res := routing.Trace(st, from, to)
+			res := traceResult{Result: routing.Trace(st, from, to)}
+			if nv, ok := pass.Verdict.Nodes[res.DestinationNode]; ok {
+				res.NodeVerdict = &nv
+			}
 			if !a.humanOutput() {
 				if err := a.print(res, nil); err != nil {
 					return err
 				}
 			} else {
 				if res.Verdict != routing.NoSubnet { // no subnet, no next hop
-					if err := writeTable(a.stdout, nextHopTable(res)); err != nil {
+					if err := writeTable(a.stdout, nextHopTable(res.Result)); err != nil {
 						return err
 					}
 				}
-				writeTraceDetails(a, res)
+				writeTraceDetails(a, res.Result)
+				if v := res.NodeVerdict; v != nil {
+					fmt.Fprintf(a.stdout, "Node %s: %s\n", res.DestinationNode, nodeVerdictLine(*v))
+				}
 			}
 			if !res.OK() {
 				return findings()
@@ -84,6 +90,14 @@ cloud cannot be read, 2 for bad input.`,
 	}
 	cf.register(cmd.Flags(), traceSettings)
 	return cmd
+}
+
+// traceResult is what trace prints: the packet's path and, when DST is a
+// node's, the verdict run gives that node (the same reason as in its
+// condition, doctor and diff).
+type traceResult struct {
+	*routing.Result
+	NodeVerdict *verdict.Node `json:"nodeVerdict,omitempty"`
 }
 
 // resolveTraceArgs turns SRC and DST into endpoints, choosing for a node
@@ -126,93 +140,16 @@ func resolveTraceArgs(nodes []source.Node, srcArg, dstArg string) (routing.Endpo
 	return src, dst, nil
 }
 
-// routingReader is what a trace reads of the cloud.
-type routingReader interface {
-	GetVirtualNetwork(ctx context.Context, id string) (*azure.VirtualNetwork, error)
-	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
-}
-
-// readRoutingState reads what Azure's route selection depends on: every
-// subnet of the configured subnets' virtual networks (with the VNet's
-// address space) and the route tables they really use, plus the
-// configured one. A table that does not exist is left out (its subnet
-// then has only system routes, as in Azure). Peerings are not read.
-func readRoutingState(ctx context.Context, c routingReader, cfg *config.Config, nodes []source.Node) (routing.State, error) {
-	st := routing.State{Nodes: nodes, ConfiguredTableID: cfg.RouteTable.ID}
-	// The node subnets' virtual networks and the mirrors' (an App Gateway
-	// subnet may sit in another VNet): a trace can start in any of them.
-	type guarded struct{ field, id string }
-	var subnets []guarded
-	for _, sid := range cfg.Subnets {
-		subnets = append(subnets, guarded{"subnets", sid})
+// routingScope widens a dry run's observation for trace and doctor: the
+// networks of the node subnets and the mirrors' (an App Gateway subnet may
+// sit in another VNet: a trace can start in any of them) and the route
+// tables their subnets really use; nics adds the NICs (doctor).
+func routingScope(cfg *config.Config, nics bool) observe.Scope {
+	var more []string
+	for _, m := range cfg.Mirrors {
+		more = append(more, m.Subnets...)
 	}
-	for i, m := range cfg.Mirrors {
-		for _, sid := range m.Subnets {
-			subnets = append(subnets, guarded{fmt.Sprintf("mirrors[%d].subnets", i), sid})
-		}
-	}
-	seenVNet := map[string]bool{}
-	for _, g := range subnets {
-		sid := g.id
-		vid, err := azure.VNetOfSubnet(sid)
-		if err != nil {
-			return st, usageErrorf("config %s: %s: %w", cfg.File, g.field, err)
-		}
-		if seenVNet[strings.ToLower(vid)] {
-			continue
-		}
-		seenVNet[strings.ToLower(vid)] = true
-		v, err := c.GetVirtualNetwork(ctx, vid)
-		if errors.Is(err, cloud.ErrNotFound) {
-			continue // its subnets are in no subnet: trace says so, doctor's association check reports it
-		}
-		if err != nil {
-			return st, fmt.Errorf("reading virtual network %s of subnet %s: %w", vid, sid, err)
-		}
-		st.Subnets = append(st.Subnets, routingSubnets(v)...)
-	}
-	tableIDs := []string{cfg.RouteTable.ID}
-	for _, s := range st.Subnets {
-		tableIDs = append(tableIDs, s.RouteTableID)
-	}
-	seen := map[string]bool{}
-	for _, id := range tableIDs {
-		if id == "" || seen[strings.ToLower(id)] {
-			continue
-		}
-		seen[strings.ToLower(id)] = true
-		t, err := c.GetRouteTable(ctx, id)
-		switch {
-		case errors.Is(err, cloud.ErrNotFound):
-			continue
-		case err != nil:
-			return st, err // it names the operation and the table
-		}
-		st.Tables = append(st.Tables, t)
-	}
-	return st, nil
-}
-
-// routingSubnets are a VNet's subnets for routing; prefixes that do not
-// parse are left out (ARM validated them).
-func routingSubnets(v *azure.VirtualNetwork) []routing.Subnet {
-	var n routing.Network
-	for _, p := range v.AddressPrefixes {
-		if pf, err := netip.ParsePrefix(p); err == nil {
-			n.AddressSpace = append(n.AddressSpace, pf.Masked())
-		}
-	}
-	out := make([]routing.Subnet, 0, len(v.Subnets))
-	for _, s := range v.Subnets {
-		rs := routing.Subnet{ID: s.ID, Name: s.Name, VNetName: v.Name, VNet: n, RouteTableID: s.RouteTableID}
-		for _, p := range s.AddressPrefixes {
-			if pf, err := netip.ParsePrefix(p); err == nil {
-				rs.Prefixes = append(rs.Prefixes, pf.Masked())
-			}
-		}
-		out = append(out, rs)
-	}
-	return out
+	return observe.Scope{Routing: true, RoutingSubnets: more, NICs: nics}
 }
 
 // nextHopTable is the answer laid out like `az network watcher
@@ -283,40 +220,40 @@ func verdictLine(r *routing.Result) string {
 		return fmt.Sprintf("NOT delivered: no NIC in the virtual network has %s", r.Destination.Addr)
 	case routing.NoSubnet:
 		return fmt.Sprintf("unknown: %s is in none of the configured subnets' virtual networks", r.Source.Addr)
+	case routing.NotForwarded:
+		return "NOT delivered: dropped at the peering (forwarded traffic not allowed)"
+	case routing.NoReturn:
+		return fmt.Sprintf("NOT delivered: reaches node %s, but the replies are lost", r.Node)
 	}
 	return string(r.Verdict)
 }
 
-// nicLister is what doctor's IP forwarding check reads, when it may.
-type nicLister interface {
-	ListNetworkInterfaces(ctx context.Context, subscription string) ([]azure.NetworkInterface, error)
-}
-
-// readRoutingInput is doctor's input for the routing checks: the network
-// as trace reads it, and the NICs of the subscription when they can be
-// read (the permission is optional: a failure to list them is reported,
-// not fatal).
-func readRoutingInput(ctx context.Context, c interface {
-	routingReader
-	nicLister
-}, cfg *config.Config, nodes []source.Node) (doctor.RoutingInput, error) {
-	st, err := readRoutingState(ctx, c, cfg, nodes)
+// routingInput is doctor's input for the routing checks, from the
+// observation of its dry run: the network as trace sees it, and the NICs
+// when they could be read (the permission is optional: a failure to list
+// them is reported, not fatal).
+func routingInput(o *observe.Observation, cfg *config.Config, nodes []source.Node) (doctor.RoutingInput, error) {
+	st, err := o.RoutingState(nodes)
 	if err != nil {
 		return doctor.RoutingInput{}, err
 	}
 	in := doctor.RoutingInput{State: st, Subnets: cfg.Subnets}
-	sub := ""
-	if r, err := arm.ParseResourceID(cfg.RouteTable.ID); err == nil {
-		sub = r.SubscriptionID
-	}
-	nics, err := c.ListNetworkInterfaces(ctx, sub)
+	nics, read, err := o.NICs()
 	if err != nil {
 		in.NICsError = err.Error()
 		return in, nil
 	}
-	in.NICsRead = true
+	in.NICsRead = read
 	for _, n := range nics {
 		in.NICs = append(in.NICs, doctor.NIC{ID: n.ID, Name: n.Name, IPs: n.IPs, IPForwarding: n.IPForwarding})
 	}
 	return in, nil
+}
+
+// nodeVerdictLine is a node's verdict in one line.
+func nodeVerdictLine(v verdict.Node) string {
+	if v.Routed {
+		return fmt.Sprintf("routed (%s)", v.Reason)
+	}
+	return fmt.Sprintf("not routed: %s: %s", v.Reason, v.Message)
 }

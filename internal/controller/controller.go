@@ -1,13 +1,16 @@
 // Package controller is routekeeper's reconcile and guard loops. A pass is
-// observe → decide → act → verify: it reads the nodes from a source and,
-// once each, the guarded subnets, our route table (and the table it was
-// migrated to) and the tables the subnets point to; decides with the pure
-// route planner (internal/plan) and association decision (internal/assoc);
-// writes the whole table in at most one PUT carrying If-Match, then the
-// subnets to associate; and verifies by the table read back. A 412 means
-// someone else wrote: the pass observes again, a bounded number of times
-// with jitter. A node counts as routed when the table its subnet uses holds
-// its route's content.
+// observe → judge → act → judge: the observer (internal/observe) reads the
+// guarded subnets, our route table (and the table it was migrated to) and
+// the tables the subnets point to, once each; the verdict
+// (internal/verdict, pure) decides which table is kept, what to write and
+// whether each node is routed; the controller writes the whole table in at
+// most one PUT carrying If-Match, then the subnets to associate; and the
+// verdict is judged again with the outcome of those writes, which is what
+// the pass reports. A 412 means someone else wrote: the pass observes
+// again, a bounded number of times with jitter. The controller has no
+// routing rules of its own: it carries out a verdict's actions and
+// remembers what a verdict needs from earlier passes (the table it
+// followed, the nodes last seen).
 //
 // The daemon (Run) debounces node events (a short batch window, capped by a
 // maximum delay), resyncs periodically to catch out-of-band drift, backs off
@@ -19,35 +22,22 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
-
-// Cloud is what the controller needs of the cloud back-end
-// (internal/cloud/azure implements it, against Azure or the local fabric).
-type Cloud interface {
-	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
-	// PutRouteTable writes the whole table with If-Match etag ("" = create
-	// only) and returns the table read back after the operation succeeded.
-	PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error)
-	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
-	SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error)
-	// Calls returns the number of ARM reads and writes made so far.
-	Calls() (reads, writes int64)
-}
 
 // Source provides the desired state: the cluster's nodes.
 type Source interface {
@@ -57,22 +47,17 @@ type Source interface {
 	Watch(ctx context.Context, changed func()) error
 }
 
-// Reporter is told of every reconcile's result: logs, metrics, Kubernetes
-// node conditions and events.
+// Reporter is told of every pass's result: logs, metrics, Kubernetes node
+// conditions and events.
 type Reporter interface {
 	Report(ctx context.Context, r *Result)
 }
 
-// Mode says whether routekeeper writes routes.
-type Mode string
-
-// The route modes.
-const (
-	// Manage: routekeeper writes the routes.
-	Manage Mode = "manage"
-	// Observe: the platform (AKS) writes routes; routekeeper only reports
-	// missing, stale and conflicting routes and never writes a route.
-	Observe Mode = "observe"
+// Errors a pass ends with when it writes nothing to the table (the
+// verdict's).
+var (
+	ErrTableMissing = verdict.ErrTableMissing
+	ErrRefused      = verdict.ErrRefused
 )
 
 // Config is the controller's part of routekeeper's configuration.
@@ -93,10 +78,10 @@ type Config struct {
 	CreateTable bool
 	// Subnets must stay associated with the table.
 	Subnets []string
-	Mode    Mode
-	// Policy is the association guard's policy (default Enforce); Restore
-	// lets Enforce put our table back over another one.
-	Policy  Policy
+	Mode    verdict.Mode
+	// Policy is the association policy (default enforce); Restore lets
+	// enforce put our table back over another one.
+	Policy  assoc.Policy
 	Restore bool
 	// GuardInterval is how often the guard checks the subnets between
 	// reconciles (default 5s).
@@ -119,13 +104,13 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.RouteLimit <= 0 {
-		c.RouteLimit = 400
+		c.RouteLimit = plan.DefaultLimit
 	}
 	if c.Mode == "" {
-		c.Mode = Manage
+		c.Mode = verdict.Manage
 	}
 	if c.Policy == "" {
-		c.Policy = Enforce
+		c.Policy = assoc.Enforce
 	}
 	if c.GuardInterval <= 0 {
 		c.GuardInterval = 5 * time.Second
@@ -154,18 +139,16 @@ func (c *Config) defaults() {
 // Controller keeps the route table of one cluster.
 type Controller struct {
 	cfg       Config
-	cloud     Cloud
+	cloud     cloud.Cloud
 	src       Source
 	reporters []Reporter
 	log       *slog.Logger
 	sleep     func(ctx context.Context, d time.Duration) error
+	now       func() time.Time
 
 	mu sync.Mutex
-	// tableID is the table routekeeper keeps: the configured one until the
-	// guard follows a swap.
-	tableID string
-	// assoc is the association guard's memory (guard.go).
-	assoc assocState
+	// mem is what verdicts need from earlier passes (memory.go).
+	mem memory
 	// nodes are the last nodes the source returned (the guard works from
 	// them when the source is unavailable); sourceErr its last error.
 	nodes     []source.Node
@@ -173,145 +156,101 @@ type Controller struct {
 	// unrouted are the nodes not routed after the last reconcile, with
 	// their reason (logUnrouted).
 	unrouted map[string]string
-	// lastResults are the node results of the last reconcile that planned:
-	// the guard starts from them (the planner's reasons stay).
-	lastResults map[string]NodeResult
+	// refusals are the writes Azure refused, waiting (denials.go).
+	refusals map[string]*refusal
 	// reportMu serializes the reporters: the guard and the reconcile run
 	// on separate loops.
 	reportMu sync.Mutex
 }
 
-// New makes a controller. Reporters are called after every reconcile.
-func New(cfg Config, c Cloud, src Source, log *slog.Logger, reporters ...Reporter) *Controller {
+// New makes a controller. Reporters are called after every pass.
+func New(cfg Config, c cloud.Cloud, src Source, log *slog.Logger, reporters ...Reporter) *Controller {
 	cfg.defaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Controller{cfg: cfg, cloud: c, src: src, reporters: reporters, log: log, sleep: sleepCtx, tableID: cfg.RouteTableID}
+	return &Controller{cfg: cfg, cloud: c, src: src, reporters: reporters, log: log, sleep: sleepCtx, now: time.Now, mem: memory{table: cfg.RouteTableID}}
 }
 
 // Config returns the controller's configuration with defaults applied.
 func (c *Controller) Config() Config { return c.cfg }
 
-// NodeResult is what a reconcile established for one node.
-type NodeResult struct {
-	// Routed: every pod CIDR of the node has its correct route in the table
-	// as read back after the last write (or as read, when nothing was written).
-	Routed bool `json:"routed"`
-	// Pending: the node is routed by its routes' content, but some route
-	// is not (yet) read Succeeded: another writer's operation on the table
-	// is in progress. It keeps a routed status, but is not made routed for
-	// the first time (DESIGN invariants 4 and 8).
-	Pending bool   `json:"pending,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-	// planned: the reason comes from the planner, not from verification.
-	planned bool
-}
+// NodeResult is the verdict on one node.
+type NodeResult = verdict.Node
 
-// Result is the outcome of one reconcile.
+// Association is the verdict on one guarded subnet.
+type Association = verdict.Subnet
+
+// RouteCounts describe the route table against the nodes.
+type RouteCounts = verdict.RouteCounts
+
+// Result is the outcome of one pass: its verdict, and what the pass did.
+// The fields after Verdict are the verdict's own values, at hand.
 type Result struct {
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration"`
-	// Plan is the last plan made (after any re-plans).
-	Plan *plan.Plan `json:"-"`
-	// Table is the route table as it stands after the reconcile, nil when
-	// it does not exist.
-	Table *route.Table `json:"-"`
-	// Wrote is true when a PUT of the table succeeded.
-	Wrote                     bool `json:"wrote"`
+	// Attempts counts observations made (more than one after 412 or 409).
+	Attempts int `json:"attempts"`
+	// GuardOnly is set on the association guard's passes between
+	// reconciles.
+	GuardOnly bool `json:"guardOnly,omitempty"`
+	// Followed is the table adopted by a followed swap or migration in
+	// this pass.
+	Followed string `json:"followed,omitempty"`
+	// TableID is the table this pass kept.
+	TableID string `json:"tableId"`
+	// Reads and Writes are the ARM calls this pass made.
+	Reads, Writes int64
+	// NeedsWrite: the verdict the pass acted on called for a table write
+	// (the guard does not write routes: it asks for a reconcile).
+	NeedsWrite bool  `json:"needsWrite,omitempty"`
+	Err        error `json:"-"`
+
+	// Observation is what the pass's last attempt read; the verdict was
+	// judged from it.
+	Observation *observe.Observation `json:"-"`
+	// Verdict is the pass's verdict, after its writes.
+	Verdict *verdict.Verdict `json:"-"`
+	// From the verdict: the plan, the table as it stands, the association
+	// decision, the node and subnet verdicts and the route counts.
+	Plan                      *plan.Plan      `json:"-"`
+	Table                     *route.Table    `json:"-"`
+	Decision                  *assoc.Decision `json:"-"`
+	Nodes                     map[string]NodeResult
+	Associations              []Association `json:"associations,omitempty"`
+	Routes                    *RouteCounts  `json:"routes,omitempty"`
+	Wrote                     bool          `json:"wrote"`
 	Created, Updated, Deleted int
 	Conflicts                 int
-	// Attempts counts plans made (more than one after 412 or 409).
-	Attempts int `json:"attempts"`
-	Nodes    map[string]NodeResult
-	// GuardOnly is set on the results of the association guard's own
-	// checks between reconciles: only Associations is filled in.
-	GuardOnly bool `json:"guardOnly,omitempty"`
-	// Associations are the guard's findings, one per configured subnet.
-	Associations []Association `json:"associations,omitempty"`
-	// Followed is the table adopted by the Follow policy in this reconcile.
-	Followed string `json:"followed,omitempty"`
-	// TableID is the table this reconcile kept.
-	TableID string `json:"tableId"`
-	// Reads and Writes are the ARM calls this reconcile made.
-	Reads, Writes int64
-	// Routes counts the routes of Table against the nodes; nil when the
-	// table could not be read (or for GuardOnly results).
-	Routes *RouteCounts `json:"routes,omitempty"`
-	// Decision is the association decision the pass acted on.
-	Decision *assoc.Decision `json:"-"`
-	// Drift is, for GuardOnly results, the number of node routes missing
-	// or wrong in our table as the guard read it (last known nodes).
-	Drift int   `json:"drift,omitempty"`
-	Err   error `json:"-"`
-
-	// nodes are the nodes the reconcile worked from.
-	nodes []source.Node
 }
 
-// RouteCounts describe the route table after a reconcile, for metrics and
-// observe mode's reports.
-type RouteCounts struct {
-	// Desired is the number of pod CIDRs of the nodes: one route each.
-	Desired int `json:"desired"`
-	// Present is the number of desired routes in the table, correct (name,
-	// prefix, next hop, provisioned).
-	Present int `json:"present"`
-	// Owned is the number of routes in the table that belong to this
-	// cluster (route.OwnerThisCluster); Foreign the others (custom routes,
-	// other clusters' routes).
-	Owned   int `json:"owned"`
-	Foreign int `json:"foreign"`
-	// Stale is the number of owned routes that no node's pod CIDR asks
-	// for: routes of deleted nodes or of old pod CIDRs. A reconcile in
-	// manage mode deletes them; observe mode only reports them.
-	Stale int `json:"stale"`
+// set makes v the result's verdict.
+func (r *Result) set(v *verdict.Verdict) {
+	r.Verdict, r.Plan, r.Table, r.Decision = v, v.Plan, v.Current, v.Decision
+	r.Nodes, r.Associations, r.Routes, r.Wrote = v.Nodes, v.Subnets, v.Routes, v.Wrote
+	r.TableID = v.Table
+	r.Created, r.Updated, r.Deleted, r.Conflicts = 0, 0, 0, 0
+	if v.Plan != nil {
+		r.Conflicts = len(v.Plan.Conflicts)
+		if v.Mode() == verdict.Manage && v.Plan.Refused == "" && (v.Current != nil || v.Decision.Create) {
+			r.Created, r.Updated, r.Deleted = v.Plan.Counts()
+		}
+	}
+	if v.Decision != nil && v.Decision.Switch != assoc.NoSwitch {
+		r.Followed = v.Table
+	}
 }
 
-// Missing is the number of desired routes absent or wrong in the table.
-func (rc RouteCounts) Missing() int { return rc.Desired - rc.Present }
-
-// countRoutes compares the table with the nodes.
-func (c *Controller) countRoutes(t *route.Table, nodes []source.Node) *RouteCounts {
-	rc := &RouteCounts{}
-	var byName map[string]*route.Route
-	if t != nil {
-		byName = make(map[string]*route.Route, len(t.Routes))
-		for i := range t.Routes {
-			byName[strings.ToLower(t.Routes[i].Name)] = &t.Routes[i]
-		}
+// SourceNodes are the nodes the pass worked from.
+func (r *Result) SourceNodes() []source.Node {
+	if r.Verdict == nil {
+		return nil
 	}
-	want := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		rc.Desired += len(n.PodCIDRs)
-		for _, cidr := range n.PodCIDRs {
-			name := strings.ToLower(route.Name(n.Name, cidr))
-			want[name] = true
-			hop, ok := n.NextHop(cidr)
-			if r := byName[name]; ok && r != nil && correct(r, cidr, hop) {
-				rc.Present++
-			}
-		}
-	}
-	if t == nil {
-		return rc
-	}
-	own := route.Ownership{Cluster: c.cfg.Cluster, ClusterCIDRs: c.cfg.ClusterCIDRs}
-	for i, cl := range own.ClassifyTable(t) {
-		if cl.Owner != route.OwnerThisCluster {
-			rc.Foreign++
-			continue
-		}
-		rc.Owned++
-		if !want[strings.ToLower(t.Routes[i].Name)] {
-			rc.Stale++
-		}
-	}
-	return rc
+	return r.Verdict.SourceNodes()
 }
 
-// AssociationProblems counts subnets not on our table after the guard.
+// AssociationProblems counts the subnets left off our table (the
+// verdict's Subnet.Problem).
 func (r *Result) AssociationProblems() int {
 	n := 0
 	for _, a := range r.Associations {
@@ -322,7 +261,7 @@ func (r *Result) AssociationProblems() int {
 	return n
 }
 
-// Repairs counts the subnets the guard repaired.
+// Repairs counts the subnets the pass repaired.
 func (r *Result) Repairs() int {
 	n := 0
 	for _, a := range r.Associations {
@@ -333,7 +272,7 @@ func (r *Result) Repairs() int {
 	return n
 }
 
-// Unrouted returns the number of nodes not routed.
+// Unrouted returns the number of nodes the verdict found not routed.
 func (r *Result) Unrouted() int {
 	n := 0
 	for _, nr := range r.Nodes {
@@ -344,40 +283,45 @@ func (r *Result) Unrouted() int {
 	return n
 }
 
-// Summary is the one line that ends every reconcile.
+// Summary is the one line that ends every pass.
 func (r *Result) Summary() string {
 	status := "ok"
 	if r.Err != nil {
 		status = "failed"
 	}
 	if r.GuardOnly {
+		missing := 0
+		if r.Routes != nil {
+			missing = r.Routes.Missing()
+		}
 		return fmt.Sprintf("association guard %s: subnets=%d repaired=%d problems=%d unrouted=%d routes missing=%d arm reads=%d writes=%d duration=%s",
-			status, len(r.Associations), r.Repairs(), r.AssociationProblems(), r.Unrouted(), r.Drift, r.Reads, r.Writes, r.Duration.Round(time.Millisecond))
+			status, len(r.Associations), r.Repairs(), r.AssociationProblems(), r.Unrouted(), missing, r.Reads, r.Writes, r.Duration.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("reconcile %s: routes created=%d updated=%d deleted=%d conflicts=%d unrouted=%d subnets repaired=%d problems=%d arm reads=%d writes=%d attempts=%d duration=%s",
 		status, r.Created, r.Updated, r.Deleted, r.Conflicts, r.Unrouted(), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, r.Attempts, r.Duration.Round(time.Millisecond))
 }
 
-// Errors that end a reconcile without a write.
-var (
-	// ErrTableMissing: the route table does not exist and may not be
-	// created (not allowed, or nothing would use it: see createBlocked).
-	ErrTableMissing = errors.New("route table does not exist")
-	// ErrRefused: the plan refused to write (for example the table is
-	// claimed by another cluster).
-	ErrRefused = errors.New("refusing to write the route table")
-)
-
 // Reconcile makes the route table match the nodes, once.
 func (c *Controller) Reconcile(ctx context.Context) *Result {
-	return c.run(ctx, false)
+	nodes, err := c.src.Nodes(ctx)
+	return c.pass(ctx, nodes, err, false, observe.Scope{})
 }
 
-// DryRun reads the nodes and the table and plans like Reconcile, but writes
-// nothing: Result.Plan holds the changes a reconcile would make. Reporters
-// are not called.
-func (c *Controller) DryRun(ctx context.Context) *Result {
-	return c.run(ctx, true)
+// DryRun reads the nodes and the cloud and judges like Reconcile, but
+// writes nothing: the result's verdict holds what a reconcile would do.
+// Reporters are not called. more widens what is observed for the
+// commands that need more than a reconcile (trace and doctor: Routing,
+// RoutingSubnets, NICs); its Table and Subnets are the controller's.
+func (c *Controller) DryRun(ctx context.Context, more observe.Scope) *Result {
+	nodes, err := c.src.Nodes(ctx)
+	return c.pass(ctx, nodes, err, true, more)
+}
+
+// Inspect is DryRun with the nodes given instead of read from the source
+// (nil: no nodes, when only the table and the association decision are
+// wanted, as for `routes list`).
+func (c *Controller) Inspect(ctx context.Context, nodes []source.Node, more observe.Scope) *Result {
+	return c.pass(ctx, nodes, nil, true, more)
 }
 
 // report hands res to every reporter, one result at a time.
@@ -389,69 +333,40 @@ func (c *Controller) report(ctx context.Context, res *Result) {
 	}
 }
 
-// Inspect is DryRun with the nodes given instead of read from the source
-// (nil: no nodes, when only the table and the association decision are
-// wanted, as for `routes list`).
-func (c *Controller) Inspect(ctx context.Context, nodes []source.Node) *Result {
-	res := &Result{Start: time.Now(), Nodes: map[string]NodeResult{}, nodes: nodes}
+// pass is one reconcile (or dry run) from nodes as read (srcErr: they
+// could not be).
+func (c *Controller) pass(ctx context.Context, nodes []source.Node, srcErr error, dryRun bool, more observe.Scope) *Result {
+	res := &Result{Start: time.Now()}
 	reads0, writes0 := c.cloud.Calls()
-	_, res.Err = c.attempt(ctx, nodes, res, true)
-	if res.Plan != nil {
-		res.Routes = c.countRoutes(res.Table, nodes)
-	}
-	reads1, writes1 := c.cloud.Calls()
-	res.Reads, res.Writes = reads1-reads0, writes1-writes0
-	res.Duration = time.Since(res.Start)
-	return res
-}
-
-func (c *Controller) run(ctx context.Context, dryRun bool) *Result {
-	res := &Result{Start: time.Now(), Nodes: map[string]NodeResult{}}
-	reads0, writes0 := c.cloud.Calls()
-	if dryRun {
-		nodes, err := c.src.Nodes(ctx)
-		res.nodes = nodes
-		if err == nil {
-			_, err = c.attempt(ctx, nodes, res, true)
-		} else {
-			err = fmt.Errorf("reading nodes: %w", err)
+	switch {
+	case srcErr != nil && dryRun:
+		res.Err = fmt.Errorf("reading nodes: %w", srcErr)
+	case srcErr != nil:
+		if c.SourceErr() == nil {
+			c.log.Warn("the node source is unavailable; the association guard goes on, with the last known nodes for routes", "err", srcErr, "lastKnownNodes", len(c.lastNodes()))
 		}
-		res.Err = err
-	} else {
-		res.Err = c.reconcile(ctx, res)
-	}
-	if res.Plan != nil {
-		// The table was read: count its routes (as written, or as read).
-		res.Routes = c.countRoutes(res.Table, res.nodes)
+		c.setSourceErr(srcErr)
+		res.Err = fmt.Errorf("reading nodes: %w", srcErr)
+	case dryRun:
+		res.Attempts = 1
+		_, res.Err = c.attempt(ctx, nodes, res, true, more)
+	default:
+		c.setNodes(nodes)
+		res.Err = c.reconcile(ctx, nodes, res)
 	}
 	reads1, writes1 := c.cloud.Calls()
 	res.Reads, res.Writes = reads1-reads0, writes1-writes0
 	res.Duration = time.Since(res.Start)
 	if !dryRun {
-		if res.Plan != nil {
-			c.mu.Lock()
-			c.lastResults = maps.Clone(res.Nodes)
-			c.mu.Unlock()
-		}
 		c.report(ctx, res)
 	}
 	return res
 }
 
-func (c *Controller) reconcile(ctx context.Context, res *Result) error {
-	nodes, err := c.src.Nodes(ctx)
-	if err != nil {
-		if c.SourceErr() == nil {
-			c.log.Warn("the node source is unavailable; the association guard goes on, with the last known nodes for routes", "err", err, "lastKnownNodes", len(c.lastNodes()))
-		}
-		c.setSourceErr(err)
-		return fmt.Errorf("reading nodes: %w", err)
-	}
-	c.setNodes(nodes)
-	res.nodes = nodes
+func (c *Controller) reconcile(ctx context.Context, nodes []source.Node, res *Result) error {
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
 		res.Attempts = attempt
-		retry, err := c.attempt(ctx, nodes, res, false)
+		retry, err := c.attempt(ctx, nodes, res, false, observe.Scope{})
 		if err == nil || !retry {
 			return err
 		}
@@ -468,142 +383,129 @@ func (c *Controller) reconcile(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// attempt is one observe, decide, act, verify pass (observe and decide
-// when dryRun). retry reports whether the error is a concurrent change
-// worth observing again for (412, 409).
-func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool) (retry bool, err error) {
-	// observe: every subnet, our table (and its successor), the tables the
-	// subnets point to, once each.
-	o := c.observe(ctx, nodes)
-	o.nodeNetworks = c.nodeNetworks(ctx)
-	// decide: the association decision (which may move us to the table a
-	// migration or a followed swap leads to), then the route plan against
-	// the table we keep.
-	var d *assoc.Decision
+// attempt is one observe, judge, act, judge pass (observe and judge when
+// dryRun). retry reports whether the error is a concurrent change worth
+// observing again for (412, 409).
+func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool, more observe.Scope) (retry bool, err error) {
+	want := c.desired(nodes)
+	more.Table, more.Subnets, more.Networks = want.Table, c.cfg.Subnets, true
+	o := observe.Observe(ctx, c.cloud, more)
+	res.Observation = o
+	v := verdict.Judge(o, want, nil)
+	_, _, res.NeedsWrite = v.TableWrite()
 	if dryRun {
-		d = assoc.Decide(o.input)
-	} else {
-		d = c.decide(o)
+		res.set(v)
+		return false, v.Err
 	}
-	res.Decision = d
-	tableID := d.Table
-	res.TableID = tableID
-	if d.Switch != assoc.NoSwitch {
-		res.Followed = tableID
+	c.remember(o, v)
+	c.logPlan(v)
+	if v.Decision.TableErr != nil {
+		res.set(v)
+		return false, v.Err
 	}
-	if d.TableErr != nil {
-		return false, d.TableErr // it names the operation and the table
+	out, retry := c.act(ctx, o, v, true)
+	if retry {
+		res.set(verdict.Judge(o, want, out))
+		return true, out.Table.Err
 	}
-	cur := o.table(tableID)
-	p := plan.Compute(plan.Input{
-		Cluster:      c.cfg.Cluster,
-		ClusterCIDRs: c.cfg.ClusterCIDRs,
-		Limit:        c.cfg.RouteLimit,
-		Nodes:        nodes,
-		Current:      cur,
-		Adopt:        c.cfg.Adopt,
-		// A table followed to (a swap) is adopted on purpose: claim it.
-		Claim:            c.cfg.ClaimTable || !sameID(tableID, c.cfg.RouteTableID),
-		MaxDeletes:       c.cfg.MaxDeletes,
-		AllowEmptySource: c.cfg.AllowEmptySource,
-		NodeNetworks:     o.nodeNetworks,
-	})
-	res.Plan, res.Table = p, cur
-	// Deletions held back and routes of unknown nodes left in an unclaimed
-	// table are logged every pass while they last; node problems are
-	// logged once when they appear (logUnrouted, or the CLI for --once).
+	v = verdict.Judge(o, want, out)
+	res.set(v)
+	c.logSubnets(v)
+	if v.Current != nil {
+		c.tableExisted()
+	}
+	if v.Err == nil && (v.Wrote || !res.NeedsWrite) {
+		c.filled()
+	}
+	return false, v.Err
+}
+
+// act carries out a verdict's actions: the table first (one PUT with
+// If-Match), so that a subnet is never pointed to a table that lacks the
+// node routes; then one PUT per subnet to associate, with If-Match of the
+// version decided on, only when our table exists. The guard acts without
+// the table write (writeTable false): route writes are the reconcile's.
+// retry: the table write met another writer (412, 409), so the pass must
+// observe again.
+func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict.Verdict, writeTable bool) (out *verdict.Outcome, retry bool) {
+	out = &verdict.Outcome{Subnets: map[string]verdict.Write{}}
+	exists := v.Current != nil
+	if t, etag, ok := v.TableWrite(); ok && writeTable {
+		if err, held := c.heldBack(v.Table); held {
+			out.Table = &verdict.TableWrite{Write: outcome(err)}
+		} else {
+			written, err := c.cloud.PutRouteTable(ctx, t, etag)
+			out.Table = &verdict.TableWrite{Write: outcome(err), ReadBack: written}
+			c.wrote(verdict.OpTableWrite, v.Table, err)
+			if out.Table.Raced {
+				return out, true
+			}
+			exists = exists || err == nil
+		}
+	}
+	if !exists {
+		return out, false
+	}
+	for _, s := range v.Associations() {
+		if err, held := c.heldBack(s.Subnet); held {
+			out.Subnets[armid.Key(s.Subnet)] = outcome(err)
+			continue
+		}
+		etag := ""
+		if r, ok := o.Subnet(s.Subnet); ok && r.Subnet != nil {
+			etag = r.Subnet.Etag
+		}
+		_, err := c.cloud.SetSubnetRouteTable(ctx, s.Subnet, v.Table, etag)
+		out.Subnets[armid.Key(s.Subnet)] = outcome(err)
+		c.wrote(verdict.OpSubnetWrite, s.Subnet, err)
+	}
+	return out, false
+}
+
+// logPlan logs what a verdict about to be acted on holds back or leaves:
+// held deletions and routes of unknown nodes (every pass while they last),
+// adoptions, notes of the association decision.
+func (c *Controller) logPlan(v *verdict.Verdict) {
+	for _, n := range v.Decision.Notes {
+		c.log.Warn("association guard: " + n)
+	}
+	p := v.Plan
+	if p == nil {
+		return
+	}
 	if p.HeldMessage != "" {
-		c.log.Warn(p.HeldMessage, "table", tableID, "held", len(p.HeldDeletes), "reason", p.HeldReason)
+		c.log.Warn(p.HeldMessage, "table", v.Table, "held", len(p.HeldDeletes), "reason", p.HeldReason)
 	}
-	for _, ch := range p.Changes {
-		if ch.Adopts != "" && c.cfg.Mode != Observe && !dryRun {
-			c.log.Info("adopting route: renamed in the same write, no gap", "table", tableID, "from", ch.Adopts, "to", ch.Route.Name, "prefix", ch.Route.AddressPrefix, "node", ch.Node)
+	if _, _, write := v.TableWrite(); write {
+		for _, ch := range p.Changes {
+			if ch.Adopts != "" {
+				c.log.Info("adopting route: renamed in the same write, no gap", "table", v.Table, "from", ch.Adopts, "to", ch.Route.Name, "prefix", ch.Route.AddressPrefix, "node", ch.Node)
+			}
 		}
 	}
 	if len(p.Unclaimed) > 0 {
-		c.log.Warn("routes of nodes this cluster does not have are left in the unclaimed route table; doctor lists them", "table", tableID, "routes", len(p.Unclaimed))
+		c.log.Warn("routes of nodes this cluster does not have are left in the unclaimed route table; doctor lists them", "table", v.Table, "routes", len(p.Unclaimed))
 	}
-	res.Created, res.Updated, res.Deleted = p.Counts()
-	res.Conflicts = len(p.Conflicts)
-	res.Nodes = nodeResults(p, nodes)
-	finish := func(tableExists, created bool) {
-		if dryRun {
-			res.Associations = planned(d)
-		} else {
-			res.Associations = c.act(ctx, o, d, tableExists, created)
-		}
-		c.subnetTruth(res, o, nodes)
-	}
-
-	if cur == nil && !d.Create {
-		for name := range res.Nodes {
-			res.Nodes[name] = NodeResult{Reason: ReasonTableMissing, Message: fmt.Sprintf("route table %s does not exist", tableID)}
-		}
-		res.Created, res.Updated, res.Deleted = 0, 0, 0
-		finish(false, false)
-		return false, fmt.Errorf("%w: %s: %s", ErrTableMissing, tableID, d.CreateBlocked)
-	}
-	if p.Refused != "" {
-		res.Created, res.Updated, res.Deleted = 0, 0, 0
-		finish(cur != nil, false)
-		return false, fmt.Errorf("%w %s: %s", ErrRefused, tableID, p.Refused)
-	}
-	if dryRun || c.cfg.Mode == Observe || !p.NeedsWrite() {
-		if c.cfg.Mode == Observe {
-			res.Created, res.Updated, res.Deleted = 0, 0, 0
-		}
-		c.verify(res, nodes, cur, ReasonRouteMissing, nil)
-		finish(cur != nil, false)
-		if !dryRun {
-			c.filled()
-		}
-		return false, nil
-	}
-
-	// act: the table first (If-Match), so that a subnet is never pointed
-	// to a table that lacks the node routes; then the subnets.
-	desired := p.Desired
-	etag := ""
-	if cur == nil {
-		desired = c.newTable(desired)
-	} else {
-		etag = cur.Etag
-	}
-	written, err := c.cloud.PutRouteTable(ctx, desired, etag)
-	if err != nil {
-		// Routes that were already right stay so; the ones this write
-		// carried did not land.
-		c.verify(res, nodes, cur, ReasonWriteFailed, nil)
-		if errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict) {
-			return true, err // back to observe
-		}
-		finish(cur != nil, false)
-		return false, err
-	}
-	res.Wrote, res.Table = true, written
-	// verify: a node is routed only if the table read back after the
-	// write holds its route.
-	c.verify(res, nodes, written, ReasonNotReadBack, p)
-	finish(true, p.Create)
-	c.filled()
-	return false, nil
 }
 
-// filled records that the table we keep holds the node routes: a swap the
-// guard followed is complete.
-func (c *Controller) filled() {
-	c.mu.Lock()
-	c.assoc.followedFrom = ""
-	c.mu.Unlock()
-}
-
-// newTable fills in what a create needs: ID, name, location.
-func (c *Controller) newTable(t *route.Table) *route.Table {
-	t.ID = c.TableID()
-	if t.Location == "" {
-		t.Location = c.cfg.Location
+// logSubnets logs each repair, and each subnet problem once when it
+// appears (or changes).
+func (c *Controller) logSubnets(v *verdict.Verdict) {
+	for _, s := range v.Subnets {
+		switch {
+		case s.Repaired && s.State != assoc.Followed:
+			c.log.Warn("association guard repaired a subnet", "subnet", s.Subnet, "state", s.State, "table", s.RouteTable, "message", s.Message)
+		case s.State == assoc.Associated && s.Action != assoc.None:
+			c.log.Info("associated the new route table with a subnet", "subnet", s.Subnet, "table", s.RouteTable)
+		case s.Problem() && c.newProblem(s):
+			c.log.Warn("association guard: subnet not on the route table", "subnet", s.Subnet, "state", s.State, "table", s.Table, "message", s.Message, "fix", s.Fix)
+		case s.Problem():
+			c.log.Debug("association guard: subnet still not on the route table", "subnet", s.Subnet, "state", s.State, "table", s.Table)
+		}
+		if !s.Problem() {
+			c.clearProblem(s.Subnet)
+		}
 	}
-	return t
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -616,13 +518,3 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
-
-// correct reports whether r routes cidr to hop, provisioned (the test
-// verify applies to a route found by name).
-func correct(r *route.Route, cidr netip.Prefix, hop netip.Addr) bool {
-	return r.Prefix == cidr.Masked() && r.NextHopType == route.VirtualAppliance && r.NextHopIP == hop &&
-		(r.ProvisioningState == "" || r.ProvisioningState == "Succeeded")
-}
-
-// SourceNodes are the nodes the pass worked from.
-func (r *Result) SourceNodes() []source.Node { return r.nodes }

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 const testTable = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
@@ -43,7 +45,7 @@ func TestReconcile(t *testing.T) {
 		wantErr    error
 		wantPuts   int
 		wantRouted map[string]bool
-		wantReason map[string]string
+		wantReason map[string]reason.Reason
 	}{
 		{
 			name:       "missing table is created with both routes",
@@ -57,7 +59,7 @@ func TestReconcile(t *testing.T) {
 			nodes:      workers,
 			wantErr:    ErrTableMissing,
 			wantRouted: map[string]bool{"worker-0": false, "worker-1": false},
-			wantReason: map[string]string{"worker-0": ReasonTableMissing},
+			wantReason: map[string]reason.Reason{"worker-0": reason.RouteTableMissing},
 		},
 		{
 			name:       "table claimed by another cluster is refused",
@@ -65,7 +67,7 @@ func TestReconcile(t *testing.T) {
 			nodes:      workers,
 			wantErr:    ErrRefused,
 			wantRouted: map[string]bool{"worker-0": false},
-			wantReason: map[string]string{"worker-0": "TableClaimed"},
+			wantReason: map[string]reason.Reason{"worker-0": reason.RouteTableClaimed},
 		},
 		{
 			name:       "a failed write leaves the nodes unrouted",
@@ -74,7 +76,7 @@ func TestReconcile(t *testing.T) {
 			putErr:     &cloud.OperationFailedError{Resource: testTable, Status: "Failed", Code: "InternalServerError"},
 			wantPuts:   1,
 			wantRouted: map[string]bool{"worker-0": false, "worker-1": false},
-			wantReason: map[string]string{"worker-0": ReasonWriteFailed},
+			wantReason: map[string]reason.Reason{"worker-0": reason.RouteWriteFailed},
 		},
 		{
 			name:       "conflicting node is reported, others converge",
@@ -82,15 +84,15 @@ func TestReconcile(t *testing.T) {
 			nodes:      append(append([]source.Node(nil), workers...), node("stray", "10.240.0.30", "10.99.0.0/24")),
 			wantPuts:   1,
 			wantRouted: map[string]bool{"worker-0": true, "worker-1": true, "stray": false},
-			wantReason: map[string]string{"stray": "OutsideClusterCIDR"},
+			wantReason: map[string]reason.Reason{"stray": "OutsideClusterCIDR"},
 		},
 		{
 			name:       "observe mode never writes and reports missing routes",
-			cfg:        func(c *Config) { c.Mode = Observe },
+			cfg:        func(c *Config) { c.Mode = verdict.Observe },
 			table:      &route.Table{ID: testTable, Etag: `W/"x"`},
 			nodes:      workers,
 			wantRouted: map[string]bool{"worker-0": false},
-			wantReason: map[string]string{"worker-0": ReasonRouteMissing},
+			wantReason: map[string]reason.Reason{"worker-0": reason.NoRouteCreated},
 		},
 	}
 	for _, tc := range tests {

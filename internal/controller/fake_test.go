@@ -145,3 +145,11 @@ func node(name, ip, cidr string) source.Node {
 	}
 	return n
 }
+
+func (f *fakeCloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualNetwork, error) {
+	return nil, fmt.Errorf("virtual network %s: %w", id, cloud.ErrNotFound)
+}
+
+func (f *fakeCloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
+	return nil, nil
+}

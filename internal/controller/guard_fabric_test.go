@@ -10,9 +10,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // The scenarios replay the two incidents of the seeds (000: a route table
@@ -51,7 +54,7 @@ func TestScenarioSeed001RedeployDropsAssociation(t *testing.T) {
 		t.Fatalf("the redeploy did not detach the table (subnet on %s)", got)
 	}
 	res := s.rec.wait(t, fault, 5*time.Second, "both subnets re-associated", func(r *Result) bool {
-		return hasState(fabrictest.KTHWSubnet, AssocRepaired)(r) && hasState(pool2Subnet, AssocRepaired)(r)
+		return hasState(fabrictest.KTHWSubnet, assoc.Reassociated)(r) && hasState(pool2Subnet, assoc.Reassociated)(r)
 	})
 	if !res.GuardOnly {
 		t.Errorf("repaired by a reconcile, want the guard's own cycle")
@@ -65,7 +68,7 @@ func TestScenarioSeed001RedeployDropsAssociation(t *testing.T) {
 		t.Errorf("ARM writes = %d, want 2 (one subnet PUT per subnet)", writes)
 	}
 	for _, sub := range []string{fabrictest.KTHWSubnet, pool2Subnet} {
-		if got := s.subnetTable(sub); !sameID(got, fabrictest.KTHWTable) {
+		if got := s.subnetTable(sub); !armid.Same(got, fabrictest.KTHWTable) {
 			t.Errorf("subnet %s on %q after the repair", sub, got)
 		}
 	}
@@ -77,7 +80,7 @@ func TestScenarioSeed001RedeployDropsAssociation(t *testing.T) {
 		t.Error(err)
 	}
 	a, _ := findAssoc(res, fabrictest.KTHWSubnet)
-	if !a.Repaired || a.EventReason() != EventReassociated || a.EventType() != "Normal" || !strings.Contains(a.Message, "re-associated") || a.Table != "" {
+	if !a.Repaired || a.EventReason() != verdict.EventReassociated || a.EventType() != "Normal" || !strings.Contains(a.Message, "re-associated") || a.Table != "" {
 		t.Errorf("association reported as %+v (event %s)", a, a.EventReason())
 	}
 	if res.Repairs() != 2 || res.AssociationProblems() != 0 {
@@ -109,16 +112,16 @@ func TestScenarioRepairKeepsSubnetProperties(t *testing.T) {
 	if _, err := p.PollUntilDone(ctx, sdkPoll); err != nil {
 		t.Fatal(err)
 	}
-	s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, AssocRepaired))
+	s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 	got, err := s.subnets.Get(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pr := got.Properties
-	if pr.RouteTable == nil || !sameID(*pr.RouteTable.ID, fabrictest.KTHWTable) {
+	if pr.RouteTable == nil || !armid.Same(*pr.RouteTable.ID, fabrictest.KTHWTable) {
 		t.Errorf("route table not restored: %+v", pr.RouteTable)
 	}
-	if pr.NetworkSecurityGroup == nil || !sameID(*pr.NetworkSecurityGroup.ID, nsg) {
+	if pr.NetworkSecurityGroup == nil || !armid.Same(*pr.NetworkSecurityGroup.ID, nsg) {
 		t.Errorf("NSG lost by the repair: %+v", pr.NetworkSecurityGroup)
 	}
 	if len(pr.ServiceEndpoints) != 1 || *pr.ServiceEndpoints[0].Service != "Microsoft.Storage" {
@@ -137,7 +140,7 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg := scenarioConfig()
-			cfg.Policy = Follow
+			cfg.Policy = assoc.Follow
 			s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
 			s.steady()
 			old := s.mustTable("kubernetes-routes")
@@ -151,7 +154,7 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 			if deleteOld {
 				s.deleteTable("kubernetes-routes")
 			}
-			res := s.rec.wait(t, fault, 5*time.Second, "the swap followed", hasState(fabrictest.KTHWSubnet, AssocFollowed))
+			res := s.rec.wait(t, fault, 5*time.Second, "the swap followed", hasState(fabrictest.KTHWSubnet, assoc.Followed))
 			if res.GuardOnly || !res.Wrote {
 				t.Errorf("the follow was reported by %q, want the reconcile that wrote the routes", res.Summary())
 			}
@@ -171,7 +174,7 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 			if len(nt.Properties.Routes) != 4 || tagOf(nt, "owner") != "terraform" || tagOf(nt, route.ClaimTag) != "kthw" {
 				t.Errorf("new table: %d routes, tags %v; want the firewall route and 3 node routes, its own tag kept and the claim added", len(nt.Properties.Routes), nt.Tags)
 			}
-			if !sameID(s.ctrl.TableID(), newTableID) {
+			if !armid.Same(s.ctrl.TableID(), newTableID) {
 				t.Errorf("controller keeps %s, want the new table", s.ctrl.TableID())
 			}
 			got, err := s.getTable("kubernetes-routes")
@@ -184,7 +187,7 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 				t.Errorf("the old table was written after the swap (etag %s -> %s)", *old.Etag, *got.Etag)
 			}
 			a, _ := findAssoc(res, fabrictest.KTHWSubnet)
-			if !a.Repaired || a.EventReason() != EventSwapFollowed || !sameID(a.RouteTable, newTableID) {
+			if !a.Repaired || a.EventReason() != verdict.EventSwapFollowed || !armid.Same(a.RouteTable, newTableID) {
 				t.Errorf("association reported as %+v", a)
 			}
 			logRepair(t, "seed 000 follow ("+name+")", fault, res, writes)
@@ -197,7 +200,7 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 // does not come back, and the new one gets the routes.
 func TestScenarioSeed000ArticleOrderNoCreate(t *testing.T) {
 	cfg := scenarioConfig()
-	cfg.Policy = Follow
+	cfg.Policy = assoc.Follow
 	cfg.CreateTable = false
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
 	s.steady()
@@ -209,13 +212,13 @@ func TestScenarioSeed000ArticleOrderNoCreate(t *testing.T) {
 	s.deleteTable("kubernetes-routes")
 	s.rec.wait(t, fault, 5*time.Second, "the missing table reported", func(r *Result) bool {
 		a, ok := findAssoc(r, fabrictest.KTHWSubnet)
-		return ok && a.State == AssocDetached && a.TableMissing
+		return ok && a.State == assoc.Detached && a.TableMissing
 	})
 	if w := s.writes() - w0; w != 0 {
 		t.Fatalf("%d ARM writes while the table is missing and may not be created", w)
 	}
 	s.associate(fabrictest.KTHWSubnet, newTableID)
-	s.rec.wait(t, fault, 5*time.Second, "the swap followed", hasState(fabrictest.KTHWSubnet, AssocFollowed))
+	s.rec.wait(t, fault, 5*time.Second, "the swap followed", hasState(fabrictest.KTHWSubnet, assoc.Followed))
 	s.settle(2)
 	if w := s.writes() - w0; w != 1 {
 		t.Errorf("ARM writes = %d, want 1", w)
@@ -256,9 +259,9 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 			w0 := s.writes()
 			fault := time.Now()
 			s.associate(fabrictest.KTHWSubnet, newTableID)
-			want := AssocRepaired
+			want := assoc.Reassociated
 			if !tc.repaired {
-				want = AssocOtherTable
+				want = assoc.OtherTable
 			}
 			res := s.rec.wait(t, fault, 5*time.Second, "the swap handled", hasState(fabrictest.KTHWSubnet, want))
 			if n := s.rec.guardCyclesBefore(fault, res); n > 0 {
@@ -273,7 +276,7 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 			if writes != wantWrites {
 				t.Errorf("ARM writes = %d, want %d", writes, wantWrites)
 			}
-			if got := s.subnetTable(fabrictest.KTHWSubnet); !sameID(got, wantOn) {
+			if got := s.subnetTable(fabrictest.KTHWSubnet); !armid.Same(got, wantOn) {
 				t.Errorf("subnet on %s, want %s", got, wantOn)
 			}
 			if got := s.mustTable("kubernetes-routes-v2"); *got.Etag != *other.Etag {
@@ -287,7 +290,7 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 				logRepair(t, "seed 000 enforce "+tc.name, fault, res, writes)
 				return
 			}
-			if !a.Problem() || a.EventReason() != EventOtherTable || a.EventType() != "Warning" || !strings.Contains(a.Fix, "association-restore") {
+			if !a.Problem() || a.EventReason() != verdict.EventOtherTable || a.EventType() != "Warning" || !strings.Contains(a.Fix, "association-restore") {
 				t.Errorf("association reported as %+v", a)
 			}
 			// Reported at every cycle, never repaired.
@@ -322,7 +325,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 			if !create {
 				res := s.rec.wait(t, fault, 5*time.Second, "the missing table reported", func(r *Result) bool {
 					a, ok := findAssoc(r, fabrictest.KTHWSubnet)
-					return ok && a.State == AssocDetached && a.TableMissing
+					return ok && a.State == assoc.Detached && a.TableMissing
 				})
 				if n := s.rec.guardCyclesBefore(fault, res); n > 0 {
 					t.Errorf("%d guard cycles before the report", n)
@@ -335,7 +338,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 					t.Errorf("table re-created although creation is not allowed: %v", err)
 				}
 				a, _ := findAssoc(res, fabrictest.KTHWSubnet)
-				if a.EventReason() != EventDetached || !strings.Contains(a.Message, "does not exist") {
+				if a.EventReason() != verdict.EventDetached || !strings.Contains(a.Message, "does not exist") {
 					t.Errorf("association reported as %+v", a)
 				}
 				var failed *Result
@@ -349,7 +352,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 				}
 				return
 			}
-			res := s.rec.wait(t, fault, 5*time.Second, "the table re-created and associated", hasState(fabrictest.KTHWSubnet, AssocRepaired))
+			res := s.rec.wait(t, fault, 5*time.Second, "the table re-created and associated", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 			if res.GuardOnly {
 				t.Error("re-created by the guard cycle, want the reconcile it triggers")
 			}
@@ -372,11 +375,11 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 			if tagOf(tb, route.ClaimTag) != "kthw" || tagOf(tb, route.ClusterCIDRsTag) != "10.200.0.0/16" {
 				t.Errorf("re-created table tags %v", tb.Tags)
 			}
-			if got := s.subnetTable(fabrictest.KTHWSubnet); !sameID(got, fabrictest.KTHWTable) {
+			if got := s.subnetTable(fabrictest.KTHWSubnet); !armid.Same(got, fabrictest.KTHWTable) {
 				t.Errorf("subnet on %q", got)
 			}
 			a, _ := findAssoc(res, fabrictest.KTHWSubnet)
-			if !a.Repaired || !a.Recreated || a.EventReason() != EventReassociated || !strings.Contains(a.Message, "deleted out of band") {
+			if !a.Repaired || !a.Recreated || a.EventReason() != verdict.EventReassociated || !strings.Contains(a.Message, "deleted out of band") {
 				t.Errorf("association reported as %+v", a)
 			}
 			logRepair(t, "route table deleted out of band, re-created", fault, res, writes)
@@ -389,7 +392,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 // would use is not created.
 func TestScenarioNoUnattachedRecreation(t *testing.T) {
 	cfg := scenarioConfig()
-	cfg.Policy = Report
+	cfg.Policy = assoc.Report
 	cfg.Resync = guardInterval // reconciles keep coming
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 	s.steady()
@@ -430,12 +433,12 @@ func TestScenarioArticleSwapEnforceRecreates(t *testing.T) {
 	fault := time.Now()
 	s.associate(fabrictest.KTHWSubnet, newTableID)
 	s.deleteTable("kubernetes-routes")
-	res := s.rec.wait(t, fault, 5*time.Second, "the subnet back on a re-created, filled table", hasState(fabrictest.KTHWSubnet, AssocRepaired))
+	res := s.rec.wait(t, fault, 5*time.Second, "the subnet back on a re-created, filled table", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 	if a, _ := findAssoc(res, fabrictest.KTHWSubnet); !a.Recreated {
 		t.Errorf("association %+v, want Recreated", a)
 	}
 	s.settle(2)
-	if got := s.subnetTable(fabrictest.KTHWSubnet); !sameID(got, fabrictest.KTHWTable) {
+	if got := s.subnetTable(fabrictest.KTHWSubnet); !armid.Same(got, fabrictest.KTHWTable) {
 		t.Errorf("subnet on %s, want %s", got, fabrictest.KTHWTable)
 	}
 	if err := nodeRoutesIn(s.mustTable("kubernetes-routes"), s.nodes); err != nil {
@@ -456,7 +459,7 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 		w0 := s.writes()
 		since := time.Now()
 		s.start()
-		res := s.rec.wait(t, since, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, AssocConflict))
+		res := s.rec.wait(t, since, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, assoc.Conflict))
 		s.settle(3)
 		if w := s.writes() - w0; w != 0 {
 			t.Errorf("ARM writes = %d, want 0", w)
@@ -470,7 +473,7 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 				t.Errorf("conflict %q does not mention %s", a.Message, want)
 			}
 		}
-		if a.ClaimedBy != "blue" || a.EventReason() != EventClaimConflict {
+		if a.ClaimedBy != "blue" || a.EventReason() != verdict.EventClaimConflict {
 			t.Errorf("association reported as %+v", a)
 		}
 		var refused string
@@ -492,7 +495,7 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 		w0 := s.writes()
 		fault := time.Now()
 		s.associate(fabrictest.KTHWSubnet, newTableID)
-		res := s.rec.wait(t, fault, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, AssocConflict))
+		res := s.rec.wait(t, fault, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, assoc.Conflict))
 		s.settle(3)
 		if w := s.writes() - w0; w != 0 {
 			t.Errorf("ARM writes = %d, want 0", w)
@@ -504,19 +507,19 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 	})
 	t.Run("follow does not adopt another cluster's table", func(t *testing.T) {
 		cfg := scenarioConfig()
-		cfg.Policy = Follow
+		cfg.Policy = assoc.Follow
 		s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
 		s.steady()
 		s.putTable("kubernetes-routes-v2", map[string]string{route.ClaimTag: "blue"})
 		w0 := s.writes()
 		fault := time.Now()
 		s.associate(fabrictest.KTHWSubnet, newTableID)
-		s.rec.wait(t, fault, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, AssocConflict))
+		s.rec.wait(t, fault, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, assoc.Conflict))
 		s.settle(3)
 		if w := s.writes() - w0; w != 0 {
 			t.Errorf("ARM writes = %d, want 0", w)
 		}
-		if !sameID(s.ctrl.TableID(), fabrictest.KTHWTable) {
+		if !armid.Same(s.ctrl.TableID(), fabrictest.KTHWTable) {
 			t.Errorf("followed another cluster's table %s", s.ctrl.TableID())
 		}
 	})
@@ -527,7 +530,7 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 // the new one after the routes are in it.
 func TestScenarioFollowMovesTheOtherSubnets(t *testing.T) {
 	cfg := scenarioConfig()
-	cfg.Policy = Follow
+	cfg.Policy = assoc.Follow
 	cfg.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
 	s := newScenario(t, fabrictest.KTHWTwoSubnets, cfg, workers(3))
 	s.steady()
@@ -536,13 +539,13 @@ func TestScenarioFollowMovesTheOtherSubnets(t *testing.T) {
 	fault := time.Now()
 	s.associate(fabrictest.KTHWSubnet, newTableID)
 	res := s.rec.wait(t, fault, 5*time.Second, "the swap followed", func(r *Result) bool {
-		return hasState(fabrictest.KTHWSubnet, AssocFollowed)(r) && hasState(pool2Subnet, AssocRepaired)(r)
+		return hasState(fabrictest.KTHWSubnet, assoc.Followed)(r) && hasState(pool2Subnet, assoc.Reassociated)(r)
 	})
 	s.settle(3)
 	if w := s.writes() - w0; w != 2 {
 		t.Errorf("ARM writes = %d, want 2 (the new table's PUT, the other subnet's PUT)", w)
 	}
-	if got := s.subnetTable(pool2Subnet); !sameID(got, newTableID) {
+	if got := s.subnetTable(pool2Subnet); !armid.Same(got, newTableID) {
 		t.Errorf("second subnet on %s", got)
 	}
 	a, _ := findAssoc(res, pool2Subnet)
@@ -555,19 +558,19 @@ func TestScenarioFollowMovesTheOtherSubnets(t *testing.T) {
 // at every cycle.
 func TestScenarioReportPolicy(t *testing.T) {
 	cfg := scenarioConfig()
-	cfg.Policy = Report
+	cfg.Policy = assoc.Report
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 	s.steady()
 	w0 := s.writes()
 	fault := time.Now()
 	s.redeployVNet([2]string{"kubernetes-subnet", "10.240.0.0/24"})
-	res := s.rec.wait(t, fault, 5*time.Second, "the detached subnet reported", hasState(fabrictest.KTHWSubnet, AssocDetached))
+	res := s.rec.wait(t, fault, 5*time.Second, "the detached subnet reported", hasState(fabrictest.KTHWSubnet, assoc.Detached))
 	s.settle(3)
 	if w := s.writes() - w0; w != 0 {
 		t.Errorf("ARM writes = %d, want 0", w)
 	}
 	a, _ := findAssoc(res, fabrictest.KTHWSubnet)
-	if !strings.Contains(a.Message, "policy report") || a.EventReason() != EventDetached || res.AssociationProblems() != 1 {
+	if !strings.Contains(a.Message, "policy report") || a.EventReason() != verdict.EventDetached || res.AssociationProblems() != 1 {
 		t.Errorf("association reported as %+v", a)
 	}
 }
@@ -592,7 +595,7 @@ func TestScenarioMigrationNotFought(t *testing.T) {
 	w0 := s.writes()
 	since := time.Now()
 	s.associate(fabrictest.KTHWSubnet, newTableID)
-	s.rec.wait(t, since, 5*time.Second, "the migration seen", hasState(fabrictest.KTHWSubnet, AssocMigrating))
+	s.rec.wait(t, since, 5*time.Second, "the migration seen", hasState(fabrictest.KTHWSubnet, assoc.Migrating))
 	s.settle(2)
 	if w := s.writes() - w0; w != 0 {
 		t.Fatalf("ARM writes during the migration = %d, want 0", w)
@@ -603,7 +606,7 @@ func TestScenarioMigrationNotFought(t *testing.T) {
 	since = time.Now()
 	s.rec.wait(t, since, 5*time.Second, "the migration followed", func(r *Result) bool { return r.GuardOnly && r.Followed != "" })
 	s.settle(2)
-	if !sameID(s.ctrl.TableID(), newTableID) {
+	if !armid.Same(s.ctrl.TableID(), newTableID) {
 		t.Errorf("controller keeps %s", s.ctrl.TableID())
 	}
 	if w := s.writes() - w0; w != 0 {
@@ -621,13 +624,13 @@ func TestScenarioMigrationNotFought(t *testing.T) {
 func TestScenarioObserveMode(t *testing.T) {
 	t.Run("redeploy repaired", func(t *testing.T) {
 		cfg := scenarioConfig()
-		cfg.Mode, cfg.CreateTable = Observe, false
+		cfg.Mode, cfg.CreateTable = verdict.Observe, false
 		s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 		s.steady()
 		w0 := s.writes()
 		fault := time.Now()
 		s.redeployVNet([2]string{"kubernetes-subnet", "10.240.0.0/24"})
-		s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, AssocRepaired))
+		s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 		s.settle(2)
 		if w := s.writes() - w0; w != 1 {
 			t.Errorf("ARM writes = %d, want 1 (the subnet PUT; never a route)", w)
@@ -635,14 +638,14 @@ func TestScenarioObserveMode(t *testing.T) {
 	})
 	t.Run("swap reported under follow", func(t *testing.T) {
 		cfg := scenarioConfig()
-		cfg.Mode, cfg.CreateTable, cfg.Policy = Observe, false, Follow
+		cfg.Mode, cfg.CreateTable, cfg.Policy = verdict.Observe, false, assoc.Follow
 		s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 		s.steady()
 		s.putTable("kubernetes-routes-v2", nil, armNodeRoutes(s.nodes)...)
 		w0 := s.writes()
 		fault := time.Now()
 		s.associate(fabrictest.KTHWSubnet, newTableID)
-		res := s.rec.wait(t, fault, 5*time.Second, "the swap reported", hasState(fabrictest.KTHWSubnet, AssocOtherTable))
+		res := s.rec.wait(t, fault, 5*time.Second, "the swap reported", hasState(fabrictest.KTHWSubnet, assoc.OtherTable))
 		s.settle(2)
 		if w := s.writes() - w0; w != 0 {
 			t.Errorf("ARM writes = %d, want 0", w)
@@ -650,7 +653,7 @@ func TestScenarioObserveMode(t *testing.T) {
 		if a, _ := findAssoc(res, fabrictest.KTHWSubnet); !strings.Contains(a.Message, "observe") {
 			t.Errorf("association reported as %+v", a)
 		}
-		if !sameID(s.ctrl.TableID(), fabrictest.KTHWTable) {
+		if !armid.Same(s.ctrl.TableID(), fabrictest.KTHWTable) {
 			t.Errorf("followed the swap in observe mode: %s", s.ctrl.TableID())
 		}
 	})
@@ -676,7 +679,7 @@ func TestScenarioRouteDeletedOutOfBandRestoredByGuard(t *testing.T) {
 	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
 		t.Fatal(err)
 	}
-	g := s.rec.wait(t, fault, 5*time.Second, "a guard cycle seeing the drift", func(r *Result) bool { return r.GuardOnly && r.Drift == 1 })
+	g := s.rec.wait(t, fault, 5*time.Second, "a guard cycle seeing the drift", func(r *Result) bool { return r.GuardOnly && r.Routes != nil && r.Routes.Missing() == 1 })
 	if !g.NeedsReconcile() {
 		t.Error("the drift does not ask for a reconcile")
 	}

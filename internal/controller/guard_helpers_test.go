@@ -16,10 +16,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // guardInterval is the guard's period in the scenarios: short, so that a
@@ -99,14 +102,14 @@ func (r *recorder) guardCyclesBefore(since time.Time, res *Result) int {
 // findAssoc returns the association of subnet in res.
 func findAssoc(res *Result, subnet string) (Association, bool) {
 	for _, a := range res.Associations {
-		if sameID(a.Subnet, subnet) {
+		if armid.Same(a.Subnet, subnet) {
 			return a, true
 		}
 	}
 	return Association{}, false
 }
 
-func hasState(subnet, state string) func(*Result) bool {
+func hasState(subnet string, state assoc.State) func(*Result) bool {
 	return func(res *Result) bool {
 		a, ok := findAssoc(res, subnet)
 		return ok && a.State == state
@@ -351,7 +354,7 @@ func tagOf(t *armnetwork.RouteTable, key string) string {
 func (s *scenario) steady() *Result {
 	s.t.Helper()
 	boot := s.ctrl.cfg
-	boot.Policy, boot.CreateTable, boot.Mode = Enforce, true, Manage
+	boot.Policy, boot.CreateTable, boot.Mode = assoc.Enforce, true, verdict.Manage
 	if r := New(boot, s.env.Client, &staticSource{nodes: s.nodes}, nil).Reconcile(context.Background()); r.Err != nil || r.AssociationProblems() > 0 {
 		s.t.Fatalf("setting the network up: %s: %v", r.Summary(), r.Err)
 	}

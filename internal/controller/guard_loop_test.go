@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -46,7 +47,7 @@ func TestGuardRunsWhileTheNodeSourceIsUnavailable(t *testing.T) {
 
 	fault := time.Now()
 	s.redeployVNet([2]string{"kubernetes-subnet", "10.240.0.0/24"})
-	res := s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, AssocRepaired))
+	res := s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 	if !res.GuardOnly {
 		t.Errorf("repaired by %q, want a guard cycle", res.Summary())
 	}
@@ -94,7 +95,7 @@ func TestGuardRunsDuringALongTableWrite(t *testing.T) {
 	s.redeployVNet([2]string{"kubernetes-subnet", "10.240.0.0/24"})
 	g := s.rec.wait(t, fault, 10*time.Second, "the subnet re-associated by the guard", func(r *Result) bool {
 		a, ok := findAssoc(r, fabrictest.KTHWSubnet)
-		return r.GuardOnly && ok && a.State == AssocRepaired
+		return r.GuardOnly && ok && a.State == assoc.Reassociated
 	})
 	w := s.rec.wait(t, time.Time{}, 10*time.Second, "the slow reconcile", func(r *Result) bool { return !r.GuardOnly && r.Wrote })
 	if end := w.Start.Add(w.Duration); !g.Start.Before(end) {

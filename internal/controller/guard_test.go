@@ -6,32 +6,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 const testSubnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet/subnets/kubernetes-subnet"
 
 func TestAssociationReporting(t *testing.T) {
 	tests := []struct {
-		state   string
+		state   assoc.State
 		problem bool
 		reason  string
 	}{
-		{AssocOK, false, ""},
-		{AssocRepaired, false, EventReassociated},
-		{AssocFollowed, false, EventSwapFollowed},
-		{AssocMigrating, false, ""},
-		{AssocDetached, true, EventDetached},
-		{AssocOtherTable, true, EventOtherTable},
-		{AssocConflict, true, EventClaimConflict},
-		{AssocMissing, true, EventSubnetMissing},
-		{AssocError, true, EventAssociationError},
+		{assoc.Associated, false, ""},
+		{assoc.Reassociated, false, verdict.EventReassociated},
+		{assoc.Followed, false, verdict.EventSwapFollowed},
+		{assoc.Migrating, false, ""},
+		{assoc.Detached, true, verdict.EventDetached},
+		{assoc.OtherTable, true, verdict.EventOtherTable},
+		{assoc.Conflict, true, verdict.EventClaimConflict},
+		{assoc.SubnetMissing, true, verdict.EventSubnetMissing},
+		{assoc.Unreadable, true, verdict.EventAssociationError},
 	}
 	for _, tc := range tests {
-		t.Run(tc.state, func(t *testing.T) {
-			a := Association{State: tc.state}
+		t.Run(string(tc.state), func(t *testing.T) {
+			a := Association{SubnetDecision: assoc.SubnetDecision{State: tc.state}}
 			if a.Problem() != tc.problem || a.EventReason() != tc.reason {
 				t.Errorf("Problem=%v EventReason=%q, want %v %q", a.Problem(), a.EventReason(), tc.problem, tc.reason)
 			}
@@ -80,14 +83,14 @@ func TestGuardDoesNotOverwriteAConcurrentSubnetChange(t *testing.T) {
 
 	g := c.Guard(context.Background())
 	a, _ := findAssoc(g, testSubnet)
-	if a.State != AssocDetached || !a.RepairFailed || !strings.Contains(a.Message, "changed while being repaired") {
+	if a.State != assoc.Detached || !a.RepairFailed || !strings.Contains(a.Message, "changed while being repaired") {
 		t.Fatalf("first cycle: %+v", a)
 	}
 	if fc.subnets[strings.ToLower(testSubnet)].RouteTableID != "" {
 		t.Fatal("the subnet was written over a concurrent change")
 	}
 	g = c.Guard(context.Background())
-	if a, _ := findAssoc(g, testSubnet); a.State != AssocRepaired {
+	if a, _ := findAssoc(g, testSubnet); a.State != assoc.Reassociated {
 		t.Fatalf("second cycle: %+v", a)
 	}
 	if got := len(rec.all()); got != 2 {
@@ -103,16 +106,16 @@ func TestGuardResultNeedsReconcile(t *testing.T) {
 		name   string
 		table  *route.Table
 		subnet cloud.Subnet
-		policy Policy
-		state  string
+		policy assoc.Policy
+		state  assoc.State
 		needs  bool
 		writes int64
 	}{
-		{"associated", &route.Table{ID: testTable}, cloud.Subnet{RouteTableID: testTable}, Enforce, AssocOK, false, 0},
-		{"detached, enforce", &route.Table{ID: testTable}, cloud.Subnet{}, Enforce, AssocRepaired, false, 1},
-		{"detached, report", &route.Table{ID: testTable}, cloud.Subnet{}, Report, AssocDetached, false, 0},
-		{"detached, table missing", nil, cloud.Subnet{}, Enforce, AssocDetached, true, 0},
-		{"our table claimed by another cluster", &route.Table{ID: testTable, Tags: map[string]string{route.ClaimTag: "blue"}}, cloud.Subnet{}, Enforce, AssocConflict, false, 0},
+		{"associated", &route.Table{ID: testTable}, cloud.Subnet{RouteTableID: testTable}, assoc.Enforce, assoc.Associated, false, 0},
+		{"detached, enforce", &route.Table{ID: testTable}, cloud.Subnet{}, assoc.Enforce, assoc.Reassociated, false, 1},
+		{"detached, report", &route.Table{ID: testTable}, cloud.Subnet{}, assoc.Report, assoc.Detached, false, 0},
+		{"detached, table missing", nil, cloud.Subnet{}, assoc.Enforce, assoc.Detached, true, 0},
+		{"our table claimed by another cluster", &route.Table{ID: testTable, Tags: map[string]string{route.ClaimTag: "blue"}}, cloud.Subnet{}, assoc.Enforce, assoc.Conflict, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,7 +131,7 @@ func TestGuardResultNeedsReconcile(t *testing.T) {
 			if a.State != tc.state || g.NeedsReconcile() != tc.needs || g.Writes != tc.writes {
 				t.Errorf("state %s needs %v writes %d, want %s %v %d (%s)", a.State, g.NeedsReconcile(), g.Writes, tc.state, tc.needs, tc.writes, a.Message)
 			}
-			if a.Subnet != testSubnet || !sameID(a.RouteTable, testTable) || a.Message == "" {
+			if a.Subnet != testSubnet || !armid.Same(a.RouteTable, testTable) || a.Message == "" {
 				t.Errorf("association lacks what a report needs: %+v", a)
 			}
 			if r := rec.all(); len(r) != 1 || !r[0].GuardOnly || r[0] != g {
@@ -162,7 +165,7 @@ func TestFollowMigrationIsBounded(t *testing.T) {
 	s2.putTable("kubernetes-routes", map[string]string{route.ClaimTag: "kthw", route.MigratedToTag: newTableID})
 	s2.putTable("kubernetes-routes-v2", map[string]string{route.ClaimTag: "blue"})
 	res = s2.ctrl.Reconcile(context.Background())
-	if res.Err != nil || !sameID(s2.ctrl.TableID(), fabrictest.KTHWTable) || !res.Wrote {
+	if res.Err != nil || !armid.Same(s2.ctrl.TableID(), fabrictest.KTHWTable) || !res.Wrote {
 		t.Errorf("followed a migrated-to tag into another cluster's table: table %s, %s, %v", s2.ctrl.TableID(), res.Summary(), res.Err)
 	}
 }

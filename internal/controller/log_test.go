@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -75,7 +76,7 @@ func TestAssociationProblemLoggedOnce(t *testing.T) {
 	}
 	fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
 	var buf bytes.Buffer
-	cfg.Policy = Report
+	cfg.Policy = assoc.Report
 	c := New(cfg, env.Client, &staticSource{nodes: workers(2)}, slog.New(slog.NewTextHandler(&buf, nil)))
 	for range 4 {
 		if g := c.Guard(context.Background()); g.AssociationProblems() != 1 {

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
+	"slices"
 	"sync"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -20,7 +25,7 @@ type Mirror struct {
 	// Subnets must stay associated with the mirror table.
 	Subnets []string
 	// Policy and Restore are the mirror's association guard's.
-	Policy  Policy
+	Policy  assoc.Policy
 	Restore bool
 	// CreateTable allows creating the mirror table when it is missing;
 	// Location is where (default: the main table's Location).
@@ -42,7 +47,7 @@ func MirrorConfig(main Config, m Mirror) Config {
 	if m.Location != "" {
 		c.Location = m.Location
 	}
-	c.Mode = Manage
+	c.Mode = verdict.Manage
 	// Listing a table under mirrors: is the claim: routekeeper tags it as
 	// this cluster's with its first write, so routes of nodes that left
 	// are deleted from it like from the main table (an unclaimed table
@@ -53,10 +58,7 @@ func MirrorConfig(main Config, m Mirror) Config {
 
 // TableName is the short name of a route table for logs, metrics (the
 // `table` label) and events: the last segment of its ARM ID.
-func TableName(id string) string {
-	id = strings.TrimSuffix(id, "/")
-	return id[strings.LastIndex(id, "/")+1:]
-}
+func TableName(id string) string { return armid.Name(id) }
 
 // Set is the controllers of one cluster: the main table's and one per
 // mirror table, all fed by one node source. Each runs its own loop (batch
@@ -76,55 +78,40 @@ func (s *Set) All() []*Controller {
 // read of the nodes; results[0] is the main table's, then the mirrors' in
 // order. A failing mirror shows in its own result only.
 func (s *Set) Reconcile(ctx context.Context) []*Result {
-	return s.each(ctx, (*Controller).Reconcile)
+	return s.each(ctx, false, observe.Scope{})
 }
 
-// DryRun is Reconcile without writes (diff, doctor).
-func (s *Set) DryRun(ctx context.Context) []*Result {
-	return s.each(ctx, (*Controller).DryRun)
+// DryRun is Reconcile without writes (diff, doctor, trace); more widens
+// the main table's observation (Controller.DryRun).
+func (s *Set) DryRun(ctx context.Context, more observe.Scope) []*Result {
+	return s.each(ctx, true, more)
 }
 
-func (s *Set) each(ctx context.Context, f func(*Controller, context.Context) *Result) []*Result {
+// each runs f on every controller at the same time, with the nodes of
+// one read of the main controller's source: the tables are judged from
+// the same nodes, and an inventory's IPAM runs once. No controller's
+// source is touched, so a Set's loops may run meanwhile.
+func (s *Set) each(ctx context.Context, dryRun bool, more observe.Scope) []*Result {
+	nodes, err := s.Main.src.Nodes(ctx)
 	all := s.All()
-	// One read of the nodes for every table: the tables are planned from
-	// the same nodes, and an inventory's IPAM runs once.
-	snap := &snapshot{src: s.Main.src}
-	orig := make([]Source, len(all))
-	for i, c := range all {
-		orig[i], c.src = c.src, snap
-	}
-	defer func() {
-		for i, c := range all {
-			c.src = orig[i]
-		}
-	}()
 	out := make([]*Result, len(all))
 	var wg sync.WaitGroup
 	for i, c := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = f(c, ctx)
+			// The main table's observation is widened as asked; each
+			// mirror's reads the permissions it needs too.
+			scope := observe.Scope{Access: more.Access}
+			if i == 0 {
+				scope = more
+			}
+			out[i] = c.pass(ctx, slices.Clone(nodes), err, dryRun, scope)
 		}()
 	}
 	wg.Wait()
 	return out
 }
-
-// snapshot serves the nodes of one read of src to every caller.
-type snapshot struct {
-	src   Source
-	once  sync.Once
-	nodes []source.Node
-	err   error
-}
-
-func (s *snapshot) Nodes(ctx context.Context) ([]source.Node, error) {
-	s.once.Do(func() { s.nodes, s.err = s.src.Nodes(ctx) })
-	return append([]source.Node(nil), s.nodes...), s.err
-}
-
-func (s *snapshot) Watch(ctx context.Context, changed func()) error { return s.src.Watch(ctx, changed) }
 
 // Run runs every controller's loop until ctx is done (then nil) or one of
 // them fails for good (the node source's watch ended with an error), which
@@ -146,6 +133,9 @@ func (s *Set) Run(ctx context.Context) error {
 	}
 	return first
 }
+
+// Shared is a node source that several controllers watch through one
+// underlying Watch (the Kubernetes source keeps a single change callback).
 
 // Shared is a node source that several controllers watch through one
 // underlying Watch (the Kubernetes source keeps a single change callback).

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -15,7 +17,7 @@ import (
 
 // putCounter counts route table PUTs per table.
 type putCounter struct {
-	Cloud
+	cloud.Cloud
 	mu   sync.Mutex
 	puts map[string]int
 }
@@ -54,8 +56,8 @@ func BenchmarkMirrorBurst400(b *testing.B) {
 	cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.200.0.0/15")}
 	cfg.RouteLimit = 1000
 	mirrors := []Mirror{appGWMirror(),
-		{RouteTableID: "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/hub-routes", Policy: Enforce},
-		{RouteTableID: "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/vm-routes", Policy: Enforce}}
+		{RouteTableID: "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/hub-routes", Policy: assoc.Enforce},
+		{RouteTableID: "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/vm-routes", Policy: assoc.Enforce}}
 	ctx := context.Background()
 	var puts map[string]int
 	for b.Loop() {

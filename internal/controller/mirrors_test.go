@@ -13,6 +13,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -43,7 +45,7 @@ const (
 )
 
 func appGWMirror() Mirror {
-	return Mirror{RouteTableID: appGWTable, Subnets: []string{appGWSubnet}, Policy: Enforce}
+	return Mirror{RouteTableID: appGWTable, Subnets: []string{appGWSubnet}, Policy: assoc.Enforce}
 }
 
 // mirrorSet builds a set of the main KTHW controller and mirrors on env,
@@ -144,10 +146,10 @@ func TestMirrorFollowsNodes(t *testing.T) {
 	s := &scenario{t: t, env: env}
 	f, _ := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, env.Server.ClientOptions())
 	s.subnets = f.NewSubnetsClient()
-	if got := s.subnetTable(appGWSubnet); !sameID(got, appGWTable) {
+	if got := s.subnetTable(appGWSubnet); !armid.Same(got, appGWTable) {
 		t.Errorf("App Gateway subnet is on %q, want its own table", got)
 	}
-	if got := s.subnetTable(fabrictest.KTHWSubnet); !sameID(got, fabrictest.KTHWTable) {
+	if got := s.subnetTable(fabrictest.KTHWSubnet); !armid.Same(got, fabrictest.KTHWTable) {
 		t.Errorf("node subnet is on %q, want the main table", got)
 	}
 }
@@ -285,7 +287,7 @@ func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 			s := &scenario{t: t, env: env, tables: f.NewRouteTablesClient(), subnets: f.NewSubnetsClient()}
 			tc.setup(s)
 			nodes := workers(3)
-			set := mirrorSet(env, scenarioConfig(), &staticSource{nodes: nodes}, appGWMirror(), Mirror{RouteTableID: hubTable, Policy: Enforce})
+			set := mirrorSet(env, scenarioConfig(), &staticSource{nodes: nodes}, appGWMirror(), Mirror{RouteTableID: hubTable, Policy: assoc.Enforce})
 			res := set.Reconcile(context.Background())
 			main, appgw, hub := res[0], res[1], res[2]
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -13,7 +14,7 @@ import (
 
 // readCounter counts the GETs of each subnet and table.
 type readCounter struct {
-	Cloud
+	cloud.Cloud
 	mu   sync.Mutex
 	gets map[string]int
 }
@@ -41,20 +42,20 @@ func (r *readCounter) GetSubnet(ctx context.Context, id string) (*cloud.Subnet, 
 func TestEachResourceReadOncePerPass(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		policy Policy
+		policy assoc.Policy
 		setup  func(s *scenario)
 	}{
-		{"swap followed, two subnets", Follow, func(s *scenario) {
+		{"swap followed, two subnets", assoc.Follow, func(s *scenario) {
 			s.putTable("kubernetes-routes-v2", nil)
 			s.associate(fabrictest.KTHWSubnet, newTableID)
 		}},
-		{"the article's swap under enforce", Enforce, func(s *scenario) {
+		{"the article's swap under enforce", assoc.Enforce, func(s *scenario) {
 			s.putTable("kubernetes-routes-v2", nil)
 			s.associate(fabrictest.KTHWSubnet, newTableID)
 			s.associate(pool2Subnet, newTableID)
 			s.deleteTable("kubernetes-routes")
 		}},
-		{"migrated, old table deleted", Enforce, func(s *scenario) {
+		{"migrated, old table deleted", assoc.Enforce, func(s *scenario) {
 			s.putTable("kubernetes-routes-v2", map[string]string{route.ClaimTag: "kthw", route.MigratedFromTag: fabrictest.KTHWTable}, armNodeRoutes(s.nodes)...)
 			s.associate(fabrictest.KTHWSubnet, newTableID)
 			s.associate(pool2Subnet, newTableID)

@@ -126,7 +126,7 @@ func (c *Controller) guardLoop(ctx context.Context, kick chan<- struct{}) {
 		gctx, cancel := graceContext(ctx, shutdownGrace)
 		g := c.Guard(gctx)
 		cancel()
-		if g.Repairs() > 0 || g.AssociationProblems() > 0 || g.Err != nil || g.Drift > 0 {
+		if g.Repairs() > 0 || g.AssociationProblems() > 0 || g.Err != nil || g.NeedsWrite {
 			c.log.Info(g.Summary())
 		}
 		if g.NeedsReconcile() {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/metrics"
@@ -80,7 +81,7 @@ type Options struct {
 	// controller of its own (mirrors.go).
 	Mirrors []controller.Mirror
 	// Cloud is the route table and subnet back-end.
-	Cloud controller.Cloud
+	Cloud cloud.Cloud
 	// Kube is the Kubernetes client configuration. When set, the nodes
 	// come from a Node informer and the results go to node conditions and
 	// events; when nil, Source is used and nothing is told to Kubernetes.

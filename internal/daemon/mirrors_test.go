@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/metrics"
@@ -56,7 +57,7 @@ func TestRunWithMirror(t *testing.T) {
 				RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
 				Resync: time.Hour, BatchWindow: 20 * time.Millisecond,
 			},
-			Mirrors: []controller.Mirror{{RouteTableID: appgwTable, Subnets: []string{fabrictest.KTHWVNet + "/subnets/appgw-subnet"}, Policy: controller.Enforce}},
+			Mirrors: []controller.Mirror{{RouteTableID: appgwTable, Subnets: []string{fabrictest.KTHWVNet + "/subnets/appgw-subnet"}, Policy: assoc.Enforce}},
 			Cloud:   env.Client, Source: src, Listener: l, Metrics: metrics.New(),
 		})
 	}()

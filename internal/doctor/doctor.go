@@ -1,11 +1,13 @@
-// Package doctor turns what a pass observed and decided (a dry run of the
-// controller: internal/controller observe + plan.Compute + assoc.Decide)
-// into findings: is the table there, claimed by this cluster, within its
-// limit, is every node subnet on it, and does the table each subnet really
-// uses hold one correct route per node? Each problem is a finding with a
-// severity, the check that found it, the resource, a message and, when
-// there is one, the command that fixes it. Doctor has no association or
-// route rules of its own, so it cannot disagree with run.
+// Package doctor turns a pass's verdict (internal/verdict: the same
+// observation and judgement as run, without writes) into findings: is the
+// table there, claimed by this cluster, within its limit, is every node
+// subnet on it, and is every node routed in the table its subnet really
+// uses, and if not why? Each problem is a finding with a severity, the
+// check that found it, the resource, a message and, when there is one, the
+// command that fixes it. Doctor has no association or route rules of its
+// own — whether a node is routed and why is the verdict's — so it cannot
+// disagree with run; it only chooses how to present each verdict (one
+// finding per cause, not one per consequence).
 package doctor
 
 import (
@@ -15,11 +17,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
-	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // Severity of a finding.
@@ -51,6 +55,9 @@ const (
 	// CheckUnclaimedRoute: a route of a node this cluster does not have in
 	// an unclaimed table; never deleted by routekeeper.
 	CheckUnclaimedRoute = "unclaimed-route"
+	// CheckPermission: an action routekeeper needs that the identity may
+	// not do (or that Azure refused), with the role assignment that grants it.
+	CheckPermission = "permission"
 )
 
 // Finding is one problem (or remark).
@@ -100,28 +107,24 @@ func (r *Report) Errors() int {
 	return n
 }
 
-// Check turns a dry run's result into findings.
-func Check(in Input, res *controller.Result) *Report {
-	nodes := res.SourceNodes()
-	r := &Report{Table: res.TableID, Nodes: len(nodes)}
+// Check turns a verdict into findings.
+func Check(in Input, v *verdict.Verdict) *Report {
+	nodes := v.SourceNodes()
+	r := &Report{Table: v.Table, Nodes: len(nodes)}
 	add := func(s Severity, check, resource, fix, format string, args ...any) {
 		r.Findings = append(r.Findings, Finding{Severity: s, Check: check, Resource: resource, Message: fmt.Sprintf(format, args...), Fix: fix})
 	}
-	d := res.Decision
-	if d == nil {
-		// The pass ended before deciding (the nodes could not be read).
-		add(Error, CheckNodes, in.TableID, "", "%v", res.Err)
-		return r
-	}
+	d := v.Decision
 	checkDecision(in, d, add)
-	t := res.Table
+	t := v.Current
 	if t != nil {
 		checkTable(t, in, add)
 	}
-	if res.Err != nil && d.TableExists && d.TableErr == nil && res.Plan != nil && res.Plan.Refused == "" {
-		add(Error, CheckTable, res.TableID, "", "%v", res.Err)
+	if v.Err != nil && d.TableExists && d.TableErr == nil && v.Plan != nil && v.Plan.Refused == "" {
+		add(Error, CheckTable, v.Table, "", "%v", v.Err)
 	}
-	r.Routed = checkNodes(t, in, res, add)
+	r.Routed = checkNodes(in, v, add)
+	checkAccess(v, add)
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return severityRank(a.Severity) - severityRank(b.Severity) })
 	return r
 }
@@ -211,7 +214,7 @@ func checkTable(t *route.Table, in Input, add addFunc) {
 		add(Warning, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
 	}
 	for _, sn := range t.Subnets {
-		if !slices.ContainsFunc(in.Subnets, func(c string) bool { return sameID(c, sn) }) {
+		if !armid.Contains(in.Subnets, sn) {
 			add(Info, CheckAssociation, sn, "subnets: [..., "+sn+"]", "the subnet is associated with the table but not configured: routekeeper does not guard its association")
 		}
 	}
@@ -220,78 +223,65 @@ func checkTable(t *route.Table, in Input, add addFunc) {
 	}
 }
 
-// checkNodes reports every node the pass found not routed, with the
-// planner's or the verification's reason, and every stale route run would
-// delete. It returns the number of routed nodes.
-func checkNodes(t *route.Table, in Input, res *controller.Result, add addFunc) int {
-	nodes := res.SourceNodes()
-	p := res.Plan
+// checkNodes reports every node the verdict found not routed, once per
+// cause: a node unrouted by its subnet's association or by the table as a
+// whole is left to that finding. It reports the stale routes run would
+// delete, and returns the number of routed nodes.
+func checkNodes(in Input, v *verdict.Verdict, add addFunc) int {
+	nodes := v.SourceNodes()
+	p := v.Plan
 	if p != nil {
 		if p.HeldMessage != "" {
-			add(Warning, CheckDeleteGuard, res.TableID, "", "%s", p.HeldMessage)
+			add(Warning, CheckDeleteGuard, v.Table, "", "%s", p.HeldMessage)
 		}
 		for _, ch := range p.Unclaimed {
-			add(Warning, CheckUnclaimedRoute, ch.Route.Name, fmt.Sprintf("az network route-table route delete --ids %s/routes/%s", res.TableID, ch.Route.Name),
+			add(Warning, CheckUnclaimedRoute, ch.Route.Name, fmt.Sprintf("az network route-table route delete --ids %s/routes/%s", v.Table, ch.Route.Name),
 				"route %s (%s -> %s): %s", ch.Route.Name, ch.Route.AddressPrefix, hop(ch.Route), ch.Reason)
 		}
 	}
 	if len(nodes) == 0 {
-		add(Warning, CheckNodes, res.TableID, "", "the node source returned no nodes")
+		add(Warning, CheckNodes, v.Table, "", "the node source returned no nodes")
 		return 0
 	}
 	fix := "routekeeper run"
 	if in.Observe {
 		fix = ""
 	}
-	routed := 0
-	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
-		nr := res.Nodes[name]
-		st := plan.NodeStatus{}
-		if p != nil {
-			st = p.Nodes[name]
-		}
-		if nr.Routed {
-			routed++
-			if st.Reason == plan.ReasonRouteNotManaged {
-				add(Warning, CheckUnmanaged, name, "routeTable.adopt: matching", "%s", st.Message)
-			}
-			continue
-		}
+	for _, name := range slices.Sorted(maps.Keys(v.Nodes)) {
+		nv := v.Nodes[name]
 		switch {
-		case nr.Reason == controller.ReasonSubnetTable, t == nil && st.State == plan.Pending:
-			continue // the association (or the missing table) finding says it
-		case nr.Reason == controller.ReasonTableMissing, p != nil && p.Refused != "" && st.State != plan.Routed && st.State != plan.Pending:
-			continue // the table finding says it
-		case st.State == plan.Pending:
+		case nv.Routed && nv.Reason == reason.RouteNotManaged && nv.Actionable:
+			add(Warning, CheckUnmanaged, name, fix, "%s", nv.Message)
+		case nv.Routed && nv.Reason == reason.RouteNotManaged:
+			add(Warning, CheckUnmanaged, name, "routeTable.adopt: matching", "%s", nv.Message)
+		case nv.Routed:
+		case nv.Reason == reason.SubnetRouteTableLacksRoute, nv.Reason == reason.RouteTableDetached:
+			// the association finding says it
+		case nv.Reason.Table(), v.Current == nil && nv.Actionable:
+			// the table finding says it (missing, claimed, refused, or to
+			// be created)
+		case nv.Reason == reason.NoRouteCreated:
 			var what []string
-			adoptions := 0
 			for _, ch := range p.Changes {
 				if ch.Node == name && ch.Kind != plan.Delete {
 					what = append(what, ch.Reason+" "+ch.Route.AddressPrefix)
-					if ch.Adopts != "" {
-						adoptions++
-					}
 				}
 			}
-			if len(what) > 0 && adoptions == len(what) {
-				// Every route of the node is there under another name:
-				// traffic flows, and run takes it over in one write.
-				routed++
-				add(Warning, CheckUnmanaged, name, fix, "traffic flows, route not managed yet: %s; routekeeper run takes it over with no outage (routeTable.adopt: matching)", strings.Join(what, "; "))
-				continue
-			}
-			msg := "routekeeper run writes it"
-			if in.Observe {
+			msg, f := "routekeeper run writes it", fix
+			switch {
+			case in.Observe:
 				msg = "the platform (AKS) should write it; routekeeper observes only"
+			case !nv.Actionable:
+				msg, f = nv.Message, ""
 			}
-			add(Error, CheckNodeRoute, name, fix, "no correct route for the node's pod CIDR in %s (%s): %s", shortTable(res.TableID), strings.Join(what, "; "), msg)
+			add(Error, CheckNodeRoute, name, f, "no correct route for the node's pod CIDR in %s (%s): %s", shortTable(v.Table), strings.Join(what, "; "), msg)
 		default:
-			add(Error, CheckNodeRoute, name, "", "%s: %s", nr.Reason, nr.Message)
+			add(Error, CheckNodeRoute, name, "", "%s: %s", nv.Reason, nv.Message)
 		}
 	}
 	if p != nil {
 		for _, ch := range p.Changes {
-			if ch.Kind == plan.Delete && ch.Adopts == "" && !strings.HasPrefix(ch.Reason, "adopted") {
+			if ch.Stale() {
 				msg := "routekeeper run deletes it"
 				if in.Observe {
 					msg = "the platform (AKS) should delete it; routekeeper observes only"
@@ -300,10 +290,10 @@ func checkNodes(t *route.Table, in Input, res *controller.Result, add addFunc) i
 			}
 		}
 	}
-	if t != nil {
+	if t := v.Current; t != nil {
 		checkShadowing(t, in, nodes, add)
 	}
-	return routed
+	return v.Routed()
 }
 
 // shortTable is a table's name for messages.
@@ -329,10 +319,6 @@ func checkShadowing(t *route.Table, in Input, nodes []source.Node, add addFunc) 
 	}
 }
 
-func sameID(a, b string) bool {
-	return strings.EqualFold(strings.TrimSuffix(a, "/"), strings.TrimSuffix(b, "/"))
-}
-
 // hop is a route's next hop for messages: the IP for a virtual appliance,
 // else the next hop type.
 func hop(r route.Route) string {
@@ -340,4 +326,21 @@ func hop(r route.Route) string {
 		return r.NextHopIP.String()
 	}
 	return string(r.NextHopType)
+}
+
+// checkAccess reports every action routekeeper needs that the identity
+// may not do (read through the permissions API), and every write Azure
+// refused in the pass: one finding each, with the command that fixes it.
+func checkAccess(v *verdict.Verdict, add addFunc) {
+	for _, a := range v.Access {
+		switch {
+		case a.Unknown != "":
+			add(Warning, CheckPermission, a.Scope, "", "could not tell whether routekeeper may %s (%s on %s): %s", a.For, a.Action, a.Scope, a.Unknown)
+		case !a.Allowed:
+			add(Error, CheckPermission, a.Scope, a.Fix, "routekeeper cannot %s: the identity lacks %s on %s", a.For, a.Action, a.Scope)
+		}
+	}
+	for _, d := range v.Denials {
+		add(Error, CheckPermission, d.Resource, d.Fix, "%s", d.Message())
+	}
 }

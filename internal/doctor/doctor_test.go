@@ -10,6 +10,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/doctor"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -48,7 +49,7 @@ func check(env *fabrictest.Env, in input) *doctor.Report {
 		Cluster: in.Cluster, ClusterCIDRs: in.ClusterCIDRs, RouteLimit: in.Limit, RouteTableID: in.TableID,
 		CreateTable: in.CreateTable, Subnets: in.Subnets, Location: "eastus", Adopt: in.Adopt,
 	}, env.Client, nil, nil)
-	return doctor.Check(in.Input, c.Inspect(context.Background(), in.Nodes))
+	return doctor.Check(in.Input, c.Inspect(context.Background(), in.Nodes, observe.Scope{}).Verdict)
 }
 
 // healthy makes the seed 003 cluster as routekeeper leaves it: table

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
@@ -145,7 +146,7 @@ func checkForwarding(in RoutingInput) []Finding {
 }
 
 func findSubnet(subnets []routing.Subnet, id string) *routing.Subnet {
-	i := slices.IndexFunc(subnets, func(s routing.Subnet) bool { return sameID(s.ID, id) })
+	i := slices.IndexFunc(subnets, func(s routing.Subnet) bool { return armid.Same(s.ID, id) })
 	if i < 0 {
 		return nil
 	}

@@ -96,6 +96,12 @@ func Apply(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcor
 	if err := a.applyNICs(ctx, t); err != nil {
 		return a.res, err
 	}
+	if err := a.applyAround(ctx, t, opts, cred); err != nil { // topology_around.go
+		return a.res, err
+	}
+	if err := a.applyAuthorization(ctx, t); err != nil { // apply_authz.go
+		return a.res, err
+	}
 	return a.res, nil
 }
 

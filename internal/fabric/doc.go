@@ -28,6 +28,15 @@
 // resource listings (identity.go). Incidents replays the writes that break
 // pod routing (an IaC redeploy, a detach, a table swap or delete).
 //
+// Identity is part of fidelity: tokens name a principal (principal.go) and
+// every request is checked as ARM checks it (authorize.go): role
+// assignments (403 AuthorizationFailed), the join actions of what a write
+// references (403 LinkedAuthorizationFailed), management locks (409
+// ScopeLocked) and deny policies (403 RequestDisallowedByPolicy, policy.go),
+// with Microsoft.Authorization served at every scope (authz_api*.go) and
+// RBAC's rules in internal/azrbac. A fabric that holds no role assignment,
+// lock or policy lets everyone do everything.
+//
 // Request bodies are read as ARM reads them: property names without regard
 // to case (jsonfold.go), Azure's empty lists, a no-op PUT answered 200
 // Succeeded.

@@ -14,6 +14,9 @@ type apiError struct {
 	Message string
 	Target  string
 	Details []apiErrorDetail
+	// AdditionalInfo is error.additionalInfo (a deny policy's
+	// PolicyViolation, policy_check.go).
+	AdditionalInfo []any
 	// header carries extra response headers (Retry-After on a 429).
 	header http.Header
 }
@@ -32,6 +35,9 @@ func (e *apiError) body() map[string]any {
 	}
 	if len(e.Details) > 0 {
 		inner["details"] = e.Details
+	}
+	if len(e.AdditionalInfo) > 0 {
+		inner["additionalInfo"] = e.AdditionalInfo
 	}
 	return map[string]any{"error": inner}
 }

@@ -454,6 +454,10 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, code, msg string) {
 		writeJSON(status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
 	}
+	if strings.HasPrefix(r.URL.Path, principalsPath) {
+		s.servePrincipals(w, r) // principal.go
+		return
+	}
 	switch strings.TrimPrefix(r.URL.Path, controlPrefix) {
 	case "healthz":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -468,6 +472,8 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(http.StatusOK, map[string]string{"status": "ok"})
+	case "bgp":
+		s.serveBGP(w, r)
 	case "faults":
 		switch r.Method {
 		case http.MethodGet:
@@ -493,6 +499,6 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusMethodNotAllowed, "HttpMethodNotSupported", "use GET or PUT")
 		}
 	default:
-		fail(http.StatusNotFound, "NotFound", "the control endpoint serves /_fabric/faults and /_fabric/healthz")
+		fail(http.StatusNotFound, "NotFound", "the control endpoint serves /_fabric/faults, /_fabric/healthz and /_fabric/principals")
 	}
 }

@@ -14,8 +14,10 @@ import (
 // in offline: an ADFS-style authority under the fabric (MSAL validates no
 // ADFS authority against Microsoft's instance discovery), a token endpoint
 // that issues an unsigned JWT to any client, and the cloud metadata
-// document `az cloud register` reads. None of it checks anything: the
-// fabric accepts any bearer token.
+// document `az cloud register` reads. Nothing is checked: any client and
+// secret get a token, which names the client as its principal
+// (principal.go); what the principal may do is the authorization state's
+// business (authorize.go).
 
 // DefaultTenant is the tenant every subscription of the fabric belongs to
 // and every token names.
@@ -74,7 +76,9 @@ func (s *Server) serveIdentity(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // issueToken answers any token request with an unsigned JWT for the
-// requested resource or scope.
+// requested resource or scope, naming the client: appid is the client ID,
+// oid and sub the object ID of the principal declared for it (else the
+// client ID).
 func (s *Server) issueToken(r *http.Request, authority string) map[string]any {
 	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
 	_ = r.ParseForm()
@@ -95,12 +99,8 @@ func (s *Server) issueToken(r *http.Request, authority string) map[string]any {
 	}
 	now := s.now()
 	exp := now.Add(24 * time.Hour)
-	claims := map[string]any{
-		"aud": aud, "iss": authority, "iat": now.Unix(), "nbf": now.Unix(), "exp": exp.Unix(),
-		"appid": client, "oid": client, "sub": client, "tid": DefaultTenant,
-		"upn": client, "unique_name": client, "ver": "1.0",
-	}
-	tok := unsignedJWT(claims)
+	// The token names the client as its principal (principal.go).
+	tok := unsignedJWT(tokenClaims(s.principalObjectID(r.Context(), client), client, aud, authority, now, exp))
 	out := map[string]any{
 		"token_type": "Bearer", "access_token": tok, "expires_in": int64(exp.Sub(now).Seconds()),
 		"ext_expires_in": int64(exp.Sub(now).Seconds()), "expires_on": exp.Unix(), "resource": aud,

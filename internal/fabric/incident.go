@@ -14,8 +14,9 @@ import (
 
 // Incidents on demand: the writes other people and tools make that break
 // pod routing, replayed through the ARM API (in process or against a
-// served fabric) so that routekeeper meets them as it would in Azure.
-// Each returns what it changed.
+// served fabric) so that routekeeper meets them as it would in Azure:
+// here the writes that break the network, in incident_authz.go those that
+// take away the right to repair it. Each returns what it changed.
 
 // Actions of an incident's changes.
 const (
@@ -30,6 +31,7 @@ type Incidents struct {
 	vnets   *armnetwork.VirtualNetworksClient
 	subnets *armnetwork.SubnetsClient
 	tables  *armnetwork.RouteTablesClient
+	arm     *armClient // Microsoft.Authorization (incident_authz.go)
 	sub     string
 }
 
@@ -41,7 +43,11 @@ func NewIncidents(sub string, opts *arm.ClientOptions, cred azcore.TokenCredenti
 	if err != nil {
 		return nil, err
 	}
-	return &Incidents{vnets: f.NewVirtualNetworksClient(), subnets: f.NewSubnetsClient(), tables: f.NewRouteTablesClient(), sub: sub}, nil
+	c, err := newARMClient(cred, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Incidents{vnets: f.NewVirtualNetworksClient(), subnets: f.NewSubnetsClient(), tables: f.NewRouteTablesClient(), arm: c, sub: sub}, nil
 }
 
 // ResolveID turns what a user typed into an ARM ID: a full ID is kept

@@ -20,6 +20,7 @@ import (
 // are not filled (a subnet's RouteTable says which table it uses).
 func (s *Store) Networks(ctx context.Context) (*State, error) {
 	st := &State{ResourceGroups: []StateResourceGroup{}, VirtualNetworks: []StateVirtualNetwork{}, RouteTables: []StateRouteTable{}}
+	ar := newAround() // peerings' states and gateways (around.go)
 	err := s.read(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT r.type, r.doc, g.sub FROM resources r JOIN resource_groups g ON g.key = r.rg_key ORDER BY r.key`)
 		if err != nil {
@@ -31,6 +32,9 @@ func (s *Store) Networks(ctx context.Context) (*State, error) {
 			var doc []byte
 			if err := rows.Scan(&typ, &doc, &sub); err != nil {
 				return fmt.Errorf("reading networks: %w", err)
+			}
+			if err := ar.addDoc(typ, doc); err != nil {
+				return err
 			}
 			switch typ {
 			case typeVirtualNetworks:
@@ -60,6 +64,7 @@ func (s *Store) Networks(ctx context.Context) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	ar.fill(st)
 	slices.SortFunc(st.VirtualNetworks, func(a, b StateVirtualNetwork) int { return strings.Compare(key(a.ID), key(b.ID)) })
 	slices.SortFunc(st.RouteTables, func(a, b StateRouteTable) int { return strings.Compare(key(a.ID), key(b.ID)) })
 	slices.SortFunc(st.NetworkInterfaces, func(a, b StateNIC) int { return strings.Compare(key(a.ID), key(b.ID)) })

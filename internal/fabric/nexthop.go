@@ -156,6 +156,8 @@ func (s *Server) actionResult(ctx context.Context, o *operation) (*response, err
 			body, err = effectiveRouteTable(tx, o.ResourceID)
 		case actionNextHop:
 			body, err = nextHop(tx, o.ResourceID, o.PrevDoc)
+		case actionLearnedRoutes:
+			body, err = learnedRoutesResult(tx, o.ResourceID)
 		default:
 			err = fmt.Errorf("operation %s: unknown action %q", o.ID, o.ChildName)
 		}
@@ -294,14 +296,12 @@ func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &nicRouting{}
-	if v.Properties.AddressSpace != nil {
-		for _, p := range v.Properties.AddressSpace.AddressPrefixes {
-			if pf, err := netip.ParsePrefix(str(p)); err == nil {
-				out.network.AddressSpace = append(out.network.AddressSpace, pf.Masked())
-			}
-		}
+	ar, err := readAround(tx)
+	if err != nil {
+		return nil, err
 	}
+	// The address space, the peerings and the gateways' routes (around.go).
+	out := &nicRouting{network: ar.networkOf(vrow.ID)}
 	sn := findSubnet(v.Properties.Subnets, a.ChildName)
 	if sn == nil || sn.Properties == nil || sn.Properties.RouteTable == nil {
 		return out, nil
@@ -317,6 +317,9 @@ func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
 	}
 	out.tableID = t.ID
 	out.disableBGP = t.Properties.DisableBgpRoutePropagation
+	if out.disableBGP {
+		out.network.Gateway = nil // the gateways' routes do not reach the subnet
+	}
 	for _, r := range t.Properties.Routes {
 		rr := route.Route{Name: r.Name, AddressPrefix: r.Properties.AddressPrefix, NextHopType: route.NextHopType(r.Properties.NextHopType)}
 		rr.Prefix, _ = netip.ParsePrefix(r.Properties.AddressPrefix)

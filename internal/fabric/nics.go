@@ -72,6 +72,11 @@ func settleSimpleDoc(typ string, doc []byte, etag string) ([]byte, error) {
 		}
 		w.Properties.ProvisioningState = &st
 		return encode(w)
+	case typeNatGateways:
+		return settleNatGateway(doc, etag)
+	}
+	if k, ok := docKinds[typ]; ok {
+		return k.settle(doc, etag)
 	}
 	return nil, fmt.Errorf("unknown resource type %q", typ)
 }
@@ -103,6 +108,11 @@ func markSimpleDeleting(row *resourceRow) (string, []byte, error) {
 		w.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
 		doc, err := encode(w)
 		return str(w.Location), doc, err
+	case typeNatGateways:
+		return markNatGatewayDeleting(row)
+	}
+	if k, ok := docKinds[row.Type]; ok {
+		return k.deleting(row.Doc)
 	}
 	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
 }
@@ -384,6 +394,9 @@ func checkSubnetsNotInUse(tx *txn, sub string, subnetIDs []string) error {
 	gone := map[string]string{}
 	for _, id := range subnetIDs {
 		gone[key(id)] = id
+	}
+	if err := checkSubnetsFreeOfGateways(tx, sub, gone); err != nil {
+		return err
 	}
 	nics, err := allNICs(tx, sub)
 	if err != nil {

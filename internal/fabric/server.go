@@ -65,6 +65,8 @@ type Server struct {
 	buckets  map[string]*bucket
 	failLeft int // FailNextOperations still to apply
 	intrLeft int // IntruderNextGets still to apply
+
+	authz authzCache // the authorization state (authz_store.go); has its own lock
 }
 
 // New returns a Server over store.
@@ -115,6 +117,8 @@ type request struct {
 	body       []byte
 	query      url.Values
 	out        http.Header // the response headers, for the pipeline to add to
+	caller     caller      // who asks, from the bearer token (authorize.go)
+	authz      *authzState // the authorization state the request was checked against
 }
 
 // response is what a handler answers.
@@ -249,6 +253,9 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	if err := s.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
+	if err := s.authorize(r.Context(), q); err != nil {
+		return nil, err
+	}
 	return s.route(r.Context(), q)
 }
 
@@ -340,6 +347,9 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 	if is(0, "tenants") && n == 1 {
 		return s.methods(q, map[string]handler{"GET": s.listTenants})(ctx, q)
 	}
+	if authorizationIndex(seg) >= 0 {
+		return s.authorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
+	}
 	if !is(0, "subscriptions") {
 		return nil, errNoRoute(q)
 	}
@@ -382,6 +392,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 			return s.methods(q, map[string]handler{"GET": s.listNICs})(ctx, q)
 		case n == 5 && is(4, typeNetworkSecurityGroups):
 			return s.methods(q, map[string]handler{"GET": s.listNSGs})(ctx, q)
+		case n == 5 && is(4, typeNatGateways):
+			return s.methods(q, map[string]handler{"GET": s.listNatGateways})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operations"):
 			return s.methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operationResults"):
@@ -412,6 +424,11 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 			return s.networkWatchers(ctx, q, n)
 		case is(6, typeNetworkSecurityGroups):
 			return s.networkSecurityGroups(ctx, q, n)
+		case is(6, typeNatGateways):
+			return s.natGateways(ctx, q, n)
+		}
+		if h := s.gatewayTypes(seg[6]); h != nil { // gateways.go
+			return h(ctx, q, n)
 		}
 		return nil, errResourceType(q, seg[6])
 	}
@@ -451,6 +468,8 @@ func (s *Server) virtualNetworks(ctx context.Context, q *request, n int) (*respo
 		return s.methods(q, map[string]handler{"GET": s.listSubnets})(ctx, q)
 	case n == 10 && strings.EqualFold(seg[8], childSubnets):
 		return s.methods(q, map[string]handler{"GET": s.getSubnet, "PUT": s.putSubnet, "DELETE": s.deleteSubnet})(ctx, q)
+	case (n == 9 || n == 10) && strings.EqualFold(seg[8], childPeerings):
+		return s.peerings(ctx, q, n)
 	}
 	if n >= 9 {
 		return nil, errResourceType(q, "virtualNetworks/"+seg[8])

@@ -21,6 +21,9 @@ type State struct {
 	// NetworkInterfaces are filled by Store.Networks (the data plane places
 	// nodes by them), not by Snapshot.
 	NetworkInterfaces []StateNIC `json:"networkInterfaces,omitempty"`
+	// Gateways are the virtual network gateways with the on-premises
+	// prefixes they learned; filled by Store.Networks (around.go).
+	Gateways []StateGateway `json:"gateways,omitempty"`
 }
 
 // StateNIC is a network interface: its private IP addresses, each with the
@@ -58,6 +61,8 @@ type StateVirtualNetwork struct {
 	Etag              string        `json:"etag"`
 	ProvisioningState string        `json:"provisioningState"`
 	Subnets           []StateSubnet `json:"subnets"`
+	// Peerings are the network's peerings (around.go).
+	Peerings []StatePeering `json:"peerings,omitempty"`
 }
 
 // StateSubnet is a subnet and the route table associated with it.
@@ -197,6 +202,11 @@ func stateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
 				}
 			}
 			out.Subnets = append(out.Subnets, s)
+		}
+		for _, pr := range p.VirtualNetworkPeerings {
+			if pr != nil && pr.Properties != nil {
+				out.Peerings = append(out.Peerings, statePeering(pr))
+			}
 		}
 	}
 	return out

@@ -203,7 +203,7 @@ func (s *Store) init(ctx context.Context) error {
 		if v > schemaVersion {
 			return fmt.Errorf("state schema version %d is newer than this routekeeper understands (%d)", v, schemaVersion)
 		}
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
+		if _, err := tx.ExecContext(ctx, schema+authzSchema); err != nil {
 			return fmt.Errorf("creating schema: %w", err)
 		}
 		if v == 1 {

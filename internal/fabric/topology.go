@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -31,10 +32,17 @@ import (
 //	        tags: {env: test}
 //	        routes:
 //	          - {name: default-fw, addressPrefix: 0.0.0.0/0, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.4}
+//	authorization: {...}   # optional: principals, roles, locks, policies (TopologyAuthorization)
+//
+// Network interfaces are in topology_nics.go; peerings, gateways,
+// on-premises sites and connections in topology_around.go.
 type Topology struct {
 	Subscription   string                  `json:"subscription,omitempty"`
 	Location       string                  `json:"location,omitempty"`
 	ResourceGroups []TopologyResourceGroup `json:"resourceGroups"`
+	// Authorization declares principals, roles, locks and policies
+	// (topology_authz.go); nil declares none.
+	Authorization *TopologyAuthorization `json:"authorization,omitempty"`
 }
 
 // TopologyResourceGroup is a resource group and what it holds.
@@ -46,6 +54,10 @@ type TopologyResourceGroup struct {
 	RouteTables     []TopologyRouteTable     `json:"routeTables,omitempty"`
 	// NetworkInterfaces are the nodes' NICs (topology_nics.go).
 	NetworkInterfaces []TopologyNIC `json:"networkInterfaces,omitempty"`
+	// Gateways, on-premises sites and connections (topology_around.go).
+	VirtualNetworkGateways []TopologyGateway      `json:"virtualNetworkGateways,omitempty"`
+	LocalNetworkGateways   []TopologyLocalGateway `json:"localNetworkGateways,omitempty"`
+	Connections            []TopologyConnection   `json:"connections,omitempty"`
 }
 
 // TopologyVirtualNetwork is a virtual network with its subnets.
@@ -55,6 +67,8 @@ type TopologyVirtualNetwork struct {
 	Tags            map[string]string `json:"tags,omitempty"`
 	AddressPrefixes []string          `json:"addressPrefixes"`
 	Subnets         []TopologySubnet  `json:"subnets,omitempty"`
+	// Peerings are the network's side of its peerings (topology_around.go).
+	Peerings []TopologyPeering `json:"peerings,omitempty"`
 }
 
 // TopologySubnet is a subnet; RouteTable, when set, associates a route
@@ -92,7 +106,7 @@ func LoadTopology(path string) (*Topology, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading topology: %w", err)
 	}
-	t, err := ParseTopology(b)
+	t, err := parseTopology(b, filepath.Dir(path))
 	if err != nil {
 		return nil, prefixErrors(path, err)
 	}
@@ -100,10 +114,19 @@ func LoadTopology(path string) (*Topology, error) {
 }
 
 // ParseTopology parses and checks a topology document (YAML or JSON).
-func ParseTopology(b []byte) (*Topology, error) {
+// Files it names (role definitions) are read relative to the working
+// directory; LoadTopology reads them relative to the topology file.
+func ParseTopology(b []byte) (*Topology, error) { return parseTopology(b, "") }
+
+func parseTopology(b []byte, dir string) (*Topology, error) {
 	var t Topology
 	if err := yaml.UnmarshalStrict(b, &t); err != nil {
 		return nil, fmt.Errorf("not a valid topology: %w", err)
+	}
+	if t.Authorization != nil {
+		for i := range t.Authorization.RoleDefinitions {
+			t.Authorization.RoleDefinitions[i].load(dir)
+		}
 	}
 	if err := t.Validate(); err != nil {
 		return nil, err
@@ -203,6 +226,7 @@ func (t *Topology) Validate() error {
 			}
 		}
 		validateNICs(f, rg, bad)
+		validateAround(f, rg, bad)
 		vnetSeen := map[string]bool{}
 		for j, vn := range rg.VirtualNetworks {
 			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)
@@ -293,6 +317,13 @@ func (t *Topology) Validate() error {
 				}
 			}
 		}
+	}
+	if t.Authorization != nil {
+		rgs := map[string]bool{}
+		for _, rg := range t.ResourceGroups {
+			rgs[key(rg.Name)] = true
+		}
+		t.Authorization.validate(firstNonEmpty(t.Subscription, DefaultSubscription), rgs, bad)
 	}
 	return errors.Join(errs...)
 }

@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -112,16 +110,6 @@ func (r *recorder) WriteHeader(code int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	r.WriteHeader(http.StatusOK)
 	return r.body.Write(b)
-}
-
-// Credential is an azcore.TokenCredential that returns a static bearer
-// token: the fabric wants an Authorization header, as Azure does, but
-// accepts any token.
-type Credential struct{}
-
-// GetToken returns the static token.
-func (Credential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
-	return azcore.AccessToken{Token: "routekeeper-fabric", ExpiresOn: time.Now().Add(24 * time.Hour)}, nil
 }
 
 // ClientOptions points the Azure SDK at a fabric: endpoint is its base URL

@@ -31,6 +31,7 @@ func settleVNet(v *armnetwork.VirtualNetwork, removeChild, etag string) {
 		return
 	}
 	v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+	settlePeerings(v, removeChild)
 	subnets := v.Properties.Subnets[:0]
 	for _, sn := range v.Properties.Subnets {
 		if removeChild != "" && strings.EqualFold(str(sn.Name), removeChild) {
@@ -42,7 +43,11 @@ func settleVNet(v *armnetwork.VirtualNetwork, removeChild, etag string) {
 	v.Properties.Subnets = subnets
 }
 
-func renderVNet(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
+// renderVNet is a virtual network as ARM returns it: with its peerings'
+// states, which depend on the remote networks (peerings.go).
+func renderVNet(tx *txn, row *resourceRow) (json.RawMessage, error) {
+	return renderVNetDoc(tx, row.Doc)
+}
 
 // vnetAssociations derives the subnet → route table links a virtual
 // network holds. A link to a table that no longer exists is dropped.
@@ -72,8 +77,9 @@ func (s *Server) listVirtualNetworks(ctx context.Context, q *request) (*response
 func (s *Server) getVirtualNetwork(ctx context.Context, q *request) (*response, error) {
 	var resp *response
 	err := s.readTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, func(tx *txn, row *resourceRow) error {
-		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc), header: withEtag(row.Etag)}
-		return nil
+		doc, err := renderVNet(tx, row)
+		resp = &response{status: http.StatusOK, body: doc, header: withEtag(row.Etag)}
+		return err
 	})
 	return resp, err
 }
@@ -137,9 +143,8 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 		if out.EnableDdosProtection == nil {
 			out.EnableDdosProtection = ptr(false)
 		}
-		if out.VirtualNetworkPeerings == nil {
-			out.VirtualNetworkPeerings = []*armnetwork.VirtualNetworkPeering{}
-		}
+		// Peerings are child resources: a PUT of the network keeps them.
+		out.VirtualNetworkPeerings = keptPeerings(cur)
 		out.AddressSpace = &armnetwork.AddressSpace{AddressPrefixes: toPtrs(space)}
 		var curSubnets []*armnetwork.Subnet
 		if cur != nil {
@@ -333,6 +338,18 @@ func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.S
 			return nil, err
 		}
 		p.NetworkSecurityGroup = nsg
+	}
+	if p.NatGateway != nil { // natgateways.go
+		ref := strings.TrimSpace(str(p.NatGateway.ID))
+		if ref == "" {
+			p.NatGateway = nil
+		} else {
+			natID, err := resolveNatGateway(tx, ref, vnetID, id, loc)
+			if err != nil {
+				return nil, err
+			}
+			p.NatGateway = &armnetwork.SubResource{ID: ptr(natID)}
+		}
 	}
 	if p.Delegations == nil {
 		p.Delegations = []*armnetwork.Delegation{} // Azure lists none as []

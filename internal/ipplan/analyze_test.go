@@ -101,10 +101,10 @@ func TestCapacityFormulas(t *testing.T) {
 	}{
 		{"kubenet /27 subnet", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/27"}}}, Kubenet, 27, "subnet", 27 * 110},
 		{"kubenet bounded by the /16 pod CIDR", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}}, Kubenet, 256, "pod-cidr", 256 * 110},
-		{"kubenet bounded by the route limit", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: "10.240.0.0/14"}, Kubenet, 400, "route-limit", 400 * 110},
+		{"kubenet bounded by the route limit", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: StringList{"10.240.0.0/14"}}, Kubenet, 400, "route-limit", 400 * 110},
 		{"kubenet with a lower route limit", Plan{RouteLimit: 100}, Kubenet, 100, "route-limit", 100 * 110},
 		{"kubenet /23 node ranges", Plan{NodeCIDRMaskSize: 23, Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}}, Kubenet, 128, "pod-cidr", 128 * 110},
-		{"overlay ignores the route limit", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: "10.240.0.0/12"}, Overlay, 4091, "subnet", 4091 * 250},
+		{"overlay ignores the route limit", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: StringList{"10.240.0.0/12"}}, Overlay, 4091, "subnet", 4091 * 250},
 		{"overlay without subnet: pod CIDR", Plan{}, Overlay, 256, "pod-cidr", 256 * 250},
 		{"azure without subnet is unbounded", Plan{}, AzureCNI, -1, "", -1},
 		{"azure /20 at 110 pods", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, MaxPods: intp(110)}, AzureCNI, 4091 / 111, "subnet", 4091 / 111 * 110},
@@ -123,7 +123,7 @@ func TestCapacityFormulas(t *testing.T) {
 
 func TestRequestedNodes(t *testing.T) {
 	// 399 nodes + 1 surge = 400 node ranges: a /15 pod CIDR, 400 routes (at the limit).
-	r := analyze(t, Plan{Nodes: 399, PodCIDR: "10.244.0.0/15", Plugins: []Plugin{Kubenet}})
+	r := analyze(t, Plan{Nodes: 399, PodCIDR: StringList{"10.244.0.0/15"}, Plugins: []Plugin{Kubenet}})
 	c := capacityOf(t, r, Kubenet)
 	if c.NodesWithSurge != 400 || c.Routes != 400 || c.SmallestPodCIDRPrefix != 15 || c.PodCIDRAddressesConsumed != 400*256 ||
 		c.AddressesConsumed != 400 || c.SmallestSubnetPrefix != 23 || c.Fits == nil || !*c.Fits {
@@ -163,8 +163,8 @@ func goodBase() Plan {
 	return Plan{
 		VNet:         StringList{"172.16.0.0/16"},
 		Subnets:      []Subnet{{Name: "nodes", Prefix: "172.16.0.0/24"}, {Name: "appgw", Prefix: "172.16.1.0/27"}},
-		PodCIDR:      "10.244.0.0/16",
-		ServiceCIDR:  "10.0.0.0/16",
+		PodCIDR:      StringList{"10.244.0.0/16"},
+		ServiceCIDR:  StringList{"10.0.0.0/16"},
 		DNSServiceIP: "10.0.0.10",
 		Nodes:        20,
 		OnPrem:       StringList{"192.168.0.0/16"},
@@ -184,25 +184,25 @@ func TestBadPlans(t *testing.T) {
 			p.VNet = StringList{"172.31.0.0/16"}
 			p.Subnets = []Subnet{{Prefix: "172.31.0.0/24"}}
 		}, RuleForbiddenRange, Error, nil},
-		{"pod CIDR in link-local", func(p *Plan) { p.PodCIDR = "169.254.0.0/16" }, RuleForbiddenRange, Error, nil},
+		{"pod CIDR in link-local", func(p *Plan) { p.PodCIDR = StringList{"169.254.0.0/16"} }, RuleForbiddenRange, Error, nil},
 		{"service CIDR over the documentation range", func(p *Plan) {
-			p.ServiceCIDR = "192.0.0.0/16"
+			p.ServiceCIDR = StringList{"192.0.0.0/16"}
 			p.DNSServiceIP = "192.0.0.10"
 		}, RuleForbiddenRange, Error, nil},
 		{"service CIDR in 172.30/16", func(p *Plan) {
-			p.ServiceCIDR = "172.30.0.0/16"
+			p.ServiceCIDR = StringList{"172.30.0.0/16"}
 			p.DNSServiceIP = "172.30.0.10"
 		}, RuleForbiddenRange, Error, nil},
 		{"subnet without VNet over Azure's platform address", func(p *Plan) {
 			p.VNet = nil
 			p.Subnets = []Subnet{{Prefix: "168.63.129.0/24"}}
 		}, RuleForbiddenRange, Error, nil},
-		{"public pod CIDR", func(p *Plan) { p.PodCIDR = "20.0.0.0/16" }, RuleNonPrivateRange, Warning, nil},
-		{"pod CIDR overlaps the VNet", func(p *Plan) { p.PodCIDR = "172.16.0.0/16" }, RuleOverlap, Error, nil},
-		{"pod CIDR overlaps the service CIDR", func(p *Plan) { p.PodCIDR = "10.0.0.0/16" }, RuleOverlap, Error, nil},
+		{"public pod CIDR", func(p *Plan) { p.PodCIDR = StringList{"20.0.0.0/16"} }, RuleNonPrivateRange, Warning, nil},
+		{"pod CIDR overlaps the VNet", func(p *Plan) { p.PodCIDR = StringList{"172.16.0.0/16"} }, RuleOverlap, Error, nil},
+		{"pod CIDR overlaps the service CIDR", func(p *Plan) { p.PodCIDR = StringList{"10.0.0.0/16"} }, RuleOverlap, Error, nil},
 		{"pod CIDR overlaps on-premises 10/8", func(p *Plan) { p.OnPrem = StringList{"10.0.0.0/8"} }, RuleOverlap, Error, nil},
 		{"service CIDR overlaps the VNet", func(p *Plan) {
-			p.ServiceCIDR = "172.16.128.0/17"
+			p.ServiceCIDR = StringList{"172.16.128.0/17"}
 			p.DNSServiceIP = "172.16.128.10"
 		}, RuleOverlap, Error, nil},
 		{"VNet overlaps a peered VNet", func(p *Plan) { p.OnPrem = StringList{"172.16.0.0/12"} }, RuleOverlap, Error, nil},
@@ -211,7 +211,7 @@ func TestBadPlans(t *testing.T) {
 		{"subnet outside the VNet", func(p *Plan) { p.Subnets[1].Prefix = "172.17.0.0/24" }, RuleSubnetOutsideVNet, Error, nil},
 		{"subnet smaller than /29", func(p *Plan) { p.Subnets[1].Prefix = "172.16.1.0/30" }, RuleSubnetTooSmall, Error, nil},
 		{"service CIDR /12", func(p *Plan) {
-			p.ServiceCIDR = "10.16.0.0/12"
+			p.ServiceCIDR = StringList{"10.16.0.0/12"}
 			p.DNSServiceIP = "10.16.0.10"
 		}, RuleServiceCIDRTooLarge, Error, nil},
 		{"DNS IP outside the service CIDR", func(p *Plan) { p.DNSServiceIP = "10.1.0.10" }, RuleDNSIPOutsideServiceCIDR, Error, nil},
@@ -220,22 +220,22 @@ func TestBadPlans(t *testing.T) {
 		{"DNS IP is the broadcast address", func(p *Plan) { p.DNSServiceIP = "10.0.255.255" }, RuleDNSIPReserved, Error, nil},
 		{"DNS IP not .10", func(p *Plan) { p.DNSServiceIP = "10.0.0.53" }, RuleDNSIPNotTenth, Info, nil},
 
-		{"pod CIDR too small for the nodes", func(p *Plan) { p.PodCIDR = "10.244.0.0/20" }, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
+		{"pod CIDR too small for the nodes", func(p *Plan) { p.PodCIDR = StringList{"10.244.0.0/20"} }, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
 		{"pod CIDR too small for the surge only", func(p *Plan) {
-			p.PodCIDR = "10.244.0.0/20"
+			p.PodCIDR = StringList{"10.244.0.0/20"}
 			p.Nodes = 16
 		}, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
-		{"pod CIDR longer than a node range", func(p *Plan) { p.PodCIDR = "10.244.0.0/25" }, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
+		{"pod CIDR longer than a node range", func(p *Plan) { p.PodCIDR = StringList{"10.244.0.0/25"} }, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
 		{"more nodes than routes", func(p *Plan) {
 			p.Subnets[0].Prefix = "172.16.0.0/22"
 			p.Subnets[1].Prefix = "172.16.4.0/27"
-			p.PodCIDR = "10.244.0.0/14"
+			p.PodCIDR = StringList{"10.244.0.0/14"}
 			p.Nodes = 450
 		}, RuleRouteLimit, Error, []Plugin{Kubenet}},
 		{"the surge node breaks the route limit", func(p *Plan) {
 			p.Subnets[0].Prefix = "172.16.0.0/22"
 			p.Subnets[1].Prefix = "172.16.4.0/27"
-			p.PodCIDR = "10.244.0.0/14"
+			p.PodCIDR = StringList{"10.244.0.0/14"}
 			p.Nodes = 400
 		}, RuleRouteLimit, Error, []Plugin{Kubenet}},
 		{"max pods above 250", func(p *Plan) { p.MaxPods = intp(251) }, RuleMaxPodsRange, Error, nil},
@@ -258,7 +258,7 @@ func TestBadPlans(t *testing.T) {
 		{"compare mode: Azure CNI does not fit", func(p *Plan) { p.Plugins = nil }, RuleSubnetTooSmall, Warning, []Plugin{AzureCNI}},
 		{"compare mode: pod CIDR too small", func(p *Plan) {
 			p.Plugins = nil
-			p.PodCIDR = "10.244.0.0/20"
+			p.PodCIDR = StringList{"10.244.0.0/20"}
 		}, RulePodCIDRTooSmall, Warning, []Plugin{Kubenet, Overlay}},
 	}
 	for _, tt := range tests {
@@ -291,10 +291,10 @@ func TestGoodPlans(t *testing.T) {
 	}{
 		{"kubenet base", goodBase()},
 		{"seed 004 with its 3 nodes", Plan{VNet: StringList{"192.168.0.0/16"}, Subnets: []Subnet{{Prefix: "192.168.1.0/24"}}, Nodes: 3}},
-		{"azure CNI in a /21", Plan{VNet: StringList{"10.1.0.0/16"}, Subnets: []Subnet{{Prefix: "10.1.0.0/21"}}, ServiceCIDR: "10.2.0.0/16",
+		{"azure CNI in a /21", Plan{VNet: StringList{"10.1.0.0/16"}, Subnets: []Subnet{{Prefix: "10.1.0.0/21"}}, ServiceCIDR: StringList{"10.2.0.0/16"},
 			DNSServiceIP: "10.2.0.10", Nodes: 50, MaxPods: intp(30), Plugins: []Plugin{AzureCNI}}},
-		{"overlay 1000 nodes", Plan{VNet: StringList{"10.1.0.0/16"}, Subnets: []Subnet{{Prefix: "10.1.0.0/21"}}, PodCIDR: "100.64.0.0/13",
-			ServiceCIDR: "10.2.0.0/16", DNSServiceIP: "10.2.0.10", Nodes: 1000, Surge: "10%", Plugins: []Plugin{Overlay}}},
+		{"overlay 1000 nodes", Plan{VNet: StringList{"10.1.0.0/16"}, Subnets: []Subnet{{Prefix: "10.1.0.0/21"}}, PodCIDR: StringList{"100.64.0.0/13"},
+			ServiceCIDR: StringList{"10.2.0.0/16"}, DNSServiceIP: "10.2.0.10", Nodes: 1000, Surge: "10%", Plugins: []Plugin{Overlay}}},
 		{"two VNet prefixes, subnet in the second", Plan{VNet: StringList{"172.16.0.0/16", "172.17.0.0/16"},
 			Subnets: []Subnet{{Prefix: "172.17.0.0/24"}}, Nodes: 10, Plugins: []Plugin{Kubenet, Overlay}}},
 	}
@@ -339,14 +339,14 @@ func TestOverlapNotRepeatedForSubnets(t *testing.T) {
 // A service range too small to have a .10 gets no ".10 by convention" remark.
 func TestDNSInSmallServiceRange(t *testing.T) {
 	p := goodBase()
-	p.ServiceCIDR = "10.0.0.0/29"
+	p.ServiceCIDR = StringList{"10.0.0.0/29"}
 	p.DNSServiceIP = "10.0.0.5"
 	for _, f := range analyze(t, p).Findings {
 		if strings.HasPrefix(f.Rule, "dns-") {
 			t.Errorf("unexpected %s: %s", f.Rule, f.Message)
 		}
 	}
-	p.ServiceCIDR = "10.0.0.0/28"
+	p.ServiceCIDR = StringList{"10.0.0.0/28"}
 	if !hasFinding(analyze(t, p), RuleDNSIPNotTenth, Info) {
 		t.Error("a /28 has a .10; want the remark")
 	}
@@ -354,9 +354,9 @@ func TestDNSInSmallServiceRange(t *testing.T) {
 
 func TestFindingsSortedBySeverity(t *testing.T) {
 	p := goodBase()
-	p.DNSServiceIP = "10.0.0.53" // info
-	p.Surge = "0"                // warning
-	p.PodCIDR = "10.0.0.0/16"    // error
+	p.DNSServiceIP = "10.0.0.53"          // info
+	p.Surge = "0"                         // warning
+	p.PodCIDR = StringList{"10.0.0.0/16"} // error
 	r := analyze(t, p)
 	last := -1
 	for _, f := range r.Findings {
@@ -374,12 +374,16 @@ func TestInvalidInput(t *testing.T) {
 		path   string
 		reason string
 	}{
-		{"bad CIDR", Plan{PodCIDR: "10.244.0.0/33"}, "podCIDR", "not a CIDR"},
-		{"host bits", Plan{ServiceCIDR: "10.0.0.1/16"}, "serviceCIDR", "did you mean 10.0.0.0/16"},
+		{"bad CIDR", Plan{PodCIDR: StringList{"10.244.0.0/33"}}, "podCIDR", "not a CIDR"},
+		{"host bits", Plan{ServiceCIDR: StringList{"10.0.0.1/16"}}, "serviceCIDR", "did you mean 10.0.0.0/16"},
 		{"address without length", Plan{VNet: StringList{"10.0.0.0"}}, "vnet[0]", "no prefix length"},
-		{"IPv6", Plan{PodCIDR: "fd00::/48"}, "podCIDR", "only IPv4"},
+		{"two IPv4 pod CIDRs", Plan{PodCIDR: StringList{"10.244.0.0/16,10.245.0.0/16"}}, "podCIDR[1]", "second IPv4 range (also 10.244.0.0/16)"},
+		{"two IPv6 service CIDRs", Plan{ServiceCIDR: StringList{"10.0.0.0/16", "fd00::/108", "fd01::/108"}}, "serviceCIDR[2]", "second IPv6 range"},
+		{"two IPv6 subnet prefixes", Plan{Subnets: []Subnet{{Name: "a", Prefix: "fd00::/64,fd00:1::/64"}}}, "subnets[0].prefix", "same IP family"},
+		{"prefix and prefixes", Plan{Subnets: []Subnet{{Name: "a", Prefix: "10.1.0.0/24", Prefixes: []string{"fd00::/64"}}}}, "subnets[0].prefixes", "not both"},
+		{"IPv6 node mask", Plan{NodeCIDRMaskSizeIPv6: 121}, "nodeCIDRMaskSizeIPv6", "between 64 and 120"},
 		{"DNS not an address", Plan{DNSServiceIP: "10.0.0.300"}, "dnsServiceIP", "not an IP address"},
-		{"DNS IPv6", Plan{DNSServiceIP: "fd00::10"}, "dnsServiceIP", "IPv4"},
+		{"DNS with a zone", Plan{DNSServiceIP: "fe80::10%eth0"}, "dnsServiceIP", "zone"},
 		{"subnet prefix", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/24"}, {Name: "b", Prefix: "banana"}}}, "subnets[1].prefix", "not a CIDR"},
 		{"empty subnet", Plan{Subnets: []Subnet{{Name: "a"}}}, "subnets[0].prefix", "empty"},
 		{"duplicate subnet names", Plan{Subnets: []Subnet{{Name: "a", Prefix: "10.1.0.0/24"}, {Name: "a", Prefix: "10.1.1.0/24"}}}, "subnets[1].name", "twice"},

@@ -6,14 +6,17 @@
 //
 // It is pure: the caller hands in a Plan (from flags, a plan file or a live
 // config) and gets back a Report with findings, capacity per plugin and the
-// ranges on the address axis, which SVG draws. Only IPv4 is handled.
+// ranges on the address axis, which SVG draws. Plans are IPv4 or
+// dual-stack (IPv4 and IPv6, as AKS's --ip-families ipv4,ipv6): one pod
+// and one service range per family, IPv6 prefixes on the VNet and its
+// subnets. CheckOverlayTarget (overlay.go) is the check of a move to Azure
+// CNI Overlay against the network around a cluster.
 package ipplan
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -33,8 +36,19 @@ func AllPlugins() []Plugin { return []Plugin{Kubenet, AzureCNI, Overlay} }
 
 // Azure's defaults (az aks create) and limits.
 const (
-	DefaultPodCIDR          = "10.244.0.0/16"
-	DefaultServiceCIDR      = "10.0.0.0/16"
+	DefaultPodCIDR     = "10.244.0.0/16"
+	DefaultServiceCIDR = "10.0.0.0/16"
+	// AKS's IPv6 defaults of a dual-stack cluster (--pod-cidrs,
+	// --service-cidrs) and the IPv6 pod range each node gets (/80, as AKS's
+	// dual-stack documentation shows it: fd12:3456:789a:0:1::/80, ...).
+	DefaultPodCIDRIPv6          = "fd12:3456:789a::/64"
+	DefaultServiceCIDRIPv6      = "fd12:3456:789a:1::/108"
+	DefaultNodeCIDRMaskSizeIPv6 = 80
+	// LargestIPv6ServiceCIDR: the largest IPv6 service range AKS and
+	// kube-apiserver accept is a /108.
+	LargestIPv6ServiceCIDR = 108
+	// IPv6SubnetBits is the only size of an IPv6 subnet Azure accepts.
+	IPv6SubnetBits          = 64
 	DefaultDNSServiceIP     = "10.0.0.10"
 	DefaultSurge            = "1"
 	DefaultRouteLimit       = 400 // routes per route table
@@ -71,10 +85,15 @@ type Plan struct {
 	// node subnet: capacity is computed for it.
 	Subnets []Subnet `json:"subnets,omitempty"`
 	// PodCIDR is the cluster CIDR from which each node gets a /24 (kubenet,
-	// Overlay). Azure CNI does not use it. Default 10.244.0.0/16.
-	PodCIDR string `json:"podCIDR,omitempty"`
-	// ServiceCIDR is the Kubernetes service range. Default 10.0.0.0/16.
-	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+	// Overlay). Azure CNI does not use it. Default 10.244.0.0/16. One range
+	// per IP family (a list, or "IPv4,IPv6" as AKS's --pod-cidrs): with an
+	// IPv6 range the cluster is dual-stack, and each node also gets a /80
+	// (NodeCIDRMaskSizeIPv6) of it.
+	PodCIDR StringList `json:"podCIDR,omitempty"`
+	// ServiceCIDR is the Kubernetes service range, one per IP family.
+	// Default 10.0.0.0/16, and fd12:3456:789a:1::/108 for a dual-stack
+	// cluster.
+	ServiceCIDR StringList `json:"serviceCIDR,omitempty"`
 	// DNSServiceIP is the cluster DNS service address. Default 10.0.0.10.
 	DNSServiceIP string `json:"dnsServiceIP,omitempty"`
 	// Nodes is the node count to plan for; 0 means "not given": only the
@@ -86,8 +105,10 @@ type Plan struct {
 	// or a percentage of Nodes ("33%"), rounded up as AKS does.
 	Surge Surge `json:"surge,omitempty"`
 	// OnPrem are ranges reachable from the VNet: on-premises networks behind
-	// ExpressRoute or VPN, and peered VNets.
+	// ExpressRoute or VPN (and peered VNets, when not given as Peered).
 	OnPrem StringList `json:"onPrem,omitempty"`
+	// Peered are the address spaces of peered VNets.
+	Peered StringList `json:"peered,omitempty"`
 	// Plugins are the plugins to plan for; empty compares all three.
 	Plugins []Plugin `json:"plugins,omitempty"`
 	// RouteLimit is the number of routes a route table holds. Default 400.
@@ -96,20 +117,75 @@ type Plan struct {
 	// kubenet (kube-controller-manager --node-cidr-mask-size). Default 24.
 	// Overlay always uses /24.
 	NodeCIDRMaskSize int `json:"nodeCIDRMaskSize,omitempty"`
+	// NodeCIDRMaskSizeIPv6 is the prefix length of each node's IPv6 pod
+	// range (kube-controller-manager --node-cidr-mask-size-ipv6). Default
+	// 80, AKS's.
+	NodeCIDRMaskSizeIPv6 int `json:"nodeCIDRMaskSizeIPv6,omitempty"`
 }
 
-// Subnet is one subnet of the plan.
+// Subnet is one subnet of the plan: one prefix, or one per IP family (a
+// dual-stack subnet), in Prefix ("IPv4,IPv6" works too) or Prefixes.
 type Subnet struct {
-	Name   string `json:"name,omitempty"`
-	Prefix string `json:"prefix"`
+	Name     string   `json:"name,omitempty"`
+	Prefix   string   `json:"prefix,omitempty"`
+	Prefixes []string `json:"prefixes,omitempty"`
 }
 
-// ParseSubnet reads the --subnet syntax: "NAME=CIDR" or "CIDR".
+// ParseSubnet reads the --subnet syntax: "NAME=CIDR[,CIDR]" or "CIDR[,CIDR]".
 func ParseSubnet(s string) Subnet {
 	if name, prefix, ok := strings.Cut(s, "="); ok {
 		return Subnet{Name: strings.TrimSpace(name), Prefix: strings.TrimSpace(prefix)}
 	}
 	return Subnet{Prefix: strings.TrimSpace(s)}
+}
+
+// ParseSubnets reads the values of --subnet, which a command line splits
+// at commas: an unnamed value of an IP family the previous subnet lacks is
+// that subnet's other prefix, so "nodes=10.1.0.0/24,fd00:1::/64" is one
+// dual-stack subnet, while "a=10.1.0.0/24,b=10.1.1.0/24" stays two.
+func ParseSubnets(values []string) []Subnet {
+	var out []Subnet
+	for _, v := range values {
+		sn := ParseSubnet(v)
+		if n := len(out); n > 0 && sn.Name == "" && !strings.Contains(sn.Prefix, ",") {
+			prev := &out[n-1]
+			have := prev.prefixes()
+			if len(have) == 1 && isIPv6(have[0]) != isIPv6(sn.Prefix) {
+				prev.Prefix = have[0] + "," + sn.Prefix
+				continue
+			}
+		}
+		out = append(out, sn)
+	}
+	return out
+}
+
+// prefixes are the subnet's prefixes as written, split at commas.
+func (s Subnet) prefixes() []string {
+	var out []string
+	for _, list := range append([]string{s.Prefix}, s.Prefixes...) {
+		for _, p := range strings.Split(list, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func isIPv6(prefix string) bool { return strings.Contains(prefix, ":") }
+
+// split is a list of ranges as written, each element split at commas.
+func (l StringList) split() []string {
+	var out []string
+	for _, e := range l {
+		for _, p := range strings.Split(e, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // StringList is a list of strings that a plan file may also give as one
@@ -201,171 +277,4 @@ func (e *FieldError) Path() string {
 
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("%s: %q %s", e.Path(), e.Value, e.Reason)
-}
-
-// parsed is a validated Plan with defaults applied.
-type parsed struct {
-	vnet             []netip.Prefix
-	subnets          []namedPrefix
-	pod              netip.Prefix
-	service          netip.Prefix
-	dns              netip.Addr
-	onPrem           []netip.Prefix
-	nodes            int
-	surge            int
-	maxPods          int // 0: each plugin's default
-	plugins          []Plugin
-	compare          bool
-	podCIDRGiven     bool
-	routeLimit       int
-	nodeCIDRMaskSize int
-}
-
-type namedPrefix struct {
-	name   string
-	prefix netip.Prefix
-}
-
-// Validate checks that every field of p is well formed (addresses, prefixes
-// without host bits, IPv4, counts in range) and returns a *FieldError naming
-// the first bad one. Whether the plan is sound is Analyze's business.
-func (p Plan) Validate() error {
-	_, err := p.parse()
-	return err
-}
-
-func (p Plan) parse() (*parsed, error) {
-	out := &parsed{}
-	var err error
-	for i, s := range p.VNet {
-		pr, err := parsePrefix("vnet", i, "", s)
-		if err != nil {
-			return nil, err
-		}
-		out.vnet = append(out.vnet, pr)
-	}
-	names := map[string]int{}
-	for i, s := range p.Subnets {
-		if s.Name != "" {
-			if j, dup := names[s.Name]; dup {
-				return nil, &FieldError{Field: "subnets", Index: i, Sub: "name", Value: s.Name,
-					Reason: fmt.Sprintf("is used twice (also subnets[%d])", j)}
-			}
-			names[s.Name] = i
-		}
-		pr, err := parsePrefix("subnets", i, "prefix", s.Prefix)
-		if err != nil {
-			return nil, err
-		}
-		out.subnets = append(out.subnets, namedPrefix{name: s.Name, prefix: pr})
-	}
-	out.podCIDRGiven = p.PodCIDR != ""
-	if out.pod, err = parsePrefix("podCIDR", -1, "", orDefault(p.PodCIDR, DefaultPodCIDR)); err != nil {
-		return nil, err
-	}
-	if out.service, err = parsePrefix("serviceCIDR", -1, "", orDefault(p.ServiceCIDR, DefaultServiceCIDR)); err != nil {
-		return nil, err
-	}
-	dns := orDefault(p.DNSServiceIP, DefaultDNSServiceIP)
-	a, perr := netip.ParseAddr(strings.TrimSpace(dns))
-	switch {
-	case perr != nil:
-		return nil, &FieldError{Field: "dnsServiceIP", Index: -1, Value: dns, Reason: "is not an IP address"}
-	case a.Zone() != "" || !a.Unmap().Is4():
-		return nil, &FieldError{Field: "dnsServiceIP", Index: -1, Value: dns, Reason: "is not an IPv4 address (only IPv4 is supported)"}
-	}
-	out.dns = a.Unmap()
-	for i, s := range p.OnPrem {
-		pr, err := parsePrefix("onPrem", i, "", s)
-		if err != nil {
-			return nil, err
-		}
-		out.onPrem = append(out.onPrem, pr)
-	}
-	if p.Nodes < 0 || p.Nodes > maxNodes {
-		return nil, &FieldError{Field: "nodes", Index: -1, Value: strconv.Itoa(p.Nodes),
-			Reason: fmt.Sprintf("must be between 0 and %d", maxNodes)}
-	}
-	out.nodes = p.Nodes
-	if p.MaxPods != nil {
-		if *p.MaxPods < 1 {
-			return nil, &FieldError{Field: "maxPods", Index: -1, Value: strconv.Itoa(*p.MaxPods), Reason: "must be a positive number"}
-		}
-		out.maxPods = *p.MaxPods
-	}
-	if out.surge, err = p.Surge.count(p.Nodes); err != nil {
-		return nil, &FieldError{Field: "surge", Index: -1, Value: string(p.Surge), Reason: err.Error()}
-	}
-	seen := map[Plugin]bool{}
-	for i, pl := range p.Plugins {
-		pl = Plugin(strings.ToLower(strings.TrimSpace(string(pl))))
-		switch pl {
-		case Kubenet, AzureCNI, Overlay:
-		default:
-			return nil, &FieldError{Field: "plugins", Index: i, Value: string(p.Plugins[i]),
-				Reason: "is not one of kubenet, azure, overlay"}
-		}
-		seen[pl] = true
-	}
-	for _, pl := range AllPlugins() { // keep the report order stable
-		if seen[pl] {
-			out.plugins = append(out.plugins, pl)
-		}
-	}
-	if len(out.plugins) == 0 {
-		out.plugins = AllPlugins()
-		out.compare = true
-	}
-	out.routeLimit = p.RouteLimit
-	if out.routeLimit == 0 {
-		out.routeLimit = DefaultRouteLimit
-	}
-	if out.routeLimit < 1 {
-		return nil, &FieldError{Field: "routeLimit", Index: -1, Value: strconv.Itoa(p.RouteLimit), Reason: "must be a positive number"}
-	}
-	out.nodeCIDRMaskSize = p.NodeCIDRMaskSize
-	if out.nodeCIDRMaskSize == 0 {
-		out.nodeCIDRMaskSize = DefaultNodeCIDRMaskSize
-	}
-	if out.nodeCIDRMaskSize < 8 || out.nodeCIDRMaskSize > 30 {
-		return nil, &FieldError{Field: "nodeCIDRMaskSize", Index: -1, Value: strconv.Itoa(p.NodeCIDRMaskSize),
-			Reason: "must be between 8 and 30"}
-	}
-	return out, nil
-}
-
-func orDefault(s, def string) string {
-	if strings.TrimSpace(s) == "" {
-		return def
-	}
-	return s
-}
-
-// parsePrefix parses an IPv4 CIDR and refuses host bits, so that a typo such
-// as 10.0.0.1/16 is caught instead of silently widened.
-func parsePrefix(field string, index int, sub, s string) (netip.Prefix, error) {
-	fe := func(reason string) error {
-		return &FieldError{Field: field, Index: index, Sub: sub, Value: s, Reason: reason}
-	}
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return netip.Prefix{}, fe("is empty; want a CIDR such as 10.1.0.0/16")
-	}
-	if strings.HasPrefix(strings.ToLower(t), "/subscriptions/") {
-		return netip.Prefix{}, fe("is an ARM resource ID, not a CIDR (read subnets from the cloud with --config)")
-	}
-	p, err := netip.ParsePrefix(t)
-	if err != nil {
-		if a, aerr := netip.ParseAddr(t); aerr == nil && a.Is4() {
-			return netip.Prefix{}, fe(fmt.Sprintf("has no prefix length; want a CIDR such as %s/24", t))
-		}
-		return netip.Prefix{}, fe("is not a CIDR such as 10.1.0.0/16")
-	}
-	if !p.Addr().Is4() {
-		return netip.Prefix{}, fe("is not IPv4 (only IPv4 is supported)")
-	}
-	if m := p.Masked(); m != p {
-		return netip.Prefix{}, fe(fmt.Sprintf("has host bits set; did you mean %s?", m))
-	}
-	return p, nil
 }

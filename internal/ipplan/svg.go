@@ -28,17 +28,20 @@ var kindColor = map[Kind]string{
 	KindPod:       "#59a14f",
 	KindService:   "#b07aa1",
 	KindOnPrem:    "#9c755f",
+	KindPeered:    "#edc948",
 	KindForbidden: "#555555",
 }
 
 const overlapColor = "#d62728"
 
-// region is a stretch of the address axis holding ranges that overlap one
-// another (directly or through others), drawn as one horizontal axis.
+// region is a stretch of the address axis of one family holding ranges
+// that overlap one another (directly or through others), drawn as one
+// horizontal axis.
 type region struct {
-	lo, hi uint64 // inclusive
-	lanes  []int  // indexes in Report.Ranges
-	cuts   []uint64
+	v6     bool
+	lo, hi u128  // inclusive
+	lanes  []int // indexes in Report.Ranges
+	cuts   []u128
 	xs     []float64 // x of each cut
 }
 
@@ -81,12 +84,12 @@ func SVG(r Report) []byte {
 	for _, g := range regions {
 		y = drawRegion(&b, r, g, overlapsIn(g), y)
 	}
-	y = drawLegend(&b, y+8)
+	y = drawLegend(&b, y+8, r)
 	for _, o := range r.Overlaps {
 		y += 16
 		a, c := r.Ranges[o.A], r.Ranges[o.B]
 		w(`<text x="%g" y="%g" fill="%s">%s</text>`+"\n", svgMargin, y, overlapColor,
-			esc(fmt.Sprintf("overlap: %s and %s share %s (%s addresses)", a.Label(), c.Label(), o.Prefix, Thousands(size(o.Prefix)))))
+			esc(fmt.Sprintf("overlap: %s and %s share %s (%s addresses)", a.Label(), c.Label(), o.Prefix, size(o.Prefix))))
 	}
 	w("</svg>\n")
 	return b.Bytes()
@@ -119,42 +122,45 @@ func layoutRegions(r Report) []region {
 	for i := range order {
 		order[i] = i
 	}
+	is6 := func(i int) bool { return r.Ranges[i].Prefix.Addr().Is6() }
 	slices.SortStableFunc(order, func(i, j int) int {
-		li, _ := bounds(r.Ranges[i].Prefix)
-		lj, _ := bounds(r.Ranges[j].Prefix)
-		switch {
-		case li < lj:
-			return -1
-		case li > lj:
+		if is6(i) != is6(j) {
+			if is6(j) {
+				return -1 // IPv4 first
+			}
 			return 1
 		}
-		return 0
+		li, _ := bounds(r.Ranges[i].Prefix)
+		lj, _ := bounds(r.Ranges[j].Prefix)
+		return li.cmp(lj)
 	})
 	var regions []region
 	for _, i := range order {
 		lo, hi := bounds(r.Ranges[i].Prefix)
-		if n := len(regions); n > 0 && lo <= regions[n-1].hi {
+		if n := len(regions); n > 0 && regions[n-1].v6 == is6(i) && lo.cmp(regions[n-1].hi) <= 0 {
 			g := &regions[n-1]
-			g.hi = max(g.hi, hi)
+			if hi.cmp(g.hi) > 0 {
+				g.hi = hi
+			}
 			g.lanes = append(g.lanes, i)
 			continue
 		}
-		regions = append(regions, region{lo: lo, hi: hi, lanes: []int{i}})
+		regions = append(regions, region{v6: is6(i), lo: lo, hi: hi, lanes: []int{i}})
 	}
 	for k := range regions {
 		g := &regions[k]
 		slices.Sort(g.lanes) // lanes in the report's order: VNet, subnets, pod, ...
-		cuts := []uint64{g.lo, g.hi + 1}
+		cuts := []u128{g.lo, g.hi.plus(1)}
 		for _, i := range g.lanes {
 			lo, hi := bounds(r.Ranges[i].Prefix)
-			cuts = append(cuts, lo, hi+1)
+			cuts = append(cuts, lo, hi.plus(1))
 		}
-		slices.Sort(cuts)
+		slices.SortFunc(cuts, u128.cmp)
 		g.cuts = slices.Compact(cuts)
 		weights := make([]float64, len(g.cuts)-1)
 		total := 0.0
 		for j := range weights {
-			weights[j] = 1 + math.Log2(float64(g.cuts[j+1]-g.cuts[j]))
+			weights[j] = 1 + math.Log2(g.cuts[j+1].sub(g.cuts[j]).float64())
 			total += weights[j]
 		}
 		g.xs = make([]float64, len(g.cuts))
@@ -169,14 +175,14 @@ func layoutRegions(r Report) []region {
 }
 
 // x maps an address (or the end of a range, last+1) to its position.
-func (g region) x(v uint64) float64 {
-	j, found := slices.BinarySearch(g.cuts, v)
+func (g region) x(v u128) float64 {
+	j, found := slices.BinarySearchFunc(g.cuts, v, u128.cmp)
 	if found {
 		return g.xs[j]
 	}
 	// Inside piece j-1: place logarithmically, like the piece widths.
 	lo, hi := g.cuts[j-1], g.cuts[j]
-	f := math.Log2(1+float64(v-lo)) / math.Log2(1+float64(hi-lo))
+	f := math.Log2(1+v.sub(lo).float64()) / math.Log2(1+hi.sub(lo).float64())
 	return g.xs[j-1] + f*(g.xs[j]-g.xs[j-1])
 }
 
@@ -190,7 +196,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w(`<g class="region">` + "\n")
 	w(`<text x="%g" y="%g" font-weight="bold" fill="#222222">%s</text>`+"\n", svgMargin, top+12,
-		esc(fmt.Sprintf("%s – %s (%s addresses)", addrOf(g.lo), addrOf(g.hi), Thousands(int64(g.hi-g.lo+1)))))
+		esc(fmt.Sprintf("%s – %s (%s addresses)", g.lo.addr(g.v6), g.hi.addr(g.v6), countOf(g.hi.sub(g.lo).plus(1)))))
 	// Faint guides at every cut, so bars line up with their ticks.
 	bottom := laneY(top, len(g.lanes)) - svgLaneGap + 4
 	for _, x := range g.xs {
@@ -210,7 +216,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	marks := make([]mark, len(overlaps))
 	for n, o := range overlaps {
 		lo, hi := bounds(o.Prefix)
-		x0, x1 := g.x(lo), g.x(hi+1)
+		x0, x1 := g.x(lo), g.x(hi.plus(1))
 		marks[n] = mark{x0: x0, wd: max(x1-x0, 3), ka: min(lane[o.A], lane[o.B]), kb: max(lane[o.A], lane[o.B]),
 			title: fmt.Sprintf("overlap %s: %s and %s", o.Prefix, r.Ranges[o.A].Label(), r.Ranges[o.B].Label())}
 	}
@@ -225,7 +231,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 		rg := r.Ranges[i]
 		y := laneY(top, k)
 		lo, hi := bounds(rg.Prefix)
-		x0, x1 := g.x(lo), g.x(hi+1)
+		x0, x1 := g.x(lo), g.x(hi.plus(1))
 		w(`<text x="%g" y="%g" fill="#222222"><tspan font-weight="bold">%s</tspan> %s</text>`+"\n",
 			svgMargin, y+13, esc(laneKind(rg)), esc(rg.Prefix.String()))
 		w(`<rect x="%.1f" y="%g" width="%.1f" height="%g" rx="2" fill="%s" fill-opacity="0.85"><title>%s</title></rect>`+"\n",
@@ -240,7 +246,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	for k, i := range g.lanes {
 		rg := r.Ranges[i]
 		lo, hi := bounds(rg.Prefix)
-		x0, x1 := g.x(lo), g.x(hi+1)
+		x0, x1 := g.x(lo), g.x(hi.plus(1))
 		y := laneY(top, k)
 		if text := barText(rg); float64(len(text))*svgCharW+8 <= x1-x0 {
 			w(`<text x="%.1f" y="%g" fill="#ffffff" stroke="#333333" stroke-width="2.5" stroke-opacity="0.6" paint-order="stroke">%s</text>`+"\n",
@@ -251,7 +257,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 				x0-2, y-2, max(x1-x0, 1)+4, svgLaneH+4, overlapColor)
 		}
 		if rg.Kind == KindService && rg.Prefix.Contains(r.DNSServiceIP) {
-			dx := g.x(uint64(toU32(r.DNSServiceIP)))
+			dx := g.x(u128From(r.DNSServiceIP))
 			w(`<path d="M%.1f %g l-4 -6 h8 z" fill="#222222"><title>%s</title></path>`+"\n",
 				dx, y, esc("DNS service IP "+r.DNSServiceIP.String()))
 		}
@@ -265,9 +271,9 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	}
 	ticks := make([]tick, len(g.xs))
 	for j, x := range g.xs {
-		t := tick{x: x, label: addrOf(g.cuts[j]).String(), anchor: "middle"}
+		t := tick{x: x, label: g.cuts[j].addr(g.v6).String(), anchor: "middle"}
 		if j == len(g.xs)-1 {
-			t.label, t.anchor = addrOf(g.hi).String(), "end" // the last address, not the one after
+			t.label, t.anchor = g.hi.addr(g.v6).String(), "end" // the last address, not the one after
 		} else if j == 0 {
 			t.anchor = "start"
 		}
@@ -308,18 +314,18 @@ func laneKind(rg Range) string {
 }
 
 func barText(rg Range) string {
-	switch rg.Kind {
-	case KindSubnet:
+	switch {
+	case rg.Kind == KindSubnet && rg.Prefix.Addr().Is4():
 		return fmt.Sprintf("%s usable", Thousands(rg.Usable))
-	case KindForbidden:
+	case rg.Kind == KindForbidden:
 		return rg.Name
 	}
-	return Thousands(rg.Addresses)
+	return rg.Addresses.String()
 }
 
 func tooltip(rg Range, outside bool) string {
-	s := fmt.Sprintf("%s: %s – %s, %s addresses", rg.Label(), rg.First, rg.Last, Thousands(rg.Addresses))
-	if rg.Kind == KindSubnet {
+	s := fmt.Sprintf("%s: %s – %s, %s addresses", rg.Label(), rg.First, rg.Last, rg.Addresses)
+	if rg.Kind == KindSubnet && rg.Prefix.Addr().Is4() {
 		s += fmt.Sprintf(", %s usable", Thousands(rg.Usable))
 	}
 	if rg.Kind == KindForbidden {
@@ -345,7 +351,7 @@ func outsideVNet(r Report, rg Range) bool {
 	return hasVNet
 }
 
-func drawLegend(b *bytes.Buffer, y float64) float64 {
+func drawLegend(b *bytes.Buffer, y float64, r Report) float64 {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	x := svgMargin
 	item := func(swatch, label string) {
@@ -354,7 +360,11 @@ func drawLegend(b *bytes.Buffer, y float64) float64 {
 		x += 20 + float64(len(label))*svgCharW + 16
 	}
 	w(`<g class="legend">` + "\n")
-	for _, k := range []Kind{KindVNet, KindSubnet, KindPod, KindService, KindOnPrem, KindForbidden} {
+	kinds := []Kind{KindVNet, KindSubnet, KindPod, KindService, KindOnPrem, KindForbidden}
+	if slices.ContainsFunc(r.Ranges, func(rg Range) bool { return rg.Kind == KindPeered }) {
+		kinds = slices.Insert(kinds, 5, KindPeered)
+	}
+	for _, k := range kinds {
 		name := string(k)
 		if k == KindForbidden {
 			name = "reserved range"

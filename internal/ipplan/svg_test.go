@@ -48,8 +48,8 @@ func svgTexts(t *testing.T, b []byte) (string, map[string]int) {
 func TestSVGOverlapsAndEscaping(t *testing.T) {
 	p := goodBase()
 	p.Subnets[0].Name = `nodes<&>"x"`
-	p.PodCIDR = "10.0.0.0/16"           // overlaps the service CIDR
-	p.OnPrem = StringList{"10.0.0.0/8"} // overlaps pods and services
+	p.PodCIDR = StringList{"10.0.0.0/16"} // overlaps the service CIDR
+	p.OnPrem = StringList{"10.0.0.0/8"}   // overlaps pods and services
 	p.Subnets[1].Prefix = "172.17.0.0/27"
 	r := analyze(t, p)
 	if len(r.Overlaps) != 3 {
@@ -106,12 +106,12 @@ func TestSVGAxis(t *testing.T) {
 	}
 	// The /24 subnet inside the /8 stays visible.
 	lo, hi := bounds(r.Ranges[r.NodeSubnet].Prefix)
-	if w := g.x(hi+1) - g.x(lo); w < 30 {
+	if w := g.x(hi.plus(1)) - g.x(lo); w < 30 {
 		t.Errorf("a /24 in a /8 is %.1f px wide; want it visible", w)
 	}
 	// Points inside a piece are ordered too.
-	if a, b := g.x(lo+10), g.x(lo+100); !(g.x(lo) < a && a < b && b < g.x(hi+1)) {
-		t.Errorf("x not monotonic inside a piece: %v %v %v %v", g.x(lo), a, b, g.x(hi+1))
+	if a, b := g.x(lo.plus(10)), g.x(lo.plus(100)); !(g.x(lo) < a && a < b && b < g.x(hi.plus(1))) {
+		t.Errorf("x not monotonic inside a piece: %v %v %v %v", g.x(lo), a, b, g.x(hi.plus(1)))
 	}
 
 	// Disjoint ranges get regions of their own, in address order.
@@ -121,7 +121,7 @@ func TestSVGAxis(t *testing.T) {
 		t.Fatalf("want 3 regions (service, pod, VNet), got %d", len(regions))
 	}
 	for i := 1; i < len(regions); i++ {
-		if regions[i].lo <= regions[i-1].hi {
+		if regions[i].lo.cmp(regions[i-1].hi) <= 0 {
 			t.Errorf("regions out of order: %+v", regions)
 		}
 	}
@@ -133,7 +133,7 @@ func TestSVGAxis(t *testing.T) {
 
 func BenchmarkSVG(b *testing.B) {
 	p := goodBase()
-	p.PodCIDR = "10.0.0.0/16"
+	p.PodCIDR = StringList{"10.0.0.0/16"}
 	p.OnPrem = StringList{"10.0.0.0/8", "192.168.0.0/16"}
 	r, err := Analyze(p)
 	if err != nil {

@@ -3,13 +3,16 @@
 // a node whose condition is True, through the network-unavailable taint)
 // and events on Nodes and on routekeeper's own Pod.
 //
-// It is a controller.Reporter. The condition turns False (RouteCreated)
-// only for a node the controller reported routed: the write carrying its
-// route succeeded and the route was read back. A failed write leaves it
-// True with the reason (cloud-provider-azure clears it even then; see
-// docs/kubernetes.md). The condition is patched only when its status,
-// reason or message change, and lastTransitionTime moves only when the
-// status does.
+// It is a controller.Reporter, and it writes what the pass's verdict
+// (internal/verdict) says, nothing else: it reads no cloud and decides no
+// routing. The condition is False, with the verdict's reason (RouteCreated,
+// RouteNotManaged), only for a node the verdict calls routed — the write
+// carrying its route succeeded and the route was read back, in the table
+// its subnet really uses — and True with the verdict's reason otherwise (a
+// failed write too: cloud-provider-azure clears it even then; see
+// docs/kubernetes.md). The reasons are internal/reason's vocabulary. The
+// condition is patched only when its status, reason or message change, and
+// lastTransitionTime moves only when the status does.
 //
 // In observe mode (the platform writes routes, as on AKS) conditions are
 // never touched: missing, stale and conflicting routes are reported as
@@ -22,7 +25,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -34,9 +36,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/controller"
-	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // NodeLookup returns a node as the informer holds it (internal/source/kube
@@ -45,30 +47,19 @@ type NodeLookup interface {
 	Node(name string) (*corev1.Node, bool)
 }
 
-// SubnetReader reads a subnet's address prefixes, to find the nodes of a
-// subnet whose route table is detached. The cloud client implements it.
-type SubnetReader interface {
-	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
-}
-
 // Defaults of Options.
 const (
 	DefaultEventInterval = 10 * time.Minute
 	DefaultGrace         = 2 * time.Minute
 	DefaultWorkers       = 16
-	subnetCacheTTL       = 10 * time.Minute
 )
 
 // Options configure a Reporter.
 type Options struct {
 	// Mode is the controller's: in Observe, conditions are never touched.
-	Mode controller.Mode
-	// Nodes gives the nodes' current conditions and addresses. Required.
+	Mode verdict.Mode
+	// Nodes gives the nodes' current conditions. Required.
 	Nodes NodeLookup
-	// Subnets reads the address prefixes of a detached subnet whose result
-	// did not carry them (the controller's results do); nil turns
-	// the RouteTableDetached condition off (the event is still sent).
-	Subnets SubnetReader
 	// Events records events; nil sends none.
 	Events Recorder
 	// Pod is routekeeper's own Pod (from the downward API): the object of
@@ -103,18 +94,10 @@ type Reporter struct {
 	events *dedup
 
 	mu sync.Mutex
-	// nodes is the node part of the last full reconcile.
+	// nodes are the node verdicts of the last pass that judged them.
 	nodes map[string]controller.NodeResult
-	// forwarded are the nodes whose only problem is a route routekeeper
-	// does not own that already sends their pod CIDR to them.
-	forwarded map[string]bool
-	// detached are the subnets the guard last found without a route table,
-	// with their prefixes (nil when unknown).
-	detached map[string][]netip.Prefix
 	// pending are condition patches sent but not yet seen by the informer.
 	pending map[string]pendingPatch
-	// subnetCache holds subnet prefixes read for the detached overlay.
-	subnetCache map[string]cachedSubnet
 	// since is when each unrouted node was first seen with its reason.
 	since map[string]since
 	// staleSince is when each stale route was first seen (observe mode).
@@ -122,7 +105,7 @@ type Reporter struct {
 }
 
 type since struct {
-	reason string
+	reason reason.Reason
 	at     time.Time
 }
 
@@ -131,11 +114,6 @@ type pendingPatch struct {
 	// baseRV is the node's resource version in the informer when the
 	// patch was sent; while it is unchanged, the patch is not observed yet.
 	baseRV string
-}
-
-type cachedSubnet struct {
-	prefixes []netip.Prefix
-	at       time.Time
 }
 
 // New makes a Reporter that patches node status with client.
@@ -150,10 +128,10 @@ func New(client kubernetes.Interface, o Options) *Reporter {
 		o.Grace = DefaultGrace
 	}
 	if o.Mode == "" {
-		o.Mode = controller.Manage
+		o.Mode = verdict.Manage
 	}
 	r := &Reporter{client: client, o: o, log: o.Logger, now: o.Now,
-		pending: map[string]pendingPatch{}, subnetCache: map[string]cachedSubnet{}, since: map[string]since{}, staleSince: map[string]time.Time{}}
+		pending: map[string]pendingPatch{}, since: map[string]since{}, staleSince: map[string]time.Time{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -169,20 +147,19 @@ func (r *Reporter) Report(ctx context.Context, res *controller.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.associationEvents(res)
-	detachedChanged := r.updateDetached(ctx, res)
-	if !res.GuardOnly && len(res.Nodes) > 0 {
-		// A reconcile that failed before it could plan (the table could
-		// not be read) says nothing about the nodes: keep what is known.
-		r.nodes = maps.Clone(res.Nodes)
-		r.forwarded = forwardedNodes(res.Plan)
-		r.nodeEvents(res)
-		if r.o.Mode == controller.Observe {
-			r.staleEvent(res)
-		}
-	} else if !detachedChanged {
+	if len(res.Nodes) == 0 {
+		// A pass that could not judge the nodes (the table could not be
+		// read, no nodes known yet) says nothing of them: keep what is known.
 		return
 	}
-	if r.o.Mode == controller.Observe {
+	r.nodes = maps.Clone(res.Nodes)
+	if !res.GuardOnly {
+		r.nodeEvents(res)
+		if r.o.Mode == verdict.Observe {
+			r.staleEvent(res)
+		}
+	}
+	if r.o.Mode == verdict.Observe {
 		return
 	}
 	r.syncConditions(ctx)
@@ -195,43 +172,22 @@ type condition struct {
 	Message string
 }
 
-// desired returns the condition node name should have, and false when
-// routekeeper leaves it alone.
-func (r *Reporter) desired(name string, nr controller.NodeResult, ips []netip.Addr) (condition, bool) {
+// desired returns the condition a node with verdict nv should have, and
+// false when routekeeper leaves it alone.
+func desired(nv controller.NodeResult) (condition, bool) {
 	switch {
-	case nr.Reason == string(plan.ReasonNoPodCIDR):
+	case nv.Reason == reason.NoPodCIDR:
 		// Like the Kubernetes route controller: a node without a pod
 		// CIDR is IPAM's business (CIDRNotAvailable), not a route's.
 		return condition{}, false
-	case r.forwarded[name] && !nr.Routed:
-		// A route routekeeper does not own forwards the pod CIDR to the
-		// node: traffic flows, but no write of routekeeper carried it.
-		// Neither True (a lie that would taint a working node) nor False.
-		return condition{}, false
-	case !nr.Routed:
-		return condition{Status: corev1.ConditionTrue, Reason: conditionReason(nr.Reason), Message: nr.Message}, true
+	case !nv.Routed:
+		return condition{Status: corev1.ConditionTrue, Reason: string(nv.Reason), Message: nv.Message}, true
 	}
-	for subnet, prefixes := range r.detached {
-		for _, p := range prefixes {
-			for _, ip := range ips {
-				if p.Contains(ip) {
-					return condition{Status: corev1.ConditionTrue, Reason: ReasonRouteTableDetached,
-						Message: fmt.Sprintf("the node's route exists, but subnet %s has no route table: Azure does not use the route", subnet)}, true
-				}
-			}
-		}
-	}
-	msg := nr.Message
+	msg := nv.Message
 	if msg == "" {
 		msg = "routekeeper created a route"
 	}
-	if nr.Reason == string(plan.ReasonRouteNotManaged) {
-		// issue 11: the planner counts the node routed by a route
-		// routekeeper does not own that sends the pod CIDR to it (traffic
-		// flows); the condition says so, and by which route.
-		return condition{Status: corev1.ConditionFalse, Reason: ReasonRouteNotManaged, Message: msg}, true
-	}
-	return condition{Status: corev1.ConditionFalse, Reason: ReasonRouteCreated, Message: msg}, true
+	return condition{Status: corev1.ConditionFalse, Reason: string(nv.Reason), Message: msg}, true
 }
 
 // syncConditions patches every node whose condition differs from the
@@ -250,7 +206,7 @@ func (r *Reporter) syncConditions(ctx context.Context) {
 		if !ok || node.DeletionTimestamp != nil {
 			continue
 		}
-		want, ok := r.desired(name, r.nodes[name], internalIPs(node))
+		want, ok := desired(r.nodes[name])
 		if !ok {
 			continue
 		}
@@ -337,25 +293,6 @@ func (r *Reporter) patch(ctx context.Context, name string, uid types.UID, want c
 	return nil
 }
 
-// forwardedNodes returns the nodes whose every conflict is a route
-// routekeeper does not own that already forwards the pod CIDR to them.
-func forwardedNodes(p *plan.Plan) map[string]bool {
-	if p == nil {
-		return nil
-	}
-	out := map[string]bool{}
-	for _, c := range p.Conflicts {
-		fwd, seen := out[c.Node]
-		out[c.Node] = c.Forwarding && (fwd || !seen)
-	}
-	for n, fwd := range out {
-		if !fwd {
-			delete(out, n)
-		}
-	}
-	return out
-}
-
 func findCondition(n *corev1.Node) *corev1.NodeCondition {
 	for i := range n.Status.Conditions {
 		if n.Status.Conditions[i].Type == corev1.NodeNetworkUnavailable {
@@ -363,68 +300,6 @@ func findCondition(n *corev1.Node) *corev1.NodeCondition {
 		}
 	}
 	return nil
-}
-
-func internalIPs(n *corev1.Node) []netip.Addr {
-	var out []netip.Addr
-	for _, a := range n.Status.Addresses {
-		if a.Type != corev1.NodeInternalIP {
-			continue
-		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil {
-			out = append(out, ip.Unmap())
-		}
-	}
-	return out
-}
-
-// updateDetached records the subnets the guard found without a route table
-// (after its repairs) and reports whether the set changed. Subnet prefixes
-// are read (and cached) only for detached subnets.
-func (r *Reporter) updateDetached(ctx context.Context, res *controller.Result) bool {
-	if res.Associations == nil {
-		return false
-	}
-	next := map[string][]netip.Prefix{}
-	for _, a := range res.Associations {
-		if a.State == controller.AssocDetached {
-			next[a.Subnet] = a.AddressPrefixes
-			if len(next[a.Subnet]) == 0 {
-				next[a.Subnet] = r.subnetPrefixes(ctx, a.Subnet)
-			}
-		}
-	}
-	changed := len(next) != len(r.detached)
-	for k, v := range next {
-		if old, ok := r.detached[k]; !ok || !slices.Equal(old, v) {
-			changed = true
-		}
-	}
-	r.detached = next
-	return changed
-}
-
-func (r *Reporter) subnetPrefixes(ctx context.Context, id string) []netip.Prefix {
-	if r.o.Subnets == nil {
-		return nil
-	}
-	key := strings.ToLower(id)
-	if c, ok := r.subnetCache[key]; ok && r.now().Sub(c.at) < subnetCacheTTL {
-		return c.prefixes
-	}
-	s, err := r.o.Subnets.GetSubnet(ctx, id)
-	if err != nil {
-		r.log.Warn("could not read the prefixes of a detached subnet; its nodes' conditions are not changed", "subnet", id, "err", err)
-		return nil
-	}
-	var out []netip.Prefix
-	for _, p := range s.AddressPrefixes {
-		if pf, err := netip.ParsePrefix(p); err == nil {
-			out = append(out, pf.Masked())
-		}
-	}
-	r.subnetCache[key] = cachedSubnet{prefixes: out, at: r.now()}
-	return out
 }
 
 // nodeEvents sends a warning per node that is not routed (deduplicated).
@@ -451,7 +326,7 @@ func (r *Reporter) nodeEvents(res *controller.Result) {
 		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}
 		// A node routed by a route routekeeper does not own still gets
 		// its RouteNotManaged event (issue 11).
-		if nr.Routed && !r.forwarded[name] || nr.Reason == string(plan.ReasonNoPodCIDR) {
+		if nr.Routed && nr.Reason != reason.RouteNotManaged || nr.Reason == reason.NoPodCIDR {
 			r.events.forget(ref)
 			delete(r.since, name)
 			continue
@@ -462,25 +337,25 @@ func (r *Reporter) nodeEvents(res *controller.Result) {
 		if r.transient(nr.Reason) && now.Sub(r.since[name].at) < r.o.Grace {
 			continue
 		}
-		var reason, action string
+		var event, action string
 		switch {
-		case r.forwarded[name]:
-			reason, action = EventRouteForwardedByForeignRoute, actionObserveRoutes
-		case r.o.Mode == controller.Observe && nr.Reason == controller.ReasonRouteMissing:
-			reason, action = EventRouteMissing, actionObserveRoutes
-		case r.o.Mode == controller.Observe:
-			reason, action = EventRouteConflict, actionObserveRoutes
+		case nr.Reason == reason.RouteNotManaged:
+			event, action = EventRouteForwardedByForeignRoute, actionObserveRoutes
+		case r.o.Mode == verdict.Observe && nr.Reason == reason.NoRouteCreated:
+			event, action = EventRouteMissing, actionObserveRoutes
+		case r.o.Mode == verdict.Observe:
+			event, action = EventRouteConflict, actionObserveRoutes
 		default:
-			reason, action = EventFailedToCreateRoute, actionCreateRoute
+			event, action = EventFailedToCreateRoute, actionCreateRoute
 		}
-		r.events.emit(ref, true, reason, action, fmt.Sprintf("%s: %s", conditionReason(nr.Reason), nr.Message))
+		r.events.emit(ref, true, event, action, fmt.Sprintf("%s: %s", nr.Reason, nr.Message))
 	}
 }
 
 // transient reports whether a node's reason usually clears by itself
 // shortly (see Options.Grace).
-func (r *Reporter) transient(reason string) bool {
-	return reason == string(plan.ReasonNoNodeIP) || r.o.Mode == controller.Observe && reason == controller.ReasonRouteMissing
+func (r *Reporter) transient(why reason.Reason) bool {
+	return why == reason.NoNodeIP || r.o.Mode == verdict.Observe && why == reason.NoRouteCreated
 }
 
 // staleEvent reports, in observe mode, the routes of this cluster that no
@@ -497,11 +372,7 @@ func (r *Reporter) staleEvent(res *controller.Result) {
 	// issue 11: in observe mode nothing is deleted anyway; routes the
 	// deletion guard holds back and, in the platform's unclaimed table,
 	// routes of nodes the cluster does not have are stale all the same.
-	candidates := slices.Concat(res.Plan.Changes, res.Plan.HeldDeletes, res.Plan.Unclaimed)
-	for _, c := range candidates {
-		if c.Kind != plan.Delete || strings.HasPrefix(c.Reason, "adopted") {
-			continue
-		}
+	for _, c := range res.Plan.Stale() {
 		at, ok := r.staleSince[c.Route.Name]
 		if !ok {
 			at = now
@@ -533,10 +404,10 @@ func (r *Reporter) associationEvents(res *controller.Result) {
 		return
 	}
 	for _, a := range res.Associations {
-		reason, warning := associationEvent(a)
-		if reason == "" {
+		event := a.EventReason()
+		if event == "" {
 			continue
 		}
-		r.events.emitKeyed(r.o.Pod, a.Subnet, warning, reason, actionGuardSubnet, fmt.Sprintf("subnet %s: %s", a.Subnet, a.Message))
+		r.events.emitKeyed(r.o.Pod, a.Subnet, a.Warning(), event, actionGuardSubnet, fmt.Sprintf("subnet %s: %s", a.Subnet, a.Message))
 	}
 }

@@ -16,10 +16,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // clientLookup reads nodes straight from the (fake) API server: an
@@ -76,7 +79,7 @@ type env struct {
 	now    time.Time
 }
 
-func newEnv(t *testing.T, mode controller.Mode, nodes ...*corev1.Node) *env {
+func newEnv(t *testing.T, mode verdict.Mode, nodes ...*corev1.Node) *env {
 	t.Helper()
 	var objs []runtime.Object
 	for _, n := range nodes {
@@ -85,21 +88,10 @@ func newEnv(t *testing.T, mode controller.Mode, nodes ...*corev1.Node) *env {
 	e := &env{client: fake.NewClientset(objs...), rec: &fakeRecorder{}, now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	e.r = New(e.client, Options{
 		Mode: mode, Nodes: clientLookup{e.client}, Events: e.rec,
-		Subnets: subnets{"/sub/nodes": {"10.240.0.0/24"}},
-		Pod:     &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kube-system", Name: "routekeeper-abc", UID: "pod-uid"},
-		Now:     func() time.Time { return e.now },
+		Pod: &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kube-system", Name: "routekeeper-abc", UID: "pod-uid"},
+		Now: func() time.Time { return e.now },
 	})
 	return e
-}
-
-type subnets map[string][]string
-
-func (s subnets) GetSubnet(_ context.Context, id string) (*cloud.Subnet, error) {
-	p, ok := s[id]
-	if !ok {
-		return nil, cloud.ErrNotFound
-	}
-	return &cloud.Subnet{ID: id, AddressPrefixes: p}, nil
 }
 
 func (e *env) condition(t *testing.T, name string) (corev1.NodeCondition, bool) {
@@ -127,37 +119,37 @@ func (e *env) patches() int {
 }
 
 func routed() controller.NodeResult {
-	return controller.NodeResult{Routed: true, Reason: controller.ReasonRouteCreated, Message: "routekeeper created a route"}
+	return controller.NodeResult{Routed: true, Reason: reason.RouteCreated, Message: "routekeeper created a route"}
 }
 
-func notRouted(reason, msg string) controller.NodeResult {
-	return controller.NodeResult{Reason: reason, Message: msg}
+func notRouted(why reason.Reason, msg string) controller.NodeResult {
+	return controller.NodeResult{Reason: why, Message: msg}
 }
 
 func TestConditions(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, controller.Manage,
+	e := newEnv(t, verdict.Manage,
 		newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"), newNode("c", "10.240.0.12"),
 		newNode("d", "10.240.0.13"), newNode("full", "10.240.0.14"))
 	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{
 		"a":    routed(),
-		"b":    notRouted(string(plan.ReasonPrefixConflict), "route to-fw already holds 10.200.1.0/24"),
-		"c":    notRouted(string(plan.ReasonNoPodCIDR), "node has no pod CIDR"),
-		"d":    notRouted(controller.ReasonWriteFailed, "no correct route in route table for 10.200.3.0/24"),
-		"full": notRouted(string(plan.ReasonRouteLimit), "the route table holds 400 routes, its limit"),
+		"b":    notRouted(plan.ReasonPrefixConflict, "route to-fw already holds 10.200.1.0/24"),
+		"c":    notRouted(plan.ReasonNoPodCIDR, "node has no pod CIDR"),
+		"d":    notRouted(reason.RouteWriteFailed, "no correct route in route table for 10.200.3.0/24"),
+		"full": notRouted(plan.ReasonRouteLimit, "the route table holds 400 routes, its limit"),
 	}})
 	want := map[string]struct {
 		status corev1.ConditionStatus
-		reason string
+		reason reason.Reason
 	}{
-		"a":    {corev1.ConditionFalse, ReasonRouteCreated},
+		"a":    {corev1.ConditionFalse, reason.RouteCreated},
 		"b":    {corev1.ConditionTrue, "PrefixConflict"},
-		"d":    {corev1.ConditionTrue, ReasonRouteWriteFailed},
-		"full": {corev1.ConditionTrue, ReasonRouteTableFull},
+		"d":    {corev1.ConditionTrue, reason.RouteWriteFailed},
+		"full": {corev1.ConditionTrue, reason.RouteTableFull},
 	}
 	for name, w := range want {
 		c, ok := e.condition(t, name)
-		if !ok || c.Status != w.status || c.Reason != w.reason || c.Message == "" {
+		if !ok || c.Status != w.status || c.Reason != string(w.reason) || c.Message == "" {
 			t.Errorf("node %s: NetworkUnavailable %+v (present %v), want %s/%s with a message", name, c, ok, w.status, w.reason)
 		}
 		if !c.LastTransitionTime.Time.Equal(e.now) {
@@ -186,9 +178,9 @@ func TestConditions(t *testing.T) {
 	before := e.patches()
 	e.now = e.now.Add(time.Minute)
 	same := &controller.Result{Nodes: map[string]controller.NodeResult{
-		"a": routed(), "b": notRouted(string(plan.ReasonPrefixConflict), "route to-fw already holds 10.200.1.0/24"),
-		"d":    notRouted(controller.ReasonWriteFailed, "no correct route in route table for 10.200.3.0/24"),
-		"full": notRouted(string(plan.ReasonRouteLimit), "the route table holds 400 routes, its limit"),
+		"a": routed(), "b": notRouted(plan.ReasonPrefixConflict, "route to-fw already holds 10.200.1.0/24"),
+		"d":    notRouted(reason.RouteWriteFailed, "no correct route in route table for 10.200.3.0/24"),
+		"full": notRouted(plan.ReasonRouteLimit, "the route table holds 400 routes, its limit"),
 	}}
 	e.r.Report(ctx, same)
 	if n := e.patches() - before; n != 0 {
@@ -203,7 +195,7 @@ func TestConditions(t *testing.T) {
 	bBefore, _ := e.condition(t, "b")
 	e.now = e.now.Add(time.Minute)
 	same.Nodes["d"] = routed()
-	same.Nodes["b"] = notRouted(string(plan.ReasonOverlappingPodCIDR), "pod CIDR overlaps node x's")
+	same.Nodes["b"] = notRouted(plan.ReasonOverlappingPodCIDR, "pod CIDR overlaps node x's")
 	e.r.Report(ctx, same)
 	if d, _ := e.condition(t, "d"); d.Status != corev1.ConditionFalse || !d.LastTransitionTime.Time.Equal(e.now) {
 		t.Errorf("node d after its write succeeded: %+v, want False since %v", d, e.now)
@@ -227,7 +219,7 @@ func TestConditions(t *testing.T) {
 // the table reports no nodes; the conditions stay as they were.
 func TestTransientFailureKeepsConditions(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, controller.Manage, newNode("a", "10.240.0.10"))
+	e := newEnv(t, verdict.Manage, newNode("a", "10.240.0.10"))
 	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed()}})
 	before := e.patches()
 	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{}, Err: fmt.Errorf("reading route table: %w", cloud.ErrNotFound)})
@@ -262,13 +254,13 @@ func TestPatchNotRepeatedBeforeTheInformerSeesIt(t *testing.T) {
 
 func TestObserveModeNeverTouchesConditions(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, controller.Observe, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"), newNode("c", "10.240.0.12"))
+	e := newEnv(t, verdict.Observe, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"), newNode("c", "10.240.0.12"))
 	res := &controller.Result{
 		TableID: "/sub/rt",
 		Nodes: map[string]controller.NodeResult{
 			"a": routed(),
-			"b": notRouted(controller.ReasonRouteMissing, "no correct route in route table for 10.200.1.0/24"),
-			"c": notRouted(string(plan.ReasonOutsideClusterCIDR), "pod CIDR 10.99.0.0/24 is outside the cluster CIDRs"),
+			"b": notRouted(reason.NoRouteCreated, "no correct route in route table for 10.200.1.0/24"),
+			"c": notRouted(plan.ReasonOutsideClusterCIDR, "pod CIDR 10.99.0.0/24 is outside the cluster CIDRs"),
 		},
 		Plan: &plan.Plan{Changes: []plan.Change{{Kind: plan.Delete, Route: routeNamed("gone____102000500024")}}},
 	}
@@ -304,8 +296,8 @@ func TestObserveModeNeverTouchesConditions(t *testing.T) {
 // when that lasts.
 func TestNoNodeIPWaitsForTheGrace(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, controller.Manage, newNode("new", "10.240.0.10"))
-	res := &controller.Result{Nodes: map[string]controller.NodeResult{"new": notRouted(string(plan.ReasonNoNodeIP), "node has no IPv4 InternalIP")}}
+	e := newEnv(t, verdict.Manage, newNode("new", "10.240.0.10"))
+	res := &controller.Result{Nodes: map[string]controller.NodeResult{"new": notRouted(plan.ReasonNoNodeIP, "node has no IPv4 InternalIP")}}
 	e.r.Report(ctx, res)
 	if c, _ := e.condition(t, "new"); c.Status != corev1.ConditionTrue || c.Reason != "NoNodeIP" {
 		t.Errorf("condition %+v, want True/NoNodeIP at once", c)
@@ -320,17 +312,22 @@ func TestNoNodeIPWaitsForTheGrace(t *testing.T) {
 	}
 }
 
-// TestDetachedSubnet: a routed node whose subnet lost its route table is
-// not available; once the guard repairs the subnet it is again.
+// TestDetachedSubnet: a node the verdict finds in a subnet without its
+// route table is not available (RouteTableDetached); once the guard
+// repairs the subnet it is again. The reporter reads no subnet: the
+// verdict placed the node.
 func TestDetachedSubnet(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, controller.Manage, newNode("in", "10.240.0.10"), newNode("out", "10.241.0.10"))
+	e := newEnv(t, verdict.Manage, newNode("in", "10.240.0.10"), newNode("out", "10.241.0.10"))
 	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"in": routed(), "out": routed()}})
-	e.r.Report(ctx, &controller.Result{GuardOnly: true, Associations: []controller.Association{
-		{Subnet: "/sub/nodes", State: controller.AssocDetached, Message: "subnet has no route table"},
-	}})
-	if c, _ := e.condition(t, "in"); c.Status != corev1.ConditionTrue || c.Reason != ReasonRouteTableDetached {
-		t.Errorf("node in the detached subnet: %+v, want True/%s", c, ReasonRouteTableDetached)
+	detached := controller.NodeResult{Reason: reason.RouteTableDetached, Message: "the node's route exists, but subnet /sub/nodes has no route table: Azure does not use the route"}
+	e.r.Report(ctx, &controller.Result{GuardOnly: true,
+		Nodes: map[string]controller.NodeResult{"in": detached, "out": routed()},
+		Associations: []controller.Association{
+			{SubnetDecision: assoc.SubnetDecision{Subnet: "/sub/nodes", State: assoc.Detached, Action: assoc.None, Message: "subnet has no route table"}},
+		}})
+	if c, _ := e.condition(t, "in"); c.Status != corev1.ConditionTrue || c.Reason != string(reason.RouteTableDetached) || c.Message != detached.Message {
+		t.Errorf("node in the detached subnet: %+v, want True/%s", c, reason.RouteTableDetached)
 	}
 	if c, _ := e.condition(t, "out"); c.Status != corev1.ConditionFalse {
 		t.Errorf("node outside the detached subnet: %+v, want False", c)
@@ -339,10 +336,12 @@ func TestDetachedSubnet(t *testing.T) {
 	if len(evs) != 1 || evs[0].kind != "Pod" || evs[0].reason != "RouteTableDetached" {
 		t.Errorf("events %+v, want RouteTableDetached on the pod", evs)
 	}
-	e.r.Report(ctx, &controller.Result{GuardOnly: true, Associations: []controller.Association{
-		{Subnet: "/sub/nodes", State: controller.AssocRepaired, Repaired: true, Message: "re-associated"},
-	}})
-	if c, _ := e.condition(t, "in"); c.Status != corev1.ConditionFalse || c.Reason != ReasonRouteCreated {
+	e.r.Report(ctx, &controller.Result{GuardOnly: true,
+		Nodes: map[string]controller.NodeResult{"in": routed(), "out": routed()},
+		Associations: []controller.Association{
+			{SubnetDecision: assoc.SubnetDecision{Subnet: "/sub/nodes", State: assoc.Reassociated, Message: "re-associated"}, Repaired: true},
+		}})
+	if c, _ := e.condition(t, "in"); c.Status != corev1.ConditionFalse || c.Reason != string(reason.RouteCreated) {
 		t.Errorf("node in the repaired subnet: %+v, want False/RouteCreated", c)
 	}
 	if evs := e.rec.take(); len(evs) != 1 || evs[0].typ != corev1.EventTypeNormal || evs[0].reason != "RouteTableReassociated" {
@@ -350,36 +349,19 @@ func TestDetachedSubnet(t *testing.T) {
 	}
 }
 
-// TestForwardedByForeignRoute: a hand-made route that already sends the
-// pod CIDR to the node leaves the condition alone.
-func TestForwardedByForeignRoute(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t, controller.Manage, newNode("kthw", "10.240.0.20"))
-	e.r.Report(ctx, &controller.Result{
-		Nodes: map[string]controller.NodeResult{"kthw": notRouted(string(plan.ReasonPrefixConflict), "route kubernetes-route-10-200-0-0-24 already sends 10.200.0.0/24 to 10.240.0.20")},
-		Plan:  &plan.Plan{Conflicts: []plan.Conflict{{Node: "kthw", Prefix: netip.MustParsePrefix("10.200.0.0/24"), Reason: plan.ReasonPrefixConflict, Forwarding: true}}},
-	})
-	if c, ok := e.condition(t, "kthw"); ok {
-		t.Errorf("condition set on a node whose traffic flows through a foreign route: %+v", c)
-	}
-	if evs := e.rec.take(); len(evs) != 1 || evs[0].reason != EventRouteForwardedByForeignRoute {
-		t.Errorf("events %+v, want one %s", evs, EventRouteForwardedByForeignRoute)
-	}
-}
-
 // TestRoutedByUnmanagedRoute: the planner counts a node routed by a route
 // routekeeper does not own (issue 11): the condition is False and says so.
 func TestRoutedByUnmanagedRoute(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, controller.Manage, newNode("kthw", "10.240.0.20"))
+	e := newEnv(t, verdict.Manage, newNode("kthw", "10.240.0.20"))
 	msg := "pod CIDR 10.200.0.0/24 of node kthw is routed to 10.240.0.20 by route kubernetes-route-10-200-0-0-24, which routekeeper does not own: traffic flows, route not managed; `--adopt matching` takes it over with no outage"
 	e.r.Report(ctx, &controller.Result{
-		Nodes: map[string]controller.NodeResult{"kthw": {Routed: true, Reason: string(plan.ReasonRouteNotManaged), Message: msg}},
+		Nodes: map[string]controller.NodeResult{"kthw": {Routed: true, Reason: plan.ReasonRouteNotManaged, Message: msg}},
 		Plan:  &plan.Plan{Conflicts: []plan.Conflict{{Node: "kthw", Prefix: netip.MustParsePrefix("10.200.0.0/24"), Reason: plan.ReasonRouteNotManaged, Forwarding: true}}},
 	})
 	c, ok := e.condition(t, "kthw")
-	if !ok || c.Status != corev1.ConditionFalse || c.Reason != ReasonRouteNotManaged || c.Message != msg {
-		t.Errorf("condition %+v (present %v), want False/%s with the planner's message", c, ok, ReasonRouteNotManaged)
+	if !ok || c.Status != corev1.ConditionFalse || c.Reason != string(reason.RouteNotManaged) || c.Message != msg {
+		t.Errorf("condition %+v (present %v), want False/%s with the planner's message", c, ok, reason.RouteNotManaged)
 	}
 	if evs := e.rec.take(); len(evs) != 1 || evs[0].reason != EventRouteForwardedByForeignRoute {
 		t.Errorf("events %+v, want one %s", evs, EventRouteForwardedByForeignRoute)
@@ -409,8 +391,8 @@ func routeNamed(name string) route.Route { return route.Route{Name: name} }
 // reported again.
 func TestDeletedNodesAreForgotten(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, controller.Manage, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"))
-	bad := notRouted(string(plan.ReasonPrefixConflict), "route x holds 10.200.1.0/24")
+	e := newEnv(t, verdict.Manage, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"))
+	bad := notRouted(plan.ReasonPrefixConflict, "route x holds 10.200.1.0/24")
 	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed(), "b": bad}})
 	if evs := e.rec.take(); len(evs) != 1 {
 		t.Fatalf("events %+v, want one for b", evs)

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
-	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 )
 
 // Event reasons of mirror tables (Warning, on routekeeper's Pod). A
@@ -56,11 +56,11 @@ func (r *MirrorReporter) Report(_ context.Context, res *controller.Result) {
 		return
 	}
 	for _, a := range res.Associations {
-		reason, warning := associationEvent(a)
-		if reason == "" {
+		event := a.EventReason()
+		if event == "" {
 			continue
 		}
-		r.events.emitKeyed(r.pod, r.table+" "+a.Subnet, warning, reason, actionGuardSubnet,
+		r.events.emitKeyed(r.pod, r.table+" "+a.Subnet, a.Warning(), event, actionGuardSubnet,
 			fmt.Sprintf("mirror route table %s, subnet %s: %s", r.table, a.Subnet, a.Message))
 	}
 	if res.GuardOnly {
@@ -75,10 +75,10 @@ func (r *MirrorReporter) Report(_ context.Context, res *controller.Result) {
 	var missing []string
 	for _, name := range slices.Sorted(maps.Keys(res.Nodes)) {
 		nr := res.Nodes[name]
-		if nr.Routed || nr.Reason == string(plan.ReasonNoPodCIDR) {
+		if nr.Routed || nr.Reason == reason.NoPodCIDR {
 			continue
 		}
-		missing = append(missing, fmt.Sprintf("%s (%s)", name, conditionReason(nr.Reason)))
+		missing = append(missing, fmt.Sprintf("%s (%s)", name, nr.Reason))
 	}
 	if len(missing) == 0 {
 		r.events.forgetKey(r.pod, r.table, EventMirrorRoutesMissing)

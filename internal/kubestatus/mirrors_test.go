@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
 )
 
@@ -26,8 +27,8 @@ func TestMirrorReporter(t *testing.T) {
 	r.Report(ctx, failed)
 	r.Report(ctx, failed) // the same: no second event
 	full := &controller.Result{Nodes: map[string]controller.NodeResult{
-		"a": {Routed: true}, "b": {Reason: "RouteLimit"}, "c": {Reason: "NoPodCIDR"},
-	}, Associations: []controller.Association{{Subnet: "appgw-subnet", State: controller.AssocDetached, Message: "no route table"}}}
+		"a": {Routed: true}, "b": {Reason: "RouteTableFull"}, "c": {Reason: "NoPodCIDR"},
+	}, Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "appgw-subnet", State: assoc.Detached, Message: "no route table"}}}}
 	r.Report(ctx, full)
 	r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": {Routed: true}}})
 	r.Report(ctx, failed) // came back: at once

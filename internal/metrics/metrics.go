@@ -22,6 +22,7 @@
 //	deletes_held{reason}                      route deletions the deletion guard held back in the last reconcile (TooManyDeletes, EmptySource)
 //	routes_unclaimed                          routes of unknown nodes left in an unclaimed table (never deleted until it is claimed)
 //	nodes_unmanaged_route                     nodes whose traffic a route routekeeper does not own carries (routeTable.adopt matching takes it over)
+//	requests_denied{op,code}                  requests Azure refuses now (a missing role or join, a lock, a deny policy), by operation (route table write, subnet association, reads) and ARM error code
 package metrics
 
 import (
@@ -36,7 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
-	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 )
 
 const namespace = "routekeeper"
@@ -63,6 +64,9 @@ type Metrics struct {
 	deletesHeld *prometheus.GaugeVec
 	unclaimed   prometheus.Gauge
 	unmanaged   prometheus.Gauge
+	// issue 22: writes Azure refuses, by resource (denials.go).
+	requestsDenied *prometheus.GaugeVec
+	denied         denials
 }
 
 // New makes the metrics on a new registry that also holds the Go runtime
@@ -137,7 +141,11 @@ func New() *Metrics {
 			Help: "Nodes whose traffic flows through a route routekeeper does not own (routeTable.adopt matching takes it over with no outage).",
 		}),
 	}
-	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged)
+	m.requestsDenied = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "requests_denied",
+		Help: "Requests Azure refuses now for who routekeeper is or what governs the scope (a missing role or join, a lock, a deny policy), by operation and ARM error code; doctor and the log say what to grant.",
+	}, []string{"op", "code"})
+	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged, m.requestsDenied)
 	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.armDuration,
 		m.armThrottled, m.armPrecondition, m.routes, m.nodes, m.notRouted, m.repairs, m.assocProblems, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -184,12 +192,14 @@ func (m *Metrics) ObserveARMCall(method string, status int, d time.Duration) {
 
 // Report implements controller.Reporter.
 func (m *Metrics) Report(_ context.Context, res *controller.Result) {
+	m.denied.update(res)
+	m.denied.set(m.requestsDenied)
 	m.repairs.Add(float64(res.Repairs()))
 	if res.Associations != nil || (res.Err == nil && !res.GuardOnly) {
 		m.assocProblems.Reset()
 		for _, a := range res.Associations {
 			if a.Problem() {
-				m.assocProblems.WithLabelValues(a.State).Inc()
+				m.assocProblems.WithLabelValues(string(a.State)).Inc()
 			}
 		}
 	}
@@ -229,8 +239,8 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 		}
 		m.unclaimed.Set(float64(len(p.Unclaimed)))
 		unmanaged := 0
-		for _, st := range p.Nodes {
-			if st.State != plan.NotRouted && st.Reason == plan.ReasonRouteNotManaged {
+		for _, nv := range res.Nodes {
+			if nv.Routed && nv.Reason == reason.RouteNotManaged {
 				unmanaged++
 			}
 		}
@@ -247,7 +257,7 @@ func (m *Metrics) setNodes(res *controller.Result) {
 			routed++
 			continue
 		}
-		m.notRouted.WithLabelValues(nr.Reason).Inc()
+		m.notRouted.WithLabelValues(string(nr.Reason)).Inc()
 	}
 	m.nodes.WithLabelValues("routed").Set(float64(routed))
 	m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))

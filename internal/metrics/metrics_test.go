@@ -12,10 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -31,7 +33,7 @@ func TestReport(t *testing.T) {
 			"c": {Reason: "PrefixConflict"}, "d": {Reason: "RouteLimit"}, "e": {Reason: "RouteLimit"},
 		},
 		Routes:       &controller.RouteCounts{Desired: 5, Present: 2, Owned: 3, Foreign: 1, Stale: 1},
-		Associations: []controller.Association{{Subnet: "s1", State: controller.AssocRepaired, Repaired: true}, {Subnet: "s2", State: controller.AssocDetached}},
+		Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}, {SubnetDecision: assoc.SubnetDecision{Subnet: "s2", State: assoc.Detached}}},
 	})
 	const want = `
 # HELP routekeeper_nodes_not_routed Nodes without their correct route after the last reconcile, by reason.
@@ -92,7 +94,7 @@ routekeeper_association_problems{state="Detached"} 1
 		t.Errorf("association_problems has %d series after the subnets were fixed", n)
 	}
 	// A guard check between reconciles counts its repair but no reconcile.
-	m.Report(ctx, &controller.Result{GuardOnly: true, Associations: []controller.Association{{Subnet: "s1", State: controller.AssocRepaired, Repaired: true}}})
+	m.Report(ctx, &controller.Result{GuardOnly: true, Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}}})
 	if got := testutil.ToFloat64(m.repairs); got != 2 {
 		t.Errorf("repairs = %v, want 2", got)
 	}
@@ -113,7 +115,7 @@ func TestGuardMetrics(t *testing.T) {
 		Unclaimed:   []plan.Change{{Kind: plan.Delete}},
 		Nodes:       map[string]plan.NodeStatus{"a": {State: plan.Routed, Reason: plan.ReasonRouteNotManaged}, "b": {State: plan.Routed}},
 	}
-	m.Report(context.Background(), &controller.Result{Plan: p, Nodes: map[string]controller.NodeResult{"a": {Routed: true}, "b": {Routed: true}}})
+	m.Report(context.Background(), &controller.Result{Plan: p, Nodes: map[string]controller.NodeResult{"a": {Routed: true, Reason: reason.RouteNotManaged}, "b": {Routed: true}}})
 	const want = `
 # HELP routekeeper_deletes_held Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes).
 # TYPE routekeeper_deletes_held gauge

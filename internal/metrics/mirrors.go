@@ -83,7 +83,7 @@ func (r mirrorReporter) Report(_ context.Context, res *controller.Result) {
 		mm.assocProblems.DeletePartialMatch(t)
 		for _, a := range res.Associations {
 			if a.Problem() {
-				mm.assocProblems.WithLabelValues(r.table, a.State).Inc()
+				mm.assocProblems.WithLabelValues(r.table, string(a.State)).Inc()
 			}
 		}
 	}
@@ -107,7 +107,7 @@ func (r mirrorReporter) Report(_ context.Context, res *controller.Result) {
 		mm.notRouted.DeletePartialMatch(t)
 		for _, nr := range res.Nodes {
 			if !nr.Routed {
-				mm.notRouted.WithLabelValues(r.table, nr.Reason).Inc()
+				mm.notRouted.WithLabelValues(r.table, string(nr.Reason)).Inc()
 			}
 		}
 	}

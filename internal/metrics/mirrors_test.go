@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
 )
 
@@ -23,11 +24,11 @@ func TestMirrorReport(t *testing.T) {
 		Start: time.Unix(1_800_000_000, 0), Duration: time.Second,
 		Nodes:        map[string]controller.NodeResult{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
 		Routes:       &controller.RouteCounts{Desired: 2, Present: 1, Owned: 1, Foreign: 399},
-		Associations: []controller.Association{{Subnet: "s", State: controller.AssocDetached}},
+		Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s", State: assoc.Detached}}},
 	})
 	hub.Report(ctx, &controller.Result{Err: errors.New("throttled")})
 	// A later guard check of appgw with the subnet fixed clears its problem.
-	appgw.Report(ctx, &controller.Result{GuardOnly: true, Associations: []controller.Association{{Subnet: "s", State: controller.AssocRepaired, Repaired: true}}})
+	appgw.Report(ctx, &controller.Result{GuardOnly: true, Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s", State: assoc.Reassociated}, Repaired: true}}})
 	const want = `
 # HELP routekeeper_mirror_reconciles_total Reconciles of a mirror route table, by table and result (success, error).
 # TYPE routekeeper_mirror_reconciles_total counter

@@ -2,11 +2,9 @@ package plan
 
 import (
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
@@ -113,7 +111,7 @@ func TestNextHopOutsideVNet(t *testing.T) {
 				Current:      table(cluster),
 				NodeNetworks: []netip.Prefix{{}},
 			},
-			nodes:   map[string]string{"worker-0": "NotRouted/InvalidInput"},
+			nodes:   map[string]string{"worker-0": "NotRouted/InvalidConfiguration"},
 			refused: ReasonInvalidInput,
 		},
 	})
@@ -134,25 +132,5 @@ func TestNextHopOutsideVNetMessage(t *testing.T) {
 	}
 	if strings.Contains(msg, "10.0.9.0/24") {
 		t.Errorf("message lists more than %d networks: %s", maxListedNetworks, msg)
-	}
-}
-
-func TestNodeNetworks(t *testing.T) {
-	got, err := NodeNetworks(
-		cloud.Subnet{ID: "/s/a", AddressPrefixes: []string{"10.0.1.0/24", "fd00:0:0:1::/64"}},
-		cloud.Subnet{ID: "/s/b", AddressPrefixes: []string{"10.0.0.0/24"}},
-		cloud.Subnet{ID: "/s/c", AddressPrefixes: []string{" 10.0.1.0/24"}}, // listed by two VNets' reads
-		cloud.Subnet{ID: "/s/d"}, // no prefix yet
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []netip.Prefix{pfx("10.0.0.0/24"), pfx("10.0.1.0/24"), pfx("fd00:0:0:1::/64")}
-	if !slices.Equal(got, want) {
-		t.Errorf("NodeNetworks = %v, want %v", got, want)
-	}
-	_, err = NodeNetworks(cloud.Subnet{ID: "/s/bad", AddressPrefixes: []string{"10.0.0.0/24", "10.0.300.0/24"}})
-	if err == nil || !strings.Contains(err.Error(), "/s/bad") || !strings.Contains(err.Error(), `addressPrefixes[1] "10.0.300.0/24"`) {
-		t.Errorf("bad prefix: err = %v, want it to name the subnet, field and value", err)
 	}
 }

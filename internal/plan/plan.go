@@ -828,7 +828,7 @@ func (pl *planner) finish() {
 		if len(n.PodCIDRs) == 0 {
 			reason, msg := ReasonNoPodCIDR, fmt.Sprintf("node %s has no pod CIDR yet (spec.podCIDRs is empty)", n.Name)
 			if n.Problem != nil {
-				reason, msg = Reason(n.Problem.Reason), n.Problem.Message
+				reason, msg = n.Problem.Reason, n.Problem.Message
 			}
 			p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Reason: reason, Message: msg})
 			p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: reason, Message: msg}
@@ -886,7 +886,7 @@ func (pl *planner) finish() {
 			st.Reason, st.Message = ReasonRouteNotManaged, note.msg
 		}
 		if n.Problem != nil && st.State != NotRouted {
-			st.State, st.Reason, st.Message = NotRouted, Reason(n.Problem.Reason), n.Problem.Message
+			st.State, st.Reason, st.Message = NotRouted, n.Problem.Reason, n.Problem.Message
 		}
 		p.Nodes[n.Name] = st
 	}
@@ -899,7 +899,11 @@ func (pl *planner) finish() {
 	slices.SortFunc(deletes, byNode)
 	for _, i := range deletes {
 		c := &pl.routes[i]
-		p.Changes = append(p.Changes, Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.node, Reason: pl.deleteWhy(c)})
+		ch := Change{Kind: Delete, Route: pl.cur.Routes[i], Node: c.node, Reason: pl.deleteWhy(c)}
+		if c.fate == fateRenamed && pl.entries[c.entry].adopt {
+			ch.AdoptedBy = pl.entries[c.entry].name
+		}
+		p.Changes = append(p.Changes, ch)
 	}
 	slices.SortFunc(held, byNode)
 	for _, i := range held {

@@ -399,7 +399,7 @@ func TestOwnershipAndPeerDefects(t *testing.T) {
 				Current:     table(cluster, rt("worker-0", "10.244.0.0/24", "10.0.0.4"), rt("default", "0.0.0.0/0", "10.0.100.4")),
 			},
 			changes:   []string{"create worker-0____102440024 10.244.0.0/24 10.0.0.4", "delete worker-0"},
-			conflicts: []string{"worker-1 10.244.1.0/24 RouteLimit"},
+			conflicts: []string{"worker-1 10.244.1.0/24 RouteTableFull"},
 		},
 		{
 			name: "legacy route of a node without its IP is kept as it is",
@@ -516,7 +516,7 @@ func TestClaim(t *testing.T) {
 				Current:      cpa,
 			},
 			refused: ReasonTableUnclaimed,
-			nodes:   map[string]string{"worker-0": "NotRouted/TableUnclaimed"},
+			nodes:   map[string]string{"worker-0": "NotRouted/RouteTableUnclaimed"},
 		},
 		{
 			name: "table claimed by another cluster: nothing written at all",
@@ -525,7 +525,7 @@ func TestClaim(t *testing.T) {
 				Current: table("staging", ours("worker-0", "10.244.0.0/24", "10.0.0.9")),
 			},
 			refused: ReasonTableClaimed,
-			nodes:   map[string]string{"worker-0": "NotRouted/TableClaimed", "worker-1": "NotRouted/TableClaimed"},
+			nodes:   map[string]string{"worker-0": "NotRouted/RouteTableClaimed", "worker-1": "NotRouted/RouteTableClaimed"},
 		},
 		{
 			name: "claim values compare case-sensitively: Prod is another cluster",
@@ -818,8 +818,8 @@ func TestReasons(t *testing.T) {
 				Current: table(cluster, rt("default", "0.0.0.0/0", "10.0.100.4"), rt("azure", "AzureCloud", "Internet")),
 			},
 			changes:   []string{"create a____102440024 10.244.0.0/24 10.0.0.4"},
-			conflicts: []string{"b 10.244.1.0/24 RouteLimit", "c 10.244.2.0/24 RouteLimit"},
-			nodes:     map[string]string{"a": "Pending", "b": "NotRouted/RouteLimit", "c": "NotRouted/RouteLimit"},
+			conflicts: []string{"b 10.244.1.0/24 RouteTableFull", "c 10.244.2.0/24 RouteTableFull"},
+			nodes:     map[string]string{"a": "Pending", "b": "NotRouted/RouteTableFull", "c": "NotRouted/RouteTableFull"},
 		},
 		{
 			name: "RouteLimit: existing routes are kept when the table is over the limit",
@@ -830,8 +830,8 @@ func TestReasons(t *testing.T) {
 					ours("c", "10.244.2.0/24", "10.0.0.6")),
 			},
 			changes:   []string{"update b____102441024 10.244.1.0/24 10.0.0.9"},
-			conflicts: []string{"d 10.244.3.0/24 RouteLimit"},
-			nodes:     map[string]string{"a": "Routed", "b": "Pending", "c": "Routed", "d": "NotRouted/RouteLimit"},
+			conflicts: []string{"d 10.244.3.0/24 RouteTableFull"},
+			nodes:     map[string]string{"a": "Routed", "b": "Pending", "c": "Routed", "d": "NotRouted/RouteTableFull"},
 		},
 		{
 			name: "RouteLimit: deletes free room in the same plan",
@@ -850,7 +850,7 @@ func TestReasons(t *testing.T) {
 				Current: table(cluster),
 			},
 			changes:   []string{"create b____102441024 10.244.1.0/24 10.0.0.5"},
-			conflicts: []string{"a 10.244.0.0/24 RouteLimit", "a fd00:10:244::/64 RouteLimit"},
+			conflicts: []string{"a 10.244.0.0/24 RouteTableFull", "a fd00:10:244::/64 RouteTableFull"},
 		},
 		{
 			name: "RouteLimit: zero means 400",
@@ -859,14 +859,14 @@ func TestReasons(t *testing.T) {
 				Current: table(cluster),
 			},
 			changes:   manyCreates(400),
-			conflicts: []string{"n0400 10.244.100.0/26 RouteLimit"},
+			conflicts: []string{"n0400 10.244.100.0/26 RouteTableFull"},
 		},
 	})
 }
 
 func TestRefusals(t *testing.T) {
 	runCases(t, []planCase{
-		{name: "no cluster name", raw: true, in: Input{ClusterCIDRs: clusterCIDRs, Nodes: []source.Node{node("a")}}, refused: ReasonInvalidInput, nodes: map[string]string{"a": "NotRouted/InvalidInput"}},
+		{name: "no cluster name", raw: true, in: Input{ClusterCIDRs: clusterCIDRs, Nodes: []source.Node{node("a")}}, refused: ReasonInvalidInput, nodes: map[string]string{"a": "NotRouted/InvalidConfiguration"}},
 		{name: "no cluster CIDRs", raw: true, in: Input{Cluster: cluster}, refused: ReasonInvalidInput},
 		{name: "invalid cluster CIDR", raw: true, in: Input{Cluster: cluster, ClusterCIDRs: []netip.Prefix{{}}}, refused: ReasonInvalidInput},
 		{name: "negative limit", in: Input{Limit: -1}, refused: ReasonInvalidInput},
@@ -877,7 +877,7 @@ func TestRefusals(t *testing.T) {
 				Current: table(cluster, rt("x", "10.1.0.0/16", "None"), rt("X", "10.2.0.0/16", "None")),
 			},
 			refused: ReasonInvalidTable,
-			nodes:   map[string]string{"a": "NotRouted/InvalidTable"},
+			nodes:   map[string]string{"a": "NotRouted/RouteTableInvalid"},
 		},
 	})
 }
@@ -1117,7 +1117,7 @@ func TestEdgeCases(t *testing.T) {
 					rt("z", "192.168.0.0/16", "VirtualNetworkGateway"), ours("gone-1", "10.244.8.0/24", "10.0.0.8"), ours("gone-2", "10.244.9.0/24", "10.0.0.9")),
 			},
 			changes:   []string{"delete gone-1____102448024", "delete gone-2____102449024"},
-			conflicts: []string{"a 10.244.0.0/24 RouteLimit", "b 10.244.1.0/24 RouteLimit", "c 10.244.2.0/24 RouteLimit"},
+			conflicts: []string{"a 10.244.0.0/24 RouteTableFull", "b 10.244.1.0/24 RouteTableFull", "c 10.244.2.0/24 RouteTableFull"},
 		},
 		{
 			name: "a table ARM would not hold (owned and custom route with one prefix): nothing is added on top",

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"net/netip"
 	"strings"
 	"testing"
 
@@ -238,31 +237,4 @@ func TestNodeProblem(t *testing.T) {
 		conflicts: []string{"worker-4 - PodCIDRExhausted"},
 		nodes:     map[string]string{"worker-0": "Pending", "worker-4": "NotRouted/PodCIDRExhausted", "dual": "NotRouted/PodCIDRExhausted"},
 	}})
-}
-
-func TestGroups(t *testing.T) {
-	var nodes []source.Node
-	for i := range 450 {
-		nodes = append(nodes, node(fmt.Sprintf("node-%03d", i), "10.0.0.4", netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(i / 2), byte(i%2) * 128}), 25).String()))
-	}
-	nodes = append(nodes, node("kthw", "10.0.0.4"), node("far", "10.0.0.4", "10.99.0.0/24"))
-	p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Nodes: nodes, Current: table(cluster)})
-	gs := p.Groups(3)
-	var lines []string
-	for _, g := range gs {
-		lines = append(lines, g.String())
-	}
-	want := []string{
-		"NoPodCIDR: 1 node not routed (kthw); first: node kthw has no pod CIDR yet (spec.podCIDRs is empty)",
-		"OutsideClusterCIDR: 1 node not routed (far); first: pod CIDR 10.99.0.0/24 of node far is outside the cluster CIDRs 10.244.0.0/16, fd00:10:244::/56",
-		"RouteLimit: 50 nodes not routed (node-400, node-401, node-402 and 47 more); first: route table rt is full: it may hold 400 routes (routeTable.routeLimit)",
-	}
-	if len(lines) != len(want) {
-		t.Fatalf("groups:\n%s", strings.Join(lines, "\n"))
-	}
-	for i := range want {
-		if !strings.HasPrefix(lines[i], want[i]) {
-			t.Errorf("group %d:\n got %s\nwant %s…", i, lines[i], want[i])
-		}
-	}
 }

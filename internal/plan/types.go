@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -170,71 +171,82 @@ type Change struct {
 	// the same write removes (its Delete is in the plan too). diff shows
 	// the pair as one rename.
 	Adopts string `json:"adopts,omitempty"`
+	// AdoptedBy is set on the Delete half of an adoption: the name of the
+	// node route that replaces the adopted route in the same write. Such a
+	// delete is a rename, not a stale route.
+	AdoptedBy string `json:"adoptedBy,omitempty"`
 }
 
-// Reason is why a node's route is not written or why the plan was refused.
-// The values are CamelCase so that the controller can use them as the
-// reason of the NetworkUnavailable condition and of events.
-type Reason string
+// Stale reports whether the change deletes a route that no node asks for
+// any more (not the old half of an adoption).
+func (c Change) Stale() bool { return c.Kind == Delete && c.AdoptedBy == "" }
 
-// The reasons.
+// Reason is why a node's route is not written, why the plan was refused,
+// or why deletions were held back: a word of routekeeper's one vocabulary
+// (internal/reason), so the planner's reasons are the ones the log, node
+// conditions, events, metrics and every command show.
+type Reason = reason.Reason
+
+// The planner's reasons (see internal/reason for the whole vocabulary).
 const (
 	// ReasonPrefixConflict: a route routekeeper does not own already holds
 	// the node's pod CIDR (a route typed by hand, a legacy route, another
 	// cluster's). Azure forbids two routes with one prefix.
-	ReasonPrefixConflict Reason = "PrefixConflict"
+	ReasonPrefixConflict = reason.PrefixConflict
 	// ReasonNameConflict: a route routekeeper does not own already has the
 	// exact name the node's route needs (other prefix or next hop type), or
 	// two pod CIDRs map to one name.
-	ReasonNameConflict Reason = "NameConflict"
+	ReasonNameConflict = reason.NameConflict
 	// ReasonOverlappingPodCIDR: two nodes have the same or overlapping pod
 	// CIDRs.
-	ReasonOverlappingPodCIDR Reason = "OverlappingPodCIDR"
+	ReasonOverlappingPodCIDR = reason.OverlappingPodCIDR
 	// ReasonOutsideClusterCIDR: the pod CIDR is not inside any cluster CIDR.
-	ReasonOutsideClusterCIDR Reason = "OutsideClusterCIDR"
-	// ReasonRouteLimit: the table is full.
-	ReasonRouteLimit Reason = "RouteLimit"
+	ReasonOutsideClusterCIDR = reason.OutsideClusterCIDR
+	// ReasonRouteLimit: the table is full (RouteTableFull).
+	ReasonRouteLimit = reason.RouteTableFull
 	// ReasonNoPodCIDR: the node has no (valid) pod CIDR yet.
-	ReasonNoPodCIDR Reason = "NoPodCIDR"
+	ReasonNoPodCIDR = reason.NoPodCIDR
 	// ReasonNoNodeIP: the node has no internal address of the pod CIDR's
 	// IP family.
-	ReasonNoNodeIP Reason = "NoNodeIP"
+	ReasonNoNodeIP = reason.NoNodeIP
 	// ReasonNextHopOutsideVNet: the node's internal IP (the route's next
 	// hop) lies in no subnet of Input.NodeNetworks; no NIC can hold it, so
 	// a route to it would deliver nothing.
-	ReasonNextHopOutsideVNet Reason = "NextHopOutsideVNet"
+	ReasonNextHopOutsideVNet = reason.NextHopOutsideVNet
 	// ReasonInvalidRouteName: the scheme name is not a valid Azure route
 	// name (usually a node name too long for 80 characters).
-	ReasonInvalidRouteName Reason = "InvalidRouteName"
+	ReasonInvalidRouteName = reason.InvalidRouteName
 	// ReasonDuplicateNode: two nodes have the same name (compared
 	// case-insensitively, as Azure compares route names).
-	ReasonDuplicateNode Reason = "DuplicateNode"
+	ReasonDuplicateNode = reason.DuplicateNode
 	// ReasonTableClaimed: the table is claimed by another cluster; the
-	// plan is refused.
-	ReasonTableClaimed Reason = "TableClaimed"
+	// plan is refused (RouteTableClaimed).
+	ReasonTableClaimed = reason.RouteTableClaimed
 	// ReasonTableUnclaimed: the table has no claim and Input.RequireClaim
-	// is set; the plan is refused.
-	ReasonTableUnclaimed Reason = "TableUnclaimed"
+	// is set; the plan is refused (RouteTableUnclaimed).
+	ReasonTableUnclaimed = reason.RouteTableUnclaimed
 	// ReasonInvalidTable: the table as read breaks Azure's own rules (two
-	// routes with one name, disagreeing claim tags); the plan is refused.
-	ReasonInvalidTable Reason = "InvalidTable"
-	// ReasonInvalidInput: Input.Validate failed; the plan is refused.
-	ReasonInvalidInput Reason = "InvalidInput"
+	// routes with one name, disagreeing claim tags); the plan is refused
+	// (RouteTableInvalid).
+	ReasonInvalidTable = reason.RouteTableInvalid
+	// ReasonInvalidInput: Input.Validate failed; the plan is refused
+	// (InvalidConfiguration).
+	ReasonInvalidInput = reason.InvalidConfiguration
 
 	// ReasonRouteNotManaged: a route routekeeper does not own already
 	// sends the pod CIDR to the node. Traffic flows, so the node counts as
 	// routed (state Routed or Pending, with this reason as a note); with
 	// Input.Adopt matching the route is taken over instead.
-	ReasonRouteNotManaged Reason = "RouteNotManaged"
+	ReasonRouteNotManaged = reason.RouteNotManaged
 
 	// Reasons of Plan.HeldReason: why deletions were held back.
 
 	// ReasonTooManyDeletes: the plan would delete more routes than
 	// Input.MaxDeletes allows.
-	ReasonTooManyDeletes Reason = "TooManyDeletes"
+	ReasonTooManyDeletes = reason.TooManyDeletes
 	// ReasonEmptySource: the source returned no nodes and
 	// Input.AllowEmptySource is not set.
-	ReasonEmptySource Reason = "EmptySource"
+	ReasonEmptySource = reason.EmptySource
 )
 
 // Conflict is one desired route that the plan does not write, with why.
@@ -333,6 +345,22 @@ type Plan struct {
 	// command to remove one by hand), never deleted, until the claim
 	// exists (Input.Claim).
 	Unclaimed []Change `json:"unclaimed,omitempty"`
+}
+
+// Stale are the routes of this cluster no node asks for: the deletes (not
+// the old half of an adoption), the deletions held back and the routes of
+// unknown nodes left in an unclaimed table.
+func (p *Plan) Stale() []Change {
+	if p == nil {
+		return nil
+	}
+	var out []Change
+	for _, c := range p.Changes {
+		if c.Stale() {
+			out = append(out, c)
+		}
+	}
+	return append(append(out, p.HeldDeletes...), p.Unclaimed...)
 }
 
 // NeedsWrite reports whether the plan has anything to write.

@@ -23,7 +23,11 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 		why("%s is in none of the subnets %s", src.Addr, t.subnetNames())
 		return out
 	}
-	if r.Source.Node != "" && f.from != src.Addr {
+	if f.onPrem != nil {
+		e := f.onPrem
+		why("%s is on premises: gateway %s learned %s; it enters Azure through %s in %s (%s) of %s",
+			src.Addr, e.gateway.Name, e.prefix, e.gateway.Name, s.Name, prefixes(s.Prefixes), e.vnet.Name)
+	} else if r.Source.Node != "" && f.from != src.Addr {
 		why("%s is on node %s, whose NIC %s is in %s (%s)", src.Addr, r.Source.Node, f.from, s.Name, prefixes(s.Prefixes))
 	} else {
 		who := ""
@@ -61,7 +65,10 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 	default:
 		why("%s uses %s, which has no route for %s: it matches %s", s.Name, tableName, target, describe(best))
 	}
-	if t.st.ConfiguredTableID != "" && s.RouteTableID != "" && !strings.EqualFold(s.RouteTableID, t.st.ConfiguredTableID) {
+	if f.noBGPIn != "" {
+		why("%s disables gateway route propagation: the routes the gateway learned are not in %s", f.noBGPIn, s.Name)
+	}
+	if t.st.ConfiguredTableID != "" && s.RouteTableID != "" && !s.Around && !strings.EqualFold(s.RouteTableID, t.st.ConfiguredTableID) {
 		why("%s is not the configured route table %s", tableName, lastSegment(t.st.ConfiguredTableID))
 	}
 	for _, sh := range r.Shadowed {
@@ -70,7 +77,12 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 		}
 	}
 
+	explainCrossing(why, r, f)
 	switch r.Verdict {
+	case NotForwarded:
+		c := f.cross
+		why("dropped at the peering: its source %s is outside %s's address space (traffic forwarded by a node), and %s's peering %s does not allow forwarded traffic (allowForwardedTraffic)",
+			src.Addr, c.from.Name, c.to.Name, c.back.Name)
 	case Dropped:
 		why("dropped: next hop None")
 	case ToInternet:
@@ -84,7 +96,7 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 	case WrongNode:
 		n := t.byName[r.Node]
 		why("sent to node %s (%s), whose pod CIDRs %s do not contain %s: the node drops or misroutes it", n.Name, r.NextHopIP, prefixes(n.PodCIDRs), dst.Addr)
-	case Delivered:
+	case Delivered, NoReturn:
 		n := t.byName[r.Node]
 		switch {
 		case r.NextHopType != VirtualAppliance:
@@ -99,6 +111,10 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 				}
 			}
 		}
+	}
+	explainReply(why, r, f)
+	if len(t.st.Unread) > 0 {
+		why("not read (permission missing), so not part of this trace: %s", strings.Join(t.st.Unread, ", "))
 	}
 	return out
 }

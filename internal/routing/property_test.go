@@ -65,3 +65,35 @@ func TestSelectorMatchesDefinition(t *testing.T) {
 		}
 	}
 }
+
+// TestVNetRoutesBeatBGP checks Azure's rule on random networks: a packet to
+// an address of the virtual network or of a peered one never follows a
+// BGP route, however specific, unless a user route says otherwise.
+func TestVNetRoutesBeatBGP(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	randPrefix := func(minBits int) netip.Prefix {
+		a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(256)), 0})
+		return netip.PrefixFrom(a, minBits+rng.IntN(25-minBits)).Masked()
+	}
+	for round := range 300 {
+		n := Network{AddressSpace: []netip.Prefix{randPrefix(12)}}
+		for range rng.IntN(3) {
+			n.Peerings = append(n.Peerings, randPrefix(12))
+		}
+		for range 1 + rng.IntN(6) {
+			n.Gateway = append(n.Gateway, randPrefix(8))
+		}
+		sel := NewSelector(Effective(n, nil))
+		for range 100 {
+			a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(256)), byte(rng.IntN(256))})
+			inVNet := false
+			for _, p := range append(append([]netip.Prefix(nil), n.AddressSpace...), n.Peerings...) {
+				inVNet = inVNet || p.Contains(a)
+			}
+			r, ok := sel.Lookup(a)
+			if inVNet && (!ok || r.Source == SourceBGP) {
+				t.Fatalf("round %d: %s is in the virtual network or a peered one, but Lookup chose %+v (network %+v)", round, a, r, n)
+			}
+		}
+	}
+}

@@ -164,11 +164,26 @@ func Effective(n Network, udrs []route.Route) []Route {
 	}
 	for i := range sys {
 		r := &sys[i]
-		if byPrefix[r.Prefix] || r.Source == SourceDefault && forced && r.NextHopType == None {
+		if byPrefix[r.Prefix] || r.Source == SourceDefault && forced && r.NextHopType == None || r.Source == SourceBGP && inVNetRoute(sys, r.Prefix) {
 			r.State = StateInvalid
 		}
 	}
 	return append(sys, user...)
+}
+
+// inVNetRoute reports whether p lies inside the prefix of a system route
+// to the virtual network or a peered one. Azure prefers those system
+// routes "even if BGP routes are more specific" ("Virtual network traffic
+// routing", how Azure selects a route): a gateway route for such a prefix
+// never carries traffic, and is shown Invalid here.
+func inVNetRoute(sys []Route, p netip.Prefix) bool {
+	for _, r := range sys {
+		if r.Source == SourceDefault && (r.NextHopType == VnetLocal || r.NextHopType == VNetPeering) &&
+			r.Prefix.Addr().BitLen() == p.Addr().BitLen() && r.Prefix.Bits() <= p.Bits() && r.Prefix.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
 }
 
 func udrPrefix(r route.Route) (netip.Prefix, bool) {

@@ -20,6 +20,13 @@ type Subnet struct {
 	// VNet is the subnet's virtual network (for the system routes).
 	VNetName string
 	VNet     Network
+	// VNetID is the ID of the subnet's virtual network. When State.VNets
+	// holds that network, VNet is derived from it (NetworkOf): its peerings
+	// and gateways.
+	VNetID string
+	// Around: the subnet is in a network around the cluster's (a peered
+	// one), so its route table is not expected to be the configured one.
+	Around bool
 	// RouteTableID is the table the subnet is associated with, "" for none.
 	RouteTableID string
 }
@@ -33,6 +40,13 @@ type State struct {
 	// ConfiguredTableID is the table routekeeper keeps the pod routes in;
 	// a subnet that uses another one is pointed out.
 	ConfiguredTableID string
+	// VNets are the virtual networks of the subnets and around them, with
+	// their peerings and gateways (network.go). Optional: without them a
+	// subnet's routes are its VNet field's, and no peering is crossed.
+	VNets []VNet
+	// Unread names what of the network around could not be read (a
+	// permission is missing); the reasons of a trace mention it.
+	Unread []string
 }
 
 // Endpoint is one end of a trace: an address, and the node it is said to
@@ -61,6 +75,13 @@ const (
 	Unreachable Verdict = "unreachable"
 	// NoSubnet: the source is in none of the subnets.
 	NoSubnet Verdict = "no-subnet"
+	// NotForwarded: the packet crosses a peering with a source address
+	// outside the network it leaves (a pod's, forwarded by a node) and the
+	// receiving network's peering does not allow forwarded traffic.
+	NotForwarded Verdict = "not-forwarded"
+	// NoReturn: the packet reaches the pod, but the pod's replies do not
+	// find their way back to a source outside the pod's network.
+	NoReturn Verdict = "no-return"
 )
 
 // Result is the answer of a trace.
@@ -85,6 +106,16 @@ type Result struct {
 	Node string `json:"node,omitempty"`
 	// DestinationNode is the node whose pod CIDR (or address) holds DST.
 	DestinationNode string `json:"destinationNode,omitempty"`
+	// Gateway is the virtual network gateway an on-premises source enters
+	// Azure through (its GatewaySubnet is Subnet).
+	Gateway string `json:"gateway,omitempty"`
+	// Peering is the peering the packet crosses to its next hop
+	// ("<vnet>/<peering>"), if any.
+	Peering string `json:"peering,omitempty"`
+	// ReturnRoute is the route the pod's replies take from the
+	// destination node's subnet, when the source is outside the pod's
+	// network (another virtual network, on premises).
+	ReturnRoute *Route `json:"returnRoute,omitempty"`
 	// Reasons is the chain of reasoning, one step a line.
 	Reasons []string `json:"reasons"`
 }
@@ -123,6 +154,15 @@ func NewTracer(st State) *Tracer {
 			t.tables[strings.ToLower(tb.ID)] = tb
 		}
 	}
+	if len(st.VNets) > 0 {
+		subnets := slices.Clone(st.Subnets)
+		for i := range subnets {
+			if n, ok := NetworkOf(st.VNets, subnets[i].VNetID); ok {
+				subnets[i].VNet = n
+			}
+		}
+		t.st.Subnets = subnets
+	}
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
 		t.byName[n.Name] = n
@@ -155,12 +195,16 @@ func (t *Tracer) selector(s *Subnet) *Selector {
 		return sel
 	}
 	var udrs []route.Route
+	n := s.VNet
 	tb := t.table(s.RouteTableID)
 	if tb != nil {
 		udrs = tb.Routes
+		if tb.DisableBGPRoutePropagation {
+			n.Gateway = nil // the gateway's routes do not reach the subnet
+		}
 	}
 	t.read[s] = tb != nil
-	sel := NewSelector(Effective(s.VNet, udrs))
+	sel := NewSelector(Effective(n, udrs))
 	t.sel[s] = sel
 	return sel
 }
@@ -240,6 +284,12 @@ type facts struct {
 	dstCIDR   netip.Prefix
 	tableRead bool
 	dstNodeIP bool // dst is the address of Node
+	// The network around (crossing.go): where an on-premises source
+	// enters, the peering the packet crosses, the replies' way back.
+	onPrem  *entry
+	cross   *crossing
+	reply   *reply
+	noBGPIn string // the table that left the gateway's routes out
 }
 
 func (t *Tracer) decide(src, dst Endpoint, shadowed bool) (*Result, facts) {
@@ -251,6 +301,12 @@ func (t *Tracer) decide(src, dst Endpoint, shadowed bool) (*Result, facts) {
 		}
 	}
 	f.subnet, f.from = t.SubnetOf(r.Source)
+	if f.subnet == nil {
+		if e := t.onPremEntry(src.Addr); e != nil {
+			f.onPrem, f.subnet = e, e.subnet
+			r.Gateway = e.gateway.Name
+		}
+	}
 	if f.subnet == nil {
 		r.Verdict = NoSubnet
 		return r, f
@@ -304,5 +360,6 @@ func (t *Tracer) decide(src, dst Endpoint, shadowed bool) (*Result, facts) {
 			r.Node, r.Verdict, f.dstNodeIP = n.Name, Delivered, true
 		}
 	}
+	t.around(r, &f)
 	return r, f
 }

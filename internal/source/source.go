@@ -3,7 +3,11 @@
 // sub-packages: kube (client-go informer) and inventory (a YAML file).
 package source
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/routekeeper/routekeeper/internal/reason"
+)
 
 // Node is what routekeeper needs to know of a cluster node.
 type Node struct {
@@ -25,10 +29,10 @@ type Node struct {
 
 // Problem is why a source could not complete one node.
 type Problem struct {
-	// Reason is CamelCase (a condition and event reason), for example
+	// Reason is a word of internal/reason's vocabulary, for example
 	// PodCIDRExhausted.
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
+	Reason  reason.Reason `json:"reason"`
+	Message string        `json:"message"`
 }
 
 // NextHop returns the node's internal address of the same family as

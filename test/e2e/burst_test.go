@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/routekeeper/routekeeper/internal/daemon"
-	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/metrics"
+	"github.com/routekeeper/routekeeper/internal/reason"
 )
 
 // burstCIDR holds the 400 nodes' pod CIDRs (/24 each).
@@ -119,7 +119,7 @@ func TestBurstOf400Nodes(t *testing.T) {
 		routed := 0
 		for _, node := range l.Items {
 			for _, c := range node.Status.Conditions {
-				if c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionFalse && c.Reason == kubestatus.ReasonRouteCreated && len(node.Name) > 6 && node.Name[:6] == "burst-" {
+				if c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionFalse && c.Reason == string(reason.RouteCreated) && len(node.Name) > 6 && node.Name[:6] == "burst-" {
 					routed++
 				}
 			}
@@ -174,7 +174,7 @@ func TestOneNodeLatency(t *testing.T) {
 			return ""
 		})
 		routed = time.Since(begin)
-		waitCondition(ctx, t, client, n.name, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		waitCondition(ctx, t, client, n.name, corev1.ConditionFalse, reason.RouteCreated)
 		t.Logf("%s: route %s and NetworkUnavailable=False %s after the node was created", n.name, routed.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
 	}
 }

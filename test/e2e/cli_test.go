@@ -20,7 +20,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cli"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
-	"github.com/routekeeper/routekeeper/internal/kubestatus"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	kubetest "github.com/routekeeper/routekeeper/test/kube"
 )
@@ -129,7 +129,7 @@ controller:
 		createNode(ctx, t, client, node{name: fmt.Sprintf("cli-%d", i), podCIDRs: []string{podCIDR(60 + i)}, ips: []string{nodeIP(60 + i)}, networkUnavailable: true})
 	}
 	for i := range 2 {
-		waitCondition(ctx, t, client, fmt.Sprintf("cli-%d", i), corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		waitCondition(ctx, t, client, fmt.Sprintf("cli-%d", i), corev1.ConditionFalse, reason.RouteCreated)
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	for _, p := range []string{"/healthz", "/readyz"} {

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -209,7 +210,7 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	vnetID, _ := azure.VNetOfSubnet(subnetID)
+	vnetID, _ := armid.VNetOfSubnet(subnetID)
 	if _, err := client.GetVirtualNetwork(ctx, vnetID); err != nil {
 		t.Fatal(err)
 	}

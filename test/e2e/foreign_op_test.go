@@ -10,7 +10,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/fabric"
-	"github.com/routekeeper/routekeeper/internal/kubestatus"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -33,7 +33,7 @@ func TestForeignLongOperationLeavesConditionsFalse(t *testing.T) {
 		createNode(ctx, t, client, node{name: name, podCIDRs: []string{podCIDR(40 + i)}, ips: []string{nodeIP(40 + i)}, networkUnavailable: true})
 	}
 	for _, name := range names {
-		waitCondition(ctx, t, client, name, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		waitCondition(ctx, t, client, name, corev1.ConditionFalse, reason.RouteCreated)
 	}
 
 	slow := fabric.New(f.Store, fabric.Options{OperationDuration: 30 * time.Second})

@@ -12,8 +12,8 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
-	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -102,7 +102,7 @@ func TestHandMadeRouteThenAdoption(t *testing.T) {
 	cfg := controllerConfig("handmade")
 	cloud := &countingCloud{Cloud: f.client(t, nil)}
 	r := start(t, daemon.Options{Controller: cfg, Cloud: cloud, Kube: adminConfig(env)})
-	c := waitCondition(ctx, t, client, "handmade-0", corev1.ConditionFalse, kubestatus.ReasonRouteNotManaged)
+	c := waitCondition(ctx, t, client, "handmade-0", corev1.ConditionFalse, reason.RouteNotManaged)
 	for _, want := range []string{lab, "traffic flows", "--adopt matching"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("condition message %q lacks %q", c.Message, want)
@@ -118,7 +118,7 @@ func TestHandMadeRouteThenAdoption(t *testing.T) {
 	cfg.Adopt = plan.AdoptMatching
 	cloud = &countingCloud{Cloud: f.client(t, nil)}
 	start(t, daemon.Options{Controller: cfg, Cloud: cloud, Kube: adminConfig(env)})
-	waitCondition(ctx, t, client, "handmade-0", corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+	waitCondition(ctx, t, client, "handmade-0", corev1.ConditionFalse, reason.RouteCreated)
 	got := f.routes(t)
 	if _, ok := got[lab]; ok || len(got) != 1 {
 		t.Errorf("routes after the adoption: %v, want only the node's", got)

@@ -27,11 +27,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/metrics"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	kubetest "github.com/routekeeper/routekeeper/test/kube"
@@ -118,7 +120,7 @@ func routeName(node, cidr string) string { return route.Name(node, netip.MustPar
 
 // countingCloud counts route table PUTs.
 type countingCloud struct {
-	controller.Cloud
+	cloud.Cloud
 	puts atomic.Int64
 }
 
@@ -320,16 +322,16 @@ func eventually(t testing.TB, timeout time.Duration, cond func() string) {
 
 // waitCondition waits for the node's NetworkUnavailable to have status and
 // reason ("" for any).
-func waitCondition(ctx context.Context, t testing.TB, client kubernetes.Interface, name string, status corev1.ConditionStatus, reason string) corev1.NodeCondition {
+func waitCondition(ctx context.Context, t testing.TB, client kubernetes.Interface, name string, status corev1.ConditionStatus, why reason.Reason) corev1.NodeCondition {
 	t.Helper()
 	var got corev1.NodeCondition
 	eventually(t, 30*time.Second, func() string {
 		c, ok := condition(ctx, t, client, name)
-		if ok && c.Status == status && (reason == "" || c.Reason == reason) {
+		if ok && c.Status == status && (why == "" || c.Reason == string(why)) {
 			got = c
 			return ""
 		}
-		return fmt.Sprintf("node %s: NetworkUnavailable %+v (present %v), want %s/%s", name, c, ok, status, reason)
+		return fmt.Sprintf("node %s: NetworkUnavailable %+v (present %v), want %s/%s", name, c, ok, status, why)
 	})
 	return got
 }

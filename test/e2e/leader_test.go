@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/routekeeper/routekeeper/internal/daemon"
-	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/metrics"
+	"github.com/routekeeper/routekeeper/internal/reason"
 )
 
 // Short leader election timings for the tests (production: 15s/10s/2s).
@@ -92,7 +92,7 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 				createNode(ctx, t, client, node{name: fmt.Sprintf("%s-%d", prefix, i), podCIDRs: []string{podCIDR(30 + i)}, ips: []string{nodeIP(30 + i)}, networkUnavailable: true})
 			}
 			for i := range 3 {
-				waitCondition(ctx, t, client, fmt.Sprintf("%s-%d", prefix, i), corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+				waitCondition(ctx, t, client, fmt.Sprintf("%s-%d", prefix, i), corev1.ConditionFalse, reason.RouteCreated)
 			}
 			if s := rs[leader].cloud.Stats(); s.Writes == 0 {
 				t.Errorf("the leader made no ARM writes")
@@ -131,7 +131,7 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 				t.Errorf("takeover after a crash took %s, want within the lease duration %s plus two jittered retry periods (%s)", took, leaseDuration, limit)
 			}
 			createNode(ctx, t, client, node{name: prefix + "-late", podCIDRs: []string{podCIDR(39)}, ips: []string{nodeIP(39)}, networkUnavailable: true})
-			waitCondition(ctx, t, client, prefix+"-late", corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+			waitCondition(ctx, t, client, prefix+"-late", corev1.ConditionFalse, reason.RouteCreated)
 			if _, ok := f.routes(t)[routeName(prefix+"-late", podCIDR(39))]; !ok {
 				t.Error("the new leader did not route the new node")
 			}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/daemon"
-	"github.com/routekeeper/routekeeper/internal/kubestatus"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source/kube"
 )
@@ -167,7 +167,7 @@ func TestInformerMemory(t *testing.T) {
 		done := 0
 		for _, n := range l.Items {
 			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeNetworkUnavailable && (c.Reason == kubestatus.ReasonRouteCreated || c.Reason == kubestatus.ReasonRouteTableFull) {
+				if c.Type == corev1.NodeNetworkUnavailable && (c.Reason == string(reason.RouteCreated) || c.Reason == string(reason.RouteTableFull)) {
 					done++
 				}
 			}
@@ -247,4 +247,12 @@ func (c *memCloud) Calls() (int64, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reads, c.writes
+}
+
+func (c *memCloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualNetwork, error) {
+	return nil, fmt.Errorf("virtual network %s: %w", id, cloud.ErrNotFound)
+}
+
+func (c *memCloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
+	return nil, nil
 }

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -19,6 +21,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // mirrorTopology is the test network plus three subnets with route tables
@@ -62,7 +65,7 @@ func mirrorTableID(name string) string {
 
 func mirrorOf(name string) controller.Mirror {
 	sn := strings.TrimSuffix(name, "-routes") + "-subnet"
-	return controller.Mirror{RouteTableID: mirrorTableID(name), Subnets: []string{fabrictest.KTHWVNet + "/subnets/" + sn}, Policy: controller.Enforce}
+	return controller.Mirror{RouteTableID: mirrorTableID(name), Subnets: []string{fabrictest.KTHWVNet + "/subnets/" + sn}, Policy: assoc.Enforce}
 }
 
 // mirrorRoutes reads a mirror table's routes by name.
@@ -119,7 +122,7 @@ func TestMirrorObserveMode(t *testing.T) {
 	cond0, _ := condition(ctx, t, client, "mirror-0")
 
 	cfg := controllerConfig("mirror-observe")
-	cfg.Mode = controller.Observe
+	cfg.Mode = verdict.Observe
 	cfg.CreateTable = false
 	cfg.BatchWindow = 50 * time.Millisecond
 	m := metrics.New()
@@ -199,7 +202,7 @@ func TestMirrorObserveMode(t *testing.T) {
 
 // tableCounter counts route table PUTs per table.
 type tableCounter struct {
-	controller.Cloud
+	cloud.Cloud
 	mu   sync.Mutex
 	puts map[string]int
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 )
 
 // TestNodesRoutesAndConditions: nodes created with pod CIDRs get their
@@ -37,7 +38,7 @@ func TestNodesRoutesAndConditions(t *testing.T) {
 		createNode(ctx, t, client, n)
 	}
 	for i, n := range nodes {
-		c := waitCondition(ctx, t, client, n.name, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		c := waitCondition(ctx, t, client, n.name, corev1.ConditionFalse, reason.RouteCreated)
 		if c.Message == "" || c.LastTransitionTime.IsZero() {
 			t.Errorf("node %s: condition %+v lacks a message or transition time", n.name, c)
 		}
@@ -124,9 +125,9 @@ func TestConflictsAreReportedOthersConverge(t *testing.T) {
 	createNode(ctx, t, client, node{name: "conflicts-ok-1", podCIDRs: []string{podCIDR(14)}, ips: []string{nodeIP(14)}, networkUnavailable: true})
 
 	for _, name := range []string{"conflicts-ok-0", "conflicts-ok-1"} {
-		waitCondition(ctx, t, client, name, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		waitCondition(ctx, t, client, name, corev1.ConditionFalse, reason.RouteCreated)
 	}
-	c := waitCondition(ctx, t, client, "conflicts-outside", corev1.ConditionTrue, string(plan.ReasonOutsideClusterCIDR))
+	c := waitCondition(ctx, t, client, "conflicts-outside", corev1.ConditionTrue, plan.ReasonOutsideClusterCIDR)
 	if !strings.Contains(c.Message, "10.99.0.0/24") {
 		t.Errorf("outside-CIDR condition message %q does not name the pod CIDR", c.Message)
 	}
@@ -135,7 +136,7 @@ func TestConflictsAreReportedOthersConverge(t *testing.T) {
 		t.Errorf("event %s %s %q from %q, want a Warning whose note starts with the reason", ev.Type, ev.Reason, ev.Note, ev.ReportingController)
 	}
 	for _, name := range []string{"conflicts-shared-a", "conflicts-shared-b"} {
-		waitCondition(ctx, t, client, name, corev1.ConditionTrue, string(plan.ReasonOverlappingPodCIDR))
+		waitCondition(ctx, t, client, name, corev1.ConditionTrue, plan.ReasonOverlappingPodCIDR)
 		waitEvent(ctx, t, client, "default", "Node", name, kubestatus.EventFailedToCreateRoute)
 	}
 	routes := f.routes(t)
@@ -197,12 +198,12 @@ func TestFailedWriteKeepsConditionsTrue(t *testing.T) {
 		createNode(ctx, t, client, node{name: name, podCIDRs: []string{podCIDR(20 + i)}, ips: []string{nodeIP(20 + i)}, networkUnavailable: true})
 	}
 	for _, name := range names {
-		c := waitCondition(ctx, t, client, name, corev1.ConditionTrue, kubestatus.ReasonRouteWriteFailed)
+		c := waitCondition(ctx, t, client, name, corev1.ConditionTrue, reason.RouteWriteFailed)
 		if !strings.Contains(c.Message, "10.200.") {
 			t.Errorf("condition message %q does not say which route is missing", c.Message)
 		}
 		ev := waitEvent(ctx, t, client, "default", "Node", name, kubestatus.EventFailedToCreateRoute)
-		if !strings.HasPrefix(ev.Note, kubestatus.ReasonRouteWriteFailed) {
+		if !strings.HasPrefix(ev.Note, string(reason.RouteWriteFailed)) {
 			t.Errorf("event note %q", ev.Note)
 		}
 	}
@@ -225,6 +226,6 @@ func TestFailedWriteKeepsConditionsTrue(t *testing.T) {
 
 	f.Server.SetFaults(fabric.Faults{})
 	for _, name := range names {
-		waitCondition(ctx, t, client, name, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
+		waitCondition(ctx, t, client, name, corev1.ConditionFalse, reason.RouteCreated)
 	}
 }

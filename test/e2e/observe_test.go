@@ -8,11 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // TestObserveMode is AKS: the platform writes the routes. routekeeper never
@@ -53,7 +53,7 @@ func TestObserveMode(t *testing.T) {
 	}
 
 	cfg := controllerConfig("observe")
-	cfg.Mode = controller.Observe
+	cfg.Mode = verdict.Observe
 	cfg.CreateTable = false
 	cfg.Resync = 300 * time.Millisecond // re-reads the table to see the platform's writes
 	m := metrics.New()

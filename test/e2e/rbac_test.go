@@ -18,12 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 	kubetest "github.com/routekeeper/routekeeper/test/kube"
 )
 
@@ -164,15 +165,15 @@ func TestRBACManifestIsSufficientAndLeast(t *testing.T) {
 	observe["routes"] = "observe"
 	for i, tc := range []struct {
 		name   string
-		mode   controller.Mode
+		mode   verdict.Mode
 		render func(t *testing.T) []deployrender.Object
 	}{
-		{"kustomize base", controller.Manage, func(t *testing.T) []deployrender.Object { return kustomize(t, "base") }},
-		{"helm chart", controller.Manage, func(t *testing.T) []deployrender.Object {
+		{"kustomize base", verdict.Manage, func(t *testing.T) []deployrender.Object { return kustomize(t, "base") }},
+		{"helm chart", verdict.Manage, func(t *testing.T) []deployrender.Object {
 			return helmChart(t, "routekeeper", "kube-system", chartValues())
 		}},
-		{"kustomize observe", controller.Observe, func(t *testing.T) []deployrender.Object { return kustomize(t, "overlays/observe") }},
-		{"helm chart observe", controller.Observe, func(t *testing.T) []deployrender.Object {
+		{"kustomize observe", verdict.Observe, func(t *testing.T) []deployrender.Object { return kustomize(t, "overlays/observe") }},
+		{"helm chart observe", verdict.Observe, func(t *testing.T) []deployrender.Object {
 			return helmChart(t, "routekeeper", "kube-system", observe)
 		}},
 	} {
@@ -182,7 +183,7 @@ func TestRBACManifestIsSufficientAndLeast(t *testing.T) {
 
 // checkRBAC creates the rendered installation and runs routekeeper in the
 // mode as its service account; n numbers the test's nodes.
-func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, mode controller.Mode, n int) {
+func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, mode verdict.Mode, n int) {
 	ctx := t.Context()
 	admin := env.Clientset(t)
 	newCreator(t, env.Config).create(ctx, t, objs)
@@ -225,7 +226,7 @@ func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, mode
 	cfg := controllerConfig("rbac")
 	inside, outside := fmt.Sprintf("rbac-%d", n), fmt.Sprintf("rbac-outside-%d", n)
 	var r *replica
-	if mode == controller.Observe {
+	if mode == verdict.Observe {
 		// The platform's table: a route of a node that is gone, none
 		// for the new node.
 		gone := fmt.Sprintf("10.200.%d.0/24", 100+n)
@@ -239,7 +240,7 @@ func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, mode
 		if _, err := f.Client.SetSubnetRouteTable(ctx, subnetID, tableID, s.Etag); err != nil {
 			t.Fatal(err)
 		}
-		cfg.Mode, cfg.CreateTable = controller.Observe, false
+		cfg.Mode, cfg.CreateTable = verdict.Observe, false
 		cfg.Resync = 300 * time.Millisecond // the missing route is reported at a reconcile after the grace
 		r = start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: saConfig, LeaderElection: le, Pod: pod, EventGrace: 500 * time.Millisecond})
 		createNode(ctx, t, admin, node{name: inside, podCIDRs: []string{podCIDR(n)}, ips: []string{nodeIP(n)}, networkUnavailable: true})
@@ -252,8 +253,8 @@ func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, mode
 		r = start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: saConfig, LeaderElection: le, Pod: pod})
 		createNode(ctx, t, admin, node{name: inside, podCIDRs: []string{podCIDR(n)}, ips: []string{nodeIP(n)}, networkUnavailable: true})
 		createNode(ctx, t, admin, node{name: outside, podCIDRs: []string{fmt.Sprintf("10.98.%d.0/24", n)}, ips: []string{nodeIP(n + 1)}, networkUnavailable: true})
-		waitCondition(ctx, t, admin, inside, corev1.ConditionFalse, kubestatus.ReasonRouteCreated)
-		waitCondition(ctx, t, admin, outside, corev1.ConditionTrue, string(plan.ReasonOutsideClusterCIDR))
+		waitCondition(ctx, t, admin, inside, corev1.ConditionFalse, reason.RouteCreated)
+		waitCondition(ctx, t, admin, outside, corev1.ConditionTrue, plan.ReasonOutsideClusterCIDR)
 		waitEvent(ctx, t, admin, "default", "Node", outside, kubestatus.EventFailedToCreateRoute)
 	}
 

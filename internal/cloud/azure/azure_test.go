@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -181,7 +182,7 @@ func TestSetSubnetRouteTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !azure.SameID(after.RouteTableID, fabrictest.KTHWTable) {
+	if !armid.Same(after.RouteTableID, fabrictest.KTHWTable) {
 		t.Errorf("subnet route table = %q, want %s", after.RouteTableID, fabrictest.KTHWTable)
 	}
 	if diff := cmp.Diff(before.AddressPrefixes, after.AddressPrefixes); diff != "" {
@@ -191,7 +192,7 @@ func TestSetSubnetRouteTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tbl.Subnets) != 1 || !azure.SameID(tbl.Subnets[0], fabrictest.KTHWSubnet) {
+	if len(tbl.Subnets) != 1 || !armid.Same(tbl.Subnets[0], fabrictest.KTHWSubnet) {
 		t.Errorf("table back-reference = %v, want the subnet", tbl.Subnets)
 	}
 	// Decided on an old read: refused without writing.

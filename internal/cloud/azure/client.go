@@ -67,6 +67,7 @@ type Client struct {
 
 	mu   sync.Mutex
 	subs map[string]*subClients
+	arm  *arm.Client // plain ARM requests (permissions.go), made on first use
 	// subnets holds the body of each subnet as last read (by lower-case
 	// ID), so that SetSubnetRouteTable decided on that read sends it back
 	// without reading the subnet again; If-Match keeps it from overwriting
@@ -79,6 +80,9 @@ type subClients struct {
 	subnets *armnetwork.SubnetsClient
 	vnets   *armnetwork.VirtualNetworksClient
 	nics    *armnetwork.InterfacesClient
+	// peerings and gateways read the network around (around.go).
+	peerings *armnetwork.VirtualNetworkPeeringsClient
+	gateways *armnetwork.VirtualNetworkGatewaysClient
 }
 
 // Stats counts the HTTP calls a Client made.
@@ -160,6 +164,9 @@ func (c *Client) clients(subscription string) (*subClients, error) {
 		subnets: f.NewSubnetsClient(),
 		vnets:   f.NewVirtualNetworksClient(),
 		nics:    f.NewInterfacesClient(),
+
+		peerings: f.NewVirtualNetworkPeeringsClient(),
+		gateways: f.NewVirtualNetworkGatewaysClient(),
 	}
 	c.subs[key] = sc
 	return sc, nil

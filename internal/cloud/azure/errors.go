@@ -45,23 +45,33 @@ func classify(op, resource string, err error) error {
 	if !errors.As(err, &re) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	code, message, status := re.ErrorCode, "", ""
+	code := re.ErrorCode
+	var body armErrorBody
 	if re.RawResponse != nil {
-		var c string
-		c, message, status = errorBody(re.RawResponse)
+		body = errorBody(re.RawResponse)
 		if code == "" {
-			code = c
+			code = body.Error.Code
 		}
 	}
+	message, status := body.Error.Message, body.Status
 	// A long-running operation that ended Failed or Canceled comes back
 	// from the poller as a ResponseError of the (successful) status poll.
 	if re.StatusCode < 400 {
 		if status == "" {
 			status = "Failed"
 		}
-		return &cloud.OperationFailedError{Resource: resource, Status: status, Code: code, Message: message}
+		of := &cloud.OperationFailedError{Resource: resource, Status: status, Code: code, Message: message}
+		if d := denied(0, code, &body); d != nil {
+			d.Err = of
+			return d
+		}
+		return of
 	}
 	ae := &armError{op: op, status: re.StatusCode, code: code, message: message}
+	if d := denied(re.StatusCode, code, &body); d != nil {
+		d.Err = ae
+		return d
+	}
 	switch {
 	case re.StatusCode == http.StatusNotFound:
 		ae.kind = cloud.ErrNotFound
@@ -79,27 +89,44 @@ func classify(op, resource string, err error) error {
 	return ae
 }
 
-// errorBody reads {"error":{"code":..,"message":..}}, and the status of a
-// failed operation's status body, which has the same "error" member.
-func errorBody(resp *http.Response) (code, message, status string) {
+// armErrorBody is ARM's error answer, and the status body of a failed
+// long-running operation, which has the same "error" member.
+type armErrorBody struct {
+	Status string `json:"status"`
+	Error  struct {
+		Code           string              `json:"code"`
+		Message        string              `json:"message"`
+		Target         string              `json:"target"`
+		AdditionalInfo []armAdditionalInfo `json:"additionalInfo"`
+	} `json:"error"`
+}
+
+// armAdditionalInfo is one entry of error.additionalInfo; a deny policy
+// puts its assignment and definition there (type PolicyViolation).
+type armAdditionalInfo struct {
+	Type string `json:"type"`
+	Info struct {
+		PolicyAssignmentID string `json:"policyAssignmentId"`
+		PolicyDefinitionID string `json:"policyDefinitionId"`
+	} `json:"info"`
+}
+
+// errorBody reads an error answer; a body that is not JSON becomes the
+// message.
+func errorBody(resp *http.Response) armErrorBody {
+	var body armErrorBody
 	if resp.Body == nil {
-		return "", "", ""
+		return body
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil || len(b) == 0 {
-		return "", "", ""
-	}
-	var body struct {
-		Status string `json:"status"`
-		Error  struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+		return body
 	}
 	if json.Unmarshal(b, &body) != nil {
-		return "", strings.TrimSpace(string(b)), ""
+		body = armErrorBody{}
+		body.Error.Message = strings.TrimSpace(string(b))
 	}
-	return body.Error.Code, body.Error.Message, body.Status
+	return body
 }
 
 // retryAfter reads the delay ARM asked for: retry-after-ms,

@@ -55,21 +55,6 @@ func parseVNetID(id string) (vnetRef, error) {
 	return vnetRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, name: r.Name}, nil
 }
 
-// VNetOfSubnet returns the ID of the virtual network that holds a subnet.
-func VNetOfSubnet(subnetID string) (string, error) {
-	s, err := parseSubnetID(subnetID)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", s.subscription, s.group, s.vnet), nil
-}
-
-// SameID reports whether two ARM IDs name the same resource: ARM compares
-// IDs case-insensitively and tolerates a trailing slash.
-func SameID(a, b string) bool {
-	return strings.EqualFold(strings.TrimSuffix(a, "/"), strings.TrimSuffix(b, "/"))
-}
-
 // str dereferences an SDK string pointer; nil is "".
 func str(p *string) string {
 	if p == nil {

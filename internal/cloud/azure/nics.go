@@ -3,18 +3,12 @@ package azure
 import (
 	"context"
 	"net/netip"
+
+	"github.com/routekeeper/routekeeper/internal/cloud"
 )
 
-// NetworkInterface is what routekeeper reads of a NIC: its addresses and
-// subnets, and whether IP forwarding is on (a node that receives pod
-// traffic through a VirtualAppliance route needs it).
-type NetworkInterface struct {
-	ID           string
-	Name         string
-	IPForwarding bool
-	IPs          []netip.Addr
-	SubnetIDs    []string
-}
+// NetworkInterface is cloud.NetworkInterface.
+type NetworkInterface = cloud.NetworkInterface
 
 // ListNetworkInterfaces lists the NICs of a subscription. Reading NICs is
 // optional for routekeeper (doctor's IP forwarding check); it needs

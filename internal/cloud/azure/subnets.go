@@ -99,14 +99,9 @@ func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID
 	return subnetFromARM(&resp.Subnet), nil
 }
 
-// VirtualNetwork is what routekeeper reads of a VNet.
-type VirtualNetwork struct {
-	ID              string
-	Name            string
-	Location        string
-	AddressPrefixes []string
-	Subnets         []cloud.Subnet
-}
+// VirtualNetwork is cloud.VirtualNetwork (kept under this name for the
+// adapter's callers and tests).
+type VirtualNetwork = cloud.VirtualNetwork
 
 // GetVirtualNetwork reads a virtual network with its inline subnets.
 func (c *Client) GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetwork, error) {
@@ -151,6 +146,12 @@ func subnetFromARM(s *armnetwork.Subnet) *cloud.Subnet {
 		}
 		if p.RouteTable != nil && p.RouteTable.ID != nil {
 			out.RouteTableID = *p.RouteTable.ID
+		}
+		if p.NetworkSecurityGroup != nil {
+			out.NetworkSecurityGroupID = str(p.NetworkSecurityGroup.ID)
+		}
+		if p.NatGateway != nil {
+			out.NATGatewayID = str(p.NatGateway.ID)
 		}
 		if p.ProvisioningState != nil {
 			out.ProvisioningState = string(*p.ProvisioningState)

@@ -34,6 +34,7 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 		p netip.Prefix
 		w where
 	}
+	around := newAroundOf(st) // peerings and gateways (convert_around.go)
 	for _, v := range st.VirtualNetworks {
 		var space []netip.Prefix
 		for _, s := range v.AddressPrefixes {
@@ -43,7 +44,7 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 			}
 			space = append(space, p.Masked())
 		}
-		vn := VNet{Name: v.Name}
+		vn := VNet{Name: v.Name, Space: space, Peers: around.peers(v.ID)}
 		for _, sn := range v.Subnets {
 			var prefix netip.Prefix
 			for _, s := range sn.AddressPrefixes {
@@ -56,12 +57,16 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 				continue
 			}
 			var udrs []fabric.StateRoute
+			network := around.network(v.ID, space)
 			if sn.RouteTable != "" {
 				if t, ok := tables[strings.ToLower(sn.RouteTable)]; ok {
 					udrs = t.Routes
+					if t.DisableBgpRoutePropagation {
+						network.Gateway = nil
+					}
 				}
 			}
-			vn.Subnets = append(vn.Subnets, Subnet{Name: sn.Name, Prefix: prefix, Routes: EffectiveRoutes(space, udrs)})
+			vn.Subnets = append(vn.Subnets, Subnet{Name: sn.Name, Prefix: prefix, Routes: around.routes(v.ID, network, udrs)})
 			placed = append(placed, struct {
 				p netip.Prefix
 				w where
@@ -185,6 +190,17 @@ func firstIPv4(as []netip.Addr) (netip.Addr, bool) {
 // Only the Active IPv4 routes are programmed (the data plane is IPv4
 // only); service-tag prefixes are skipped (the fabric has no tag ranges).
 func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
+	best := activeIPv4(routing.Network{AddressSpace: space}, udrs)
+	byPrefix := make(map[netip.Prefix]Route, len(best))
+	for p, r := range best {
+		byPrefix[p] = planeRoute(r)
+	}
+	return sortedRoutes(byPrefix)
+}
+
+// activeIPv4 are the Active IPv4 effective routes of a subnet, one per
+// prefix: the one Azure uses.
+func activeIPv4(n routing.Network, udrs []fabric.StateRoute) map[netip.Prefix]routing.Route {
 	rs := make([]route.Route, 0, len(udrs))
 	for _, u := range udrs {
 		rs = append(rs, stateRoute(u))
@@ -193,7 +209,7 @@ func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
 	// system (routing marks system routes a user route replaces Invalid).
 	rank := map[string]int{routing.SourceUser: 0, routing.SourceBGP: 1, routing.SourceDefault: 2}
 	best := map[netip.Prefix]routing.Route{}
-	for _, r := range routing.Effective(routing.Network{AddressSpace: space}, rs) {
+	for _, r := range routing.Effective(n, rs) {
 		if r.State != routing.StateActive || !r.Prefix.Addr().Is4() {
 			continue
 		}
@@ -202,10 +218,11 @@ func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
 		}
 		best[r.Prefix] = r
 	}
-	byPrefix := make(map[netip.Prefix]Route, len(best))
-	for p, r := range best {
-		byPrefix[p] = planeRoute(r)
-	}
+	return best
+}
+
+// sortedRoutes lists routes in address order.
+func sortedRoutes(byPrefix map[netip.Prefix]Route) []Route {
 	out := make([]Route, 0, len(byPrefix))
 	for _, r := range byPrefix {
 		out = append(out, r)
@@ -249,9 +266,10 @@ func stateRoute(u fabric.StateRoute) route.Route {
 }
 
 // RoutingState is the fabric's live state as internal/routing traces it
-// (what `routekeeper trace` reads through ARM), with nodes.
+// (what `routekeeper trace` reads through ARM, the network around
+// included), with nodes.
 func RoutingState(st *fabric.State, nodes []source.Node) routing.State {
-	rs := routing.State{Nodes: nodes}
+	rs := routing.State{Nodes: nodes, VNets: st.RoutingVNets()}
 	for _, t := range st.RouteTables {
 		tbl := &route.Table{ID: t.ID, Name: t.Name, ResourceGroup: t.ResourceGroup, Location: t.Location, Tags: t.Tags}
 		for _, r := range t.Routes {
@@ -267,7 +285,7 @@ func RoutingState(st *fabric.State, nodes []source.Node) routing.State {
 			}
 		}
 		for _, sn := range v.Subnets {
-			sub := routing.Subnet{ID: sn.ID, Name: sn.Name, VNetName: v.Name, VNet: n, RouteTableID: sn.RouteTable}
+			sub := routing.Subnet{ID: sn.ID, Name: sn.Name, VNetName: v.Name, VNet: n, RouteTableID: sn.RouteTable, VNetID: v.ID}
 			for _, s := range sn.AddressPrefixes {
 				if p, err := netip.ParsePrefix(s); err == nil {
 					sub.Prefixes = append(sub.Prefixes, p.Masked())

@@ -87,7 +87,7 @@ func (p *Plane) Apply(ctx context.Context, spec Spec) error {
 func topologyOf(spec Spec) Spec {
 	t := Spec{Nodes: slices.Clone(spec.Nodes)}
 	for _, v := range spec.VNets {
-		tv := VNet{Name: v.Name}
+		tv := VNet{Name: v.Name, Space: slices.Clone(v.Space), Peers: slices.Clone(v.Peers)}
 		for _, s := range v.Subnets {
 			tv.Subnets = append(tv.Subnets, Subnet{Name: s.Name, Prefix: s.Prefix})
 		}
@@ -271,6 +271,9 @@ func (p *Plane) build(ctx context.Context, spec Spec) error {
 			return err
 		}
 	}
+	if err := p.buildPeers(ctx, spec); err != nil { // peering_linux.go
+		return err
+	}
 	// A new veth carries packets only once the kernel's link watcher has
 	// seen its carrier (up to a second later): wait, so that the network
 	// forwards when Apply returns.
@@ -287,10 +290,11 @@ func (p *Plane) build(ctx context.Context, spec Spec) error {
 // moved (routes went with their tables in routes).
 func (p *Plane) prune(ctx context.Context, spec Spec) error {
 	want := map[string]bool{}
+	routerLinks := map[string]map[string]bool{}
 	for _, v := range spec.VNets {
 		want[routerNS(p.prefix, v.Name)] = true
+		routerLinks[routerNS(p.prefix, v.Name)] = peerLinksOf(v)
 	}
-	routerLinks := map[string]map[string]bool{}
 	nodeLinks := map[string]map[string]bool{}
 	for _, n := range spec.Nodes {
 		want[nodeNS(p.prefix, n.Name)] = true
@@ -322,7 +326,7 @@ func (p *Plane) prune(ctx context.Context, spec Spec) error {
 		var mine func(string) bool
 		switch {
 		case strings.HasPrefix(ns, p.prefix+routerInfix):
-			keep, mine = routerLinks[ns], func(l string) bool { return strings.HasPrefix(l, "n") && len(l) == 9 }
+			keep, mine = routerLinks[ns], func(l string) bool { return (strings.HasPrefix(l, "n") || strings.HasPrefix(l, "v")) && len(l) == 9 }
 		case strings.HasPrefix(ns, p.prefix+nodeInfix):
 			keep, mine = nodeLinks[ns], func(l string) bool { return strings.HasPrefix(l, "p") && len(l) == 9 }
 		default:

@@ -23,6 +23,9 @@ type kernelRule struct {
 	Priority int    `json:"priority"`
 	IIf      string `json:"iif"`
 	Table    string `json:"table"`
+	Src      string `json:"src"` // "" for all
+	SrcLen   int    `json:"srclen"`
+	Action   string `json:"action"` // "blackhole", or "" for a lookup
 }
 
 // routeKey names a route in a table the way ip prints it.
@@ -84,6 +87,10 @@ func (p *Plane) routes(ctx context.Context, spec Spec, v VNet) error {
 		t := subnetTable(s.Name)
 		for _, r := range s.Routes {
 			switch {
+			case r.Peer != "" && (r.Kind == Deliver || r.Kind == Appliance):
+				// Into a peered network: over the link to its router
+				// (peering_linux.go).
+				add(t, r.Prefix, "unicast", peerGateway(spec, v.Name, r.Peer), peerLink(r.Peer))
 			case r.Kind == Deliver:
 				add(t, r.Prefix, "throw", netip.Addr{}, "")
 			case r.Kind == Appliance && nics[r.Via]:
@@ -95,6 +102,8 @@ func (p *Plane) routes(ctx context.Context, spec Spec, v VNet) error {
 			}
 		}
 	}
+
+	wantRules = append(wantRules, peerRoutes(spec, v, add)...)
 
 	out, err := ip(ctx, "-n", rns, "-4", "-j", "route", "show", "table", "all")
 	if err != nil {
@@ -141,6 +150,11 @@ func (p *Plane) routes(ctx context.Context, spec Spec, v VNet) error {
 	if err := json.Unmarshal(out, &rules); err != nil {
 		return fmt.Errorf("reading rules of %s: %w", rns, err)
 	}
+	for i := range rules {
+		if rules[i].Src == "all" {
+			rules[i].Src = ""
+		}
+	}
 	var addRules, delRules []string
 	for _, w := range wantRules {
 		if !slices.Contains(rules, w) {
@@ -148,7 +162,8 @@ func (p *Plane) routes(ctx context.Context, spec Spec, v VNet) error {
 		}
 	}
 	for _, r := range rules {
-		if (r.Priority == rulePrefSubnet || r.Priority == rulePrefHosts) && !slices.Contains(wantRules, r) {
+		ours := r.Priority == rulePrefSubnet || r.Priority == rulePrefHosts || r.Priority >= rulePrefPeerAppliance && r.Priority <= rulePrefPeerDrop
+		if ours && !slices.Contains(wantRules, r) {
 			delRules = append(delRules, ruleLine("del", r))
 		}
 	}
@@ -165,8 +180,15 @@ func (p *Plane) routes(ctx context.Context, spec Spec, v VNet) error {
 }
 
 func ruleLine(verb string, r kernelRule) string {
-	if r.IIf != "" {
-		return fmt.Sprintf("rule %s pref %d iif %s lookup %s", verb, r.Priority, r.IIf, r.Table)
+	line := fmt.Sprintf("rule %s pref %d", verb, r.Priority)
+	if r.Src != "" {
+		line += fmt.Sprintf(" from %s/%d", r.Src, r.SrcLen)
 	}
-	return fmt.Sprintf("rule %s pref %d lookup %s", verb, r.Priority, r.Table)
+	if r.IIf != "" {
+		line += " iif " + r.IIf
+	}
+	if r.Action == "blackhole" {
+		return line + " blackhole"
+	}
+	return line + " lookup " + r.Table
 }

@@ -5,7 +5,8 @@
 // Every virtual network is a router namespace; every node (a NIC) is a
 // namespace holding its private IP, joined to its VNet's router by a veth
 // pair; every pod is a namespace joined to its node, with an address in
-// the node's pod CIDR. The router forwards by the effective routes of the
+// the node's pod CIDR. Two peered networks' routers are joined by a veth
+// pair of their own (peering_linux.go). The router forwards by the effective routes of the
 // packet's source subnet: one kernel routing table per subnet, chosen by
 // the ingress interface (ip rule iif). A VnetLocal route delivers to the
 // NIC that holds the address, VirtualAppliance forwards to the appliance's
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 )
 
 // Spec is the network the data plane builds.
@@ -35,6 +37,21 @@ type Spec struct {
 type VNet struct {
 	Name    string
 	Subnets []Subnet
+	// Space is the network's IPv4 address space: a packet it sends over a
+	// peering with a source outside it is forwarded traffic.
+	Space []netip.Prefix
+	// Peers are the networks it has a Connected peering with.
+	Peers []Peer
+}
+
+// Peer is a Connected peering, as this network's router sees it.
+type Peer struct {
+	// VNet is the remote network's name (its router).
+	VNet string
+	// AllowForwarded: this network's side of the peering allows
+	// forwarded traffic, so packets the remote network forwards (a source
+	// outside the remote's Space) are accepted.
+	AllowForwarded bool
 }
 
 // Subnet is a subnet and the effective routes of packets that leave it.
@@ -82,6 +99,10 @@ type Route struct {
 	Prefix netip.Prefix
 	Kind   Kind
 	Via    netip.Addr // for Appliance
+	// Peer is the peered network the route leads into: the one whose
+	// address space a VNetPeering route (Deliver) covers, or whose NIC an
+	// Appliance route's Via is. "" within the network.
+	Peer string
 	// Name says where the route comes from (a UDR's name or a system
 	// route's description), for logs and traces.
 	Name string
@@ -154,9 +175,13 @@ func (s *Spec) Validate() error {
 				default:
 					bad(h+".kind", "%v is not a route kind", r.Kind)
 				}
+				if r.Peer != "" && !slices.ContainsFunc(v.Peers, func(p Peer) bool { return p.VNet == r.Peer }) {
+					bad(h+".peer", "%q is not a peer of virtual network %s", r.Peer, v.Name)
+				}
 			}
 		}
 	}
+	validatePeers(s, bad)
 	ips := map[netip.Addr]string{}
 	names := map[string]bool{}
 	for i, n := range s.Nodes {

@@ -82,15 +82,44 @@ func Trace(spec Spec, src, dst netip.Addr) (Verdict, error) {
 			v.Reason = fmt.Sprintf("route %s (%s) of subnet %s: %s", r.Prefix, r.Name, sn.Name, r.Kind)
 			return v, nil
 		}
+		into := at.VNet
+		if r.Peer != "" {
+			into = r.Peer
+			if why := crossing(spec, at.VNet, r.Peer, src); why != "" {
+				v.Reason = why
+				return v, nil
+			}
+			v.Path = append(v.Path, "peering "+at.VNet+" → "+r.Peer)
+		}
 		n, isPod := owner(next)
-		if n == nil || isPod || n.VNet != at.VNet {
-			v.Reason = fmt.Sprintf("no NIC holds %s in virtual network %s", next, at.VNet)
+		if n == nil || isPod || n.VNet != into {
+			v.Reason = fmt.Sprintf("no NIC holds %s in virtual network %s", next, into)
 			return v, nil
 		}
 		at = n
 	}
 	v.Reason = "forwarding loop"
 	return v, nil
+}
+
+// crossing says why a packet from src is dropped crossing the peering
+// from network `from` into `to`, "" when it crosses: a source outside
+// from's address space is forwarded traffic, which to's side of the
+// peering must allow.
+func crossing(spec Spec, from, to string, src netip.Addr) string {
+	fv, tv := spec.vnet(from), spec.vnet(to)
+	if fv == nil || tv == nil {
+		return fmt.Sprintf("no peering joins %s and %s", from, to)
+	}
+	if slices.ContainsFunc(fv.Space, func(p netip.Prefix) bool { return p.Contains(src) }) {
+		return ""
+	}
+	for _, p := range tv.Peers {
+		if p.VNet == from && p.AllowForwarded {
+			return ""
+		}
+	}
+	return fmt.Sprintf("dropped at the peering into %s: source %s is outside %s's address space and %s does not allow forwarded traffic", to, src, from, to)
 }
 
 func viaString(r Route) string {

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/ipam"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/yamlfile"
 )
@@ -222,7 +223,7 @@ func (s *Source) needsIPAM(nodes []source.Node) bool {
 
 // ReasonPodCIDRExhausted is the source.Problem reason of a node IPAM found
 // no free pod CIDR for.
-const ReasonPodCIDRExhausted = "PodCIDRExhausted"
+const ReasonPodCIDRExhausted = reason.PodCIDRExhausted
 
 // splitExhausted takes the per-node ipam.ExhaustedErrors out of err (a
 // joined error), by node (the first one of a node), and returns the rest.

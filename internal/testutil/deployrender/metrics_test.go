@@ -14,9 +14,11 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // knownMetrics returns every metric routekeeper's /metrics serves, with
@@ -34,9 +36,11 @@ func knownMetrics(t *testing.T) map[string][]string {
 		Start: time.Now(), Duration: time.Second,
 		Nodes:        map[string]controller.NodeResult{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
 		Routes:       &controller.RouteCounts{Desired: 2, Present: 1, Owned: 1},
-		Associations: []controller.Association{{Subnet: "s1", State: controller.AssocRepaired, Repaired: true}, {Subnet: "s2", State: controller.AssocDetached}},
+		Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}, {SubnetDecision: assoc.SubnetDecision{Subnet: "s2", State: assoc.Detached}}},
 		// A held deletion, so that deletes_held has a sample.
 		Plan: &plan.Plan{HeldDeletes: []plan.Change{{}}, HeldReason: plan.ReasonTooManyDeletes},
+		// A refused association, so that writes_denied has one.
+		Verdict: &verdict.Verdict{Denials: []verdict.Denial{{Op: verdict.OpSubnetWrite, Resource: "s2", Code: "AuthorizationFailed"}}},
 	})
 	fams, err := m.Registry().Gather()
 	if err != nil {

@@ -8,6 +8,8 @@ package azcli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
 	"github.com/routekeeper/routekeeper/internal/cli"
+	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
 // debianNetworkAlias works around Debian's azure-cli 2.45, whose
@@ -60,6 +68,40 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 if _missing():
     sys.meta_path.insert(0, _Alias())
+`
+
+// debianAuthorizationConfig works around the same package's
+// azure-mgmt-authorization, newer than its az role module: the module reads
+// the operation groups' .config, which that SDK calls ._config, so every
+// `az role` command that builds a scope fails with "'RoleAssignmentsOperations'
+// object has no attribute 'config'" (azure-cli issues 21349, 24959, 26896).
+// Loaded with debianNetworkAlias, it gives the SDK's operation groups and
+// client a read-only config that returns _config, when their modules load.
+const debianAuthorizationConfig = `
+
+class _ConfigAlias(importlib.abc.MetaPathFinder):
+    _PREFIX = "azure.mgmt.authorization"
+
+    def find_spec(self, name, path=None, target=None):
+        if not name.startswith(self._PREFIX) or ("operations" not in name and "client" not in name):
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        real = spec.loader.exec_module
+
+        def exec_module(module):
+            real(module)
+            for value in list(vars(module).values()):
+                if isinstance(value, type) and value.__name__.endswith(("Operations", "Client")) and not hasattr(value, "config"):
+                    value.config = property(lambda self: self._config)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _ConfigAlias())
 `
 
 // The lab's commands, verbatim: the network of "Provisioning Compute
@@ -125,6 +167,55 @@ func routekeeper(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestAzureCLIHardWayLab(t *testing.T) {
+	endpoint, dir, az := startFabricAz(t)
+
+	az(labNetwork)
+	az(labRoutes)
+	got := az(labList)
+	compareTables(t, got, labTable)
+	if rt := strings.TrimSpace(az(subnetTable)); !strings.HasSuffix(rt, "/routeTables/kubernetes-routes") {
+		t.Fatalf("after the lab the subnet's route table is %q", rt)
+	}
+	if n := strings.TrimSpace(az(`az network vnet show -g kubernetes -n kubernetes-vnet --query "length(subnets)"`)); n != "1" {
+		t.Errorf("length(subnets) = %q, want 1", n)
+	}
+
+	// routekeeper against the same served fabric: the lab's hand-made
+	// routes are not its own, so it reports them and changes nothing.
+	cfg := kthwConfig(t, dir)
+	t.Setenv("ROUTEKEEPER_ENDPOINT", endpoint)
+	code, _, stderr := routekeeper(t, "run", "--once", "--config", cfg)
+	if code != cli.ExitOK && code != cli.ExitFindings || !strings.Contains(stderr, "kubernetes-route-10-200-0-0-24") {
+		t.Fatalf("routekeeper run --endpoint = %d:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kthw", "fabric.db")); err == nil {
+		t.Error("routekeeper run used the config's state file instead of the endpoint")
+	}
+
+	// Seed 001: an IaC redeploy drops the association; az sees it gone.
+	if code, out, stderr := routekeeper(t, "fabric", "incident", "redeploy", "kubernetes-vnet"); code != cli.ExitOK || !strings.Contains(out, "kubernetes-routes dropped") {
+		t.Fatalf("fabric incident redeploy = %d:\n%s\n%s", code, out, stderr)
+	}
+	if rt := strings.TrimSpace(az(subnetTable)); rt != "" {
+		t.Fatalf("after the redeploy az shows route table %q, want none", rt)
+	}
+	// routekeeper's guard puts it back, and az sees that too.
+	code, _, stderr = routekeeper(t, "run", "--once", "--config", cfg)
+	if code != cli.ExitOK && code != cli.ExitFindings || !strings.Contains(stderr, "subnets repaired=1") {
+		t.Fatalf("routekeeper run after the redeploy = %d:\n%s", code, stderr)
+	}
+	if rt := strings.TrimSpace(az(subnetTable)); !strings.HasSuffix(rt, "/routeTables/kubernetes-routes") {
+		t.Errorf("after routekeeper run the subnet's route table is %q", rt)
+	}
+	compareTables(t, az(labList), labTable)
+}
+
+// startFabricAz serves a fabric over TLS in memory, points a private az
+// configuration at it with `fabric az --apply`, and returns the endpoint,
+// the test's directory and a function that runs a bash script with that
+// az. It skips unless ROUTEKEEPER_E2E_AZ=1.
+func startFabricAz(t *testing.T) (string, string, func(script string) string) {
+	t.Helper()
 	if os.Getenv("ROUTEKEEPER_E2E_AZ") != "1" {
 		t.Skip("set ROUTEKEEPER_E2E_AZ=1 (with Debian's azure-cli installed) to run the az end-to-end test")
 	}
@@ -172,7 +263,7 @@ func TestAzureCLIHardWayLab(t *testing.T) {
 	if err := os.MkdirAll(pyDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(pyDir, "sitecustomize.py"), []byte(debianNetworkAlias), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(pyDir, "sitecustomize.py"), []byte(debianNetworkAlias+debianAuthorizationConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env = append(env, "PYTHONPATH="+pyDir)
@@ -188,45 +279,7 @@ func TestAzureCLIHardWayLab(t *testing.T) {
 		return stdout.String()
 	}
 
-	az(labNetwork)
-	az(labRoutes)
-	got := az(labList)
-	compareTables(t, got, labTable)
-	if rt := strings.TrimSpace(az(subnetTable)); !strings.HasSuffix(rt, "/routeTables/kubernetes-routes") {
-		t.Fatalf("after the lab the subnet's route table is %q", rt)
-	}
-	if n := strings.TrimSpace(az(`az network vnet show -g kubernetes -n kubernetes-vnet --query "length(subnets)"`)); n != "1" {
-		t.Errorf("length(subnets) = %q, want 1", n)
-	}
-
-	// routekeeper against the same served fabric: the lab's hand-made
-	// routes are not its own, so it reports them and changes nothing.
-	cfg := kthwConfig(t, dir)
-	t.Setenv("ROUTEKEEPER_ENDPOINT", endpoint)
-	code, _, stderr = routekeeper(t, "run", "--once", "--config", cfg)
-	if code != cli.ExitOK && code != cli.ExitFindings || !strings.Contains(stderr, "kubernetes-route-10-200-0-0-24") {
-		t.Fatalf("routekeeper run --endpoint = %d:\n%s", code, stderr)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "kthw", "fabric.db")); err == nil {
-		t.Error("routekeeper run used the config's state file instead of the endpoint")
-	}
-
-	// Seed 001: an IaC redeploy drops the association; az sees it gone.
-	if code, out, stderr := routekeeper(t, "fabric", "incident", "redeploy", "kubernetes-vnet"); code != cli.ExitOK || !strings.Contains(out, "kubernetes-routes dropped") {
-		t.Fatalf("fabric incident redeploy = %d:\n%s\n%s", code, out, stderr)
-	}
-	if rt := strings.TrimSpace(az(subnetTable)); rt != "" {
-		t.Fatalf("after the redeploy az shows route table %q, want none", rt)
-	}
-	// routekeeper's guard puts it back, and az sees that too.
-	code, _, stderr = routekeeper(t, "run", "--once", "--config", cfg)
-	if code != cli.ExitOK && code != cli.ExitFindings || !strings.Contains(stderr, "subnets repaired=1") {
-		t.Fatalf("routekeeper run after the redeploy = %d:\n%s", code, stderr)
-	}
-	if rt := strings.TrimSpace(az(subnetTable)); !strings.HasSuffix(rt, "/routeTables/kubernetes-routes") {
-		t.Errorf("after routekeeper run the subnet's route table is %q", rt)
-	}
-	compareTables(t, az(labList), labTable)
+	return endpoint, dir, az
 }
 
 // kthwConfig copies examples/kthw (config and inventory) into dir.
@@ -286,4 +339,110 @@ func parseTable(s string) []map[string]string {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// authzTopology is the network the authorization test governs: two
+// groups with a route table each, and routekeeper's service principal
+// (its client ID maps to an object ID); no role assignment yet, so the
+// fabric enforces nothing until az creates the first.
+const authzTopology = `location: eastus
+resourceGroups:
+  - name: kubernetes
+    routeTables:
+      - name: kubernetes-routes
+      - name: spare
+  - name: other
+    routeTables:
+      - name: other-routes
+authorization:
+  principals:
+    - {name: routekeeper, clientId: routekeeper-app, objectId: ` + rkObjectID + `}
+`
+
+const rkObjectID = "11111111-2222-3333-4444-555555555555"
+
+// TestAzureCLIAuthorization: az role assignment create (with
+// --assignee-object-id and --assignee-principal-type, so no Graph) and az
+// lock create/list/delete against the served fabric, and what they change
+// for the SDK's requests.
+func TestAzureCLIAuthorization(t *testing.T) {
+	endpoint, dir, az := startFabricAz(t)
+	topo := filepath.Join(dir, "authz.yaml")
+	if err := os.WriteFile(topo, []byte(authzTopology), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := routekeeper(t, "fabric", "apply", "-f", topo, "--endpoint", endpoint); code != cli.ExitOK {
+		t.Fatalf("fabric apply = %d:\n%s", code, stderr)
+	}
+	opts, err := fabric.EndpointClientOptions(endpoint, filepath.Join(dir, "state", "routekeeper", "tls", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := func(client string) *armnetwork.RouteTablesClient {
+		c, err := armnetwork.NewRouteTablesClient(fabric.DefaultSubscription, fabric.Credential{ClientID: client}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ctx := t.Context()
+	write := func(client, rg, name string) error {
+		p, err := tables(client).BeginCreateOrUpdate(ctx, rg, name, armnetwork.RouteTable{Location: to.Ptr("eastus"),
+			Tags: map[string]*string{"by": to.Ptr(client)}}, nil)
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: time.Second})
+		}
+		return err
+	}
+	del := func(rg, name string) error {
+		p, err := tables("").BeginDelete(ctx, rg, name, nil)
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: time.Second})
+		}
+		return err
+	}
+	code := func(err error) string {
+		var re *azcore.ResponseError
+		if errors.As(err, &re) {
+			return re.ErrorCode
+		}
+		return fmt.Sprint(err)
+	}
+
+	scope := "/subscriptions/" + fabric.DefaultSubscription + "/resourceGroups/kubernetes"
+	got := strings.Fields(az(`az role assignment create --assignee-object-id ` + rkObjectID + ` --assignee-principal-type ServicePrincipal` +
+		` --role "Network Contributor" --scope ` + scope + ` --query "[principalId, principalType, scope, roleDefinitionId]" -o tsv`))
+	want := []string{rkObjectID, "ServicePrincipal", scope, "/subscriptions/" + fabric.DefaultSubscription + "/providers/Microsoft.Authorization/roleDefinitions/4d97b98b-1d4f-4787-a291-c67834d212e7"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("az role assignment create printed %v, want %v", got, want)
+	}
+	// The assignment is enforced: routekeeper writes in its group, not
+	// elsewhere; az, logged in as the administrator, keeps its rights.
+	if err := write("routekeeper-app", "kubernetes", "kubernetes-routes"); err != nil {
+		t.Errorf("routekeeper in its group after the assignment: %v", err)
+	}
+	if c := code(write("routekeeper-app", "other", "other-routes")); c != "AuthorizationFailed" {
+		t.Errorf("routekeeper outside its group: %s, want AuthorizationFailed", c)
+	}
+	if n := strings.TrimSpace(az(`az role definition list --name "Network Contributor" --query "length(@)"`)); n != "1" {
+		t.Errorf("az role definition list --name: %q", n)
+	}
+
+	az(`az lock create --name keep --lock-type CanNotDelete -g kubernetes -o none`)
+	if names := strings.TrimSpace(az(`az lock list -g kubernetes --query "[].name" -o tsv`)); names != "keep" {
+		t.Errorf("az lock list = %q", names)
+	}
+	if c := code(del("kubernetes", "spare")); c != "ScopeLocked" {
+		t.Errorf("delete under the lock: %s, want ScopeLocked", c)
+	}
+	if err := write("", "kubernetes", "spare"); err != nil {
+		t.Errorf("a write under a CanNotDelete lock: %v", err)
+	}
+	az(`az lock delete --name keep -g kubernetes`)
+	if names := strings.TrimSpace(az(`az lock list --query "[].name" -o tsv`)); names != "" {
+		t.Errorf("az lock list after the delete = %q", names)
+	}
+	if err := del("kubernetes", "spare"); err != nil {
+		t.Errorf("delete after az lock delete: %v", err)
+	}
 }

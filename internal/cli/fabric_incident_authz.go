@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/routekeeper/routekeeper/internal/fabric"
+)
+
+// The authorization incidents: the operator mistakes that take away
+// routekeeper's right to repair (fabric/incident_authz.go).
+func (a *app) addAuthzIncidentCmds(parent *cobra.Command) {
+	type verb struct {
+		use, short string
+		args       cobra.PositionalArgs
+		flags      func(*cobra.Command)
+		run        func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error)
+	}
+	// One variable per flag: cobra sets a flag's default when it is
+	// registered, so two verbs must not share one.
+	var role, scope, level, lockName, notes, hop, ruleFile, policyName string
+	verbs := []verb{
+		{"revoke-role PRINCIPAL", "Remove a principal's role assignments (--role, --scope: only those)", cobra.ExactArgs(1),
+			func(c *cobra.Command) {
+				c.Flags().StringVar(&role, "role", "", "only assignments of this role (name or definition GUID)")
+				c.Flags().StringVar(&scope, "scope", "", "only assignments at this scope (an ID, or a resource group name)")
+			},
+			func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error) {
+				at := ""
+				if scope != "" {
+					var err error
+					if at, err = in.ResolveScope("", scope); err != nil {
+						return nil, usageErrorf("flag --scope: %w", err)
+					}
+				}
+				return in.RevokeRole(ctx, args[0], role, at)
+			}},
+		{"lock [SCOPE]", "Add a management lock (--level CanNotDelete|ReadOnly) on a scope (default: the resource group -g)", cobra.MaximumNArgs(1),
+			func(c *cobra.Command) {
+				c.Flags().StringVar(&level, "level", "CanNotDelete", "CanNotDelete or ReadOnly")
+				c.Flags().StringVar(&lockName, "name", "routekeeper-incident", "name of the lock")
+				c.Flags().StringVar(&notes, "notes", "", "notes of the lock")
+			},
+			func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error) {
+				at, err := in.ResolveScope(o.rg, first(args))
+				if err != nil {
+					return nil, usageError(err)
+				}
+				return in.Lock(ctx, at, lockName, level, notes)
+			}},
+		{"deny-policy [SCOPE]", "Assign a deny policy on a scope (default: the resource group -g): --next-hop TYPE, or --rule FILE", cobra.MaximumNArgs(1),
+			func(c *cobra.Command) {
+				c.Flags().StringVar(&hop, "next-hop", "", "deny route tables and routes with this next hop type (VirtualAppliance, Internet, ...)")
+				c.Flags().StringVar(&ruleFile, "rule", "", "a policy rule ({\"if\": ..., \"then\": {\"effect\": \"deny\"}}) in a JSON file")
+				c.Flags().StringVar(&policyName, "name", "", "name of the definition and assignment (default: from the rule)")
+			},
+			func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error) {
+				at, err := in.ResolveScope(o.rg, first(args))
+				if err != nil {
+					return nil, usageError(err)
+				}
+				var rule json.RawMessage
+				display := ""
+				switch {
+				case (hop == "") == (ruleFile == ""):
+					return nil, usageErrorf("give --next-hop TYPE or --rule FILE")
+				case hop != "":
+					if rule, err = fabric.DenyNextHopRule(hop); err != nil {
+						return nil, usageErrorf("flag --next-hop: %w", err)
+					}
+					display = "Deny " + hop + " next hops"
+					if policyName == "" {
+						policyName = fabric.DenyNextHopName(hop)
+					}
+				default:
+					b, err := os.ReadFile(ruleFile)
+					if err != nil {
+						return nil, usageErrorf("flag --rule: %w", err)
+					}
+					if !json.Valid(b) {
+						return nil, usageErrorf("flag --rule: %s is not JSON", ruleFile)
+					}
+					rule, display = b, "Deny ("+ruleFile+")"
+					if policyName == "" {
+						policyName = "routekeeper-incident-deny"
+					}
+				}
+				return in.DenyPolicy(ctx, at, policyName, display, rule)
+			}},
+	}
+	for _, v := range verbs {
+		var o incidentOptions
+		c := &cobra.Command{
+			Use:   v.use,
+			Short: v.short,
+			Args:  v.args,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				opts, release, err := o.target.open(cmd.Context(), a, cmd, true)
+				if err != nil {
+					return err
+				}
+				defer release()
+				in, err := fabric.NewIncidents(o.sub, opts, fabric.Credential{})
+				if err != nil {
+					return err
+				}
+				changes, err := v.run(cmd.Context(), in, args, &o)
+				if err == nil || len(changes) > 0 {
+					if perr := a.printChanges(changes); perr != nil {
+						return perr
+					}
+				}
+				if err != nil {
+					return fmt.Errorf("fabric incident %s: %w", cmd.Name(), err)
+				}
+				return nil
+			},
+		}
+		o.target.register(c)
+		c.Flags().StringVarP(&o.rg, "resource-group", "g", "kubernetes", "resource group of the names given")
+		c.Flags().StringVar(&o.sub, "subscription", fabric.DefaultSubscription, "subscription of the names given")
+		v.flags(c)
+		parent.AddCommand(c)
+	}
+}
+
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}

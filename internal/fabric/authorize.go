@@ -1,0 +1,390 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/azrbac"
+)
+
+// ARM's checks before a request reaches a resource provider, in ARM's
+// order: role-based access control (403 AuthorizationFailed), the linked
+// access checks of the resources a write references (403
+// LinkedAuthorizationFailed), management locks (409 ScopeLocked) and deny
+// policies (403 RequestDisallowedByPolicy). A fabric with no role
+// assignment, lock or policy assignment checks nothing. See docs/fabric.md,
+// "Identity and authorization".
+
+// armOp is what ARM checks of a request.
+type armOp struct {
+	// action is the RBAC action: {type}/read, /write, /delete or
+	// /{action}/action. "" means no role is needed.
+	action string
+	// scope is the request's path: the resource (or the list's parent).
+	scope string
+	// change is "write" or "delete" for what locks and policies consider,
+	// "" for a read.
+	change string
+	// resourceType and name are the resource a PUT or PATCH writes, for
+	// policies ("" when none).
+	resourceType, name string
+	// authorization marks Microsoft.Authorization requests: locks and
+	// policies do not apply to them (a lock could not be removed else).
+	authorization bool
+}
+
+// Spellings of the resource types the fabric knows, for actions and
+// messages; other types keep the spelling of the request.
+var typeSpelling = map[string]string{}
+
+func init() {
+	for _, t := range []string{typeRouteTables, childRoutes, typeVirtualNetworks, childSubnets, typeNetworkInterfaces,
+		typeNetworkWatchers, typeNatGateways, "networkSecurityGroups", "securityRules", "virtualNetworkPeerings",
+		"publicIPAddresses", "locations", "operations", "operationResults", "resourceGroups", "subscriptions",
+		"roleAssignments", "roleDefinitions", "locks", "policyAssignments", "policyDefinitions", "permissions"} {
+		typeSpelling[strings.ToLower(t)] = t
+	}
+}
+
+func spell(seg string) string {
+	if s, ok := typeSpelling[strings.ToLower(seg)]; ok {
+		return s
+	}
+	return seg
+}
+
+// classifyRequest returns what ARM checks of a request; nil for requests
+// that need nothing: the tenant and subscription lists, the async-operation
+// status endpoints (anyone holding an operation's URL may poll it), the
+// permissions API (it answers for the caller), and paths the router
+// refuses anyway.
+func classifyRequest(q *request) *armOp {
+	seg := q.segs
+	n := len(seg)
+	is := func(i int, want string) bool { return i < n && strings.EqualFold(seg[i], want) }
+	path := "/" + strings.Join(seg, "/")
+	verb := func(typ string) *armOp {
+		op := &armOp{scope: path}
+		switch q.method {
+		case http.MethodGet, http.MethodHead:
+			op.action = typ + "/read"
+		case http.MethodPut, http.MethodPatch:
+			op.action, op.change = typ+"/write", "write"
+		case http.MethodDelete:
+			op.action, op.change = typ+"/delete", "delete"
+		default:
+			return nil
+		}
+		return op
+	}
+	if i := authorizationIndex(seg); i >= 0 {
+		if i+2 >= n || is(i+2, "permissions") {
+			return nil
+		}
+		op := verb("Microsoft.Authorization/" + spell(seg[i+2]))
+		if op != nil {
+			op.authorization = true
+		}
+		return op
+	}
+	if !is(0, "subscriptions") || n < 2 {
+		return nil
+	}
+	switch {
+	case n == 2:
+		return verb("Microsoft.Resources/subscriptions")
+	case n == 3 && is(2, "resourcegroups"):
+		return verb("Microsoft.Resources/subscriptions/resourceGroups")
+	case n == 3 && (is(2, "locations") || is(2, "resources") || is(2, "providers")):
+		return verb("Microsoft.Resources/subscriptions/" + spell(seg[2]))
+	case n == 4 && is(2, "providers"):
+		return verb("Microsoft.Resources/subscriptions/providers")
+	case n == 4 && is(2, "resourcegroups"):
+		op := verb("Microsoft.Resources/subscriptions/resourceGroups")
+		if op != nil && op.change == "write" {
+			op.resourceType, op.name = "Microsoft.Resources/subscriptions/resourceGroups", seg[3]
+		}
+		return op
+	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
+		return verb("Microsoft.Resources/subscriptions/resourceGroups/resources")
+	case n >= 5 && is(2, "providers"):
+		if is(4, "locations") {
+			return nil // operations and operationResults
+		}
+		op := verb(seg[3] + "/" + spell(seg[4]))
+		if op != nil {
+			op.scope = "/" + strings.Join(seg[:4], "/")
+		}
+		return op
+	case n >= 7 && is(2, "resourcegroups") && is(4, "providers"):
+		return classifyProvider(q, seg, verb)
+	}
+	return nil
+}
+
+// classifyProvider classifies the paths under a resource group's
+// providers/{namespace}: lists, resources, child resources and POST
+// actions.
+func classifyProvider(q *request, seg []string, verb func(string) *armOp) *armOp {
+	n := len(seg)
+	ns, typ := seg[5], spell(seg[6])
+	switch {
+	case n == 7: // list in a group: checked on .../providers/{namespace}
+		op := verb(ns + "/" + typ)
+		if op != nil {
+			op.scope = "/" + strings.Join(seg[:6], "/")
+		}
+		return op
+	case n == 8:
+		op := verb(ns + "/" + typ)
+		if op != nil && op.change == "write" {
+			op.resourceType, op.name = ns+"/"+typ, seg[7]
+		}
+		return op
+	case n == 9 && q.method == http.MethodPost: // a POST action on a resource
+		return &armOp{action: ns + "/" + typ + "/" + seg[8] + "/action", scope: "/" + strings.Join(seg, "/"), change: "write"}
+	case n == 9 || n == 10:
+		op := verb(ns + "/" + typ + "/" + spell(seg[8]))
+		if op != nil && n == 10 && op.change == "write" {
+			op.resourceType, op.name = ns+"/"+typ+"/"+spell(seg[8]), seg[9]
+		}
+		return op
+	}
+	return nil
+}
+
+// authorizationIndex is the index of "providers" in a
+// .../providers/Microsoft.Authorization/... path, -1 when there is none.
+func authorizationIndex(seg []string) int {
+	for i := 0; i+1 < len(seg); i++ {
+		if strings.EqualFold(seg[i], "providers") && strings.EqualFold(seg[i+1], "Microsoft.Authorization") {
+			return i
+		}
+	}
+	return -1
+}
+
+// authorize runs ARM's checks for a request and records its caller.
+func (s *Server) authorize(ctx context.Context, q *request) error {
+	st, err := s.authzState(ctx)
+	if err != nil {
+		return err
+	}
+	q.caller = st.callerOf(q.r)
+	q.authz = st
+	if st.empty() {
+		return nil
+	}
+	op := classifyRequest(q)
+	if st.enforced() && !q.caller.known {
+		return newError(http.StatusUnauthorized, "InvalidAuthenticationToken",
+			"The access token is invalid. The fabric enforces role-based access control: use a token of its token endpoint, or fabric.Credential.")
+	}
+	if op == nil {
+		return nil
+	}
+	if st.enforced() && op.action != "" {
+		if !st.permissions(q.caller, op.scope).Allows(op.action) {
+			return errAuthorizationFailed(q.caller, op.action, op.scope)
+		}
+		if op.change == "write" && q.method != http.MethodPost {
+			if err := st.checkLinked(q, op); err != nil {
+				return err
+			}
+		}
+	}
+	if op.authorization || op.change == "" {
+		return nil
+	}
+	if err := st.checkLocks(op); err != nil {
+		return err
+	}
+	if op.resourceType != "" && (q.method == http.MethodPut || q.method == http.MethodPatch) {
+		return s.checkPolicies(ctx, st, q, op)
+	}
+	return nil
+}
+
+// permissions are the permission blocks that apply to a caller at scope:
+// its role assignments' (the administrator holds Owner at "/"), or, while
+// the fabric enforces no RBAC, everything.
+func (st *authzState) permissions(c caller, scope string) azrbac.Set {
+	all := azrbac.Set{{Actions: []string{"*"}, NotActions: []string{}, DataActions: []string{}, NotDataActions: []string{}}}
+	if !st.enforced() || c.admin() {
+		return all
+	}
+	return azrbac.Effective(c.objectID, scope, st.assignments, st.role)
+}
+
+func errAuthorizationFailed(c caller, action, scope string) *apiError {
+	return newError(http.StatusForbidden, "AuthorizationFailed",
+		"The client '%s' with object id '%s' does not have authorization to perform action '%s' over scope '%s' or the scope is invalid. If access was recently granted, please refresh your credentials.",
+		c.display(), c.objectID, action, scope)
+}
+
+// linkedRef is a resource a write references, and the action ARM checks
+// on it.
+type linkedRef struct{ action, scope string }
+
+// checkLinked is ARM's linked access check: a write that references
+// another resource needs its join action (a subnet's route table, network
+// security group and NAT gateway; a network interface's subnets and
+// security group), whether the reference is new or sent again as it was.
+func (st *authzState) checkLinked(q *request, op *armOp) error {
+	var missing []linkedRef
+	for _, ref := range linkedRefs(q, op) {
+		if !st.permissions(q.caller, ref.scope).Allows(ref.action) {
+			missing = append(missing, ref)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var actions, scopes []string
+	for _, m := range missing {
+		if !slices.Contains(actions, m.action) {
+			actions = append(actions, m.action)
+		}
+		scopes = append(scopes, m.scope)
+	}
+	what := fmt.Sprintf("action '%s' on the linked scope(s) '%s'", actions[0], strings.Join(scopes, ","))
+	if len(actions) > 1 {
+		actions = actions[:0]
+		for _, m := range missing {
+			actions = append(actions, m.action)
+		}
+		what = fmt.Sprintf("action(s) '%s' on the linked scope(s) '%s' (respectively)", strings.Join(actions, ","), strings.Join(scopes, ","))
+	}
+	return newError(http.StatusForbidden, "LinkedAuthorizationFailed",
+		"The client '%s' with object id '%s' has permission to perform action '%s' on scope '%s'; however, it does not have permission to perform %s or the linked scope(s) are invalid.",
+		q.caller.display(), q.caller.objectID, op.action, op.scope, what)
+}
+
+// linkedRefs reads the references of a write's body.
+func linkedRefs(q *request, op *armOp) []linkedRef {
+	var body map[string]any
+	if json.Unmarshal(q.body, &body) != nil {
+		return nil
+	}
+	var out []linkedRef
+	add := func(id string) {
+		id = strings.TrimSpace(id)
+		typ, ok := referencedType(id)
+		if !ok {
+			return
+		}
+		ref := linkedRef{action: typ + "/join/action", scope: id}
+		if !slices.ContainsFunc(out, func(r linkedRef) bool { return strings.EqualFold(r.scope, ref.scope) }) {
+			out = append(out, ref)
+		}
+	}
+	subnetRefs := func(props map[string]any) {
+		for _, k := range []string{"routeTable", "networkSecurityGroup", "natGateway"} {
+			add(idOf(fold(props, k)))
+		}
+	}
+	props, _ := fold(body, "properties").(map[string]any)
+	switch strings.ToLower(op.resourceType) {
+	case "microsoft.network/virtualnetworks/subnets":
+		subnetRefs(props)
+	case "microsoft.network/virtualnetworks":
+		subnets, _ := fold(props, "subnets").([]any)
+		for _, sn := range subnets {
+			m, _ := sn.(map[string]any)
+			p, _ := fold(m, "properties").(map[string]any)
+			subnetRefs(p)
+		}
+	case "microsoft.network/networkinterfaces":
+		add(idOf(fold(props, "networkSecurityGroup")))
+		cfgs, _ := fold(props, "ipConfigurations").([]any)
+		for _, c := range cfgs {
+			m, _ := c.(map[string]any)
+			p, _ := fold(m, "properties").(map[string]any)
+			add(idOf(fold(p, "subnet")))
+		}
+	}
+	return out
+}
+
+// referencedType is the resource type of a referenced Microsoft.Network
+// ID: Microsoft.Network/routeTables, Microsoft.Network/virtualNetworks/subnets...
+func referencedType(id string) (string, bool) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) < 8 || len(segs)%2 != 0 || !strings.EqualFold(segs[0], "subscriptions") ||
+		!strings.EqualFold(segs[2], "resourceGroups") || !strings.EqualFold(segs[4], "providers") {
+		return "", false
+	}
+	typ := segs[5] + "/" + spell(segs[6])
+	for i := 8; i+1 < len(segs); i += 2 {
+		typ += "/" + spell(segs[i])
+	}
+	return typ, true
+}
+
+// fold returns m[key] with the key matched without regard to case, as ARM
+// reads JSON.
+func fold(m map[string]any, key string) any {
+	if m == nil {
+		return nil
+	}
+	if v, ok := m[key]; ok {
+		return v
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, key) {
+			return v
+		}
+	}
+	return nil
+}
+
+func idOf(ref any) string {
+	m, _ := ref.(map[string]any)
+	id, _ := fold(m, "id").(string)
+	return id
+}
+
+// checkLocks applies management locks: a CanNotDelete or ReadOnly lock at
+// or above the scope refuses a delete, and so does a lock below it (a
+// resource group holding a locked resource cannot be deleted); a ReadOnly
+// lock at or above the scope refuses a write — PUT, PATCH, and every POST,
+// which ARM counts as writes.
+func (st *authzState) checkLocks(op *armOp) error {
+	var locked []string
+	for _, l := range st.locks {
+		ls := l.scope()
+		above := azrbac.ScopeContains(ls, op.scope)
+		below := azrbac.ScopeContains(op.scope, ls)
+		var blocks bool
+		switch op.change {
+		case "delete":
+			blocks = above || below
+		case "write":
+			blocks = above && strings.EqualFold(l.Properties.Level, lockReadOnly)
+		}
+		if blocks && !slices.ContainsFunc(locked, func(s string) bool { return strings.EqualFold(s, ls) }) {
+			locked = append(locked, ls)
+		}
+	}
+	if len(locked) == 0 {
+		return nil
+	}
+	return newError(http.StatusConflict, "ScopeLocked",
+		"The scope '%s' cannot perform %s operation because following scope(s) are locked: '%s'. Please remove the lock and try again.",
+		op.scope, op.change, strings.Join(locked, ","))
+}
+
+// scopeOfExtension is the scope of an extension resource (a lock, role
+// assignment or policy assignment) from its ID: the part before
+// /providers/Microsoft.Authorization/, "/" when that is empty.
+func scopeOfExtension(id string) string {
+	i := strings.LastIndex(strings.ToLower(id), "/providers/microsoft.authorization/")
+	if i <= 0 {
+		return azrbac.RootScope
+	}
+	return id[:i]
+}

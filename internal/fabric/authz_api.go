@@ -1,0 +1,208 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/routekeeper/routekeeper/internal/azrbac"
+)
+
+// Microsoft.Authorization at every scope: role definitions, role
+// assignments, management locks, policy definitions and assignments, and
+// the permissions API, with the paths, bodies and status codes of ARM
+// (azure-rest-api-specs, specification/authorization and
+// specification/resources: locks and policy). Lists are not paged.
+
+const authorizationNamespace = "Microsoft.Authorization"
+
+// extRequest is a parsed Microsoft.Authorization request:
+// {scope}/providers/Microsoft.Authorization/{kind}[/{name}].
+type extRequest struct {
+	scope string // "/" or the path before /providers/Microsoft.Authorization
+	kind  string // roleDefinitions, roleAssignments, locks, ... as spelled by typeSpelling
+	name  string // "" for the collection
+}
+
+func (e extRequest) id() string {
+	return strings.TrimRight(e.scope, "/") + "/providers/" + authorizationNamespace + "/" + e.kind + "/" + e.name
+}
+
+// authorizationAPI routes a Microsoft.Authorization request.
+func (s *Server) authorizationAPI(ctx context.Context, q *request) (*response, error) {
+	i := authorizationIndex(q.segs)
+	n := len(q.segs)
+	if n < i+3 || n > i+4 {
+		return nil, errNoRoute(q)
+	}
+	e := extRequest{scope: "/" + strings.Join(q.segs[:i], "/"), kind: spell(q.segs[i+2])}
+	if n == i+4 {
+		e.name = q.segs[i+3]
+	}
+	if err := checkExtScope(q, e); err != nil {
+		return nil, err
+	}
+	one := func(hs map[string]handler) (*response, error) {
+		if e.name == "" {
+			return nil, errNoRoute(q)
+		}
+		return s.methods(q, hs)(ctx, q)
+	}
+	list := func(h handler) (*response, error) {
+		if e.name != "" {
+			return nil, errNoRoute(q)
+		}
+		return s.methods(q, map[string]handler{"GET": h})(ctx, q)
+	}
+	with := func(f func(context.Context, *request, extRequest) (*response, error)) handler {
+		return func(ctx context.Context, q *request) (*response, error) { return f(ctx, q, e) }
+	}
+	switch e.kind {
+	case "roleDefinitions":
+		if e.name == "" {
+			return list(with(s.listRoleDefinitions))
+		}
+		return one(map[string]handler{"GET": with(s.getRoleDefinition), "PUT": with(s.putRoleDefinition), "DELETE": with(s.deleteRoleDefinition)})
+	case "roleAssignments":
+		if e.name == "" {
+			return list(with(s.listRoleAssignments))
+		}
+		return one(map[string]handler{"GET": with(s.getRoleAssignment), "PUT": with(s.putRoleAssignment), "DELETE": with(s.deleteRoleAssignment)})
+	case "locks":
+		if e.name == "" {
+			return list(with(s.listLocks))
+		}
+		return one(map[string]handler{"GET": with(s.getLock), "PUT": with(s.putLock), "DELETE": with(s.deleteLock)})
+	case "policyDefinitions":
+		if e.name == "" {
+			return list(with(s.listPolicyDefinitions))
+		}
+		return one(map[string]handler{"GET": with(s.getPolicyDefinition), "PUT": with(s.putPolicyDefinition), "DELETE": with(s.deletePolicyDefinition)})
+	case "policyAssignments":
+		if e.name == "" {
+			return list(with(s.listPolicyAssignments))
+		}
+		return one(map[string]handler{"GET": with(s.getPolicyAssignment), "PUT": with(s.putPolicyAssignment), "DELETE": with(s.deletePolicyAssignment)})
+	case "permissions":
+		return list(with(s.listPermissions))
+	}
+	return nil, newError(http.StatusNotFound, "InvalidResourceType",
+		"The resource type '%s' could not be found in the namespace 'Microsoft.Authorization' for api version '%s'.", q.segs[i+2], q.apiVersion)
+}
+
+// checkExtScope accepts the scopes ARM serves extension resources at:
+// the root (role and policy definitions only), a subscription, a resource
+// group, or a resource under a resource group.
+func checkExtScope(q *request, e extRequest) error {
+	segs := strings.Split(strings.Trim(e.scope, "/"), "/")
+	switch {
+	case e.scope == "/":
+		if e.kind == "roleDefinitions" || e.kind == "policyDefinitions" || (e.kind == "roleAssignments" && e.name == "") {
+			return nil
+		}
+	case len(segs) == 2 && strings.EqualFold(segs[0], "subscriptions"):
+		return nil
+	case len(segs) == 4 && strings.EqualFold(segs[0], "subscriptions") && strings.EqualFold(segs[2], "resourceGroups"):
+		return nil
+	case len(segs) >= 8 && len(segs)%2 == 0 && strings.EqualFold(segs[0], "subscriptions") &&
+		strings.EqualFold(segs[2], "resourceGroups") && strings.EqualFold(segs[4], "providers"):
+		return nil
+	}
+	return badRequest("InvalidScope", "The scope '%s' is not valid for %s: use a subscription, resource group or resource ID.", e.scope, e.kind)
+}
+
+// requireScope checks that the scope of an extension resource being
+// written exists: its resource group, and for a resource scope the
+// resource (a top-level resource, or a route or subnet of one).
+func requireScope(tx *txn, scope string) error {
+	segs := strings.Split(strings.Trim(scope, "/"), "/")
+	if len(segs) < 4 {
+		return nil
+	}
+	if _, err := requireRG(tx, segs[1], segs[3], true); err != nil {
+		return err
+	}
+	if len(segs) < 8 {
+		return nil
+	}
+	top := "/" + strings.Join(segs[:8], "/")
+	row, err := tx.getResource(key(top))
+	if err != nil {
+		return err
+	}
+	if row == nil {
+		return errResourceNotFound(segs[5]+"/"+segs[6], segs[7], segs[3])
+	}
+	if len(segs) >= 10 {
+		var doc map[string]any
+		if err := json.Unmarshal(row.Doc, &doc); err != nil {
+			return err
+		}
+		props, _ := fold(doc, "properties").(map[string]any)
+		children, _ := fold(props, segs[8]).([]any)
+		if !slices.ContainsFunc(children, func(c any) bool {
+			m, _ := c.(map[string]any)
+			name, _ := fold(m, "name").(string)
+			return strings.EqualFold(name, segs[9])
+		}) {
+			return errChildNotFound(segs[6], segs[7], segs[8], segs[9], segs[3])
+		}
+	}
+	return nil
+}
+
+// subscriptionOf is the subscription of a scope, "" for the root.
+func subscriptionOf(scope string) string {
+	segs := strings.Split(strings.Trim(scope, "/"), "/")
+	if len(segs) >= 2 && strings.EqualFold(segs[0], "subscriptions") {
+		return segs[1]
+	}
+	return ""
+}
+
+// extNameRE is what ARM accepts as the name of a lock or policy
+// assignment: no < > * % & : \ ? / + and not ending with a space or '.'.
+var extNameRE = regexp.MustCompile(`^[^<>*%&:\\?/+]{0,259}[^<>*%&:\\?/+ .]$`)
+
+func nowStamp(s *Server) string { return s.now().UTC().Format(time.RFC3339Nano) }
+
+// readState runs fn with the authorization state read in a fresh snapshot
+// (so that a list sees this process's own last write).
+func (s *Server) readState(ctx context.Context, fn func(*authzState) (*response, error)) (*response, error) {
+	st, err := s.authzState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return fn(st)
+}
+
+// --- permissions ---
+
+// listPermissions is ARM's permissions API: the caller's permission
+// blocks that apply at the scope, one per role assignment (Owner's for the
+// fabric's administrator, everything while the fabric enforces no RBAC).
+func (s *Server) listPermissions(ctx context.Context, q *request, e extRequest) (*response, error) {
+	st := q.authz
+	if st == nil {
+		var err error
+		if st, err = s.authzState(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var set azrbac.Set
+	if st.enforced() && !q.caller.admin() {
+		set = azrbac.Effective(q.caller.objectID, e.scope, st.assignments, st.role)
+	} else {
+		owner, _ := azrbac.BuiltInRole(azrbac.OwnerID)
+		set = owner.Set()
+	}
+	out := []any{}
+	for _, p := range set {
+		out = append(out, p)
+	}
+	return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+}

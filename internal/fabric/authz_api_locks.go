@@ -1,0 +1,321 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/azrbac"
+)
+
+// Lock levels.
+const (
+	lockCanNotDelete = "CanNotDelete"
+	lockReadOnly     = "ReadOnly"
+)
+
+// --- management locks ---
+
+// listLocks lists the locks at the scope and below it (a subscription's
+// list holds every lock in it, as `az lock delete` expects); with
+// $filter=atScope() the locks at the scope and above, those that apply
+// to it.
+func (s *Server) listLocks(ctx context.Context, q *request, e extRequest) (*response, error) {
+	_, atScope := parseFilter(q.query.Get("$filter"))["atscope"]
+	return s.readState(ctx, func(st *authzState) (*response, error) {
+		out := []any{}
+		for _, l := range st.locks {
+			ls := l.scope()
+			if (atScope && azrbac.ScopeContains(ls, e.scope)) || (!atScope && azrbac.ScopeContains(e.scope, ls)) {
+				out = append(out, l)
+			}
+		}
+		return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+	})
+}
+
+func (s *Server) getLock(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.getExt(ctx, e, kindLock, func() *apiError {
+		return newError(http.StatusNotFound, "LockNotFound", "The lock '%s' could not be found.", e.name)
+	})
+}
+
+// getExt answers the stored document of an extension resource.
+func (s *Server) getExt(ctx context.Context, e extRequest, kind string, notFound func() *apiError) (*response, error) {
+	var resp *response
+	err := s.store.read(ctx, func(tx *txn) error {
+		row, err := tx.getAuthz(key(e.id()))
+		if err != nil {
+			return err
+		}
+		if row == nil || row.Kind != kind {
+			return notFound()
+		}
+		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc)}
+		return nil
+	})
+	return resp, err
+}
+
+// putLock creates or updates a management lock (az lock create).
+func (s *Server) putLock(ctx context.Context, q *request, e extRequest) (*response, error) {
+	var in struct {
+		Properties *lockProps `json:"properties"`
+	}
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	if !extNameRE.MatchString(e.name) {
+		return nil, badRequest("InvalidLockName", "The lock name '%s' is invalid: at most 260 characters, none of <, >, *, %%, &, :, \\, ?, /, +, not ending with a space or '.'.", e.name)
+	}
+	if in.Properties == nil {
+		return nil, badRequest("InvalidRequestContent", "The lock has no properties: give properties.level (CanNotDelete or ReadOnly).")
+	}
+	p := *in.Properties
+	switch {
+	case strings.EqualFold(p.Level, lockCanNotDelete):
+		p.Level = lockCanNotDelete
+	case strings.EqualFold(p.Level, lockReadOnly):
+		p.Level = lockReadOnly
+	default:
+		return nil, badRequest("LockLevelInvalid", "The lock level '%s' is invalid: it must be CanNotDelete or ReadOnly.", p.Level)
+	}
+	if len(p.Notes) > 512 {
+		return nil, badRequest("LockNotesTooLong", "The notes of lock '%s' are longer than 512 characters.", e.name)
+	}
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		if err := requireScope(tx, e.scope); err != nil {
+			return err
+		}
+		prev, err := tx.getAuthz(key(e.id()))
+		if err != nil {
+			return err
+		}
+		l := lockDoc{ID: e.id(), Name: e.name, Type: "Microsoft.Authorization/locks", Properties: p}
+		b, err := json.Marshal(l)
+		if err != nil {
+			return err
+		}
+		if err := tx.putAuthz(&authzRow{Key: key(l.ID), Kind: kindLock, ID: l.ID, Scope: e.scope, Doc: b}); err != nil {
+			return err
+		}
+		status := http.StatusCreated
+		if prev != nil {
+			status = http.StatusOK
+		}
+		resp = &response{status: status, body: json.RawMessage(b)}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) deleteLock(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.deleteExt(ctx, e, kindLock)
+}
+
+// --- policy definitions ---
+
+func policyDefinitionsAt(scope string) bool {
+	segs := strings.Split(strings.Trim(scope, "/"), "/")
+	return len(segs) == 2 && strings.EqualFold(segs[0], "subscriptions")
+}
+
+func (s *Server) listPolicyDefinitions(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.readState(ctx, func(st *authzState) (*response, error) {
+		var defs []*policyDefinition
+		for _, d := range st.policyDefs {
+			if azrbac.ScopeContains(scopeOfExtension(d.ID), e.scope) || azrbac.ScopeContains(e.scope, scopeOfExtension(d.ID)) {
+				defs = append(defs, d)
+			}
+		}
+		slices.SortFunc(defs, func(a, b *policyDefinition) int { return strings.Compare(key(a.ID), key(b.ID)) })
+		out := []any{}
+		for _, d := range defs {
+			out = append(out, d)
+		}
+		return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+	})
+}
+
+func errPolicyDefinitionNotFound(name string) *apiError {
+	return newError(http.StatusNotFound, "PolicyDefinitionNotFound", "The policy definition '%s' could not be found.", name)
+}
+
+func (s *Server) getPolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.getExt(ctx, e, kindPolicyDefinition, func() *apiError { return errPolicyDefinitionNotFound(e.name) })
+}
+
+// putPolicyDefinition creates or updates a custom policy definition at a
+// subscription; the rule must keep to the subset policy.go supports.
+func (s *Server) putPolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	if !policyDefinitionsAt(e.scope) {
+		return nil, badRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'.", e.scope)
+	}
+	var d policyDefinition
+	if err := decodeObject(q.body, &d); err != nil {
+		return nil, err
+	}
+	if !extNameRE.MatchString(e.name) {
+		return nil, badRequest("InvalidPolicyDefinitionName", "The policy definition name '%s' is invalid.", e.name)
+	}
+	d.ID, d.Name, d.Type = e.id(), e.name, "Microsoft.Authorization/policyDefinitions"
+	if d.Properties.PolicyType == "" {
+		d.Properties.PolicyType = "Custom"
+	}
+	if d.Properties.Mode == "" {
+		d.Properties.Mode = "Indexed" // ARM's default
+	}
+	switch {
+	case strings.EqualFold(d.Properties.Mode, "All"):
+		d.Properties.Mode = "All"
+	case strings.EqualFold(d.Properties.Mode, "Indexed"):
+		d.Properties.Mode = "Indexed"
+	default:
+		return nil, errPolicyRule("mode %q is not All or Indexed", d.Properties.Mode)
+	}
+	if err := d.compile(); err != nil {
+		return nil, err
+	}
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		prev, err := tx.getAuthz(key(d.ID))
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(&d)
+		if err != nil {
+			return err
+		}
+		if err := tx.putAuthz(&authzRow{Key: key(d.ID), Kind: kindPolicyDefinition, ID: d.ID, Scope: e.scope, Doc: b}); err != nil {
+			return err
+		}
+		status := http.StatusCreated
+		if prev != nil {
+			status = http.StatusOK
+		}
+		resp = &response{status: status, body: json.RawMessage(b)}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) deletePolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.deleteExt(ctx, e, kindPolicyDefinition)
+}
+
+// --- policy assignments ---
+
+// listPolicyAssignments lists the assignments that apply at the scope
+// (at or above it) and those below it; $filter=atScope() keeps the first.
+func (s *Server) listPolicyAssignments(ctx context.Context, q *request, e extRequest) (*response, error) {
+	_, atScope := parseFilter(q.query.Get("$filter"))["atscope"]
+	return s.readState(ctx, func(st *authzState) (*response, error) {
+		out := []any{}
+		for _, a := range st.policies {
+			above := azrbac.ScopeContains(a.Properties.Scope, e.scope)
+			below := azrbac.ScopeContains(e.scope, a.Properties.Scope)
+			if above || (!atScope && below) {
+				out = append(out, a)
+			}
+		}
+		return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+	})
+}
+
+func (s *Server) getPolicyAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.getExt(ctx, e, kindPolicyAssignment, func() *apiError {
+		return newError(http.StatusNotFound, "PolicyAssignmentNotFound", "The policy assignment '%s' is not found.", e.name)
+	})
+}
+
+// putPolicyAssignment assigns a policy definition at a scope (az policy
+// assignment create).
+func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+	var a policyAssignment
+	if err := decodeObject(q.body, &a); err != nil {
+		return nil, err
+	}
+	if !extNameRE.MatchString(e.name) || len(e.name) > 64 {
+		return nil, badRequest("InvalidPolicyAssignmentName", "The policy assignment name '%s' is invalid: at most 64 characters, none of <, >, *, %%, &, :, \\, ?, /, +.", e.name)
+	}
+	a.ID, a.Name, a.Type = e.id(), e.name, "Microsoft.Authorization/policyAssignments"
+	a.Properties.Scope = e.scope
+	if a.Properties.NotScopes == nil {
+		a.Properties.NotScopes = []string{}
+	}
+	switch {
+	case a.Properties.EnforcementMode == "" || strings.EqualFold(a.Properties.EnforcementMode, "Default"):
+		a.Properties.EnforcementMode = "Default"
+	case strings.EqualFold(a.Properties.EnforcementMode, "DoNotEnforce"):
+		a.Properties.EnforcementMode = "DoNotEnforce"
+	default:
+		return nil, badRequest("InvalidPolicyAssignment", "enforcementMode '%s' is not Default or DoNotEnforce.", a.Properties.EnforcementMode)
+	}
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		if err := requireScope(tx, e.scope); err != nil {
+			return err
+		}
+		row, err := tx.getAuthz(key(a.Properties.PolicyDefinitionID))
+		if err != nil {
+			return err
+		}
+		if row == nil || row.Kind != kindPolicyDefinition {
+			return errPolicyDefinitionNotFound(a.Properties.PolicyDefinitionID)
+		}
+		d, err := decodePolicyDefinition(row.Doc)
+		if err != nil {
+			return err
+		}
+		a.Properties.PolicyDefinitionID = d.ID
+		var missing []string
+		for name, p := range d.Properties.Parameters {
+			if _, ok := a.param(d, name); !ok && len(p.DefaultValue) == 0 {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			return badRequest("MissingPolicyParameter", "The policy assignment '%s' is missing the parameter(s) '%s' as defined in the policy definition '%s'.",
+				a.Name, strings.Join(missing, ", "), d.Name)
+		}
+		for name := range a.Properties.Parameters {
+			if !slices.ContainsFunc(keys(d.Properties.Parameters), func(k string) bool { return strings.EqualFold(k, name) }) {
+				return badRequest("UndefinedPolicyParameter", "The policy assignment '%s' has the parameter '%s' which is not defined in the policy definition '%s'.", a.Name, name, d.Name)
+			}
+		}
+		prev, err := tx.getAuthz(key(a.ID))
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(&a)
+		if err != nil {
+			return err
+		}
+		if err := tx.putAuthz(&authzRow{Key: key(a.ID), Kind: kindPolicyAssignment, ID: a.ID, Scope: e.scope, Doc: b}); err != nil {
+			return err
+		}
+		status := http.StatusCreated
+		if prev != nil {
+			status = http.StatusOK
+		}
+		resp = &response{status: status, body: json.RawMessage(b)}
+		return nil
+	})
+	return resp, err
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (s *Server) deletePolicyAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.deleteExt(ctx, e, kindPolicyAssignment)
+}

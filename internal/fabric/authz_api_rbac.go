@@ -1,0 +1,455 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/routekeeper/routekeeper/internal/azrbac"
+)
+
+// Role definitions and role assignments of Microsoft.Authorization
+// (authz_api.go routes them).
+
+// --- role definitions ---
+
+// roleDefinitionDoc is a role definition as ARM returns it.
+type roleDefinitionDoc struct {
+	ID         string             `json:"id"`
+	Name       string             `json:"name"`
+	Type       string             `json:"type"`
+	Properties roleDefinitionProp `json:"properties"`
+}
+
+type roleDefinitionProp struct {
+	RoleName         string              `json:"roleName"`
+	Type             string              `json:"type"`
+	Description      string              `json:"description"`
+	AssignableScopes []string            `json:"assignableScopes"`
+	Permissions      []azrbac.Permission `json:"permissions"`
+	CreatedOn        string              `json:"createdOn,omitempty"`
+	UpdatedOn        string              `json:"updatedOn,omitempty"`
+	CreatedBy        *string             `json:"createdBy"`
+	UpdatedBy        *string             `json:"updatedBy"`
+}
+
+// roleDoc renders a role definition under scope's subscription (built-ins
+// are answered there, as ARM does).
+func roleDoc(d azrbac.RoleDefinition, scope string) roleDefinitionDoc {
+	id := "/providers/Microsoft.Authorization/roleDefinitions/" + d.Name
+	if sub := subscriptionOf(scope); sub != "" {
+		id = "/subscriptions/" + sub + id
+	}
+	if d.RoleType == azrbac.TypeCustomRole && d.ID != "" {
+		id = d.ID
+	}
+	perms := d.Permissions
+	if perms == nil {
+		perms = []azrbac.Permission{}
+	}
+	return roleDefinitionDoc{ID: id, Name: d.Name, Type: "Microsoft.Authorization/roleDefinitions", Properties: roleDefinitionProp{
+		RoleName: d.RoleName, Type: d.RoleType, Description: d.Description, AssignableScopes: d.AssignableScopes, Permissions: perms,
+	}}
+}
+
+func (s *Server) listRoleDefinitions(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.readState(ctx, func(st *authzState) (*response, error) {
+		f := parseFilter(q.query.Get("$filter"))
+		var out []any
+		keep := func(d azrbac.RoleDefinition) bool {
+			if v, ok := f["rolename"]; ok && !strings.EqualFold(v, d.RoleName) {
+				return false
+			}
+			if v, ok := f["type"]; ok && !strings.EqualFold(v, d.RoleType) {
+				return false
+			}
+			return true
+		}
+		for _, d := range azrbac.BuiltInRoles() {
+			if keep(d) {
+				out = append(out, roleDoc(d, e.scope))
+			}
+		}
+		for _, d := range sortedRoles(st) {
+			visible := slices.ContainsFunc(d.AssignableScopes, func(a string) bool {
+				return azrbac.ScopeContains(a, e.scope) || azrbac.ScopeContains(e.scope, a)
+			})
+			if visible && keep(d) {
+				out = append(out, roleDoc(d, e.scope))
+			}
+		}
+		return &response{status: http.StatusOK, body: map[string]any{"value": nonNil(out)}}, nil
+	})
+}
+
+func sortedRoles(st *authzState) []azrbac.RoleDefinition {
+	var out []azrbac.RoleDefinition
+	for _, d := range st.roles {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b azrbac.RoleDefinition) int {
+		return strings.Compare(strings.ToLower(a.RoleName), strings.ToLower(b.RoleName))
+	})
+	return out
+}
+
+// parseFilter reads the simple OData filters az and the SDKs send:
+// `name eq 'value'` joined by "and", and the functions atScope(),
+// assignedTo('id') and principalId eq 'id'. Keys are lower case; a
+// function's key is its name ("atscope", "assignedto").
+func parseFilter(f string) map[string]string {
+	out := map[string]string{}
+	for _, part := range andRE.Split(strings.TrimSpace(f), -1) {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if name, arg, ok := strings.Cut(part, "("); ok && !strings.Contains(name, " ") {
+			out[strings.ToLower(name)] = strings.Trim(strings.TrimSuffix(strings.TrimSpace(arg), ")"), "' ")
+			continue
+		}
+		k, v, ok := strings.Cut(part, " eq ")
+		if !ok {
+			continue
+		}
+		out[strings.ToLower(strings.TrimSpace(k))] = strings.Trim(strings.TrimSpace(v), "'")
+	}
+	return out
+}
+
+var andRE = regexp.MustCompile(`(?i)\s+and\s+`)
+
+func nonNil(v []any) []any {
+	if v == nil {
+		return []any{}
+	}
+	return v
+}
+
+func errRoleDefinitionNotFound(name string) *apiError {
+	return newError(http.StatusNotFound, "RoleDefinitionDoesNotExist", "The specified role definition with ID '%s' does not exist.", name)
+}
+
+func (s *Server) getRoleDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.readState(ctx, func(st *authzState) (*response, error) {
+		d, ok := st.role(e.name)
+		if !ok {
+			return nil, errRoleDefinitionNotFound(e.name)
+		}
+		return &response{status: http.StatusOK, body: roleDoc(d, e.scope)}, nil
+	})
+}
+
+// putRoleDefinition creates or updates a custom role (az role definition
+// create/update).
+func (s *Server) putRoleDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	if _, ok := azrbac.BuiltInRole(e.name); ok {
+		return nil, newError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be changed.", e.name)
+	}
+	if _, err := uuid.Parse(e.name); err != nil {
+		return nil, badRequest("InvalidRoleDefinitionId", "The role definition ID '%s' is not valid: it must be a GUID.", e.name)
+	}
+	var in struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	if len(in.Properties) == 0 {
+		return nil, badRequest("InvalidRoleDefinition", "The role definition has no properties.")
+	}
+	d, err := azrbac.ParseRoleDefinition(append(append([]byte(`{"properties":`), in.Properties...), '}'))
+	if err != nil {
+		return nil, badRequest("InvalidRoleDefinition", "The role definition is not valid: %v.", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	d.Name, d.RoleType = strings.ToLower(e.name), azrbac.TypeCustomRole
+	d.ID = strings.TrimRight(e.scope, "/") + "/providers/Microsoft.Authorization/roleDefinitions/" + d.Name
+	if e.scope == "/" {
+		return nil, badRequest("InvalidScope", "Custom role definitions are created under a subscription.")
+	}
+	for _, p := range d.Permissions {
+		if len(p.Actions) == 0 && len(p.DataActions) == 0 {
+			return nil, badRequest("InvalidRoleDefinition", "The role definition '%s' grants no action: give Actions or DataActions.", d.RoleName)
+		}
+	}
+	var resp *response
+	err = s.store.write(ctx, func(tx *txn) error {
+		prev, err := tx.getAuthz(roleDefinitionKey(d.Name))
+		if err != nil {
+			return err
+		}
+		st, err := loadAuthz(tx, 0)
+		if err != nil {
+			return err
+		}
+		for _, o := range st.roles {
+			if strings.EqualFold(o.RoleName, d.RoleName) && !strings.EqualFold(o.Name, d.Name) {
+				return newError(http.StatusConflict, "RoleDefinitionWithSameNameExists", "A custom role with the same name '%s' already exists in this directory. Use a different name.", d.RoleName)
+			}
+		}
+		if _, ok := azrbac.BuiltInRole(d.RoleName); ok {
+			return newError(http.StatusConflict, "RoleDefinitionWithSameNameExists", "A role with the same name '%s' already exists: it is a built-in role.", d.RoleName)
+		}
+		doc := roleDoc(d, e.scope)
+		now, by := nowStamp(s), q.caller.objectID
+		doc.Properties.CreatedOn, doc.Properties.UpdatedOn = now, now
+		doc.Properties.CreatedBy, doc.Properties.UpdatedBy = &by, &by
+		status := http.StatusCreated
+		if prev != nil {
+			status = http.StatusOK
+			var old roleDefinitionDoc
+			if json.Unmarshal(prev.Doc, &old) == nil {
+				doc.Properties.CreatedOn, doc.Properties.CreatedBy = old.Properties.CreatedOn, old.Properties.CreatedBy
+			}
+		}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		if err := tx.putAuthz(&authzRow{Key: roleDefinitionKey(d.Name), Kind: kindRoleDefinition, ID: doc.ID, Scope: e.scope, Doc: b}); err != nil {
+			return err
+		}
+		resp = &response{status: status, body: json.RawMessage(b)}
+		return nil
+	})
+	return resp, err
+}
+
+func roleDefinitionKey(guid string) string { return "roledefinition:" + strings.ToLower(guid) }
+
+func (s *Server) deleteRoleDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	if _, ok := azrbac.BuiltInRole(e.name); ok {
+		return nil, newError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be deleted.", e.name)
+	}
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		row, err := tx.getAuthz(roleDefinitionKey(e.name))
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			resp = &response{status: http.StatusNoContent}
+			return nil
+		}
+		st, err := loadAuthz(tx, 0)
+		if err != nil {
+			return err
+		}
+		for _, a := range st.assignments {
+			if strings.EqualFold(azrbac.DefinitionName(a.RoleDefinitionID), e.name) {
+				return badRequest("RoleDefinitionHasAssignments", "There are existing role assignments referencing role '%s'; delete them first.", e.name)
+			}
+		}
+		if err := tx.deleteAuthz(row.Key); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc)}
+		return nil
+	})
+	return resp, err
+}
+
+// --- role assignments ---
+
+// roleAssignmentDoc is a role assignment as ARM returns it.
+type roleAssignmentDoc struct {
+	ID         string             `json:"id"`
+	Name       string             `json:"name"`
+	Type       string             `json:"type"`
+	Properties roleAssignmentProp `json:"properties"`
+}
+
+type roleAssignmentProp struct {
+	RoleDefinitionID                   string  `json:"roleDefinitionId"`
+	PrincipalID                        string  `json:"principalId"`
+	PrincipalType                      string  `json:"principalType"`
+	Scope                              string  `json:"scope"`
+	Description                        *string `json:"description"`
+	Condition                          *string `json:"condition"`
+	ConditionVersion                   *string `json:"conditionVersion"`
+	CreatedOn                          string  `json:"createdOn,omitempty"`
+	UpdatedOn                          string  `json:"updatedOn,omitempty"`
+	CreatedBy                          *string `json:"createdBy"`
+	UpdatedBy                          *string `json:"updatedBy"`
+	DelegatedManagedIdentityResourceID *string `json:"delegatedManagedIdentityResourceId"`
+}
+
+func (d roleAssignmentDoc) assignment() azrbac.Assignment {
+	return azrbac.Assignment{ID: d.ID, Name: d.Name, Scope: d.Properties.Scope, RoleDefinitionID: d.Properties.RoleDefinitionID,
+		PrincipalID: d.Properties.PrincipalID, PrincipalType: d.Properties.PrincipalType}
+}
+
+// assignmentDocs are the stored role assignments, decoded.
+func assignmentDocs(tx *txn) ([]roleAssignmentDoc, error) {
+	rows, err := tx.allAuthz()
+	if err != nil {
+		return nil, err
+	}
+	var out []roleAssignmentDoc
+	for _, r := range rows {
+		if r.Kind != kindRoleAssignment {
+			continue
+		}
+		var d roleAssignmentDoc
+		if err := json.Unmarshal(r.Doc, &d); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (s *Server) listRoleAssignments(ctx context.Context, q *request, e extRequest) (*response, error) {
+	f := parseFilter(q.query.Get("$filter"))
+	principal := firstNonEmpty(f["principalid"], f["assignedto"])
+	_, atScope := f["atscope"]
+	var out []any
+	err := s.store.read(ctx, func(tx *txn) error {
+		docs, err := assignmentDocs(tx)
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			above := azrbac.ScopeContains(d.Properties.Scope, e.scope)
+			below := azrbac.ScopeContains(e.scope, d.Properties.Scope)
+			if !above && (atScope || !below) {
+				continue
+			}
+			if principal != "" && !strings.EqualFold(principal, d.Properties.PrincipalID) {
+				continue
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: map[string]any{"value": nonNil(out)}}, nil
+}
+
+func (s *Server) getRoleAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+	var resp *response
+	err := s.store.read(ctx, func(tx *txn) error {
+		row, err := tx.getAuthz(key(e.id()))
+		if err != nil {
+			return err
+		}
+		if row == nil || row.Kind != kindRoleAssignment {
+			return newError(http.StatusNotFound, "RoleAssignmentNotFound", "The role assignment '%s' is not found.", e.name)
+		}
+		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc)}
+		return nil
+	})
+	return resp, err
+}
+
+// putRoleAssignment creates a role assignment (az role assignment create).
+func (s *Server) putRoleAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+	var in struct {
+		Properties struct {
+			RoleDefinitionID string  `json:"roleDefinitionId"`
+			PrincipalID      string  `json:"principalId"`
+			PrincipalType    string  `json:"principalType"`
+			Description      *string `json:"description"`
+			Condition        *string `json:"condition"`
+			ConditionVersion *string `json:"conditionVersion"`
+		} `json:"properties"`
+	}
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	p := in.Properties
+	if _, err := uuid.Parse(e.name); err != nil {
+		return nil, badRequest("InvalidRoleAssignmentId", "The role assignment ID '%s' is not valid. The role assignment ID must be a GUID.", e.name)
+	}
+	if strings.TrimSpace(p.PrincipalID) == "" {
+		return nil, badRequest("InvalidPrincipalId", "A valid principal ID must be provided for role assignment.")
+	}
+	if p.PrincipalType == "" {
+		p.PrincipalType = "User" // ARM's default when none is given
+	}
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		if err := requireScope(tx, e.scope); err != nil {
+			return err
+		}
+		st, err := loadAuthz(tx, 0)
+		if err != nil {
+			return err
+		}
+		role, ok := st.role(p.RoleDefinitionID)
+		if !ok {
+			return badRequest("RoleDefinitionDoesNotExist", "The specified role definition with ID '%s' does not exist.", azrbac.DefinitionName(p.RoleDefinitionID))
+		}
+		if !role.AssignableAt(e.scope) {
+			return badRequest("RoleAssignmentScopeNotAssignable", "The role '%s' is not available for assignment at the requested scope '%s': its assignable scopes are %s.",
+				role.RoleName, e.scope, strings.Join(role.AssignableScopes, ", "))
+		}
+		roleID := roleDoc(role, e.scope).ID
+		docs, err := assignmentDocs(tx)
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			if strings.EqualFold(d.ID, e.id()) {
+				if !strings.EqualFold(d.Properties.PrincipalID, p.PrincipalID) || !strings.EqualFold(azrbac.DefinitionName(d.Properties.RoleDefinitionID), role.Name) {
+					return badRequest("RoleAssignmentUpdateNotPermitted", "Tenant ID, application ID, principal ID, and scope are not allowed to be updated.")
+				}
+				resp = &response{status: http.StatusCreated, body: d}
+				return nil
+			}
+			if azrbac.SameScope(d.Properties.Scope, e.scope) && strings.EqualFold(d.Properties.PrincipalID, p.PrincipalID) &&
+				strings.EqualFold(azrbac.DefinitionName(d.Properties.RoleDefinitionID), role.Name) {
+				return newError(http.StatusConflict, "RoleAssignmentExists", "The role assignment already exists.")
+			}
+		}
+		now, by := nowStamp(s), q.caller.objectID
+		d := roleAssignmentDoc{ID: e.id(), Name: strings.ToLower(e.name), Type: "Microsoft.Authorization/roleAssignments", Properties: roleAssignmentProp{
+			RoleDefinitionID: roleID, PrincipalID: p.PrincipalID, PrincipalType: p.PrincipalType, Scope: e.scope,
+			Description: p.Description, Condition: p.Condition, ConditionVersion: p.ConditionVersion,
+			CreatedOn: now, UpdatedOn: now, CreatedBy: &by, UpdatedBy: &by,
+		}}
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		if err := tx.putAuthz(&authzRow{Key: key(d.ID), Kind: kindRoleAssignment, ID: d.ID, Scope: e.scope, Doc: b}); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusCreated, body: json.RawMessage(b)}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) deleteRoleAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+	return s.deleteExt(ctx, e, kindRoleAssignment)
+}
+
+// deleteExt deletes an extension resource: 200 with what it was, 204
+// when there was none.
+func (s *Server) deleteExt(ctx context.Context, e extRequest, kind string) (*response, error) {
+	var resp *response
+	err := s.store.write(ctx, func(tx *txn) error {
+		row, err := tx.getAuthz(key(e.id()))
+		if err != nil {
+			return err
+		}
+		if row == nil || row.Kind != kind {
+			resp = &response{status: http.StatusNoContent}
+			return nil
+		}
+		if err := tx.deleteAuthz(row.Key); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc)}
+		return nil
+	})
+	return resp, err
+}

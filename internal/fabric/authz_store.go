@@ -1,0 +1,261 @@
+package fabric
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	"github.com/routekeeper/routekeeper/internal/azrbac"
+)
+
+// Authorization state: principals, custom role definitions, role
+// assignments, management locks, policy definitions and policy
+// assignments, in the same SQLite file as every resource (one table,
+// created with the rest of the schema), so processes sharing a state file
+// share it too. authz_rev changes on every write of the table: a Server
+// keeps the state in memory and reloads it when the rev moved, so a
+// request pays one small query while nothing changes.
+const authzSchema = `
+CREATE TABLE IF NOT EXISTS authz (
+	key   TEXT PRIMARY KEY,  -- lower(ID); principals: 'principal:' || lower(client ID)
+	kind  TEXT NOT NULL,     -- principal | roleDefinition | roleAssignment | lock | policyDefinition | policyAssignment
+	id    TEXT NOT NULL,     -- the ID as created (a principal's client ID)
+	scope TEXT NOT NULL,     -- the scope it was created at, as created
+	doc   BLOB NOT NULL      -- the resource as ARM returns it (JSON)
+);
+CREATE INDEX IF NOT EXISTS authz_kind ON authz(kind, key);
+CREATE TABLE IF NOT EXISTS authz_rev (
+	one INTEGER PRIMARY KEY CHECK (one = 1),
+	rev INTEGER NOT NULL
+);
+`
+
+// Kinds of authorization rows.
+const (
+	kindPrincipal        = "principal"
+	kindRoleDefinition   = "roleDefinition"
+	kindRoleAssignment   = "roleAssignment"
+	kindLock             = "lock"
+	kindPolicyDefinition = "policyDefinition"
+	kindPolicyAssignment = "policyAssignment"
+)
+
+// authzRow is one stored authorization object.
+type authzRow struct {
+	Key, Kind, ID, Scope string
+	Doc                  []byte
+}
+
+func (t *txn) putAuthz(r *authzRow) error {
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO authz(key, kind, id, scope, doc) VALUES (?,?,?,?,?)
+		ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, id = excluded.id, scope = excluded.scope, doc = excluded.doc`,
+		r.Key, r.Kind, r.ID, r.Scope, r.Doc); err != nil {
+		return fmt.Errorf("writing %s %s: %w", r.Kind, r.ID, err)
+	}
+	return t.bumpAuthzRev()
+}
+
+func (t *txn) deleteAuthz(key string) error {
+	if _, err := t.ExecContext(t.ctx, `DELETE FROM authz WHERE key = ?`, key); err != nil {
+		return fmt.Errorf("deleting %s: %w", key, err)
+	}
+	return t.bumpAuthzRev()
+}
+
+func (t *txn) bumpAuthzRev() error {
+	rev := rand.Int64N(math.MaxInt64-1) + 1
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO authz_rev(one, rev) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET rev = excluded.rev`, rev); err != nil {
+		return fmt.Errorf("writing the authorization revision: %w", err)
+	}
+	return nil
+}
+
+func (t *txn) getAuthz(key string) (*authzRow, error) {
+	r := &authzRow{Key: key}
+	err := t.QueryRowContext(t.ctx, `SELECT kind, id, scope, doc FROM authz WHERE key = ?`, key).Scan(&r.Kind, &r.ID, &r.Scope, &r.Doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", key, err)
+	}
+	return r, nil
+}
+
+func (t *txn) authzRev() (int64, error) {
+	var rev int64
+	err := t.QueryRowContext(t.ctx, `SELECT rev FROM authz_rev WHERE one = 1`).Scan(&rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading the authorization revision: %w", err)
+	}
+	return rev, nil
+}
+
+func (t *txn) allAuthz() ([]*authzRow, error) {
+	rows, err := t.QueryContext(t.ctx, `SELECT key, kind, id, scope, doc FROM authz ORDER BY kind, key`)
+	if err != nil {
+		return nil, fmt.Errorf("reading the authorization state: %w", err)
+	}
+	defer rows.Close()
+	var out []*authzRow
+	for rows.Next() {
+		r := &authzRow{}
+		if err := rows.Scan(&r.Key, &r.Kind, &r.ID, &r.Scope, &r.Doc); err != nil {
+			return nil, fmt.Errorf("reading the authorization state: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// principalDoc is a principal the topology (or /_fabric/principals)
+// declared: the client ID tokens are asked for and the object ID they name.
+type principalDoc struct {
+	ClientID      string `json:"clientId"`
+	ObjectID      string `json:"objectId"`
+	DisplayName   string `json:"displayName,omitempty"`
+	PrincipalType string `json:"principalType,omitempty"`
+}
+
+// lockDoc is a management lock as ARM returns it.
+type lockDoc struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	Type       string    `json:"type"`
+	Properties lockProps `json:"properties"`
+}
+
+type lockProps struct {
+	Level  string      `json:"level"`
+	Notes  string      `json:"notes,omitempty"`
+	Owners []lockOwner `json:"owners,omitempty"`
+}
+
+type lockOwner struct {
+	ApplicationID string `json:"applicationId,omitempty"`
+}
+
+// scope is the scope a lock is at: its ID without the lock part.
+func (l lockDoc) scope() string { return scopeOfExtension(l.ID) }
+
+// authzState is the authorization state as a Server uses it.
+type authzState struct {
+	rev         int64
+	principals  map[string]principalDoc // by lower client ID
+	roles       map[string]azrbac.RoleDefinition
+	assignments []azrbac.Assignment
+	locks       []lockDoc
+	policyDefs  map[string]*policyDefinition // by lower ID
+	policies    []*policyAssignment
+}
+
+// empty reports whether the fabric holds no authorization at all: today's
+// behaviour, everyone may do everything.
+func (st *authzState) empty() bool {
+	return len(st.assignments) == 0 && len(st.locks) == 0 && len(st.policies) == 0
+}
+
+// enforced reports whether role-based access control is on: as soon as the
+// fabric holds one role assignment. Locks and policies apply regardless.
+func (st *authzState) enforced() bool { return len(st.assignments) > 0 }
+
+// role resolves a role definition ID (or GUID): built-in or custom.
+func (st *authzState) role(id string) (azrbac.RoleDefinition, bool) {
+	if d, ok := azrbac.BuiltInRole(azrbac.DefinitionName(id)); ok {
+		return d, true
+	}
+	d, ok := st.roles[strings.ToLower(azrbac.DefinitionName(id))]
+	return d, ok
+}
+
+// authzCache keeps a Server's copy of the authorization state.
+type authzCache struct {
+	mu sync.Mutex
+	st *authzState
+}
+
+// authzState returns the current authorization state, reloading it when
+// another writer (this process or another) changed it.
+func (s *Server) authzState(ctx context.Context) (*authzState, error) {
+	var st *authzState
+	err := s.store.read(ctx, func(tx *txn) error {
+		rev, err := tx.authzRev()
+		if err != nil {
+			return err
+		}
+		s.authz.mu.Lock()
+		cur := s.authz.st
+		s.authz.mu.Unlock()
+		if cur != nil && cur.rev == rev {
+			st = cur
+			return nil
+		}
+		if st, err = loadAuthz(tx, rev); err != nil {
+			return err
+		}
+		s.authz.mu.Lock()
+		s.authz.st = st
+		s.authz.mu.Unlock()
+		return nil
+	})
+	return st, err
+}
+
+func loadAuthz(tx *txn, rev int64) (*authzState, error) {
+	st := &authzState{rev: rev, principals: map[string]principalDoc{}, roles: map[string]azrbac.RoleDefinition{},
+		policyDefs: map[string]*policyDefinition{}}
+	rows, err := tx.allAuthz()
+	if err != nil {
+		return nil, err
+	}
+	var assignments []*policyAssignment
+	for _, r := range rows {
+		var err error
+		switch r.Kind {
+		case kindPrincipal:
+			var p principalDoc
+			if err = json.Unmarshal(r.Doc, &p); err == nil {
+				st.principals[strings.ToLower(p.ClientID)] = p
+			}
+		case kindRoleDefinition:
+			var d azrbac.RoleDefinition
+			if d, err = azrbac.ParseRoleDefinition(r.Doc); err == nil {
+				st.roles[strings.ToLower(d.Name)] = d
+			}
+		case kindRoleAssignment:
+			var a roleAssignmentDoc
+			if err = json.Unmarshal(r.Doc, &a); err == nil {
+				st.assignments = append(st.assignments, a.assignment())
+			}
+		case kindLock:
+			var l lockDoc
+			if err = json.Unmarshal(r.Doc, &l); err == nil {
+				st.locks = append(st.locks, l)
+			}
+		case kindPolicyDefinition:
+			var d *policyDefinition
+			if d, err = decodePolicyDefinition(r.Doc); err == nil {
+				st.policyDefs[strings.ToLower(d.ID)] = d
+			}
+		case kindPolicyAssignment:
+			var a policyAssignment
+			if err = json.Unmarshal(r.Doc, &a); err == nil {
+				assignments = append(assignments, &a)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stored %s %s: %w", r.Kind, r.ID, err)
+		}
+	}
+	st.policies = assignments
+	return st, nil
+}

@@ -1,0 +1,100 @@
+package fabric
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/netip"
+)
+
+// serveBGP serves /_fabric/bgp?gateway=<gateway ID>: what the on-premises
+// BGP peer of a gateway advertises. It is not an ARM property (in Azure it
+// comes from the routers of the site or the ExpressRoute circuit), so the
+// fabric takes it here: PUT {"prefixes": [...], "asn": 65020,
+// "peerAddress": "169.254.21.1"} (asn and peerAddress optional), GET
+// returns it. The gateway's getLearnedRoutes and the routes of its
+// network's subnets follow it.
+func (s *Server) serveBGP(w http.ResponseWriter, r *http.Request) {
+	reply := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(status)
+		b, _ := json.MarshalIndent(v, "", "  ")
+		w.Write(append(b, '\n'))
+	}
+	fail := func(status int, code, msg string) {
+		reply(status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
+	}
+	id := r.URL.Query().Get("gateway")
+	gwKey := topID(id, typeVNetGateways)
+	if gwKey == "" {
+		fail(http.StatusBadRequest, "InvalidGateway", "give ?gateway=<the ID of a virtual network gateway>")
+		return
+	}
+	var in bgpAdvertisement
+	switch r.Method {
+	case http.MethodGet:
+	case http.MethodPut:
+		b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err == nil {
+			err = json.Unmarshal(b, &in)
+		}
+		if err != nil {
+			fail(http.StatusBadRequest, "InvalidRequestContent", "bgp: "+err.Error())
+			return
+		}
+		for i, p := range in.Prefixes {
+			pf, err := netip.ParsePrefix(p)
+			if err != nil || pf.Masked() != pf {
+				fail(http.StatusBadRequest, "InvalidPrefix", "bgp: prefixes["+itoa(i)+"] "+p+" is not a CIDR prefix without host bits")
+				return
+			}
+		}
+		if in.PeerAddress != "" {
+			if _, err := netip.ParseAddr(in.PeerAddress); err != nil {
+				fail(http.StatusBadRequest, "InvalidPeerAddress", "bgp: peerAddress "+in.PeerAddress+" is not an IP address")
+				return
+			}
+		}
+	default:
+		fail(http.StatusMethodNotAllowed, "HttpMethodNotSupported", "use GET or PUT")
+		return
+	}
+	var out *bgpAdvertisement
+	notFound := false
+	err := s.store.write(r.Context(), func(tx *txn) error {
+		row, err := tx.getResource(key(gwKey))
+		if err != nil || row == nil || row.Type != typeVNetGateways {
+			notFound = row == nil
+			return err
+		}
+		d, err := decodeGateway(row.Doc)
+		if err != nil {
+			return err
+		}
+		if r.Method == http.MethodGet {
+			out = d.bgp
+			return nil
+		}
+		d.bgp = &in
+		if len(in.Prefixes) == 0 && in.ASN == 0 && in.PeerAddress == "" {
+			d.bgp = nil
+		}
+		if row.Doc, err = encodeGateway(d); err != nil {
+			return err
+		}
+		out = d.bgp
+		return s.storeRow(tx, row) // the gateway's etag stays: ARM's view of it did not change
+	})
+	switch {
+	case err != nil:
+		fail(http.StatusInternalServerError, "InternalServerError", err.Error())
+	case notFound:
+		fail(http.StatusNotFound, "NotFound", "no virtual network gateway "+id)
+	case out == nil:
+		reply(http.StatusOK, bgpAdvertisement{Prefixes: []string{}})
+	default:
+		reply(http.StatusOK, out)
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

@@ -1,0 +1,513 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/google/uuid"
+)
+
+// Virtual network gateways and what they learn from on premises, with
+// Azure's paths and JSON: virtualNetworkGateways (VPN or ExpressRoute, in a
+// subnet named GatewaySubnet), localNetworkGateways (an on-premises site:
+// its address prefixes) and connections (a gateway to a local network
+// gateway, IPsec; to another gateway, Vnet2Vnet; to an ExpressRoute
+// circuit, ExpressRoute). A gateway learns the prefixes of the local
+// network gateways it has an IPsec connection to — Azure's routes
+// "configured in the local network gateway" — and the prefixes an
+// on-premises BGP peer advertises, which are not an ARM property: the
+// fabric keeps them with the gateway, set with PUT /_fabric/bgp (bgp.go).
+// POST .../getLearnedRoutes answers them as Azure does, a long-running
+// action whose result (GatewayRouteListResult) is at its Location.
+
+const (
+	typeVNetGateways  = "virtualNetworkGateways"
+	typeLocalGateways = "localNetworkGateways"
+	typeConnections   = "connections"
+
+	armTypeVNetGateway  = "Microsoft.Network/virtualNetworkGateways"
+	armTypeLocalGateway = "Microsoft.Network/localNetworkGateways"
+	armTypeConnection   = "Microsoft.Network/connections"
+	armTypeGatewayIPCfg = "Microsoft.Network/virtualNetworkGateways/ipConfigurations"
+
+	actionLearnedRoutes = "getLearnedRoutes"
+
+	// gatewaySubnetName is the subnet a virtual network gateway must sit in.
+	gatewaySubnetName = "GatewaySubnet"
+)
+
+// gatewayTypes returns the handler of one of the resource types of this
+// file, nil for another type.
+func (s *Server) gatewayTypes(typ string) func(context.Context, *request, int) (*response, error) {
+	var crud map[string]handler
+	var list handler
+	switch {
+	case strings.EqualFold(typ, typeVNetGateways):
+		list = func(ctx context.Context, q *request) (*response, error) {
+			return s.listTop(ctx, q, typeVNetGateways, renderGateway)
+		}
+		crud = map[string]handler{"GET": s.getGateway, "PUT": s.putGateway, "DELETE": s.deleteGateway}
+	case strings.EqualFold(typ, typeLocalGateways):
+		list = func(ctx context.Context, q *request) (*response, error) {
+			return s.listTop(ctx, q, typeLocalGateways, renderPlain)
+		}
+		crud = map[string]handler{"GET": s.getLocalGateway, "PUT": s.putLocalGateway, "DELETE": s.deleteLocalGateway}
+	case strings.EqualFold(typ, typeConnections):
+		list = func(ctx context.Context, q *request) (*response, error) {
+			return s.listTop(ctx, q, typeConnections, renderConnection)
+		}
+		crud = map[string]handler{"GET": s.getConnection, "PUT": s.putConnection, "DELETE": s.deleteConnection}
+	default:
+		return nil
+	}
+	return func(ctx context.Context, q *request, n int) (*response, error) {
+		switch {
+		case n == 7:
+			return s.methods(q, map[string]handler{"GET": list})(ctx, q)
+		case n == 8:
+			return s.methods(q, crud)(ctx, q)
+		case n == 9 && strings.EqualFold(typ, typeVNetGateways) && strings.EqualFold(q.segs[8], actionLearnedRoutes):
+			return s.methods(q, map[string]handler{"POST": s.postLearnedRoutes})(ctx, q)
+		case n >= 9:
+			return nil, errResourceType(q, typ+"/"+q.segs[8])
+		}
+		return nil, errNoRoute(q)
+	}
+}
+
+func renderPlain(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
+
+// fabricKey is the top-level key of a gateway document under which the
+// fabric keeps what an on-premises BGP peer advertises (never returned).
+const fabricKey = "routekeeperFabric"
+
+// bgpAdvertisement is what the on-premises BGP peer of a gateway
+// advertises: an ExpressRoute circuit's peer, or a VPN site with BGP.
+type bgpAdvertisement struct {
+	Prefixes    []string `json:"prefixes"`
+	ASN         int64    `json:"asn,omitempty"`
+	PeerAddress string   `json:"peerAddress,omitempty"`
+}
+
+// gatewayDoc is a stored gateway: the ARM document and the fabric's own
+// part.
+type gatewayDoc struct {
+	gw  *armnetwork.VirtualNetworkGateway
+	bgp *bgpAdvertisement
+}
+
+func decodeGateway(doc []byte) (*gatewayDoc, error) {
+	var g armnetwork.VirtualNetworkGateway
+	if err := json.Unmarshal(doc, &g); err != nil {
+		return nil, fmt.Errorf("decoding stored virtual network gateway: %w", err)
+	}
+	if g.Properties == nil {
+		g.Properties = &armnetwork.VirtualNetworkGatewayPropertiesFormat{}
+	}
+	var priv struct {
+		BGP *bgpAdvertisement `json:"routekeeperFabric"`
+	}
+	if err := json.Unmarshal(doc, &priv); err != nil {
+		return nil, fmt.Errorf("decoding stored virtual network gateway: %w", err)
+	}
+	return &gatewayDoc{gw: &g, bgp: priv.BGP}, nil
+}
+
+// encodeGateway is the stored document of a gateway: the ARM document
+// with the fabric's part.
+func encodeGateway(d *gatewayDoc) ([]byte, error) {
+	b, err := encode(d.gw)
+	if err != nil || d.bgp == nil {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if m[fabricKey], err = json.Marshal(d.bgp); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// renderGateway is a gateway as ARM returns it: without the fabric's part.
+func renderGateway(_ *txn, row *resourceRow) (json.RawMessage, error) {
+	if !strings.Contains(string(row.Doc), `"`+fabricKey+`"`) {
+		return row.Doc, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(row.Doc, &m); err != nil {
+		return nil, fmt.Errorf("decoding stored virtual network gateway: %w", err)
+	}
+	delete(m, fabricKey)
+	return json.Marshal(m)
+}
+
+// gatewayVNet is the ID of the network whose GatewaySubnet holds the
+// gateway, and the subnet's ID.
+func gatewayVNet(g *armnetwork.VirtualNetworkGateway) (vnetID, subnetID string) {
+	for _, c := range g.Properties.IPConfigurations {
+		if c == nil || c.Properties == nil || c.Properties.Subnet == nil {
+			continue
+		}
+		if a, ok := parseNetworkID(str(c.Properties.Subnet.ID)); ok && a.Child == childSubnets {
+			return a.parentID(), str(c.Properties.Subnet.ID)
+		}
+	}
+	return "", ""
+}
+
+// gatewaysOfVNet returns the gateways whose GatewaySubnet is in the
+// network with ID vnetID.
+func gatewaysOfVNet(tx *txn, vnetID string) ([]*armnetwork.VirtualNetworkGateway, error) {
+	a, ok := parseNetworkID(vnetID)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := tx.listResources(key(a.Sub), "", typeVNetGateways, "", 1<<30)
+	if err != nil {
+		return nil, err
+	}
+	var out []*armnetwork.VirtualNetworkGateway
+	for _, r := range rows {
+		d, err := decodeGateway(r.Doc)
+		if err != nil {
+			return nil, err
+		}
+		if v, _ := gatewayVNet(d.gw); key(v) == key(vnetID) {
+			out = append(out, d.gw)
+		}
+	}
+	return out, nil
+}
+
+// checkSubnetsFreeOfGateways refuses to delete a subnet that holds a
+// gateway's IP configuration (gone: lower-case subnet IDs).
+func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) error {
+	rows, err := tx.listResources(key(sub), "", typeVNetGateways, "", 1<<30)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		d, err := decodeGateway(r.Doc)
+		if err != nil {
+			return err
+		}
+		if _, subnetID := gatewayVNet(d.gw); subnetID != "" {
+			if id, ok := gone[key(subnetID)]; ok {
+				return badRequest("InUseSubnetCannotBeDeleted",
+					"Subnet %s is in use by %s and cannot be deleted. In order to delete the subnet, delete all the resources within the subnet. See aka.ms/deletesubnet.",
+					nameOf(id), r.ID)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) getGateway(ctx context.Context, q *request) (*response, error) {
+	var resp *response
+	err := s.readTop(ctx, q, typeVNetGateways, armTypeVNetGateway, func(tx *txn, row *resourceRow) error {
+		doc, err := renderGateway(tx, row)
+		resp = &response{status: http.StatusOK, body: doc, header: withEtag(row.Etag)}
+		return err
+	})
+	return resp, err
+}
+
+func (s *Server) deleteGateway(ctx context.Context, q *request) (*response, error) {
+	return s.deleteTop(ctx, q, typeVNetGateways, func(tx *txn, row *resourceRow) error {
+		conns, err := connectionsOf(tx, row.ID)
+		if err != nil {
+			return err
+		}
+		if len(conns) > 0 {
+			return badRequest("InUseVirtualNetworkGatewayCannotBeDeleted",
+				"Virtual network gateway %s cannot be deleted because it is in use by connection %s.", row.ID, str(conns[0].ID))
+		}
+		return nil
+	})
+}
+
+// putGateway creates or updates a virtual network gateway. Azure's checks
+// kept here: gatewayType Vpn or ExpressRoute; IP configurations in a
+// subnet named GatewaySubnet of a network in the gateway's location; one
+// gateway of each type per network; none in a network whose peering uses
+// a remote gateway.
+func (s *Server) putGateway(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.VirtualNetworkGateway
+	if err := decodeModel(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	t := q.target()
+	if !validName(t.name) {
+		return nil, errInvalidName(t.name)
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typeVNetGateways, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
+		id, curEtag, curLoc := fresh.ID, "", ""
+		var cur *gatewayDoc
+		if row != nil {
+			var err error
+			if cur, err = decodeGateway(row.Doc); err != nil {
+				return err
+			}
+			id, curEtag, curLoc = row.ID, row.Etag, str(cur.gw.Location)
+		}
+		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
+			return err
+		}
+		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		if err != nil {
+			return err
+		}
+		out, vnetID, err := buildGateway(tx, id, loc, in.Properties, cur)
+		if err != nil {
+			return err
+		}
+		if err := checkGatewayVNet(tx, id, vnetID, *out.GatewayType); err != nil {
+			return err
+		}
+		d := &gatewayDoc{gw: &armnetwork.VirtualNetworkGateway{
+			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVNetGateway), Location: ptr(loc),
+			Tags: tagsOf(in.Tags), Etag: ptr(newEtag()), Properties: out,
+		}}
+		if cur != nil {
+			d.bgp = cur.bgp // the on-premises side's advertisement is not the client's to change
+		}
+		doc, err := encodeGateway(d)
+		if err != nil {
+			return err
+		}
+		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, str(d.gw.Etag), json.RawMessage(doc))
+		if err == nil {
+			if body, rerr := renderGateway(tx, &resourceRow{Doc: doc}); rerr == nil {
+				resp.body = body
+			}
+		}
+		return err
+	})
+	return resp, err
+}
+
+// buildGateway checks a gateway's properties and returns them as stored,
+// with the ID of the network it is in.
+func buildGateway(tx *txn, id, loc string, in *armnetwork.VirtualNetworkGatewayPropertiesFormat, cur *gatewayDoc) (*armnetwork.VirtualNetworkGatewayPropertiesFormat, string, error) {
+	if in == nil {
+		return nil, "", errInvalidFormat("Virtual network gateway %s has no properties.", id)
+	}
+	out := *in
+	switch {
+	case out.GatewayType == nil:
+		return nil, "", badRequest("InvalidGatewayType", "Virtual network gateway %s has no properties.gatewayType; want Vpn or ExpressRoute.", id)
+	case strings.EqualFold(string(*out.GatewayType), "Vpn"):
+		out.GatewayType = ptr(armnetwork.VirtualNetworkGatewayTypeVPN)
+		if out.VPNType == nil {
+			out.VPNType = ptr(armnetwork.VPNTypeRouteBased)
+		}
+	case strings.EqualFold(string(*out.GatewayType), "ExpressRoute"):
+		out.GatewayType = ptr(armnetwork.VirtualNetworkGatewayTypeExpressRoute)
+	default:
+		return nil, "", badRequest("InvalidGatewayType", "Virtual network gateway %s: gatewayType %q is not Vpn or ExpressRoute.", id, *out.GatewayType)
+	}
+	if len(out.IPConfigurations) == 0 {
+		return nil, "", badRequest("VirtualNetworkGatewayMustHaveAtLeastOneIpConfiguration", "Virtual network gateway %s must have at least one IP configuration.", id)
+	}
+	vnetID := ""
+	cfgs := make([]*armnetwork.VirtualNetworkGatewayIPConfiguration, 0, len(out.IPConfigurations))
+	for i, c := range out.IPConfigurations {
+		if c == nil || c.Properties == nil || c.Properties.Subnet == nil || str(c.Properties.Subnet.ID) == "" {
+			return nil, "", badRequest("IpConfigurationSubnetMissing", "properties.ipConfigurations[%d] of virtual network gateway %s has no subnet.", i, id)
+		}
+		ref := str(c.Properties.Subnet.ID)
+		sn, _, err := lookupSubnet(tx, ref)
+		if err != nil {
+			return nil, "", err
+		}
+		if sn == nil {
+			return nil, "", errInvalidReference(ref, id)
+		}
+		if !strings.EqualFold(str(sn.Name), gatewaySubnetName) {
+			return nil, "", badRequest("InvalidGatewaySubnet",
+				"Subnet %s referenced by virtual network gateway %s is not named GatewaySubnet: a gateway can only be deployed in the subnet GatewaySubnet.", ref, id)
+		}
+		a, _ := parseNetworkID(ref)
+		if vnetID != "" && key(vnetID) != key(a.parentID()) {
+			return nil, "", badRequest("GatewayIpConfigurationsInDifferentVirtualNetworks", "The IP configurations of virtual network gateway %s are in different virtual networks.", id)
+		}
+		vnetID = a.parentID()
+		v, err := loadVNet(tx, vnetID)
+		if err != nil {
+			return nil, "", err
+		}
+		if v == nil || str(v.Location) != loc {
+			return nil, "", errInvalidReference(ref, id)
+		}
+		name := str(c.Name)
+		if name == "" {
+			name = fmt.Sprintf("ipconfig%d", i+1)
+		}
+		p := *c.Properties
+		p.Subnet = &armnetwork.SubResource{ID: sn.ID}
+		if p.PrivateIPAllocationMethod == nil {
+			p.PrivateIPAllocationMethod = ptr(armnetwork.IPAllocationMethodDynamic)
+		}
+		p.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+		cfgs = append(cfgs, &armnetwork.VirtualNetworkGatewayIPConfiguration{
+			ID: ptr(childID(id, "ipConfigurations", name)), Name: ptr(name), Properties: &p,
+		})
+	}
+	out.IPConfigurations = cfgs
+	if out.EnableBgp == nil {
+		out.EnableBgp = ptr(false)
+	}
+	if out.Active == nil {
+		out.Active = ptr(false)
+	}
+	out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+	out.ResourceGUID = ptr(uuid.NewString())
+	if cur != nil {
+		out.ResourceGUID = cur.gw.Properties.ResourceGUID
+	}
+	return &out, vnetID, nil
+}
+
+// checkGatewayVNet applies the rules between a gateway and its network.
+func checkGatewayVNet(tx *txn, id, vnetID string, typ armnetwork.VirtualNetworkGatewayType) error {
+	others, err := gatewaysOfVNet(tx, vnetID)
+	if err != nil {
+		return err
+	}
+	for _, o := range others {
+		if key(str(o.ID)) != key(id) && o.Properties.GatewayType != nil && *o.Properties.GatewayType == typ {
+			return badRequest("VirtualNetworkAlreadyHasGatewayOfThisType",
+				"Virtual network %s already has gateway %s of type %s.", vnetID, str(o.ID), typ)
+		}
+	}
+	v, err := loadVNet(tx, vnetID)
+	if err != nil || v == nil {
+		return err
+	}
+	for _, p := range v.Properties.VirtualNetworkPeerings {
+		if p != nil && p.Properties != nil && p.Properties.UseRemoteGateways != nil && *p.Properties.UseRemoteGateways {
+			return badRequest("VirtualNetworkGatewayCannotBeCreatedWhenPeeringUsesRemoteGateways",
+				"Virtual network %s cannot have a gateway because its peering %s uses the remote virtual network's gateway.", vnetID, str(p.Name))
+		}
+	}
+	return nil
+}
+
+func (s *Server) postLearnedRoutes(ctx context.Context, q *request) (*response, error) {
+	var id, loc string
+	err := s.readTop(ctx, q, typeVNetGateways, armTypeVNetGateway, func(tx *txn, row *resourceRow) error {
+		d, err := decodeGateway(row.Doc)
+		if err != nil {
+			return err
+		}
+		id, loc = row.ID, str(d.gw.Location)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.startAction(ctx, q, actionLearnedRoutes, id, loc, nil)
+}
+
+// gatewayRoute is one route of GatewayRouteListResult, in Azure's JSON.
+type gatewayRoute struct {
+	LocalAddress string  `json:"localAddress"`
+	Network      string  `json:"network"`
+	NextHop      *string `json:"nextHop"`
+	SourcePeer   string  `json:"sourcePeer"`
+	Origin       string  `json:"origin"`
+	AsPath       string  `json:"asPath"`
+	Weight       int32   `json:"weight"`
+}
+
+// gatewayAddress is the address the fabric gives a gateway in its
+// GatewaySubnet: the first one Azure does not reserve (x.x.x.4).
+func gatewayAddress(tx *txn, subnetID string) string {
+	_, prefixes, err := lookupSubnet(tx, subnetID)
+	if err != nil {
+		return ""
+	}
+	for _, p := range prefixes {
+		if p.Addr().Is4() {
+			a := p.Masked().Addr()
+			for range 4 {
+				a = a.Next()
+			}
+			return a.String()
+		}
+	}
+	return ""
+}
+
+// learnedRoutesResult answers getLearnedRoutes from the state now: the
+// network's own prefixes (origin Network, as Azure lists them), the
+// prefixes of the local network gateways of its IPsec connections (origin
+// Network, next hop the site's address) and what on-premises BGP peers
+// advertise (origin EBgp).
+func learnedRoutesResult(tx *txn, gatewayID string) (any, error) {
+	ix, err := readAround(tx)
+	if err != nil {
+		return nil, err
+	}
+	g := ix.gateway(gatewayID)
+	if g == nil {
+		return nil, newError(http.StatusNotFound, "NotFound", "Resource %s not found.", gatewayID)
+	}
+	local := gatewayAddress(tx, g.subnetID)
+	value := []gatewayRoute{}
+	if v := ix.vnets[key(g.vnetID)]; v != nil {
+		for _, p := range spaceOf(v.Properties.AddressSpace) {
+			value = append(value, gatewayRoute{LocalAddress: local, Network: p, SourcePeer: local, Origin: "Network", Weight: 32768})
+		}
+	}
+	for _, site := range ix.sites(g) {
+		for _, p := range site.prefixes {
+			value = append(value, gatewayRoute{LocalAddress: local, Network: p.String(), NextHop: ptr(site.address), SourcePeer: local, Origin: "Network", Weight: 32768})
+		}
+	}
+	if b := g.doc.bgp; b != nil {
+		asn, peer := b.ASN, b.PeerAddress
+		if asn == 0 {
+			asn = defaultOnPremASN
+		}
+		if peer == "" {
+			peer = defaultOnPremPeer
+		}
+		for _, p := range b.Prefixes {
+			value = append(value, gatewayRoute{LocalAddress: local, Network: p, NextHop: ptr(peer), SourcePeer: peer, Origin: "EBgp", AsPath: fmt.Sprint(asn), Weight: 32768})
+		}
+	}
+	return map[string]any{"value": value}, nil
+}
+
+// The on-premises BGP peer's defaults: a private ASN and an address of
+// the APIPA range Azure VPN gateways use for BGP.
+const (
+	defaultOnPremASN  = 65020
+	defaultOnPremPeer = "169.254.21.1"
+)
+
+// parseLearned parses an advertisement's prefixes, for the routing model.
+func (b *bgpAdvertisement) parsed() []netip.Prefix {
+	if b == nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, s := range b.Prefixes {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}

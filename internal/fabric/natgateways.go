@@ -1,0 +1,274 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// NAT gateways: enough of Microsoft.Network/natGateways for a subnet to
+// reference one (properties.natGateway.id), so that a subnet write needs
+// natGateways/join/action on it as in Azure. CRUD with Azure's paths,
+// etags and long-running PUT/DELETE; the read-only subnets list is
+// computed from the virtual networks; a gateway a subnet uses cannot be
+// deleted. Public IP addresses and prefixes are kept as sent, unchecked.
+
+const (
+	typeNatGateways   = "natGateways"
+	armTypeNatGateway = "Microsoft.Network/natGateways"
+)
+
+// natGatewayDoc is a NAT gateway as ARM returns it.
+type natGatewayDoc struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Location   string            `json:"location"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Etag       string            `json:"etag"`
+	Sku        *natSku           `json:"sku,omitempty"`
+	Zones      []string          `json:"zones,omitempty"`
+	Properties natGatewayProps   `json:"properties"`
+}
+
+type natSku struct {
+	Name string `json:"name"`
+}
+
+type natGatewayProps struct {
+	IdleTimeoutInMinutes int     `json:"idleTimeoutInMinutes"`
+	ProvisioningState    string  `json:"provisioningState"`
+	ResourceGUID         string  `json:"resourceGuid"`
+	PublicIPAddresses    []idRef `json:"publicIpAddresses"`
+	PublicIPPrefixes     []idRef `json:"publicIpPrefixes"`
+	Subnets              []idRef `json:"subnets,omitempty"`
+}
+
+func decodeNatGateway(doc []byte) (*natGatewayDoc, error) {
+	var g natGatewayDoc
+	if err := json.Unmarshal(doc, &g); err != nil {
+		return nil, fmt.Errorf("decoding stored NAT gateway: %w", err)
+	}
+	return &g, nil
+}
+
+// settleNatGateway: see settleDoc.
+func settleNatGateway(doc []byte, etag string) ([]byte, error) {
+	g, err := decodeNatGateway(doc)
+	if err != nil {
+		return nil, err
+	}
+	g.Properties.ProvisioningState = stateSucceeded
+	if etag != "" {
+		g.Etag, g.Properties.ProvisioningState = etag, stateFailed
+	}
+	return encode(g)
+}
+
+// markNatGatewayDeleting: see markDeleting.
+func markNatGatewayDeleting(row *resourceRow) (string, []byte, error) {
+	g, err := decodeNatGateway(row.Doc)
+	if err != nil {
+		return "", nil, err
+	}
+	g.Properties.ProvisioningState = stateDeleting
+	doc, err := encode(g)
+	return g.Location, doc, err
+}
+
+func (s *Server) natGateways(ctx context.Context, q *request, n int) (*response, error) {
+	switch n {
+	case 7:
+		return s.methods(q, map[string]handler{"GET": s.listNatGateways})(ctx, q)
+	case 8:
+		return s.methods(q, map[string]handler{"GET": s.getNatGateway, "PUT": s.putNatGateway, "DELETE": s.deleteNatGateway})(ctx, q)
+	}
+	return nil, errResourceType(q, "natGateways/"+q.segs[8])
+}
+
+// renderNatGateway adds the subnets that use the gateway.
+func renderNatGateway(tx *txn, row *resourceRow) (json.RawMessage, error) {
+	g, err := decodeNatGateway(row.Doc)
+	if err != nil {
+		return nil, err
+	}
+	subnets, err := subnetsUsing(tx, row.SubKey, "natGateway", row.ID)
+	if err != nil {
+		return nil, err
+	}
+	g.Properties.Subnets = nil
+	for _, id := range subnets {
+		g.Properties.Subnets = append(g.Properties.Subnets, idRef{ID: id})
+	}
+	return encode(g)
+}
+
+// subnetsUsing lists the subnets of a subscription whose property (natGateway,
+// networkSecurityGroup) references id.
+func subnetsUsing(tx *txn, subKey, property, id string) ([]string, error) {
+	rows, err := tx.listResources(subKey, "", typeVirtualNetworks, "", 1<<30)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, row := range rows {
+		var v map[string]any
+		if err := json.Unmarshal(row.Doc, &v); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", row.ID, err)
+		}
+		props, _ := fold(v, "properties").(map[string]any)
+		subnets, _ := fold(props, "subnets").([]any)
+		for _, sn := range subnets {
+			m, _ := sn.(map[string]any)
+			p, _ := fold(m, "properties").(map[string]any)
+			if ref := idOf(fold(p, property)); ref != "" && strings.EqualFold(ref, id) {
+				snID, _ := fold(m, "id").(string)
+				out = append(out, snID)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) listNatGateways(ctx context.Context, q *request) (*response, error) {
+	return s.listTop(ctx, q, typeNatGateways, renderNatGateway)
+}
+
+func (s *Server) getNatGateway(ctx context.Context, q *request) (*response, error) {
+	var resp *response
+	err := s.readTop(ctx, q, typeNatGateways, armTypeNatGateway, func(tx *txn, row *resourceRow) error {
+		b, err := renderNatGateway(tx, row)
+		resp = &response{status: http.StatusOK, body: b, header: withEtag(row.Etag)}
+		return err
+	})
+	return resp, err
+}
+
+func (s *Server) deleteNatGateway(ctx context.Context, q *request) (*response, error) {
+	return s.deleteTop(ctx, q, typeNatGateways, func(tx *txn, row *resourceRow) error {
+		subnets, err := subnetsUsing(tx, row.SubKey, "natGateway", row.ID)
+		if err != nil {
+			return err
+		}
+		if len(subnets) > 0 {
+			return badRequest("InUseNatGatewayCannotBeDeleted",
+				"NAT gateway %s is in use by subnet(s) %s and cannot be deleted. Remove the NAT gateway from the subnet(s) first.", row.ID, strings.Join(subnets, ", "))
+		}
+		return nil
+	})
+}
+
+func (s *Server) putNatGateway(ctx context.Context, q *request) (*response, error) {
+	var in struct {
+		Location   *string            `json:"location"`
+		Tags       map[string]*string `json:"tags"`
+		Sku        *natSku            `json:"sku"`
+		Zones      []string           `json:"zones"`
+		Properties *struct {
+			IdleTimeoutInMinutes *int    `json:"idleTimeoutInMinutes"`
+			PublicIPAddresses    []idRef `json:"publicIpAddresses"`
+			PublicIPPrefixes     []idRef `json:"publicIpPrefixes"`
+		} `json:"properties"`
+	}
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	t := q.target()
+	if !validName(t.name) {
+		return nil, errInvalidName(t.name)
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typeNatGateways, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
+		id, curEtag, curLoc, guid := fresh.ID, "", "", uuid.NewString()
+		var cur *natGatewayDoc
+		if row != nil {
+			var err error
+			if cur, err = decodeNatGateway(row.Doc); err != nil {
+				return err
+			}
+			id, curEtag, curLoc, guid = row.ID, row.Etag, cur.Location, cur.Properties.ResourceGUID
+		}
+		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
+			return err
+		}
+		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		if err != nil {
+			return err
+		}
+		g := &natGatewayDoc{ID: id, Name: nameOf(id), Type: armTypeNatGateway, Location: loc, Tags: plainTags(in.Tags),
+			Sku: &natSku{Name: "Standard"}, Zones: in.Zones,
+			Properties: natGatewayProps{IdleTimeoutInMinutes: 4, ProvisioningState: stateUpdating, ResourceGUID: guid,
+				PublicIPAddresses: []idRef{}, PublicIPPrefixes: []idRef{}}}
+		if in.Sku != nil && in.Sku.Name != "" {
+			if !strings.EqualFold(in.Sku.Name, "Standard") && !strings.EqualFold(in.Sku.Name, "StandardV2") {
+				return badRequest("InvalidNatGatewaySku", "NAT gateway %s: sku %q is not Standard or StandardV2.", t.name, in.Sku.Name)
+			}
+			g.Sku.Name = in.Sku.Name
+		}
+		if p := in.Properties; p != nil {
+			if p.IdleTimeoutInMinutes != nil {
+				if *p.IdleTimeoutInMinutes < 4 || *p.IdleTimeoutInMinutes > 120 {
+					return badRequest("NatGatewayInvalidIdleTimeoutInMinutes",
+						"NAT gateway %s: idleTimeoutInMinutes %d is outside 4 to 120.", t.name, *p.IdleTimeoutInMinutes)
+				}
+				g.Properties.IdleTimeoutInMinutes = *p.IdleTimeoutInMinutes
+			}
+			if p.PublicIPAddresses != nil {
+				g.Properties.PublicIPAddresses = p.PublicIPAddresses
+			}
+			if p.PublicIPPrefixes != nil {
+				g.Properties.PublicIPPrefixes = p.PublicIPPrefixes
+			}
+		}
+		if cur != nil && cur.Properties.ProvisioningState == stateSucceeded {
+			g.Etag = cur.Etag
+			same := *g
+			same.Properties.ProvisioningState = stateSucceeded
+			if sameContent(row.Doc, &same) {
+				b, err := renderNatGateway(tx, row)
+				resp = unchanged(b, row.Etag)
+				return err
+			}
+		}
+		etag := newEtag()
+		g.Etag = etag
+		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, g)
+		return err
+	})
+	return resp, err
+}
+
+// resolveNatGateway checks a subnet's natGateway.id: a NAT gateway that
+// exists in the virtual network's subscription and location.
+func resolveNatGateway(tx *txn, ref, vnetID, subnetID, loc string) (string, error) {
+	typ, ok := referencedType(ref)
+	if !ok || !strings.EqualFold(typ, armTypeNatGateway) {
+		return "", badRequest("LinkedInvalidPropertyId",
+			"Property id '%s' at path 'properties.natGateway.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
+	}
+	if !strings.EqualFold(subscriptionOf(ref), subscriptionOf(vnetID)) {
+		return "", errInvalidReference(ref, subnetID)
+	}
+	row, err := tx.getResource(key(ref))
+	if err != nil {
+		return "", err
+	}
+	if row == nil {
+		return "", errInvalidReference(ref, subnetID)
+	}
+	g, err := decodeNatGateway(row.Doc)
+	if err != nil {
+		return "", err
+	}
+	if normalizeLocation(g.Location) != normalizeLocation(loc) {
+		return "", errInvalidReference(ref, subnetID)
+	}
+	return row.ID, nil
+}

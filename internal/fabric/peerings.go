@@ -1,0 +1,530 @@
+package fabric
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/google/uuid"
+)
+
+// Virtual network peerings: the child resource
+// virtualNetworks/{vnet}/virtualNetworkPeerings/{name}, kept inline in the
+// network's document (properties.virtualNetworkPeerings, as ARM lists
+// them) and written with the network's long-running operations, like
+// subnets. What depends on the remote network is computed when a peering
+// is read: peeringState (Connected when the remote network has a peering
+// back, Initiated before it has, Disconnected after it deleted it),
+// peeringSyncLevel and remoteVirtualNetworkAddressSpace.
+
+const (
+	childPeerings   = "virtualNetworkPeerings"
+	armTypePeering  = "Microsoft.Network/virtualNetworks/virtualNetworkPeerings"
+	peeringChildPfx = childPeerings + "/" // the child name of a peering delete
+)
+
+func (s *Server) peerings(ctx context.Context, q *request, n int) (*response, error) {
+	if n == 9 {
+		return s.methods(q, map[string]handler{"GET": s.listPeerings})(ctx, q)
+	}
+	return s.methods(q, map[string]handler{"GET": s.getPeering, "PUT": s.putPeering, "DELETE": s.deletePeering})(ctx, q)
+}
+
+func findPeering(v *armnetwork.VirtualNetwork, name string) *armnetwork.VirtualNetworkPeering {
+	for _, p := range v.Properties.VirtualNetworkPeerings {
+		if p != nil && strings.EqualFold(str(p.Name), name) {
+			return p
+		}
+	}
+	return nil
+}
+
+// peeringRemote is the ID of a peering's remote network.
+func peeringRemote(p *armnetwork.VirtualNetworkPeering) string {
+	if p == nil || p.Properties == nil || p.Properties.RemoteVirtualNetwork == nil {
+		return ""
+	}
+	return str(p.Properties.RemoteVirtualNetwork.ID)
+}
+
+// keptPeerings are the peerings a PUT of the network keeps: the stored
+// ones (a new network has none, listed as []).
+func keptPeerings(cur *armnetwork.VirtualNetwork) []*armnetwork.VirtualNetworkPeering {
+	if cur == nil || cur.Properties == nil || cur.Properties.VirtualNetworkPeerings == nil {
+		return []*armnetwork.VirtualNetworkPeering{}
+	}
+	return cur.Properties.VirtualNetworkPeerings
+}
+
+// settlePeerings finishes the peerings with their network's operation:
+// Succeeded, and the one named by a peering delete removed.
+func settlePeerings(v *armnetwork.VirtualNetwork, removeChild string) {
+	gone, _ := strings.CutPrefix(removeChild, peeringChildPfx)
+	if gone == removeChild {
+		gone = ""
+	}
+	kept := v.Properties.VirtualNetworkPeerings[:0]
+	for _, p := range v.Properties.VirtualNetworkPeerings {
+		if p == nil || gone != "" && strings.EqualFold(str(p.Name), gone) {
+			continue
+		}
+		if p.Properties != nil {
+			p.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+		}
+		kept = append(kept, p)
+	}
+	v.Properties.VirtualNetworkPeerings = kept
+}
+
+// vnetSpace is a network's address space, parsed.
+func vnetSpace(v *armnetwork.VirtualNetwork) []netip.Prefix {
+	var out []netip.Prefix
+	if v == nil || v.Properties == nil || v.Properties.AddressSpace == nil {
+		return nil
+	}
+	for _, s := range v.Properties.AddressSpace.AddressPrefixes {
+		if p, err := netip.ParsePrefix(str(s)); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+func spaceOf(as *armnetwork.AddressSpace) []string {
+	if as == nil {
+		return nil
+	}
+	out := make([]string, 0, len(as.AddressPrefixes))
+	for _, s := range as.AddressPrefixes {
+		out = append(out, str(s))
+	}
+	return out
+}
+
+// sameSpace compares two address spaces as sets of prefixes.
+func sameSpace(a, b []string) bool {
+	norm := func(s []string) []string {
+		out := make([]string, 0, len(s))
+		for _, v := range s {
+			out = append(out, prefixKey(v))
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return slices.Equal(norm(a), norm(b))
+}
+
+// loadVNet reads a network by ID: nil when it does not exist.
+func loadVNet(tx *txn, id string) (*armnetwork.VirtualNetwork, error) {
+	row, err := tx.getResourceForRead(key(id))
+	if err != nil || row == nil || row.Type != typeVirtualNetworks {
+		return nil, err
+	}
+	return decodeVNet(row.Doc)
+}
+
+// viewPeering fills what a peering's reader sees and the document does
+// not keep: its state, its sync level and the remote's current address
+// space. local is the peering's network, remote the remote network (nil
+// when it does not exist).
+func viewPeering(local *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkPeering, remote *armnetwork.VirtualNetwork) {
+	if p.Properties == nil {
+		p.Properties = &armnetwork.VirtualNetworkPeeringPropertiesFormat{}
+	}
+	pp := p.Properties
+	var back *armnetwork.VirtualNetworkPeering
+	if remote != nil {
+		for _, b := range remote.Properties.VirtualNetworkPeerings {
+			if b != nil && strings.EqualFold(peeringRemote(b), str(local.ID)) {
+				back = b
+			}
+		}
+	}
+	stored := pp.PeeringState
+	switch {
+	case back != nil:
+		pp.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
+	case stored != nil && *stored != armnetwork.VirtualNetworkPeeringStateInitiated:
+		// It was Connected: the other side is gone.
+		pp.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateDisconnected)
+	default:
+		pp.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
+	}
+	level := armnetwork.VirtualNetworkPeeringLevelFullyInSync
+	if remote != nil {
+		current := spaceOf(remote.Properties.AddressSpace)
+		pp.RemoteVirtualNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(current)}
+		remoteStale := !sameSpace(spaceOf(pp.RemoteAddressSpace), current)
+		localStale := back != nil && back.Properties != nil && !sameSpace(spaceOf(back.Properties.RemoteAddressSpace), spaceOf(local.Properties.AddressSpace))
+		switch {
+		case remoteStale && localStale:
+			level = armnetwork.VirtualNetworkPeeringLevelLocalAndRemoteNotInSync
+		case remoteStale:
+			level = armnetwork.VirtualNetworkPeeringLevelRemoteNotInSync
+		case localStale:
+			level = armnetwork.VirtualNetworkPeeringLevelLocalNotInSync
+		}
+	}
+	pp.PeeringSyncLevel = ptr(level)
+}
+
+func toStrPtrs(ss []string) []*string {
+	out := make([]*string, len(ss))
+	for i := range ss {
+		out[i] = ptr(ss[i])
+	}
+	return out
+}
+
+// renderVNetDoc is a network's document with its peerings viewed; a
+// document without peerings is returned as it is.
+func renderVNetDoc(tx *txn, doc []byte) (json.RawMessage, error) {
+	if !bytes.Contains(doc, []byte(`"virtualNetworkPeerings":[{`)) {
+		return doc, nil
+	}
+	v, err := decodeVNet(doc)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range v.Properties.VirtualNetworkPeerings {
+		if p == nil {
+			continue
+		}
+		remote, err := loadVNet(tx, peeringRemote(p))
+		if err != nil {
+			return nil, err
+		}
+		viewPeering(v, p, remote)
+	}
+	return encode(v)
+}
+
+func (s *Server) listPeerings(ctx context.Context, q *request) (*response, error) {
+	var items []json.RawMessage
+	err := s.readTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, func(tx *txn, row *resourceRow) error {
+		doc, err := renderVNetDoc(tx, row.Doc)
+		if err != nil {
+			return err
+		}
+		v, err := decodeVNet(doc)
+		if err != nil {
+			return err
+		}
+		for _, p := range v.Properties.VirtualNetworkPeerings {
+			b, err := encode(p)
+			if err != nil {
+				return err
+			}
+			items = append(items, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: s.pageChildren(q, items)}, nil
+}
+
+func (s *Server) getPeering(ctx context.Context, q *request) (*response, error) {
+	tg := q.target()
+	var resp *response
+	err := s.readTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, func(tx *txn, row *resourceRow) error {
+		v, err := decodeVNet(row.Doc)
+		if err != nil {
+			return err
+		}
+		p := findPeering(v, tg.childName)
+		if p == nil {
+			return errChildNotFound(typeVirtualNetworks, tg.name, childPeerings, tg.childName, tg.rg)
+		}
+		remote, err := loadVNet(tx, peeringRemote(p))
+		if err != nil {
+			return err
+		}
+		viewPeering(v, p, remote)
+		resp = &response{status: http.StatusOK, body: p, header: withEtag(str(p.Etag))}
+		return nil
+	})
+	return resp, err
+}
+
+// putPeering creates or updates one side of a peering. Azure's checks:
+// the remote network exists and is not this one, the address spaces do
+// not overlap, one peering per remote network, and useRemoteGateways only
+// on one peering of a network without a gateway of its own, towards a
+// network that has one (unless doNotVerifyRemoteGateways). The remote
+// address space is taken when the peering is created, and again when the
+// PUT carries ?syncRemoteAddressSpace=true.
+func (s *Server) putPeering(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.VirtualNetworkPeering
+	if err := decodeModel(q.body, &in); err != nil {
+		return nil, err
+	}
+	tg := q.target()
+	if !validName(tg.childName) {
+		return nil, errInvalidName(tg.childName)
+	}
+	sync := strings.EqualFold(q.query.Get("syncRemoteAddressSpace"), "true")
+	var resp *response
+	err := s.writeTop(ctx, q, typeVirtualNetworks, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		if row == nil {
+			return errResourceNotFound(armTypeVirtualNetwork, tg.name, tg.rg)
+		}
+		v, err := decodeVNet(row.Doc)
+		if err != nil {
+			return err
+		}
+		prev := findPeering(v, tg.childName)
+		peeringID := childID(row.ID, childPeerings, tg.childName)
+		prevTag := ""
+		if prev != nil {
+			peeringID, prevTag = str(prev.ID), str(prev.Etag)
+		}
+		if err := checkPreconditions(q, peeringID, prev != nil, prevTag); err != nil {
+			return err
+		}
+		remoteRow, remote, err := peeringTarget(tx, row, peeringID, in.Properties)
+		if err != nil {
+			return err
+		}
+		if err := checkPeering(tx, row, v, remote, peeringID, tg.childName, in.Properties); err != nil {
+			return err
+		}
+		etag := newEtag()
+		out := buildPeering(peeringID, etag, in.Properties, prev, remote, sync)
+		if prev != nil && succeeded(v.Properties.ProvisioningState) && samePeering(prev, out) {
+			viewPeering(v, prev, remote)
+			resp = unchanged(prev, prevTag)
+			return nil
+		}
+		back := false
+		for _, b := range remote.Properties.VirtualNetworkPeerings {
+			if b != nil && strings.EqualFold(peeringRemote(b), row.ID) {
+				back = true
+				if b.Properties != nil && (b.Properties.PeeringState == nil || *b.Properties.PeeringState != armnetwork.VirtualNetworkPeeringStateConnected) {
+					// The other side becomes Connected now; remember it, so
+					// that it shows Disconnected if this side goes away.
+					b.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
+					doc, err := encode(remote)
+					if err != nil {
+						return err
+					}
+					remoteRow.Doc = doc // the remote network itself was not written: its etag stays
+					if err := s.storeRow(tx, remoteRow); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
+		if back {
+			out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
+		}
+		peers := make([]*armnetwork.VirtualNetworkPeering, 0, len(v.Properties.VirtualNetworkPeerings)+1)
+		replaced := false
+		for _, p := range v.Properties.VirtualNetworkPeerings {
+			if p != nil && strings.EqualFold(str(p.Name), tg.childName) {
+				peers, replaced = append(peers, out), true
+				continue
+			}
+			peers = append(peers, p)
+		}
+		if !replaced {
+			peers = append(peers, out)
+		}
+		prevDoc := row.Doc
+		v.Properties.VirtualNetworkPeerings = peers
+		v.Etag = ptr(etag)
+		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+		doc, err := encode(v)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := s.storeRow(tx, row); err != nil {
+			return err
+		}
+		viewPeering(v, out, remote)
+		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, str(v.Location), row.Key, row.ID, "", prevDoc), prev == nil, etag, out)
+		return err
+	})
+	return resp, err
+}
+
+// peeringTarget resolves and reads a peering's remote network.
+func peeringTarget(tx *txn, row *resourceRow, peeringID string, p *armnetwork.VirtualNetworkPeeringPropertiesFormat) (*resourceRow, *armnetwork.VirtualNetwork, error) {
+	ref := ""
+	if p != nil && p.RemoteVirtualNetwork != nil {
+		ref = strings.TrimSpace(str(p.RemoteVirtualNetwork.ID))
+	}
+	if ref == "" {
+		return nil, nil, badRequest("InvalidRequestFormat", "Cannot parse the request. Peering %s has no properties.remoteVirtualNetwork.id.", peeringID)
+	}
+	a, ok := parseNetworkID(ref)
+	if !ok || a.Type != typeVirtualNetworks || a.Child != "" {
+		return nil, nil, badRequest("LinkedInvalidPropertyId",
+			"Property id '%s' at path 'properties.remoteVirtualNetwork.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
+	}
+	if key(a.parentID()) == row.Key {
+		return nil, nil, badRequest("CannotPeerVirtualNetworkWithItself", "Virtual network %s cannot be peered with itself.", row.ID)
+	}
+	remoteRow, err := tx.getResource(key(a.parentID()))
+	if err != nil {
+		return nil, nil, err
+	}
+	if remoteRow == nil {
+		return nil, nil, errInvalidReference(ref, peeringID)
+	}
+	remote, err := decodeVNet(remoteRow.Doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return remoteRow, remote, nil
+}
+
+// checkPeering applies Azure's rules between a peering, its network and
+// the remote network.
+func checkPeering(tx *txn, row *resourceRow, v, remote *armnetwork.VirtualNetwork, peeringID, name string, p *armnetwork.VirtualNetworkPeeringPropertiesFormat) error {
+	for _, a := range vnetSpace(v) {
+		for _, b := range vnetSpace(remote) {
+			if a.Overlaps(b) {
+				return badRequest("VnetAddressSpacesOverlap",
+					"Cannot create or update peering %s because address space %s of virtual network %s overlaps with address space %s of remote virtual network %s.",
+					peeringID, a, str(v.Name), b, str(remote.Name))
+			}
+		}
+	}
+	useRemote := p.UseRemoteGateways != nil && *p.UseRemoteGateways
+	for _, o := range v.Properties.VirtualNetworkPeerings {
+		if o == nil || strings.EqualFold(str(o.Name), name) {
+			continue
+		}
+		if strings.EqualFold(peeringRemote(o), str(remote.ID)) {
+			return badRequest("VnetPeeringAlreadyExists", "Virtual network %s already has peering %s to remote virtual network %s.", str(v.Name), str(o.Name), str(remote.ID))
+		}
+		if useRemote && o.Properties != nil && o.Properties.UseRemoteGateways != nil && *o.Properties.UseRemoteGateways {
+			return badRequest("OnlyOnePeeringCanUseRemoteGateways",
+				"Peering %s cannot use remote gateways: peering %s of virtual network %s already does.", peeringID, str(o.Name), str(v.Name))
+		}
+	}
+	if !useRemote {
+		return nil
+	}
+	own, err := gatewaysOfVNet(tx, row.ID)
+	if err != nil {
+		return err
+	}
+	if len(own) > 0 {
+		return badRequest("PeeringCannotUseRemoteGatewaysWhenLocalGatewayExists",
+			"Peering %s cannot have UseRemoteGateways set because virtual network %s has gateway %s.", peeringID, str(v.Name), str(own[0].ID))
+	}
+	if p.DoNotVerifyRemoteGateways != nil && *p.DoNotVerifyRemoteGateways {
+		return nil
+	}
+	theirs, err := gatewaysOfVNet(tx, str(remote.ID))
+	if err != nil {
+		return err
+	}
+	if len(theirs) == 0 {
+		return badRequest("RemoteVnetHasNoGateways",
+			"Virtual network peering %s cannot have UseRemoteGateways flag set to true because remote virtual network %s referenced by the peering does not have any gateways.",
+			peeringID, str(remote.ID))
+	}
+	return nil
+}
+
+// buildPeering is the peering as the network will hold it, with Azure's
+// defaults (allowVirtualNetworkAccess true, the other flags false).
+func buildPeering(id, etag string, in *armnetwork.VirtualNetworkPeeringPropertiesFormat, prev *armnetwork.VirtualNetworkPeering, remote *armnetwork.VirtualNetwork, sync bool) *armnetwork.VirtualNetworkPeering {
+	flag := func(b *bool, def bool) *bool {
+		if b == nil {
+			return ptr(def)
+		}
+		return ptr(*b)
+	}
+	p := &armnetwork.VirtualNetworkPeeringPropertiesFormat{
+		AllowVirtualNetworkAccess: flag(in.AllowVirtualNetworkAccess, true),
+		AllowForwardedTraffic:     flag(in.AllowForwardedTraffic, false),
+		AllowGatewayTransit:       flag(in.AllowGatewayTransit, false),
+		UseRemoteGateways:         flag(in.UseRemoteGateways, false),
+		DoNotVerifyRemoteGateways: in.DoNotVerifyRemoteGateways,
+		RemoteVirtualNetwork:      &armnetwork.SubResource{ID: remote.ID},
+		RemoteAddressSpace:        &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(spaceOf(remote.Properties.AddressSpace))},
+		ProvisioningState:         ptr(armnetwork.ProvisioningStateUpdating),
+		ResourceGUID:              ptr(uuid.NewString()),
+	}
+	if prev != nil && prev.Properties != nil {
+		p.ResourceGUID = prev.Properties.ResourceGUID
+		p.PeeringState = prev.Properties.PeeringState
+		if !sync && prev.Properties.RemoteAddressSpace != nil {
+			p.RemoteAddressSpace = prev.Properties.RemoteAddressSpace
+		}
+	}
+	return &armnetwork.VirtualNetworkPeering{ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypePeering), Etag: ptr(etag), Properties: p}
+}
+
+// samePeering compares two peerings apart from etag and computed fields.
+func samePeering(a, b *armnetwork.VirtualNetworkPeering) bool {
+	strip := func(p *armnetwork.VirtualNetworkPeering) string {
+		c := *p
+		pp := *p.Properties
+		pp.ProvisioningState, pp.PeeringState, pp.PeeringSyncLevel, pp.RemoteVirtualNetworkAddressSpace = nil, nil, nil, nil
+		c.Properties, c.Etag = &pp, nil
+		b, _ := json.Marshal(&c)
+		return string(b)
+	}
+	return strip(a) == strip(b)
+}
+
+func (s *Server) deletePeering(ctx context.Context, q *request) (*response, error) {
+	tg := q.target()
+	var resp *response
+	err := s.writeTop(ctx, q, typeVirtualNetworks, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		if row == nil {
+			return errResourceNotFound(armTypeVirtualNetwork, tg.name, tg.rg)
+		}
+		v, err := decodeVNet(row.Doc)
+		if err != nil {
+			return err
+		}
+		p := findPeering(v, tg.childName)
+		tag := ""
+		if p != nil {
+			tag = str(p.Etag)
+		}
+		if err := checkPreconditions(q, childID(row.ID, childPeerings, tg.childName), p != nil, tag); err != nil {
+			return err
+		}
+		if p == nil {
+			resp = &response{status: http.StatusNoContent}
+			return nil
+		}
+		prevDoc := row.Doc
+		etag := newEtag()
+		if p.Properties != nil {
+			p.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		}
+		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+		v.Etag = ptr(etag)
+		doc, err := encode(v)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := s.storeRow(tx, row); err != nil {
+			return err
+		}
+		o := s.newOp(opChildDelete, rg.Sub, str(v.Location), row.Key, row.ID, peeringChildPfx+str(p.Name), prevDoc)
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		return nil
+	})
+	return resp, err
+}

@@ -1,0 +1,154 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// policyHit is a deny policy a write violates.
+type policyHit struct {
+	a         *policyAssignment
+	d         *policyDefinition
+	evaluated []map[string]any
+}
+
+// checkPolicies evaluates the deny policies assigned at or above the
+// resource a PUT or PATCH writes, on the resource as it would be.
+func (s *Server) checkPolicies(ctx context.Context, st *authzState, q *request, op *armOp) error {
+	var applicable []*policyAssignment
+	for _, a := range st.policies {
+		if a.applies(op.scope) {
+			applicable = append(applicable, a)
+		}
+	}
+	if len(applicable) == 0 {
+		return nil
+	}
+	doc, err := s.policyDoc(ctx, q, op)
+	if err != nil || doc == nil {
+		return err
+	}
+	var hits []policyHit
+	for _, a := range applicable {
+		d := st.policyDefs[strings.ToLower(a.Properties.PolicyDefinitionID)]
+		if d == nil {
+			continue
+		}
+		if strings.EqualFold(d.Properties.Mode, "Indexed") && !indexedType(op.resourceType) {
+			continue
+		}
+		ev := &policyEval{doc: doc, params: func(name string) (any, bool) { return a.param(d, name) }}
+		if !strings.EqualFold(fmt.Sprint(ev.resolve(d.effect)), "deny") {
+			continue
+		}
+		if ev.eval(d.cond) {
+			hits = append(hits, policyHit{a: a, d: d, evaluated: ev.evaluated})
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return errDisallowedByPolicy(op.name, hits)
+}
+
+// policyDoc is the resource a write would leave, as policies see it: a
+// PUT's body with the ID, name and type of its path; for a PATCH (tags),
+// the stored resource with the new tags. nil when there is nothing to
+// evaluate (a body that is not JSON is the handler's to refuse).
+func (s *Server) policyDoc(ctx context.Context, q *request, op *armOp) (map[string]any, error) {
+	var body map[string]any
+	if json.Unmarshal(q.body, &body) != nil || body == nil {
+		return nil, nil
+	}
+	if q.method == http.MethodPatch {
+		stored, err := s.storedDoc(ctx, q, op)
+		if err != nil || stored == nil {
+			return nil, err
+		}
+		if tags := fold(body, "tags"); tags != nil {
+			stored["tags"] = tags
+		}
+		body = stored
+	}
+	body["id"], body["name"], body["type"] = op.scope, op.name, op.resourceType
+	return body, nil
+}
+
+// storedDoc reads the resource a PATCH changes.
+func (s *Server) storedDoc(ctx context.Context, q *request, op *armOp) (map[string]any, error) {
+	var doc []byte
+	err := s.view(ctx, func(tx *txn) error {
+		if strings.EqualFold(op.resourceType, armTypeResourceGroup) || strings.EqualFold(op.resourceType, "Microsoft.Resources/subscriptions/resourceGroups") {
+			rg, err := tx.getRG(q.segs[1], q.segs[3])
+			if err != nil || rg == nil {
+				return err
+			}
+			var err2 error
+			doc, err2 = json.Marshal(rgBody(rg))
+			return err2
+		}
+		row, err := tx.getResourceForRead(key(op.scope))
+		if err != nil || row == nil {
+			return err
+		}
+		doc = row.Doc
+		return nil
+	})
+	if err != nil || doc == nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, fmt.Errorf("decoding %s for policy evaluation: %w", op.scope, err)
+	}
+	return m, nil
+}
+
+// policyIdentifier is one entry of the "Policy identifiers" ARM names in
+// the message, in its key order.
+type policyIdentifier struct {
+	PolicyAssignment policyRef `json:"policyAssignment"`
+	PolicyDefinition policyRef `json:"policyDefinition"`
+}
+
+type policyRef struct {
+	Name string `json:"name"`
+	ID   string `json:"id"`
+}
+
+// errDisallowedByPolicy is ARM's refusal of a write that violates deny
+// policies: the resource and the policies in the message, each policy's
+// details in additionalInfo (type PolicyViolation).
+func errDisallowedByPolicy(name string, hits []policyHit) *apiError {
+	var ids []policyIdentifier
+	var info []any
+	for _, h := range hits {
+		aName := firstNonEmpty(h.a.Properties.DisplayName, h.a.Name)
+		dName := firstNonEmpty(h.d.Properties.DisplayName, h.d.Name)
+		ids = append(ids, policyIdentifier{PolicyAssignment: policyRef{aName, h.a.ID}, PolicyDefinition: policyRef{dName, h.d.ID}})
+		params := map[string]any{}
+		for k, v := range h.a.Properties.Parameters {
+			params[k] = map[string]any{"value": v.Value}
+		}
+		info = append(info, map[string]any{"type": "PolicyViolation", "info": map[string]any{
+			"evaluationDetails":           map[string]any{"evaluatedExpressions": h.evaluated},
+			"policyDefinitionId":          h.d.ID,
+			"policyDefinitionName":        h.d.Name,
+			"policyDefinitionDisplayName": h.d.Properties.DisplayName,
+			"policyDefinitionEffect":      "Deny",
+			"policyAssignmentId":          h.a.ID,
+			"policyAssignmentName":        h.a.Name,
+			"policyAssignmentDisplayName": h.a.Properties.DisplayName,
+			"policyAssignmentScope":       h.a.Properties.Scope,
+			"policyAssignmentParameters":  params,
+		}})
+	}
+	b, _ := json.Marshal(ids)
+	e := newError(http.StatusForbidden, "RequestDisallowedByPolicy", "Resource '%s' was disallowed by policy. Policy identifiers: '%s'.", name, b)
+	e.Target = name
+	e.AdditionalInfo = info
+	return e
+}

@@ -1,0 +1,364 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/google/uuid"
+)
+
+// Local network gateways (an on-premises site and its address prefixes)
+// and connections (what links a gateway to a site, to another gateway or
+// to an ExpressRoute circuit), as ARM serves them.
+
+func decodeLocalGateway(doc []byte) (*armnetwork.LocalNetworkGateway, error) {
+	var l armnetwork.LocalNetworkGateway
+	if err := json.Unmarshal(doc, &l); err != nil {
+		return nil, fmt.Errorf("decoding stored local network gateway: %w", err)
+	}
+	if l.Properties == nil {
+		l.Properties = &armnetwork.LocalNetworkGatewayPropertiesFormat{}
+	}
+	return &l, nil
+}
+
+func decodeConnection(doc []byte) (*armnetwork.VirtualNetworkGatewayConnection, error) {
+	var c armnetwork.VirtualNetworkGatewayConnection
+	if err := json.Unmarshal(doc, &c); err != nil {
+		return nil, fmt.Errorf("decoding stored connection: %w", err)
+	}
+	if c.Properties == nil {
+		c.Properties = &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{}
+	}
+	return &c, nil
+}
+
+func (s *Server) getLocalGateway(ctx context.Context, q *request) (*response, error) {
+	var resp *response
+	err := s.readTop(ctx, q, typeLocalGateways, armTypeLocalGateway, func(tx *txn, row *resourceRow) error {
+		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc), header: withEtag(row.Etag)}
+		return nil
+	})
+	return resp, err
+}
+
+func (s *Server) deleteLocalGateway(ctx context.Context, q *request) (*response, error) {
+	return s.deleteTop(ctx, q, typeLocalGateways, func(tx *txn, row *resourceRow) error {
+		conns, err := connectionsOf(tx, row.ID)
+		if err != nil {
+			return err
+		}
+		if len(conns) > 0 {
+			return badRequest("InUseLocalNetworkGatewayCannotBeDeleted",
+				"Local network gateway %s cannot be deleted because it is in use by connection %s.", row.ID, str(conns[0].ID))
+		}
+		return nil
+	})
+}
+
+// putLocalGateway creates or updates an on-premises site: its address
+// prefixes (valid CIDRs) and its address (gatewayIpAddress or fqdn, one
+// is required).
+func (s *Server) putLocalGateway(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.LocalNetworkGateway
+	if err := decodeModel(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	t := q.target()
+	if !validName(t.name) {
+		return nil, errInvalidName(t.name)
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typeLocalGateways, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
+		id, curEtag, curLoc := fresh.ID, "", ""
+		var cur *armnetwork.LocalNetworkGateway
+		if row != nil {
+			var err error
+			if cur, err = decodeLocalGateway(row.Doc); err != nil {
+				return err
+			}
+			id, curEtag, curLoc = row.ID, row.Etag, str(cur.Location)
+		}
+		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
+			return err
+		}
+		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		if err != nil {
+			return err
+		}
+		if in.Properties == nil {
+			return errInvalidFormat("Local network gateway %s has no properties.", id)
+		}
+		out := *in.Properties
+		if str(out.GatewayIPAddress) == "" && str(out.Fqdn) == "" {
+			return badRequest("LocalNetworkGatewayMustHaveIpAddressOrFqdn", "Local network gateway %s needs properties.gatewayIpAddress or properties.fqdn.", id)
+		}
+		if a := str(out.GatewayIPAddress); a != "" {
+			if _, err := netip.ParseAddr(a); err != nil {
+				return badRequest("InvalidIPAddress", "The gatewayIpAddress %q of local network gateway %s is not an IP address.", a, id)
+			}
+		}
+		if out.LocalNetworkAddressSpace == nil {
+			out.LocalNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: []*string{}}
+		}
+		var space []*string
+		for _, p := range out.LocalNetworkAddressSpace.AddressPrefixes {
+			pf, err := parseCIDR(str(p), "local network gateway "+t.name)
+			if err != nil {
+				return err
+			}
+			space = append(space, ptr(pf.String()))
+		}
+		out.LocalNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: space}
+		if space == nil {
+			out.LocalNetworkAddressSpace.AddressPrefixes = []*string{}
+		}
+		out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+		out.ResourceGUID = ptr(uuid.NewString())
+		if cur != nil {
+			out.ResourceGUID = cur.Properties.ResourceGUID
+		}
+		etag := newEtag()
+		l := &armnetwork.LocalNetworkGateway{ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeLocalGateway), Location: ptr(loc),
+			Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: &out}
+		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, l)
+		return err
+	})
+	return resp, err
+}
+
+// connectionsOf returns the connections that name a resource (a gateway
+// or a local network gateway) as one of their ends.
+func connectionsOf(tx *txn, id string) ([]*armnetwork.VirtualNetworkGatewayConnection, error) {
+	a := strings.Split(strings.Trim(id, "/"), "/")
+	if len(a) < 2 {
+		return nil, nil
+	}
+	rows, err := tx.listResources(key(a[1]), "", typeConnections, "", 1<<30)
+	if err != nil {
+		return nil, err
+	}
+	var out []*armnetwork.VirtualNetworkGatewayConnection
+	for _, r := range rows {
+		c, err := decodeConnection(r.Doc)
+		if err != nil {
+			return nil, err
+		}
+		for _, end := range connectionEnds(c) {
+			if key(end) == key(id) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// connectionEnds are the IDs a connection links.
+func connectionEnds(c *armnetwork.VirtualNetworkGatewayConnection) []string {
+	p := c.Properties
+	var out []string
+	if p.VirtualNetworkGateway1 != nil {
+		out = append(out, str(p.VirtualNetworkGateway1.ID))
+	}
+	if p.VirtualNetworkGateway2 != nil {
+		out = append(out, str(p.VirtualNetworkGateway2.ID))
+	}
+	if p.LocalNetworkGateway2 != nil {
+		out = append(out, str(p.LocalNetworkGateway2.ID))
+	}
+	return out
+}
+
+// topID parses the ID of a top-level Microsoft.Network resource of type
+// typ: its canonical key, or "" when id is not one.
+func topID(id, typ string) string {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) != 8 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
+		!strings.EqualFold(segs[4], "providers") || !strings.EqualFold(segs[5], networkNamespace) || !strings.EqualFold(segs[6], typ) {
+		return ""
+	}
+	return resourceID(segs[1], segs[3], typ, segs[7])
+}
+
+// loadTop reads a top-level resource of a type by ID: nil when missing.
+func loadTop(tx *txn, id, typ string) (*resourceRow, error) {
+	c := topID(id, typ)
+	if c == "" {
+		return nil, nil
+	}
+	row, err := tx.getResourceForRead(key(c))
+	if err != nil || row == nil || row.Type != typ {
+		return nil, err
+	}
+	return row, nil
+}
+
+func renderConnection(tx *txn, row *resourceRow) (json.RawMessage, error) {
+	c, err := decodeConnection(row.Doc)
+	if err != nil {
+		return nil, err
+	}
+	status := armnetwork.VirtualNetworkGatewayConnectionStatusConnected
+	for _, end := range connectionEnds(c) {
+		typ := typeVNetGateways
+		if strings.Contains(strings.ToLower(end), "/"+strings.ToLower(typeLocalGateways)+"/") {
+			typ = typeLocalGateways
+		}
+		r, err := loadTop(tx, end, typ)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			status = armnetwork.VirtualNetworkGatewayConnectionStatusNotConnected
+		}
+	}
+	c.Properties.ConnectionStatus = ptr(status)
+	return encode(c)
+}
+
+func (s *Server) getConnection(ctx context.Context, q *request) (*response, error) {
+	var resp *response
+	err := s.readTop(ctx, q, typeConnections, armTypeConnection, func(tx *txn, row *resourceRow) error {
+		doc, err := renderConnection(tx, row)
+		resp = &response{status: http.StatusOK, body: doc, header: withEtag(row.Etag)}
+		return err
+	})
+	return resp, err
+}
+
+func (s *Server) deleteConnection(ctx context.Context, q *request) (*response, error) {
+	return s.deleteTop(ctx, q, typeConnections, func(*txn, *resourceRow) error { return nil })
+}
+
+// putConnection creates or updates a connection: IPsec between a VPN
+// gateway and a local network gateway, Vnet2Vnet between two gateways, or
+// ExpressRoute between an ExpressRoute gateway and a circuit (peer.id;
+// circuits are not modelled, the ID is kept as sent). The shared key is
+// not stored (Azure does not return it on GET either).
+func (s *Server) putConnection(ctx context.Context, q *request) (*response, error) {
+	var in armnetwork.VirtualNetworkGatewayConnection
+	if err := decodeModel(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	t := q.target()
+	if !validName(t.name) {
+		return nil, errInvalidName(t.name)
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typeConnections, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
+		id, curEtag, curLoc := fresh.ID, "", ""
+		var cur *armnetwork.VirtualNetworkGatewayConnection
+		if row != nil {
+			var err error
+			if cur, err = decodeConnection(row.Doc); err != nil {
+				return err
+			}
+			id, curEtag, curLoc = row.ID, row.Etag, str(cur.Location)
+		}
+		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
+			return err
+		}
+		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		if err != nil {
+			return err
+		}
+		out, err := buildConnection(tx, id, in.Properties)
+		if err != nil {
+			return err
+		}
+		if cur != nil {
+			out.ResourceGUID = cur.Properties.ResourceGUID
+		}
+		etag := newEtag()
+		c := &armnetwork.VirtualNetworkGatewayConnection{ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeConnection), Location: ptr(loc),
+			Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: out}
+		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, c)
+		return err
+	})
+	return resp, err
+}
+
+func buildConnection(tx *txn, id string, in *armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat) (*armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat, error) {
+	if in == nil || in.ConnectionType == nil {
+		return nil, badRequest("InvalidConnectionType", "Connection %s has no properties.connectionType; want IPsec, Vnet2Vnet or ExpressRoute.", id)
+	}
+	gatewayRef := func(field string, g *armnetwork.VirtualNetworkGateway) (string, *gatewayDoc, error) {
+		ref := ""
+		if g != nil {
+			ref = str(g.ID)
+		}
+		if ref == "" {
+			return "", nil, badRequest("InvalidRequestFormat", "Cannot parse the request. Connection %s has no properties.%s.id.", id, field)
+		}
+		row, err := loadTop(tx, ref, typeVNetGateways)
+		if err != nil {
+			return "", nil, err
+		}
+		if row == nil {
+			return "", nil, errInvalidReference(ref, id)
+		}
+		d, err := decodeGateway(row.Doc)
+		return row.ID, d, err
+	}
+	out := armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{
+		EnableBgp:         ptr(in.EnableBgp != nil && *in.EnableBgp),
+		RoutingWeight:     in.RoutingWeight,
+		ProvisioningState: ptr(armnetwork.ProvisioningStateUpdating),
+		ResourceGUID:      ptr(uuid.NewString()),
+	}
+	gw1, d1, err := gatewayRef("virtualNetworkGateway1", in.VirtualNetworkGateway1)
+	if err != nil {
+		return nil, err
+	}
+	out.VirtualNetworkGateway1 = &armnetwork.VirtualNetworkGateway{ID: ptr(gw1)}
+	wantType := armnetwork.VirtualNetworkGatewayTypeVPN
+	switch typ := strings.ToLower(string(*in.ConnectionType)); typ {
+	case "ipsec":
+		out.ConnectionType = ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec)
+		ref := ""
+		if in.LocalNetworkGateway2 != nil {
+			ref = str(in.LocalNetworkGateway2.ID)
+		}
+		row, err := loadTop(tx, ref, typeLocalGateways)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return nil, errInvalidReference(ref, id)
+		}
+		out.LocalNetworkGateway2 = &armnetwork.LocalNetworkGateway{ID: ptr(row.ID)}
+	case "vnet2vnet":
+		out.ConnectionType = ptr(armnetwork.VirtualNetworkGatewayConnectionTypeVnet2Vnet)
+		gw2, _, err := gatewayRef("virtualNetworkGateway2", in.VirtualNetworkGateway2)
+		if err != nil {
+			return nil, err
+		}
+		out.VirtualNetworkGateway2 = &armnetwork.VirtualNetworkGateway{ID: ptr(gw2)}
+	case "expressroute":
+		out.ConnectionType = ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute)
+		wantType = armnetwork.VirtualNetworkGatewayTypeExpressRoute
+		if in.Peer == nil || str(in.Peer.ID) == "" {
+			return nil, badRequest("InvalidRequestFormat", "Cannot parse the request. ExpressRoute connection %s has no properties.peer.id (the circuit).", id)
+		}
+		out.Peer = &armnetwork.SubResource{ID: in.Peer.ID}
+	default:
+		return nil, badRequest("InvalidConnectionType", "Connection %s: connectionType %q is not IPsec, Vnet2Vnet or ExpressRoute.", id, *in.ConnectionType)
+	}
+	if t := d1.gw.Properties.GatewayType; t == nil || *t != wantType {
+		return nil, badRequest("ConnectionTypeDoesNotMatchGatewayType",
+			"Connection %s of type %s needs a gateway of type %s; %s is not one.", id, *out.ConnectionType, wantType, gw1)
+	}
+	return &out, nil
+}

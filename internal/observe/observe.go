@@ -1,0 +1,383 @@
+// Package observe is routekeeper's one observer: the only code that reads
+// the cloud during a pass. Observe reads, once each, what the pass decides
+// from — the route table routekeeper keeps and the tables its migrated-to
+// tags lead to, every guarded subnet and the table it points to, and when
+// the scope asks for them the guarded subnets' virtual networks (the node
+// networks), the route tables of every subnet in them (trace and doctor)
+// and the subscription's NICs — into an Observation, an immutable value.
+//
+// Everything that judges or reports (internal/verdict, doctor, diff,
+// routes list, trace, iac check) takes an Observation, never a cloud
+// client, so no command can see a different cloud than the pass it
+// reports on.
+package observe
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/route"
+)
+
+// Reader is what the observer reads of the cloud (cloud.Cloud has it).
+type Reader interface {
+	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
+	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
+	GetVirtualNetwork(ctx context.Context, id string) (*cloud.VirtualNetwork, error)
+	ListNetworkInterfaces(ctx context.Context, subscription string) ([]cloud.NetworkInterface, error)
+	Calls() (reads, writes int64)
+}
+
+// Scope says what one pass reads.
+type Scope struct {
+	// Table is the route table routekeeper keeps: the configured one, or
+	// the one a followed swap or migration led to.
+	Table string
+	// Subnets are the subnets that must stay on the table, in the
+	// configuration's order.
+	Subnets []string
+	// Networks reads the virtual network of each guarded subnet: the node
+	// networks a next hop must lie in (plan.Input.NodeNetworks).
+	Networks bool
+	// Routing also reads the virtual networks of RoutingSubnets and the
+	// route table every subnet of every network read uses: what Azure's
+	// route selection needs (trace, doctor).
+	Routing bool
+	// RoutingSubnets are more subnets whose networks a trace may start in
+	// (the mirrors' subnets).
+	RoutingSubnets []string
+	// NICs lists the network interfaces of Table's subscription (doctor's
+	// IP forwarding check; reading them is an optional right).
+	NICs bool
+	// Access reads what the caller may do where the pass writes (doctor's
+	// permission check; access.go).
+	Access bool
+	// Earlier is an earlier pass's observation: networks this scope does
+	// not read are taken from it (the guard does not read networks each
+	// cycle, but judges next hops against the last ones read).
+	Earlier *Observation
+}
+
+// TableRead is one route table as read: Table when it exists, NotFound
+// when it does not, Err when it could not be read.
+type TableRead struct {
+	ID       string
+	Table    *route.Table
+	NotFound bool
+	Err      error
+	// Refused is what ARM's refusal of the read named (Err is it).
+	Refused *Refusal
+}
+
+// Exists reports whether the table was read and exists.
+func (r TableRead) Exists() bool { return r.Table != nil }
+
+// SubnetRead is one subnet as read.
+type SubnetRead struct {
+	ID       string
+	Subnet   *cloud.Subnet
+	NotFound bool
+	Err      error
+	Refused  *Refusal
+}
+
+// Prefixes are the subnet's address prefixes, masked; prefixes that do
+// not parse are left out (ARM validated them).
+func (r SubnetRead) Prefixes() []netip.Prefix {
+	if r.Subnet == nil {
+		return nil
+	}
+	return parsePrefixes(r.Subnet.AddressPrefixes)
+}
+
+// NetworkRead is one virtual network as read. Earlier: it was read by an
+// earlier pass (Scope.Earlier), not this one.
+type NetworkRead struct {
+	ID       string
+	Network  *cloud.VirtualNetwork
+	NotFound bool
+	Err      error
+	Refused  *Refusal
+	Earlier  bool
+}
+
+// Observation is what one pass read. It is never modified after Observe
+// returns: every accessor returns values, and the tables and subnets it
+// hands out must be treated as read-only.
+type Observation struct {
+	scope    Scope
+	tables   map[string]TableRead
+	subnets  map[string]SubnetRead
+	networks map[string]NetworkRead
+	// order of the networks read (for deterministic routing states).
+	networkOrder []string
+	nics         []cloud.NetworkInterface
+	nicsRead     bool
+	nicsErr      error
+	// around is the network around (Scope.Routing).
+	around around
+	// permissions are the caller's, by scope (Scope.Access).
+	permissions map[string]PermissionsRead
+	principal   cloud.Principal
+	reads       int64
+}
+
+// maxMigrationHops bounds the chain of migrated-to tags read.
+const maxMigrationHops = 4
+
+// Observe reads what scope asks for, each resource once.
+func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
+	r0, _ := c.Calls()
+	earlier := scope.Earlier
+	scope.Earlier = nil // an observation does not keep a chain of earlier ones alive
+	o := &Observation{scope: scope, tables: map[string]TableRead{}, subnets: map[string]SubnetRead{}, networks: map[string]NetworkRead{}}
+
+	// Our table and the chain of tables it was migrated to.
+	cur := o.readTable(ctx, c, scope.Table)
+	for range maxMigrationHops {
+		to := cur.Table.Tag(route.MigratedToTag)
+		if to == "" {
+			break
+		}
+		if _, seen := o.tables[armid.Key(to)]; seen {
+			break
+		}
+		cur = o.readTable(ctx, c, to)
+	}
+	for _, id := range scope.Subnets {
+		s := o.readSubnet(ctx, c, id)
+		if s.Subnet != nil && s.Subnet.RouteTableID != "" {
+			o.readTable(ctx, c, s.Subnet.RouteTableID)
+		}
+	}
+	switch {
+	case scope.Networks || scope.Routing:
+		for _, id := range slices.Concat(scope.Subnets, scope.RoutingSubnets) {
+			if !scope.Routing && !armid.Contains(scope.Subnets, id) {
+				continue
+			}
+			if vid, err := armid.VNetOfSubnet(id); err == nil {
+				o.readNetwork(ctx, c, vid)
+			}
+		}
+	case earlier != nil:
+		for _, k := range earlier.networkOrder {
+			n := earlier.networks[k]
+			n.Earlier = true
+			o.networks[k] = n
+			o.networkOrder = append(o.networkOrder, k)
+		}
+	}
+	if scope.Routing {
+		o.readAround(ctx, c)
+		for _, k := range o.networkOrder {
+			n := o.networks[k]
+			if n.Network == nil {
+				continue
+			}
+			for _, s := range n.Network.Subnets {
+				if s.RouteTableID != "" {
+					o.readTable(ctx, c, s.RouteTableID)
+				}
+			}
+		}
+	}
+	if scope.Access {
+		o.readAccess(ctx, c)
+	}
+	if scope.NICs {
+		o.nics, o.nicsErr = c.ListNetworkInterfaces(ctx, armid.Subscription(scope.Table))
+		o.nicsRead = o.nicsErr == nil
+	}
+	r1, _ := c.Calls()
+	o.reads = r1 - r0
+	return o
+}
+
+func (o *Observation) readTable(ctx context.Context, c Reader, id string) TableRead {
+	if r, ok := o.tables[armid.Key(id)]; ok {
+		return r
+	}
+	t, err := c.GetRouteTable(ctx, id)
+	r := TableRead{ID: id}
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		r.NotFound = true
+	case err != nil:
+		r.Err, r.Refused = err, RefusalOf(err)
+	default:
+		if t.ID == "" {
+			t.ID = id
+		}
+		r.Table = t
+	}
+	o.tables[armid.Key(id)] = r
+	return r
+}
+
+func (o *Observation) readSubnet(ctx context.Context, c Reader, id string) SubnetRead {
+	if r, ok := o.subnets[armid.Key(id)]; ok {
+		return r
+	}
+	s, err := c.GetSubnet(ctx, id)
+	r := SubnetRead{ID: id}
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		r.NotFound = true
+	case err != nil:
+		r.Err, r.Refused = err, RefusalOf(err)
+	default:
+		r.Subnet = s
+	}
+	o.subnets[armid.Key(id)] = r
+	return r
+}
+
+func (o *Observation) readNetwork(ctx context.Context, c Reader, id string) {
+	k := armid.Key(id)
+	if _, ok := o.networks[k]; ok {
+		return
+	}
+	v, err := c.GetVirtualNetwork(ctx, id)
+	r := NetworkRead{ID: id}
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		r.NotFound = true
+	case err != nil:
+		r.Err, r.Refused = err, RefusalOf(err)
+	default:
+		r.Network = v
+	}
+	o.networks[k] = r
+	o.networkOrder = append(o.networkOrder, k)
+}
+
+// Scope is the scope the observation was made with (without Earlier).
+func (o *Observation) Scope() Scope { return o.scope }
+
+// Reads is the number of ARM reads the observation took.
+func (o *Observation) Reads() int64 { return o.reads }
+
+// Table returns what was read of table id; ok is false when it was not read.
+func (o *Observation) Table(id string) (TableRead, bool) {
+	r, ok := o.tables[armid.Key(id)]
+	return r, ok
+}
+
+// Tables returns every table read, sorted by ID.
+func (o *Observation) Tables() []TableRead {
+	out := make([]TableRead, 0, len(o.tables))
+	for _, r := range o.tables {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b TableRead) int { return strings.Compare(armid.Key(a.ID), armid.Key(b.ID)) })
+	return out
+}
+
+// Subnet returns what was read of subnet id; ok is false when it was not read.
+func (o *Observation) Subnet(id string) (SubnetRead, bool) {
+	r, ok := o.subnets[armid.Key(id)]
+	return r, ok
+}
+
+// Subnets returns the guarded subnets as read, in the scope's order.
+func (o *Observation) Subnets() []SubnetRead {
+	out := make([]SubnetRead, 0, len(o.scope.Subnets))
+	for _, id := range o.scope.Subnets {
+		out = append(out, o.subnets[armid.Key(id)])
+	}
+	return out
+}
+
+// Networks returns the virtual networks read (or taken from an earlier
+// pass), in the order they were first needed.
+func (o *Observation) Networks() []NetworkRead {
+	out := make([]NetworkRead, 0, len(o.networkOrder))
+	for _, k := range o.networkOrder {
+		out = append(out, o.networks[k])
+	}
+	return out
+}
+
+// NICs returns the network interfaces listed; read is false when they
+// were not (not asked for, or err says why).
+func (o *Observation) NICs() (nics []cloud.NetworkInterface, read bool, err error) {
+	return o.nics, o.nicsRead, o.nicsErr
+}
+
+// NodeNetworks are the address prefixes of every subnet of the guarded
+// subnets' virtual networks, masked, sorted and without duplicates: a node
+// whose internal IP lies in none of them cannot be a next hop. It is nil
+// (next hops unchecked) when no network was read, a network could not be
+// read, or a prefix does not parse; err then says why.
+func (o *Observation) NodeNetworks() ([]netip.Prefix, error) {
+	var subnets []cloud.Subnet
+	read := false
+	for _, id := range o.scope.Subnets {
+		vid, err := armid.VNetOfSubnet(id)
+		if err != nil {
+			continue
+		}
+		n, ok := o.networks[armid.Key(vid)]
+		switch {
+		case !ok:
+			continue
+		case n.Err != nil:
+			return nil, fmt.Errorf("reading virtual network %s: %w", n.ID, n.Err)
+		case n.Network != nil:
+			read = true
+			subnets = append(subnets, n.Network.Subnets...)
+		}
+	}
+	if !read {
+		return nil, nil
+	}
+	return NodeNetworks(subnets...)
+}
+
+// NodeNetworks returns the address prefixes of subnets, masked, sorted and
+// without duplicates. A prefix that is not a CIDR is an error naming the
+// subnet and the value.
+func NodeNetworks(subnets ...cloud.Subnet) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range subnets {
+		for i, a := range s.AddressPrefixes {
+			p, err := netip.ParsePrefix(strings.TrimSpace(a))
+			if err != nil {
+				return nil, fmt.Errorf("subnet %s: addressPrefixes[%d] %q is not a CIDR: %w", cmp.Or(s.ID, s.Name), i, a, err)
+			}
+			out = append(out, p.Masked())
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	})
+	return slices.Compact(out), nil
+}
+
+// Network returns the network that holds the subnet id, nil when it was
+// not read.
+func (o *Observation) Network(subnetID string) *cloud.VirtualNetwork {
+	vid, err := armid.VNetOfSubnet(subnetID)
+	if err != nil {
+		return nil
+	}
+	return o.networks[armid.Key(vid)].Network
+}
+
+func parsePrefixes(ps []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range ps {
+		if pf, err := netip.ParsePrefix(strings.TrimSpace(p)); err == nil {
+			out = append(out, pf.Masked())
+		}
+	}
+	return out
+}
