@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README.md, .ci/run): installs what the tests
-# need (Go modules, etcd, a kube-apiserver built from source, cached), checks
+# need (Go modules, etcd, a kube-apiserver built from source, cached; OpenTofu
+# and the azurerm provider built from source, cached, when asked), checks
 # formatting and vet, runs a short fuzz of the fabric's request decoding and
 # then the whole test suite with the race detector, end-to-end tests
 # included. It ends with go test's own summary.
@@ -28,6 +29,22 @@ if [ "${ROUTEKEEPER_E2E_AZ:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "${ROUTEKEEP
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq azure-cli >/dev/null
 	fi
 	export ROUTEKEEPER_E2E_AZ=1
+fi
+
+# The OpenTofu end-to-end suite (test/e2e/tofu) drives the fabric with the
+# real tofu and azurerm provider, built from source by scripts/tofu-testenv.sh
+# (20 to 40 minutes and 10 GB of Go caches the first time, then cached; see
+# docs/testing.md). It runs when both are cached already, when asked with
+# ROUTEKEEPER_E2E_TF=1 (which builds them and makes a broken suite fail, not
+# skip), and in CI; ROUTEKEEPER_E2E_TF=0 turns it off.
+if [ "${ROUTEKEEPER_E2E_TF:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "${ROUTEKEEPER_E2E_TF:-}" != 0 ]; }; then
+	step "OpenTofu and the azurerm provider for the tofu end-to-end test (built once, then cached)"
+	eval "$(scripts/tofu-testenv.sh)"
+	export ROUTEKEEPER_E2E_TF=1
+elif [ "${ROUTEKEEPER_E2E_TF:-}" != 0 ] && TOFU_TESTENV_CHECK=1 scripts/tofu-testenv.sh 2>/dev/null; then
+	step "OpenTofu and the azurerm provider are cached: the tofu end-to-end test runs"
+	eval "$(scripts/tofu-testenv.sh)"
+	export ROUTEKEEPER_E2E_TF=1
 fi
 
 step "gofmt and go vet"
