@@ -154,7 +154,7 @@ type Observation struct {
 	principal   cloud.Principal
 	// governance is the locks and policies, by scope (Scope.Access).
 	governance map[string]GovernanceRead
-	reads       int64
+	reads      int64
 }
 
 // maxMigrationHops bounds the chain of migrated-to tags read.
