@@ -33,11 +33,14 @@ fi
 
 # The OpenTofu end-to-end suite (test/e2e/tofu) drives the fabric with the
 # real tofu and azurerm provider, built from source by scripts/tofu-testenv.sh
-# (20 to 40 minutes and 10 GB of Go caches the first time, then cached; see
-# docs/testing.md). It runs when both are cached already, when asked with
-# ROUTEKEEPER_E2E_TF=1 (which builds them and makes a broken suite fail, not
-# skip), and in CI; ROUTEKEEPER_E2E_TF=0 turns it off.
-if [ "${ROUTEKEEPER_E2E_TF:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "${ROUTEKEEPER_E2E_TF:-}" != 0 ]; }; then
+# (about 25 minutes on an idle 2-core machine, 38 under load, and 10 GB of
+# Go caches the first time; then cached: see docs/testing.md). It runs when
+# both are cached already, and when asked with ROUTEKEEPER_E2E_TF=1 (which
+# builds them and makes a broken suite fail, not skip); ROUTEKEEPER_E2E_TF=0
+# turns it off. A fresh CI machine does not build them: that alone would
+# take CI past the 45 minutes it must stay well under. The iac check tests
+# run everywhere on the plans this suite recorded (internal/iac/testdata).
+if [ "${ROUTEKEEPER_E2E_TF:-}" = 1 ]; then
 	step "OpenTofu and the azurerm provider for the tofu end-to-end test (built once, then cached)"
 	eval "$(scripts/tofu-testenv.sh)"
 	export ROUTEKEEPER_E2E_TF=1
@@ -45,6 +48,8 @@ elif [ "${ROUTEKEEPER_E2E_TF:-}" != 0 ] && TOFU_TESTENV_CHECK=1 scripts/tofu-tes
 	step "OpenTofu and the azurerm provider are cached: the tofu end-to-end test runs"
 	eval "$(scripts/tofu-testenv.sh)"
 	export ROUTEKEEPER_E2E_TF=1
+else
+	step "the tofu end-to-end test (test/e2e/tofu) is SKIPPED: tofu and the azurerm provider are not cached; ROUTEKEEPER_E2E_TF=1 builds them (about 25-40 minutes the first time) and runs it"
 fi
 
 step "gofmt and go vet"
