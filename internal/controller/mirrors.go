@@ -136,9 +136,6 @@ func (s *Set) Run(ctx context.Context) error {
 
 // Shared is a node source that several controllers watch through one
 // underlying Watch (the Kubernetes source keeps a single change callback).
-
-// Shared is a node source that several controllers watch through one
-// underlying Watch (the Kubernetes source keeps a single change callback).
 // Nodes reads the underlying source.
 type Shared struct {
 	src Source
