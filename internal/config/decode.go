@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/yamlfile"
@@ -54,10 +55,18 @@ func (c *Config) walk(m *yamlfile.Value, prefix, file, relDir string, probs *Pro
 			continue
 		}
 		if children := sectionKeys(path); len(children) > 0 {
-			switch v.Kind {
-			case yamlfile.Null:
-			case yamlfile.Map:
+			identified := slices.Contains(children, "id")
+			switch {
+			case v.Kind == yamlfile.Null:
+			case v.Kind == yamlfile.Map:
 				c.walk(v, path, file, relDir, probs)
+			case v.Kind == yamlfile.String && identified:
+				// `routeTable: <ID>` is short for `routeTable: {id: <ID>}`,
+				// as in a mirror (mirrors.go): one schema for both.
+				short := &yamlfile.Value{Kind: yamlfile.Map, Line: v.Line, Fields: []yamlfile.Field{{Key: "id", Line: f.Line, Value: v}}}
+				c.walk(short, path, file, relDir, probs)
+			case identified:
+				probs.add(file, f.Line, path, v.Render(), "must be the id alone or a mapping with the keys "+strings.Join(children, ", "))
 			default:
 				probs.add(file, f.Line, path, v.Render(), "must be a mapping with the keys "+strings.Join(children, ", "))
 			}

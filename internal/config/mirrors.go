@@ -31,9 +31,21 @@ type Mirror struct {
 	// location, else the first mirror subnet's virtual network's.
 	Location string
 
-	// lines are the lines of the item and of its fields, for problems.
+	// lines are the lines of the item and of its fields, for problems;
+	// at is where routeTable's ID, create and location were written
+	// ("routeTable" or "routeTable.id", "create" or "routeTable.create"...).
 	line  int
 	lines map[string]int
+	at    map[string]string
+}
+
+// field is the key a setting of the mirror was written as: name (one of
+// routeTable, create, location) unless the routeTable mapping set it.
+func (m Mirror) field(name string) string {
+	if k := m.at[name]; k != "" {
+		return k
+	}
+	return name
 }
 
 // MirrorAssociation is a mirror's association guard policy.
@@ -46,6 +58,15 @@ type MirrorAssociation struct {
 var (
 	mirrorKeys            = []string{"routeTable", "subnets", "association", "create", "location"}
 	mirrorAssociationKeys = []string{"policy", "restore"}
+	// mirrorTableKeys are the keys of the main `routeTable:` block that a
+	// mirror's `routeTable:` mapping takes; notPerMirror says why it
+	// takes none of the others.
+	mirrorTableKeys = []string{"id", "create", "location"}
+	notPerMirror    = map[string]string{
+		"routeLimit": "not set per mirror: every mirror takes routeTable.routeLimit of the main table",
+		"adopt":      "not set per mirror: every mirror takes routeTable.adopt of the main table",
+		"claim":      "not set per mirror: a mirror is always claimed (its first write tags it as the cluster's)",
+	}
 )
 
 // decodeMirrors reads the `mirrors:` list (v) written at line.
@@ -66,7 +87,7 @@ func (c *Config) decodeMirrors(v *yamlfile.Value, file string, line int, probs *
 			probs.add(file, it.Line, field, it.Render(), "must be a mapping with the keys "+strings.Join(mirrorKeys, ", ")+", not a "+it.TypeName())
 			continue
 		}
-		m := Mirror{line: it.Line, lines: map[string]int{}}
+		m := Mirror{line: it.Line, lines: map[string]int{}, at: map[string]string{}}
 		for _, f := range it.Fields {
 			fv, path := f.Value, field+"."+f.Key
 			m.lines[f.Key] = f.Line
@@ -75,10 +96,12 @@ func (c *Config) decodeMirrors(v *yamlfile.Value, file string, line int, probs *
 			}
 			switch f.Key {
 			case "routeTable":
-				m.RouteTable = scalarString(fv, file, path, probs)
+				m.decodeTable(fv, file, path, probs)
 			case "location":
+				m.setOnce("location", "location", fv, file, field, probs)
 				m.Location = scalarString(fv, file, path, probs)
 			case "create":
+				m.setOnce("create", "create", fv, file, field, probs)
 				m.Create = scalarBool(fv, file, path, probs)
 			case "subnets":
 				for _, val := range yamlValues(KindStrings, fv) {
@@ -120,6 +143,57 @@ func (c *Config) decodeMirrors(v *yamlfile.Value, file string, line int, probs *
 	}
 }
 
+// decodeTable reads a mirror's `routeTable:` (v, at path): the table's
+// ARM ID, or the mapping of the main `routeTable:` block with the keys a
+// mirror takes (id, create, location).
+func (m *Mirror) decodeTable(v *yamlfile.Value, file, path string, probs *Problems) {
+	switch v.Kind {
+	case yamlfile.String:
+		m.RouteTable = strings.TrimSpace(v.Text)
+		return
+	case yamlfile.Map:
+	default:
+		probs.add(file, v.Line, path, v.Render(), "must be the route table's ARM ID or a mapping with the keys "+strings.Join(mirrorTableKeys, ", ")+", not a "+v.TypeName())
+		return
+	}
+	m.at["routeTable"] = "routeTable.id" // also when id is missing: "routeTable.id: required"
+	item := strings.TrimSuffix(path, ".routeTable")
+	for _, f := range v.Fields {
+		key, fv, fpath := "routeTable."+f.Key, f.Value, path+"."+f.Key
+		m.lines[key] = f.Line
+		if fv.IsNull() {
+			continue
+		}
+		switch f.Key {
+		case "id":
+			m.RouteTable = scalarString(fv, file, fpath, probs)
+		case "create":
+			m.setOnce("create", key, fv, file, item, probs)
+			m.Create = scalarBool(fv, file, fpath, probs)
+		case "location":
+			m.setOnce("location", key, fv, file, item, probs)
+			m.Location = scalarString(fv, file, fpath, probs)
+		default:
+			why, ok := notPerMirror[f.Key]
+			if !ok {
+				why = "unknown field" + yamlfile.Suggest(f.Key, mirrorTableKeys)
+			}
+			probs.add(file, f.Line, fpath, "", why)
+		}
+	}
+}
+
+// setOnce records that the mirror's setting name (create or location) is
+// written as key (under item, "mirrors[i]"); a second spelling of the same
+// setting in one item is a problem, since only one of them could win.
+func (m *Mirror) setOnce(name, key string, v *yamlfile.Value, file, item string, probs *Problems) {
+	if first, ok := m.at[name]; ok {
+		probs.add(file, v.Line, item+"."+key, v.Render(), "set twice: also as "+item+"."+first+"; keep one")
+		return
+	}
+	m.at[name] = key
+}
+
 func scalarString(v *yamlfile.Value, file, path string, probs *Problems) string {
 	if v.Kind != yamlfile.String {
 		probs.add(file, v.Line, path, v.Render(), "must be text, not a "+v.TypeName())
@@ -151,9 +225,13 @@ func (c *Config) fillMirrorDefaults() {
 func (v *validator) badMirror(i int, field, key string, val any, why string) {
 	m := v.c.Mirrors[i]
 	where, line := v.c.where("mirrors", -1)
-	if l := m.lines[key]; l > 0 {
-		line = l
-	} else if m.line > 0 {
+	outer, _, _ := strings.Cut(key, ".") // routeTable.id missing: routeTable's line
+	switch {
+	case m.lines[key] > 0:
+		line = m.lines[key]
+	case m.lines[outer] > 0:
+		line = m.lines[outer]
+	case m.line > 0:
 		line = m.line
 	}
 	v.probs.add(where, line, fmt.Sprintf("mirrors[%d].%s", i, field), formatValue(val), why)
@@ -171,22 +249,23 @@ func (v *validator) mirrors() {
 	}
 	for i, m := range c.Mirrors {
 		var table *arm.ResourceID
+		tableKey := m.field("routeTable")
 		switch {
 		case m.RouteTable == "":
-			v.badMirror(i, "routeTable", "routeTable", m.RouteTable, "required: the mirror route table's ARM ID, "+routeTableIDExample)
+			v.badMirror(i, tableKey, tableKey, m.RouteTable, "required: the mirror route table's ARM ID, "+routeTableIDExample)
 		default:
 			r, why := armID(m.RouteTable, "Microsoft.Network/routeTables", routeTableIDExample)
 			if why != "" {
-				v.badMirror(i, "routeTable", "routeTable", m.RouteTable, why)
+				v.badMirror(i, tableKey, tableKey, m.RouteTable, why)
 				break
 			}
 			table = r
 			key := strings.ToLower(strings.TrimSuffix(m.RouteTable, "/"))
 			if other, dup := tables[key]; dup && c.RouteTable.ID != "" {
-				v.badMirror(i, "routeTable", "routeTable", m.RouteTable, "the same route table as "+other+": a mirror is another table")
+				v.badMirror(i, tableKey, tableKey, m.RouteTable, "the same route table as "+other+": a mirror is another table")
 				break
 			}
-			tables[key] = fmt.Sprintf("mirrors[%d].routeTable", i)
+			tables[key] = fmt.Sprintf("mirrors[%d].%s", i, tableKey)
 		}
 		for j, s := range m.Subnets {
 			field := fmt.Sprintf("subnets[%d]", j)
@@ -211,10 +290,12 @@ func (v *validator) mirrors() {
 			v.badMirror(i, "association.policy", "association.policy", string(m.Association.Policy), "must be one of enforce, follow, report")
 		}
 		if m.Create && len(m.Subnets) == 0 {
-			v.badMirror(i, "create", "create", m.Create, "needs at least one subnet in mirrors["+strconv.Itoa(i)+"].subnets: a created table must be associated, never left detached")
+			k := m.field("create")
+			v.badMirror(i, k, k, m.Create, "needs at least one subnet in mirrors["+strconv.Itoa(i)+"].subnets: a created table must be associated, never left detached")
 		}
 		if m.Location != "" && !location.MatchString(m.Location) {
-			v.badMirror(i, "location", "location", m.Location, "not an Azure location name (for example eastus)")
+			k := m.field("location")
+			v.badMirror(i, k, k, m.Location, "not an Azure location name (for example eastus)")
 		}
 	}
 }
