@@ -210,13 +210,7 @@ func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) err
 }
 
 func (s *Server) getGateway(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	err := s.readTop(ctx, q, typeVNetGateways, armTypeVNetGateway, func(tx *txn, row *resourceRow) error {
-		doc, err := renderGateway(tx, row)
-		resp = &response{status: http.StatusOK, body: doc, header: withEtag(row.Etag)}
-		return err
-	})
-	return resp, err
+	return s.getTop(ctx, q, typeVNetGateways, armTypeVNetGateway, renderGateway)
 }
 
 func (s *Server) deleteGateway(ctx context.Context, q *request) (*response, error) {
@@ -233,68 +227,47 @@ func (s *Server) deleteGateway(ctx context.Context, q *request) (*response, erro
 	})
 }
 
+var gatewayKind = topKind[armnetwork.VirtualNetworkGateway, *gatewayDoc]{
+	typ: typeVNetGateways, body: decodeModel, stored: decodeGateway,
+	meta:  func(g *armnetwork.VirtualNetworkGateway) (*string, map[string]*string) { return g.Location, g.Tags },
+	where: func(d *gatewayDoc) string { return str(d.gw.Location) },
+}
+
+type gatewayPut = topPut[armnetwork.VirtualNetworkGateway, *gatewayDoc]
+
 // putGateway creates or updates a virtual network gateway. Azure's checks
 // kept here: gatewayType Vpn or ExpressRoute; IP configurations in a
 // subnet named GatewaySubnet of a network in the gateway's location; one
 // gateway of each type per network; none in a network whose peering uses
 // a remote gateway.
 func (s *Server) putGateway(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.VirtualNetworkGateway
-	if err := decodeModel(q.body, &in); err != nil {
-		return nil, err
-	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
-	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
-	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeVNetGateways, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag, curLoc := fresh.ID, "", ""
-		var cur *gatewayDoc
-		if row != nil {
-			var err error
-			if cur, err = decodeGateway(row.Doc); err != nil {
-				return err
-			}
-			id, curEtag, curLoc = row.ID, row.Etag, str(cur.gw.Location)
-		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
-		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+	return s.put(ctx, q, &gatewayPut{kind: &gatewayKind, build: func(p *gatewayPut) (*response, error) {
+		out, vnetID, err := buildGateway(p.tx, p.id, p.loc, p.in.Properties, p.cur)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out, vnetID, err := buildGateway(tx, id, loc, in.Properties, cur)
-		if err != nil {
-			return err
-		}
-		if err := checkGatewayVNet(tx, id, vnetID, *out.GatewayType); err != nil {
-			return err
+		if err := checkGatewayVNet(p.tx, p.id, vnetID, *out.GatewayType); err != nil {
+			return nil, err
 		}
 		d := &gatewayDoc{gw: &armnetwork.VirtualNetworkGateway{
-			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVNetGateway), Location: ptr(loc),
-			Tags: tagsOf(in.Tags), Etag: ptr(newEtag()), Properties: out,
+			ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeVNetGateway), Location: ptr(p.loc),
+			Tags: tagsOf(p.in.Tags), Etag: ptr(newEtag()), Properties: out,
 		}}
-		if cur != nil {
-			d.bgp = cur.bgp // the on-premises side's advertisement is not the client's to change
+		if p.cur != nil {
+			d.bgp = p.cur.bgp // the on-premises side's advertisement is not the client's to change
 		}
 		doc, err := encodeGateway(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, str(d.gw.Etag), json.RawMessage(doc))
+		resp, err := p.store(s, str(d.gw.Etag), json.RawMessage(doc))
 		if err == nil {
-			if body, rerr := renderGateway(tx, &resourceRow{Doc: doc}); rerr == nil {
+			if body, rerr := renderGateway(p.tx, &resourceRow{Doc: doc}); rerr == nil {
 				resp.body = body
 			}
 		}
-		return err
-	})
-	return resp, err
+		return resp, err
+	}})
 }
 
 // buildGateway checks a gateway's properties and returns them as stored,

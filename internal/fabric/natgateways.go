@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
@@ -139,13 +138,7 @@ func (s *Server) listNatGateways(ctx context.Context, q *request) (*response, er
 }
 
 func (s *Server) getNatGateway(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	err := s.readTop(ctx, q, typeNatGateways, armTypeNatGateway, func(tx *txn, row *resourceRow) error {
-		b, err := renderNatGateway(tx, row)
-		resp = &response{status: http.StatusOK, body: b, header: withEtag(row.Etag)}
-		return err
-	})
-	return resp, err
+	return s.getTop(ctx, q, typeNatGateways, armTypeNatGateway, renderNatGateway)
 }
 
 func (s *Server) deleteNatGateway(ctx context.Context, q *request) (*response, error) {
@@ -162,87 +155,75 @@ func (s *Server) deleteNatGateway(ctx context.Context, q *request) (*response, e
 	})
 }
 
+// natGatewayIn is a NAT gateway as a client sends it.
+type natGatewayIn struct {
+	Location   *string            `json:"location"`
+	Tags       map[string]*string `json:"tags"`
+	Sku        *natSku            `json:"sku"`
+	Zones      []string           `json:"zones"`
+	Properties *struct {
+		IdleTimeoutInMinutes *int    `json:"idleTimeoutInMinutes"`
+		PublicIPAddresses    []idRef `json:"publicIpAddresses"`
+		PublicIPPrefixes     []idRef `json:"publicIpPrefixes"`
+	} `json:"properties"`
+}
+
+var natGatewayKind = topKind[natGatewayIn, *natGatewayDoc]{
+	typ: typeNatGateways, body: decodeObject, stored: decodeNatGateway,
+	meta:  func(in *natGatewayIn) (*string, map[string]*string) { return in.Location, in.Tags },
+	where: func(g *natGatewayDoc) string { return g.Location },
+}
+
+type natGatewayPut = topPut[natGatewayIn, *natGatewayDoc]
+
 func (s *Server) putNatGateway(ctx context.Context, q *request) (*response, error) {
-	var in struct {
-		Location   *string            `json:"location"`
-		Tags       map[string]*string `json:"tags"`
-		Sku        *natSku            `json:"sku"`
-		Zones      []string           `json:"zones"`
-		Properties *struct {
-			IdleTimeoutInMinutes *int    `json:"idleTimeoutInMinutes"`
-			PublicIPAddresses    []idRef `json:"publicIpAddresses"`
-			PublicIPPrefixes     []idRef `json:"publicIpPrefixes"`
-		} `json:"properties"`
+	return s.put(ctx, q, &natGatewayPut{kind: &natGatewayKind, build: s.buildNatGateway})
+}
+
+// buildNatGateway makes the NAT gateway a PUT stores, with Azure's
+// defaults (sku Standard, idle timeout 4 minutes).
+func (s *Server) buildNatGateway(p *natGatewayPut) (*response, error) {
+	in, cur, id, name := &p.in, p.cur, p.id, p.t.name
+	guid := uuid.NewString()
+	if cur != nil {
+		guid = cur.Properties.ResourceGUID
 	}
-	if err := decodeObject(q.body, &in); err != nil {
-		return nil, err
+	g := &natGatewayDoc{ID: id, Name: nameOf(id), Type: armTypeNatGateway, Location: p.loc, Tags: plainTags(in.Tags),
+		Sku: &natSku{Name: "Standard"}, Zones: in.Zones,
+		Properties: natGatewayProps{IdleTimeoutInMinutes: 4, ProvisioningState: stateUpdating, ResourceGUID: guid,
+			PublicIPAddresses: []idRef{}, PublicIPPrefixes: []idRef{}}}
+	if in.Sku != nil && in.Sku.Name != "" {
+		if !strings.EqualFold(in.Sku.Name, "Standard") && !strings.EqualFold(in.Sku.Name, "StandardV2") {
+			return nil, badRequest("InvalidNatGatewaySku", "NAT gateway %s: sku %q is not Standard or StandardV2.", name, in.Sku.Name)
+		}
+		g.Sku.Name = in.Sku.Name
 	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
+	if props := in.Properties; props != nil {
+		if props.IdleTimeoutInMinutes != nil {
+			if *props.IdleTimeoutInMinutes < 4 || *props.IdleTimeoutInMinutes > 120 {
+				return nil, badRequest("NatGatewayInvalidIdleTimeoutInMinutes",
+					"NAT gateway %s: idleTimeoutInMinutes %d is outside 4 to 120.", name, *props.IdleTimeoutInMinutes)
+			}
+			g.Properties.IdleTimeoutInMinutes = *props.IdleTimeoutInMinutes
+		}
+		if props.PublicIPAddresses != nil {
+			g.Properties.PublicIPAddresses = props.PublicIPAddresses
+		}
+		if props.PublicIPPrefixes != nil {
+			g.Properties.PublicIPPrefixes = props.PublicIPPrefixes
+		}
 	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
+	if cur != nil && cur.Properties.ProvisioningState == stateSucceeded {
+		g.Etag = cur.Etag
+		same := *g
+		same.Properties.ProvisioningState = stateSucceeded
+		if sameContent(p.row.Doc, &same) {
+			b, err := renderNatGateway(p.tx, p.row)
+			return unchanged(b, p.row.Etag), err
+		}
 	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeNatGateways, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag, curLoc, guid := fresh.ID, "", "", uuid.NewString()
-		var cur *natGatewayDoc
-		if row != nil {
-			var err error
-			if cur, err = decodeNatGateway(row.Doc); err != nil {
-				return err
-			}
-			id, curEtag, curLoc, guid = row.ID, row.Etag, cur.Location, cur.Properties.ResourceGUID
-		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
-		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
-		if err != nil {
-			return err
-		}
-		g := &natGatewayDoc{ID: id, Name: nameOf(id), Type: armTypeNatGateway, Location: loc, Tags: plainTags(in.Tags),
-			Sku: &natSku{Name: "Standard"}, Zones: in.Zones,
-			Properties: natGatewayProps{IdleTimeoutInMinutes: 4, ProvisioningState: stateUpdating, ResourceGUID: guid,
-				PublicIPAddresses: []idRef{}, PublicIPPrefixes: []idRef{}}}
-		if in.Sku != nil && in.Sku.Name != "" {
-			if !strings.EqualFold(in.Sku.Name, "Standard") && !strings.EqualFold(in.Sku.Name, "StandardV2") {
-				return badRequest("InvalidNatGatewaySku", "NAT gateway %s: sku %q is not Standard or StandardV2.", t.name, in.Sku.Name)
-			}
-			g.Sku.Name = in.Sku.Name
-		}
-		if p := in.Properties; p != nil {
-			if p.IdleTimeoutInMinutes != nil {
-				if *p.IdleTimeoutInMinutes < 4 || *p.IdleTimeoutInMinutes > 120 {
-					return badRequest("NatGatewayInvalidIdleTimeoutInMinutes",
-						"NAT gateway %s: idleTimeoutInMinutes %d is outside 4 to 120.", t.name, *p.IdleTimeoutInMinutes)
-				}
-				g.Properties.IdleTimeoutInMinutes = *p.IdleTimeoutInMinutes
-			}
-			if p.PublicIPAddresses != nil {
-				g.Properties.PublicIPAddresses = p.PublicIPAddresses
-			}
-			if p.PublicIPPrefixes != nil {
-				g.Properties.PublicIPPrefixes = p.PublicIPPrefixes
-			}
-		}
-		if cur != nil && cur.Properties.ProvisioningState == stateSucceeded {
-			g.Etag = cur.Etag
-			same := *g
-			same.Properties.ProvisioningState = stateSucceeded
-			if sameContent(row.Doc, &same) {
-				b, err := renderNatGateway(tx, row)
-				resp = unchanged(b, row.Etag)
-				return err
-			}
-		}
-		etag := newEtag()
-		g.Etag = etag
-		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, g)
-		return err
-	})
-	return resp, err
+	g.Etag = newEtag()
+	return p.store(s, g.Etag, g)
 }
 
 // resolveNatGateway checks a subnet's natGateway.id: a NAT gateway that

@@ -56,74 +56,42 @@ func (s *Server) networkWatchers(ctx context.Context, q *request, n int) (*respo
 }
 
 func (s *Server) getWatcher(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	err := s.readTop(ctx, q, typeNetworkWatchers, armTypeWatcher, func(tx *txn, row *resourceRow) error {
-		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc), header: withEtag(row.Etag)}
-		return nil
-	})
-	return resp, err
+	return s.getTop(ctx, q, typeNetworkWatchers, armTypeWatcher, renderPlain)
 }
 
 func (s *Server) deleteWatcher(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeNetworkWatchers, func(*txn, *resourceRow) error { return nil })
+	return s.deleteTop(ctx, q, typeNetworkWatchers, nil)
 }
+
+var watcherKind = modelKind(typeNetworkWatchers, decodeWatcher,
+	func(w *armnetwork.Watcher) (*string, map[string]*string) { return w.Location, w.Tags })
+
+type watcherPut = topPut[armnetwork.Watcher, *armnetwork.Watcher]
 
 // putWatcher creates or updates a network watcher. It is synchronous in
 // Azure (WatchersClient.CreateOrUpdate is not a poller).
 func (s *Server) putWatcher(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.Watcher
-	if err := decodeModel(q.body, &in); err != nil {
-		return nil, err
-	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
-	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
-	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeNetworkWatchers, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag, curLoc := fresh.ID, "", ""
-		if row != nil {
-			cur, err := decodeWatcher(row.Doc)
-			if err != nil {
-				return err
-			}
-			id, curEtag, curLoc = row.ID, row.Etag, str(cur.Location)
-		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
-		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
-		if err != nil {
-			return err
-		}
+	return s.put(ctx, q, &watcherPut{kind: &watcherKind, build: func(p *watcherPut) (*response, error) {
 		etag := newEtag()
 		w := &armnetwork.Watcher{
-			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeWatcher), Location: ptr(loc), Tags: tagsOf(in.Tags), Etag: ptr(etag),
+			ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeWatcher), Location: ptr(p.loc), Tags: tagsOf(p.in.Tags), Etag: ptr(etag),
 			Properties: &armnetwork.WatcherPropertiesFormat{ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded)},
-		}
-		created := row == nil
-		if row == nil {
-			row = fresh
 		}
 		doc, err := encode(w)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		row := p.stored()
 		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
+		if err := s.storeRow(p.tx, row); err != nil {
+			return nil, err
 		}
 		status := http.StatusOK
-		if created {
+		if !p.exists() {
 			status = http.StatusCreated
 		}
-		resp = &response{status: status, body: json.RawMessage(doc), header: withEtag(etag)}
-		return nil
-	})
-	return resp, err
+		return &response{status: status, body: json.RawMessage(doc), header: withEtag(etag)}, nil
+	}})
 }
 
 // startAction records the long-running operation of a POST whose answer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"strings"
 
@@ -140,111 +139,82 @@ func (s *Server) listNICs(ctx context.Context, q *request) (*response, error) {
 }
 
 func (s *Server) getNIC(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	err := s.readTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, func(tx *txn, row *resourceRow) error {
-		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc), header: withEtag(row.Etag)}
-		return nil
-	})
-	return resp, err
+	return s.getTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, renderNIC)
 }
 
 func (s *Server) deleteNIC(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeNetworkInterfaces, func(*txn, *resourceRow) error { return nil })
+	return s.deleteTop(ctx, q, typeNetworkInterfaces, nil)
 }
 
+var nicKind = modelKind(typeNetworkInterfaces, decodeNIC,
+	func(n *armnetwork.Interface) (*string, map[string]*string) { return n.Location, n.Tags })
+
+type nicPut = topPut[armnetwork.Interface, *armnetwork.Interface]
+
 func (s *Server) putNIC(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.Interface
-	if err := decodeModel(q.body, &in); err != nil {
-		return nil, err
+	return s.put(ctx, q, &nicPut{kind: &nicKind, build: s.buildNIC})
+}
+
+// buildNIC makes the network interface a PUT stores: its IP
+// configurations, each in an existing subnet, one of them primary.
+func (s *Server) buildNIC(p *nicPut) (*response, error) {
+	in, cur, id := &p.in, p.cur, p.id
+	props := in.Properties
+	if props == nil || len(props.IPConfigurations) == 0 {
+		return nil, badRequest("NetworkInterfaceMustHaveAtLeastOneIpConfiguration",
+			"Network interface %s must have at least one IP configuration.", id)
 	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
+	etag := newEtag()
+	out := armnetwork.InterfacePropertiesFormat{
+		EnableIPForwarding:          ptr(props.EnableIPForwarding != nil && *props.EnableIPForwarding),
+		EnableAcceleratedNetworking: ptr(props.EnableAcceleratedNetworking != nil && *props.EnableAcceleratedNetworking),
+		ProvisioningState:           ptr(armnetwork.ProvisioningStateUpdating),
+		ResourceGUID:                ptr(uuid.NewString()),
+		NicType:                     ptr(armnetwork.NetworkInterfaceNicTypeStandard),
+		VirtualMachine:              props.VirtualMachine,
 	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
+	if cur != nil {
+		out.ResourceGUID = cur.Properties.ResourceGUID
+		if out.VirtualMachine == nil {
+			out.VirtualMachine = cur.Properties.VirtualMachine
+		}
 	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeNetworkInterfaces, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag := fresh.ID, ""
-		var cur *armnetwork.Interface
-		if row != nil {
-			var err error
-			if cur, err = decodeNIC(row.Doc); err != nil {
-				return err
-			}
-			id, curEtag = row.ID, row.Etag
+	seen := map[string]bool{}
+	primaries := 0
+	for i, c := range props.IPConfigurations {
+		if c == nil {
+			return nil, errInvalidFormat("properties.ipConfigurations[%d] is null.", i)
 		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
+		name := str(c.Name)
+		if !validName(name) {
+			return nil, errInvalidName(name)
 		}
-		curLoc := ""
-		if cur != nil {
-			curLoc = str(cur.Location)
+		if seen[key(name)] {
+			return nil, badRequest("DuplicateResourceName", "Network interface %s has more than one IP configuration named %s.", p.t.name, name)
 		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		seen[key(name)] = true
+		oc, err := s.buildIPConfig(p.tx, id, name, i, c.Properties, etag)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		props := in.Properties
-		if props == nil || len(props.IPConfigurations) == 0 {
-			return badRequest("NetworkInterfaceMustHaveAtLeastOneIpConfiguration",
-				"Network interface %s must have at least one IP configuration.", id)
+		if *oc.Properties.Primary {
+			primaries++
 		}
-		etag := newEtag()
-		out := armnetwork.InterfacePropertiesFormat{
-			EnableIPForwarding:          ptr(props.EnableIPForwarding != nil && *props.EnableIPForwarding),
-			EnableAcceleratedNetworking: ptr(props.EnableAcceleratedNetworking != nil && *props.EnableAcceleratedNetworking),
-			ProvisioningState:           ptr(armnetwork.ProvisioningStateUpdating),
-			ResourceGUID:                ptr(uuid.NewString()),
-			NicType:                     ptr(armnetwork.NetworkInterfaceNicTypeStandard),
-			VirtualMachine:              props.VirtualMachine,
-		}
-		if cur != nil {
-			out.ResourceGUID = cur.Properties.ResourceGUID
-			if out.VirtualMachine == nil {
-				out.VirtualMachine = cur.Properties.VirtualMachine
-			}
-		}
-		seen := map[string]bool{}
-		primaries := 0
-		for i, c := range props.IPConfigurations {
-			if c == nil {
-				return errInvalidFormat("properties.ipConfigurations[%d] is null.", i)
-			}
-			name := str(c.Name)
-			if !validName(name) {
-				return errInvalidName(name)
-			}
-			if seen[key(name)] {
-				return badRequest("DuplicateResourceName", "Network interface %s has more than one IP configuration named %s.", t.name, name)
-			}
-			seen[key(name)] = true
-			oc, err := s.buildIPConfig(tx, id, name, i, c.Properties, etag)
-			if err != nil {
-				return err
-			}
-			if *oc.Properties.Primary {
-				primaries++
-			}
-			out.IPConfigurations = append(out.IPConfigurations, oc)
-		}
-		if primaries == 0 {
-			out.IPConfigurations[0].Properties.Primary = ptr(true)
-		} else if primaries > 1 {
-			return badRequest("OnlyOnePrimaryIpConfigurationAllowed", "Network interface %s has more than one primary IP configuration.", id)
-		}
-		if err := checkNICAddresses(tx, id, out.IPConfigurations); err != nil {
-			return err
-		}
-		nic := &armnetwork.Interface{
-			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeNetworkIface), Location: ptr(loc),
-			Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: &out,
-		}
-		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, nic)
-		return err
-	})
-	return resp, err
+		out.IPConfigurations = append(out.IPConfigurations, oc)
+	}
+	if primaries == 0 {
+		out.IPConfigurations[0].Properties.Primary = ptr(true)
+	} else if primaries > 1 {
+		return nil, badRequest("OnlyOnePrimaryIpConfigurationAllowed", "Network interface %s has more than one primary IP configuration.", id)
+	}
+	if err := checkNICAddresses(p.tx, id, out.IPConfigurations); err != nil {
+		return nil, err
+	}
+	nic := &armnetwork.Interface{
+		ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeNetworkIface), Location: ptr(p.loc),
+		Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: &out,
+	}
+	return p.store(s, etag, nic)
 }
 
 // buildIPConfig checks one IP configuration: the subnet must exist and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -182,13 +181,7 @@ func (s *Server) listNSGs(ctx context.Context, q *request) (*response, error) {
 }
 
 func (s *Server) getNSG(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	err := s.readTop(ctx, q, typeNetworkSecurityGroups, armTypeNSG, func(tx *txn, row *resourceRow) error {
-		body, err := renderNSG(tx, row)
-		resp = &response{status: http.StatusOK, body: body, header: withEtag(row.Etag)}
-		return err
-	})
-	return resp, err
+	return s.getTop(ctx, q, typeNetworkSecurityGroups, armTypeNSG, renderNSG)
 }
 
 func (s *Server) patchNSG(ctx context.Context, q *request) (*response, error) {
@@ -210,85 +203,53 @@ func (s *Server) deleteNSG(ctx context.Context, q *request) (*response, error) {
 	})
 }
 
+var nsgKind = modelKind(typeNetworkSecurityGroups, decodeNSG,
+	func(g *armnetwork.SecurityGroup) (*string, map[string]*string) { return g.Location, g.Tags })
+
+type nsgPut = topPut[armnetwork.SecurityGroup, *armnetwork.SecurityGroup]
+
 func (s *Server) putNSG(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.SecurityGroup
-	if err := decodeModel(q.body, &in); err != nil {
-		return nil, err
-	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
-	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
-	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeNetworkSecurityGroups, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag := fresh.ID, ""
-		var cur *armnetwork.SecurityGroup
-		if row != nil {
-			var err error
-			if cur, err = decodeNSG(row.Doc); err != nil {
-				return err
-			}
-			id, curEtag = row.ID, row.Etag
-		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
-		}
-		curLoc := ""
-		if cur != nil {
-			curLoc = str(cur.Location)
-		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
-		if err != nil {
-			return err
-		}
-		etag := newEtag()
-		out := armnetwork.SecurityGroupPropertiesFormat{
-			ProvisioningState: ptr(armnetwork.ProvisioningStateUpdating),
-			ResourceGUID:      ptr(uuid.NewString()),
-			SecurityRules:     []*armnetwork.SecurityRule{},
-		}
-		if in.Properties != nil {
-			out.FlushConnection = in.Properties.FlushConnection
-		}
-		var curRules []*armnetwork.SecurityRule
-		if cur != nil {
-			out.ResourceGUID = cur.Properties.ResourceGUID
-			out.DefaultSecurityRules = cur.Properties.DefaultSecurityRules
-			curRules = cur.Properties.SecurityRules
-		} else {
-			out.DefaultSecurityRules = defaultSecurityRules(id, etag)
-		}
-		if err := buildSecurityRules(&out, id, in.Properties, curRules, etag); err != nil {
-			return err
-		}
-		g := &armnetwork.SecurityGroup{
-			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeNSG), Location: ptr(loc),
-			Tags: tagsOf(in.Tags), Properties: &out,
-		}
-		if cur != nil && succeeded(cur.Properties.ProvisioningState) && sameContent(row.Doc, g) {
-			body, err := renderNSG(tx, row)
-			resp = unchanged(body, row.Etag)
-			return err
-		}
-		g.Etag = ptr(etag)
-		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, g)
-		if err == nil && resp.body != nil {
-			resp.body, err = renderNSG(tx, row0(row, fresh))
-		}
-		return err
-	})
-	return resp, err
+	return s.put(ctx, q, &nsgPut{kind: &nsgKind, build: s.buildNSG})
 }
 
-// row0 is the row a top-level PUT stored: the existing one, or fresh.
-func row0(row, fresh *resourceRow) *resourceRow {
-	if row != nil {
-		return row
+// buildNSG makes the NSG a PUT stores: its inline rules, and the default
+// rules it got when it was created.
+func (s *Server) buildNSG(p *nsgPut) (*response, error) {
+	in, cur, id := &p.in, p.cur, p.id
+	etag := newEtag()
+	out := armnetwork.SecurityGroupPropertiesFormat{
+		ProvisioningState: ptr(armnetwork.ProvisioningStateUpdating),
+		ResourceGUID:      ptr(uuid.NewString()),
+		SecurityRules:     []*armnetwork.SecurityRule{},
 	}
-	return fresh
+	if in.Properties != nil {
+		out.FlushConnection = in.Properties.FlushConnection
+	}
+	var curRules []*armnetwork.SecurityRule
+	if cur != nil {
+		out.ResourceGUID = cur.Properties.ResourceGUID
+		out.DefaultSecurityRules = cur.Properties.DefaultSecurityRules
+		curRules = cur.Properties.SecurityRules
+	} else {
+		out.DefaultSecurityRules = defaultSecurityRules(id, etag)
+	}
+	if err := buildSecurityRules(&out, id, in.Properties, curRules, etag); err != nil {
+		return nil, err
+	}
+	g := &armnetwork.SecurityGroup{
+		ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeNSG), Location: ptr(p.loc),
+		Tags: tagsOf(in.Tags), Properties: &out,
+	}
+	if cur != nil && succeeded(cur.Properties.ProvisioningState) && sameContent(p.row.Doc, g) {
+		body, err := renderNSG(p.tx, p.row)
+		return unchanged(body, p.row.Etag), err
+	}
+	g.Etag = ptr(etag)
+	resp, err := p.store(s, etag, g)
+	if err == nil && resp.body != nil {
+		resp.body, err = renderNSG(p.tx, p.stored())
+	}
+	return resp, err
 }
 
 // buildSecurityRules fills out.SecurityRules from the inline rules of a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -35,12 +34,40 @@ func (s *Server) peerings(ctx context.Context, q *request, n int) (*response, er
 	return s.methods(q, map[string]handler{"GET": s.getPeering, "PUT": s.putPeering, "DELETE": s.deletePeering})(ctx, q)
 }
 
-func findPeering(v *armnetwork.VirtualNetwork, name string) *armnetwork.VirtualNetworkPeering {
-	for _, p := range v.Properties.VirtualNetworkPeerings {
-		if p != nil && strings.EqualFold(str(p.Name), name) {
-			return p
+var peeringKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.VirtualNetworkPeering]{
+	parent: &vnetParent, child: childPeerings, opPrefix: peeringChildPfx,
+	items: func(v *armnetwork.VirtualNetwork) *[]*armnetwork.VirtualNetworkPeering {
+		return &v.Properties.VirtualNetworkPeerings
+	},
+	name: func(p *armnetwork.VirtualNetworkPeering) string {
+		if p == nil {
+			return ""
 		}
+		return str(p.Name)
+	},
+	id:      func(p *armnetwork.VirtualNetworkPeering) string { return str(p.ID) },
+	etag:    func(p *armnetwork.VirtualNetworkPeering) string { return str(p.Etag) },
+	setEtag: func(p *armnetwork.VirtualNetworkPeering, etag string) { p.Etag = ptr(etag) },
+	deleting: func(p *armnetwork.VirtualNetworkPeering) {
+		if p.Properties != nil {
+			p.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		}
+	},
+	view: viewStoredPeering,
+}
+
+type peeringPut = childPut[armnetwork.VirtualNetworkPeering, *armnetwork.VirtualNetwork, *armnetwork.VirtualNetworkPeering]
+
+// viewStoredPeering is viewPeering with the remote network read from tx.
+func viewStoredPeering(tx *txn, v *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkPeering) error {
+	if p == nil {
+		return nil
 	}
+	remote, err := loadVNet(tx, peeringRemote(p))
+	if err != nil {
+		return err
+	}
+	viewPeering(v, p, remote)
 	return nil
 }
 
@@ -205,52 +232,11 @@ func renderVNetDoc(tx *txn, doc []byte) (json.RawMessage, error) {
 }
 
 func (s *Server) listPeerings(ctx context.Context, q *request) (*response, error) {
-	var items []json.RawMessage
-	err := s.readTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, func(tx *txn, row *resourceRow) error {
-		doc, err := renderVNetDoc(tx, row.Doc)
-		if err != nil {
-			return err
-		}
-		v, err := decodeVNet(doc)
-		if err != nil {
-			return err
-		}
-		for _, p := range v.Properties.VirtualNetworkPeerings {
-			b, err := encode(p)
-			if err != nil {
-				return err
-			}
-			items = append(items, b)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &response{status: http.StatusOK, body: s.pageChildren(q, items)}, nil
+	return listChildren(s, ctx, q, &peeringKind)
 }
 
 func (s *Server) getPeering(ctx context.Context, q *request) (*response, error) {
-	tg := q.target()
-	var resp *response
-	err := s.readTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, func(tx *txn, row *resourceRow) error {
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return err
-		}
-		p := findPeering(v, tg.childName)
-		if p == nil {
-			return errChildNotFound(typeVirtualNetworks, tg.name, childPeerings, tg.childName, tg.rg)
-		}
-		remote, err := loadVNet(tx, peeringRemote(p))
-		if err != nil {
-			return err
-		}
-		viewPeering(v, p, remote)
-		resp = &response{status: http.StatusOK, body: p, header: withEtag(str(p.Etag))}
-		return nil
-	})
-	return resp, err
+	return getChild(s, ctx, q, &peeringKind)
 }
 
 // putPeering creates or updates one side of a peering. Azure's checks:
@@ -261,51 +247,29 @@ func (s *Server) getPeering(ctx context.Context, q *request) (*response, error) 
 // address space is taken when the peering is created, and again when the
 // PUT carries ?syncRemoteAddressSpace=true.
 func (s *Server) putPeering(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.VirtualNetworkPeering
-	if err := decodeModel(q.body, &in); err != nil {
-		return nil, err
-	}
-	tg := q.target()
-	if !validName(tg.childName) {
-		return nil, errInvalidName(tg.childName)
-	}
 	sync := strings.EqualFold(q.query.Get("syncRemoteAddressSpace"), "true")
-	var resp *response
-	err := s.writeTop(ctx, q, typeVirtualNetworks, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
-		if row == nil {
-			return errResourceNotFound(armTypeVirtualNetwork, tg.name, tg.rg)
-		}
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return err
-		}
-		prev := findPeering(v, tg.childName)
-		peeringID := childID(row.ID, childPeerings, tg.childName)
-		prevTag := ""
-		if prev != nil {
-			peeringID, prevTag = str(prev.ID), str(prev.Etag)
-		}
-		if err := checkPreconditions(q, peeringID, prev != nil, prevTag); err != nil {
-			return err
-		}
-		remoteRow, remote, err := peeringTarget(tx, row, peeringID, in.Properties)
-		if err != nil {
-			return err
-		}
-		if err := checkPeering(tx, row, v, remote, peeringID, tg.childName, in.Properties); err != nil {
-			return err
-		}
-		etag := newEtag()
-		out := buildPeering(peeringID, etag, in.Properties, prev, remote, sync)
-		if prev != nil && succeeded(v.Properties.ProvisioningState) && samePeering(prev, out) {
-			viewPeering(v, prev, remote)
-			resp = unchanged(prev, prevTag)
-			return nil
-		}
-		back := false
-		for _, b := range remote.Properties.VirtualNetworkPeerings {
-			if b != nil && strings.EqualFold(peeringRemote(b), row.ID) {
-				back = true
+	var remoteRow *resourceRow
+	var remote *armnetwork.VirtualNetwork
+	return s.put(ctx, q, &peeringPut{
+		kind: &peeringKind, body: decodeModel,
+		build: func(p *peeringPut) (*armnetwork.VirtualNetworkPeering, error) {
+			var err error
+			if remoteRow, remote, err = peeringTarget(p.tx, p.row, p.id, p.in.Properties); err != nil {
+				return nil, err
+			}
+			if err := checkPeering(p.tx, p.row, p.parent, remote, p.id, p.t.childName, p.in.Properties); err != nil {
+				return nil, err
+			}
+			return buildPeering(p.id, p.etag, p.in.Properties, p.prev, remote, sync), nil
+		},
+		same: samePeering,
+		commit: func(p *peeringPut, out *armnetwork.VirtualNetworkPeering) error {
+			out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
+			for _, b := range remote.Properties.VirtualNetworkPeerings {
+				if b == nil || !strings.EqualFold(peeringRemote(b), p.row.ID) {
+					continue
+				}
+				out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
 				if b.Properties != nil && (b.Properties.PeeringState == nil || *b.Properties.PeeringState != armnetwork.VirtualNetworkPeeringStateConnected) {
 					// The other side becomes Connected now; remember it, so
 					// that it shows Disconnected if this side goes away.
@@ -315,45 +279,14 @@ func (s *Server) putPeering(ctx context.Context, q *request) (*response, error) 
 						return err
 					}
 					remoteRow.Doc = doc // the remote network itself was not written: its etag stays
-					if err := s.storeRow(tx, remoteRow); err != nil {
+					if err := s.storeRow(p.tx, remoteRow); err != nil {
 						return err
 					}
 				}
 			}
-		}
-		out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
-		if back {
-			out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
-		}
-		peers := make([]*armnetwork.VirtualNetworkPeering, 0, len(v.Properties.VirtualNetworkPeerings)+1)
-		replaced := false
-		for _, p := range v.Properties.VirtualNetworkPeerings {
-			if p != nil && strings.EqualFold(str(p.Name), tg.childName) {
-				peers, replaced = append(peers, out), true
-				continue
-			}
-			peers = append(peers, p)
-		}
-		if !replaced {
-			peers = append(peers, out)
-		}
-		prevDoc := row.Doc
-		v.Properties.VirtualNetworkPeerings = peers
-		v.Etag = ptr(etag)
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-		doc, err := encode(v)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		viewPeering(v, out, remote)
-		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, str(v.Location), row.Key, row.ID, "", prevDoc), prev == nil, etag, out)
-		return err
+			return nil
+		},
 	})
-	return resp, err
 }
 
 // peeringTarget resolves and reads a peering's remote network.
@@ -482,49 +415,5 @@ func samePeering(a, b *armnetwork.VirtualNetworkPeering) bool {
 }
 
 func (s *Server) deletePeering(ctx context.Context, q *request) (*response, error) {
-	tg := q.target()
-	var resp *response
-	err := s.writeTop(ctx, q, typeVirtualNetworks, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
-		if row == nil {
-			return errResourceNotFound(armTypeVirtualNetwork, tg.name, tg.rg)
-		}
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return err
-		}
-		p := findPeering(v, tg.childName)
-		tag := ""
-		if p != nil {
-			tag = str(p.Etag)
-		}
-		if err := checkPreconditions(q, childID(row.ID, childPeerings, tg.childName), p != nil, tag); err != nil {
-			return err
-		}
-		if p == nil {
-			resp = &response{status: http.StatusNoContent}
-			return nil
-		}
-		prevDoc := row.Doc
-		etag := newEtag()
-		if p.Properties != nil {
-			p.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		}
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-		v.Etag = ptr(etag)
-		doc, err := encode(v)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		o := s.newOp(opChildDelete, rg.Sub, str(v.Location), row.Key, row.ID, peeringChildPfx+str(p.Name), prevDoc)
-		if err := s.record(tx, o); err != nil {
-			return err
-		}
-		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
-		return nil
-	})
-	return resp, err
+	return deleteChild(s, ctx, q, &peeringKind, nil)
 }

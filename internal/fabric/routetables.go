@@ -3,8 +3,6 @@ package fabric
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"net/netip"
 	"strings"
 
@@ -38,155 +36,79 @@ func (s *Server) listRouteTables(ctx context.Context, q *request) (*response, er
 	return s.listTop(ctx, q, typeRouteTables, renderTable)
 }
 
-// readTop reads one top-level resource for a GET: 404 when it or its group
-// is missing. fn must not modify the row's Doc (it may be cached).
-func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, fn func(*txn, *resourceRow) error) error {
-	t := q.target()
-	return s.view(ctx, func(tx *txn) error {
-		rg, err := requireRG(tx, t.sub, t.rg, false)
-		if err != nil {
-			return err
-		}
-		row, err := tx.getResourceForRead(key(resourceID(rg.Sub, rg.Name, typ, t.name)))
-		if err != nil {
-			return err
-		}
-		if row == nil {
-			return errResourceNotFound(armType, t.name, t.rg)
-		}
-		return fn(tx, row)
-	})
-}
-
 func (s *Server) getRouteTable(ctx context.Context, q *request) (*response, error) {
-	var body json.RawMessage
-	var etag, k string
-	err := s.readTop(ctx, q, typeRouteTables, armTypeRouteTable, func(tx *txn, row *resourceRow) error {
-		var err error
-		body, err = renderTable(tx, row)
-		etag, k = row.Etag, row.Key
-		return err
-	})
+	resp, err := s.getTop(ctx, q, typeRouteTables, armTypeRouteTable, renderTable)
 	if err != nil {
 		return nil, err
 	}
 	// The intruder strikes after the answer is computed and before it is
 	// sent: the client holds an etag that is already stale.
-	s.maybeIntrude(ctx, k)
-	return &response{status: http.StatusOK, body: body, header: withEtag(etag)}, nil
+	t := q.target()
+	s.maybeIntrude(ctx, key(resourceID(t.sub, t.rg, typeRouteTables, t.name)))
+	return resp, nil
 }
 
-// writeTop runs a write of a top-level resource (or of one of its
-// children) in one transaction: due operations settle first, the resource
-// group must exist and not be deleting, and no operation may be running on
-// the resource.
-func (s *Server) writeTop(ctx context.Context, q *request, typ string, fn func(tx *txn, rg *rgRow, row *resourceRow, fresh *resourceRow) error) error {
-	t := q.target()
-	return s.store.write(ctx, func(tx *txn) error {
-		if err := s.settleTx(tx); err != nil {
-			return err
-		}
-		rg, err := requireRG(tx, t.sub, t.rg, true)
-		if err != nil {
-			return err
-		}
-		fresh := newRow(rg, typ, t.name)
-		row, err := tx.getResource(fresh.Key)
-		if err != nil {
-			return err
-		}
-		if row != nil {
-			if err := s.checkRunning(tx, q, row.Key); err != nil {
-				return err
-			}
-		}
-		return fn(tx, rg, row, fresh)
-	})
+// tableKind is the route table to the PUT pipeline: the fabric's own
+// documents (tabledoc.go), which encoding/json decodes without regard to
+// the case of property names.
+var tableKind = topKind[tableIn, *tableDoc]{
+	typ: typeRouteTables, body: decodeObject, stored: decodeTable,
+	meta:  func(in *tableIn) (*string, map[string]*string) { return in.Location, in.Tags },
+	where: func(t *tableDoc) string { return t.Location },
 }
+
+type tablePut = topPut[tableIn, *tableDoc]
 
 func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, error) {
-	var in tableIn
-	if err := decodeObject(q.body, &in); err != nil {
-		return nil, err
+	return s.put(ctx, q, &tablePut{kind: &tableKind, build: s.buildTable})
+}
+
+// buildTable makes the route table a PUT stores, with its inline routes.
+func (s *Server) buildTable(p *tablePut) (*response, error) {
+	in, cur, id := p.in, p.cur, p.id
+	etag := newEtag()
+	out := &tableDoc{
+		ID: id, Name: nameOf(id), Type: armTypeRouteTable, Location: p.loc, Tags: plainTags(in.Tags), Etag: etag,
+		Properties: tableProps{ProvisioningState: stateUpdating, ResourceGUID: uuid.NewString(), Routes: []*routeDoc{}},
 	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
+	var curRoutes []*routeDoc
+	if cur != nil {
+		out.Properties.ResourceGUID = cur.Properties.ResourceGUID
+		curRoutes = cur.Properties.Routes
 	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
+	var inRoutes []*routeIn
+	if in.Properties != nil {
+		if in.Properties.DisableBgpRoutePropagation != nil {
+			out.Properties.DisableBgpRoutePropagation = *in.Properties.DisableBgpRoutePropagation
+		}
+		inRoutes = in.Properties.Routes
 	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeRouteTables, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag := fresh.ID, ""
-		var cur *tableDoc
-		if row != nil {
-			var err error
-			if cur, err = decodeTable(row.Doc); err != nil {
-				return err
-			}
-			id, curEtag = row.ID, row.Etag
+	seen := map[string]bool{}
+	for i, r := range inRoutes {
+		if r == nil {
+			return nil, errInvalidFormat("properties.routes[%d] is null.", i)
 		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
+		name := str(r.Name)
+		if !validName(name) {
+			return nil, errInvalidName(name)
 		}
-		curLoc := ""
-		if cur != nil {
-			curLoc = cur.Location
+		if seen[key(name)] {
+			return nil, badRequest("DuplicateResourceName", "Route table %s has more than one route named %s.", p.t.name, name)
 		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+		seen[key(name)] = true
+		nr, err := buildRoute(id, name, r.Properties, findRoute(curRoutes, name), etag)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		etag := newEtag()
-		out := &tableDoc{
-			ID: id, Name: nameOf(id), Type: armTypeRouteTable, Location: loc, Tags: plainTags(in.Tags), Etag: etag,
-			Properties: tableProps{ProvisioningState: stateUpdating, ResourceGUID: uuid.NewString(), Routes: []*routeDoc{}},
-		}
-		var curRoutes []*routeDoc
-		if cur != nil {
-			out.Properties.ResourceGUID = cur.Properties.ResourceGUID
-			curRoutes = cur.Properties.Routes
-		}
-		var inRoutes []*routeIn
-		if in.Properties != nil {
-			if in.Properties.DisableBgpRoutePropagation != nil {
-				out.Properties.DisableBgpRoutePropagation = *in.Properties.DisableBgpRoutePropagation
-			}
-			inRoutes = in.Properties.Routes
-		}
-		seen := map[string]bool{}
-		for i, r := range inRoutes {
-			if r == nil {
-				return errInvalidFormat("properties.routes[%d] is null.", i)
-			}
-			name := str(r.Name)
-			if !validName(name) {
-				return errInvalidName(name)
-			}
-			if seen[key(name)] {
-				return badRequest("DuplicateResourceName", "Route table %s has more than one route named %s.", t.name, name)
-			}
-			seen[key(name)] = true
-			nr, err := buildRoute(id, name, r.Properties, findRoute(curRoutes, name), etag)
-			if err != nil {
-				return err
-			}
-			out.Properties.Routes = append(out.Properties.Routes, nr)
-		}
-		if err := s.checkRoutes(id, out.Properties.Routes); err != nil {
-			return err
-		}
-		if cur != nil && cur.Properties.ProvisioningState == stateSucceeded {
-			if sameTable(cur, out) {
-				resp = unchanged(json.RawMessage(row.Doc), row.Etag)
-				return nil
-			}
-		}
-		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, out)
-		return err
-	})
-	return resp, err
+		out.Properties.Routes = append(out.Properties.Routes, nr)
+	}
+	if err := s.checkRoutes(id, out.Properties.Routes); err != nil {
+		return nil, err
+	}
+	if cur != nil && cur.Properties.ProvisioningState == stateSucceeded && sameTable(cur, out) {
+		return unchanged(json.RawMessage(p.row.Doc), p.row.Etag), nil
+	}
+	return p.store(s, etag, out)
 }
 
 func plainTags(in map[string]*string) map[string]string {
@@ -321,282 +243,53 @@ func (s *Server) deleteRouteTable(ctx context.Context, q *request) (*response, e
 	})
 }
 
-// deleteTop starts the deletion of a top-level resource: 204 when it does
-// not exist, else 202 with the operation's URLs; check may refuse.
-func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check func(*txn, *resourceRow) error) (*response, error) {
-	var resp *response
-	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
-		if row == nil {
-			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
-				return err
-			}
-			resp = &response{status: http.StatusNoContent}
-			return nil
-		}
-		if err := checkPreconditions(q, row.ID, true, row.Etag); err != nil {
-			return err
-		}
-		if err := check(tx, row); err != nil {
-			return err
-		}
-		loc, doc, err := markDeleting(row)
-		if err != nil {
-			return err
-		}
-		row.Doc = doc
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		o := s.newOp(opDelete, rg.Sub, loc, row.Key, row.ID, "", nil)
-		if err := s.record(tx, o); err != nil {
-			return err
-		}
-		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
-		return nil
-	})
-	return resp, err
-}
-
-// markDeleting sets a resource's provisioning state to Deleting and
-// returns its location.
-func markDeleting(row *resourceRow) (string, []byte, error) {
-	switch row.Type {
-	case typeRouteTables:
-		t, err := decodeTable(row.Doc)
-		if err != nil {
-			return "", nil, err
-		}
-		t.Properties.ProvisioningState = stateDeleting
-		doc, err := encode(t)
-		return t.Location, doc, err
-	case typeVirtualNetworks:
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return "", nil, err
-		}
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		doc, err := encode(v)
-		return str(v.Location), doc, err
-	}
-	return markSimpleDeleting(row)
-}
-
-// patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which
-// replaces the tags at once (no long-running operation).
-func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
-	var in struct {
-		Tags map[string]*string `json:"tags"`
-	}
-	if err := decodeObject(q.body, &in); err != nil {
-		return nil, err
-	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
-	}
-	var resp *response
-	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
-		if row == nil {
-			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
-				return err
-			}
-			return errResourceNotFound(armType, q.target().name, q.target().rg)
-		}
-		if err := checkPreconditions(q, row.ID, true, row.Etag); err != nil {
-			return err
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(row.Doc, &m); err != nil {
-			return fmt.Errorf("decoding stored %s: %w", row.ID, err)
-		}
-		etag := newEtag()
-		tags, err := json.Marshal(tagsOf(in.Tags))
-		if err != nil {
-			return err
-		}
-		if in.Tags == nil {
-			delete(m, "tags")
-		} else {
-			m["tags"] = tags
-		}
-		m["etag"], _ = json.Marshal(etag)
-		doc, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		body, err := render(tx, row)
-		if err != nil {
-			return err
-		}
-		resp = &response{status: http.StatusOK, body: body, header: withEtag(etag)}
-		return nil
-	})
-	return resp, err
-}
-
 func (s *Server) patchRouteTable(ctx context.Context, q *request) (*response, error) {
 	return s.patchTags(ctx, q, typeRouteTables, armTypeRouteTable, renderTable)
 }
 
 // --- routes as child resources ---
 
+// tableParent is the route table as the parent of its routes.
+var tableParent = parentKind[*tableDoc]{
+	typ: typeRouteTables, armType: armTypeRouteTable, decode: decodeTable,
+	location:  func(t *tableDoc) string { return t.Location },
+	succeeded: func(t *tableDoc) bool { return t.Properties.ProvisioningState == stateSucceeded },
+	updating:  func(t *tableDoc, etag string) { t.Etag, t.Properties.ProvisioningState = etag, stateUpdating },
+}
+
+var routeKind = childKind[*tableDoc, *routeDoc]{
+	parent: &tableParent, child: childRoutes,
+	items:    func(t *tableDoc) *[]*routeDoc { return &t.Properties.Routes },
+	name:     func(r *routeDoc) string { return r.Name },
+	id:       func(r *routeDoc) string { return r.ID },
+	etag:     func(r *routeDoc) string { return r.Etag },
+	setEtag:  func(r *routeDoc, etag string) { r.Etag = etag },
+	deleting: func(r *routeDoc) { r.Properties.ProvisioningState = stateDeleting },
+}
+
+type routePut = childPut[routeIn, *tableDoc, *routeDoc]
+
 func (s *Server) listRoutes(ctx context.Context, q *request) (*response, error) {
-	var items []json.RawMessage
-	err := s.readTop(ctx, q, typeRouteTables, armTypeRouteTable, func(tx *txn, row *resourceRow) error {
-		t, err := decodeTable(row.Doc)
-		if err != nil {
-			return err
-		}
-		for _, r := range t.Properties.Routes {
-			b, err := encode(r)
-			if err != nil {
-				return err
-			}
-			items = append(items, b)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &response{status: http.StatusOK, body: s.pageChildren(q, items)}, nil
+	return listChildren(s, ctx, q, &routeKind)
 }
 
 func (s *Server) getRoute(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	tg := q.target()
-	err := s.readTop(ctx, q, typeRouteTables, armTypeRouteTable, func(tx *txn, row *resourceRow) error {
-		t, err := decodeTable(row.Doc)
-		if err != nil {
-			return err
-		}
-		r := findRoute(t.Properties.Routes, tg.childName)
-		if r == nil {
-			return errChildNotFound(typeRouteTables, tg.name, childRoutes, tg.childName, tg.rg)
-		}
-		resp = &response{status: http.StatusOK, body: r, header: withEtag(r.Etag)}
-		return nil
-	})
-	return resp, err
+	return getChild(s, ctx, q, &routeKind)
 }
 
 func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
-	var in routeIn
-	if err := decodeObject(q.body, &in); err != nil {
-		return nil, err
-	}
-	tg := q.target()
-	if !validName(tg.childName) {
-		return nil, errInvalidName(tg.childName)
-	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeRouteTables, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
-		if row == nil {
-			return errResourceNotFound(armTypeRouteTable, tg.name, tg.rg)
-		}
-		t, err := decodeTable(row.Doc)
-		if err != nil {
-			return err
-		}
-		prev := findRoute(t.Properties.Routes, tg.childName)
-		routeID, prevTag := childID(row.ID, childRoutes, tg.childName), ""
-		if prev != nil {
-			routeID, prevTag = prev.ID, prev.Etag
-		}
-		if err := checkPreconditions(q, routeID, prev != nil, prevTag); err != nil {
-			return err
-		}
-		etag := newEtag()
-		nr, err := buildRoute(row.ID, tg.childName, in.Properties, prev, etag)
-		if err != nil {
-			return err
-		}
-		if prev != nil && t.Properties.ProvisioningState == stateSucceeded && sameRoute(prev.Properties, nr.Properties) {
-			resp = unchanged(prev, prev.Etag)
-			return nil
-		}
-		nr.Etag = etag
-		routes := make([]*routeDoc, 0, len(t.Properties.Routes)+1)
-		replaced := false
-		for _, r := range t.Properties.Routes {
-			if strings.EqualFold(r.Name, tg.childName) {
-				routes = append(routes, nr)
-				replaced = true
-				continue
-			}
-			routes = append(routes, r)
-		}
-		if !replaced {
-			routes = append(routes, nr)
-		}
-		if err := s.checkRoutes(row.ID, routes); err != nil {
-			return err
-		}
-		prevDoc := row.Doc
-		t.Properties.Routes = routes
-		t.Etag = etag
-		t.Properties.ProvisioningState = stateUpdating
-		doc, err := encode(t)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, t.Location, row.Key, row.ID, "", prevDoc), prev == nil, etag, nr)
-		return err
+	return s.put(ctx, q, &routePut{
+		kind: &routeKind, body: decodeObject,
+		build: func(p *routePut) (*routeDoc, error) {
+			return buildRoute(p.row.ID, p.t.childName, p.in.Properties, p.prev, p.etag)
+		},
+		same:  func(prev, next *routeDoc) bool { return sameRoute(prev.Properties, next.Properties) },
+		check: func(p *routePut, routes []*routeDoc) error { return s.checkRoutes(p.row.ID, routes) },
 	})
-	return resp, err
 }
 
 func (s *Server) deleteRoute(ctx context.Context, q *request) (*response, error) {
-	tg := q.target()
-	var resp *response
-	err := s.writeTop(ctx, q, typeRouteTables, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
-		if row == nil {
-			return errResourceNotFound(armTypeRouteTable, tg.name, tg.rg)
-		}
-		t, err := decodeTable(row.Doc)
-		if err != nil {
-			return err
-		}
-		r := findRoute(t.Properties.Routes, tg.childName)
-		rTag := ""
-		if r != nil {
-			rTag = r.Etag
-		}
-		if err := checkPreconditions(q, childID(row.ID, childRoutes, tg.childName), r != nil, rTag); err != nil {
-			return err
-		}
-		if r == nil {
-			resp = &response{status: http.StatusNoContent}
-			return nil
-		}
-		prevDoc := row.Doc
-		etag := newEtag()
-		r.Properties.ProvisioningState = stateDeleting
-		t.Properties.ProvisioningState = stateUpdating
-		t.Etag = etag
-		doc, err := encode(t)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		o := s.newOp(opChildDelete, rg.Sub, t.Location, row.Key, row.ID, r.Name, prevDoc)
-		if err := s.record(tx, o); err != nil {
-			return err
-		}
-		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
-		return nil
-	})
-	return resp, err
+	return deleteChild(s, ctx, q, &routeKind, nil)
 }
 
 // sameTable reports whether a PUT would store the table it replaces, apart

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"strings"
 
@@ -39,12 +38,7 @@ func decodeConnection(doc []byte) (*armnetwork.VirtualNetworkGatewayConnection, 
 }
 
 func (s *Server) getLocalGateway(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	err := s.readTop(ctx, q, typeLocalGateways, armTypeLocalGateway, func(tx *txn, row *resourceRow) error {
-		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc), header: withEtag(row.Etag)}
-		return nil
-	})
-	return resp, err
+	return s.getTop(ctx, q, typeLocalGateways, armTypeLocalGateway, renderPlain)
 }
 
 func (s *Server) deleteLocalGateway(ctx context.Context, q *request) (*response, error) {
@@ -61,78 +55,56 @@ func (s *Server) deleteLocalGateway(ctx context.Context, q *request) (*response,
 	})
 }
 
+var localGatewayKind = modelKind(typeLocalGateways, decodeLocalGateway,
+	func(l *armnetwork.LocalNetworkGateway) (*string, map[string]*string) { return l.Location, l.Tags })
+
+type localGatewayPut = topPut[armnetwork.LocalNetworkGateway, *armnetwork.LocalNetworkGateway]
+
 // putLocalGateway creates or updates an on-premises site: its address
 // prefixes (valid CIDRs) and its address (gatewayIpAddress or fqdn, one
 // is required).
 func (s *Server) putLocalGateway(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.LocalNetworkGateway
-	if err := decodeModel(q.body, &in); err != nil {
-		return nil, err
+	return s.put(ctx, q, &localGatewayPut{kind: &localGatewayKind, build: s.buildLocalGateway})
+}
+
+func (s *Server) buildLocalGateway(p *localGatewayPut) (*response, error) {
+	id := p.id
+	if p.in.Properties == nil {
+		return nil, errInvalidFormat("Local network gateway %s has no properties.", id)
 	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
+	out := *p.in.Properties
+	if str(out.GatewayIPAddress) == "" && str(out.Fqdn) == "" {
+		return nil, badRequest("LocalNetworkGatewayMustHaveIpAddressOrFqdn", "Local network gateway %s needs properties.gatewayIpAddress or properties.fqdn.", id)
 	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
-	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeLocalGateways, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag, curLoc := fresh.ID, "", ""
-		var cur *armnetwork.LocalNetworkGateway
-		if row != nil {
-			var err error
-			if cur, err = decodeLocalGateway(row.Doc); err != nil {
-				return err
-			}
-			id, curEtag, curLoc = row.ID, row.Etag, str(cur.Location)
+	if a := str(out.GatewayIPAddress); a != "" {
+		if _, err := netip.ParseAddr(a); err != nil {
+			return nil, badRequest("InvalidIPAddress", "The gatewayIpAddress %q of local network gateway %s is not an IP address.", a, id)
 		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
-		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+	}
+	if out.LocalNetworkAddressSpace == nil {
+		out.LocalNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: []*string{}}
+	}
+	var space []*string
+	for _, pfx := range out.LocalNetworkAddressSpace.AddressPrefixes {
+		pf, err := parseCIDR(str(pfx), "local network gateway "+p.t.name)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if in.Properties == nil {
-			return errInvalidFormat("Local network gateway %s has no properties.", id)
-		}
-		out := *in.Properties
-		if str(out.GatewayIPAddress) == "" && str(out.Fqdn) == "" {
-			return badRequest("LocalNetworkGatewayMustHaveIpAddressOrFqdn", "Local network gateway %s needs properties.gatewayIpAddress or properties.fqdn.", id)
-		}
-		if a := str(out.GatewayIPAddress); a != "" {
-			if _, err := netip.ParseAddr(a); err != nil {
-				return badRequest("InvalidIPAddress", "The gatewayIpAddress %q of local network gateway %s is not an IP address.", a, id)
-			}
-		}
-		if out.LocalNetworkAddressSpace == nil {
-			out.LocalNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: []*string{}}
-		}
-		var space []*string
-		for _, p := range out.LocalNetworkAddressSpace.AddressPrefixes {
-			pf, err := parseCIDR(str(p), "local network gateway "+t.name)
-			if err != nil {
-				return err
-			}
-			space = append(space, ptr(pf.String()))
-		}
-		out.LocalNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: space}
-		if space == nil {
-			out.LocalNetworkAddressSpace.AddressPrefixes = []*string{}
-		}
-		out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-		out.ResourceGUID = ptr(uuid.NewString())
-		if cur != nil {
-			out.ResourceGUID = cur.Properties.ResourceGUID
-		}
-		etag := newEtag()
-		l := &armnetwork.LocalNetworkGateway{ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeLocalGateway), Location: ptr(loc),
-			Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: &out}
-		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, l)
-		return err
-	})
-	return resp, err
+		space = append(space, ptr(pf.String()))
+	}
+	out.LocalNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: space}
+	if space == nil {
+		out.LocalNetworkAddressSpace.AddressPrefixes = []*string{}
+	}
+	out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+	out.ResourceGUID = ptr(uuid.NewString())
+	if p.cur != nil {
+		out.ResourceGUID = p.cur.Properties.ResourceGUID
+	}
+	etag := newEtag()
+	l := &armnetwork.LocalNetworkGateway{ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeLocalGateway), Location: ptr(p.loc),
+		Tags: tagsOf(p.in.Tags), Etag: ptr(etag), Properties: &out}
+	return p.store(s, etag, l)
 }
 
 // connectionsOf returns the connections that name a resource (a gateway
@@ -226,18 +198,18 @@ func renderConnection(tx *txn, row *resourceRow) (json.RawMessage, error) {
 }
 
 func (s *Server) getConnection(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	err := s.readTop(ctx, q, typeConnections, armTypeConnection, func(tx *txn, row *resourceRow) error {
-		doc, err := renderConnection(tx, row)
-		resp = &response{status: http.StatusOK, body: doc, header: withEtag(row.Etag)}
-		return err
-	})
-	return resp, err
+	return s.getTop(ctx, q, typeConnections, armTypeConnection, renderConnection)
 }
 
 func (s *Server) deleteConnection(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeConnections, func(*txn, *resourceRow) error { return nil })
+	return s.deleteTop(ctx, q, typeConnections, nil)
 }
+
+var connectionKind = modelKind(typeConnections, decodeConnection, func(c *armnetwork.VirtualNetworkGatewayConnection) (*string, map[string]*string) {
+	return c.Location, c.Tags
+})
+
+type connectionPut = topPut[armnetwork.VirtualNetworkGatewayConnection, *armnetwork.VirtualNetworkGatewayConnection]
 
 // putConnection creates or updates a connection: IPsec between a VPN
 // gateway and a local network gateway, Vnet2Vnet between two gateways, or
@@ -245,49 +217,19 @@ func (s *Server) deleteConnection(ctx context.Context, q *request) (*response, e
 // circuits are not modelled, the ID is kept as sent). The shared key is
 // not stored (Azure does not return it on GET either).
 func (s *Server) putConnection(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.VirtualNetworkGatewayConnection
-	if err := decodeModel(q.body, &in); err != nil {
-		return nil, err
-	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
-	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
-	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeConnections, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag, curLoc := fresh.ID, "", ""
-		var cur *armnetwork.VirtualNetworkGatewayConnection
-		if row != nil {
-			var err error
-			if cur, err = decodeConnection(row.Doc); err != nil {
-				return err
-			}
-			id, curEtag, curLoc = row.ID, row.Etag, str(cur.Location)
-		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
-		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
+	return s.put(ctx, q, &connectionPut{kind: &connectionKind, build: func(p *connectionPut) (*response, error) {
+		out, err := buildConnection(p.tx, p.id, p.in.Properties)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out, err := buildConnection(tx, id, in.Properties)
-		if err != nil {
-			return err
-		}
-		if cur != nil {
-			out.ResourceGUID = cur.Properties.ResourceGUID
+		if p.cur != nil {
+			out.ResourceGUID = p.cur.Properties.ResourceGUID
 		}
 		etag := newEtag()
-		c := &armnetwork.VirtualNetworkGatewayConnection{ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeConnection), Location: ptr(loc),
-			Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: out}
-		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, c)
-		return err
-	})
-	return resp, err
+		c := &armnetwork.VirtualNetworkGatewayConnection{ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeConnection), Location: ptr(p.loc),
+			Tags: tagsOf(p.in.Tags), Etag: ptr(etag), Properties: out}
+		return p.store(s, etag, c)
+	}})
 }
 
 func buildConnection(tx *txn, id string, in *armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat) (*armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"strings"
 
@@ -75,13 +74,7 @@ func (s *Server) listVirtualNetworks(ctx context.Context, q *request) (*response
 }
 
 func (s *Server) getVirtualNetwork(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	err := s.readTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, func(tx *txn, row *resourceRow) error {
-		doc, err := renderVNet(tx, row)
-		resp = &response{status: http.StatusOK, body: doc, header: withEtag(row.Etag)}
-		return err
-	})
-	return resp, err
+	return s.getTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, renderVNet)
 }
 
 func (s *Server) patchVirtualNetwork(ctx context.Context, q *request) (*response, error) {
@@ -92,108 +85,78 @@ func (s *Server) deleteVirtualNetwork(ctx context.Context, q *request) (*respons
 	return s.deleteTop(ctx, q, typeVirtualNetworks, checkVNetNotInUse)
 }
 
+var vnetKind = modelKind(typeVirtualNetworks, decodeVNet,
+	func(v *armnetwork.VirtualNetwork) (*string, map[string]*string) { return v.Location, v.Tags })
+
+type vnetPut = topPut[armnetwork.VirtualNetwork, *armnetwork.VirtualNetwork]
+
 func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.VirtualNetwork
-	if err := decodeModel(q.body, &in); err != nil {
+	return s.put(ctx, q, &vnetPut{kind: &vnetKind, build: s.buildVNet})
+}
+
+// buildVNet makes the virtual network a PUT stores, with its inline
+// subnets; the peerings, child resources only, are kept.
+func (s *Server) buildVNet(p *vnetPut) (*response, error) {
+	in, cur, id, loc := &p.in, p.cur, p.id, p.loc
+	props := in.Properties
+	if props == nil {
+		props = &armnetwork.VirtualNetworkPropertiesFormat{}
+	}
+	space, err := addressSpace(p.t.name, props.AddressSpace)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkTags(in.Tags); err != nil {
+	etag := newEtag()
+	out := *props                        // keep what the client set that the fabric does not model
+	out.Subnets = []*armnetwork.Subnet{} // Azure lists none as []
+	out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+	out.ResourceGUID = ptr(uuid.NewString())
+	out.FlowLogs = nil
+	if out.EnableDdosProtection == nil {
+		out.EnableDdosProtection = ptr(false)
+	}
+	// Peerings are child resources: a PUT of the network keeps them.
+	out.VirtualNetworkPeerings = keptPeerings(cur)
+	out.AddressSpace = &armnetwork.AddressSpace{AddressPrefixes: toPtrs(space)}
+	var curSubnets []*armnetwork.Subnet
+	if cur != nil {
+		out.ResourceGUID = cur.Properties.ResourceGUID
+		curSubnets = cur.Properties.Subnets
+	}
+	seen := map[string]bool{}
+	for i, sn := range props.Subnets {
+		if sn == nil {
+			return nil, errInvalidFormat("properties.subnets[%d] is null.", i)
+		}
+		name := str(sn.Name)
+		if !validName(name) {
+			return nil, errInvalidName(name)
+		}
+		if seen[key(name)] {
+			return nil, badRequest("DuplicateResourceName", "Virtual network %s has more than one subnet named %s.", p.t.name, name)
+		}
+		seen[key(name)] = true
+		ns, err := s.buildSubnet(p.tx, id, name, loc, sn.Properties, findSubnet(curSubnets, name), etag)
+		if err != nil {
+			return nil, err
+		}
+		out.Subnets = append(out.Subnets, ns)
+	}
+	if err := checkSubnets(p.t.name, space, out.Subnets); err != nil {
 		return nil, err
 	}
-	t := q.target()
-	if !validName(t.name) {
-		return nil, errInvalidName(t.name)
+	if err := checkSubnetsNotInUse(p.tx, p.rg.Sub, removedSubnets(curSubnets, out.Subnets)); err != nil {
+		return nil, err
 	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeVirtualNetworks, func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
-		id, curEtag := fresh.ID, ""
-		var cur *armnetwork.VirtualNetwork
-		if row != nil {
-			var err error
-			if cur, err = decodeVNet(row.Doc); err != nil {
-				return err
-			}
-			id, curEtag = row.ID, row.Etag
-		}
-		if err := checkPreconditions(q, id, row != nil, curEtag); err != nil {
-			return err
-		}
-		curLoc := ""
-		if cur != nil {
-			curLoc = str(cur.Location)
-		}
-		loc, err := locationOf(in.Location, curLoc, t.name, rg.Name)
-		if err != nil {
-			return err
-		}
-		props := in.Properties
-		if props == nil {
-			props = &armnetwork.VirtualNetworkPropertiesFormat{}
-		}
-		space, err := addressSpace(t.name, props.AddressSpace)
-		if err != nil {
-			return err
-		}
-		etag := newEtag()
-		out := *props                        // keep what the client set that the fabric does not model
-		out.Subnets = []*armnetwork.Subnet{} // Azure lists none as []
-		out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-		out.ResourceGUID = ptr(uuid.NewString())
-		out.FlowLogs = nil
-		if out.EnableDdosProtection == nil {
-			out.EnableDdosProtection = ptr(false)
-		}
-		// Peerings are child resources: a PUT of the network keeps them.
-		out.VirtualNetworkPeerings = keptPeerings(cur)
-		out.AddressSpace = &armnetwork.AddressSpace{AddressPrefixes: toPtrs(space)}
-		var curSubnets []*armnetwork.Subnet
-		if cur != nil {
-			out.ResourceGUID = cur.Properties.ResourceGUID
-			curSubnets = cur.Properties.Subnets
-		}
-		seen := map[string]bool{}
-		for i, sn := range props.Subnets {
-			if sn == nil {
-				return errInvalidFormat("properties.subnets[%d] is null.", i)
-			}
-			name := str(sn.Name)
-			if !validName(name) {
-				return errInvalidName(name)
-			}
-			if seen[key(name)] {
-				return badRequest("DuplicateResourceName", "Virtual network %s has more than one subnet named %s.", t.name, name)
-			}
-			seen[key(name)] = true
-			ns, err := s.buildSubnet(tx, id, name, loc, sn.Properties, findSubnet(curSubnets, name), etag)
-			if err != nil {
-				return err
-			}
-			out.Subnets = append(out.Subnets, ns)
-		}
-		if err := checkSubnets(t.name, space, out.Subnets); err != nil {
-			return err
-		}
-		if err := checkSubnetsNotInUse(tx, rg.Sub, removedSubnets(curSubnets, out.Subnets)); err != nil {
-			return err
-		}
-		if cur != nil && succeeded(cur.Properties.ProvisioningState) {
-			same := &armnetwork.VirtualNetwork{
-				ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
-				Tags: tagsOf(in.Tags), ExtendedLocation: in.ExtendedLocation, Properties: &out,
-			}
-			if sameContent(row.Doc, same) {
-				resp = unchanged(json.RawMessage(row.Doc), row.Etag)
-				return nil
-			}
-		}
-		v := &armnetwork.VirtualNetwork{
-			ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
-			Tags: tagsOf(in.Tags), Etag: ptr(etag), ExtendedLocation: in.ExtendedLocation, Properties: &out,
-		}
-		resp, err = s.storeTopPut(tx, q, rg, row, fresh, id, loc, etag, v)
-		return err
-	})
-	return resp, err
+	v := &armnetwork.VirtualNetwork{
+		ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
+		Tags: tagsOf(in.Tags), ExtendedLocation: in.ExtendedLocation, Properties: &out,
+	}
+	if cur != nil && succeeded(cur.Properties.ProvisioningState) && sameContent(p.row.Doc, v) {
+		return unchanged(json.RawMessage(p.row.Doc), p.row.Etag), nil
+	}
+	v.Etag = ptr(etag)
+	return p.store(s, etag, v)
 }
 
 func toPtrs(ps []netip.Prefix) []*string {
@@ -446,172 +409,64 @@ func checkSubnets(vnet string, space []netip.Prefix, subnets []*armnetwork.Subne
 
 // --- subnets as child resources ---
 
+// vnetParent is the virtual network as the parent of its subnets and
+// peerings.
+var vnetParent = parentKind[*armnetwork.VirtualNetwork]{
+	typ: typeVirtualNetworks, armType: armTypeVirtualNetwork, decode: decodeVNet,
+	location:  func(v *armnetwork.VirtualNetwork) string { return str(v.Location) },
+	succeeded: func(v *armnetwork.VirtualNetwork) bool { return succeeded(v.Properties.ProvisioningState) },
+	updating: func(v *armnetwork.VirtualNetwork, etag string) {
+		v.Etag, v.Properties.ProvisioningState = ptr(etag), ptr(armnetwork.ProvisioningStateUpdating)
+	},
+}
+
+var subnetKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.Subnet]{
+	parent: &vnetParent, child: childSubnets,
+	items:   func(v *armnetwork.VirtualNetwork) *[]*armnetwork.Subnet { return &v.Properties.Subnets },
+	name:    func(sn *armnetwork.Subnet) string { return str(sn.Name) },
+	id:      func(sn *armnetwork.Subnet) string { return str(sn.ID) },
+	etag:    func(sn *armnetwork.Subnet) string { return str(sn.Etag) },
+	setEtag: func(sn *armnetwork.Subnet, etag string) { sn.Etag = ptr(etag) },
+	deleting: func(sn *armnetwork.Subnet) {
+		sn.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+	},
+}
+
+type subnetPut = childPut[armnetwork.Subnet, *armnetwork.VirtualNetwork, *armnetwork.Subnet]
+
 func (s *Server) listSubnets(ctx context.Context, q *request) (*response, error) {
-	var items []json.RawMessage
-	err := s.readTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, func(tx *txn, row *resourceRow) error {
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return err
-		}
-		for _, sn := range v.Properties.Subnets {
-			b, err := encode(sn)
-			if err != nil {
-				return err
-			}
-			items = append(items, b)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &response{status: http.StatusOK, body: s.pageChildren(q, items)}, nil
+	return listChildren(s, ctx, q, &subnetKind)
 }
 
 func (s *Server) getSubnet(ctx context.Context, q *request) (*response, error) {
-	var resp *response
-	tg := q.target()
-	err := s.readTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, func(tx *txn, row *resourceRow) error {
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return err
-		}
-		sn := findSubnet(v.Properties.Subnets, tg.childName)
-		if sn == nil {
-			return errChildNotFound(typeVirtualNetworks, tg.name, childSubnets, tg.childName, tg.rg)
-		}
-		resp = &response{status: http.StatusOK, body: sn, header: withEtag(str(sn.Etag))}
-		return nil
-	})
-	return resp, err
+	return getChild(s, ctx, q, &subnetKind)
 }
 
 func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
-	var in armnetwork.Subnet
-	if err := decodeModel(q.body, &in); err != nil {
-		return nil, err
-	}
-	tg := q.target()
-	if !validName(tg.childName) {
-		return nil, errInvalidName(tg.childName)
-	}
-	var resp *response
-	err := s.writeTop(ctx, q, typeVirtualNetworks, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
-		if row == nil {
-			return errResourceNotFound(armTypeVirtualNetwork, tg.name, tg.rg)
-		}
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return err
-		}
-		prev := findSubnet(v.Properties.Subnets, tg.childName)
-		subnetID := childID(row.ID, childSubnets, tg.childName)
-		var prevTag string
-		if prev != nil {
-			subnetID, prevTag = str(prev.ID), str(prev.Etag)
-		}
-		if err := checkPreconditions(q, subnetID, prev != nil, prevTag); err != nil {
-			return err
-		}
-		etag := newEtag()
-		ns, err := s.buildSubnet(tx, row.ID, tg.childName, str(v.Location), in.Properties, prev, etag)
-		if err != nil {
-			return err
-		}
-		if prev != nil && succeeded(v.Properties.ProvisioningState) && sameSubnet(prev, ns) {
-			resp = unchanged(prev, str(prev.Etag))
-			return nil
-		}
-		ns.Etag = ptr(etag)
-		subnets := make([]*armnetwork.Subnet, 0, len(v.Properties.Subnets)+1)
-		replaced := false
-		for _, sn := range v.Properties.Subnets {
-			if strings.EqualFold(str(sn.Name), tg.childName) {
-				subnets = append(subnets, ns)
-				replaced = true
-				continue
-			}
-			subnets = append(subnets, sn)
-		}
-		if !replaced {
-			subnets = append(subnets, ns)
-		}
-		var space []netip.Prefix
-		if v.Properties.AddressSpace != nil {
-			for _, p := range v.Properties.AddressSpace.AddressPrefixes {
-				if pf, err := netip.ParsePrefix(str(p)); err == nil {
-					space = append(space, pf)
+	return s.put(ctx, q, &subnetPut{
+		kind: &subnetKind, body: decodeModel,
+		build: func(p *subnetPut) (*armnetwork.Subnet, error) {
+			return s.buildSubnet(p.tx, p.row.ID, p.t.childName, str(p.parent.Location), p.in.Properties, p.prev, p.etag)
+		},
+		same: sameSubnet,
+		check: func(p *subnetPut, subnets []*armnetwork.Subnet) error {
+			var space []netip.Prefix
+			if as := p.parent.Properties.AddressSpace; as != nil {
+				for _, a := range as.AddressPrefixes {
+					if pf, err := netip.ParsePrefix(str(a)); err == nil {
+						space = append(space, pf)
+					}
 				}
 			}
-		}
-		if err := checkSubnets(str(v.Name), space, subnets); err != nil {
-			return err
-		}
-		prevDoc := row.Doc
-		v.Properties.Subnets = subnets
-		v.Etag = ptr(etag)
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-		doc, err := encode(v)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		resp, err = s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, str(v.Location), row.Key, row.ID, "", prevDoc), prev == nil, etag, ns)
-		return err
+			return checkSubnets(str(p.parent.Name), space, subnets)
+		},
 	})
-	return resp, err
 }
 
 func (s *Server) deleteSubnet(ctx context.Context, q *request) (*response, error) {
-	tg := q.target()
-	var resp *response
-	err := s.writeTop(ctx, q, typeVirtualNetworks, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
-		if row == nil {
-			return errResourceNotFound(armTypeVirtualNetwork, tg.name, tg.rg)
-		}
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return err
-		}
-		sn := findSubnet(v.Properties.Subnets, tg.childName)
-		var tag string
-		if sn != nil {
-			tag = str(sn.Etag)
-		}
-		if err := checkPreconditions(q, childID(row.ID, childSubnets, tg.childName), sn != nil, tag); err != nil {
-			return err
-		}
-		if sn == nil {
-			resp = &response{status: http.StatusNoContent}
-			return nil
-		}
-		if err := checkSubnetsNotInUse(tx, rg.Sub, []string{str(sn.ID)}); err != nil {
-			return err
-		}
-		prevDoc := row.Doc
-		etag := newEtag()
-		sn.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-		v.Etag = ptr(etag)
-		doc, err := encode(v)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
-			return err
-		}
-		o := s.newOp(opChildDelete, rg.Sub, str(v.Location), row.Key, row.ID, str(sn.Name), prevDoc)
-		if err := s.record(tx, o); err != nil {
-			return err
-		}
-		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
-		return nil
+	return deleteChild(s, ctx, q, &subnetKind, func(tx *txn, rg *rgRow, sn *armnetwork.Subnet) error {
+		return checkSubnetsNotInUse(tx, rg.Sub, []string{str(sn.ID)})
 	})
-	return resp, err
 }
 
 func succeeded(p *armnetwork.ProvisioningState) bool {

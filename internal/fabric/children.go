@@ -1,0 +1,194 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// Children kept inline in their parent's document — routes in a route
+// table, subnets and peerings in a virtual network, security rules in an
+// NSG — are read, listed and deleted by the handlers of this file, and
+// written by the PUT pipeline (put.go). A write of a child is a write of
+// its parent: a new etag and an operation on the parent.
+
+// parentKind is a top-level resource type whose document holds children.
+type parentKind[P any] struct {
+	typ, armType string // routeTables, Microsoft.Network/routeTables
+	decode       func(doc []byte) (P, error)
+	location     func(P) string
+	succeeded    func(P) bool // its provisioning state is Succeeded
+	// updating gives the parent etag and provisioning state Updating, as
+	// a write to one of its children does.
+	updating func(p P, etag string)
+}
+
+// load decodes the parent of a child request: 404 when it does not exist.
+func (k *parentKind[P]) load(row *resourceRow, t target) (P, error) {
+	if row == nil {
+		var zero P
+		return zero, errResourceNotFound(k.armType, t.name, t.rg)
+	}
+	return k.decode(row.Doc)
+}
+
+// store writes parent, changed by a write to one of its children, as the
+// document of row with etag (and provisioning state Updating).
+func (k *parentKind[P]) store(s *Server, tx *txn, row *resourceRow, parent P, etag string) error {
+	k.updating(parent, etag)
+	doc, err := encode(parent)
+	if err != nil {
+		return err
+	}
+	row.Doc, row.Etag = doc, etag
+	return s.storeRow(tx, row)
+}
+
+// childKind is one type of child of a P, as a C.
+type childKind[P, C any] struct {
+	parent *parentKind[P]
+	child  string // the path segment: routes, subnets, ...
+	// opPrefix comes before the child's name in the operation of its
+	// delete, for settleDoc to tell it from another kind of child.
+	opPrefix string
+	items    func(P) *[]C
+	name     func(C) string // "" for a nil child
+	id, etag func(C) string
+	setEtag  func(c C, etag string)
+	deleting func(C) // its provisioning state becomes Deleting
+	// view fills what a reader sees and the document does not keep
+	// (a peering's state); nil: nothing.
+	view func(tx *txn, parent P, c C) error
+}
+
+func (k *childKind[P, C]) find(parent P, name string) (C, bool) {
+	for _, c := range *k.items(parent) {
+		if strings.EqualFold(k.name(c), name) {
+			return c, true
+		}
+	}
+	var zero C
+	return zero, false
+}
+
+// replace puts c in place of the child called name, or appends it.
+func (k *childKind[P, C]) replace(children []C, name string, c C) []C {
+	out := make([]C, 0, len(children)+1)
+	replaced := false
+	for _, o := range children {
+		if strings.EqualFold(k.name(o), name) {
+			out, replaced = append(out, c), true
+			continue
+		}
+		out = append(out, o)
+	}
+	if !replaced {
+		out = append(out, c)
+	}
+	return out
+}
+
+// viewed is c as a reader sees it (view).
+func (k *childKind[P, C]) viewed(tx *txn, parent P, c C) error {
+	if k.view == nil {
+		return nil
+	}
+	return k.view(tx, parent, c)
+}
+
+// readParent reads the parent of a child GET (404 when it or its group is
+// missing) and hands fn the decoded document.
+func readParent[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C], fn func(tx *txn, parent P) error) error {
+	return s.readTop(ctx, q, k.parent.typ, k.parent.armType, func(tx *txn, row *resourceRow) error {
+		parent, err := k.parent.decode(row.Doc)
+		if err != nil {
+			return err
+		}
+		return fn(tx, parent)
+	})
+}
+
+// listChildren serves GET of a collection of children, a page at a time.
+func listChildren[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C]) (*response, error) {
+	var items []json.RawMessage
+	err := readParent(s, ctx, q, k, func(tx *txn, parent P) error {
+		for _, c := range *k.items(parent) {
+			if err := k.viewed(tx, parent, c); err != nil {
+				return err
+			}
+			b, err := encode(c)
+			if err != nil {
+				return err
+			}
+			items = append(items, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: s.pageChildren(q, items)}, nil
+}
+
+// getChild serves GET of one child: 404 ChildResourceNotFound when the
+// parent holds none of that name.
+func getChild[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C]) (*response, error) {
+	t := q.target()
+	var resp *response
+	err := readParent(s, ctx, q, k, func(tx *txn, parent P) error {
+		c, ok := k.find(parent, t.childName)
+		if !ok {
+			return errChildNotFound(k.parent.typ, t.name, k.child, t.childName, t.rg)
+		}
+		if err := k.viewed(tx, parent, c); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusOK, body: c, header: withEtag(k.etag(c))}
+		return nil
+	})
+	return resp, err
+}
+
+// deleteChild starts the deletion of a child: 404 without the parent, 204
+// when there is no such child, else 202 with the parent's operation, at
+// whose end the child is gone. check may refuse (nil: never).
+func deleteChild[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C], check func(tx *txn, rg *rgRow, c C) error) (*response, error) {
+	t := q.target()
+	var resp *response
+	err := s.writeTop(ctx, q, k.parent.typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		parent, err := k.parent.load(row, t)
+		if err != nil {
+			return err
+		}
+		c, ok := k.find(parent, t.childName)
+		etag := ""
+		if ok {
+			etag = k.etag(c)
+		}
+		if err := checkPreconditions(q, childID(row.ID, k.child, t.childName), ok, etag); err != nil {
+			return err
+		}
+		if !ok {
+			resp = &response{status: http.StatusNoContent}
+			return nil
+		}
+		if check != nil {
+			if err := check(tx, rg, c); err != nil {
+				return err
+			}
+		}
+		prevDoc := row.Doc
+		k.deleting(c)
+		if err := k.parent.store(s, tx, row, parent, newEtag()); err != nil {
+			return err
+		}
+		o := s.newOp(opChildDelete, rg.Sub, k.parent.location(parent), row.Key, row.ID, k.opPrefix+k.name(c), prevDoc)
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		return nil
+	})
+	return resp, err
+}

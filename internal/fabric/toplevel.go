@@ -1,0 +1,193 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// The handlers every top-level resource type shares: reads (readTop,
+// getTop), writes in one transaction (writeTop), DELETE (deleteTop) and
+// PATCH of the tags (patchTags). PUT is the pipeline of put.go.
+
+// readTop reads one top-level resource for a GET: 404 when it or its group
+// is missing. fn must not modify the row's Doc (it may be cached).
+func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, fn func(*txn, *resourceRow) error) error {
+	t := q.target()
+	return s.view(ctx, func(tx *txn) error {
+		rg, err := requireRG(tx, t.sub, t.rg, false)
+		if err != nil {
+			return err
+		}
+		row, err := tx.getResourceForRead(key(resourceID(rg.Sub, rg.Name, typ, t.name)))
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return errResourceNotFound(armType, t.name, t.rg)
+		}
+		return fn(tx, row)
+	})
+}
+
+// getTop serves GET of a top-level resource: the document render makes
+// of it, with its etag.
+func (s *Server) getTop(ctx context.Context, q *request, typ, armType string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
+	var resp *response
+	err := s.readTop(ctx, q, typ, armType, func(tx *txn, row *resourceRow) error {
+		body, err := render(tx, row)
+		resp = &response{status: http.StatusOK, body: body, header: withEtag(row.Etag)}
+		return err
+	})
+	return resp, err
+}
+
+// writeTop runs a write of a top-level resource (or of one of its
+// children) in one transaction: due operations settle first, the resource
+// group must exist and not be deleting, and no operation may be running on
+// the resource.
+func (s *Server) writeTop(ctx context.Context, q *request, typ string, fn func(tx *txn, rg *rgRow, row *resourceRow, fresh *resourceRow) error) error {
+	t := q.target()
+	return s.store.write(ctx, func(tx *txn) error {
+		if err := s.settleTx(tx); err != nil {
+			return err
+		}
+		rg, err := requireRG(tx, t.sub, t.rg, true)
+		if err != nil {
+			return err
+		}
+		fresh := newRow(rg, typ, t.name)
+		row, err := tx.getResource(fresh.Key)
+		if err != nil {
+			return err
+		}
+		if row != nil {
+			if err := s.checkRunning(tx, q, row.Key); err != nil {
+				return err
+			}
+		}
+		return fn(tx, rg, row, fresh)
+	})
+}
+
+// deleteTop starts the deletion of a top-level resource: 204 when it does
+// not exist, else 202 with the operation's URLs; check may refuse (nil:
+// never).
+func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check func(*txn, *resourceRow) error) (*response, error) {
+	var resp *response
+	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		if row == nil {
+			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
+				return err
+			}
+			resp = &response{status: http.StatusNoContent}
+			return nil
+		}
+		if err := checkPreconditions(q, row.ID, true, row.Etag); err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(tx, row); err != nil {
+				return err
+			}
+		}
+		loc, doc, err := markDeleting(row)
+		if err != nil {
+			return err
+		}
+		row.Doc = doc
+		if err := s.storeRow(tx, row); err != nil {
+			return err
+		}
+		o := s.newOp(opDelete, rg.Sub, loc, row.Key, row.ID, "", nil)
+		if err := s.record(tx, o); err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		return nil
+	})
+	return resp, err
+}
+
+// markDeleting sets a resource's provisioning state to Deleting and
+// returns its location.
+func markDeleting(row *resourceRow) (string, []byte, error) {
+	switch row.Type {
+	case typeRouteTables:
+		t, err := decodeTable(row.Doc)
+		if err != nil {
+			return "", nil, err
+		}
+		t.Properties.ProvisioningState = stateDeleting
+		doc, err := encode(t)
+		return t.Location, doc, err
+	case typeVirtualNetworks:
+		v, err := decodeVNet(row.Doc)
+		if err != nil {
+			return "", nil, err
+		}
+		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		doc, err := encode(v)
+		return str(v.Location), doc, err
+	}
+	return markSimpleDeleting(row)
+}
+
+// patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which
+// replaces the tags at once (no long-running operation).
+func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
+	var in struct {
+		Tags map[string]*string `json:"tags"`
+	}
+	if err := decodeObject(q.body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	var resp *response
+	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+		if row == nil {
+			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
+				return err
+			}
+			return errResourceNotFound(armType, q.target().name, q.target().rg)
+		}
+		if err := checkPreconditions(q, row.ID, true, row.Etag); err != nil {
+			return err
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(row.Doc, &m); err != nil {
+			return fmt.Errorf("decoding stored %s: %w", row.ID, err)
+		}
+		etag := newEtag()
+		tags, err := json.Marshal(tagsOf(in.Tags))
+		if err != nil {
+			return err
+		}
+		if in.Tags == nil {
+			delete(m, "tags")
+		} else {
+			m["tags"] = tags
+		}
+		m["etag"], _ = json.Marshal(etag)
+		doc, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		row.Doc, row.Etag = doc, etag
+		if err := s.storeRow(tx, row); err != nil {
+			return err
+		}
+		body, err := render(tx, row)
+		if err != nil {
+			return err
+		}
+		resp = &response{status: http.StatusOK, body: body, header: withEtag(etag)}
+		return nil
+	})
+	return resp, err
+}
