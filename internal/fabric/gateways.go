@@ -41,45 +41,6 @@ const (
 	gatewaySubnetName = "GatewaySubnet"
 )
 
-// gatewayTypes returns the handler of one of the resource types of this
-// file, nil for another type.
-func (s *Server) gatewayTypes(typ string) func(context.Context, *request, int) (*response, error) {
-	var crud map[string]handler
-	var list handler
-	switch {
-	case strings.EqualFold(typ, typeVNetGateways):
-		list = func(ctx context.Context, q *request) (*response, error) {
-			return s.listTop(ctx, q, typeVNetGateways, renderGateway)
-		}
-		crud = map[string]handler{"GET": s.getGateway, "PUT": s.putGateway, "DELETE": s.deleteGateway}
-	case strings.EqualFold(typ, typeLocalGateways):
-		list = func(ctx context.Context, q *request) (*response, error) {
-			return s.listTop(ctx, q, typeLocalGateways, renderPlain)
-		}
-		crud = map[string]handler{"GET": s.getLocalGateway, "PUT": s.putLocalGateway, "DELETE": s.deleteLocalGateway}
-	case strings.EqualFold(typ, typeConnections):
-		list = func(ctx context.Context, q *request) (*response, error) {
-			return s.listTop(ctx, q, typeConnections, renderConnection)
-		}
-		crud = map[string]handler{"GET": s.getConnection, "PUT": s.putConnection, "DELETE": s.deleteConnection}
-	default:
-		return nil
-	}
-	return func(ctx context.Context, q *request, n int) (*response, error) {
-		switch {
-		case n == 7:
-			return s.methods(q, map[string]handler{"GET": list})(ctx, q)
-		case n == 8:
-			return s.methods(q, crud)(ctx, q)
-		case n == 9 && strings.EqualFold(typ, typeVNetGateways) && strings.EqualFold(q.segs[8], actionLearnedRoutes):
-			return s.methods(q, map[string]handler{"POST": s.postLearnedRoutes})(ctx, q)
-		case n >= 9:
-			return nil, errResourceType(q, typ+"/"+q.segs[8])
-		}
-		return nil, errNoRoute(q)
-	}
-}
-
 func renderPlain(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
 // fabricKey is the top-level key of a gateway document under which the

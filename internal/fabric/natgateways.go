@@ -79,16 +79,6 @@ func markNatGatewayDeleting(row *resourceRow) (string, []byte, error) {
 	return g.Location, doc, err
 }
 
-func (s *Server) natGateways(ctx context.Context, q *request, n int) (*response, error) {
-	switch n {
-	case 7:
-		return s.methods(q, map[string]handler{"GET": s.listNatGateways})(ctx, q)
-	case 8:
-		return s.methods(q, map[string]handler{"GET": s.getNatGateway, "PUT": s.putNatGateway, "DELETE": s.deleteNatGateway})(ctx, q)
-	}
-	return nil, errResourceType(q, "natGateways/"+q.segs[8])
-}
-
 // renderNatGateway adds the subnets that use the gateway.
 func renderNatGateway(tx *txn, row *resourceRow) (json.RawMessage, error) {
 	g, err := decodeNatGateway(row.Doc)
@@ -131,10 +121,6 @@ func subnetsUsing(tx *txn, subKey, property, id string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func (s *Server) listNatGateways(ctx context.Context, q *request) (*response, error) {
-	return s.listTop(ctx, q, typeNatGateways, renderNatGateway)
 }
 
 func (s *Server) getNatGateway(ctx context.Context, q *request) (*response, error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -39,20 +38,6 @@ func decodeWatcher(doc []byte) (*armnetwork.Watcher, error) {
 		w.Properties = &armnetwork.WatcherPropertiesFormat{}
 	}
 	return &w, nil
-}
-
-func (s *Server) networkWatchers(ctx context.Context, q *request, n int) (*response, error) {
-	seg := q.segs
-	switch {
-	case n == 8:
-		return s.methods(q, map[string]handler{"GET": s.getWatcher, "PUT": s.putWatcher, "DELETE": s.deleteWatcher})(ctx, q)
-	case n == 9 && strings.EqualFold(seg[8], actionNextHop):
-		return s.methods(q, map[string]handler{"POST": s.postNextHop})(ctx, q)
-	}
-	if n >= 9 {
-		return nil, errResourceType(q, "networkWatchers/"+seg[8])
-	}
-	return nil, errNoRoute(q)
 }
 
 func (s *Server) getWatcher(ctx context.Context, q *request) (*response, error) {

@@ -116,30 +116,8 @@ func markSimpleDeleting(row *resourceRow) (string, []byte, error) {
 	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
 }
 
-func renderNIC(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
-
-func (s *Server) networkInterfaces(ctx context.Context, q *request, n int) (*response, error) {
-	seg := q.segs
-	switch {
-	case n == 7:
-		return s.methods(q, map[string]handler{"GET": s.listNICs})(ctx, q)
-	case n == 8:
-		return s.methods(q, map[string]handler{"GET": s.getNIC, "PUT": s.putNIC, "DELETE": s.deleteNIC})(ctx, q)
-	case n == 9 && strings.EqualFold(seg[8], "effectiveRouteTable"):
-		return s.methods(q, map[string]handler{"POST": s.postEffectiveRouteTable})(ctx, q)
-	}
-	if n >= 9 {
-		return nil, errResourceType(q, "networkInterfaces/"+seg[8])
-	}
-	return nil, errNoRoute(q)
-}
-
-func (s *Server) listNICs(ctx context.Context, q *request) (*response, error) {
-	return s.listTop(ctx, q, typeNetworkInterfaces, renderNIC)
-}
-
 func (s *Server) getNIC(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, renderNIC)
+	return s.getTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, renderPlain)
 }
 
 func (s *Server) deleteNIC(ctx context.Context, q *request) (*response, error) {

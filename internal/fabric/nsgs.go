@@ -152,34 +152,6 @@ func parseNSGID(id string) (sub, rg, name string, ok bool) {
 	return segs[1], segs[3], segs[7], true
 }
 
-func (s *Server) networkSecurityGroups(ctx context.Context, q *request, n int) (*response, error) {
-	seg := q.segs
-	switch {
-	case n == 7:
-		return s.methods(q, map[string]handler{"GET": s.listNSGs})(ctx, q)
-	case n == 8:
-		return s.methods(q, map[string]handler{
-			"GET": s.getNSG, "PUT": s.putNSG, "PATCH": s.patchNSG, "DELETE": s.deleteNSG,
-		})(ctx, q)
-	case n == 9 && strings.EqualFold(seg[8], childSecurityRules):
-		return s.methods(q, map[string]handler{"GET": s.listSecurityRules})(ctx, q)
-	case n == 10 && strings.EqualFold(seg[8], childSecurityRules):
-		return s.methods(q, map[string]handler{"GET": s.getSecurityRule, "PUT": s.putSecurityRule, "DELETE": s.deleteSecurityRule})(ctx, q)
-	case n == 9 && strings.EqualFold(seg[8], childDefaultSecurityRules):
-		return s.methods(q, map[string]handler{"GET": s.listDefaultSecurityRules})(ctx, q)
-	case n == 10 && strings.EqualFold(seg[8], childDefaultSecurityRules):
-		return s.methods(q, map[string]handler{"GET": s.getDefaultSecurityRule})(ctx, q)
-	}
-	if n >= 9 {
-		return nil, errResourceType(q, typeNetworkSecurityGroups+"/"+seg[8])
-	}
-	return nil, errNoRoute(q)
-}
-
-func (s *Server) listNSGs(ctx context.Context, q *request) (*response, error) {
-	return s.listTop(ctx, q, typeNetworkSecurityGroups, renderNSG)
-}
-
 func (s *Server) getNSG(ctx context.Context, q *request) (*response, error) {
 	return s.getTop(ctx, q, typeNetworkSecurityGroups, armTypeNSG, renderNSG)
 }

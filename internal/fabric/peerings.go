@@ -27,13 +27,6 @@ const (
 	peeringChildPfx = childPeerings + "/" // the child name of a peering delete
 )
 
-func (s *Server) peerings(ctx context.Context, q *request, n int) (*response, error) {
-	if n == 9 {
-		return s.methods(q, map[string]handler{"GET": s.listPeerings})(ctx, q)
-	}
-	return s.methods(q, map[string]handler{"GET": s.getPeering, "PUT": s.putPeering, "DELETE": s.deletePeering})(ctx, q)
-}
-
 var peeringKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.VirtualNetworkPeering]{
 	parent: &vnetParent, child: childPeerings, opPrefix: peeringChildPfx,
 	items: func(v *armnetwork.VirtualNetwork) *[]*armnetwork.VirtualNetworkPeering {

@@ -32,10 +32,6 @@ func tableWithSubnets(tx *txn, tableKey string, doc []byte) ([]byte, error) {
 // carries its subnets list (kept by storeRow), so a GET is a copy.
 func renderTable(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
-func (s *Server) listRouteTables(ctx context.Context, q *request) (*response, error) {
-	return s.listTop(ctx, q, typeRouteTables, renderTable)
-}
-
 func (s *Server) getRouteTable(ctx context.Context, q *request) (*response, error) {
 	resp, err := s.getTop(ctx, q, typeRouteTables, armTypeRouteTable, renderTable)
 	if err != nil {

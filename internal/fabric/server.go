@@ -67,6 +67,8 @@ type Server struct {
 	intrLeft int // IntruderNextGets still to apply
 
 	authz authzCache // the authorization state (authz_store.go); has its own lock
+
+	types map[string]*resourceType // the Microsoft.Network types served (types.go)
 }
 
 // New returns a Server over store.
@@ -97,6 +99,7 @@ func New(store *Store, opts Options) *Server {
 		seed = rand.Uint64()
 	}
 	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	s.types = s.resourceTypes()
 	s.SetFaults(opts.Faults)
 	return s
 }
@@ -383,17 +386,10 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 		if !is(3, networkNamespace) {
 			return nil, errNamespace(q, seg[3])
 		}
+		if t, ok := lookupFold(s.types, seg[4]); ok && n == 5 && t.inSubscription {
+			return s.methods(q, map[string]handler{"GET": t.list})(ctx, q)
+		}
 		switch {
-		case n == 5 && is(4, typeRouteTables):
-			return s.methods(q, map[string]handler{"GET": s.listRouteTables})(ctx, q)
-		case n == 5 && is(4, typeVirtualNetworks):
-			return s.methods(q, map[string]handler{"GET": s.listVirtualNetworks})(ctx, q)
-		case n == 5 && is(4, typeNetworkInterfaces):
-			return s.methods(q, map[string]handler{"GET": s.listNICs})(ctx, q)
-		case n == 5 && is(4, typeNetworkSecurityGroups):
-			return s.methods(q, map[string]handler{"GET": s.listNSGs})(ctx, q)
-		case n == 5 && is(4, typeNatGateways):
-			return s.methods(q, map[string]handler{"GET": s.listNatGateways})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operations"):
 			return s.methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operationResults"):
@@ -413,66 +409,10 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 		if seg[1] == "" || seg[3] == "" {
 			return nil, errNoRoute(q)
 		}
-		switch {
-		case is(6, typeRouteTables):
-			return s.routeTables(ctx, q, n)
-		case is(6, typeVirtualNetworks):
-			return s.virtualNetworks(ctx, q, n)
-		case is(6, typeNetworkInterfaces):
-			return s.networkInterfaces(ctx, q, n)
-		case is(6, typeNetworkWatchers):
-			return s.networkWatchers(ctx, q, n)
-		case is(6, typeNetworkSecurityGroups):
-			return s.networkSecurityGroups(ctx, q, n)
-		case is(6, typeNatGateways):
-			return s.natGateways(ctx, q, n)
-		}
-		if h := s.gatewayTypes(seg[6]); h != nil { // gateways.go
-			return h(ctx, q, n)
+		if t, ok := lookupFold(s.types, seg[6]); ok {
+			return s.serveType(ctx, q, t, n) // types.go
 		}
 		return nil, errResourceType(q, seg[6])
-	}
-	return nil, errNoRoute(q)
-}
-
-func (s *Server) routeTables(ctx context.Context, q *request, n int) (*response, error) {
-	seg := q.segs
-	switch {
-	case n == 7:
-		return s.methods(q, map[string]handler{"GET": s.listRouteTables})(ctx, q)
-	case n == 8:
-		return s.methods(q, map[string]handler{
-			"GET": s.getRouteTable, "PUT": s.putRouteTable, "PATCH": s.patchRouteTable, "DELETE": s.deleteRouteTable,
-		})(ctx, q)
-	case n == 9 && strings.EqualFold(seg[8], childRoutes):
-		return s.methods(q, map[string]handler{"GET": s.listRoutes})(ctx, q)
-	case n == 10 && strings.EqualFold(seg[8], childRoutes):
-		return s.methods(q, map[string]handler{"GET": s.getRoute, "PUT": s.putRoute, "DELETE": s.deleteRoute})(ctx, q)
-	}
-	if n >= 9 {
-		return nil, errResourceType(q, "routeTables/"+seg[8])
-	}
-	return nil, errNoRoute(q)
-}
-
-func (s *Server) virtualNetworks(ctx context.Context, q *request, n int) (*response, error) {
-	seg := q.segs
-	switch {
-	case n == 7:
-		return s.methods(q, map[string]handler{"GET": s.listVirtualNetworks})(ctx, q)
-	case n == 8:
-		return s.methods(q, map[string]handler{
-			"GET": s.getVirtualNetwork, "PUT": s.putVirtualNetwork, "PATCH": s.patchVirtualNetwork, "DELETE": s.deleteVirtualNetwork,
-		})(ctx, q)
-	case n == 9 && strings.EqualFold(seg[8], childSubnets):
-		return s.methods(q, map[string]handler{"GET": s.listSubnets})(ctx, q)
-	case n == 10 && strings.EqualFold(seg[8], childSubnets):
-		return s.methods(q, map[string]handler{"GET": s.getSubnet, "PUT": s.putSubnet, "DELETE": s.deleteSubnet})(ctx, q)
-	case (n == 9 || n == 10) && strings.EqualFold(seg[8], childPeerings):
-		return s.peerings(ctx, q, n)
-	}
-	if n >= 9 {
-		return nil, errResourceType(q, "virtualNetworks/"+seg[8])
 	}
 	return nil, errNoRoute(q)
 }

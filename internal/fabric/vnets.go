@@ -69,10 +69,6 @@ func vnetAssociations(tx *txn, vnetKey string, v *armnetwork.VirtualNetwork) ([]
 	return out, nil
 }
 
-func (s *Server) listVirtualNetworks(ctx context.Context, q *request) (*response, error) {
-	return s.listTop(ctx, q, typeVirtualNetworks, renderVNet)
-}
-
 func (s *Server) getVirtualNetwork(ctx context.Context, q *request) (*response, error) {
 	return s.getTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, renderVNet)
 }
