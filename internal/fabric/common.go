@@ -62,7 +62,7 @@ type listPage struct {
 // listTop lists top-level resources of a type, in a group (rg != "") or
 // the whole subscription, one page at a time; the skip token is the sort
 // key of the last item served.
-func (s *Server) listTop(ctx context.Context, q *request, typ string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
+func (s *Server) listTop(ctx context.Context, q *request, typ string, render renderFunc) (*response, error) {
 	sub := q.segs[1]
 	rgKey := ""
 	page := listPage{Value: []json.RawMessage{}}

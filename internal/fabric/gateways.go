@@ -170,70 +170,63 @@ func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) err
 	return nil
 }
 
-func (s *Server) getGateway(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeVNetGateways, armTypeVNetGateway, renderGateway)
-}
-
-func (s *Server) deleteGateway(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeVNetGateways, func(tx *txn, row *resourceRow) error {
-		conns, err := connectionsOf(tx, row.ID)
-		if err != nil {
-			return err
-		}
-		if len(conns) > 0 {
-			return badRequest("InUseVirtualNetworkGatewayCannotBeDeleted",
-				"Virtual network gateway %s cannot be deleted because it is in use by connection %s.", row.ID, str(conns[0].ID))
-		}
-		return nil
-	})
+// checkGatewayNotConnected refuses to delete a gateway a connection uses.
+func checkGatewayNotConnected(tx *txn, row *resourceRow) error {
+	conns, err := connectionsOf(tx, row.ID)
+	if err != nil {
+		return err
+	}
+	if len(conns) > 0 {
+		return badRequest("InUseVirtualNetworkGatewayCannotBeDeleted",
+			"Virtual network gateway %s cannot be deleted because it is in use by connection %s.", row.ID, str(conns[0].ID))
+	}
+	return nil
 }
 
 var gatewayKind = topKind[armnetwork.VirtualNetworkGateway, *gatewayDoc]{
-	typ: typeVNetGateways, body: decodeModel, stored: decodeGateway,
+	typ: typeVNetGateways, armType: armTypeVNetGateway, render: renderGateway, body: decodeModel, stored: decodeGateway,
 	meta:  func(g *armnetwork.VirtualNetworkGateway) (*string, map[string]*string) { return g.Location, g.Tags },
 	where: func(d *gatewayDoc) string { return str(d.gw.Location) },
 }
 
 type gatewayPut = topPut[armnetwork.VirtualNetworkGateway, *gatewayDoc]
 
-// putGateway creates or updates a virtual network gateway. Azure's checks
-// kept here: gatewayType Vpn or ExpressRoute; IP configurations in a
-// subnet named GatewaySubnet of a network in the gateway's location; one
+// buildGateway makes the virtual network gateway a PUT stores. Azure's
+// checks kept here: gatewayType Vpn or ExpressRoute; IP configurations in
+// a subnet named GatewaySubnet of a network in the gateway's location; one
 // gateway of each type per network; none in a network whose peering uses
 // a remote gateway.
-func (s *Server) putGateway(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &gatewayPut{kind: &gatewayKind, build: func(p *gatewayPut) (*response, error) {
-		out, vnetID, err := buildGateway(p.tx, p.id, p.loc, p.in.Properties, p.cur)
-		if err != nil {
-			return nil, err
+func (s *Server) buildGateway(p *gatewayPut) (*response, error) {
+	out, vnetID, err := gatewayProperties(p.tx, p.id, p.loc, p.in.Properties, p.cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkGatewayVNet(p.tx, p.id, vnetID, *out.GatewayType); err != nil {
+		return nil, err
+	}
+	d := &gatewayDoc{gw: &armnetwork.VirtualNetworkGateway{
+		ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeVNetGateway), Location: ptr(p.loc),
+		Tags: tagsOf(p.in.Tags), Etag: ptr(newEtag()), Properties: out,
+	}}
+	if p.cur != nil {
+		d.bgp = p.cur.bgp // the on-premises side's advertisement is not the client's to change
+	}
+	doc, err := encodeGateway(d)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.store(s, str(d.gw.Etag), json.RawMessage(doc))
+	if err == nil {
+		if body, rerr := renderGateway(p.tx, &resourceRow{Doc: doc}); rerr == nil {
+			resp.body = body
 		}
-		if err := checkGatewayVNet(p.tx, p.id, vnetID, *out.GatewayType); err != nil {
-			return nil, err
-		}
-		d := &gatewayDoc{gw: &armnetwork.VirtualNetworkGateway{
-			ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeVNetGateway), Location: ptr(p.loc),
-			Tags: tagsOf(p.in.Tags), Etag: ptr(newEtag()), Properties: out,
-		}}
-		if p.cur != nil {
-			d.bgp = p.cur.bgp // the on-premises side's advertisement is not the client's to change
-		}
-		doc, err := encodeGateway(d)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := p.store(s, str(d.gw.Etag), json.RawMessage(doc))
-		if err == nil {
-			if body, rerr := renderGateway(p.tx, &resourceRow{Doc: doc}); rerr == nil {
-				resp.body = body
-			}
-		}
-		return resp, err
-	}})
+	}
+	return resp, err
 }
 
-// buildGateway checks a gateway's properties and returns them as stored,
+// gatewayProperties checks a gateway's properties and returns them as stored,
 // with the ID of the network it is in.
-func buildGateway(tx *txn, id, loc string, in *armnetwork.VirtualNetworkGatewayPropertiesFormat, cur *gatewayDoc) (*armnetwork.VirtualNetworkGatewayPropertiesFormat, string, error) {
+func gatewayProperties(tx *txn, id, loc string, in *armnetwork.VirtualNetworkGatewayPropertiesFormat, cur *gatewayDoc) (*armnetwork.VirtualNetworkGatewayPropertiesFormat, string, error) {
 	if in == nil {
 		return nil, "", errInvalidFormat("Virtual network gateway %s has no properties.", id)
 	}

@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -123,22 +122,17 @@ func subnetsUsing(tx *txn, subKey, property, id string) ([]string, error) {
 	return out, nil
 }
 
-func (s *Server) getNatGateway(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeNatGateways, armTypeNatGateway, renderNatGateway)
-}
-
-func (s *Server) deleteNatGateway(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeNatGateways, func(tx *txn, row *resourceRow) error {
-		subnets, err := subnetsUsing(tx, row.SubKey, "natGateway", row.ID)
-		if err != nil {
-			return err
-		}
-		if len(subnets) > 0 {
-			return badRequest("InUseNatGatewayCannotBeDeleted",
-				"NAT gateway %s is in use by subnet(s) %s and cannot be deleted. Remove the NAT gateway from the subnet(s) first.", row.ID, strings.Join(subnets, ", "))
-		}
-		return nil
-	})
+// checkNatGatewayNotInUse refuses to delete a NAT gateway a subnet uses.
+func checkNatGatewayNotInUse(tx *txn, row *resourceRow) error {
+	subnets, err := subnetsUsing(tx, row.SubKey, "natGateway", row.ID)
+	if err != nil {
+		return err
+	}
+	if len(subnets) > 0 {
+		return badRequest("InUseNatGatewayCannotBeDeleted",
+			"NAT gateway %s is in use by subnet(s) %s and cannot be deleted. Remove the NAT gateway from the subnet(s) first.", row.ID, strings.Join(subnets, ", "))
+	}
+	return nil
 }
 
 // natGatewayIn is a NAT gateway as a client sends it.
@@ -155,16 +149,12 @@ type natGatewayIn struct {
 }
 
 var natGatewayKind = topKind[natGatewayIn, *natGatewayDoc]{
-	typ: typeNatGateways, body: decodeObject, stored: decodeNatGateway,
+	typ: typeNatGateways, armType: armTypeNatGateway, render: renderNatGateway, body: decodeObject, stored: decodeNatGateway,
 	meta:  func(in *natGatewayIn) (*string, map[string]*string) { return in.Location, in.Tags },
 	where: func(g *natGatewayDoc) string { return g.Location },
 }
 
 type natGatewayPut = topPut[natGatewayIn, *natGatewayDoc]
-
-func (s *Server) putNatGateway(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &natGatewayPut{kind: &natGatewayKind, build: s.buildNatGateway})
-}
 
 // buildNatGateway makes the NAT gateway a PUT stores, with Azure's
 // defaults (sku Standard, idle timeout 4 minutes).

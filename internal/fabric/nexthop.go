@@ -40,43 +40,33 @@ func decodeWatcher(doc []byte) (*armnetwork.Watcher, error) {
 	return &w, nil
 }
 
-func (s *Server) getWatcher(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeNetworkWatchers, armTypeWatcher, renderPlain)
-}
-
-func (s *Server) deleteWatcher(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeNetworkWatchers, nil)
-}
-
-var watcherKind = modelKind(typeNetworkWatchers, decodeWatcher,
+var watcherKind = modelKind(typeNetworkWatchers, armTypeWatcher, decodeWatcher, renderPlain,
 	func(w *armnetwork.Watcher) (*string, map[string]*string) { return w.Location, w.Tags })
 
 type watcherPut = topPut[armnetwork.Watcher, *armnetwork.Watcher]
 
-// putWatcher creates or updates a network watcher. It is synchronous in
+// buildWatcher stores the network watcher of a PUT. It is synchronous in
 // Azure (WatchersClient.CreateOrUpdate is not a poller).
-func (s *Server) putWatcher(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &watcherPut{kind: &watcherKind, build: func(p *watcherPut) (*response, error) {
-		etag := newEtag()
-		w := &armnetwork.Watcher{
-			ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeWatcher), Location: ptr(p.loc), Tags: tagsOf(p.in.Tags), Etag: ptr(etag),
-			Properties: &armnetwork.WatcherPropertiesFormat{ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded)},
-		}
-		doc, err := encode(w)
-		if err != nil {
-			return nil, err
-		}
-		row := p.stored()
-		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(p.tx, row); err != nil {
-			return nil, err
-		}
-		status := http.StatusOK
-		if !p.exists() {
-			status = http.StatusCreated
-		}
-		return &response{status: status, body: json.RawMessage(doc), header: withEtag(etag)}, nil
-	}})
+func (s *Server) buildWatcher(p *watcherPut) (*response, error) {
+	etag := newEtag()
+	w := &armnetwork.Watcher{
+		ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeWatcher), Location: ptr(p.loc), Tags: tagsOf(p.in.Tags), Etag: ptr(etag),
+		Properties: &armnetwork.WatcherPropertiesFormat{ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded)},
+	}
+	doc, err := encode(w)
+	if err != nil {
+		return nil, err
+	}
+	row := p.stored()
+	row.Doc, row.Etag = doc, etag
+	if err := s.storeRow(p.tx, row); err != nil {
+		return nil, err
+	}
+	status := http.StatusOK
+	if !p.exists() {
+		status = http.StatusCreated
+	}
+	return &response{status: status, body: json.RawMessage(doc), header: withEtag(etag)}, nil
 }
 
 // startAction records the long-running operation of a POST whose answer

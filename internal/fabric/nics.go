@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -116,22 +115,10 @@ func markSimpleDeleting(row *resourceRow) (string, []byte, error) {
 	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
 }
 
-func (s *Server) getNIC(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, renderPlain)
-}
-
-func (s *Server) deleteNIC(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeNetworkInterfaces, nil)
-}
-
-var nicKind = modelKind(typeNetworkInterfaces, decodeNIC,
+var nicKind = modelKind(typeNetworkInterfaces, armTypeNetworkIface, decodeNIC, renderPlain,
 	func(n *armnetwork.Interface) (*string, map[string]*string) { return n.Location, n.Tags })
 
 type nicPut = topPut[armnetwork.Interface, *armnetwork.Interface]
-
-func (s *Server) putNIC(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &nicPut{kind: &nicKind, build: s.buildNIC})
-}
 
 // buildNIC makes the network interface a PUT stores: its IP
 // configurations, each in an existing subnet, one of them primary.

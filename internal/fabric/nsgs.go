@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -152,37 +151,24 @@ func parseNSGID(id string) (sub, rg, name string, ok bool) {
 	return segs[1], segs[3], segs[7], true
 }
 
-func (s *Server) getNSG(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeNetworkSecurityGroups, armTypeNSG, renderNSG)
+// checkNSGNotInUse refuses to delete an NSG a subnet uses.
+func checkNSGNotInUse(tx *txn, row *resourceRow) error {
+	subnets, err := subnetsUsingNSG(tx, row.SubKey, row.Key)
+	if err != nil {
+		return err
+	}
+	if len(subnets) > 0 {
+		return badRequest("InUseNetworkSecurityGroupCannotBeDeleted",
+			"Network security group %s cannot be deleted because it is in use by the following resources: %s. In order to delete the Network security group, remove the association with the resource(s).",
+			row.ID, strings.Join(subnets, ", "))
+	}
+	return nil
 }
 
-func (s *Server) patchNSG(ctx context.Context, q *request) (*response, error) {
-	return s.patchTags(ctx, q, typeNetworkSecurityGroups, armTypeNSG, renderNSG)
-}
-
-func (s *Server) deleteNSG(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeNetworkSecurityGroups, func(tx *txn, row *resourceRow) error {
-		subnets, err := subnetsUsingNSG(tx, row.SubKey, row.Key)
-		if err != nil {
-			return err
-		}
-		if len(subnets) > 0 {
-			return badRequest("InUseNetworkSecurityGroupCannotBeDeleted",
-				"Network security group %s cannot be deleted because it is in use by the following resources: %s. In order to delete the Network security group, remove the association with the resource(s).",
-				row.ID, strings.Join(subnets, ", "))
-		}
-		return nil
-	})
-}
-
-var nsgKind = modelKind(typeNetworkSecurityGroups, decodeNSG,
+var nsgKind = modelKind(typeNetworkSecurityGroups, armTypeNSG, decodeNSG, renderNSG,
 	func(g *armnetwork.SecurityGroup) (*string, map[string]*string) { return g.Location, g.Tags })
 
 type nsgPut = topPut[armnetwork.SecurityGroup, *armnetwork.SecurityGroup]
-
-func (s *Server) putNSG(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &nsgPut{kind: &nsgKind, build: s.buildNSG})
-}
 
 // buildNSG makes the NSG a PUT stores: its inline rules, and the default
 // rules it got when it was created.

@@ -72,7 +72,9 @@ func (s *Server) put(ctx context.Context, q *request, p putter) (*response, erro
 // topKind is how the PUT pipeline reads a top-level resource type: the
 // body as In, the stored document as Cur.
 type topKind[In, Cur any] struct {
-	typ string // the path type: routeTables, virtualNetworks, ...
+	typ, armType string // the path type and the ARM type: routeTables, Microsoft.Network/routeTables
+	// render is a stored resource as a GET answers it.
+	render renderFunc
 	// body decodes a request body: decodeObject, or decodeModel for an
 	// SDK model (whose decoder needs the property names folded).
 	body func(body []byte, v any) error
@@ -85,8 +87,8 @@ type topKind[In, Cur any] struct {
 
 // modelKind is the topKind of a type kept in its SDK model T, the same for
 // the body and the stored document.
-func modelKind[T any](typ string, stored func(doc []byte) (*T, error), meta func(*T) (*string, map[string]*string)) topKind[T, *T] {
-	return topKind[T, *T]{typ: typ, body: decodeModel, stored: stored, meta: meta, where: func(cur *T) string {
+func modelKind[T any](typ, armType string, stored func(doc []byte) (*T, error), render renderFunc, meta func(*T) (*string, map[string]*string)) topKind[T, *T] {
+	return topKind[T, *T]{typ: typ, armType: armType, render: render, body: decodeModel, stored: stored, meta: meta, where: func(cur *T) string {
 		loc, _ := meta(cur)
 		return str(loc)
 	}}

@@ -48,16 +48,12 @@ func (s *Server) getRouteTable(ctx context.Context, q *request) (*response, erro
 // documents (tabledoc.go), which encoding/json decodes without regard to
 // the case of property names.
 var tableKind = topKind[tableIn, *tableDoc]{
-	typ: typeRouteTables, body: decodeObject, stored: decodeTable,
+	typ: typeRouteTables, armType: armTypeRouteTable, render: renderTable, body: decodeObject, stored: decodeTable,
 	meta:  func(in *tableIn) (*string, map[string]*string) { return in.Location, in.Tags },
 	where: func(t *tableDoc) string { return t.Location },
 }
 
 type tablePut = topPut[tableIn, *tableDoc]
-
-func (s *Server) putRouteTable(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &tablePut{kind: &tableKind, build: s.buildTable})
-}
 
 // buildTable makes the route table a PUT stores, with its inline routes.
 func (s *Server) buildTable(p *tablePut) (*response, error) {
@@ -226,21 +222,16 @@ func errTableInUse(tableID string, subnets []string) *apiError {
 		tableID, strings.Join(subnets, ", "))
 }
 
-func (s *Server) deleteRouteTable(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeRouteTables, func(tx *txn, row *resourceRow) error {
-		subnets, err := tx.subnetsOf(row.Key)
-		if err != nil {
-			return err
-		}
-		if len(subnets) > 0 {
-			return errTableInUse(row.ID, subnets)
-		}
-		return nil
-	})
-}
-
-func (s *Server) patchRouteTable(ctx context.Context, q *request) (*response, error) {
-	return s.patchTags(ctx, q, typeRouteTables, armTypeRouteTable, renderTable)
+// checkTableNotInUse refuses to delete a route table a subnet uses.
+func checkTableNotInUse(tx *txn, row *resourceRow) error {
+	subnets, err := tx.subnetsOf(row.Key)
+	if err != nil {
+		return err
+	}
+	if len(subnets) > 0 {
+		return errTableInUse(row.ID, subnets)
+	}
+	return nil
 }
 
 // --- routes as child resources ---

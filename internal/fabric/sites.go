@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -37,36 +36,28 @@ func decodeConnection(doc []byte) (*armnetwork.VirtualNetworkGatewayConnection, 
 	return &c, nil
 }
 
-func (s *Server) getLocalGateway(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeLocalGateways, armTypeLocalGateway, renderPlain)
+// checkLocalGatewayNotConnected refuses to delete a local network gateway
+// a connection uses.
+func checkLocalGatewayNotConnected(tx *txn, row *resourceRow) error {
+	conns, err := connectionsOf(tx, row.ID)
+	if err != nil {
+		return err
+	}
+	if len(conns) > 0 {
+		return badRequest("InUseLocalNetworkGatewayCannotBeDeleted",
+			"Local network gateway %s cannot be deleted because it is in use by connection %s.", row.ID, str(conns[0].ID))
+	}
+	return nil
 }
 
-func (s *Server) deleteLocalGateway(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeLocalGateways, func(tx *txn, row *resourceRow) error {
-		conns, err := connectionsOf(tx, row.ID)
-		if err != nil {
-			return err
-		}
-		if len(conns) > 0 {
-			return badRequest("InUseLocalNetworkGatewayCannotBeDeleted",
-				"Local network gateway %s cannot be deleted because it is in use by connection %s.", row.ID, str(conns[0].ID))
-		}
-		return nil
-	})
-}
-
-var localGatewayKind = modelKind(typeLocalGateways, decodeLocalGateway,
+var localGatewayKind = modelKind(typeLocalGateways, armTypeLocalGateway, decodeLocalGateway, renderPlain,
 	func(l *armnetwork.LocalNetworkGateway) (*string, map[string]*string) { return l.Location, l.Tags })
 
 type localGatewayPut = topPut[armnetwork.LocalNetworkGateway, *armnetwork.LocalNetworkGateway]
 
-// putLocalGateway creates or updates an on-premises site: its address
+// buildLocalGateway makes the on-premises site a PUT stores: its address
 // prefixes (valid CIDRs) and its address (gatewayIpAddress or fqdn, one
 // is required).
-func (s *Server) putLocalGateway(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &localGatewayPut{kind: &localGatewayKind, build: s.buildLocalGateway})
-}
-
 func (s *Server) buildLocalGateway(p *localGatewayPut) (*response, error) {
 	id := p.id
 	if p.in.Properties == nil {
@@ -197,42 +188,32 @@ func renderConnection(tx *txn, row *resourceRow) (json.RawMessage, error) {
 	return encode(c)
 }
 
-func (s *Server) getConnection(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeConnections, armTypeConnection, renderConnection)
-}
-
-func (s *Server) deleteConnection(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeConnections, nil)
-}
-
-var connectionKind = modelKind(typeConnections, decodeConnection, func(c *armnetwork.VirtualNetworkGatewayConnection) (*string, map[string]*string) {
+var connectionKind = modelKind(typeConnections, armTypeConnection, decodeConnection, renderConnection, func(c *armnetwork.VirtualNetworkGatewayConnection) (*string, map[string]*string) {
 	return c.Location, c.Tags
 })
 
 type connectionPut = topPut[armnetwork.VirtualNetworkGatewayConnection, *armnetwork.VirtualNetworkGatewayConnection]
 
-// putConnection creates or updates a connection: IPsec between a VPN
+// buildConnection makes the connection a PUT stores: IPsec between a VPN
 // gateway and a local network gateway, Vnet2Vnet between two gateways, or
 // ExpressRoute between an ExpressRoute gateway and a circuit (peer.id;
 // circuits are not modelled, the ID is kept as sent). The shared key is
 // not stored (Azure does not return it on GET either).
-func (s *Server) putConnection(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &connectionPut{kind: &connectionKind, build: func(p *connectionPut) (*response, error) {
-		out, err := buildConnection(p.tx, p.id, p.in.Properties)
-		if err != nil {
-			return nil, err
-		}
-		if p.cur != nil {
-			out.ResourceGUID = p.cur.Properties.ResourceGUID
-		}
-		etag := newEtag()
-		c := &armnetwork.VirtualNetworkGatewayConnection{ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeConnection), Location: ptr(p.loc),
-			Tags: tagsOf(p.in.Tags), Etag: ptr(etag), Properties: out}
-		return p.store(s, etag, c)
-	}})
+func (s *Server) buildConnection(p *connectionPut) (*response, error) {
+	out, err := connectionProperties(p.tx, p.id, p.in.Properties)
+	if err != nil {
+		return nil, err
+	}
+	if p.cur != nil {
+		out.ResourceGUID = p.cur.Properties.ResourceGUID
+	}
+	etag := newEtag()
+	c := &armnetwork.VirtualNetworkGatewayConnection{ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeConnection), Location: ptr(p.loc),
+		Tags: tagsOf(p.in.Tags), Etag: ptr(etag), Properties: out}
+	return p.store(s, etag, c)
 }
 
-func buildConnection(tx *txn, id string, in *armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat) (*armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat, error) {
+func connectionProperties(tx *txn, id string, in *armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat) (*armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat, error) {
 	if in == nil || in.ConnectionType == nil {
 		return nil, badRequest("InvalidConnectionType", "Connection %s has no properties.connectionType; want IPsec, Vnet2Vnet or ExpressRoute.", id)
 	}

@@ -13,6 +13,9 @@ import (
 // getTop), writes in one transaction (writeTop), DELETE (deleteTop) and
 // PATCH of the tags (patchTags). PUT is the pipeline of put.go.
 
+// renderFunc is a stored top-level resource as a GET answers it.
+type renderFunc = func(*txn, *resourceRow) (json.RawMessage, error)
+
 // readTop reads one top-level resource for a GET: 404 when it or its group
 // is missing. fn must not modify the row's Doc (it may be cached).
 func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, fn func(*txn, *resourceRow) error) error {
@@ -35,7 +38,7 @@ func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, f
 
 // getTop serves GET of a top-level resource: the document render makes
 // of it, with its etag.
-func (s *Server) getTop(ctx context.Context, q *request, typ, armType string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
+func (s *Server) getTop(ctx context.Context, q *request, typ, armType string, render renderFunc) (*response, error) {
 	var resp *response
 	err := s.readTop(ctx, q, typ, armType, func(tx *txn, row *resourceRow) error {
 		body, err := render(tx, row)
@@ -138,7 +141,7 @@ func markDeleting(row *resourceRow) (string, []byte, error) {
 
 // patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which
 // replaces the tags at once (no long-running operation).
-func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string, render func(*txn, *resourceRow) (json.RawMessage, error)) (*response, error) {
+func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string, render renderFunc) (*response, error) {
 	var in struct {
 		Tags map[string]*string `json:"tags"`
 	}

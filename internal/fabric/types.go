@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 )
 
@@ -28,63 +27,106 @@ type childPaths struct {
 	item map[string]handler
 }
 
-// lister lists the resources of a type with listTop.
-func (s *Server) lister(typ string, render func(*txn, *resourceRow) (json.RawMessage, error)) handler {
-	return func(ctx context.Context, q *request) (*response, error) { return s.listTop(ctx, q, typ, render) }
+// The handlers of a top-level type of kind k.
+
+func (k *topKind[In, Cur]) handleList(s *Server) handler {
+	return func(ctx context.Context, q *request) (*response, error) { return s.listTop(ctx, q, k.typ, k.render) }
+}
+
+func (k *topKind[In, Cur]) handleGet(s *Server) handler {
+	return func(ctx context.Context, q *request) (*response, error) {
+		return s.getTop(ctx, q, k.typ, k.armType, k.render)
+	}
+}
+
+func (k *topKind[In, Cur]) handlePatch(s *Server) handler {
+	return func(ctx context.Context, q *request) (*response, error) {
+		return s.patchTags(ctx, q, k.typ, k.armType, k.render)
+	}
+}
+
+// handleDelete is DELETE; check may refuse it (nil: never).
+func (k *topKind[In, Cur]) handleDelete(s *Server, check func(*txn, *resourceRow) error) handler {
+	return func(ctx context.Context, q *request) (*response, error) { return s.deleteTop(ctx, q, k.typ, check) }
+}
+
+// handlePut is PUT through the pipeline, with build for the type's part.
+func (k *topKind[In, Cur]) handlePut(s *Server, build func(*topPut[In, Cur]) (*response, error)) handler {
+	return func(ctx context.Context, q *request) (*response, error) {
+		return s.put(ctx, q, &topPut[In, Cur]{kind: k, build: build})
+	}
 }
 
 // resourceTypes are the types the fabric serves, by name.
 func (s *Server) resourceTypes() map[string]*resourceType {
 	return map[string]*resourceType{
 		typeRouteTables: {
-			name: typeRouteTables, list: s.lister(typeRouteTables, renderTable), inSubscription: true,
-			item: map[string]handler{"GET": s.getRouteTable, "PUT": s.putRouteTable, "PATCH": s.patchRouteTable, "DELETE": s.deleteRouteTable},
+			name: typeRouteTables, list: tableKind.handleList(s), inSubscription: true,
+			item: map[string]handler{
+				"GET": s.getRouteTable, "PUT": tableKind.handlePut(s, s.buildTable),
+				"PATCH": tableKind.handlePatch(s), "DELETE": tableKind.handleDelete(s, checkTableNotInUse),
+			},
 			children: map[string]childPaths{
 				childRoutes: {s.listRoutes, map[string]handler{"GET": s.getRoute, "PUT": s.putRoute, "DELETE": s.deleteRoute}},
 			},
 		},
 		typeVirtualNetworks: {
-			name: typeVirtualNetworks, list: s.lister(typeVirtualNetworks, renderVNet), inSubscription: true,
-			item: map[string]handler{"GET": s.getVirtualNetwork, "PUT": s.putVirtualNetwork, "PATCH": s.patchVirtualNetwork, "DELETE": s.deleteVirtualNetwork},
+			name: typeVirtualNetworks, list: vnetKind.handleList(s), inSubscription: true,
+			item: map[string]handler{
+				"GET": vnetKind.handleGet(s), "PUT": vnetKind.handlePut(s, s.buildVNet),
+				"PATCH": vnetKind.handlePatch(s), "DELETE": vnetKind.handleDelete(s, checkVNetNotInUse),
+			},
 			children: map[string]childPaths{
 				childSubnets:  {s.listSubnets, map[string]handler{"GET": s.getSubnet, "PUT": s.putSubnet, "DELETE": s.deleteSubnet}},
 				childPeerings: {s.listPeerings, map[string]handler{"GET": s.getPeering, "PUT": s.putPeering, "DELETE": s.deletePeering}},
 			},
 		},
 		typeNetworkInterfaces: {
-			name: typeNetworkInterfaces, list: s.lister(typeNetworkInterfaces, renderPlain), inSubscription: true,
-			item:    map[string]handler{"GET": s.getNIC, "PUT": s.putNIC, "DELETE": s.deleteNIC},
+			name: typeNetworkInterfaces, list: nicKind.handleList(s), inSubscription: true,
+			item:    map[string]handler{"GET": nicKind.handleGet(s), "PUT": nicKind.handlePut(s, s.buildNIC), "DELETE": nicKind.handleDelete(s, nil)},
 			actions: map[string]handler{actionEffectiveRoutes: s.postEffectiveRouteTable},
 		},
 		typeNetworkSecurityGroups: {
-			name: typeNetworkSecurityGroups, list: s.lister(typeNetworkSecurityGroups, renderNSG), inSubscription: true,
-			item: map[string]handler{"GET": s.getNSG, "PUT": s.putNSG, "PATCH": s.patchNSG, "DELETE": s.deleteNSG},
+			name: typeNetworkSecurityGroups, list: nsgKind.handleList(s), inSubscription: true,
+			item: map[string]handler{
+				"GET": nsgKind.handleGet(s), "PUT": nsgKind.handlePut(s, s.buildNSG),
+				"PATCH": nsgKind.handlePatch(s), "DELETE": nsgKind.handleDelete(s, checkNSGNotInUse),
+			},
 			children: map[string]childPaths{
 				childSecurityRules:        {s.listSecurityRules, map[string]handler{"GET": s.getSecurityRule, "PUT": s.putSecurityRule, "DELETE": s.deleteSecurityRule}},
 				childDefaultSecurityRules: {s.listDefaultSecurityRules, map[string]handler{"GET": s.getDefaultSecurityRule}},
 			},
 		},
 		typeNatGateways: {
-			name: typeNatGateways, list: s.lister(typeNatGateways, renderNatGateway), inSubscription: true,
-			item: map[string]handler{"GET": s.getNatGateway, "PUT": s.putNatGateway, "DELETE": s.deleteNatGateway},
+			name: typeNatGateways, list: natGatewayKind.handleList(s), inSubscription: true,
+			item: map[string]handler{
+				"GET": natGatewayKind.handleGet(s), "PUT": natGatewayKind.handlePut(s, s.buildNatGateway),
+				"DELETE": natGatewayKind.handleDelete(s, checkNatGatewayNotInUse),
+			},
 		},
 		typeNetworkWatchers: {
 			name:    typeNetworkWatchers,
-			item:    map[string]handler{"GET": s.getWatcher, "PUT": s.putWatcher, "DELETE": s.deleteWatcher},
+			item:    map[string]handler{"GET": watcherKind.handleGet(s), "PUT": watcherKind.handlePut(s, s.buildWatcher), "DELETE": watcherKind.handleDelete(s, nil)},
 			actions: map[string]handler{actionNextHop: s.postNextHop},
 		},
 		typeVNetGateways: {
-			list:    s.lister(typeVNetGateways, renderGateway),
-			item:    map[string]handler{"GET": s.getGateway, "PUT": s.putGateway, "DELETE": s.deleteGateway},
+			list: gatewayKind.handleList(s),
+			item: map[string]handler{
+				"GET": gatewayKind.handleGet(s), "PUT": gatewayKind.handlePut(s, s.buildGateway),
+				"DELETE": gatewayKind.handleDelete(s, checkGatewayNotConnected),
+			},
 			actions: map[string]handler{actionLearnedRoutes: s.postLearnedRoutes},
 		},
 		typeLocalGateways: {
-			list: s.lister(typeLocalGateways, renderPlain),
-			item: map[string]handler{"GET": s.getLocalGateway, "PUT": s.putLocalGateway, "DELETE": s.deleteLocalGateway},
+			list: localGatewayKind.handleList(s),
+			item: map[string]handler{
+				"GET": localGatewayKind.handleGet(s), "PUT": localGatewayKind.handlePut(s, s.buildLocalGateway),
+				"DELETE": localGatewayKind.handleDelete(s, checkLocalGatewayNotConnected),
+			},
 		},
 		typeConnections: {
-			list: s.lister(typeConnections, renderConnection),
-			item: map[string]handler{"GET": s.getConnection, "PUT": s.putConnection, "DELETE": s.deleteConnection},
+			list: connectionKind.handleList(s),
+			item: map[string]handler{"GET": connectionKind.handleGet(s), "PUT": connectionKind.handlePut(s, s.buildConnection), "DELETE": connectionKind.handleDelete(s, nil)},
 		},
 	}
 }

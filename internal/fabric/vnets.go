@@ -69,26 +69,10 @@ func vnetAssociations(tx *txn, vnetKey string, v *armnetwork.VirtualNetwork) ([]
 	return out, nil
 }
 
-func (s *Server) getVirtualNetwork(ctx context.Context, q *request) (*response, error) {
-	return s.getTop(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, renderVNet)
-}
-
-func (s *Server) patchVirtualNetwork(ctx context.Context, q *request) (*response, error) {
-	return s.patchTags(ctx, q, typeVirtualNetworks, armTypeVirtualNetwork, renderVNet)
-}
-
-func (s *Server) deleteVirtualNetwork(ctx context.Context, q *request) (*response, error) {
-	return s.deleteTop(ctx, q, typeVirtualNetworks, checkVNetNotInUse)
-}
-
-var vnetKind = modelKind(typeVirtualNetworks, decodeVNet,
+var vnetKind = modelKind(typeVirtualNetworks, armTypeVirtualNetwork, decodeVNet, renderVNet,
 	func(v *armnetwork.VirtualNetwork) (*string, map[string]*string) { return v.Location, v.Tags })
 
 type vnetPut = topPut[armnetwork.VirtualNetwork, *armnetwork.VirtualNetwork]
-
-func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, error) {
-	return s.put(ctx, q, &vnetPut{kind: &vnetKind, build: s.buildVNet})
-}
 
 // buildVNet makes the virtual network a PUT stores, with its inline
 // subnets; the peerings, child resources only, are kept.
