@@ -3,27 +3,113 @@ package fabric
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
-// docKind is how the operations of a resource type kept as a plain ARM
-// document (no decoding into an SDK model) settle: the gateways, local
-// network gateways and connections of gateways.go. settleSimpleDoc and
-// markSimpleDeleting fall back to it.
+// docKind is how the operations of a resource type change its stored
+// document. settle finishes it when an operation ends: without etag,
+// every provisioning state becomes Succeeded and the child named
+// removeChild (if any) is dropped; with etag (a failed operation), the
+// top-level state becomes Failed, the children keep theirs, and the etag
+// is replaced. deleting marks it Deleting when a DELETE starts, and
+// returns its location.
 type docKind struct {
-	settle   func(doc []byte, etag string) ([]byte, error)
+	settle   func(doc []byte, removeChild, etag string) ([]byte, error)
 	deleting func(doc []byte) (location string, out []byte, err error)
 }
 
 var docKinds = map[string]docKind{
+	typeRouteTables: modelDoc(decodeTable, settleTable, func(t *tableDoc) string {
+		t.Properties.ProvisioningState = stateDeleting
+		return t.Location
+	}),
+	typeVirtualNetworks: modelDoc(decodeVNet, settleVNet, func(v *armnetwork.VirtualNetwork) string {
+		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		return str(v.Location)
+	}),
+	typeNetworkSecurityGroups: modelDoc(decodeNSG, settleNSG, func(g *armnetwork.SecurityGroup) string {
+		g.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		return str(g.Location)
+	}),
+	typeNetworkInterfaces: modelDoc(decodeNIC, settleNIC, func(n *armnetwork.Interface) string {
+		n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		return str(n.Location)
+	}),
+	typeNetworkWatchers: modelDoc(decodeWatcher, settleWatcher, func(w *armnetwork.Watcher) string {
+		w.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		return str(w.Location)
+	}),
+	typeNatGateways: modelDoc(decodeNatGateway, settleNatGateway, func(g *natGatewayDoc) string {
+		g.Properties.ProvisioningState = stateDeleting
+		return g.Location
+	}),
+	// Kept as plain ARM documents (no decoding into an SDK model).
 	typeVNetGateways:  {settle: settleGeneric, deleting: deletingGeneric},
 	typeLocalGateways: {settle: settleGeneric, deleting: deletingGeneric},
 	typeConnections:   {settle: settleGeneric, deleting: deletingGeneric},
 }
 
-// settleGeneric finishes a document: without etag every provisioningState
-// becomes Succeeded; with etag (a failed operation) the top-level one
-// becomes Failed and the etag is replaced.
-func settleGeneric(doc []byte, etag string) ([]byte, error) {
+// modelDoc is the docKind of a document decoded as a T: settle and
+// deleting change the decoded document, which is then encoded again.
+func modelDoc[T any](decode func([]byte) (*T, error), settle func(v *T, removeChild, etag string), deleting func(*T) (location string)) docKind {
+	return docKind{
+		settle: func(doc []byte, removeChild, etag string) ([]byte, error) {
+			v, err := decode(doc)
+			if err != nil {
+				return nil, err
+			}
+			settle(v, removeChild, etag)
+			return encode(v)
+		},
+		deleting: func(doc []byte) (string, []byte, error) {
+			v, err := decode(doc)
+			if err != nil {
+				return "", nil, err
+			}
+			loc := deleting(v)
+			out, err := encode(v)
+			return loc, out, err
+		},
+	}
+}
+
+// settleDoc settles a document of type typ (docKind).
+func settleDoc(typ string, doc []byte, removeChild, etag string) ([]byte, error) {
+	k, ok := docKinds[typ]
+	if !ok {
+		return nil, fmt.Errorf("unknown resource type %q", typ)
+	}
+	return k.settle(doc, removeChild, etag)
+}
+
+// markDeleting sets a resource's provisioning state to Deleting and
+// returns its location.
+func markDeleting(row *resourceRow) (string, []byte, error) {
+	k, ok := docKinds[row.Type]
+	if !ok {
+		return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
+	}
+	return k.deleting(row.Doc)
+}
+
+// decodeStored decodes a stored document into the SDK model T; props
+// gives it empty properties when it has none, so that readers need not
+// check.
+func decodeStored[T any](doc []byte, what string, props func(*T)) (*T, error) {
+	var v T
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return nil, fmt.Errorf("decoding stored %s: %w", what, err)
+	}
+	props(&v)
+	return &v, nil
+}
+
+// settleGeneric settles a plain document: without etag every
+// provisioningState becomes Succeeded; with etag (a failed operation) the
+// top-level one becomes Failed and the etag is replaced. These types have
+// no children to remove.
+func settleGeneric(doc []byte, _, etag string) ([]byte, error) {
 	var m map[string]any
 	if err := json.Unmarshal(doc, &m); err != nil {
 		return nil, fmt.Errorf("decoding stored document: %w", err)

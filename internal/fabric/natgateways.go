@@ -54,28 +54,11 @@ func decodeNatGateway(doc []byte) (*natGatewayDoc, error) {
 	return &g, nil
 }
 
-// settleNatGateway: see settleDoc.
-func settleNatGateway(doc []byte, etag string) ([]byte, error) {
-	g, err := decodeNatGateway(doc)
-	if err != nil {
-		return nil, err
-	}
+func settleNatGateway(g *natGatewayDoc, _, etag string) {
 	g.Properties.ProvisioningState = stateSucceeded
 	if etag != "" {
 		g.Etag, g.Properties.ProvisioningState = etag, stateFailed
 	}
-	return encode(g)
-}
-
-// markNatGatewayDeleting: see markDeleting.
-func markNatGatewayDeleting(row *resourceRow) (string, []byte, error) {
-	g, err := decodeNatGateway(row.Doc)
-	if err != nil {
-		return "", nil, err
-	}
-	g.Properties.ProvisioningState = stateDeleting
-	doc, err := encode(g)
-	return g.Location, doc, err
 }
 
 // renderNatGateway adds the subnets that use the gateway.

@@ -30,14 +30,20 @@ const (
 )
 
 func decodeWatcher(doc []byte) (*armnetwork.Watcher, error) {
-	var w armnetwork.Watcher
-	if err := json.Unmarshal(doc, &w); err != nil {
-		return nil, fmt.Errorf("decoding stored network watcher: %w", err)
+	return decodeStored(doc, "network watcher", func(w *armnetwork.Watcher) {
+		if w.Properties == nil {
+			w.Properties = &armnetwork.WatcherPropertiesFormat{}
+		}
+	})
+}
+
+// settleWatcher: see settleDoc.
+func settleWatcher(w *armnetwork.Watcher, _, etag string) {
+	st := armnetwork.ProvisioningStateSucceeded
+	if etag != "" {
+		w.Etag, st = ptr(etag), armnetwork.ProvisioningStateFailed
 	}
-	if w.Properties == nil {
-		w.Properties = &armnetwork.WatcherPropertiesFormat{}
-	}
-	return &w, nil
+	w.Properties.ProvisioningState = &st
 }
 
 var watcherKind = modelKind(typeNetworkWatchers, armTypeWatcher, decodeWatcher, renderPlain,

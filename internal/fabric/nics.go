@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -23,18 +22,15 @@ const (
 )
 
 func decodeNIC(doc []byte) (*armnetwork.Interface, error) {
-	var n armnetwork.Interface
-	if err := json.Unmarshal(doc, &n); err != nil {
-		return nil, fmt.Errorf("decoding stored network interface: %w", err)
-	}
-	if n.Properties == nil {
-		n.Properties = &armnetwork.InterfacePropertiesFormat{}
-	}
-	return &n, nil
+	return decodeStored(doc, "network interface", func(n *armnetwork.Interface) {
+		if n.Properties == nil {
+			n.Properties = &armnetwork.InterfacePropertiesFormat{}
+		}
+	})
 }
 
 // settleNIC: see settleDoc.
-func settleNIC(n *armnetwork.Interface, etag string) {
+func settleNIC(n *armnetwork.Interface, _, etag string) {
 	if etag != "" {
 		n.Etag = ptr(etag)
 		n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateFailed)
@@ -46,73 +42,6 @@ func settleNIC(n *armnetwork.Interface, etag string) {
 			c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
 		}
 	}
-}
-
-// settleSimpleDoc settles the documents of the resource types kept in the
-// SDK's models outside vnets.go and routetables.go (NICs and watchers).
-func settleSimpleDoc(typ string, doc []byte, etag string) ([]byte, error) {
-	switch typ {
-	case typeNetworkInterfaces:
-		n, err := decodeNIC(doc)
-		if err != nil {
-			return nil, err
-		}
-		settleNIC(n, etag)
-		return encode(n)
-	case typeNetworkWatchers:
-		w, err := decodeWatcher(doc)
-		if err != nil {
-			return nil, err
-		}
-		st := armnetwork.ProvisioningStateSucceeded
-		if etag != "" {
-			w.Etag, st = ptr(etag), armnetwork.ProvisioningStateFailed
-		}
-		w.Properties.ProvisioningState = &st
-		return encode(w)
-	case typeNatGateways:
-		return settleNatGateway(doc, etag)
-	}
-	if k, ok := docKinds[typ]; ok {
-		return k.settle(doc, etag)
-	}
-	return nil, fmt.Errorf("unknown resource type %q", typ)
-}
-
-// markSimpleDeleting is markDeleting for NICs and watchers.
-func markSimpleDeleting(row *resourceRow) (string, []byte, error) {
-	switch row.Type {
-	case typeNetworkInterfaces:
-		n, err := decodeNIC(row.Doc)
-		if err != nil {
-			return "", nil, err
-		}
-		n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		doc, err := encode(n)
-		return str(n.Location), doc, err
-	case typeNetworkSecurityGroups:
-		g, err := decodeNSG(row.Doc)
-		if err != nil {
-			return "", nil, err
-		}
-		g.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		doc, err := encode(g)
-		return str(g.Location), doc, err
-	case typeNetworkWatchers:
-		w, err := decodeWatcher(row.Doc)
-		if err != nil {
-			return "", nil, err
-		}
-		w.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		doc, err := encode(w)
-		return str(w.Location), doc, err
-	case typeNatGateways:
-		return markNatGatewayDeleting(row)
-	}
-	if k, ok := docKinds[row.Type]; ok {
-		return k.deleting(row.Doc)
-	}
-	return "", nil, fmt.Errorf("unknown resource type %q", row.Type)
 }
 
 var nicKind = modelKind(typeNetworkInterfaces, armTypeNetworkIface, decodeNIC, renderPlain,

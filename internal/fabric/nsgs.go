@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -25,26 +24,18 @@ const (
 )
 
 func decodeNSG(doc []byte) (*armnetwork.SecurityGroup, error) {
-	var g armnetwork.SecurityGroup
-	if err := json.Unmarshal(doc, &g); err != nil {
-		return nil, fmt.Errorf("decoding stored network security group: %w", err)
-	}
-	if g.Properties == nil {
-		g.Properties = &armnetwork.SecurityGroupPropertiesFormat{}
-	}
-	return &g, nil
+	return decodeStored(doc, "network security group", func(g *armnetwork.SecurityGroup) {
+		if g.Properties == nil {
+			g.Properties = &armnetwork.SecurityGroupPropertiesFormat{}
+		}
+	})
 }
 
-// settleNSG: see settleDoc.
-func settleNSG(doc []byte, removeChild, etag string) ([]byte, error) {
-	g, err := decodeNSG(doc)
-	if err != nil {
-		return nil, err
-	}
+func settleNSG(g *armnetwork.SecurityGroup, removeChild, etag string) {
 	if etag != "" {
 		g.Etag = ptr(etag)
 		g.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateFailed)
-		return encode(g)
+		return
 	}
 	g.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
 	rules := g.Properties.SecurityRules[:0]
@@ -56,7 +47,6 @@ func settleNSG(doc []byte, removeChild, etag string) ([]byte, error) {
 		rules = append(rules, r)
 	}
 	g.Properties.SecurityRules = rules
-	return encode(g)
 }
 
 // renderNSG is a stored NSG as ARM returns it: with the subnets that use

@@ -280,32 +280,6 @@ func (s *Server) removeResource(tx *txn, row *resourceRow) error {
 	return nil
 }
 
-// settleDoc finishes a document: without etag, every provisioning state
-// becomes Succeeded and the child named removeChild (if any) is dropped;
-// with etag (a failed operation), the top-level state becomes Failed, the
-// children keep theirs, and the etag is replaced.
-func settleDoc(typ string, doc []byte, removeChild, etag string) ([]byte, error) {
-	switch typ {
-	case typeRouteTables:
-		t, err := decodeTable(doc)
-		if err != nil {
-			return nil, err
-		}
-		settleTable(t, removeChild, etag)
-		return encode(t)
-	case typeVirtualNetworks:
-		v, err := decodeVNet(doc)
-		if err != nil {
-			return nil, err
-		}
-		settleVNet(v, removeChild, etag)
-		return encode(v)
-	case typeNetworkSecurityGroups:
-		return settleNSG(doc, removeChild, etag)
-	}
-	return settleSimpleDoc(typ, doc, etag)
-}
-
 func (s *Server) finishRGDelete(tx *txn, o *operation) error {
 	rg, err := tx.getRGByKey(o.ResourceKey)
 	if err != nil {

@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -15,25 +14,19 @@ import (
 // to an ExpressRoute circuit), as ARM serves them.
 
 func decodeLocalGateway(doc []byte) (*armnetwork.LocalNetworkGateway, error) {
-	var l armnetwork.LocalNetworkGateway
-	if err := json.Unmarshal(doc, &l); err != nil {
-		return nil, fmt.Errorf("decoding stored local network gateway: %w", err)
-	}
-	if l.Properties == nil {
-		l.Properties = &armnetwork.LocalNetworkGatewayPropertiesFormat{}
-	}
-	return &l, nil
+	return decodeStored(doc, "local network gateway", func(l *armnetwork.LocalNetworkGateway) {
+		if l.Properties == nil {
+			l.Properties = &armnetwork.LocalNetworkGatewayPropertiesFormat{}
+		}
+	})
 }
 
 func decodeConnection(doc []byte) (*armnetwork.VirtualNetworkGatewayConnection, error) {
-	var c armnetwork.VirtualNetworkGatewayConnection
-	if err := json.Unmarshal(doc, &c); err != nil {
-		return nil, fmt.Errorf("decoding stored connection: %w", err)
-	}
-	if c.Properties == nil {
-		c.Properties = &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{}
-	}
-	return &c, nil
+	return decodeStored(doc, "connection", func(c *armnetwork.VirtualNetworkGatewayConnection) {
+		if c.Properties == nil {
+			c.Properties = &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{}
+		}
+	})
 }
 
 // checkLocalGatewayNotConnected refuses to delete a local network gateway

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
 // The handlers every top-level resource type shares: reads (readTop,
@@ -113,30 +111,6 @@ func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check fu
 		return nil
 	})
 	return resp, err
-}
-
-// markDeleting sets a resource's provisioning state to Deleting and
-// returns its location.
-func markDeleting(row *resourceRow) (string, []byte, error) {
-	switch row.Type {
-	case typeRouteTables:
-		t, err := decodeTable(row.Doc)
-		if err != nil {
-			return "", nil, err
-		}
-		t.Properties.ProvisioningState = stateDeleting
-		doc, err := encode(t)
-		return t.Location, doc, err
-	case typeVirtualNetworks:
-		v, err := decodeVNet(row.Doc)
-		if err != nil {
-			return "", nil, err
-		}
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		doc, err := encode(v)
-		return str(v.Location), doc, err
-	}
-	return markSimpleDeleting(row)
 }
 
 // patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which

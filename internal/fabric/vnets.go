@@ -3,7 +3,6 @@ package fabric
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -12,14 +11,11 @@ import (
 )
 
 func decodeVNet(doc []byte) (*armnetwork.VirtualNetwork, error) {
-	var v armnetwork.VirtualNetwork
-	if err := json.Unmarshal(doc, &v); err != nil {
-		return nil, fmt.Errorf("decoding stored virtual network: %w", err)
-	}
-	if v.Properties == nil {
-		v.Properties = &armnetwork.VirtualNetworkPropertiesFormat{}
-	}
-	return &v, nil
+	return decodeStored(doc, "virtual network", func(v *armnetwork.VirtualNetwork) {
+		if v.Properties == nil {
+			v.Properties = &armnetwork.VirtualNetworkPropertiesFormat{}
+		}
+	})
 }
 
 // settleVNet: see settleDoc.
