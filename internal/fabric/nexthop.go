@@ -139,9 +139,13 @@ func (s *Server) postNextHop(ctx context.Context, q *request) (*response, error)
 	if err := decodeModel(q.body, &in); err != nil {
 		return nil, err
 	}
-	for field, v := range map[string]*string{"sourceIPAddress": in.SourceIPAddress, "destinationIPAddress": in.DestinationIPAddress} {
-		if _, err := netip.ParseAddr(str(v)); err != nil {
-			return nil, badRequest("InvalidIPAddress", "The %s %q is not a valid IP address.", field, str(v))
+	// In this order: when both are invalid, the error names the source.
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"sourceIPAddress", in.SourceIPAddress}, {"destinationIPAddress", in.DestinationIPAddress}} {
+		if _, err := netip.ParseAddr(str(f.v)); err != nil {
+			return nil, badRequest("InvalidIPAddress", "The %s %q is not a valid IP address.", f.name, str(f.v))
 		}
 	}
 	if str(in.TargetResourceID) == "" && str(in.TargetNicResourceID) == "" {
