@@ -95,19 +95,8 @@ func (s *Server) putLock(ctx context.Context, q *request, e extRequest) (*respon
 			return err
 		}
 		l := lockDoc{ID: e.id(), Name: e.name, Type: "Microsoft.Authorization/locks", Properties: p}
-		b, err := json.Marshal(l)
-		if err != nil {
-			return err
-		}
-		if err := tx.putAuthz(&authzRow{Key: key(l.ID), Kind: kindLock, ID: l.ID, Scope: e.scope, Doc: b}); err != nil {
-			return err
-		}
-		status := http.StatusCreated
-		if prev != nil {
-			status = http.StatusOK
-		}
-		resp = &response{status: status, body: json.RawMessage(b)}
-		return nil
+		resp, err = storeExt(tx, key(l.ID), kindLock, l.ID, e.scope, l, prev == nil)
+		return err
 	})
 	return resp, err
 }
@@ -200,19 +189,8 @@ func (s *Server) putPolicyDefinition(ctx context.Context, q *request, e extReque
 		if err != nil {
 			return err
 		}
-		b, err := json.Marshal(&d)
-		if err != nil {
-			return err
-		}
-		if err := tx.putAuthz(&authzRow{Key: key(d.ID), Kind: kindPolicyDefinition, ID: d.ID, Scope: e.scope, Doc: b}); err != nil {
-			return err
-		}
-		status := http.StatusCreated
-		if prev != nil {
-			status = http.StatusOK
-		}
-		resp = &response{status: status, body: json.RawMessage(b)}
-		return nil
+		resp, err = storeExt(tx, key(d.ID), kindPolicyDefinition, d.ID, e.scope, &d, prev == nil)
+		return err
 	})
 	return resp, err
 }
@@ -306,19 +284,8 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extReque
 		if err != nil {
 			return err
 		}
-		b, err := json.Marshal(&a)
-		if err != nil {
-			return err
-		}
-		if err := tx.putAuthz(&authzRow{Key: key(a.ID), Kind: kindPolicyAssignment, ID: a.ID, Scope: e.scope, Doc: b}); err != nil {
-			return err
-		}
-		status := http.StatusCreated
-		if prev != nil {
-			status = http.StatusOK
-		}
-		resp = &response{status: status, body: json.RawMessage(b)}
-		return nil
+		resp, err = storeExt(tx, key(a.ID), kindPolicyAssignment, a.ID, e.scope, &a, prev == nil)
+		return err
 	})
 	return resp, err
 }

@@ -199,23 +199,14 @@ func (s *Server) putRoleDefinition(ctx context.Context, q *request, e extRequest
 		now, by := nowStamp(s), q.caller.objectID
 		doc.Properties.CreatedOn, doc.Properties.UpdatedOn = now, now
 		doc.Properties.CreatedBy, doc.Properties.UpdatedBy = &by, &by
-		status := http.StatusCreated
 		if prev != nil {
-			status = http.StatusOK
 			var old roleDefinitionDoc
 			if json.Unmarshal(prev.Doc, &old) == nil {
 				doc.Properties.CreatedOn, doc.Properties.CreatedBy = old.Properties.CreatedOn, old.Properties.CreatedBy
 			}
 		}
-		b, err := json.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		if err := tx.putAuthz(&authzRow{Key: roleDefinitionKey(d.Name), Kind: kindRoleDefinition, ID: doc.ID, Scope: e.scope, Doc: b}); err != nil {
-			return err
-		}
-		resp = &response{status: status, body: json.RawMessage(b)}
-		return nil
+		resp, err = storeExt(tx, roleDefinitionKey(d.Name), kindRoleDefinition, doc.ID, e.scope, doc, prev == nil)
+		return err
 	})
 	return resp, err
 }
@@ -415,21 +406,32 @@ func (s *Server) putRoleAssignment(ctx context.Context, q *request, e extRequest
 			Description: p.Description, Condition: p.Condition, ConditionVersion: p.ConditionVersion,
 			CreatedOn: now, UpdatedOn: now, CreatedBy: &by, UpdatedBy: &by,
 		}}
-		b, err := json.Marshal(d)
-		if err != nil {
-			return err
-		}
-		if err := tx.putAuthz(&authzRow{Key: key(d.ID), Kind: kindRoleAssignment, ID: d.ID, Scope: e.scope, Doc: b}); err != nil {
-			return err
-		}
-		resp = &response{status: http.StatusCreated, body: json.RawMessage(b)}
-		return nil
+		resp, err = storeExt(tx, key(d.ID), kindRoleAssignment, d.ID, e.scope, d, true)
+		return err
 	})
 	return resp, err
 }
 
 func (s *Server) deleteRoleAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
 	return s.deleteExt(ctx, e, kindRoleAssignment)
+}
+
+// storeExt stores v as the document of an extension resource (of kind,
+// with its ID and scope, under k) and answers it: 201 when it is new,
+// else 200.
+func storeExt(tx *txn, k, kind, id, scope string, v any, created bool) (*response, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.putAuthz(&authzRow{Key: k, Kind: kind, ID: id, Scope: scope, Doc: b}); err != nil {
+		return nil, err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return &response{status: status, body: json.RawMessage(b)}, nil
 }
 
 // deleteExt deletes an extension resource: 200 with what it was, 204

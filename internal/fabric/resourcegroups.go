@@ -112,27 +112,18 @@ func (s *Server) putResourceGroup(ctx context.Context, q *request) (*response, e
 
 // patchResourceGroup updates the tags of a resource group.
 func (s *Server) patchResourceGroup(ctx context.Context, q *request) (*response, error) {
-	var in struct {
-		Tags map[string]*string `json:"tags"`
-	}
-	if err := decodeObject(q.body, &in); err != nil {
-		return nil, err
-	}
-	if err := checkTags(in.Tags); err != nil {
+	tags, err := decodeTags(q.body)
+	if err != nil {
 		return nil, err
 	}
 	var resp *response
-	err := s.store.write(ctx, func(tx *txn) error {
+	err = s.store.write(ctx, func(tx *txn) error {
 		rg, err := requireRG(tx, q.segs[1], q.segs[3], true)
 		if err != nil {
 			return err
 		}
-		if in.Tags != nil {
-			tags := map[string]string{}
-			for k, v := range in.Tags {
-				tags[k] = str(v)
-			}
-			tb, err := json.Marshal(tags)
+		if tags != nil {
+			tb, err := json.Marshal(plainTags(tags))
 			if err != nil {
 				return err
 			}

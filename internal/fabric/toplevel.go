@@ -116,17 +116,12 @@ func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check fu
 // patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which
 // replaces the tags at once (no long-running operation).
 func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string, render renderFunc) (*response, error) {
-	var in struct {
-		Tags map[string]*string `json:"tags"`
-	}
-	if err := decodeObject(q.body, &in); err != nil {
-		return nil, err
-	}
-	if err := checkTags(in.Tags); err != nil {
+	tags, err := decodeTags(q.body)
+	if err != nil {
 		return nil, err
 	}
 	var resp *response
-	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+	err = s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
 		if row == nil {
 			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
 				return err
@@ -141,14 +136,10 @@ func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string,
 			return fmt.Errorf("decoding stored %s: %w", row.ID, err)
 		}
 		etag := newEtag()
-		tags, err := json.Marshal(tagsOf(in.Tags))
-		if err != nil {
-			return err
-		}
-		if in.Tags == nil {
+		if tags == nil {
 			delete(m, "tags")
-		} else {
-			m["tags"] = tags
+		} else if m["tags"], err = json.Marshal(tagsOf(tags)); err != nil {
+			return err
 		}
 		m["etag"], _ = json.Marshal(etag)
 		doc, err := json.Marshal(m)
@@ -167,4 +158,19 @@ func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string,
 		return nil
 	})
 	return resp, err
+}
+
+// decodeTags reads the body of a PATCH of the tags ({"tags": {...}}) and
+// applies Azure's tag rules.
+func decodeTags(body []byte) (map[string]*string, error) {
+	var in struct {
+		Tags map[string]*string `json:"tags"`
+	}
+	if err := decodeObject(body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	return in.Tags, nil
 }
