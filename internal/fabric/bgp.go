@@ -25,8 +25,8 @@ func (s *Server) serveBGP(w http.ResponseWriter, r *http.Request) {
 		reply(status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
 	}
 	id := r.URL.Query().Get("gateway")
-	gwKey := topID(id, typeVNetGateways)
-	if gwKey == "" {
+	gw, ok := parseTopID(id, typeVNetGateways)
+	if !ok {
 		fail(http.StatusBadRequest, "InvalidGateway", "give ?gateway=<the ID of a virtual network gateway>")
 		return
 	}
@@ -62,7 +62,7 @@ func (s *Server) serveBGP(w http.ResponseWriter, r *http.Request) {
 	var out *bgpAdvertisement
 	notFound := false
 	err := s.store.write(r.Context(), func(tx *txn) error {
-		row, err := tx.getResource(key(gwKey))
+		row, err := tx.getResource(key(gw.parentID()))
 		if err != nil || row == nil || row.Type != typeVNetGateways {
 			notFound = row == nil
 			return err

@@ -39,8 +39,9 @@ func resourceID(sub, rg, typ, name string) string {
 
 func childID(parentID, child, name string) string { return parentID + "/" + child + "/" + name }
 
-// armID is a parsed Microsoft.Network resource ID (a route table, a virtual
-// network, or one of their children).
+// armID is a parsed Microsoft.Network resource ID: a route table, a
+// virtual network or one of their children (parseNetworkID), or a
+// top-level resource of another type (parseTopID).
 type armID struct {
 	Sub, RG, Type, Name string
 	Child, ChildName    string // "" for a top-level resource
@@ -48,16 +49,9 @@ type armID struct {
 
 func (a armID) parentID() string { return resourceID(a.Sub, a.RG, a.Type, a.Name) }
 
-// parseNetworkID parses /subscriptions/{s}/resourceGroups/{rg}/providers/
-// Microsoft.Network/{type}/{name}[/{child}/{childName}], case-insensitively.
-// The type and child are returned in their canonical spelling.
 func parseNetworkID(id string) (armID, bool) {
-	segs := strings.Split(strings.Trim(id, "/"), "/")
-	if len(segs) != 8 && len(segs) != 10 {
-		return armID{}, false
-	}
-	if !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
-		!strings.EqualFold(segs[4], "providers") || !strings.EqualFold(segs[5], networkNamespace) {
+	segs := splitNetworkID(id)
+	if segs == nil {
 		return armID{}, false
 	}
 	a := armID{Sub: segs[1], RG: segs[3], Name: segs[7]}
@@ -80,12 +74,36 @@ func parseNetworkID(id string) (armID, bool) {
 			return armID{}, false
 		}
 	}
-	for _, s := range []string{a.Sub, a.RG, a.Name} {
-		if s == "" {
-			return armID{}, false
-		}
-	}
 	return a, true
+}
+
+// parseTopID parses the ID of a top-level Microsoft.Network resource of
+// type typ (any type: networkSecurityGroups, networkInterfaces, ...),
+// case-insensitively; Type is typ.
+func parseTopID(id, typ string) (armID, bool) {
+	segs := splitNetworkID(id)
+	if len(segs) != 8 || !strings.EqualFold(segs[6], typ) {
+		return armID{}, false
+	}
+	return armID{Sub: segs[1], RG: segs[3], Type: typ, Name: segs[7]}, true
+}
+
+// splitNetworkID splits /subscriptions/{s}/resourceGroups/{rg}/providers/
+// Microsoft.Network/{type}/{name}[/{child}/{childName}] into its segments:
+// nil when id is not one, or names no subscription, group or resource.
+func splitNetworkID(id string) []string {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) != 8 && len(segs) != 10 {
+		return nil
+	}
+	if !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
+		!strings.EqualFold(segs[4], "providers") || !strings.EqualFold(segs[5], networkNamespace) {
+		return nil
+	}
+	if segs[1] == "" || segs[3] == "" || segs[7] == "" {
+		return nil
+	}
+	return segs
 }
 
 // nameRE is Azure's rule for Microsoft.Network resource names: 1-80

@@ -184,7 +184,7 @@ func targetNIC(tx *txn, sub, target, nicTarget string) (*armnetwork.Interface, e
 	if want == "" {
 		want = target
 	}
-	if _, ok := parseNICID(want); ok {
+	if _, ok := parseTopID(want, typeNetworkInterfaces); ok {
 		row, err := tx.getResource(key(want))
 		if err != nil {
 			return nil, err

@@ -3,7 +3,6 @@ package fabric
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
@@ -212,8 +211,8 @@ func allNICs(tx *txn, sub string) ([]*armnetwork.Interface, error) {
 // checkNICAddresses refuses a private IP another NIC already holds in the
 // same subnet (Azure's PrivateIPAddressInUse).
 func checkNICAddresses(tx *txn, nicID string, cfgs []*armnetwork.InterfaceIPConfiguration) error {
-	a, _ := parseNICID(nicID)
-	nics, err := allNICs(tx, a.sub)
+	a, _ := parseTopID(nicID, typeNetworkInterfaces)
+	nics, err := allNICs(tx, a.Sub)
 	if err != nil {
 		return err
 	}
@@ -234,17 +233,6 @@ func checkNICAddresses(tx *txn, nicID string, cfgs []*armnetwork.InterfaceIPConf
 		}
 	}
 	return nil
-}
-
-type nicRef struct{ sub, rg, name string }
-
-func parseNICID(id string) (nicRef, bool) {
-	segs := strings.Split(strings.Trim(id, "/"), "/")
-	if len(segs) != 8 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
-		!strings.EqualFold(segs[5], networkNamespace) || !strings.EqualFold(segs[6], typeNetworkInterfaces) {
-		return nicRef{}, false
-	}
-	return nicRef{segs[1], segs[3], segs[7]}, true
 }
 
 // checkSubnetsNotInUse refuses to delete subnets that hold an IP

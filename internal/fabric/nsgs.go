@@ -102,16 +102,16 @@ func (s *Server) resolveNSG(tx *txn, ref, vnetID, subnetID, loc string) (*armnet
 	if ref == "" {
 		return nil, nil
 	}
-	sub, rg, name, ok := parseNSGID(ref)
+	a, ok := parseTopID(ref, typeNetworkSecurityGroups)
 	if !ok {
 		return nil, badRequest("LinkedInvalidPropertyId",
 			"Property id '%s' at path 'properties.networkSecurityGroup.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
 	}
 	v, _ := parseNetworkID(vnetID)
-	if !strings.EqualFold(sub, v.Sub) {
+	if !strings.EqualFold(a.Sub, v.Sub) {
 		return nil, errInvalidReference(ref, subnetID)
 	}
-	row, err := tx.getResource(key(resourceID(sub, rg, typeNetworkSecurityGroups, name)))
+	row, err := tx.getResource(key(a.parentID()))
 	if err != nil {
 		return nil, err
 	}
@@ -128,17 +128,6 @@ func (s *Server) resolveNSG(tx *txn, ref, vnetID, subnetID, loc string) (*armnet
 		return nil, errInvalidReference(ref, subnetID)
 	}
 	return &armnetwork.SecurityGroup{ID: ptr(row.ID)}, nil
-}
-
-// parseNSGID parses an NSG ID, case-insensitively.
-func parseNSGID(id string) (sub, rg, name string, ok bool) {
-	segs := strings.Split(strings.Trim(id, "/"), "/")
-	if len(segs) != 8 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
-		!strings.EqualFold(segs[4], "providers") || !strings.EqualFold(segs[5], networkNamespace) ||
-		!strings.EqualFold(segs[6], typeNetworkSecurityGroups) || segs[1] == "" || segs[3] == "" || segs[7] == "" {
-		return "", "", "", false
-	}
-	return segs[1], segs[3], segs[7], true
 }
 
 // checkNSGNotInUse refuses to delete an NSG a subnet uses.

@@ -134,24 +134,13 @@ func connectionEnds(c *armnetwork.VirtualNetworkGatewayConnection) []string {
 	return out
 }
 
-// topID parses the ID of a top-level Microsoft.Network resource of type
-// typ: its canonical key, or "" when id is not one.
-func topID(id, typ string) string {
-	segs := strings.Split(strings.Trim(id, "/"), "/")
-	if len(segs) != 8 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
-		!strings.EqualFold(segs[4], "providers") || !strings.EqualFold(segs[5], networkNamespace) || !strings.EqualFold(segs[6], typ) {
-		return ""
-	}
-	return resourceID(segs[1], segs[3], typ, segs[7])
-}
-
 // loadTop reads a top-level resource of a type by ID: nil when missing.
 func loadTop(tx *txn, id, typ string) (*resourceRow, error) {
-	c := topID(id, typ)
-	if c == "" {
+	a, ok := parseTopID(id, typ)
+	if !ok {
 		return nil, nil
 	}
-	row, err := tx.getResourceForRead(key(c))
+	row, err := tx.getResourceForRead(key(a.parentID()))
 	if err != nil || row == nil || row.Type != typ {
 		return nil, err
 	}
