@@ -42,16 +42,59 @@ func Matches(id, sel string) bool {
 	return Same(id, sel) || strings.EqualFold(Name(id), sel)
 }
 
+// The resource types routekeeper parses IDs of.
+const (
+	RouteTable     = "Microsoft.Network/routeTables"
+	VirtualNetwork = "Microsoft.Network/virtualNetworks"
+	Subnet         = "Microsoft.Network/virtualNetworks/subnets"
+)
+
+// kinds name the types of Parse's errors and show their IDs' form.
+var kinds = map[string]struct{ what, form string }{
+	RouteTable:     {"route table", "/subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>"},
+	VirtualNetwork: {"virtual network", "/subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<name>"},
+	Subnet:         {"subnet", "/subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<name>"},
+}
+
+// Parse parses the ID of a resource of type typ (RouteTable, Subnet, ...)
+// in a resource group; the error names the type and shows the form.
+func Parse(id, typ string) (*arm.ResourceID, error) {
+	k, ok := kinds[typ]
+	if !ok {
+		k.what, k.form = typ, "an ID of a "+typ
+	}
+	r, err := arm.ParseResourceID(id)
+	if err != nil {
+		return nil, fmt.Errorf("%s ID %q: %w", k.what, id, err)
+	}
+	if !strings.EqualFold(r.ResourceType.String(), typ) || r.Parent == nil || r.SubscriptionID == "" || r.ResourceGroupName == "" {
+		return nil, fmt.Errorf("%s ID %q: want %s", k.what, id, k.form)
+	}
+	return r, nil
+}
+
 // VNetOfSubnet returns the ID of the virtual network that holds a subnet.
 func VNetOfSubnet(subnetID string) (string, error) {
-	r, err := arm.ParseResourceID(subnetID)
+	r, err := Parse(subnetID, Subnet)
 	if err != nil {
-		return "", fmt.Errorf("subnet ID %q: %w", subnetID, err)
-	}
-	if !strings.EqualFold(r.ResourceType.String(), "Microsoft.Network/virtualNetworks/subnets") || r.Parent == nil || r.SubscriptionID == "" || r.ResourceGroupName == "" {
-		return "", fmt.Errorf("subnet ID %q: want /subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<name>", subnetID)
+		return "", err
 	}
 	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", r.SubscriptionID, r.ResourceGroupName, r.Parent.Name), nil
+}
+
+// ScopeOf returns the scope an extension resource of provider (a
+// namespace, "Microsoft.Authorization", or a namespace and type,
+// "Microsoft.Authorization/locks") is on: its ID up to the last
+// /providers/{provider}/, "/" for the root; ok is false when id is not one.
+func ScopeOf(id, provider string) (scope string, ok bool) {
+	i := strings.LastIndex(strings.ToLower(id), "/providers/"+strings.ToLower(provider)+"/")
+	switch {
+	case i < 0:
+		return "", false
+	case i == 0:
+		return "/", true
+	}
+	return id[:i], true
 }
 
 // Subscription returns the subscription of an ID, "" when it has none.

@@ -1,6 +1,9 @@
 package armid
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSame(t *testing.T) {
 	const id = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/routeTables/rt"
@@ -61,6 +64,54 @@ func TestResourceGroupID(t *testing.T) {
 	} {
 		if got := ResourceGroupID(id); got != want {
 			t.Errorf("ResourceGroupID(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	const table = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/routeTables/rt"
+	const subnet = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/sn"
+	for _, tc := range []struct {
+		id, typ string
+		err     string // a substring; "" when valid
+	}{
+		{table, RouteTable, ""},
+		{strings.ToLower(table), RouteTable, ""},
+		{subnet, Subnet, ""},
+		{subnet, RouteTable, `route table ID "` + subnet + `": want /subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>`},
+		{table, Subnet, `subnet ID "` + table + `": want`},
+		{"rt", RouteTable, `route table ID "rt": `},
+		{"/subscriptions/s/providers/Microsoft.Network/routeTables/rt", RouteTable, "want"},
+		{table, "Microsoft.Network/natGateways", `Microsoft.Network/natGateways ID "` + table + `": want an ID of a Microsoft.Network/natGateways`},
+	} {
+		r, err := Parse(tc.id, tc.typ)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("Parse(%q, %s): %v", tc.id, tc.typ, err)
+		case tc.err == "" && !strings.EqualFold(r.ResourceType.String(), tc.typ):
+			t.Errorf("Parse(%q, %s) is a %s", tc.id, tc.typ, r.ResourceType)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("Parse(%q, %s) = %v, want an error containing %q", tc.id, tc.typ, err, tc.err)
+		}
+	}
+}
+
+func TestScopeOf(t *testing.T) {
+	for _, tc := range []struct {
+		id, provider, scope string
+		ok                  bool
+	}{
+		{"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Authorization/locks/l", "Microsoft.Authorization", "/subscriptions/s/resourceGroups/rg", true},
+		{"/subscriptions/s/providers/microsoft.authorization/policyAssignments/a", "Microsoft.Authorization/policyAssignments", "/subscriptions/s", true},
+		{"/providers/Microsoft.Authorization/roleDefinitions/g", "Microsoft.Authorization", "/", true},
+		{"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/routeTables/rt/providers/Microsoft.Authorization/locks/l", "Microsoft.Authorization/locks",
+			"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/routeTables/rt", true},
+		{"/subscriptions/s/providers/Microsoft.Authorization/locks/l", "Microsoft.Authorization/policyAssignments", "", false},
+		{"/subscriptions/s/resourceGroups/rg", "Microsoft.Authorization", "", false},
+	} {
+		scope, ok := ScopeOf(tc.id, tc.provider)
+		if scope != tc.scope || ok != tc.ok {
+			t.Errorf("ScopeOf(%q, %s) = %q, %v; want %q, %v", tc.id, tc.provider, scope, ok, tc.scope, tc.ok)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 )
 
@@ -55,7 +56,7 @@ func ParseAssignment(doc []byte) (*Assignment, error) {
 	}
 	a := &Assignment{ID: in.ID, Name: in.Name}
 	if a.Name == "" && a.ID != "" {
-		a.Name = a.ID[strings.LastIndex(a.ID, "/")+1:]
+		a.Name = armid.Name(a.ID)
 	}
 	p := in.Properties
 	if p == nil {
@@ -66,8 +67,8 @@ func ParseAssignment(doc []byte) (*Assignment, error) {
 		return nil, fmt.Errorf("policy assignment %s: properties.policyDefinitionId is missing", a.label())
 	}
 	if a.Scope == "" {
-		if i := strings.LastIndex(strings.ToLower(a.ID), "/providers/microsoft.authorization/policyassignments/"); i >= 0 {
-			a.Scope = azrbac.NormalizeScope(a.ID[:i])
+		if scope, ok := armid.ScopeOf(a.ID, "Microsoft.Authorization/policyAssignments"); ok {
+			a.Scope = azrbac.NormalizeScope(scope)
 		}
 	}
 	if a.Scope == "" {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Modes of a policy definition.
@@ -79,7 +81,7 @@ func ParseDefinition(doc []byte) (*Definition, error) {
 	}
 	d := &Definition{ID: top.ID, Name: top.Name, DisplayName: props.DisplayName, PolicyType: props.PolicyType}
 	if d.Name == "" && d.ID != "" {
-		d.Name = d.ID[strings.LastIndex(d.ID, "/")+1:]
+		d.Name = armid.Name(d.ID)
 	}
 	if len(props.PolicyDefinitions) > 0 && len(props.PolicyRule) == 0 {
 		return nil, fmt.Errorf("policy definition %s is a policy set definition (an initiative): not supported", firstNonEmpty(d.ID, d.Name))

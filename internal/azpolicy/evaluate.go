@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Result is the evaluation of one policy assignment on one resource.
@@ -50,7 +52,7 @@ func Evaluate(d *Definition, a *Assignment, resource map[string]any) (Result, er
 	if d == nil || a == nil || d.cond == nil {
 		return Result{}, errors.New("policy evaluation needs a definition made by ParseDefinition and an assignment")
 	}
-	if d.ID != "" && a.DefinitionID != "" && !strings.EqualFold(strings.TrimRight(d.ID, "/"), strings.TrimRight(a.DefinitionID, "/")) {
+	if d.ID != "" && a.DefinitionID != "" && !armid.Same(d.ID, a.DefinitionID) {
 		return Result{}, fmt.Errorf("policy assignment %s assigns %s, not %s", a.label(), a.DefinitionID, d.ID)
 	}
 	id, _ := fold(resource, "id").(string)

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 )
@@ -415,10 +416,10 @@ func (a *app) printApply(res fabric.ApplyResult) error {
 // splitID returns the resource group of an ARM ID and the resource's path
 // below it: kubernetes, kubernetes-vnet/kubernetes-subnet.
 func splitID(id string) (rg, name string) {
-	if i := strings.LastIndex(strings.ToLower(id), "/providers/microsoft.authorization/"); i >= 0 {
+	if scope, ok := armid.ScopeOf(id, "Microsoft.Authorization"); ok {
 		// A lock, role or policy: the group of its scope, and its name.
-		rg, _ = splitID(id[:i])
-		return rg, id[strings.LastIndex(id, "/")+1:]
+		rg, _ = splitID(scope)
+		return rg, armid.Name(id)
 	}
 	segs := strings.Split(strings.Trim(id, "/"), "/")
 	if len(segs) >= 4 && strings.EqualFold(segs[2], "resourceGroups") {

@@ -2,10 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/observe"
@@ -129,7 +129,7 @@ mirrors:), by name or ARM ID, the same way.`,
 			case res.Table == nil:
 				return fmt.Errorf("route table %s does not exist (%s)", d.Table, createNote(d))
 			}
-			if !strings.EqualFold(d.Table, ccfg.RouteTableID) {
+			if !armid.Same(d.Table, ccfg.RouteTableID) {
 				a.log.Info("listing the table routekeeper run keeps, not the configured one", "configured", configured, "table", d.Table, "why", string(d.Switch))
 			}
 			return a.printRoutes(res.Table, ownership(cfg))

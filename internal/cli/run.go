@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -235,10 +234,10 @@ func (a *app) vnetReservations(ctx context.Context, cfg *config.Config, c *azure
 	seen := map[string]bool{}
 	for _, sub := range cfg.Subnets {
 		id, err := armid.VNetOfSubnet(sub)
-		if err != nil || seen[strings.ToLower(id)] {
+		if err != nil || seen[armid.Key(id)] {
 			continue
 		}
-		seen[strings.ToLower(id)] = true
+		seen[armid.Key(id)] = true
 		v, err := c.GetVirtualNetwork(ctx, id)
 		if err == nil {
 			var rs []ipam.Reservation

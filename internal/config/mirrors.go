@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/yamlfile"
 )
 
@@ -242,10 +243,10 @@ func (v *validator) badMirror(i int, field, key string, val any, why string) {
 // it cannot be guarded for two), a known policy.
 func (v *validator) mirrors() {
 	c := v.c
-	tables := map[string]string{strings.ToLower(strings.TrimSuffix(c.RouteTable.ID, "/")): "routeTable.id"}
+	tables := map[string]string{armid.Key(c.RouteTable.ID): "routeTable.id"}
 	subnets := map[string]string{}
 	for j, s := range c.Subnets {
-		subnets[strings.ToLower(strings.TrimSuffix(s, "/"))] = fmt.Sprintf("subnets[%d]", j)
+		subnets[armid.Key(s)] = fmt.Sprintf("subnets[%d]", j)
 	}
 	for i, m := range c.Mirrors {
 		var table *arm.ResourceID
@@ -260,7 +261,7 @@ func (v *validator) mirrors() {
 				break
 			}
 			table = r
-			key := strings.ToLower(strings.TrimSuffix(m.RouteTable, "/"))
+			key := armid.Key(m.RouteTable)
 			if other, dup := tables[key]; dup && c.RouteTable.ID != "" {
 				v.badMirror(i, tableKey, tableKey, m.RouteTable, "the same route table as "+other+": a mirror is another table")
 				break
@@ -274,7 +275,7 @@ func (v *validator) mirrors() {
 				v.badMirror(i, field, "subnets", s, why)
 				continue
 			}
-			key := strings.ToLower(strings.TrimSuffix(s, "/"))
+			key := armid.Key(s)
 			if other, dup := subnets[key]; dup {
 				v.badMirror(i, field, "subnets", s, "already listed as "+other+": a subnet has one route table, so only one table can be guarded on it")
 				continue

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 var (
@@ -246,7 +247,7 @@ func (v *validator) routeTable() {
 			v.bad("subnets", i, s, why)
 			continue
 		}
-		key := strings.ToLower(strings.TrimSuffix(s, "/"))
+		key := armid.Key(s)
 		if j, dup := seen[key]; dup {
 			v.bad("subnets", i, s, fmt.Sprintf("the same subnet as subnets[%d]", j))
 			continue

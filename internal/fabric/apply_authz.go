@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 )
 
@@ -188,7 +189,7 @@ func (a *applier) policyAssignment(ctx context.Context, pa TopologyPolicyAssignm
 		return strings.EqualFold(fmt.Sprint(p["policyDefinitionId"]), def) && sameJSON(p["parameters"], params) &&
 			sameJSON(p["notScopes"], nonNilStrings(pa.NotScopes)) && strings.EqualFold(fmt.Sprint(p["enforcementMode"]), fmt.Sprint(props["enforcementMode"])) &&
 			p["displayName"] == nilIfEmpty(pa.DisplayName)
-	}, "definition "+nameOf(def))
+	}, "definition "+armid.Name(def))
 }
 
 func (a *applier) lock(ctx context.Context, l TopologyLock) error {

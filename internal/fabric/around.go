@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
@@ -170,7 +171,7 @@ func (a *around) routingVNets() []routing.VNet {
 			if t := g.doc.gw.Properties.GatewayType; t != nil {
 				typ = string(*t)
 			}
-			rv.Gateways = append(rv.Gateways, routing.Gateway{ID: g.id, Name: nameOf(g.id), Type: typ, SubnetID: g.subnetID, Learned: a.learned(g)})
+			rv.Gateways = append(rv.Gateways, routing.Gateway{ID: g.id, Name: armid.Name(g.id), Type: typ, SubnetID: g.subnetID, Learned: a.learned(g)})
 		}
 		out = append(out, rv)
 	}
@@ -210,7 +211,7 @@ func (a *around) networkOf(vnetID string) routing.Network {
 func (a *around) stateGateways() []StateGateway {
 	var out []StateGateway
 	for _, g := range a.gateways {
-		sg := StateGateway{ID: g.id, Name: nameOf(g.id), VirtualNetwork: g.vnetID, Subnet: g.subnetID}
+		sg := StateGateway{ID: g.id, Name: armid.Name(g.id), VirtualNetwork: g.vnetID, Subnet: g.subnetID}
 		if t := g.doc.gw.Properties.GatewayType; t != nil {
 			sg.Type = string(*t)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Virtual network gateways and what they learn from on premises, with
@@ -163,7 +164,7 @@ func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) err
 			if id, ok := gone[key(subnetID)]; ok {
 				return badRequest("InUseSubnetCannotBeDeleted",
 					"Subnet %s is in use by %s and cannot be deleted. In order to delete the subnet, delete all the resources within the subnet. See aka.ms/deletesubnet.",
-					nameOf(id), r.ID)
+					armid.Name(id), r.ID)
 			}
 		}
 	}
@@ -205,7 +206,7 @@ func (s *Server) buildGateway(p *gatewayPut) (*response, error) {
 		return nil, err
 	}
 	d := &gatewayDoc{gw: &armnetwork.VirtualNetworkGateway{
-		ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeVNetGateway), Location: ptr(p.loc),
+		ID: ptr(p.id), Name: ptr(armid.Name(p.id)), Type: ptr(armTypeVNetGateway), Location: ptr(p.loc),
 		Tags: tagsOf(p.in.Tags), Etag: ptr(newEtag()), Properties: out,
 	}}
 	if p.cur != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Incidents on demand: the writes other people and tools make that break
@@ -114,7 +115,7 @@ func (in *Incidents) Redeploy(ctx context.Context, vnetID string) ([]Change, err
 				Delegations: p.Delegations, ServiceEndpoints: p.ServiceEndpoints,
 			}})
 			if p.RouteTable != nil && p.RouteTable.ID != nil {
-				changes = append(changes, Change{Action: ActionDetach, Kind: "subnet", ID: *sn.ID, Detail: "route table " + nameOf(*p.RouteTable.ID) + " dropped"})
+				changes = append(changes, Change{Action: ActionDetach, Kind: "subnet", ID: *sn.ID, Detail: "route table " + armid.Name(*p.RouteTable.ID) + " dropped"})
 			}
 		}
 	}
@@ -171,7 +172,7 @@ func (in *Incidents) Detach(ctx context.Context, subnetID string) ([]Change, err
 	if old == "" {
 		return []Change{{Action: ActionUnchanged, Kind: "subnet", ID: subnetID, Detail: "had no route table"}}, nil
 	}
-	return []Change{{Action: ActionDetach, Kind: "subnet", ID: subnetID, Detail: "route table " + nameOf(old) + " removed"}}, nil
+	return []Change{{Action: ActionDetach, Kind: "subnet", ID: subnetID, Detail: "route table " + armid.Name(old) + " removed"}}, nil
 }
 
 // Swap replays seed 000: the subnet is pointed at another table; with
@@ -181,9 +182,9 @@ func (in *Incidents) Swap(ctx context.Context, subnetID, tableID string, deleteO
 	if err != nil {
 		return nil, err
 	}
-	detail := "route table " + nameOf(tableID)
+	detail := "route table " + armid.Name(tableID)
 	if old != "" {
-		detail += " instead of " + nameOf(old)
+		detail += " instead of " + armid.Name(old)
 	}
 	changes := []Change{{Action: ActionAssociate, Kind: "subnet", ID: subnetID, Detail: detail}}
 	if !deleteOld || old == "" || strings.EqualFold(old, tableID) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // NAT gateways: enough of Microsoft.Network/natGateways for a subnet to
@@ -147,7 +148,7 @@ func (s *Server) buildNatGateway(p *natGatewayPut) (*response, error) {
 	if cur != nil {
 		guid = cur.Properties.ResourceGUID
 	}
-	g := &natGatewayDoc{ID: id, Name: nameOf(id), Type: armTypeNatGateway, Location: p.loc, Tags: plainTags(in.Tags),
+	g := &natGatewayDoc{ID: id, Name: armid.Name(id), Type: armTypeNatGateway, Location: p.loc, Tags: plainTags(in.Tags),
 		Sku: &natSku{Name: "Standard"}, Zones: in.Zones,
 		Properties: natGatewayProps{IdleTimeoutInMinutes: 4, ProvisioningState: stateUpdating, ResourceGUID: guid,
 			PublicIPAddresses: []idRef{}, PublicIPPrefixes: []idRef{}}}

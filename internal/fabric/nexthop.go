@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
@@ -56,7 +57,7 @@ type watcherPut = topPut[armnetwork.Watcher, *armnetwork.Watcher]
 func (s *Server) buildWatcher(p *watcherPut) (*response, error) {
 	etag := newEtag()
 	w := &armnetwork.Watcher{
-		ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeWatcher), Location: ptr(p.loc), Tags: tagsOf(p.in.Tags), Etag: ptr(etag),
+		ID: ptr(p.id), Name: ptr(armid.Name(p.id)), Type: ptr(armTypeWatcher), Location: ptr(p.loc), Tags: tagsOf(p.in.Tags), Etag: ptr(etag),
 		Properties: &armnetwork.WatcherPropertiesFormat{ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded)},
 	}
 	doc, err := encode(w)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Network interfaces: what routing needs of a VM's NIC (its subnet and
@@ -104,7 +105,7 @@ func (s *Server) buildNIC(p *nicPut) (*response, error) {
 		return nil, err
 	}
 	nic := &armnetwork.Interface{
-		ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeNetworkIface), Location: ptr(p.loc),
+		ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypeNetworkIface), Location: ptr(p.loc),
 		Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: &out,
 	}
 	return p.store(s, etag, nic)
@@ -262,7 +263,7 @@ func checkSubnetsNotInUse(tx *txn, sub string, subnetIDs []string) error {
 			if id, ok := gone[key(str(c.Properties.Subnet.ID))]; ok {
 				return badRequest("InUseSubnetCannotBeDeleted",
 					"Subnet %s is in use by %s and cannot be deleted. In order to delete the subnet, delete all the resources within the subnet. See aka.ms/deletesubnet.",
-					nameOf(id), str(c.ID))
+					armid.Name(id), str(c.ID))
 			}
 		}
 	}

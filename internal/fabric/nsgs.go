@@ -6,6 +6,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Network security groups: Azure's paths, JSON, etags and long-running
@@ -174,7 +175,7 @@ func (s *Server) buildNSG(p *nsgPut) (*response, error) {
 		return nil, err
 	}
 	g := &armnetwork.SecurityGroup{
-		ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeNSG), Location: ptr(p.loc),
+		ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypeNSG), Location: ptr(p.loc),
 		Tags: tagsOf(in.Tags), Properties: &out,
 	}
 	if cur != nil && succeeded(cur.Properties.ProvisioningState) && sameContent(p.row.Doc, g) {
@@ -203,7 +204,7 @@ func buildSecurityRules(out *armnetwork.SecurityGroupPropertiesFormat, nsgID str
 		}
 		name := str(r.Name)
 		if seen[key(name)] {
-			return badRequest("DuplicateResourceName", "Network security group %s has more than one security rule named %s.", nameOf(nsgID), name)
+			return badRequest("DuplicateResourceName", "Network security group %s has more than one security rule named %s.", armid.Name(nsgID), name)
 		}
 		seen[key(name)] = true
 		nr, err := buildSecurityRule(nsgID, name, r.Properties, findRule(cur, name), etag)

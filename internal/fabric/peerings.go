@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Virtual network peerings: the child resource
@@ -391,7 +392,7 @@ func buildPeering(id, etag string, in *armnetwork.VirtualNetworkPeeringPropertie
 			p.RemoteAddressSpace = prev.Properties.RemoteAddressSpace
 		}
 	}
-	return &armnetwork.VirtualNetworkPeering{ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypePeering), Etag: ptr(etag), Properties: p}
+	return &armnetwork.VirtualNetworkPeering{ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypePeering), Etag: ptr(etag), Properties: p}
 }
 
 // samePeering compares two peerings apart from etag and computed fields.

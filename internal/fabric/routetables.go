@@ -8,6 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // tableWithSubnets returns a route table document whose read-only
@@ -60,7 +61,7 @@ func (s *Server) buildTable(p *tablePut) (*response, error) {
 	in, cur, id := p.in, p.cur, p.id
 	etag := newEtag()
 	out := &tableDoc{
-		ID: id, Name: nameOf(id), Type: armTypeRouteTable, Location: p.loc, Tags: plainTags(in.Tags), Etag: etag,
+		ID: id, Name: armid.Name(id), Type: armTypeRouteTable, Location: p.loc, Tags: plainTags(in.Tags), Etag: etag,
 		Properties: tableProps{ProvisioningState: stateUpdating, ResourceGUID: uuid.NewString(), Routes: []*routeDoc{}},
 	}
 	var curRoutes []*routeDoc
@@ -113,9 +114,6 @@ func plainTags(in map[string]*string) map[string]string {
 	}
 	return out
 }
-
-// nameOf is the last segment of an ID.
-func nameOf(id string) string { return id[strings.LastIndex(id, "/")+1:] }
 
 // buildRoute validates a route as a client sent it and returns it as the
 // table will hold it. An unchanged route keeps its etag and state.

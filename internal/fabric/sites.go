@@ -7,6 +7,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Local network gateways (an on-premises site and its address prefixes)
@@ -86,7 +87,7 @@ func (s *Server) buildLocalGateway(p *localGatewayPut) (*response, error) {
 		out.ResourceGUID = p.cur.Properties.ResourceGUID
 	}
 	etag := newEtag()
-	l := &armnetwork.LocalNetworkGateway{ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeLocalGateway), Location: ptr(p.loc),
+	l := &armnetwork.LocalNetworkGateway{ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypeLocalGateway), Location: ptr(p.loc),
 		Tags: tagsOf(p.in.Tags), Etag: ptr(etag), Properties: &out}
 	return p.store(s, etag, l)
 }
@@ -190,7 +191,7 @@ func (s *Server) buildConnection(p *connectionPut) (*response, error) {
 		out.ResourceGUID = p.cur.Properties.ResourceGUID
 	}
 	etag := newEtag()
-	c := &armnetwork.VirtualNetworkGatewayConnection{ID: ptr(p.id), Name: ptr(nameOf(p.id)), Type: ptr(armTypeConnection), Location: ptr(p.loc),
+	c := &armnetwork.VirtualNetworkGatewayConnection{ID: ptr(p.id), Name: ptr(armid.Name(p.id)), Type: ptr(armTypeConnection), Location: ptr(p.loc),
 		Tags: tagsOf(p.in.Tags), Etag: ptr(etag), Properties: out}
 	return p.store(s, etag, c)
 }

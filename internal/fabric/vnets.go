@@ -8,6 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 func decodeVNet(doc []byte) (*armnetwork.VirtualNetwork, error) {
@@ -125,7 +126,7 @@ func (s *Server) buildVNet(p *vnetPut) (*response, error) {
 		return nil, err
 	}
 	v := &armnetwork.VirtualNetwork{
-		ID: ptr(id), Name: ptr(nameOf(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
+		ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
 		Tags: tagsOf(in.Tags), ExtendedLocation: in.ExtendedLocation, Properties: &out,
 	}
 	if cur != nil && succeeded(cur.Properties.ProvisioningState) && sameContent(p.row.Doc, v) {

@@ -3,7 +3,8 @@ package routing
 import (
 	"fmt"
 	"net/netip"
-	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // What a trace finds about the network around the source and the
@@ -76,7 +77,7 @@ func (t *Tracer) onPremEntry(a netip.Addr) *entry {
 
 func (t *Tracer) subnetByID(id string) *Subnet {
 	for i := range t.st.Subnets {
-		if id != "" && strings.EqualFold(t.st.Subnets[i].ID, id) {
+		if id != "" && armid.Same(t.st.Subnets[i].ID, id) {
 			return &t.st.Subnets[i]
 		}
 	}
@@ -91,7 +92,7 @@ func (t *Tracer) around(r *Result, f *facts) {
 	if tb := t.table(f.subnet.RouteTableID); tb != nil && tb.DisableBGPRoutePropagation && len(f.subnet.VNet.Gateway) > 0 {
 		f.noBGPIn = tb.Name
 		if f.noBGPIn == "" {
-			f.noBGPIn = lastSegment(tb.ID)
+			f.noBGPIn = armid.Name(tb.ID)
 		}
 	}
 	from := t.vnetOf(f.subnet)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Explain fills r.Reasons (and the shadowed routes) of a result of Verdict.
@@ -52,7 +54,7 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 	}
 
 	best := r.Route
-	tableName := lastSegment(s.RouteTableID)
+	tableName := armid.Name(s.RouteTableID)
 	switch {
 	case s.RouteTableID == "":
 		why("%s has no route table: %s matches %s", s.Name, target, describe(best))
@@ -68,8 +70,8 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 	if f.noBGPIn != "" {
 		why("%s disables gateway route propagation: the routes the gateway learned are not in %s", f.noBGPIn, s.Name)
 	}
-	if t.st.ConfiguredTableID != "" && s.RouteTableID != "" && !s.Around && !strings.EqualFold(s.RouteTableID, t.st.ConfiguredTableID) {
-		why("%s is not the configured route table %s", tableName, lastSegment(t.st.ConfiguredTableID))
+	if t.st.ConfiguredTableID != "" && s.RouteTableID != "" && !s.Around && !armid.Same(s.RouteTableID, t.st.ConfiguredTableID) {
+		why("%s is not the configured route table %s", tableName, armid.Name(t.st.ConfiguredTableID))
 	}
 	for _, sh := range r.Shadowed {
 		if sh.State != StateInvalid && best != nil && sh.Prefix == best.Prefix {
@@ -157,11 +159,4 @@ func prefixes(ps []netip.Prefix) string {
 		s[i] = p.String()
 	}
 	return strings.Join(s, ", ")
-}
-
-func lastSegment(id string) string {
-	if i := strings.LastIndex(strings.TrimSuffix(id, "/"), "/"); i >= 0 {
-		return id[i+1:]
-	}
-	return id
 }

@@ -3,6 +3,8 @@ package routing
 import (
 	"net/netip"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // The network around a cluster: virtual networks with their peerings and
@@ -101,7 +103,7 @@ type Gateway struct {
 // findVNet returns the virtual network with the ID (any case).
 func findVNet(vnets []VNet, id string) *VNet {
 	for i := range vnets {
-		if strings.EqualFold(vnets[i].ID, id) {
+		if armid.Same(vnets[i].ID, id) {
 			return &vnets[i]
 		}
 	}
@@ -114,7 +116,7 @@ func (v *VNet) peeringTo(remote string) *Peering {
 		return nil
 	}
 	for i := range v.Peerings {
-		if strings.EqualFold(v.Peerings[i].RemoteVNetID, remote) {
+		if armid.Same(v.Peerings[i].RemoteVNetID, remote) {
 			return &v.Peerings[i]
 		}
 	}

@@ -3,10 +3,10 @@ package routing
 import (
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/gaissmai/bart"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -151,7 +151,7 @@ func NewTracer(st State) *Tracer {
 		byIP: map[netip.Addr]*source.Node{}, byName: map[string]*source.Node{}}
 	for _, tb := range st.Tables {
 		if tb != nil {
-			t.tables[strings.ToLower(tb.ID)] = tb
+			t.tables[armid.Key(tb.ID)] = tb
 		}
 	}
 	if len(st.VNets) > 0 {
@@ -187,7 +187,7 @@ func (t *Tracer) table(id string) *route.Table {
 	if id == "" {
 		return nil
 	}
-	return t.tables[strings.ToLower(id)]
+	return t.tables[armid.Key(id)]
 }
 
 func (t *Tracer) selector(s *Subnet) *Selector {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 )
 
@@ -153,17 +154,9 @@ func atScopeURL(scope, kind, apiVersion string) string {
 	return escapePath(scope) + "/providers/Microsoft.Authorization/" + kind + "?" + q.Encode()
 }
 
-// extensionScope is the scope of a Microsoft.Authorization resource: its
-// ID without /providers/Microsoft.Authorization/{kind}/{name}.
 func extensionScope(id, kind string) string {
-	i := strings.LastIndex(strings.ToLower(id), "/providers/microsoft.authorization/"+strings.ToLower(kind)+"/")
-	if i < 0 {
-		return ""
-	}
-	if i == 0 {
-		return "/"
-	}
-	return id[:i]
+	scope, _ := armid.ScopeOf(id, "Microsoft.Authorization/"+kind)
+	return scope
 }
 
 // listPages GETs an ARM list (path is the first page's path and query)

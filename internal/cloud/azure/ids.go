@@ -1,11 +1,6 @@
 package azure
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-)
+import "github.com/routekeeper/routekeeper/internal/armid"
 
 // tableRef is a parsed route table ID.
 type tableRef struct {
@@ -23,34 +18,25 @@ type vnetRef struct {
 }
 
 func parseTableID(id string) (tableRef, error) {
-	r, err := arm.ParseResourceID(id)
+	r, err := armid.Parse(id, armid.RouteTable)
 	if err != nil {
-		return tableRef{}, fmt.Errorf("route table ID %q: %w", id, err)
-	}
-	if !strings.EqualFold(r.ResourceType.String(), "Microsoft.Network/routeTables") || r.SubscriptionID == "" || r.ResourceGroupName == "" {
-		return tableRef{}, fmt.Errorf("route table ID %q: want /subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<name>", id)
+		return tableRef{}, err
 	}
 	return tableRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, name: r.Name}, nil
 }
 
 func parseSubnetID(id string) (subnetRef, error) {
-	r, err := arm.ParseResourceID(id)
+	r, err := armid.Parse(id, armid.Subnet)
 	if err != nil {
-		return subnetRef{}, fmt.Errorf("subnet ID %q: %w", id, err)
-	}
-	if !strings.EqualFold(r.ResourceType.String(), "Microsoft.Network/virtualNetworks/subnets") || r.Parent == nil || r.SubscriptionID == "" || r.ResourceGroupName == "" {
-		return subnetRef{}, fmt.Errorf("subnet ID %q: want /subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<name>", id)
+		return subnetRef{}, err
 	}
 	return subnetRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, vnet: r.Parent.Name, name: r.Name}, nil
 }
 
 func parseVNetID(id string) (vnetRef, error) {
-	r, err := arm.ParseResourceID(id)
+	r, err := armid.Parse(id, armid.VirtualNetwork)
 	if err != nil {
-		return vnetRef{}, fmt.Errorf("virtual network ID %q: %w", id, err)
-	}
-	if !strings.EqualFold(r.ResourceType.String(), "Microsoft.Network/virtualNetworks") || r.SubscriptionID == "" || r.ResourceGroupName == "" {
-		return vnetRef{}, fmt.Errorf("virtual network ID %q: want /subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<name>", id)
+		return vnetRef{}, err
 	}
 	return vnetRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, name: r.Name}, nil
 }

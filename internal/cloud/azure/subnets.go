@@ -3,11 +3,11 @@ package azure
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 )
 
@@ -35,7 +35,7 @@ func (c *Client) getSubnet(ctx context.Context, id string) (*cloud.Subnet, *armn
 		c.subnets = map[string]*armnetwork.Subnet{}
 	}
 	kept := resp.Subnet
-	c.subnets[strings.ToLower(id)] = &kept
+	c.subnets[armid.Key(id)] = &kept
 	c.mu.Unlock()
 	return subnetFromARM(&resp.Subnet), &resp.Subnet, nil
 }
@@ -45,11 +45,11 @@ func (c *Client) getSubnet(ctx context.Context, id string) (*cloud.Subnet, *armn
 func (c *Client) takeSubnet(id, etag string) *armnetwork.Subnet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.subnets[strings.ToLower(id)]
+	s := c.subnets[armid.Key(id)]
 	if s == nil || etag == "" || s.Etag == nil || *s.Etag != etag {
 		return nil
 	}
-	delete(c.subnets, strings.ToLower(id))
+	delete(c.subnets, armid.Key(id))
 	return s
 }
 
