@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -101,7 +102,7 @@ func (l *lab) subnetTable() string {
 // routeNames reads table id's route names, nil when it does not exist.
 func (l *lab) routeNames(id string) []string {
 	l.t.Helper()
-	t, err := l.tables.Get(context.Background(), "kubernetes", id[strings.LastIndex(id, "/")+1:], nil)
+	t, err := l.tables.Get(context.Background(), "kubernetes", armid.Name(id), nil)
 	if err != nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -48,7 +49,7 @@ func (f *fakeCloud) GetRouteTable(_ context.Context, id string) (*route.Table, e
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
-	if f.table == nil || !strings.EqualFold(f.table.ID, id) {
+	if f.table == nil || !armid.Same(f.table.ID, id) {
 		return nil, fmt.Errorf("route table %s: %w", id, cloud.ErrNotFound)
 	}
 	return clone(f.table), nil

@@ -95,7 +95,7 @@ func TestEachResourceReadOncePerPass(t *testing.T) {
 				}
 				for id, n := range rc.gets {
 					if n > 1 {
-						t.Errorf("%s read %s %d times", pass, id[strings.LastIndex(id, "/")+1:], n)
+						t.Errorf("%s read %s %d times", pass, armid.Name(id), n)
 					}
 				}
 			}
@@ -110,7 +110,7 @@ func (r *readCounter) take() map[string]int {
 	defer r.mu.Unlock()
 	out := map[string]int{}
 	for id, n := range r.gets {
-		out[id[strings.LastIndex(id, "/")+1:]] = n
+		out[armid.Name(id)] = n
 	}
 	r.gets = map[string]int{}
 	return out
@@ -178,10 +178,10 @@ func TestSteadyGuardReads(t *testing.T) {
 			}
 			for sub, want := range tc.state {
 				if a, _ := findAssoc(g, sub); a.State != want || a.RepairFailed {
-					t.Errorf("%s: %s (%s), want %s", sub[strings.LastIndex(sub, "/")+1:], a.State, a.Message, want)
+					t.Errorf("%s: %s (%s), want %s", armid.Name(sub), a.State, a.Message, want)
 				}
 				if got := s.subnetTable(sub); !armid.Same(got, fabrictest.KTHWTable) {
-					t.Errorf("%s on %q after the cycle, want our table", sub[strings.LastIndex(sub, "/")+1:], got)
+					t.Errorf("%s on %q after the cycle, want our table", armid.Name(sub), got)
 				}
 			}
 			for _, r := range g.Observation.Subnets() {

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -96,7 +97,7 @@ func associate(t *testing.T, env *fabrictest.Env, subnet, table string, more fun
 	t.Helper()
 	ctx := context.Background()
 	sc := admin(t, env).NewSubnetsClient()
-	name := subnet[strings.LastIndex(subnet, "/")+1:]
+	name := armid.Name(subnet)
 	cur, err := sc.Get(ctx, roleRG, "cluster-vnet", name, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func subnetOn(t *testing.T, env *fabrictest.Env, subnet, table string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.EqualFold(s.RouteTableID, table)
+	return armid.Same(s.RouteTableID, table)
 }
 
 func roleScenarios() []roleScenario {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -42,7 +43,7 @@ func custom(name, prefix, hop string) route.Route {
 }
 
 func table(id, claim string, routes ...route.Route) *route.Table {
-	t := &route.Table{ID: id, Name: id[strings.LastIndex(id, "/")+1:], Location: "eastus", Etag: `W/"` + id[len(id)-2:] + `"`, Tags: map[string]string{}, Routes: routes}
+	t := &route.Table{ID: id, Name: armid.Name(id), Location: "eastus", Etag: `W/"` + id[len(id)-2:] + `"`, Tags: map[string]string{}, Routes: routes}
 	if claim != "" {
 		t.Tags[route.ClaimTag] = claim
 	}

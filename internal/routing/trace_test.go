@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -35,7 +36,7 @@ func kthwState(tableID string, tables ...*route.Table) State {
 }
 
 func kthwTable(id string, extra ...route.Route) *route.Table {
-	return &route.Table{ID: id, Name: id[strings.LastIndex(id, "/")+1:], Routes: append([]route.Route{
+	return &route.Table{ID: id, Name: armid.Name(id), Routes: append([]route.Route{
 		udr("worker-0____102000024", "10.200.0.0/24", route.VirtualAppliance, "10.240.0.20"),
 		udr("worker-1____102001024", "10.200.1.0/24", route.VirtualAppliance, "10.240.0.21"),
 	}, extra...)}

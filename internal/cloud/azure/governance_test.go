@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
@@ -141,7 +142,7 @@ func TestPolicyAssignments(t *testing.T) {
 		{govTable2, []string{assignment("locations", govSub), assignment("no-nva", govGroup), assignment("on-table-2", govTable2)}},
 		{fabrictest.KTHWSubnet, []string{assignment("locations", govSub), assignment("no-nva", govGroup)}},
 	} {
-		t.Run(tc.scope[strings.LastIndex(tc.scope, "/")+1:], func(t *testing.T) {
+		t.Run(armid.Name(tc.scope), func(t *testing.T) {
 			got, err := reader.PolicyAssignments(ctx, tc.scope)
 			if err != nil {
 				t.Fatal(err)
