@@ -38,22 +38,21 @@ Names are in the resource group -g (default kubernetes); full resource IDs work 
 	}
 	var toTable string
 	var deleteOld bool
-	verbs := []struct {
-		use, short string
-		typ        string // what the argument names
-		run        func(context.Context, *fabric.Incidents, string, *incidentOptions) ([]fabric.Change, error)
-		flags      func(*cobra.Command)
-	}{
-		{"redeploy VNET", "PUT a virtual network with its subnets inline and no route tables, as an ARM/Terraform redeploy does", "virtualNetworks",
-			func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+	verbs := []incidentVerb{
+		{"redeploy VNET", "PUT a virtual network with its subnets inline and no route tables, as an ARM/Terraform redeploy does", cobra.ExactArgs(1), nil,
+			onResource("virtualNetworks", func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
 				return in.Redeploy(ctx, id)
-			}, nil},
-		{"detach VNET/SUBNET", "Remove a subnet's route table association", "subnets",
-			func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+			})},
+		{"detach VNET/SUBNET", "Remove a subnet's route table association", cobra.ExactArgs(1), nil,
+			onResource("subnets", func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
 				return in.Detach(ctx, id)
-			}, nil},
-		{"swap VNET/SUBNET --to TABLE", "Point a subnet at another route table (--delete-old: then delete the old table)", "subnets",
-			func(ctx context.Context, in *fabric.Incidents, id string, o *incidentOptions) ([]fabric.Change, error) {
+			})},
+		{"swap VNET/SUBNET --to TABLE", "Point a subnet at another route table (--delete-old: then delete the old table)", cobra.ExactArgs(1),
+			func(c *cobra.Command) {
+				c.Flags().StringVar(&toTable, "to", "", "route table to associate (name in -g, or ID)")
+				c.Flags().BoolVar(&deleteOld, "delete-old", false, "delete the table the subnet had")
+			},
+			onResource("subnets", func(ctx context.Context, in *fabric.Incidents, id string, o *incidentOptions) ([]fabric.Change, error) {
 				if toTable == "" {
 					return nil, usageErrorf("flag --to: the route table to swap in is required")
 				}
@@ -62,59 +61,79 @@ Names are in the resource group -g (default kubernetes); full resource IDs work 
 					return nil, usageErrorf("flag --to: %w", err)
 				}
 				return in.Swap(ctx, id, table, deleteOld)
-			}, func(c *cobra.Command) {
-				c.Flags().StringVar(&toTable, "to", "", "route table to associate (name in -g, or ID)")
-				c.Flags().BoolVar(&deleteOld, "delete-old", false, "delete the table the subnet had")
-			}},
-		{"delete-table TABLE", "Detach a route table from its subnets and delete it", "routeTables",
-			func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+			})},
+		{"delete-table TABLE", "Detach a route table from its subnets and delete it", cobra.ExactArgs(1), nil,
+			onResource("routeTables", func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
 				return in.DeleteTable(ctx, id)
-			}, nil},
+			})},
 	}
 	for _, v := range verbs {
-		var o incidentOptions
-		c := &cobra.Command{
-			Use:   v.use,
-			Short: v.short,
-			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				opts, release, err := o.target.open(cmd.Context(), a, cmd, true)
-				if err != nil {
-					return err
-				}
-				defer release()
-				in, err := fabric.NewIncidents(o.sub, opts, fabric.Credential{})
-				if err != nil {
-					return err
-				}
-				id, err := in.ResolveID(v.typ, o.rg, args[0])
-				if err != nil {
-					return usageError(err)
-				}
-				changes, err := v.run(cmd.Context(), in, id, &o)
-				// What was done before a failure is printed; a failure
-				// that changed nothing prints no empty table.
-				if err == nil || len(changes) > 0 {
-					if perr := a.printChanges(changes); perr != nil {
-						return perr
-					}
-				}
-				if err != nil {
-					return fmt.Errorf("fabric incident %s: %w", cmd.Name(), err)
-				}
-				return nil
-			},
-		}
-		o.target.register(c)
-		c.Flags().StringVarP(&o.rg, "resource-group", "g", "kubernetes", "resource group of the names given")
-		c.Flags().StringVar(&o.sub, "subscription", fabric.DefaultSubscription, "subscription of the names given")
-		if v.flags != nil {
-			v.flags(c)
-		}
-		cmd.AddCommand(c)
+		cmd.AddCommand(a.incidentCmd(v))
 	}
 	a.addAuthzIncidentCmds(cmd) // fabric_incident_authz.go
 	return cmd
+}
+
+// incidentVerb is one `fabric incident` subcommand: run makes the change
+// from the arguments.
+type incidentVerb struct {
+	use, short string
+	args       cobra.PositionalArgs
+	flags      func(*cobra.Command) // the verb's own flags; nil: none
+	run        func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error)
+}
+
+// onResource is a verb's run on the resource its argument names (of type
+// typ: a name in the group -g, or an ID).
+func onResource(typ string, run func(ctx context.Context, in *fabric.Incidents, id string, o *incidentOptions) ([]fabric.Change, error)) func(context.Context, *fabric.Incidents, []string, *incidentOptions) ([]fabric.Change, error) {
+	return func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error) {
+		id, err := in.ResolveID(typ, o.rg, args[0])
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return run(ctx, in, id, o)
+	}
+}
+
+// incidentCmd is the command of verb v: it opens the fabric, runs v and
+// prints what it changed.
+func (a *app) incidentCmd(v incidentVerb) *cobra.Command {
+	var o incidentOptions
+	c := &cobra.Command{
+		Use:   v.use,
+		Short: v.short,
+		Args:  v.args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, release, err := o.target.open(cmd.Context(), a, cmd, true)
+			if err != nil {
+				return err
+			}
+			defer release()
+			in, err := fabric.NewIncidents(o.sub, opts, fabric.Credential{})
+			if err != nil {
+				return err
+			}
+			changes, err := v.run(cmd.Context(), in, args, &o)
+			// What was done before a failure is printed; a failure
+			// that changed nothing prints no empty table.
+			if err == nil || len(changes) > 0 {
+				if perr := a.printChanges(changes); perr != nil {
+					return perr
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("fabric incident %s: %w", cmd.Name(), err)
+			}
+			return nil
+		},
+	}
+	o.target.register(c)
+	c.Flags().StringVarP(&o.rg, "resource-group", "g", "kubernetes", "resource group of the names given")
+	c.Flags().StringVar(&o.sub, "subscription", fabric.DefaultSubscription, "subscription of the names given")
+	if v.flags != nil {
+		v.flags(c)
+	}
+	return c
 }
 
 // printChanges prints what an incident changed, one row per resource.

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -14,16 +13,10 @@ import (
 // The authorization incidents: the operator mistakes that take away
 // routekeeper's right to repair (fabric/incident_authz.go).
 func (a *app) addAuthzIncidentCmds(parent *cobra.Command) {
-	type verb struct {
-		use, short string
-		args       cobra.PositionalArgs
-		flags      func(*cobra.Command)
-		run        func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error)
-	}
 	// One variable per flag: cobra sets a flag's default when it is
 	// registered, so two verbs must not share one.
 	var role, scope, level, lockName, notes, hop, ruleFile, policyName string
-	verbs := []verb{
+	verbs := []incidentVerb{
 		{"revoke-role PRINCIPAL", "Remove a principal's role assignments (--role, --scope: only those)", cobra.ExactArgs(1),
 			func(c *cobra.Command) {
 				c.Flags().StringVar(&role, "role", "", "only assignments of this role (name or definition GUID)")
@@ -93,38 +86,7 @@ func (a *app) addAuthzIncidentCmds(parent *cobra.Command) {
 			}},
 	}
 	for _, v := range verbs {
-		var o incidentOptions
-		c := &cobra.Command{
-			Use:   v.use,
-			Short: v.short,
-			Args:  v.args,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				opts, release, err := o.target.open(cmd.Context(), a, cmd, true)
-				if err != nil {
-					return err
-				}
-				defer release()
-				in, err := fabric.NewIncidents(o.sub, opts, fabric.Credential{})
-				if err != nil {
-					return err
-				}
-				changes, err := v.run(cmd.Context(), in, args, &o)
-				if err == nil || len(changes) > 0 {
-					if perr := a.printChanges(changes); perr != nil {
-						return perr
-					}
-				}
-				if err != nil {
-					return fmt.Errorf("fabric incident %s: %w", cmd.Name(), err)
-				}
-				return nil
-			},
-		}
-		o.target.register(c)
-		c.Flags().StringVarP(&o.rg, "resource-group", "g", "kubernetes", "resource group of the names given")
-		c.Flags().StringVar(&o.sub, "subscription", fabric.DefaultSubscription, "subscription of the names given")
-		v.flags(c)
-		parent.AddCommand(c)
+		parent.AddCommand(a.incidentCmd(v))
 	}
 }
 
