@@ -37,33 +37,10 @@ func kthwLab(t *testing.T) (cfg, state string) {
 		t.Fatal(err)
 	}
 	va := to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance)
-	tp, err := f.NewRouteTablesClient().BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", armnetwork.RouteTable{
-		Location: to.Ptr("eastus"),
-		Properties: &armnetwork.RouteTablePropertiesFormat{Routes: []*armnetwork.Route{
-			{Name: to.Ptr("kubernetes-route-10-200-0-0-24"), Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("10.200.0.0/24"), NextHopType: va, NextHopIPAddress: to.Ptr("10.240.0.20")}},
-			{Name: to.Ptr("kubernetes-route-10-200-1-0-24"), Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("10.200.1.0/24"), NextHopType: va, NextHopIPAddress: to.Ptr("10.240.0.21")}},
-		}},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := tp.PollUntilDone(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subnets := f.NewSubnetsClient()
-	sn, err := subnets.Get(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sn.Properties.RouteTable = &armnetwork.RouteTable{ID: rt.ID}
-	sp, err := subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", sn.Subnet, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sp.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	associateNewTable(t, f, "kubernetes-routes",
+		&armnetwork.Route{Name: to.Ptr("kubernetes-route-10-200-0-0-24"), Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("10.200.0.0/24"), NextHopType: va, NextHopIPAddress: to.Ptr("10.240.0.20")}},
+		&armnetwork.Route{Name: to.Ptr("kubernetes-route-10-200-1-0-24"), Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("10.200.1.0/24"), NextHopType: va, NextHopIPAddress: to.Ptr("10.240.0.21")}},
+	)
 	return cfg, state
 }
 

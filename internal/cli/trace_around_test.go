@@ -35,11 +35,7 @@ func hubSpoke(t *testing.T) string {
 }
 
 func TestTraceAround(t *testing.T) {
-	type step struct {
-		name     string
-		args     []string
-		wantCode int
-	}
+	type step = traceStep
 	tests := []struct {
 		name  string
 		setup func(t *testing.T) string
@@ -80,17 +76,7 @@ func TestTraceAround(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := tt.setup(t)
-			for _, s := range tt.steps {
-				args := append([]string{"trace", "--config", cfg}, s.args...)
-				res := runCLI(t, nil, "", args...)
-				if res.code != s.wantCode {
-					t.Errorf("%s: trace %v: exit %d, want %d\n%s%s", s.name, s.args, res.code, s.wantCode, res.stdout, res.stderr)
-				}
-				golden(t, filepath.Join("testdata", "trace", s.name+".golden"), []byte(res.stdout))
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { runTraceSteps(t, tt.setup(t), tt.steps) })
 	}
 }
 

@@ -52,8 +52,19 @@ func putRoute(t *testing.T, f *armnetwork.ClientFactory, table, name, prefix str
 // the subnet at it.
 func swapTable(t *testing.T, f *armnetwork.ClientFactory) {
 	t.Helper()
+	associateNewTable(t, f, "rt-new")
+}
+
+// associateNewTable creates the route table name with routes in the KTHW
+// resource group and makes kubernetes-subnet use it, through the SDK.
+func associateNewTable(t *testing.T, f *armnetwork.ClientFactory, name string, routes ...*armnetwork.Route) {
+	t.Helper()
 	ctx := context.Background()
-	p, err := f.NewRouteTablesClient().BeginCreateOrUpdate(ctx, "kubernetes", "rt-new", armnetwork.RouteTable{Location: to.Ptr("eastus")}, nil)
+	table := armnetwork.RouteTable{Location: to.Ptr("eastus")}
+	if len(routes) > 0 {
+		table.Properties = &armnetwork.RouteTablePropertiesFormat{Routes: routes}
+	}
+	p, err := f.NewRouteTablesClient().BeginCreateOrUpdate(ctx, "kubernetes", name, table, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +84,27 @@ func swapTable(t *testing.T, f *armnetwork.ClientFactory) {
 	}
 	if _, err := sp.PollUntilDone(ctx, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// traceStep is one `routekeeper trace` of a scenario and its golden file.
+type traceStep struct {
+	name     string // of the golden file, testdata/trace/<name>.golden
+	args     []string
+	wantCode int
+}
+
+// runTraceSteps runs each step's trace on cfg and compares the output with
+// its golden file.
+func runTraceSteps(t *testing.T, cfg string, steps []traceStep) {
+	t.Helper()
+	for _, s := range steps {
+		args := append([]string{"trace", "--config", cfg}, s.args...)
+		res := runCLI(t, nil, "", args...)
+		if res.code != s.wantCode {
+			t.Errorf("%s: trace %v: exit %d, want %d\n%s%s", s.name, s.args, res.code, s.wantCode, res.stdout, res.stderr)
+		}
+		golden(t, filepath.Join("testdata", "trace", s.name+".golden"), []byte(res.stdout))
 	}
 }
 
@@ -113,11 +145,7 @@ resourceGroups:
 }
 
 func TestTrace(t *testing.T) {
-	type step struct {
-		name     string
-		args     []string
-		wantCode int
-	}
+	type step = traceStep
 	tests := []struct {
 		name  string
 		setup func(t *testing.T) string // returns the config path
@@ -194,17 +222,7 @@ func TestTrace(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := tt.setup(t)
-			for _, s := range tt.steps {
-				args := append([]string{"trace", "--config", cfg}, s.args...)
-				res := runCLI(t, nil, "", args...)
-				if res.code != s.wantCode {
-					t.Errorf("%s: trace %v: exit %d, want %d\n%s%s", s.name, s.args, res.code, s.wantCode, res.stdout, res.stderr)
-				}
-				golden(t, filepath.Join("testdata", "trace", s.name+".golden"), []byte(res.stdout))
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { runTraceSteps(t, tt.setup(t), tt.steps) })
 	}
 }
 
