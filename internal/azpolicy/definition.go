@@ -150,7 +150,7 @@ func (d *Definition) compile(p *definitionProps) error {
 		return err
 	}
 	tm, _ := then.(map[string]any)
-	effect := fold(tm, "effect")
+	effect := Field(tm, "effect")
 	switch e := effect.(type) {
 	case nil:
 		return ruleErr("then.effect", "is missing")

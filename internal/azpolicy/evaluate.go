@@ -55,8 +55,8 @@ func Evaluate(d *Definition, a *Assignment, resource map[string]any) (Result, er
 	if d.ID != "" && a.DefinitionID != "" && !armid.Same(d.ID, a.DefinitionID) {
 		return Result{}, fmt.Errorf("policy assignment %s assigns %s, not %s", a.label(), a.DefinitionID, d.ID)
 	}
-	id, _ := fold(resource, "id").(string)
-	typ, _ := fold(resource, "type").(string)
+	id, _ := Field(resource, "id").(string)
+	typ, _ := Field(resource, "type").(string)
 	if id == "" || typ == "" {
 		return Result{}, fmt.Errorf("policy evaluation of %s: the resource document needs its id and type", d.label())
 	}

@@ -271,20 +271,20 @@ func (e *evaluator) field(f string) (values []any, array bool, path string) {
 	lf := strings.ToLower(f)
 	switch {
 	case lf == "type" || lf == "name" || lf == "location" || lf == "id" || lf == "kind":
-		v := fold(e.doc, lf)
+		v := Field(e.doc, lf)
 		if s, ok := v.(string); ok && lf == "location" {
 			v = normalizeLocation(s)
 		}
 		return []any{v}, false, lf
 	case lf == "tags":
-		return []any{fold(e.doc, "tags")}, false, "tags"
+		return []any{Field(e.doc, "tags")}, false, "tags"
 	case strings.HasPrefix(lf, "tags"):
 		name := tagName(f)
-		tags, _ := fold(e.doc, "tags").(map[string]any)
-		return []any{fold(tags, name)}, false, "tags." + name
+		tags, _ := Field(e.doc, "tags").(map[string]any)
+		return []any{Field(tags, name)}, false, "tags." + name
 	}
 	a, ok := aliases[lf]
-	typ, _ := fold(e.doc, "type").(string)
+	typ, _ := Field(e.doc, "type").(string)
 	if !ok || !strings.EqualFold(typ, a.resourceType) {
 		return []any{nil}, false, ""
 	}
@@ -301,7 +301,7 @@ func walkPath(v any, segs []string) ([]any, bool) {
 	seg := segs[0]
 	star := strings.HasSuffix(seg, "[*]")
 	m, _ := v.(map[string]any)
-	next := fold(m, strings.TrimSuffix(seg, "[*]"))
+	next := Field(m, strings.TrimSuffix(seg, "[*]"))
 	if !star {
 		return walkPath(next, segs[1:])
 	}
@@ -355,9 +355,9 @@ func sameValue(a, b any) bool {
 	return bytes.Equal(ja, jb) || strings.EqualFold(strings.Trim(string(ja), `"`), strings.Trim(string(jb), `"`))
 }
 
-// fold returns m[key] with the key matched without regard to case, as
-// ARM reads JSON.
-func fold(m map[string]any, key string) any {
+// Field returns the value of key in a JSON object, the key matched
+// without regard to case as ARM reads JSON; nil when it is absent.
+func Field(m map[string]any, key string) any {
 	if m == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 )
 
@@ -284,27 +285,27 @@ func linkedRefs(q *request, op *armOp) []linkedRef {
 	}
 	subnetRefs := func(props map[string]any) {
 		for _, k := range []string{"routeTable", "networkSecurityGroup", "natGateway"} {
-			add(idOf(fold(props, k)))
+			add(idOf(azpolicy.Field(props, k)))
 		}
 	}
-	props, _ := fold(body, "properties").(map[string]any)
+	props, _ := azpolicy.Field(body, "properties").(map[string]any)
 	switch strings.ToLower(op.resourceType) {
 	case "microsoft.network/virtualnetworks/subnets":
 		subnetRefs(props)
 	case "microsoft.network/virtualnetworks":
-		subnets, _ := fold(props, "subnets").([]any)
+		subnets, _ := azpolicy.Field(props, "subnets").([]any)
 		for _, sn := range subnets {
 			m, _ := sn.(map[string]any)
-			p, _ := fold(m, "properties").(map[string]any)
+			p, _ := azpolicy.Field(m, "properties").(map[string]any)
 			subnetRefs(p)
 		}
 	case "microsoft.network/networkinterfaces":
-		add(idOf(fold(props, "networkSecurityGroup")))
-		cfgs, _ := fold(props, "ipConfigurations").([]any)
+		add(idOf(azpolicy.Field(props, "networkSecurityGroup")))
+		cfgs, _ := azpolicy.Field(props, "ipConfigurations").([]any)
 		for _, c := range cfgs {
 			m, _ := c.(map[string]any)
-			p, _ := fold(m, "properties").(map[string]any)
-			add(idOf(fold(p, "subnet")))
+			p, _ := azpolicy.Field(m, "properties").(map[string]any)
+			add(idOf(azpolicy.Field(p, "subnet")))
 		}
 	}
 	return out
@@ -325,26 +326,9 @@ func referencedType(id string) (string, bool) {
 	return typ, true
 }
 
-// fold returns m[key] with the key matched without regard to case, as ARM
-// reads JSON.
-func fold(m map[string]any, key string) any {
-	if m == nil {
-		return nil
-	}
-	if v, ok := m[key]; ok {
-		return v
-	}
-	for k, v := range m {
-		if strings.EqualFold(k, key) {
-			return v
-		}
-	}
-	return nil
-}
-
 func idOf(ref any) string {
 	m, _ := ref.(map[string]any)
-	id, _ := fold(m, "id").(string)
+	id, _ := azpolicy.Field(m, "id").(string)
 	return id
 }
 

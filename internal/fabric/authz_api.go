@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 )
 
@@ -142,11 +143,11 @@ func requireScope(tx *txn, scope string) error {
 		if err := json.Unmarshal(row.Doc, &doc); err != nil {
 			return err
 		}
-		props, _ := fold(doc, "properties").(map[string]any)
-		children, _ := fold(props, segs[8]).([]any)
+		props, _ := azpolicy.Field(doc, "properties").(map[string]any)
+		children, _ := azpolicy.Field(props, segs[8]).([]any)
 		if !slices.ContainsFunc(children, func(c any) bool {
 			m, _ := c.(map[string]any)
-			name, _ := fold(m, "name").(string)
+			name, _ := azpolicy.Field(m, "name").(string)
 			return strings.EqualFold(name, segs[9])
 		}) {
 			return errChildNotFound(segs[6], segs[7], segs[8], segs[9], segs[3])

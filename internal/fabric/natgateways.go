@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/azpolicy"
 )
 
 // NAT gateways: enough of Microsoft.Network/natGateways for a subnet to
@@ -92,13 +93,13 @@ func subnetsUsing(tx *txn, subKey, property, id string) ([]string, error) {
 		if err := json.Unmarshal(row.Doc, &v); err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", row.ID, err)
 		}
-		props, _ := fold(v, "properties").(map[string]any)
-		subnets, _ := fold(props, "subnets").([]any)
+		props, _ := azpolicy.Field(v, "properties").(map[string]any)
+		subnets, _ := azpolicy.Field(props, "subnets").([]any)
 		for _, sn := range subnets {
 			m, _ := sn.(map[string]any)
-			p, _ := fold(m, "properties").(map[string]any)
-			if ref := idOf(fold(p, property)); ref != "" && strings.EqualFold(ref, id) {
-				snID, _ := fold(m, "id").(string)
+			p, _ := azpolicy.Field(m, "properties").(map[string]any)
+			if ref := idOf(azpolicy.Field(p, property)); ref != "" && strings.EqualFold(ref, id) {
+				snID, _ := azpolicy.Field(m, "id").(string)
 				out = append(out, snID)
 			}
 		}

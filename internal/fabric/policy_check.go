@@ -70,7 +70,7 @@ func (s *Server) policyDoc(ctx context.Context, q *request, op *armOp) (map[stri
 		if err != nil || stored == nil {
 			return nil, err
 		}
-		if tags := fold(body, "tags"); tags != nil {
+		if tags := azpolicy.Field(body, "tags"); tags != nil {
 			stored["tags"] = tags
 		}
 		body = stored
