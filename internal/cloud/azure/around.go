@@ -32,11 +32,7 @@ type (
 
 // ListPeerings lists the peerings of a virtual network (its side of each).
 func (c *Client) ListPeerings(ctx context.Context, vnetID string) ([]Peering, error) {
-	ref, err := parseVNetID(vnetID)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := c.clients(ref.subscription)
+	ref, sc, err := c.resolve(vnetID, armid.VirtualNetwork)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +92,7 @@ func space(as *armnetwork.AddressSpace) []string {
 // notOnPremises are prefixes whose origin-Network routes are not on
 // premises: the network's own address space and its peers'.
 func (c *Client) VirtualNetworkGateways(ctx context.Context, vnetID string, notOnPremises []string) ([]Gateway, error) {
-	ref, err := parseVNetID(vnetID)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := c.clients(ref.subscription)
+	ref, sc, err := c.resolve(vnetID, armid.VirtualNetwork)
 	if err != nil {
 		return nil, err
 	}

@@ -2,43 +2,38 @@ package azure
 
 import "github.com/routekeeper/routekeeper/internal/armid"
 
-// tableRef is a parsed route table ID.
-type tableRef struct {
-	id, subscription, group, name string
-}
-
-// subnetRef is a parsed subnet ID.
-type subnetRef struct {
+// resourceRef is a parsed ID of a route table, a virtual network or a
+// subnet (vnet is a subnet's network).
+type resourceRef struct {
 	id, subscription, group, vnet, name string
 }
 
-// vnetRef is a parsed virtual network ID.
-type vnetRef struct {
-	id, subscription, group, name string
+// parseRef parses id as the ID of a resource of type typ (armid.RouteTable,
+// armid.VirtualNetwork or armid.Subnet).
+func parseRef(id, typ string) (resourceRef, error) {
+	r, err := armid.Parse(id, typ)
+	if err != nil {
+		return resourceRef{}, err
+	}
+	ref := resourceRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, name: r.Name}
+	if typ == armid.Subnet {
+		ref.vnet = r.Parent.Name
+	}
+	return ref, nil
 }
 
-func parseTableID(id string) (tableRef, error) {
-	r, err := armid.Parse(id, armid.RouteTable)
+// resolve parses id (of type typ) and returns the ARM clients of its
+// subscription.
+func (c *Client) resolve(id, typ string) (resourceRef, *subClients, error) {
+	ref, err := parseRef(id, typ)
 	if err != nil {
-		return tableRef{}, err
+		return resourceRef{}, nil, err
 	}
-	return tableRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, name: r.Name}, nil
-}
-
-func parseSubnetID(id string) (subnetRef, error) {
-	r, err := armid.Parse(id, armid.Subnet)
+	sc, err := c.clients(ref.subscription)
 	if err != nil {
-		return subnetRef{}, err
+		return resourceRef{}, nil, err
 	}
-	return subnetRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, vnet: r.Parent.Name, name: r.Name}, nil
-}
-
-func parseVNetID(id string) (vnetRef, error) {
-	r, err := armid.Parse(id, armid.VirtualNetwork)
-	if err != nil {
-		return vnetRef{}, err
-	}
-	return vnetRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, name: r.Name}, nil
+	return ref, sc, nil
 }
 
 // str dereferences an SDK string pointer; nil is "".

@@ -18,11 +18,7 @@ func (c *Client) GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error
 }
 
 func (c *Client) getSubnet(ctx context.Context, id string) (*cloud.Subnet, *armnetwork.Subnet, error) {
-	ref, err := parseSubnetID(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	sc, err := c.clients(ref.subscription)
+	ref, sc, err := c.resolve(id, armid.Subnet)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,8 +71,7 @@ func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID
 		}
 		raw, curEtag = r, cur.Etag
 	}
-	ref, _ := parseSubnetID(subnetID)
-	sc, err := c.clients(ref.subscription)
+	ref, sc, err := c.resolve(subnetID, armid.Subnet)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +100,7 @@ type VirtualNetwork = cloud.VirtualNetwork
 
 // GetVirtualNetwork reads a virtual network with its inline subnets.
 func (c *Client) GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetwork, error) {
-	ref, err := parseVNetID(id)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := c.clients(ref.subscription)
+	ref, sc, err := c.resolve(id, armid.VirtualNetwork)
 	if err != nil {
 		return nil, err
 	}

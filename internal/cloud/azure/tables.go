@@ -9,17 +9,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
 // GetRouteTable reads a route table with its etag. A missing table (or
 // resource group) is an error wrapping cloud.ErrNotFound.
 func (c *Client) GetRouteTable(ctx context.Context, id string) (*route.Table, error) {
-	ref, err := parseTableID(id)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := c.clients(ref.subscription)
+	ref, sc, err := c.resolve(id, armid.RouteTable)
 	if err != nil {
 		return nil, err
 	}
@@ -36,11 +33,7 @@ func (c *Client) GetRouteTable(ctx context.Context, id string) (*route.Table, er
 // It returns the table as ARM holds it after the operation succeeded (the
 // SDK reads it back once the operation is done).
 func (c *Client) PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error) {
-	ref, err := parseTableID(t.ID)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := c.clients(ref.subscription)
+	ref, sc, err := c.resolve(t.ID, armid.RouteTable)
 	if err != nil {
 		return nil, err
 	}
@@ -62,11 +55,7 @@ func (c *Client) PutRouteTable(ctx context.Context, t *route.Table, etag string)
 // DeleteRouteTable deletes a table (If-Match etag when not "") and waits for
 // the operation.
 func (c *Client) DeleteRouteTable(ctx context.Context, id, etag string) error {
-	ref, err := parseTableID(id)
-	if err != nil {
-		return err
-	}
-	sc, err := c.clients(ref.subscription)
+	ref, sc, err := c.resolve(id, armid.RouteTable)
 	if err != nil {
 		return err
 	}
