@@ -112,6 +112,7 @@ against an embedded local fabric that behaves like Azure Resource Manager.`,
 		a.newMigrateCmd(),
 		a.newDoctorCmd(),
 		a.newTraceCmd(),
+		a.newIacCmd(),
 	)
 	return root
 }

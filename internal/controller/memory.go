@@ -34,8 +34,11 @@ type memory struct {
 	problems map[string]string
 }
 
-// desired is the verdict's input besides the cloud: the configuration,
-// nodes and this controller's memory.
+// Desired is the verdict's input besides the cloud: the configuration,
+// nodes and this controller's memory (what iac check judges a plan with).
+func (c *Controller) Desired(nodes []source.Node) verdict.Desired { return c.desired(nodes) }
+
+// desired is Desired.
 func (c *Controller) desired(nodes []source.Node) verdict.Desired {
 	c.mu.Lock()
 	defer c.mu.Unlock()
