@@ -387,6 +387,7 @@ func (c *Controller) reconcile(ctx context.Context, nodes []source.Node, res *Re
 func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool, more observe.Scope) (retry bool, err error) {
 	want := c.desired(nodes)
 	more.Table, more.Subnets, more.Networks = want.Table, c.cfg.Subnets, true
+	more.NextHops = observe.NextHops(nodes) // a node in a peered network costs one read
 	o := observe.Observe(ctx, c.cloud, more)
 	res.Observation = o
 	v := verdict.Judge(o, want, nil)

@@ -408,7 +408,7 @@ func (pl *planner) outsideMessage(node string, hop netip.Addr, cidr netip.Prefix
 	if len(nets) > maxListedNetworks {
 		list += fmt.Sprintf(" and %d more", len(nets)-maxListedNetworks)
 	}
-	return fmt.Sprintf("internal IP %s of node %s (the next hop of pod CIDR %s) is in none of the subnets of the virtual networks routekeeper guards (%s); no NIC can hold it, so Azure would deliver the pod traffic nowhere: fix the node's address, or add its subnet to the configuration", hop, node, cidr, list)
+	return fmt.Sprintf("internal IP %s of node %s (the next hop of pod CIDR %s) is in none of the subnets of the virtual networks routekeeper guards%s (%s); no NIC can hold it, so Azure would deliver the pod traffic nowhere: fix the node's address, or add its subnet to the configuration", hop, node, cidr, pl.in.NodeNetworksNote, list)
 }
 
 // fail gives e a reason, unless it has one already.

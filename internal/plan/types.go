@@ -45,6 +45,11 @@ type Input struct {
 	// address, so Azure would deliver the pod traffic nowhere. Empty means
 	// unknown: next hops are not checked.
 	NodeNetworks []netip.Prefix
+	// NodeNetworksNote is appended to a NextHopOutsideVNet message after
+	// "the subnets of the virtual networks routekeeper guards": what
+	// NodeNetworks covers beyond them (" or of the networks peered with
+	// them (hub-vnet)"), or what could not be read.
+	NodeNetworksNote string
 	// Adopt says what happens to a route routekeeper does not own that
 	// has exactly the prefix and next hop a node needs (Kubernetes the Hard
 	// Way's kubernetes-route-10-200-0-0-24, cloud-provider-azure's legacy

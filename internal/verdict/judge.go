@@ -48,6 +48,7 @@ func (j *judge) run() *Verdict {
 		MaxDeletes:       j.want.MaxDeletes,
 		AllowEmptySource: j.want.AllowEmptySource,
 		NodeNetworks:     nets,
+		NodeNetworksNote: j.o.NodeNetworksNote(),
 	})
 	v.Plan = p
 	switch {

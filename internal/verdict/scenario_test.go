@@ -44,6 +44,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	                        subnet NAME PREFIX [vnet=V] [table=T] [missing] [unreadable]
 //	                        table NAME [claim=C] [tag=K:V] [missing] [unreadable]
 //	                          route NAME PREFIX HOP|TYPE [state=S]
+//	                        peering NAME vnet=V remote=R space=PREFIX[,PREFIX] [state=S]
 //	nodes                 NAME IP[,IP] [CIDR[,CIDR]] [problem=REASON]
 //	judge                 observe the cloud and judge with no outcome yet
 //	outcome               the writes of the last judged verdict's actions:
@@ -191,7 +192,8 @@ func (w *world) do(s step) (string, error) {
 		w.want.Nodes = nodes
 		return "", err
 	case "judge":
-		w.obs = observe.Observe(context.Background(), w.cloud, observe.Scope{Table: cmpOr(w.want.Table, w.want.Configured), Subnets: w.subnets(), Networks: true})
+		w.obs = observe.Observe(context.Background(), w.cloud, observe.Scope{Table: cmpOr(w.want.Table, w.want.Configured), Subnets: w.subnets(), Networks: true,
+			NextHops: observe.NextHops(w.want.Nodes)})
 		w.last, w.out = verdict.Judge(w.obs, w.want, nil), nil
 		return render(w.last, true), checkVocabulary(w.last)
 	case "outcome":
