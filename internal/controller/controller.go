@@ -72,6 +72,9 @@ type Config struct {
 	ClaimTable       bool
 	MaxDeletes       int
 	AllowEmptySource bool
+	// ConfirmStandDown confirms the stand-down from host routes
+	// (verdict.Desired's; Mode StandDown).
+	ConfirmStandDown bool
 	RouteTableID     string
 	// Location of the table when routekeeper creates it.
 	Location string
@@ -230,7 +233,7 @@ func (r *Result) set(v *verdict.Verdict) {
 	r.Created, r.Updated, r.Deleted, r.Conflicts = 0, 0, 0, 0
 	if v.Plan != nil {
 		r.Conflicts = len(v.Plan.Conflicts)
-		if v.Mode() == verdict.Manage && v.Plan.Refused == "" && (v.Current != nil || v.Decision.Create) {
+		if v.Mode() != verdict.Observe && v.Plan.Refused == "" && (v.Current != nil || v.Decision.Create) {
 			r.Created, r.Updated, r.Deleted = v.Plan.Counts()
 		}
 	}

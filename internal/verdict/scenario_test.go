@@ -38,7 +38,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //
 //	config key=value...   cluster, cidrs, table, subnets, policy, restore,
 //	                      create, mode, adopt, claim, limit, maxDeletes,
-//	                      allowEmptySource, previous, followedFrom, existed
+//	                      allowEmptySource, confirmStandDown, previous,
+//	                      followedFrom, existed
 //	cloud                 the whole cloud, replacing the last one:
 //	                        vnet NAME PREFIX[,PREFIX]
 //	                        subnet NAME PREFIX [vnet=V] [table=T] [missing] [unreadable]
@@ -270,6 +271,8 @@ func (w *world) config(args []string) error {
 			w.want.MaxDeletes, err = strconv.Atoi(v)
 		case "allowEmptySource":
 			w.want.AllowEmptySource, err = strconv.ParseBool(v)
+		case "confirmStandDown":
+			w.want.ConfirmStandDown, err = strconv.ParseBool(v)
 		case "previous":
 			w.want.Previous = append(w.want.Previous, tableID(v))
 		case "followedFrom":
