@@ -251,7 +251,7 @@ func remoteRoutes(in Input, t ipplan.OverlayTarget) []ipplan.NamedRange {
 				continue
 			}
 			seen[p] = true
-			out = append(out, ipplan.NamedRange{Name: fmt.Sprintf("%s sent by route %s/%s", p, tb.Name, rt.Name), Prefixes: []netip.Prefix{p}})
+			out = append(out, ipplan.NamedRange{Name: fmt.Sprintf("sent by route %s/%s", tb.Name, rt.Name), Prefixes: []netip.Prefix{p}})
 		}
 	}
 	return out

@@ -75,13 +75,14 @@ func reachability(in Input, r *Report, add addFunc) {
 			continue
 		}
 		rc.RouteTable = example.RouteTableID
-		via := "its system routes"
-		if example.Route != nil && !example.Route.IsSystem() {
-			via = fmt.Sprintf("route table %s (route %s %s → %s)", armid.Name(example.NextHopRouteTable), example.Route.Name, example.Route.Prefix, example.NextHopIP)
-		} else if example.Route != nil {
-			via = fmt.Sprintf("the %s route %s → %s", strings.ToLower(example.Route.Source), example.Route.Prefix, example.Route.NextHopType)
+		via, by := "its system routes", "a system route"
+		if r := example.Route; r != nil && !r.IsSystem() {
+			via = "route table " + armid.Name(example.NextHopRouteTable)
+			by = fmt.Sprintf("route %s %s → %s", r.Name, r.Prefix, example.NextHopIP)
+		} else if r != nil {
+			by = fmt.Sprintf("the %s route %s → %s", strings.ToLower(r.Source), r.Prefix, r.NextHopType)
 		}
-		rc.Example = fmt.Sprintf("%s → %s by %s", example.Source.Addr, example.Destination.Addr, via)
+		rc.Example = fmt.Sprintf("%s → %s by %s", example.Source.Addr, example.Destination.Addr, by)
 		r.Reachers = append(r.Reachers, rc)
 		where := src.name
 		if src.id != "" {
@@ -93,7 +94,7 @@ func reachability(in Input, r *Report, add addFunc) {
 		}
 		add(doctor.Error, CheckReachability, resource, fmt.Sprintf("routekeeper trace %s %s", example.Source.Addr, example.Destination.Addr),
 			"%s reaches %d of %d node pod CIDRs today through %s (e.g. %s): in an overlay pod IPs are not reachable from outside the cluster, so an Application Gateway backend, a VM, a peered network or an on-premises client that talks to pods directly loses them at the move. Publish the pods as a Service (an internal LoadBalancer) or through an ingress with Overlay support, and point those clients there first",
-			where, len(rc.Reached), rc.Total, via, rc.Example[:strings.Index(rc.Example, " by ")])
+			where, len(rc.Reached), rc.Total, via, rc.Example)
 	}
 }
 
