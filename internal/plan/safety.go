@@ -69,6 +69,9 @@ func (pl *planner) guardDeletes() {
 		p.HeldReason = ReasonStandDownUnconfirmed
 		p.HeldMessage = fmt.Sprintf("routes: standDown: the cluster no longer uses host routes, and %s holds %d routes of this cluster (%s): none is removed until the stand-down is confirmed. Check that every node runs the overlay CNI, then run with --confirm-stand-down (controller.confirmStandDown: true) to remove them all in one write; routes routekeeper does not own, the claim and the subnet associations stay",
 			pl.table, dels, pl.heldNames())
+		if pl.claim == "" {
+			p.HeldMessage += fmt.Sprintf(". The table is not claimed (tag %s): on AKS these are the platform's routes, which its move to Overlay deletes itself; do not confirm before it", route.ClaimTag)
+		}
 	case PodCIDRsGone(pl.in.Nodes):
 		p.HeldReason = ReasonStandDownUnconfirmed
 		p.HeldMessage = fmt.Sprintf("no node has a pod CIDR while %s holds %d routes of this cluster (%s): none is deleted. A new cluster whose IPAM has not assigned pod CIDRs yet looks the same; if the cluster moved to an overlay CNI (Azure CNI Overlay, Cilium, Calico VXLAN), set routes: standDown and confirm it (--confirm-stand-down) to remove them in one write (docs/aks-overlay.md)",

@@ -137,4 +137,11 @@ func TestStandDownUnclaimedTable(t *testing.T) {
 	if got := fmt.Sprint(changeStrings(p.Changes)); got != "[delete worker-0____102440024]" || len(p.Unclaimed) != 1 || p.Claim {
 		t.Errorf("changes %s, unclaimed %d, claim %v; want worker-0's delete alone, other-0's reported, no claim", got, len(p.Unclaimed), p.Claim)
 	}
+	// Not confirmed: the held message warns that on AKS the routes are the
+	// platform's.
+	p = Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur, StandDown: true,
+		Nodes: []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")}})
+	if !strings.Contains(p.HeldMessage, "on AKS these are the platform's routes") {
+		t.Errorf("held message: %s", p.HeldMessage)
+	}
 }
