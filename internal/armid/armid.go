@@ -62,3 +62,14 @@ func Subscription(id string) string {
 	}
 	return r.SubscriptionID
 }
+
+// ResourceGroupID returns the ID of the resource group that holds id
+// ("/subscriptions/<s>/resourceGroups/<g>"), "" when id names none: a
+// subscription scope, or not an ID.
+func ResourceGroupID(id string) string {
+	r, err := arm.ParseResourceID(strings.TrimSuffix(id, "/"))
+	if err != nil || r.ResourceGroupName == "" || r.SubscriptionID == "" {
+		return ""
+	}
+	return "/subscriptions/" + r.SubscriptionID + "/resourceGroups/" + r.ResourceGroupName
+}

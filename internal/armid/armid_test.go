@@ -50,3 +50,17 @@ func TestNameAndMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestResourceGroupID(t *testing.T) {
+	for id, want := range map[string]string{
+		"/subscriptions/s/resourceGroups/Net/providers/Microsoft.Network/virtualNetworks/v/subnets/sn": "/subscriptions/s/resourceGroups/Net",
+		"/subscriptions/s/resourceGroups/rg":  "/subscriptions/s/resourceGroups/rg",
+		"/subscriptions/s/resourceGroups/rg/": "/subscriptions/s/resourceGroups/rg",
+		"/subscriptions/s":                    "",
+		"nonsense":                            "",
+	} {
+		if got := ResourceGroupID(id); got != want {
+			t.Errorf("ResourceGroupID(%q) = %q, want %q", id, got, want)
+		}
+	}
+}

@@ -32,7 +32,10 @@ type diffOutput struct {
 	HeldMessage string         `json:"heldMessage,omitempty"`
 	Unclaimed   []plan.Change  `json:"unclaimed,omitempty"`
 	Unrouted    []unroutedNode `json:"unrouted,omitempty"`
-	Error       string         `json:"error,omitempty"`
+	// Refused are the actions routekeeper needs that the identity may
+	// not do (the permissions API), with the grant that fixes each.
+	Refused []verdict.Access `json:"refused,omitempty"`
+	Error   string           `json:"error,omitempty"`
 	// Mirrors are the mirror tables' diffs (config mirrors:, mirrors.go).
 	Mirrors []diffOutput `json:"mirrors,omitempty"`
 }
@@ -47,7 +50,7 @@ type unroutedNode struct {
 // finding: diff then exits 3, as run --once would.
 func (d diffOutput) pending() bool {
 	if d.Create || d.Claim || len(d.Changes) > 0 || len(d.Conflicts) > 0 || len(d.Unrouted) > 0 ||
-		len(d.HeldDeletes) > 0 || len(d.Unclaimed) > 0 {
+		len(d.HeldDeletes) > 0 || len(d.Unclaimed) > 0 || len(d.Refused) > 0 {
 		return true
 	}
 	for _, m := range d.Mirrors {
@@ -94,6 +97,13 @@ func newDiffOutput(res *controller.Result, observe bool) diffOutput {
 		}
 		out.Unrouted = append(out.Unrouted, unroutedNode{Node: name, Reason: string(nr.Reason), Message: nr.Message})
 	}
+	if res.Verdict != nil {
+		for _, a := range res.Verdict.Access {
+			if !a.Allowed && a.Unknown == "" {
+				out.Refused = append(out.Refused, a)
+			}
+		}
+	}
 	if res.Err != nil {
 		out.Error = res.Err.Error()
 	}
@@ -127,7 +137,7 @@ would fail with, after printing what was decided), 2 for bad input.`,
 				return err
 			}
 			ctrl := set.Main
-			all := set.DryRun(ctx, observe.Scope{})
+			all := set.DryRun(ctx, observe.Scope{Access: true})
 			res := all[0]
 			if res.Decision == nil && res.Err != nil {
 				return res.Err
@@ -221,6 +231,9 @@ func diffTable(d diffOutput) table {
 	}
 	for _, u := range d.Unrouted {
 		t.rows = append(t.rows, []string{"not-routed", "", "", "", u.Node, u.Reason + ": " + u.Message})
+	}
+	for _, a := range d.Refused {
+		t.rows = append(t.rows, []string{"refused", a.Action, "", "", "", fmt.Sprintf("cannot %s: the identity lacks it on %s. Fix: %s", a.For, shortID(a.Scope), a.Fix)})
 	}
 	return t
 }

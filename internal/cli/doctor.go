@@ -57,7 +57,9 @@ the cloud cannot be read, 2 for bad input.`,
 			// The same observation and verdict as run (with the networks
 			// around and the NICs for the routing checks): doctor has no
 			// rules of its own.
-			all := set.DryRun(ctx, routingScope(cfg, true))
+			scope := routingScope(cfg, true)
+			scope.Access = target == nil // the pre-flight needs no permission reads
+			all := set.DryRun(ctx, scope)
 			res := all[0]
 			if res.Verdict == nil {
 				return res.Err

@@ -58,7 +58,12 @@ type Subnet struct {
 	Name            string   `json:"name"`
 	AddressPrefixes []string `json:"addressPrefixes"`
 	// RouteTableID is the associated route table, "" when none.
-	RouteTableID      string `json:"routeTableId,omitempty"`
-	Etag              string `json:"etag,omitempty"`
-	ProvisioningState string `json:"provisioningState,omitempty"`
+	RouteTableID string `json:"routeTableId,omitempty"`
+	// NetworkSecurityGroupID and NATGatewayID are the other resources the
+	// subnet references, "" when none: a write of the subnet needs their
+	// join/action too (ARM's linked authorization).
+	NetworkSecurityGroupID string `json:"networkSecurityGroupId,omitempty"`
+	NATGatewayID           string `json:"natGatewayId,omitempty"`
+	Etag                   string `json:"etag,omitempty"`
+	ProvisioningState      string `json:"provisioningState,omitempty"`
 }

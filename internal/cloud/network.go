@@ -50,3 +50,10 @@ type NetworkInterface struct {
 	IPs          []netip.Addr
 	SubnetIDs    []string
 }
+
+// Principal is who the cloud client authenticates as, from its token:
+// the object ID ("" when the token does not carry one) and the client
+// (application) ID.
+type Principal struct {
+	ObjectID, ClientID, TenantID string
+}

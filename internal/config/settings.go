@@ -116,7 +116,7 @@ var settings = []Setting{
 		Usage: "location of a created route table (default: azure.json's, else the first subnet's virtual network's)",
 		ptr:   func(c *Config) any { return &c.RouteTable.Location }},
 	{Path: "routeTable.routeLimit", Use: UsePlan, Flag: "route-limit", Kind: KindInt, Default: "400",
-		Usage: "most routes the table may hold, custom routes included (1 to 1000): Azure's limit depends on the subscription, 400 by default, 1000 where Microsoft allows it",
+		Usage: "most routes the table may hold, custom routes included (1 to 1000): Azure allows 400 per route table; more only in a table Azure Virtual Network Manager's routing configurations fill",
 		ptr:   func(c *Config) any { return &c.RouteTable.RouteLimit }},
 	{Path: "routeTable.adopt", Use: UsePlan, Flag: "adopt", Kind: KindEnum, Default: "none",
 		Values: []string{string(AdoptNone), string(AdoptMatching)},

@@ -226,7 +226,7 @@ func (v *validator) routeTable() {
 		table = r
 	}
 	if rt.RouteLimit < 1 || rt.RouteLimit > MaxRouteLimit {
-		v.bad("routeTable.routeLimit", -1, rt.RouteLimit, fmt.Sprintf("must be between 1 and %d (Azure allows 400 routes per table by default; some subscriptions allow 1000)", MaxRouteLimit))
+		v.bad("routeTable.routeLimit", -1, rt.RouteLimit, fmt.Sprintf("must be between 1 and %d (Azure allows 400 routes per route table)", MaxRouteLimit))
 	}
 	v.enum("routeTable.adopt", string(rt.Adopt), string(AdoptNone), string(AdoptMatching))
 	if rt.Location != "" && !location.MatchString(rt.Location) {

@@ -22,7 +22,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -148,6 +147,7 @@ type Controller struct {
 	reporters []Reporter
 	log       *slog.Logger
 	sleep     func(ctx context.Context, d time.Duration) error
+	now       func() time.Time
 
 	mu sync.Mutex
 	// mem is what verdicts need from earlier passes (memory.go).
@@ -159,6 +159,8 @@ type Controller struct {
 	// unrouted are the nodes not routed after the last reconcile, with
 	// their reason (logUnrouted).
 	unrouted map[string]string
+	// refusals are the writes Azure refused, waiting (denials.go).
+	refusals map[string]*refusal
 	// reportMu serializes the reporters: the guard and the reconcile run
 	// on separate loops.
 	reportMu sync.Mutex
@@ -170,7 +172,7 @@ func New(cfg Config, c cloud.Cloud, src Source, log *slog.Logger, reporters ...R
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Controller{cfg: cfg, cloud: c, src: src, reporters: reporters, log: log, sleep: sleepCtx, mem: memory{table: cfg.RouteTableID}}
+	return &Controller{cfg: cfg, cloud: c, src: src, reporters: reporters, log: log, sleep: sleepCtx, now: time.Now, mem: memory{table: cfg.RouteTableID}}
 }
 
 // Config returns the controller's configuration with defaults applied.
@@ -304,6 +306,7 @@ func (r *Result) Summary() string {
 
 // Reconcile makes the route table match the nodes, once.
 func (c *Controller) Reconcile(ctx context.Context) *Result {
+	ctx = c.forTable(ctx)
 	nodes, err := c.src.Nodes(ctx)
 	return c.pass(ctx, nodes, err, false, observe.Scope{})
 }
@@ -314,6 +317,7 @@ func (c *Controller) Reconcile(ctx context.Context) *Result {
 // commands that need more than a reconcile (trace and doctor: Routing,
 // RoutingSubnets, NICs); its Table and Subnets are the controller's.
 func (c *Controller) DryRun(ctx context.Context, more observe.Scope) *Result {
+	ctx = c.forTable(ctx)
 	nodes, err := c.src.Nodes(ctx)
 	return c.pass(ctx, nodes, err, true, more)
 }
@@ -323,6 +327,14 @@ func (c *Controller) DryRun(ctx context.Context, more observe.Scope) *Result {
 // wanted, as for `routes list`).
 func (c *Controller) Inspect(ctx context.Context, nodes []source.Node, more observe.Scope) *Result {
 	return c.pass(ctx, nodes, nil, true, more)
+}
+
+// forTable marks ctx as this controller's: the ARM requests made with it
+// are counted for its configured table (cloud.ForTable, metric
+// routekeeper_table_arm_requests_total), apart from those of the other
+// controllers (mirrors) that share the cloud client.
+func (c *Controller) forTable(ctx context.Context) context.Context {
+	return cloud.ForTable(ctx, TableName(c.cfg.RouteTableID))
 }
 
 // report hands res to every reporter, one result at a time.
@@ -337,6 +349,7 @@ func (c *Controller) report(ctx context.Context, res *Result) {
 // pass is one reconcile (or dry run) from nodes as read (srcErr: they
 // could not be).
 func (c *Controller) pass(ctx context.Context, nodes []source.Node, srcErr error, dryRun bool, more observe.Scope) *Result {
+	ctx = c.forTable(ctx)
 	res := &Result{Start: time.Now()}
 	reads0, writes0 := c.cloud.Calls()
 	switch {
@@ -430,26 +443,36 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 // retry: the table write met another writer (412, 409), so the pass must
 // observe again.
 func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict.Verdict, writeTable bool) (out *verdict.Outcome, retry bool) {
-	out = &verdict.Outcome{Subnets: map[string]error{}}
+	out = &verdict.Outcome{Subnets: map[string]verdict.Write{}}
 	exists := v.Current != nil
 	if t, etag, ok := v.TableWrite(); ok && writeTable {
-		written, err := c.cloud.PutRouteTable(ctx, t, etag)
-		out.Table = &verdict.TableWrite{ReadBack: written, Err: err}
-		if errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict) {
-			return out, true
+		if err, held := c.heldBack(v.Table); held {
+			out.Table = &verdict.TableWrite{Write: outcome(err)}
+		} else {
+			written, err := c.cloud.PutRouteTable(ctx, t, etag)
+			out.Table = &verdict.TableWrite{Write: outcome(err), ReadBack: written}
+			c.wrote(verdict.OpTableWrite, v.Table, err)
+			if out.Table.Raced {
+				return out, true
+			}
+			exists = exists || err == nil
 		}
-		exists = exists || err == nil
 	}
 	if !exists {
 		return out, false
 	}
 	for _, s := range v.Associations() {
+		if err, held := c.heldBack(s.Subnet); held {
+			out.Subnets[armid.Key(s.Subnet)] = outcome(err)
+			continue
+		}
 		etag := ""
 		if r, ok := o.Subnet(s.Subnet); ok && r.Subnet != nil {
 			etag = r.Subnet.Etag
 		}
 		_, err := c.cloud.SetSubnetRouteTable(ctx, s.Subnet, v.Table, etag)
-		out.Subnets[armid.Key(s.Subnet)] = err
+		out.Subnets[armid.Key(s.Subnet)] = outcome(err)
+		c.wrote(verdict.OpSubnetWrite, s.Subnet, err)
 	}
 	return out, false
 }

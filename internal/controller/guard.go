@@ -10,19 +10,34 @@ import (
 )
 
 // Guard runs the association guard alone, between reconciles: it observes
-// the subnets and the tables (not the networks: the next hops are judged
+// our table, and the subnets it does not list with the tables they point
+// to (observe.Scope.Steady; not the networks: the next hops are judged
 // against the last ones read), judges with the last known nodes, and
 // writes only to associate. It never writes routes: when the verdict calls
 // for a table write (a route missing or wrong, a followed swap to fill, a
 // table to re-create) or a repair failed, NeedsReconcile tells the caller
 // to reconcile now.
 func (c *Controller) Guard(ctx context.Context) *Result {
+	ctx = c.forTable(ctx)
 	res := &Result{Start: time.Now(), GuardOnly: true}
 	reads0, writes0 := c.cloud.Calls()
 	nodes := c.lastNodes()
 	want := c.desired(nodes)
-	o := observe.Observe(ctx, c.cloud, observe.Scope{Table: want.Table, Subnets: c.cfg.Subnets, Earlier: c.lastNetworks()})
+	// The steady scope reads our table, and a subnet only when the table
+	// does not list it: one GET per cycle while every subnet is on it.
+	o := observe.Observe(ctx, c.cloud, observe.Scope{Table: want.Table, Subnets: c.cfg.Subnets, Steady: true, Earlier: c.lastNetworks()})
 	v := verdict.Judge(o, want, nil)
+	if ids := listedWrites(o, v); len(ids) > 0 {
+		// A subnet to write that was taken from the table's list: its PUT
+		// must carry the body and etag of a read (If-Match), so read it and
+		// judge again. This costs nothing in steady state: a subnet our
+		// table lists is on it, and a subnet on our table is written only
+		// when the verdict moves it to another table (a followed swap or
+		// migration), which a steady cycle does not find.
+		o = o.ReadListed(ctx, c.cloud, ids)
+		v = verdict.Judge(o, want, nil)
+	}
+	res.Observation = o
 	_, _, res.NeedsWrite = v.TableWrite()
 	c.remember(o, v)
 	for _, n := range v.Decision.Notes {
@@ -75,4 +90,16 @@ func (r *Result) NeedsReconcile() bool {
 		}
 	}
 	return false
+}
+
+// listedWrites returns the subnets a verdict would write that the
+// observation took from our table's list instead of reading them.
+func listedWrites(o *observe.Observation, v *verdict.Verdict) []string {
+	var out []string
+	for _, s := range v.Associations() {
+		if r, ok := o.Subnet(s.Subnet); ok && r.Listed {
+			out = append(out, s.Subnet)
+		}
+	}
+	return out
 }

@@ -25,8 +25,10 @@ type memory struct {
 	// creating it again is a repair (deleted out of band), not the first
 	// set-up.
 	everExisted bool
-	// networks is the last observation that read the node networks: the
-	// guard judges next hops against it without reading them each cycle.
+	// networks is the last observation that read the node networks (and
+	// every guarded subnet: a reconcile's): the guard judges next hops
+	// against it without reading them each cycle, and answers from it for
+	// the subnets our table lists (observe.Scope.Steady).
 	networks *observe.Observation
 	// problems are the subnets' problems last logged (newProblem).
 	problems map[string]string

@@ -96,7 +96,7 @@ func (s *Set) DryRun(ctx context.Context, more observe.Scope) []*Result {
 // the same nodes, and an inventory's IPAM runs once. No controller's
 // source is touched, so a Set's loops may run meanwhile.
 func (s *Set) each(ctx context.Context, dryRun bool, more observe.Scope) []*Result {
-	nodes, err := s.Main.src.Nodes(ctx)
+	nodes, err := s.Main.src.Nodes(s.Main.forTable(ctx))
 	all := s.All()
 	out := make([]*Result, len(all))
 	var wg sync.WaitGroup
@@ -104,7 +104,9 @@ func (s *Set) each(ctx context.Context, dryRun bool, more observe.Scope) []*Resu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			scope := observe.Scope{}
+			// The main table's observation is widened as asked; each
+			// mirror's reads the permissions it needs too.
+			scope := observe.Scope{Access: more.Access}
 			if i == 0 {
 				scope = more
 			}

@@ -55,6 +55,9 @@ const (
 	// CheckUnclaimedRoute: a route of a node this cluster does not have in
 	// an unclaimed table; never deleted by routekeeper.
 	CheckUnclaimedRoute = "unclaimed-route"
+	// CheckPermission: an action routekeeper needs that the identity may
+	// not do (or that Azure refused), with the role assignment that grants it.
+	CheckPermission = "permission"
 )
 
 // Finding is one problem (or remark).
@@ -121,6 +124,7 @@ func Check(in Input, v *verdict.Verdict) *Report {
 		add(Error, CheckTable, v.Table, "", "%v", v.Err)
 	}
 	r.Routed = checkNodes(in, v, add)
+	checkAccess(v, add)
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return severityRank(a.Severity) - severityRank(b.Severity) })
 	return r
 }
@@ -205,9 +209,9 @@ func checkTable(t *route.Table, in Input, add addFunc) {
 	}
 	switch n := len(t.Routes); {
 	case n > limit:
-		add(Error, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d routes, over the limit of %d (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit)
+		add(Error, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d routes, over the limit of %d (routeTable.routeLimit; Azure allows 400 routes per route table: see docs/configuration.md, Route limit)", n, limit)
 	case n*10 >= limit*9:
-		add(Warning, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure's limit depends on the subscription, 400 by default, 1000 in some: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
+		add(Warning, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure allows 400 routes per route table: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
 	}
 	for _, sn := range t.Subnets {
 		if !armid.Contains(in.Subnets, sn) {
@@ -322,4 +326,21 @@ func hop(r route.Route) string {
 		return r.NextHopIP.String()
 	}
 	return string(r.NextHopType)
+}
+
+// checkAccess reports every action routekeeper needs that the identity
+// may not do (read through the permissions API), and every write Azure
+// refused in the pass: one finding each, with the command that fixes it.
+func checkAccess(v *verdict.Verdict, add addFunc) {
+	for _, a := range v.Access {
+		switch {
+		case a.Unknown != "":
+			add(Warning, CheckPermission, a.Scope, "", "could not tell whether routekeeper may %s (%s on %s): %s", a.For, a.Action, a.Scope, a.Unknown)
+		case !a.Allowed:
+			add(Error, CheckPermission, a.Scope, a.Fix, "routekeeper cannot %s: the identity lacks %s on %s", a.For, a.Action, a.Scope)
+		}
+	}
+	for _, d := range v.Denials {
+		add(Error, CheckPermission, d.Resource, d.Fix, "%s", d.Message())
+	}
 }

@@ -60,8 +60,8 @@ func spell(seg string) string {
 // classifyRequest returns what ARM checks of a request; nil for requests
 // that need nothing: the tenant and subscription lists, the async-operation
 // status endpoints (anyone holding an operation's URL may poll it), the
-// permissions API (it answers for the caller), and paths the router
-// refuses anyway.
+// permissions API (it answers for the caller), the built-in policy
+// definitions (public in the tenant), and paths the router refuses anyway.
 func classifyRequest(q *request) *armOp {
 	seg := q.segs
 	n := len(seg)
@@ -82,7 +82,7 @@ func classifyRequest(q *request) *armOp {
 		return op
 	}
 	if i := authorizationIndex(seg); i >= 0 {
-		if i+2 >= n || is(i+2, "permissions") {
+		if i+2 >= n || is(i+2, "permissions") || isBuiltinPolicyRead(q.method, seg) {
 			return nil
 		}
 		op := verb("Microsoft.Authorization/" + spell(seg[i+2]))
@@ -387,4 +387,40 @@ func scopeOfExtension(id string) string {
 		return azrbac.RootScope
 	}
 	return id[:i]
+}
+
+// authorizePoll is ARM's check on the status URL of an asynchronous
+// operation: the caller needs {namespace}/locations/operations/read (or
+// operationResults/read) at the resource group of the resource the
+// operation is about. "To track the status of an asynchronous operation,
+// you need sufficient permission at the level of the resource group. If
+// you only have permission at the level of the resource, you can start
+// the operation but you can't track its status" (Azure Resource Manager,
+// Track asynchronous Azure operations, "Permission for tracking async
+// status"). A role at the resource alone thus writes but cannot see the
+// write finish.
+func (s *Server) authorizePoll(q *request, o *operation, kind string) error {
+	st := q.authz
+	if st == nil || !st.enforced() || q.caller.admin() {
+		return nil
+	}
+	scope := "/subscriptions/" + o.Sub
+	if id, err := parseResourceGroupOf(o.ResourceID); err == nil {
+		scope = id
+	}
+	action := networkNamespace + "/locations/" + kind + "/read"
+	if st.permissions(q.caller, scope).Allows(action) {
+		return nil
+	}
+	return errAuthorizationFailed(q.caller, action, "/"+strings.Join(q.segs, "/"))
+}
+
+// parseResourceGroupOf returns the ID of the resource group of a resource
+// ID ("/subscriptions/s/resourceGroups/g").
+func parseResourceGroupOf(id string) (string, error) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segs) < 4 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") {
+		return "", fmt.Errorf("%q names no resource group", id)
+	}
+	return rgID(segs[1], segs[3]), nil
 }

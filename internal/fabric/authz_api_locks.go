@@ -127,9 +127,15 @@ func (s *Server) listPolicyDefinitions(ctx context.Context, q *request, e extReq
 	return s.readState(ctx, func(st *authzState) (*response, error) {
 		var defs []*policyDefinition
 		for _, d := range st.policyDefs {
-			if azrbac.ScopeContains(scopeOfExtension(d.ID), e.scope) || azrbac.ScopeContains(e.scope, scopeOfExtension(d.ID)) {
-				defs = append(defs, d)
+			at := scopeOfExtension(d.ID)
+			switch {
+			case at == azrbac.RootScope: // built-ins, listed everywhere
+			case e.scope == azrbac.RootScope: // the tenant lists its built-ins only
+				continue
+			case !azrbac.ScopeContains(at, e.scope) && !azrbac.ScopeContains(e.scope, at):
+				continue
 			}
+			defs = append(defs, d)
 		}
 		slices.SortFunc(defs, func(a, b *policyDefinition) int { return strings.Compare(key(a.ID), key(b.ID)) })
 		out := []any{}
@@ -144,7 +150,16 @@ func errPolicyDefinitionNotFound(name string) *apiError {
 	return newError(http.StatusNotFound, "PolicyDefinitionNotFound", "The policy definition '%s' could not be found.", name)
 }
 
+// getPolicyDefinition answers a definition: a custom one at a
+// subscription, a built-in at the tenant scope.
 func (s *Server) getPolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	if e.scope == azrbac.RootScope {
+		d := builtinPolicyDefinition(e.id())
+		if d == nil {
+			return nil, errPolicyDefinitionNotFound(e.name)
+		}
+		return &response{status: http.StatusOK, body: d}, nil
+	}
 	return s.getExt(ctx, e, kindPolicyDefinition, func() *apiError { return errPolicyDefinitionNotFound(e.name) })
 }
 
@@ -203,6 +218,9 @@ func (s *Server) putPolicyDefinition(ctx context.Context, q *request, e extReque
 }
 
 func (s *Server) deletePolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+	if !policyDefinitionsAt(e.scope) {
+		return nil, badRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'; built-in definitions cannot be deleted.", e.scope)
+	}
 	return s.deleteExt(ctx, e, kindPolicyDefinition)
 }
 
@@ -259,33 +277,30 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extReque
 		if err := requireScope(tx, e.scope); err != nil {
 			return err
 		}
-		row, err := tx.getAuthz(key(a.Properties.PolicyDefinitionID))
-		if err != nil {
-			return err
-		}
-		if row == nil || row.Kind != kindPolicyDefinition {
-			return errPolicyDefinitionNotFound(a.Properties.PolicyDefinitionID)
-		}
-		d, err := decodePolicyDefinition(row.Doc)
-		if err != nil {
-			return err
-		}
-		a.Properties.PolicyDefinitionID = d.ID
-		var missing []string
-		for name, p := range d.Properties.Parameters {
-			if _, ok := a.param(d, name); !ok && len(p.DefaultValue) == 0 {
-				missing = append(missing, name)
+		d := builtinPolicyDefinition(a.Properties.PolicyDefinitionID)
+		if d == nil {
+			row, err := tx.getAuthz(key(a.Properties.PolicyDefinitionID))
+			if err != nil {
+				return err
+			}
+			if row == nil || row.Kind != kindPolicyDefinition {
+				return errPolicyDefinitionNotFound(a.Properties.PolicyDefinitionID)
+			}
+			if d, err = decodePolicyDefinition(row.Doc); err != nil {
+				return err
 			}
 		}
+		a.Properties.PolicyDefinitionID = d.ID
+		if err := a.compile(); err != nil {
+			return err
+		}
+		missing, undefined := d.compiled.CheckParameters(a.compiled)
 		if len(missing) > 0 {
-			slices.Sort(missing)
 			return badRequest("MissingPolicyParameter", "The policy assignment '%s' is missing the parameter(s) '%s' as defined in the policy definition '%s'.",
 				a.Name, strings.Join(missing, ", "), d.Name)
 		}
-		for name := range a.Properties.Parameters {
-			if !slices.ContainsFunc(keys(d.Properties.Parameters), func(k string) bool { return strings.EqualFold(k, name) }) {
-				return badRequest("UndefinedPolicyParameter", "The policy assignment '%s' has the parameter '%s' which is not defined in the policy definition '%s'.", a.Name, name, d.Name)
-			}
+		if len(undefined) > 0 {
+			return badRequest("UndefinedPolicyParameter", "The policy assignment '%s' has the parameter '%s' which is not defined in the policy definition '%s'.", a.Name, undefined[0], d.Name)
 		}
 		prev, err := tx.getAuthz(key(a.ID))
 		if err != nil {
@@ -306,14 +321,6 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extReque
 		return nil
 	})
 	return resp, err
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 func (s *Server) deletePolicyAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {

@@ -226,7 +226,8 @@ func TestPolicyAPI(t *testing.T) {
 // TestPolicyOnPatchAndGroups: a PATCH is evaluated on the stored resource
 // with its new tags; resource groups are evaluated as
 // Microsoft.Resources/subscriptions/resourceGroups; mode Indexed skips
-// child resources.
+// child resources and resource groups (Azure's built-in "Allowed
+// locations", of mode Indexed, says it excludes resource groups).
 func TestPolicyOnPatchAndGroups(t *testing.T) {
 	e := newAuthzEnv(t, `
 location: eastus
@@ -255,10 +256,16 @@ authorization:
       policyRule:
         if: {field: type, equals: Microsoft.Network/virtualNetworks/subnets}
         then: {effect: deny}
+    - name: indexed-groups
+      mode: Indexed
+      policyRule:
+        if: {allOf: [{field: type, equals: Microsoft.Resources/subscriptions/resourceGroups}, {field: tags.state, equals: indexed}]}
+        then: {effect: deny}
   policyAssignments:
     - {name: a1, definition: no-prod-tables}
     - {name: a2, definition: no-frozen-groups}
     - {name: a3, definition: indexed-subnets}
+    - {name: a4, definition: indexed-groups}
 `)
 	sub := "/subscriptions/" + sub0
 	for _, tc := range []struct {
@@ -270,6 +277,7 @@ authorization:
 		{"PATCH to test", "PATCH", netID("kubernetes", typeRouteTables, "rt"), map[string]any{"tags": map[string]string{"env": "test"}}, false},
 		{"group frozen", "PUT", sub + "/resourcegroups/kubernetes", map[string]any{"location": "eastus", "tags": map[string]string{"state": "frozen"}}, true},
 		{"group fine", "PUT", sub + "/resourcegroups/new", map[string]any{"location": "eastus", "tags": map[string]string{"state": "ok"}}, false},
+		{"Indexed skips resource groups", "PUT", sub + "/resourcegroups/kubernetes", map[string]any{"location": "eastus", "tags": map[string]string{"state": "indexed"}}, false},
 		{"Indexed skips subnets", "PUT", netID("kubernetes", typeVirtualNetworks, "vnet") + "/subnets/nodes", map[string]any{"properties": map[string]any{"addressPrefix": "10.240.0.0/24"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -279,5 +287,78 @@ authorization:
 				t.Fatalf("= %d %v, want denied %v", status, body, tc.deny)
 			}
 		})
+	}
+}
+
+// TestBuiltinPolicies: Azure's built-in definitions are served at the
+// tenant scope to anyone, listed with a subscription's custom ones, can
+// be assigned, and are enforced like custom ones.
+func TestBuiltinPolicies(t *testing.T) {
+	const allowed = "/providers/Microsoft.Authorization/policyDefinitions/e56962a6-4747-49cd-b67b-bf8b01975c4c"
+	e := newAuthzEnv(t, `
+location: eastus
+resourceGroups:
+  - name: kubernetes
+authorization:
+  principals:
+    - {name: nobody, clientId: nobody-client}
+  roleAssignments:
+    - {principal: nobody, role: Reader, resourceGroup: kubernetes}
+  policyDefinitions:
+    - name: custom
+      policyRule: {if: {field: name, equals: never}, then: {effect: deny}}
+  policyAssignments:
+    - {name: locations, definition: `+allowed+`, resourceGroup: kubernetes, parameters: {listOfAllowedLocations: [eastus]}}
+`)
+	sub := "/subscriptions/" + sub0
+	names := func(body map[string]any) []string {
+		var out []string
+		list, _ := body["value"].([]any)
+		for _, v := range list {
+			m, _ := v.(map[string]any)
+			out = append(out, fmt.Sprint(m["name"]))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name, client, method, path string
+		status                     int
+		check                      func(map[string]any) bool
+	}{
+		{"GET at the tenant by a Reader of a group", "nobody-client", "GET", allowed, 200, func(b map[string]any) bool {
+			p, _ := b["properties"].(map[string]any)
+			return p["policyType"] == "BuiltIn" && p["mode"] == "Indexed" && p["displayName"] == "Allowed locations"
+		}},
+		{"a missing built-in", "", "GET", "/providers/Microsoft.Authorization/policyDefinitions/nope", 404, nil},
+		{"the tenant lists built-ins only", "", "GET", "/providers/Microsoft.Authorization/policyDefinitions", 200, func(b map[string]any) bool {
+			n := names(b)
+			return len(n) == 2 && !strings.Contains(fmt.Sprint(n), "custom")
+		}},
+		{"a subscription lists both", "", "GET", sub + "/providers/Microsoft.Authorization/policyDefinitions", 200, func(b map[string]any) bool {
+			return len(names(b)) == 3
+		}},
+		{"a built-in cannot be deleted", "", "DELETE", allowed, 400, nil},
+		{"nor written", "", "PUT", allowed, 400, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body any
+			if tc.method == "PUT" {
+				body = map[string]any{"properties": map[string]any{"mode": "All", "policyRule": map[string]any{"if": map[string]any{"field": "name", "equals": "x"}, "then": map[string]any{"effect": "deny"}}}}
+			}
+			status, got := e.raw(tc.client, tc.method, tc.path+"?api-version=2023-04-01", body)
+			if status != tc.status || (tc.check != nil && !tc.check(got)) {
+				t.Fatalf("= %d %v, want %d", status, got, tc.status)
+			}
+		})
+	}
+	p, err := e.as("").tables.BeginCreateOrUpdate(context.Background(), "kubernetes", "west", armnetwork.RouteTable{Location: to.Ptr("westus")}, nil)
+	if err == nil {
+		_, err = p.PollUntilDone(context.Background(), authzPoll)
+	}
+	if _, code, msg, _ := armErr(t, err); code != "RequestDisallowedByPolicy" || !strings.Contains(msg, allowed) {
+		t.Errorf("a table in westus: %s %s", code, msg)
+	}
+	if err := putTable(e.as(""), "kubernetes", "east"); err != nil {
+		t.Errorf("a table in eastus: %v", err)
 	}
 }

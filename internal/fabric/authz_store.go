@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -154,7 +155,7 @@ type authzState struct {
 	roles       map[string]azrbac.RoleDefinition
 	assignments []azrbac.Assignment
 	locks       []lockDoc
-	policyDefs  map[string]*policyDefinition // by lower ID
+	policyDefs  map[string]*policyDefinition // by lower ID; the built-ins too
 	policies    []*policyAssignment
 }
 
@@ -212,7 +213,7 @@ func (s *Server) authzState(ctx context.Context) (*authzState, error) {
 
 func loadAuthz(tx *txn, rev int64) (*authzState, error) {
 	st := &authzState{rev: rev, principals: map[string]principalDoc{}, roles: map[string]azrbac.RoleDefinition{},
-		policyDefs: map[string]*policyDefinition{}}
+		policyDefs: maps.Clone(builtinPolicyDefinitions())}
 	rows, err := tx.allAuthz()
 	if err != nil {
 		return nil, err
@@ -249,7 +250,9 @@ func loadAuthz(tx *txn, rev int64) (*authzState, error) {
 		case kindPolicyAssignment:
 			var a policyAssignment
 			if err = json.Unmarshal(r.Doc, &a); err == nil {
-				assignments = append(assignments, &a)
+				if err = a.compile(); err == nil {
+					assignments = append(assignments, &a)
+				}
 			}
 		}
 		if err != nil {

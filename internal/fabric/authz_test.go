@@ -116,14 +116,21 @@ func TestInheritance(t *testing.T) {
 			}
 		})
 	}
-	// A role on a table applies to its routes (child resources).
+	// A role on a table applies to its routes (child resources): the PUT
+	// is accepted. But tracking the operation needs a role at the
+	// resource group (Track asynchronous Azure operations, "Permission
+	// for tracking async status"): the poll is refused, naming the action.
 	p, err := e.as("contrib-app").routes.BeginCreateOrUpdate(ctx, "kubernetes", "rt", "r2", armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("10.244.1.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVnetLocal)}}, nil)
-	if err == nil {
-		_, err = p.PollUntilDone(ctx, authzPoll)
-	}
 	if err != nil {
-		t.Errorf("route PUT under a table-scoped role: %v", err)
+		t.Fatalf("route PUT under a table-scoped role: %v", err)
+	}
+	_, err = p.PollUntilDone(ctx, authzPoll)
+	if _, code, msg, _ := armErr(t, err); code != "AuthorizationFailed" || !strings.Contains(msg, "'Microsoft.Network/locations/operations/read'") {
+		t.Errorf("polling the route PUT with a role on the table only: %v; want AuthorizationFailed on Microsoft.Network/locations/operations/read", err)
+	}
+	if _, err := e.as("netc-app").routes.Get(ctx, "kubernetes", "rt", "r2", nil); err != nil {
+		t.Errorf("the route written under a table-scoped role does not exist: %v", err)
 	}
 	// ... and not to listing the group.
 	pager := e.as("contrib-app").tables.NewListPager("kubernetes", nil)

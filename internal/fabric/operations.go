@@ -404,6 +404,9 @@ func (s *Server) getOperation(ctx context.Context, q *request) (*response, error
 	if err != nil {
 		return nil, err
 	}
+	if err := s.authorizePoll(q, o, "operations"); err != nil {
+		return nil, err
+	}
 	h := http.Header{}
 	if o.Status == statusInProgress {
 		setRetryAfter(h, time.Duration(o.EndsAt-s.now().UnixNano()))
@@ -416,6 +419,9 @@ func (s *Server) getOperation(ctx context.Context, q *request) (*response, error
 func (s *Server) getOperationResult(ctx context.Context, q *request) (*response, error) {
 	o, err := s.loadOp(ctx, q.segs[7])
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizePoll(q, o, "operationResults"); err != nil {
 		return nil, err
 	}
 	return s.operationResult(q, o)

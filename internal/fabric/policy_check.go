@@ -6,21 +6,25 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/azpolicy"
 )
 
 // policyHit is a deny policy a write violates.
 type policyHit struct {
 	a         *policyAssignment
 	d         *policyDefinition
-	evaluated []map[string]any
+	evaluated []azpolicy.Expression
 }
 
 // checkPolicies evaluates the deny policies assigned at or above the
-// resource a PUT or PATCH writes, on the resource as it would be.
+// resource a PUT or PATCH writes, on the resource as it would be. An
+// assignment that cannot be evaluated (its definition changed since and
+// wants a parameter it does not give) refuses nothing and is logged.
 func (s *Server) checkPolicies(ctx context.Context, st *authzState, q *request, op *armOp) error {
 	var applicable []*policyAssignment
 	for _, a := range st.policies {
-		if a.applies(op.scope) {
+		if a.compiled.Applies(op.scope) {
 			applicable = append(applicable, a)
 		}
 	}
@@ -37,15 +41,13 @@ func (s *Server) checkPolicies(ctx context.Context, st *authzState, q *request, 
 		if d == nil {
 			continue
 		}
-		if strings.EqualFold(d.Properties.Mode, "Indexed") && !indexedType(op.resourceType) {
+		r, err := azpolicy.Evaluate(d.compiled, a.compiled, doc)
+		if err != nil {
+			s.log.Warn("fabric: policy assignment not evaluated", "assignment", a.ID, "resource", op.scope, "err", err)
 			continue
 		}
-		ev := &policyEval{doc: doc, params: func(name string) (any, bool) { return a.param(d, name) }}
-		if !strings.EqualFold(fmt.Sprint(ev.resolve(d.effect)), "deny") {
-			continue
-		}
-		if ev.eval(d.cond) {
-			hits = append(hits, policyHit{a: a, d: d, evaluated: ev.evaluated})
+		if r.Denied() {
+			hits = append(hits, policyHit{a: a, d: d, evaluated: r.Expressions})
 		}
 	}
 	if len(hits) == 0 {
@@ -134,7 +136,7 @@ func errDisallowedByPolicy(name string, hits []policyHit) *apiError {
 			params[k] = map[string]any{"value": v.Value}
 		}
 		info = append(info, map[string]any{"type": "PolicyViolation", "info": map[string]any{
-			"evaluationDetails":           map[string]any{"evaluatedExpressions": h.evaluated},
+			"evaluationDetails":           map[string]any{"evaluatedExpressions": evaluatedExpressions(h.evaluated)},
 			"policyDefinitionId":          h.d.ID,
 			"policyDefinitionName":        h.d.Name,
 			"policyDefinitionDisplayName": h.d.Properties.DisplayName,
@@ -151,4 +153,18 @@ func errDisallowedByPolicy(name string, hits []policyHit) *apiError {
 	e.Target = name
 	e.AdditionalInfo = info
 	return e
+}
+
+// evaluatedExpressions are azpolicy's expressions in ARM's shape.
+func evaluatedExpressions(exprs []azpolicy.Expression) []map[string]any {
+	out := []map[string]any{}
+	for _, x := range exprs {
+		result := "False"
+		if x.Result {
+			result = "True"
+		}
+		out = append(out, map[string]any{"result": result, "expressionKind": "Field", "expression": x.Field, "path": x.Path,
+			"expressionValue": x.Value, "targetValue": x.Target, "operator": x.Operator})
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 // Package metrics is routekeeper's Prometheus instrumentation. A Metrics is
 // a controller.Reporter (reconciles, routes, nodes not routed, the
-// association guard) and an azure.Observer (every ARM request), on its own
+// association guard) and an azure.TableObserver (every ARM request, and the
+// table it was made for), on its own
 // registry: nothing is registered globally, so tests and several
 // controllers in one process do not collide.
 //
@@ -10,6 +11,7 @@
 //	reconcile_duration_seconds                histogram of reconcile durations
 //	last_successful_reconcile_timestamp_seconds  Unix time of the last successful reconcile
 //	arm_requests_total{method,code}           ARM HTTP requests (every attempt, retries and LRO polls included)
+//	table_arm_requests_total{table,method}    the same, made for one route table's controller (main or mirror): its reconciles and guard cycles
 //	arm_request_duration_seconds{method}      histogram of ARM request durations
 //	arm_throttled_total                       ARM answers 429 (throttled)
 //	arm_precondition_failed_total             ARM answers 412 (someone else wrote the table first)
@@ -22,6 +24,7 @@
 //	deletes_held{reason}                      route deletions the deletion guard held back in the last reconcile (TooManyDeletes, EmptySource)
 //	routes_unclaimed                          routes of unknown nodes left in an unclaimed table (never deleted until it is claimed)
 //	nodes_unmanaged_route                     nodes whose traffic a route routekeeper does not own carries (routeTable.adopt matching takes it over)
+//	requests_denied{op,code}                  requests Azure refuses now (a missing role or join, a lock, a deny policy), by operation (route table write, subnet association, reads) and ARM error code
 package metrics
 
 import (
@@ -49,6 +52,7 @@ type Metrics struct {
 	reconcileDuration prometheus.Histogram
 	lastSuccess       prometheus.Gauge
 	armRequests       *prometheus.CounterVec
+	tableRequests     *prometheus.CounterVec
 	armDuration       *prometheus.HistogramVec
 	armThrottled      prometheus.Counter
 	armPrecondition   prometheus.Counter
@@ -63,6 +67,9 @@ type Metrics struct {
 	deletesHeld *prometheus.GaugeVec
 	unclaimed   prometheus.Gauge
 	unmanaged   prometheus.Gauge
+	// issue 22: writes Azure refuses, by resource (denials.go).
+	requestsDenied *prometheus.GaugeVec
+	denied         denials
 }
 
 // New makes the metrics on a new registry that also holds the Go runtime
@@ -87,6 +94,10 @@ func New() *Metrics {
 			Namespace: namespace, Name: "arm_requests_total",
 			Help: "Azure Resource Manager HTTP requests, every attempt (retries and long-running operation polls included), by method and status code (0: no answer).",
 		}, []string{"method", "code"}),
+		tableRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "table_arm_requests_total",
+			Help: "Azure Resource Manager HTTP requests made for one route table's controller (its reconciles and association guard cycles; every attempt, retries and long-running operation polls included), by table name and method. 60*rate(...{method=\"GET\"}[5m]) is the table's reads per minute; rate(...{method=\"GET\"}[5m])/25 its share of ARM's read bucket refill (25 per second per principal and subscription).",
+		}, []string{"table", "method"}),
 		armDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "arm_request_duration_seconds",
 			Help:    "Duration of Azure Resource Manager HTTP requests, by method.",
@@ -137,8 +148,12 @@ func New() *Metrics {
 			Help: "Nodes whose traffic flows through a route routekeeper does not own (routeTable.adopt matching takes it over with no outage).",
 		}),
 	}
-	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged)
-	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.armDuration,
+	m.requestsDenied = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "requests_denied",
+		Help: "Requests Azure refuses now for who routekeeper is or what governs the scope (a missing role or join, a lock, a deny policy), by operation and ARM error code; doctor and the log say what to grant.",
+	}, []string{"op", "code"})
+	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged, m.requestsDenied)
+	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.tableRequests, m.armDuration,
 		m.armThrottled, m.armPrecondition, m.routes, m.nodes, m.notRouted, m.repairs, m.assocProblems, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Known label values start at 0, so that rate() and alerts work from
@@ -182,8 +197,16 @@ func (m *Metrics) ObserveARMCall(method string, status int, d time.Duration) {
 	}
 }
 
+// ObserveTableARMCall implements azure.TableObserver: a request made for
+// the controller of the route table named table.
+func (m *Metrics) ObserveTableARMCall(table, method string) {
+	m.tableRequests.WithLabelValues(table, method).Inc()
+}
+
 // Report implements controller.Reporter.
 func (m *Metrics) Report(_ context.Context, res *controller.Result) {
+	m.denied.update(res)
+	m.denied.set(m.requestsDenied)
 	m.repairs.Add(float64(res.Repairs()))
 	if res.Associations != nil || (res.Err == nil && !res.GuardOnly) {
 		m.assocProblems.Reset()

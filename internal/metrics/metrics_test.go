@@ -209,3 +209,58 @@ type staticNodes []source.Node
 
 func (s staticNodes) Nodes(context.Context) ([]source.Node, error) { return s, nil }
 func (s staticNodes) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }
+
+// TestTableRequests: every ARM request a controller makes — reads, the
+// table and subnet PUTs and their operation polls — is counted for its
+// table as well; a request made outside any controller only in
+// arm_requests_total.
+func TestTableRequests(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	m := New()
+	client, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: env.Server.ClientOptions(), PollFrequency: 10 * time.Millisecond, Observer: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := staticNodes{{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}}
+	ctrl := controller.New(controller.Config{
+		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
+		RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
+	}, client, nodes, nil, m)
+	ctx := context.Background()
+	if res := ctrl.Reconcile(ctx); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	ctrl.Guard(ctx)
+	total := func(method string) float64 {
+		mfs, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() != "routekeeper_arm_requests_total" {
+				continue
+			}
+			for _, s := range mf.GetMetric() {
+				for _, l := range s.GetLabel() {
+					if l.GetName() == "method" && l.GetValue() == method {
+						n += s.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return n
+	}
+	for _, method := range []string{"GET", "PUT"} {
+		got, want := testutil.ToFloat64(m.tableRequests.WithLabelValues("kubernetes-routes", method)), total(method)
+		if got != want || got == 0 {
+			t.Errorf(`table_arm_requests_total{kubernetes-routes,%s} = %v, want all %v of arm_requests_total`, method, got, want)
+		}
+	}
+	if _, err := client.GetRouteTable(ctx, fabrictest.KTHWTable); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := testutil.ToFloat64(m.tableRequests.WithLabelValues("kubernetes-routes", "GET")), total("GET")-1; got != want {
+		t.Errorf("a GET made outside the controller was counted for the table: %v, want %v", got, want)
+	}
+}

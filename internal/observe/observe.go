@@ -6,6 +6,14 @@
 // networks), the route tables of every subnet in them (trace and doctor)
 // and the subscription's NICs — into an Observation, an immutable value.
 //
+// The association guard's steady scope (Scope.Steady) reads less: a route
+// table's GET lists the subnets associated with it (properties.subnets, a
+// back-reference ARM keeps), so a guarded subnet that our table lists is
+// known to be on it without reading the subnet. Such a subnet is answered
+// from an earlier pass's read of it (SubnetRead.Listed); it is read only
+// when the table no longer lists it, when the table is missing or could
+// not be read, or when a write needs its body and etag (ReadListed).
+//
 // Everything that judges or reports (internal/verdict, doctor, diff,
 // routes list, trace, iac check) takes an Observation, never a cloud
 // client, so no command can see a different cloud than the pass it
@@ -17,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -63,9 +72,23 @@ type Scope struct {
 	// NICs lists the network interfaces of Table's subscription (doctor's
 	// IP forwarding check; reading them is an optional right).
 	NICs bool
+	// Access reads what the caller may do where the pass writes (doctor's
+	// permission check; access.go).
+	Access bool
+	// Steady reads our table first and a guarded subnet only when the
+	// table does not list it (properties.subnets): the association guard's
+	// scope. A listed subnet is answered from Earlier's read of it
+	// (SubnetRead.Listed), so one GET per cycle checks both the routes and
+	// the associations of a table whose subnets are all on it. A subnet is
+	// read anyway when our table is missing, could not be read or carries
+	// a migrated-to tag, or when Earlier did not read it.
+	Steady bool
 	// Earlier is an earlier pass's observation: networks this scope does
 	// not read are taken from it (the guard does not read networks each
-	// cycle, but judges next hops against the last ones read).
+	// cycle, but judges next hops against the last ones read), and so are
+	// the subnets a Steady scope does not read. It should be an
+	// observation that read the subnets (a reconcile's), so that what is
+	// taken from it is never older than that pass.
 	Earlier *Observation
 }
 
@@ -76,6 +99,8 @@ type TableRead struct {
 	Table    *route.Table
 	NotFound bool
 	Err      error
+	// Refused is what ARM's refusal of the read named (Err is it).
+	Refused *Refusal
 }
 
 // Exists reports whether the table was read and exists.
@@ -87,6 +112,13 @@ type SubnetRead struct {
 	Subnet   *cloud.Subnet
 	NotFound bool
 	Err      error
+	Refused  *Refusal
+	// Listed: the subnet was not read by this observation. Our table, read
+	// now, lists it among its subnets, so it is on that table; Subnet is
+	// an earlier pass's read of it (prefixes, name, etag as read then) with
+	// RouteTableID set to our table. Its etag may be stale: a write must
+	// read the subnet first (Observation.ReadListed).
+	Listed bool
 }
 
 // Prefixes are the subnet's address prefixes, masked; prefixes that do
@@ -105,6 +137,7 @@ type NetworkRead struct {
 	Network  *cloud.VirtualNetwork
 	NotFound bool
 	Err      error
+	Refused  *Refusal
 	Earlier  bool
 }
 
@@ -123,6 +156,9 @@ type Observation struct {
 	nicsErr      error
 	// around is the network around (Scope.Routing).
 	around around
+	// permissions are the caller's, by scope (Scope.Access).
+	permissions map[string]PermissionsRead
+	principal   cloud.Principal
 	// peered are the peered networks read for next hops (peered.go).
 	peered peered
 	reads  int64
@@ -151,10 +187,13 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 		cur = o.readTable(ctx, c, to)
 	}
 	for _, id := range scope.Subnets {
-		s := o.readSubnet(ctx, c, id)
-		if s.Subnet != nil && s.Subnet.RouteTableID != "" {
-			o.readTable(ctx, c, s.Subnet.RouteTableID)
+		if scope.Steady {
+			if s, ok := o.listed(id, earlier); ok {
+				o.subnets[armid.Key(id)] = s
+				continue
+			}
 		}
+		o.readSubnetAndTable(ctx, c, id)
 	}
 	switch {
 	case scope.Networks || scope.Routing:
@@ -192,6 +231,9 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 	if scope.Networks || scope.Routing {
 		o.readPeered(ctx, c)
 	}
+	if scope.Access {
+		o.readAccess(ctx, c)
+	}
 	if scope.NICs {
 		o.nics, o.nicsErr = c.ListNetworkInterfaces(ctx, armid.Subscription(scope.Table))
 		o.nicsRead = o.nicsErr == nil
@@ -211,7 +253,7 @@ func (o *Observation) readTable(ctx context.Context, c Reader, id string) TableR
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		if t.ID == "" {
 			t.ID = id
@@ -220,6 +262,66 @@ func (o *Observation) readTable(ctx context.Context, c Reader, id string) TableR
 	}
 	o.tables[armid.Key(id)] = r
 	return r
+}
+
+// readSubnetAndTable reads a subnet and the route table it points to
+// (once each).
+func (o *Observation) readSubnetAndTable(ctx context.Context, c Reader, id string) {
+	s := o.readSubnet(ctx, c, id)
+	if s.Subnet != nil && s.Subnet.RouteTableID != "" {
+		o.readTable(ctx, c, s.Subnet.RouteTableID)
+	}
+}
+
+// listed answers for the guarded subnet id without reading it, when our
+// table (the scope's, read and not migrated away from) lists it and
+// earlier read it: the subnet is on our table, as ARM's back-reference
+// says, with the rest of what earlier read. ok is false when the subnet
+// must be read.
+func (o *Observation) listed(id string, earlier *Observation) (SubnetRead, bool) {
+	t, ok := o.tables[armid.Key(o.scope.Table)]
+	if !ok || t.Table == nil || t.Table.Tag(route.MigratedToTag) != "" || !armid.Contains(t.Table.Subnets, id) || earlier == nil {
+		return SubnetRead{}, false
+	}
+	e, ok := earlier.subnets[armid.Key(id)]
+	if !ok || e.Subnet == nil {
+		return SubnetRead{}, false
+	}
+	s := *e.Subnet
+	s.RouteTableID = t.Table.ID
+	return SubnetRead{ID: id, Subnet: &s, Listed: true}, true
+}
+
+// ReadListed returns an observation that is o with the subnets ids that o
+// took from our table's list (SubnetRead.Listed) read now, and the route
+// tables they point to that o did not read. Other ids are left as they
+// are. A write to a subnet needs its body and etag as read (the subnet
+// PUT carries them with If-Match), so a pass that must write a listed
+// subnet reads it first; o itself is not changed. Reads counts o's reads
+// and these.
+func (o *Observation) ReadListed(ctx context.Context, c Reader, ids []string) *Observation {
+	var todo []string
+	for _, id := range ids {
+		if r, ok := o.subnets[armid.Key(id)]; ok && r.Listed {
+			todo = append(todo, id)
+		}
+	}
+	if len(todo) == 0 {
+		return o
+	}
+	r0, _ := c.Calls()
+	n := &Observation{
+		scope: o.scope, tables: maps.Clone(o.tables), subnets: maps.Clone(o.subnets), networks: o.networks,
+		networkOrder: o.networkOrder, nics: o.nics, nicsRead: o.nicsRead, nicsErr: o.nicsErr, around: o.around,
+		permissions: o.permissions, principal: o.principal, reads: o.reads,
+	}
+	for _, id := range todo {
+		delete(n.subnets, armid.Key(id))
+		n.readSubnetAndTable(ctx, c, id)
+	}
+	r1, _ := c.Calls()
+	n.reads += r1 - r0
+	return n
 }
 
 func (o *Observation) readSubnet(ctx context.Context, c Reader, id string) SubnetRead {
@@ -232,7 +334,7 @@ func (o *Observation) readSubnet(ctx context.Context, c Reader, id string) Subne
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		r.Subnet = s
 	}
@@ -251,7 +353,7 @@ func (o *Observation) readNetwork(ctx context.Context, c Reader, id string) {
 	case errors.Is(err, cloud.ErrNotFound):
 		r.NotFound = true
 	case err != nil:
-		r.Err = err
+		r.Err, r.Refused = err, RefusalOf(err)
 	default:
 		r.Network = v
 	}
@@ -281,13 +383,16 @@ func (o *Observation) Tables() []TableRead {
 	return out
 }
 
-// Subnet returns what was read of subnet id; ok is false when it was not read.
+// Subnet returns what was read of subnet id (or, in a Steady scope, taken
+// from our table's list: SubnetRead.Listed); ok is false when it was not
+// read.
 func (o *Observation) Subnet(id string) (SubnetRead, bool) {
 	r, ok := o.subnets[armid.Key(id)]
 	return r, ok
 }
 
-// Subnets returns the guarded subnets as read, in the scope's order.
+// Subnets returns the guarded subnets as read (or listed), in the scope's
+// order.
 func (o *Observation) Subnets() []SubnetRead {
 	out := make([]SubnetRead, 0, len(o.scope.Subnets))
 	for _, id := range o.scope.Subnets {

@@ -764,7 +764,7 @@ func (pl *planner) applyLimit() {
 				// Takes the slot of the stale route it replaces.
 			case !fits:
 				e.act = actNone
-				pl.fail(e, ReasonRouteLimit, fmt.Sprintf("%s is full: it may hold %d routes (routeTable.routeLimit) and node %s needs %d more. Azure's limit depends on the subscription (400 routes per table by default; some subscriptions allow 1,000, see the subscription's networking limits); free room, give the cluster another table, or set routeTable.routeLimit to your subscription's limit", pl.table, pl.limit, pl.nodeName(e), need), "")
+				pl.fail(e, ReasonRouteLimit, fmt.Sprintf("%s is full: it may hold %d routes (routeTable.routeLimit) and node %s needs %d more; free room, give the cluster another table, or raise routeTable.routeLimit if it is below Azure's limit of 400 routes per route table", pl.table, pl.limit, pl.nodeName(e), need), "")
 			}
 		}
 	}

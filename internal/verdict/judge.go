@@ -1,14 +1,12 @@
 package verdict
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
@@ -28,6 +26,10 @@ func (j *judge) run() *Verdict {
 	j.v = v
 	d := j.standDownDecision(assoc.Decide(j.assocInput()))
 	v.Decision, v.Table = d, d.Table
+	decided := j.want
+	decided.Table = d.Table
+	v.Access = access(j.o, decided)
+	v.Denials = readDenials(j.o)
 	if d.TableErr != nil {
 		// Nothing is known of the nodes; the subnets' decisions stand.
 		v.Err = d.TableErr // it names the operation and the table
@@ -107,19 +109,22 @@ func (j *judge) nodes(cur, after *route.Table) {
 		}
 		return
 	}
-	missing := reason.NoRouteCreated
+	missing, why := reason.NoRouteCreated, ""
 	var carried map[string]bool
 	if j.out != nil && j.out.Table != nil {
-		switch err := j.out.Table.Err; {
-		case err == nil:
+		tw := j.out.Table
+		switch {
+		case tw.Err == nil:
 			missing, carried = reason.RouteNotReadBack, map[string]bool{}
 			for _, ch := range p.Changes {
 				if ch.Kind != plan.Delete {
 					carried[strings.ToLower(ch.Route.Name)] = true
 				}
 			}
-		case errors.Is(err, cloud.ErrDenied):
-			missing = reason.RouteWriteDenied
+		case tw.Refused != nil:
+			den := Deny(OpTableWrite, d.Table, *tw.Refused)
+			missing, why = reason.RouteWriteDenied, ": "+den.Message()
+			v.Denials = append(v.Denials, den)
 		default:
 			missing = reason.RouteWriteFailed
 		}
@@ -136,7 +141,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 		rs := routeState(n, after, carried, owned)
 		switch {
 		case len(rs.missing) > 0:
-			v.Nodes[n.Name] = Node{Reason: missing, Message: "no correct route in route table for " + strings.Join(rs.missing, ", "),
+			v.Nodes[n.Name] = Node{Reason: missing, Message: "no correct route in route table for " + strings.Join(rs.missing, ", ") + why,
 				Actionable: writes && writesNode(p, n.Name)}
 		case fwd || st.Reason == plan.ReasonRouteNotManaged || len(rs.foreign) > 0:
 			msg := st.Message
@@ -295,7 +300,7 @@ func (j *judge) subnets(after *route.Table, created bool) []Subnet {
 // outcome applies the association write's outcome to s.
 func (j *judge) outcome(s *Subnet, after *route.Table, created bool) {
 	ours := s.RouteTable
-	err, tried := j.out.Subnets[armid.Key(s.Subnet)]
+	w, tried := j.out.Subnets[armid.Key(s.Subnet)]
 	switch {
 	case !tried && after == nil:
 		s.TableMissing = true
@@ -303,13 +308,20 @@ func (j *judge) outcome(s *Subnet, after *route.Table, created bool) {
 		return
 	case !tried:
 		return // not attempted: still to do
-	case errors.Is(err, cloud.ErrPreconditionFailed):
-		s.RepairFailed, s.Err = true, err
+	case w.Raced:
+		s.RepairFailed, s.Err = true, w.Err
 		s.Message += "; the subnet changed while being repaired: checked again at the next cycle"
 		return
-	case err != nil:
-		s.RepairFailed, s.Err = true, err
-		s.Message += "; repair failed: " + err.Error()
+	case w.Refused != nil:
+		s.RepairFailed, s.Err = true, w.Err
+		d := Deny(OpSubnetWrite, s.Subnet, *w.Refused)
+		s.Message += "; " + d.Message()
+		s.Fix = d.Fix
+		j.v.Denials = append(j.v.Denials, d)
+		return
+	case w.Err != nil:
+		s.RepairFailed, s.Err = true, w.Err
+		s.Message += "; repair failed: " + w.Err.Error()
 		return
 	}
 	was := s.State
@@ -430,4 +442,26 @@ func countRoutes(t *route.Table, nodes []source.Node, own route.Ownership) *Rout
 		}
 	}
 	return rc
+}
+
+// readDenials are the reads of the observation ARM refused, each with the
+// grant that fixes it.
+func readDenials(o *observe.Observation) []Denial {
+	var out []Denial
+	for _, t := range o.Tables() {
+		if t.Refused != nil {
+			out = append(out, Deny(OpTableRead, t.ID, *t.Refused))
+		}
+	}
+	for _, s := range o.Subnets() {
+		if s.Refused != nil {
+			out = append(out, Deny(OpSubnetRead, s.ID, *s.Refused))
+		}
+	}
+	for _, n := range o.Networks() {
+		if n.Refused != nil && !n.Earlier {
+			out = append(out, Deny(OpNetworkRead, n.ID, *n.Refused))
+		}
+	}
+	return out
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
@@ -299,7 +298,7 @@ func cmpOr(a, b string) string {
 // outcome turns the outcome lines into the writes' outcome, checking
 // that each write is one the verdict called for.
 func (w *world) outcome(lines []string) (*verdict.Outcome, error) {
-	out := &verdict.Outcome{Subnets: map[string]error{}}
+	out := &verdict.Outcome{Subnets: map[string]verdict.Write{}}
 	for _, l := range lines {
 		f := strings.Fields(l)
 		if len(f) == 0 {
@@ -333,8 +332,10 @@ func (w *world) outcome(lines []string) (*verdict.Outcome, error) {
 					rb.Routes[i].ProvisioningState = state
 				}
 				tw.ReadBack = rb
-			} else if tw.Err = writeErr(f[1], t.ID); tw.Err == nil {
-				return nil, fmt.Errorf("outcome %q: want ok, 412, denied or failed", l)
+			} else if w, ok := writeOutcome(f[1], t.ID); ok {
+				tw.Write = w
+			} else {
+				return nil, fmt.Errorf("outcome %q: want ok, 412, failed, denied, linked, locked or policy", l)
 			}
 			out.Table = tw
 		case f[0] == "subnet" && len(f) == 3:
@@ -345,13 +346,14 @@ func (w *world) outcome(lines []string) (*verdict.Outcome, error) {
 			if !slices.ContainsFunc(w.last.Associations(), func(s verdict.Subnet) bool { return armid.Same(s.Subnet, id) }) {
 				return nil, fmt.Errorf("outcome %q: the verdict does not associate that subnet", l)
 			}
-			var err error
+			var w verdict.Write
 			if f[2] != "ok" {
-				if err = writeErr(f[2], id); err == nil {
-					return nil, fmt.Errorf("outcome %q: want ok, 412, denied or failed", l)
+				var ok bool
+				if w, ok = writeOutcome(f[2], id); !ok {
+					return nil, fmt.Errorf("outcome %q: want ok, 412, failed, denied, linked, locked or policy", l)
 				}
 			}
-			out.Subnets[armid.Key(id)] = err
+			out.Subnets[armid.Key(id)] = w
 		default:
 			return nil, fmt.Errorf("outcome line %q", l)
 		}
@@ -359,16 +361,40 @@ func (w *world) outcome(lines []string) (*verdict.Outcome, error) {
 	return out, nil
 }
 
-func writeErr(kind, id string) error {
+// writeOutcome is the outcome of a write of id that ended as kind: 412,
+// failed (500), or one of ARM's refusals (denied, linked, locked, policy)
+// with what its message names, as the controller hands them over.
+func writeOutcome(kind, id string) (verdict.Write, bool) {
+	const oid = "11111111-2222-3333-4444-555555555555"
+	action := "Microsoft.Network/routeTables/write"
+	if strings.Contains(id, "/subnets/") {
+		action = "Microsoft.Network/virtualNetworks/subnets/write"
+	}
+	var r observe.Refusal
 	switch kind {
 	case "412":
-		return fmt.Errorf("writing %s: %w", short(id), cloud.ErrPreconditionFailed)
-	case "denied":
-		return fmt.Errorf("writing %s: 403 AuthorizationFailed: %w", short(id), cloud.ErrDenied)
+		return verdict.Write{Err: fmt.Errorf("writing %s: 412 PreconditionFailed", short(id)), Raced: true}, true
 	case "failed":
-		return fmt.Errorf("writing %s: 500 InternalServerError", short(id))
+		return verdict.Write{Err: fmt.Errorf("writing %s: 500 InternalServerError", short(id))}, true
+	case "denied":
+		r = observe.Refusal{Code: observe.CodeAuthorizationFailed, Principal: oid, Action: action, Scope: id}
+	case "linked":
+		r = observe.Refusal{Code: observe.CodeLinkedAuthorizationFailed, Principal: oid, Action: action, Scope: id,
+			LinkedActions: []string{"Microsoft.Network/routeTables/join/action"}, LinkedScopes: []string{tableID("rt")}}
+	case "locked":
+		r = observe.Refusal{Code: observe.CodeScopeLocked, Scope: id, Operation: "write", Lock: "/subscriptions/s/resourceGroups/rg"}
+	case "policy":
+		r = observe.Refusal{Code: observe.CodeRequestDisallowedByPolicy,
+			PolicyAssignment: "/subscriptions/s/providers/Microsoft.Authorization/policyAssignments/no-nva",
+			PolicyDefinition: "/subscriptions/s/providers/Microsoft.Authorization/policyDefinitions/deny-nva"}
+	default:
+		return verdict.Write{}, false
 	}
-	return nil
+	status := 403
+	if r.Code == observe.CodeScopeLocked {
+		status = 409
+	}
+	return verdict.Write{Err: fmt.Errorf("writing %s: %d %s", short(id), status, r.Code), Refused: &r}, true
 }
 
 // apply makes the cloud what the last outcome wrote: the table read back,
@@ -385,7 +411,7 @@ func (w *world) apply() error {
 		w.cloud.tables[armid.Key(t.ID)] = t
 	}
 	for _, s := range w.last.Associations() {
-		if err, ok := w.out.Subnets[armid.Key(s.Subnet)]; ok && err == nil {
+		if r, ok := w.out.Subnets[armid.Key(s.Subnet)]; ok && r.Err == nil {
 			sn := w.cloud.subnets[armid.Key(s.Subnet)]
 			sn.RouteTableID = w.last.Table
 			sn.Etag += "+"
@@ -533,6 +559,10 @@ func render(v *verdict.Verdict, actions bool) string {
 		if s.Fix != "" {
 			p("  fix: %s", short(s.Fix))
 		}
+	}
+	for _, d := range v.Denials {
+		p("denied: %s of %s: %s %s on %s", d.Op, short(d.Resource), d.Code, short(d.Action), short(d.Scope))
+		p("  fix: %s", short(d.Fix))
 	}
 	for _, name := range slices.Sorted(maps.Keys(v.Nodes)) {
 		n := v.Nodes[name]

@@ -124,17 +124,28 @@ type Desired struct {
 type Outcome struct {
 	// Table is the write of the route table; nil when none was made.
 	Table *TableWrite
-	// Subnets are the association writes, by armid.Key of the subnet: nil
-	// when the write succeeded, else its error.
-	Subnets map[string]error
+	// Subnets are the association writes, by armid.Key of the subnet.
+	Subnets map[string]Write
+}
+
+// Write is the outcome of one write. The controller classifies the
+// cloud's error (the judge imports no cloud package).
+type Write struct {
+	// Err is nil when the write succeeded.
+	Err error
+	// Raced: another writer came first (412, 409): the pass observes again.
+	Raced bool
+	// Refused: ARM refused it for who routekeeper is or what governs the
+	// scope (Err is the refusal); nil otherwise.
+	Refused *observe.Refusal
 }
 
 // TableWrite is the outcome of the one PUT of the route table.
 type TableWrite struct {
+	Write
 	// ReadBack is the table as read back after the write; nil when it
 	// failed.
 	ReadBack *route.Table
-	Err      error
 }
 
 // Verdict is the outcome of Judge.
@@ -160,6 +171,12 @@ type Verdict struct {
 	Routes *RouteCounts `json:"routes,omitempty"`
 	// Wrote: the write of the table succeeded.
 	Wrote bool `json:"wrote"`
+	// Denials are the writes of the outcome Azure refused for who
+	// routekeeper is or what governs the scope, with their fixes.
+	Denials []Denial `json:"denials,omitempty"`
+	// Access is every action routekeeper needs checked against what the
+	// identity may do, when the observation read permissions (doctor).
+	Access []Access `json:"access,omitempty"`
 	// Err is what the pass ends with: the table could not be read, is
 	// missing and not created, the plan was refused, or the write failed.
 	Err error `json:"-"`

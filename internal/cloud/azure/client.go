@@ -25,12 +25,21 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/cloud"
 )
 
 // Observer is told of every HTTP request the client sends to ARM (each
 // attempt, including retries and LRO polls), for metrics.
 type Observer interface {
 	ObserveARMCall(method string, status int, d time.Duration)
+}
+
+// TableObserver is an Observer that is also told, of every request made
+// with a context marked by cloud.ForTable, the table it was made for.
+type TableObserver interface {
+	Observer
+	ObserveTableARMCall(table, method string)
 }
 
 // Options configure a Client.
@@ -214,6 +223,11 @@ func (p *countingPolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	if p.observer != nil {
 		p.observer.ObserveARMCall(method, status, time.Since(start))
+		if to, ok := p.observer.(TableObserver); ok {
+			if table := cloud.TableOf(req.Raw().Context()); table != "" {
+				to.ObserveTableARMCall(table, method)
+			}
+		}
 	}
 	return resp, err
 }

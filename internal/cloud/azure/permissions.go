@@ -2,8 +2,8 @@ package azure
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -30,41 +30,22 @@ const permissionsAPIVersion = "2022-04-01"
 // type and name, none for a subscription or a plain ID; one request on
 // azcore's pipeline serves every scope.
 func (c *Client) Permissions(ctx context.Context, scope string) (azrbac.Set, error) {
-	scope = "/" + strings.Trim(strings.TrimSpace(scope), "/")
-	if !strings.HasPrefix(strings.ToLower(scope), "/subscriptions/") {
-		return nil, fmt.Errorf("permissions at %q: the scope must be a subscription, resource group or resource ID", scope)
-	}
-	pl, endpoint, err := c.armPipeline()
+	scope, err := armScope("permissions", scope)
 	if err != nil {
 		return nil, err
 	}
-	op := "reading the permissions at " + scope
-	next := endpoint + escapePath(scope) + "/providers/Microsoft.Authorization/permissions?api-version=" + permissionsAPIVersion
 	var out azrbac.Set
-	for pages := 0; next != ""; pages++ {
-		if pages == 100 {
-			return nil, fmt.Errorf("%s: more than 100 pages", op)
-		}
-		req, err := runtime.NewRequest(ctx, http.MethodGet, next)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		resp, err := pl.Do(req)
-		if err != nil {
-			return nil, classify(op, scope, err)
-		}
-		if !runtime.HasStatusCode(resp, http.StatusOK) {
-			return nil, classify(op, scope, runtime.NewResponseError(resp))
-		}
-		var page struct {
-			Value    []azrbac.Permission `json:"value"`
-			NextLink string              `json:"nextLink"`
-		}
-		if err := runtime.UnmarshalAsJSON(resp, &page); err != nil {
-			return nil, fmt.Errorf("%s: decoding the answer: %w", op, err)
-		}
-		out = append(out, page.Value...)
-		next = page.NextLink
+	err = c.listPages(ctx, "reading the permissions at "+scope, scope,
+		escapePath(scope)+"/providers/Microsoft.Authorization/permissions?api-version="+permissionsAPIVersion, func(raw json.RawMessage) error {
+			var p azrbac.Permission
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return err
+			}
+			out = append(out, p)
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -152,6 +152,12 @@ func subnetFromARM(s *armnetwork.Subnet) *cloud.Subnet {
 		if p.RouteTable != nil && p.RouteTable.ID != nil {
 			out.RouteTableID = *p.RouteTable.ID
 		}
+		if p.NetworkSecurityGroup != nil {
+			out.NetworkSecurityGroupID = str(p.NetworkSecurityGroup.ID)
+		}
+		if p.NatGateway != nil {
+			out.NATGatewayID = str(p.NatGateway.ID)
+		}
 		if p.ProvisioningState != nil {
 			out.ProvisioningState = string(*p.ProvisioningState)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // knownMetrics returns every metric routekeeper's /metrics serves, with
@@ -31,6 +32,7 @@ func knownMetrics(t *testing.T) map[string][]string {
 	for _, code := range []int{200, 412, 429} {
 		m.ObserveARMCall("PUT", code, 10*time.Millisecond)
 	}
+	m.ObserveTableARMCall("kubernetes-routes", "GET")
 	m.Report(context.Background(), &controller.Result{
 		Start: time.Now(), Duration: time.Second,
 		Nodes:        map[string]controller.NodeResult{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
@@ -38,6 +40,8 @@ func knownMetrics(t *testing.T) map[string][]string {
 		Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}, {SubnetDecision: assoc.SubnetDecision{Subnet: "s2", State: assoc.Detached}}},
 		// A held deletion, so that deletes_held has a sample.
 		Plan: &plan.Plan{HeldDeletes: []plan.Change{{}}, HeldReason: plan.ReasonTooManyDeletes},
+		// A refused association, so that writes_denied has one.
+		Verdict: &verdict.Verdict{Denials: []verdict.Denial{{Op: verdict.OpSubnetWrite, Resource: "s2", Code: "AuthorizationFailed"}}},
 	})
 	fams, err := m.Registry().Gather()
 	if err != nil {

@@ -120,3 +120,28 @@ func RedeployKTHWVNet(tb testing.TB, opts *arm.ClientOptions, subnets ...[2]stri
 		tb.Fatalf("redeploying the VNet: %v", err)
 	}
 }
+
+// As returns a client on the fabric that authenticates as the principal
+// with clientID (a topology's authorization principals, checked by the
+// fabric when role assignments exist).
+func (e *Env) As(t testing.TB, clientID string) *azure.Client {
+	t.Helper()
+	c, err := azure.New(azure.Options{Credential: fabric.Credential{ClientID: clientID}, ClientOptions: e.Server.ClientOptions(), PollFrequency: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("azure client as %s: %v", clientID, err)
+	}
+	return c
+}
+
+// Apply applies more topology (YAML) to the fabric as its administrator:
+// a role assignment granted, a lock added.
+func (e *Env) Apply(t testing.TB, topology string) {
+	t.Helper()
+	topo, err := fabric.ParseTopology([]byte(topology))
+	if err != nil {
+		t.Fatalf("topology: %v", err)
+	}
+	if _, err := fabric.Apply(context.Background(), topo, e.Server.ClientOptions(), fabric.Credential{}); err != nil {
+		t.Fatalf("applying topology: %v", err)
+	}
+}

@@ -1,21 +1,26 @@
-package fabric
+package azpolicy
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
-// policyAlias maps an alias to the resource type it belongs to and the
-// path of its value in the resource's JSON.
-type policyAlias struct {
+// alias maps a policy alias to the resource type it belongs to and the
+// path of its value in the resource's ARM JSON.
+type alias struct {
 	name         string // as Azure spells it
 	resourceType string
-	path         string
+	path         string // dotted; a segment ending in [*] fans out over an array
 }
 
-// policyAliases are the aliases of the properties routekeeper writes and
-// reads, with the paths Azure maps them to.
-var policyAliases = func() map[string]policyAlias {
-	m := map[string]policyAlias{}
-	add := func(typ, alias, path string) {
-		m[strings.ToLower(typ+"/"+alias)] = policyAlias{name: typ + "/" + alias, resourceType: typ, path: path}
+// aliases are the aliases of the properties routekeeper writes and reads,
+// with the paths Azure maps them to (the ARM wire form: a route's next hop
+// is properties.routes[*].properties.nextHopType in a route table).
+// Keyed by the lower-case alias.
+var aliases = func() map[string]alias {
+	m := map[string]alias{}
+	add := func(typ, name, path string) {
+		m[strings.ToLower(typ+"/"+name)] = alias{name: typ + "/" + name, resourceType: typ, path: path}
 	}
 	const rt, route = "Microsoft.Network/routeTables", "Microsoft.Network/routeTables/routes"
 	add(rt, "disableBgpRoutePropagation", "properties.disableBgpRoutePropagation")
@@ -47,3 +52,13 @@ var policyAliases = func() map[string]policyAlias {
 	add("Microsoft.Network/natGateways", "idleTimeoutInMinutes", "properties.idleTimeoutInMinutes")
 	return m
 }()
+
+// aliasNames are the aliases as Azure spells them, sorted.
+func aliasNames() []string {
+	out := make([]string, 0, len(aliases))
+	for _, a := range aliases {
+		out = append(out, a.name)
+	}
+	slices.Sort(out)
+	return out
+}
