@@ -111,7 +111,7 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		Logger:            a.log.With("component", "fabric"),
 	})
 	c, err := azure.New(azure.Options{
-		Credential:    fabric.Credential{},
+		Credential:    fabric.Credential{ClientID: cfg.Cloud.Local.ClientID},
 		ClientOptions: srv.ClientOptions(),
 		// The SDK polls no faster than once a second outside tests; the
 		// fabric answers Retry-After for the real wait.
@@ -178,7 +178,7 @@ func (a *app) connectEndpoint(_ context.Context, cfg *config.Config, endpoint st
 		return nil, usageErrorf("cloud.local.endpoint: %w", err)
 	}
 	c, err := azure.New(azure.Options{
-		Credential:    fabric.Credential{},
+		Credential:    fabric.Credential{ClientID: cfg.Cloud.Local.ClientID},
 		ClientOptions: opts,
 		PollFrequency: time.Second,
 		Logger:        a.log,

@@ -99,7 +99,7 @@ func newDiffOutput(res *controller.Result, observe bool) diffOutput {
 	}
 	if res.Verdict != nil {
 		for _, a := range res.Verdict.Access {
-			if !a.Allowed && a.Unknown == "" {
+			if refused, _ := a.Refused(); refused {
 				out.Refused = append(out.Refused, a)
 			}
 		}
@@ -233,7 +233,8 @@ func diffTable(d diffOutput) table {
 		t.rows = append(t.rows, []string{"not-routed", "", "", "", u.Node, u.Reason + ": " + u.Message})
 	}
 	for _, a := range d.Refused {
-		t.rows = append(t.rows, []string{"refused", a.Action, "", "", "", fmt.Sprintf("cannot %s: the identity lacks it on %s. Fix: %s", a.For, shortID(a.Scope), a.Fix)})
+		_, why := a.Refused()
+		t.rows = append(t.rows, []string{"refused", a.Action, "", "", "", fmt.Sprintf("cannot %s: %s. Fix: %s", a.For, why, a.Fix)})
 	}
 	return t
 }

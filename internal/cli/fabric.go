@@ -220,6 +220,9 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 		fmt.Fprintf(w, "  export REQUESTS_CA_BUNDLE=%s\n", tlsFiles.CA)
 		fmt.Fprintf(w, "  export SSL_CERT_FILE=%s\n", tlsFiles.CA)
 		fmt.Fprintf(w, "  az:        routekeeper fabric az --endpoint %s\n", endpoint)
+		fmt.Fprintf(w, "  azurerm:   ARM_METADATA_HOSTNAME=%s ARM_TENANT_ID=%s ARM_SUBSCRIPTION_ID=%s\n",
+			strings.TrimPrefix(endpoint, "https://"), fabric.DefaultTenant, fabric.DefaultSubscription)
+		fmt.Fprintf(w, "             ARM_CLIENT_ID=<any> ARM_CLIENT_SECRET=<any> (docs/iac.md)\n")
 	}
 	fmt.Fprintf(w, "  Azure SDK: cloud.ResourceManager endpoint %s, audience https://management.azure.com,\n", endpoint)
 	fmt.Fprintf(w, "             any bearer token, InsecureAllowCredentialWithHTTP, DisableRPRegistration;\n")

@@ -229,6 +229,10 @@ type LocalCloud struct {
 	// OperationDuration is how long the fabric's long-running operations
 	// take.
 	OperationDuration time.Duration
+	// ClientID is the client routekeeper's token names to the fabric: it
+	// then acts as the principal a topology declares for it, with that
+	// principal's role assignments; "" is the fabric's administrator.
+	ClientID string
 }
 
 // AzureCloud configures Azure Resource Manager access. Values come from the

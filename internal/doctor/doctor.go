@@ -333,11 +333,10 @@ func hop(r route.Route) string {
 // refused in the pass: one finding each, with the command that fixes it.
 func checkAccess(v *verdict.Verdict, add addFunc) {
 	for _, a := range v.Access {
-		switch {
-		case a.Unknown != "":
+		if refused, why := a.Refused(); refused {
+			add(Error, CheckPermission, a.Scope, a.Fix, "routekeeper cannot %s: %s", a.For, why)
+		} else if a.Unknown != "" {
 			add(Warning, CheckPermission, a.Scope, "", "could not tell whether routekeeper may %s (%s on %s): %s", a.For, a.Action, a.Scope, a.Unknown)
-		case !a.Allowed:
-			add(Error, CheckPermission, a.Scope, a.Fix, "routekeeper cannot %s: the identity lacks %s on %s", a.For, a.Action, a.Scope)
 		}
 	}
 	for _, d := range v.Denials {

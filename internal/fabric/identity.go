@@ -41,15 +41,7 @@ func (s *Server) serveIdentity(w http.ResponseWriter, r *http.Request) bool {
 	var body any
 	switch p {
 	case "/metadata/endpoints":
-		body = map[string]any{
-			"galleryEndpoint": "",
-			"graphEndpoint":   graphAudience,
-			"portalEndpoint":  base + "/",
-			"authentication": map[string]any{
-				"loginEndpoint": authority,
-				"audiences":     []string{managementAudience, armAudience + "/"},
-			},
-		}
+		return s.serveMetadata(w, r, base, authority)
 	case ADFSPath + "/.well-known/openid-configuration":
 		body = map[string]any{
 			"issuer":                                authority,
@@ -75,7 +67,7 @@ func (s *Server) serveIdentity(w http.ResponseWriter, r *http.Request) bool {
 		}
 		body = s.issueToken(r, authority)
 	default:
-		return false
+		return s.serveTokenV2(w, r, p, authority)
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -173,7 +165,7 @@ func (s *Server) listLocations(_ context.Context, q *request) (*response, error)
 
 // networkAPIVersions are the api-versions the provider listing offers; the
 // fabric accepts any.
-var networkAPIVersions = []string{"2024-05-01", "2023-09-01", "2023-05-01", "2022-07-01", "2022-01-01", "2021-08-01", "2021-05-01", "2020-11-01"}
+var networkAPIVersions = []string{"2025-05-01", "2025-01-01", "2024-05-01", "2023-09-01", "2023-05-01", "2022-07-01", "2022-01-01", "2021-08-01", "2021-05-01", "2020-11-01"}
 
 func providerBody(sub, namespace string) map[string]any {
 	var locs []string
@@ -210,21 +202,6 @@ func providerBody(sub, namespace string) map[string]any {
 		"id": "/subscriptions/" + sub + "/providers/" + namespace, "namespace": namespace,
 		"registrationState": "Registered", "registrationPolicy": "RegistrationRequired", "resourceTypes": types,
 	}
-}
-
-func (s *Server) getProvider(_ context.Context, q *request) (*response, error) {
-	b := providerBody(q.segs[1], q.segs[3])
-	if b == nil {
-		return nil, newError(http.StatusNotFound, "InvalidResourceNamespace",
-			"The resource namespace '%s' is invalid: the routekeeper fabric serves Microsoft.Network and Microsoft.Resources.", q.segs[3])
-	}
-	return &response{status: http.StatusOK, body: b}, nil
-}
-
-func (s *Server) listProviders(_ context.Context, q *request) (*response, error) {
-	return &response{status: http.StatusOK, body: map[string]any{"value": []any{
-		providerBody(q.segs[1], networkNamespace), providerBody(q.segs[1], resourcesNamespace),
-	}}}, nil
 }
 
 // genericResource is a resource as /resources lists it.

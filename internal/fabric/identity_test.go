@@ -107,7 +107,7 @@ func TestARMMetadata(t *testing.T) {
 	if prov["namespace"] != "Microsoft.Network" || prov["registrationState"] != "Registered" || !strings.Contains(mustJSON(t, prov), `"routeTables"`) {
 		t.Errorf("provider = %v", prov)
 	}
-	if resp, _ := e.do("GET", "/subscriptions/"+testSub+"/providers/Microsoft.Compute", ""); resp.StatusCode != http.StatusNotFound {
+	if resp, _ := e.do("GET", "/subscriptions/"+testSub+"/providers/Contoso.Nothing", ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an unknown provider = %d, want 404", resp.StatusCode)
 	}
 

@@ -92,6 +92,14 @@ func markSimpleDeleting(row *resourceRow) (string, []byte, error) {
 		n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
 		doc, err := encode(n)
 		return str(n.Location), doc, err
+	case typeNetworkSecurityGroups:
+		g, err := decodeNSG(row.Doc)
+		if err != nil {
+			return "", nil, err
+		}
+		g.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		doc, err := encode(g)
+		return str(g.Location), doc, err
 	case typeNetworkWatchers:
 		w, err := decodeWatcher(row.Doc)
 		if err != nil {

@@ -300,6 +300,8 @@ func settleDoc(typ string, doc []byte, removeChild, etag string) ([]byte, error)
 		}
 		settleVNet(v, removeChild, etag)
 		return encode(v)
+	case typeNetworkSecurityGroups:
+		return settleNSG(doc, removeChild, etag)
 	}
 	return settleSimpleDoc(typ, doc, etag)
 }

@@ -214,6 +214,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Expires", "-1")
 
 	resp, err := s.serveARM(r, h)
+	s.warnUnknownRequest(r, err)
 	status := s.write(w, r, resp, err)
 	s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start))
 }
@@ -248,6 +249,7 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	if q.apiVersion == "" {
 		return nil, badRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 	}
+	s.checkKnown(q)
 	if err := s.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
@@ -364,6 +366,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 		return s.methods(q, map[string]handler{"GET": s.listProviders})(ctx, q)
 	case n == 4 && is(2, "providers"):
 		return s.methods(q, map[string]handler{"GET": s.getProvider})(ctx, q)
+	case n == 5 && is(2, "providers") && is(4, "register"):
+		return s.methods(q, map[string]handler{"POST": s.registerProvider})(ctx, q)
 	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
 		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
@@ -386,6 +390,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 			return s.methods(q, map[string]handler{"GET": s.listVirtualNetworks})(ctx, q)
 		case n == 5 && is(4, typeNetworkInterfaces):
 			return s.methods(q, map[string]handler{"GET": s.listNICs})(ctx, q)
+		case n == 5 && is(4, typeNetworkSecurityGroups):
+			return s.methods(q, map[string]handler{"GET": s.listNSGs})(ctx, q)
 		case n == 5 && is(4, typeNatGateways):
 			return s.methods(q, map[string]handler{"GET": s.listNatGateways})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operations"):
@@ -416,6 +422,8 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 			return s.networkInterfaces(ctx, q, n)
 		case is(6, typeNetworkWatchers):
 			return s.networkWatchers(ctx, q, n)
+		case is(6, typeNetworkSecurityGroups):
+			return s.networkSecurityGroups(ctx, q, n)
 		case is(6, typeNatGateways):
 			return s.natGateways(ctx, q, n)
 		}

@@ -164,7 +164,7 @@ func (s *Server) putVirtualNetwork(ctx context.Context, q *request) (*response, 
 				return badRequest("DuplicateResourceName", "Virtual network %s has more than one subnet named %s.", t.name, name)
 			}
 			seen[key(name)] = true
-			ns, err := buildSubnet(tx, id, name, loc, sn.Properties, findSubnet(curSubnets, name), etag)
+			ns, err := s.buildSubnet(tx, id, name, loc, sn.Properties, findSubnet(curSubnets, name), etag)
 			if err != nil {
 				return err
 			}
@@ -273,7 +273,7 @@ func subnetPrefixes(sn *armnetwork.Subnet) []netip.Prefix {
 // buildSubnet validates a subnet as a client sent it and returns it as the
 // virtual network will hold it. The route table association is resolved
 // here: the table must exist, in the same subscription and location.
-func buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
+func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
 	if prev != nil {
 		name = str(prev.Name)
 	}
@@ -333,7 +333,11 @@ func buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.SubnetPropert
 		}
 	}
 	if p.NetworkSecurityGroup != nil {
-		p.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: p.NetworkSecurityGroup.ID}
+		nsg, err := s.resolveNSG(tx, str(p.NetworkSecurityGroup.ID), vnetID, id, loc)
+		if err != nil {
+			return nil, err
+		}
+		p.NetworkSecurityGroup = nsg
 	}
 	if p.NatGateway != nil { // natgateways.go
 		ref := strings.TrimSpace(str(p.NatGateway.ID))
@@ -510,7 +514,7 @@ func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 			return err
 		}
 		etag := newEtag()
-		ns, err := buildSubnet(tx, row.ID, tg.childName, str(v.Location), in.Properties, prev, etag)
+		ns, err := s.buildSubnet(tx, row.ID, tg.childName, str(v.Location), in.Properties, prev, etag)
 		if err != nil {
 			return err
 		}

@@ -159,6 +159,8 @@ type Observation struct {
 	// permissions are the caller's, by scope (Scope.Access).
 	permissions map[string]PermissionsRead
 	principal   cloud.Principal
+	// governance is the locks and policies, by scope (Scope.Access).
+	governance map[string]GovernanceRead
 	// peered are the peered networks read for next hops (peered.go).
 	peered peered
 	reads  int64
@@ -233,6 +235,7 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 	}
 	if scope.Access {
 		o.readAccess(ctx, c)
+		o.readGovernance(ctx, c)
 	}
 	if scope.NICs {
 		o.nics, o.nicsErr = c.ListNetworkInterfaces(ctx, armid.Subscription(scope.Table))

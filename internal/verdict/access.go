@@ -5,6 +5,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
@@ -104,17 +105,34 @@ func Needs(o *observe.Observation, want Desired) []Need {
 // Access is one need checked against what the identity may do there.
 type Access struct {
 	Need
-	// Allowed: the permissions at Scope grant the action. Unknown says why
-	// they could not be read ("" when they were).
+	// Allowed: the permissions at Scope grant the action (and, for a
+	// write, no lock or deny policy refuses it). Unknown says why that
+	// could not be told ("" when it could).
 	Allowed bool   `json:"allowed"`
 	Unknown string `json:"unknown,omitempty"`
-	// Fix grants what is missing.
+	// BlockedBy names the lock or deny policy that refuses a write the
+	// permissions allow.
+	BlockedBy string `json:"blockedBy,omitempty"`
+	// Fix grants, unlocks or exempts.
 	Fix string `json:"fix,omitempty"`
 }
 
-// access checks each need against the permissions o read (Scope.Access);
-// nil when none were read.
-func access(o *observe.Observation, want Desired) []Access {
+// Refused reports whether the action is refused (not allowed, and that is
+// known), and says why in words.
+func (a Access) Refused() (bool, string) {
+	switch {
+	case a.Allowed || a.Unknown != "":
+		return false, ""
+	case a.BlockedBy != "":
+		return true, a.BlockedBy + " refuses it"
+	}
+	return true, fmt.Sprintf("the identity lacks %s on %s", a.Action, a.Scope)
+}
+
+// access checks each need against the permissions o read (Scope.Access),
+// and each write against the locks and deny policies that apply where it
+// is made; nil when none were read.
+func access(o *observe.Observation, want Desired, writes map[string]map[string]any) []Access {
 	if !o.AccessRead() {
 		return nil
 	}
@@ -139,6 +157,59 @@ func access(o *observe.Observation, want Desired) []Access {
 			}
 		}
 		out = append(out, a)
+		if doc, ok := writes[armid.Key(n.Scope)]; ok && (n.Action == ActionTableWrite || n.Action == ActionSubnetWrite) {
+			out = append(out, governed(o, n, doc)...)
+			delete(writes, armid.Key(n.Scope)) // one check per write
+		}
+	}
+	return out
+}
+
+// governed checks a write (doc: the ARM document it sends) against the
+// locks and the deny policies that apply at its scope.
+func governed(o *observe.Observation, n Need, doc map[string]any) []Access {
+	g, ok := o.Governance(n.Scope)
+	if !ok {
+		return nil
+	}
+	var out []Access
+	switch {
+	case g.LocksErr != nil:
+		out = append(out, Access{Need: n, Unknown: "the management locks could not be read: " + g.LocksErr.Error()})
+	default:
+		for _, l := range g.Locks {
+			if l.RefusesWrites() {
+				out = append(out, Access{Need: n, BlockedBy: fmt.Sprintf("the %s lock %s on %s", l.Level, l.Name, l.Scope), Fix: Unlock(l.Scope, l.ID)})
+			}
+		}
+	}
+	if g.PoliciesErr != nil {
+		return append(out, Access{Need: n, Unknown: "the policy assignments could not be read: " + g.PoliciesErr.Error()})
+	}
+	for _, p := range g.Policies {
+		what := "policy assignment " + cmpOr(p.Assignment.DisplayName, p.Assignment.Name)
+		if p.DefinitionErr != nil {
+			out = append(out, Access{Need: n, Unknown: fmt.Sprintf("%s: its definition could not be read: %v", what, p.DefinitionErr)})
+			continue
+		}
+		a, err := azpolicy.ParseAssignment(p.Assignment.Document)
+		if err != nil {
+			out = append(out, Access{Need: n, Unknown: fmt.Sprintf("%s: %v", what, err)})
+			continue
+		}
+		d, err := azpolicy.ParseDefinition(p.Definition.Document)
+		if err != nil {
+			out = append(out, Access{Need: n, Unknown: fmt.Sprintf("%s cannot be evaluated here: %v", what, err)})
+			continue
+		}
+		denied, err := azpolicy.Denies(d, a, doc)
+		switch {
+		case err != nil:
+			out = append(out, Access{Need: n, Unknown: fmt.Sprintf("%s cannot be evaluated here: %v", what, err)})
+		case denied:
+			out = append(out, Access{Need: n, BlockedBy: fmt.Sprintf("the deny %s (%s)", what, cmpOr(p.Definition.DisplayName, p.Definition.ID)),
+				Fix: Exempt(p.Assignment.ID, n.Scope)})
+		}
 	}
 	return out
 }

@@ -26,14 +26,12 @@ func (j *judge) run() *Verdict {
 	j.v = v
 	d := j.standDownDecision(assoc.Decide(j.assocInput()))
 	v.Decision, v.Table = d, d.Table
-	decided := j.want
-	decided.Table = d.Table
-	v.Access = access(j.o, decided)
 	v.Denials = readDenials(j.o)
 	if d.TableErr != nil {
 		// Nothing is known of the nodes; the subnets' decisions stand.
 		v.Err = d.TableErr // it names the operation and the table
 		v.Subnets = j.subnets(nil, false)
+		v.Access = j.access()
 		return v
 	}
 	cur := j.table(d.Table)
@@ -87,7 +85,15 @@ func (j *judge) run() *Verdict {
 	v.Subnets = j.subnets(after, created)
 	j.subnetTruth()
 	v.Routes = countRoutes(after, j.wantedNodes(), route.Ownership{Cluster: j.want.Cluster, ClusterCIDRs: j.want.ClusterCIDRs})
+	v.Access = j.access()
 	return v
+}
+
+// access checks what routekeeper needs for the table it keeps now.
+func (j *judge) access() []Access {
+	decided := j.want
+	decided.Table = j.v.Table
+	return access(j.o, decided, writeDocuments(j.o, decided, j.v))
 }
 
 // table is the table id as observed, nil when missing or not read.
