@@ -53,6 +53,7 @@ func (c *Controller) desired(nodes []source.Node) verdict.Desired {
 		Adopt:            c.cfg.Adopt,
 		MaxDeletes:       c.cfg.MaxDeletes,
 		AllowEmptySource: c.cfg.AllowEmptySource,
+		ConfirmStandDown: c.cfg.ConfirmStandDown,
 		Claim:            c.cfg.ClaimTable,
 		Mode:             c.cfg.Mode,
 		Policy:           c.cfg.Policy,
