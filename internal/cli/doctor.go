@@ -1,5 +1,10 @@
 package cli
 
+// doctor.go is the doctor command: flags and output. The findings are
+// internal/doctor's (and internal/overlay's for --target overlay), made
+// from the observation and the verdict of a dry run of run: this file
+// reads nothing from the cloud and decides nothing.
+
 import (
 	"fmt"
 	"strings"
@@ -17,15 +22,18 @@ func (a *app) newDoctorCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the route table, its subnets and the node routes, read-only",
-		Long: `Read the configured route table, its subnets and the nodes, and report every
-problem: a missing or foreign-claimed table, a subnet without the table (the
-IaC redeploy of an association), a node without a correct route and why
-(conflict, route limit, no pod CIDR...), stale routes, routes that shadow
-part of a pod CIDR, a table close to its route limit. Nothing is written.
+		Long: `Observe the route table, its subnets, the networks around them and the nodes
+as 'routekeeper run' does, judge them with run's verdict (a dry run: nothing
+is written), and report every problem: a missing or foreign-claimed table, a
+subnet without the table (the IaC redeploy of an association), a node without
+a correct route and why (conflict, route limit, no pod CIDR...), stale
+routes, routes that shadow part of a pod CIDR, a table close to its route
+limit, and every action routekeeper needs that the identity may not do (the
+permissions API), or that a management lock or a deny policy would refuse.
 
-Doctor makes the same observation and decision as 'routekeeper run' (a dry
-run), so it never disagrees with it: it follows a migration or a followed
-swap like run, and every finding that has a fix names the command.
+Doctor has no rules of its own: it never disagrees with run, it follows a
+migration or a followed swap like run, and every finding that has a fix
+names the command.
 
 With --target overlay it checks a move instead: the pre-flight of the
 move from host routes to an overlay CNI (AKS's kubenet to Azure CNI
