@@ -56,7 +56,14 @@ built_from() {
 	go version -m "$1" 2>/dev/null | awk -v m="$2" -v v="$3" '($1 == "mod" || $1 == "dep") && $2 == m && $3 == v {ok=1} END {exit !ok}'
 }
 
-tofu_ok() { built_from "$1" github.com/opentofu/opentofu "$TOFU_VERSION" && "$1" version 2>/dev/null | grep -q "^OpenTofu ${TOFU_VERSION}\$"; }
+# tofu_ok reads `tofu version` whole before matching: with pipefail, grep -q
+# closing the pipe early could make tofu die of SIGPIPE and fail the check.
+tofu_ok() {
+	built_from "$1" github.com/opentofu/opentofu "$TOFU_VERSION" || return 1
+	local v
+	v="$("$1" version 2>/dev/null)" || return 1
+	grep -q "^OpenTofu ${TOFU_VERSION}\$" <<<"$v"
+}
 azurerm_ok() { built_from "$1" github.com/hashicorp/terraform-provider-azurerm "$AZURERM_VERSION"; }
 
 # go_env sets the build environment. Every module's checksum is verified

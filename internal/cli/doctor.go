@@ -1,5 +1,10 @@
 package cli
 
+// doctor.go is the doctor command: flags and output. The findings are
+// internal/doctor's (and internal/overlay's for --target overlay), made
+// from the observation and the verdict of a dry run of run: this file
+// reads nothing from the cloud and decides nothing.
+
 import (
 	"fmt"
 	"strings"
@@ -8,27 +13,45 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/overlay"
 )
 
 func (a *app) newDoctorCmd() *cobra.Command {
 	var cf configFlags
+	var of overlayFlags
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the route table, its subnets and the node routes, read-only",
-		Long: `Read the configured route table, its subnets and the nodes, and report every
-problem: a missing or foreign-claimed table, a subnet without the table (the
-IaC redeploy of an association), a node without a correct route and why
-(conflict, route limit, no pod CIDR...), stale routes, routes that shadow
-part of a pod CIDR, a table close to its route limit. Nothing is written.
+		Long: `Observe the route table, its subnets, the networks around them and the nodes
+as 'routekeeper run' does, judge them with run's verdict (a dry run: nothing
+is written), and report every problem: a missing or foreign-claimed table, a
+subnet without the table (the IaC redeploy of an association), a node without
+a correct route and why (conflict, route limit, no pod CIDR...), stale
+routes, routes that shadow part of a pod CIDR, a table close to its route
+limit, and every action routekeeper needs that the identity may not do (the
+permissions API), or that a management lock or a deny policy would refuse.
 
-Doctor makes the same observation and decision as 'routekeeper run' (a dry
-run), so it never disagrees with it: it follows a migration or a followed
-swap like run, and every finding that has a fix names the command.
+Doctor has no rules of its own: it never disagrees with run, it follows a
+migration or a followed swap like run, and every finding that has a fix
+names the command.
+
+With --target overlay it checks a move instead: the pre-flight of the
+move from host routes to an overlay CNI (AKS's kubenet to Azure CNI
+Overlay, or a self-managed cluster to Cilium or Calico VXLAN): what would
+make the move fail or break traffic, each with its evidence and what to do
+(docs/aks-overlay.md). With routes: standDown it says what is left.
 
 Exit status: 0 when there is no error finding, 3 when there is one, 1 when
 the cloud cannot be read, 2 for bad input.`,
+		Example: `  routekeeper doctor
+  routekeeper doctor --target overlay
+  routekeeper doctor --target overlay --pod-cidr 192.168.0.0/16 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			target, err := of.parse()
+			if err != nil {
+				return err
+			}
 			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
 			if err != nil {
 				return err
@@ -43,11 +66,18 @@ the cloud cannot be read, 2 for bad input.`,
 			// around and the NICs for the routing checks): doctor has no
 			// rules of its own.
 			scope := routingScope(cfg, true)
-			scope.Access = true
+			scope.Access = target == nil // the pre-flight needs no permission reads
 			all := set.DryRun(ctx, scope)
 			res := all[0]
 			if res.Verdict == nil {
 				return res.Err
+			}
+			if target != nil {
+				in, err := a.overlayInput(ctx, cfg, all, *target)
+				if err != nil {
+					return err
+				}
+				return a.runOverlayPreflight(in)
 			}
 			rep := doctor.Check(doctor.Input{
 				Cluster:      cfg.Cluster.Name,
@@ -58,18 +88,32 @@ the cloud cannot be read, 2 for bad input.`,
 				Observe:      cfg.Routes == config.RoutesObserve,
 				Claim:        cfg.RouteTable.Claim,
 			}, res.Verdict)
-			rin, err := routingInput(res.Observation, cfg, res.SourceNodes())
-			if err != nil {
-				return err
+			standDown := res.Verdict.StandingDown()
+			if standDown {
+				// No pod is reached through routes any more: say what is left.
+				in, err := a.overlayInput(ctx, cfg, all, overlay.Target{})
+				if err != nil {
+					return err
+				}
+				rep.Add(overlay.Leftovers(in)...)
+			} else {
+				rin, err := routingInput(res.Observation, cfg, res.SourceNodes())
+				if err != nil {
+					return err
+				}
+				rep.Add(doctor.CheckRouting(rin)...)
 			}
-			rep.Add(doctor.CheckRouting(rin)...)
 			rep.Findings = append(rep.Findings, mirrorDoctor(cfg, all[1:])...)
 			if a.humanOutput() && len(rep.Findings) == 0 {
 				fmt.Fprintln(a.stdout, "No problems found.")
 			} else if err := a.print(rep, func() table { return doctorTable(rep) }); err != nil {
 				return err
 			}
-			if a.humanOutput() {
+			switch {
+			case a.humanOutput() && standDown:
+				fmt.Fprintf(a.stdout, "\nroutekeeper stands down from host routes: none of the %d nodes needs a route in %s; %d errors, %d findings in all.\n",
+					rep.Nodes, shortID(rep.Table), rep.Errors(), len(rep.Findings))
+			case a.humanOutput():
 				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table their subnet uses (routekeeper keeps %s); %d errors, %d findings in all.\n",
 					rep.Routed, rep.Nodes, shortID(rep.Table), rep.Errors(), len(rep.Findings))
 			}
@@ -80,6 +124,7 @@ the cloud cannot be read, 2 for bad input.`,
 		},
 	}
 	cf.register(cmd.Flags(), doctorSettings)
+	of.register(cmd.Flags())
 	return cmd
 }
 

@@ -16,8 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The output formats of -o, as the Azure CLI names them.
-var outputFormats = []string{"table", "json", "yaml", "tsv"}
+// The output formats of -o, as the Azure CLI names them; sarif is iac
+// check's alone (SARIF 2.1.0, for code-scanning UIs).
+var outputFormats = []string{"table", "json", "yaml", "tsv", "sarif"}
 
 // table is what a command prints with -o table: a header and rows of cells.
 type table struct {
@@ -118,6 +119,8 @@ func writeOutput(w io.Writer, o outputOptions, v any, tbl func() table) error {
 	}
 	res = ordered(res, rank)
 	switch o.format {
+	case "sarif":
+		return usageErrorf("flag --output: sarif is the format of routekeeper iac check only")
 	case "json":
 		return writeJSON(w, res)
 	case "yaml":

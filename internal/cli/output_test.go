@@ -133,7 +133,7 @@ func TestEnvironment(t *testing.T) {
 			"environment variable ROUTEKEEPER_SOMETHING_ELSE_ENTIRELY is not one routekeeper reads; it is ignored\"", "did you mean"},
 		{"another command's variable is known", map[string]string{"ROUTEKEEPER_LISTEN": "127.0.0.1:0", "ROUTEKEEPER_ENDPOINT": "http://127.0.0.1:1"}, []string{"version"}, ExitOK,
 			"", "not one routekeeper reads"},
-		{"the test tooling's variables are known", map[string]string{"ROUTEKEEPER_KUBE_APISERVER": "/x", "ROUTEKEEPER_E2E_MEMORY_NODES": "1", "ROUTEKEEPER_FABRIC_TEST_CHILD": "1"}, []string{"version"}, ExitOK,
+		{"the test tooling's variables are known", map[string]string{"ROUTEKEEPER_KUBE_APISERVER": "/x", "ROUTEKEEPER_E2E_MEMORY_NODES": "1", "ROUTEKEEPER_FABRIC_TEST_CHILD": "1", "ROUTEKEEPER_TOFU": "/t", "ROUTEKEEPER_AZURERM": "/a"}, []string{"version"}, ExitOK,
 			"", "not one routekeeper reads"},
 		{"boolean variable", map[string]string{"ROUTEKEEPER_CREATE_ROUTE_TABLE": "yes"}, []string{"diff", "--config", cfg}, ExitUsage,
 			"environment variable ROUTEKEEPER_CREATE_ROUTE_TABLE=yes: use true or false", "strconv"},

@@ -112,6 +112,7 @@ against an embedded local fabric that behaves like Azure Resource Manager.`,
 		a.newMigrateCmd(),
 		a.newDoctorCmd(),
 		a.newTraceCmd(),
+		a.newIacCmd(),
 	)
 	return root
 }
@@ -176,8 +177,9 @@ func envName(flag string) string {
 
 // otherEnv are ROUTEKEEPER_* variables read without a flag of their own:
 // the served fabric's endpoint, and the test tooling's (scripts/
-// kube-testenv.sh, test/), which a developer's shell may well export.
-var otherEnv = []string{envPrefix + "ENDPOINT", envPrefix + "KUBE_APISERVER", envPrefix + "ETCD", envPrefix + "CACHE"}
+// kube-testenv.sh, tofu-testenv.sh, test/), which a developer's shell may
+// well export.
+var otherEnv = []string{envPrefix + "ENDPOINT", envPrefix + "KUBE_APISERVER", envPrefix + "ETCD", envPrefix + "CACHE", envPrefix + "TOFU", envPrefix + "AZURERM"}
 
 // otherEnvPrefixes are families of test variables (ROUTEKEEPER_E2E,
 // ROUTEKEEPER_E2E_MEMORY_NODES, ROUTEKEEPER_FABRIC_TEST_*).

@@ -171,6 +171,7 @@ func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure
 		ClaimTable:       cfg.RouteTable.Claim,
 		MaxDeletes:       cfg.Controller.MaxDeletes,
 		AllowEmptySource: cfg.Controller.AllowEmptySource,
+		ConfirmStandDown: cfg.Controller.ConfirmStandDown,
 
 		Location:      cfg.RouteTable.Location,
 		CreateTable:   cfg.RouteTable.Create,

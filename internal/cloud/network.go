@@ -27,14 +27,17 @@ type Cloud interface {
 	Calls() (reads, writes int64)
 }
 
-// VirtualNetwork is what routekeeper reads of a VNet: its address space
-// and its subnets (each with the route table it uses).
+// VirtualNetwork is what routekeeper reads of a VNet: its address space,
+// its subnets (each with the route table it uses) and its side of each
+// peering, which ARM returns inline with the network
+// (properties.virtualNetworkPeerings): knowing them costs no extra read.
 type VirtualNetwork struct {
 	ID              string
 	Name            string
 	Location        string
 	AddressPrefixes []string
 	Subnets         []Subnet
+	Peerings        []Peering
 }
 
 // NetworkInterface is what routekeeper reads of a NIC: its addresses and

@@ -69,13 +69,18 @@ const (
 	PolicyReport AssociationPolicy = "report"
 )
 
-// RoutesMode says whether routekeeper writes pod routes or only reports drift.
+// RoutesMode says whether routekeeper writes pod routes, only reports
+// drift, or stands down from host routes.
 type RoutesMode string
 
 // The routes modes.
 const (
 	RoutesManage  RoutesMode = "manage"
 	RoutesObserve RoutesMode = "observe"
+	// RoutesStandDown: the cluster moved to an overlay CNI and needs no
+	// host route; routekeeper removes its own routes once
+	// controller.confirmStandDown confirms it (docs/aks-overlay.md).
+	RoutesStandDown RoutesMode = "standDown"
 )
 
 // CloudType selects the cloud back-end.
@@ -288,6 +293,10 @@ type Controller struct {
 	MaxDeletes int
 	// AllowEmptySource lets an empty node source delete routes.
 	AllowEmptySource bool
+	// ConfirmStandDown confirms the stand-down from host routes: routes:
+	// standDown, or every node without a pod CIDR, removes the cluster's
+	// routes in one write (plan.Input.ConfirmStandDown).
+	ConfirmStandDown bool
 	LeaderElection   LeaderElection
 	// MetricsAddress is where metrics are served; "" turns them off.
 	MetricsAddress string

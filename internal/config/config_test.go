@@ -715,3 +715,49 @@ func TestSettingsTable(t *testing.T) {
 		}
 	}
 }
+
+// routes: standDown is spelled as documented whatever case it was written
+// in (enums are case-insensitive), from the file and from a flag, and
+// controller.confirmStandDown is its confirmation.
+func TestStandDownSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		flag       []string
+		want       RoutesMode
+		confirm    bool
+		problem    string
+	}{
+		{name: "file, documented spelling", file: "routes: standDown\ncontroller:\n  confirmStandDown: true\n", want: RoutesStandDown, confirm: true},
+		{name: "file, lower case", file: "routes: standdown\n", want: RoutesStandDown},
+		{name: "flag, upper case", flag: []string{"STANDDOWN"}, want: RoutesStandDown},
+		{name: "manage still lower case", file: "routes: Manage\n", want: RoutesManage},
+		{name: "a misspelling names the values", file: "routes: stand-down\n", problem: `routes: "stand-down": must be one of manage, observe, standDown`},
+		{name: "confirmation not a boolean", file: "controller:\n  confirmStandDown: please\n", problem: `controller.confirmStandDown: "please": not true or false`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, t.TempDir(), "rk.yaml", base+"subnets: ["+subnet0+"]\n"+tc.file)
+			c, err := Read(path)
+			if err == nil && tc.flag != nil {
+				err = c.Set("routes", tc.flag, "--routes")
+			}
+			if err == nil {
+				err = c.Complete()
+			}
+			if err == nil {
+				err = c.Validate()
+			}
+			if tc.problem != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.problem) {
+					t.Errorf("err = %v, want %q", err, tc.problem)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Routes != tc.want || c.Controller.ConfirmStandDown != tc.confirm {
+				t.Errorf("routes %q confirm %v, want %q %v", c.Routes, c.Controller.ConfirmStandDown, tc.want, tc.confirm)
+			}
+		})
+	}
+}

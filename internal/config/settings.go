@@ -142,8 +142,8 @@ var settings = []Setting{
 		ptr:   func(c *Config) any { return &c.Association.Interval }},
 
 	{Path: "routes", Use: UsePlan, Flag: "routes", Kind: KindEnum, Default: "manage",
-		Values: []string{string(RoutesManage), string(RoutesObserve)},
-		Usage:  "manage: write pod routes; observe: only report what would change",
+		Values: []string{string(RoutesManage), string(RoutesObserve), string(RoutesStandDown)},
+		Usage:  "manage: write pod routes; observe: only report what would change; standDown: the cluster moved to an overlay CNI, remove routekeeper's own routes once confirmed (--confirm-stand-down)",
 		ptr:    func(c *Config) any { return (*string)(&c.Routes) }},
 
 	{Path: "cloud.type", Use: UseCloud, Flag: "cloud", Kind: KindEnum, Default: "local",
@@ -225,6 +225,9 @@ var settings = []Setting{
 	{Path: "controller.allowEmptySource", Use: UsePlan, Flag: "allow-empty-source", Kind: KindBool, Default: "false",
 		Usage: "let a node source that returns no nodes delete the cluster's routes (by default it deletes nothing)",
 		ptr:   func(c *Config) any { return &c.Controller.AllowEmptySource }},
+	{Path: "controller.confirmStandDown", Use: UsePlan, Flag: "confirm-stand-down", Kind: KindBool, Default: "false",
+		Usage: "confirm the stand-down from host routes: with routes: standDown, or when no node has a pod CIDR any more, remove every route of this cluster in one write (past the deletion guards); routes routekeeper does not own, the claim and the associations stay",
+		ptr:   func(c *Config) any { return &c.Controller.ConfirmStandDown }},
 	{Path: "controller.resync", Use: UseController, Flag: "resync", Kind: KindDuration, Default: "1m",
 		Usage: "how often the route table is re-read to catch changes made by others",
 		ptr:   func(c *Config) any { return &c.Controller.Resync }},
@@ -340,7 +343,7 @@ func (s Setting) assign(c *Config, vals []value, at origin, relativeTo string, p
 		v := strings.TrimSpace(vals[0].text)
 		switch s.Kind {
 		case KindEnum:
-			v = strings.ToLower(v)
+			v = canonicalEnum(s.Values, v)
 		case KindPath:
 			v = expandPath(v, relativeTo)
 		}
@@ -434,4 +437,16 @@ func formatDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// canonicalEnum spells v as the allowed value it equals ignoring case
+// (standdown, STANDDOWN: standDown); a value that is none of them is
+// lower-cased, for the validation to name.
+func canonicalEnum(values []string, v string) string {
+	for _, a := range values {
+		if strings.EqualFold(a, v) {
+			return a
+		}
+	}
+	return strings.ToLower(v)
 }

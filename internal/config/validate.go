@@ -268,7 +268,7 @@ func (v *validator) association() {
 	if a.Interval <= 0 {
 		v.bad("association.interval", -1, a.Interval, "must be positive, for example 5s")
 	}
-	v.enum("routes", string(v.c.Routes), string(RoutesManage), string(RoutesObserve))
+	v.enum("routes", string(v.c.Routes), string(RoutesManage), string(RoutesObserve), string(RoutesStandDown))
 }
 
 func (v *validator) cloud() {

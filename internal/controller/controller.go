@@ -71,6 +71,9 @@ type Config struct {
 	ClaimTable       bool
 	MaxDeletes       int
 	AllowEmptySource bool
+	// ConfirmStandDown confirms the stand-down from host routes
+	// (verdict.Desired's; Mode StandDown).
+	ConfirmStandDown bool
 	RouteTableID     string
 	// Location of the table when routekeeper creates it.
 	Location string
@@ -232,7 +235,7 @@ func (r *Result) set(v *verdict.Verdict) {
 	r.Created, r.Updated, r.Deleted, r.Conflicts = 0, 0, 0, 0
 	if v.Plan != nil {
 		r.Conflicts = len(v.Plan.Conflicts)
-		if v.Mode() == verdict.Manage && v.Plan.Refused == "" && (v.Current != nil || v.Decision.Create) {
+		if v.Mode() != verdict.Observe && v.Plan.Refused == "" && (v.Current != nil || v.Decision.Create) {
 			r.Created, r.Updated, r.Deleted = v.Plan.Counts()
 		}
 	}
@@ -400,6 +403,7 @@ func (c *Controller) reconcile(ctx context.Context, nodes []source.Node, res *Re
 func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool, more observe.Scope) (retry bool, err error) {
 	want := c.desired(nodes)
 	more.Table, more.Subnets, more.Networks = want.Table, c.cfg.Subnets, true
+	more.NextHops = observe.NextHops(nodes) // a node in a peered network costs one read
 	o := observe.Observe(ctx, c.cloud, more)
 	res.Observation = o
 	v := verdict.Judge(o, want, nil)

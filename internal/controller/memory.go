@@ -34,8 +34,11 @@ type memory struct {
 	problems map[string]string
 }
 
-// desired is the verdict's input besides the cloud: the configuration,
-// nodes and this controller's memory.
+// Desired is the verdict's input besides the cloud: the configuration,
+// nodes and this controller's memory (what iac check judges a plan with).
+func (c *Controller) Desired(nodes []source.Node) verdict.Desired { return c.desired(nodes) }
+
+// desired is Desired.
 func (c *Controller) desired(nodes []source.Node) verdict.Desired {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -50,6 +53,7 @@ func (c *Controller) desired(nodes []source.Node) verdict.Desired {
 		Adopt:            c.cfg.Adopt,
 		MaxDeletes:       c.cfg.MaxDeletes,
 		AllowEmptySource: c.cfg.AllowEmptySource,
+		ConfirmStandDown: c.cfg.ConfirmStandDown,
 		Claim:            c.cfg.ClaimTable,
 		Mode:             c.cfg.Mode,
 		Policy:           c.cfg.Policy,

@@ -35,9 +35,11 @@ type Mirror struct {
 
 // MirrorConfig is the configuration of a mirror's controller: the main
 // controller's cluster, CIDRs, route limit and timings, with the mirror's
-// table, subnets and association policy. A mirror is always in manage
-// mode: in observe mode the platform (AKS) writes the main table only, so
-// routekeeper writes the mirrors from the nodes.
+// table, subnets and association policy. A mirror is in manage mode: in
+// observe mode the platform (AKS) writes the main table only, so
+// routekeeper writes the mirrors from the nodes. When the main table
+// stands down from host routes, so do the mirrors: their pod routes lead
+// nowhere once the cluster runs an overlay.
 func MirrorConfig(main Config, m Mirror) Config {
 	c := main
 	c.RouteTableID = m.RouteTableID
@@ -47,7 +49,9 @@ func MirrorConfig(main Config, m Mirror) Config {
 	if m.Location != "" {
 		c.Location = m.Location
 	}
-	c.Mode = verdict.Manage
+	if c.Mode != verdict.StandDown {
+		c.Mode = verdict.Manage
+	}
 	// Listing a table under mirrors: is the claim: routekeeper tags it as
 	// this cluster's with its first write, so routes of nodes that left
 	// are deleted from it like from the main table (an unclaimed table

@@ -222,4 +222,16 @@ func TestCheckOverlayTarget(t *testing.T) {
 	if _, err := CheckOverlayTarget(OverlayTarget{}); err == nil {
 		t.Error("no pod CIDR accepted")
 	}
+	// A service range without its DNS service IP: the range is checked,
+	// the DNS IP (unknown, not AKS's default 10.0.0.10) is not.
+	got, _ = CheckOverlayTarget(OverlayTarget{PodCIDRs: []netip.Prefix{p("192.168.0.0/16")}, ServiceCIDRs: []netip.Prefix{p("10.32.0.0/24")},
+		VNet: []netip.Prefix{p("10.240.0.0/16")}, NodeSubnets: []NamedRange{{Name: "nodes", Prefixes: []netip.Prefix{p("10.240.0.0/24")}}}})
+	if !got.OK() {
+		t.Errorf("no DNS service IP given: findings %+v", got.Findings)
+	}
+	got, _ = CheckOverlayTarget(OverlayTarget{PodCIDRs: []netip.Prefix{p("10.32.0.0/16")}, ServiceCIDRs: []netip.Prefix{p("10.32.0.0/24")},
+		VNet: []netip.Prefix{p("10.240.0.0/16")}, NodeSubnets: []NamedRange{{Name: "nodes", Prefixes: []netip.Prefix{p("10.240.0.0/24")}}}})
+	if len(got.Conflicts) != 1 || got.Conflicts[0].Kind != KindService {
+		t.Errorf("the service range overlapping the pod CIDR: conflicts %+v", got.Conflicts)
+	}
 }

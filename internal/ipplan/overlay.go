@@ -20,7 +20,7 @@ type OverlayTarget struct {
 	// (AKS runs no IPv6-only cluster).
 	PodCIDRs []netip.Prefix
 	// ServiceCIDRs and DNSServiceIP are the cluster's; optional: without
-	// them the service range is not checked.
+	// them the service range (or the DNS service IP) is not checked.
 	ServiceCIDRs []netip.Prefix
 	DNSServiceIP netip.Addr
 	// Nodes is the node count to plan for (0: capacity only); Surge the
@@ -121,6 +121,9 @@ func CheckOverlayTarget(t OverlayTarget) (OverlayCheck, error) {
 			_, svc := f.Values["service"]
 			return svc || f.Rule == RuleServiceCIDRTooLarge || strings.HasPrefix(f.Rule, "dns-ip")
 		})
+	}
+	if !t.DNSServiceIP.IsValid() { // the default DNS IP is not the cluster's either
+		report.Findings = slices.DeleteFunc(report.Findings, func(f Finding) bool { return strings.HasPrefix(f.Rule, "dns-ip") })
 	}
 	out := OverlayCheck{Report: report, Findings: report.Findings, Conflicts: []OverlayConflict{}}
 	if len(report.Capacity) > 0 {

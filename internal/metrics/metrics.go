@@ -21,7 +21,7 @@
 //	association_repairs_total                 subnets re-associated (or swaps followed) by the guard
 //	association_problems{state}               subnets not on routekeeper's table, by state
 //	leader                                    1 while this replica runs the controller (holds the lease, or runs without leader election)
-//	deletes_held{reason}                      route deletions the deletion guard held back in the last reconcile (TooManyDeletes, EmptySource)
+//	deletes_held{reason}                      route deletions held back in the last reconcile (TooManyDeletes, EmptySource, StandDownUnconfirmed)
 //	routes_unclaimed                          routes of unknown nodes left in an unclaimed table (never deleted until it is claimed)
 //	nodes_unmanaged_route                     nodes whose traffic a route routekeeper does not own carries (routeTable.adopt matching takes it over)
 //	requests_denied{op,code}                  requests Azure refuses now (a missing role or join, a lock, a deny policy), by operation (route table write, subnet association, reads) and ARM error code
@@ -137,7 +137,7 @@ func New() *Metrics {
 		}),
 		deletesHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "deletes_held",
-			Help: "Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes).",
+			Help: "Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes), StandDownUnconfirmed (routes: standDown without controller.confirmStandDown).",
 		}, []string{"reason"}),
 		unclaimed: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "routes_unclaimed",

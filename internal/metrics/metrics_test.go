@@ -117,7 +117,7 @@ func TestGuardMetrics(t *testing.T) {
 	}
 	m.Report(context.Background(), &controller.Result{Plan: p, Nodes: map[string]controller.NodeResult{"a": {Routed: true, Reason: reason.RouteNotManaged}, "b": {Routed: true}}})
 	const want = `
-# HELP routekeeper_deletes_held Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes).
+# HELP routekeeper_deletes_held Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes), StandDownUnconfirmed (routes: standDown without controller.confirmStandDown).
 # TYPE routekeeper_deletes_held gauge
 routekeeper_deletes_held{reason="EmptySource"} 3
 # HELP routekeeper_routes_unclaimed Routes in the naming scheme for nodes this cluster does not have, left in a route table not claimed yet: never deleted until routeTable.claim.

@@ -62,6 +62,13 @@ type Scope struct {
 	// RoutingSubnets are more subnets whose networks a trace may start in
 	// (the mirrors' subnets).
 	RoutingSubnets []string
+	// NextHops are the addresses the nodes' routes point to (NextHops of
+	// the nodes). With Networks, a next hop in no subnet of the node
+	// networks has the networks peered with them whose address space holds
+	// it read too (peered.go), so that a node in a peered network is a
+	// valid next hop; nothing more is read when every next hop is in a
+	// node network.
+	NextHops []netip.Addr
 	// NICs lists the network interfaces of Table's subscription (doctor's
 	// IP forwarding check; reading them is an optional right).
 	NICs bool
@@ -154,7 +161,9 @@ type Observation struct {
 	principal   cloud.Principal
 	// governance is the locks and policies, by scope (Scope.Access).
 	governance map[string]GovernanceRead
-	reads      int64
+	// peered are the peered networks read for next hops (peered.go).
+	peered peered
+	reads  int64
 }
 
 // maxMigrationHops bounds the chain of migrated-to tags read.
@@ -205,6 +214,7 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 			o.networks[k] = n
 			o.networkOrder = append(o.networkOrder, k)
 		}
+		o.peered = earlier.peered
 	}
 	if scope.Routing {
 		o.readAround(ctx, c)
@@ -219,6 +229,9 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 				}
 			}
 		}
+	}
+	if scope.Networks || scope.Routing {
+		o.readPeered(ctx, c)
 	}
 	if scope.Access {
 		o.readAccess(ctx, c)
@@ -408,11 +421,36 @@ func (o *Observation) NICs() (nics []cloud.NetworkInterface, read bool, err erro
 }
 
 // NodeNetworks are the address prefixes of every subnet of the guarded
-// subnets' virtual networks, masked, sorted and without duplicates: a node
-// whose internal IP lies in none of them cannot be a next hop. It is nil
-// (next hops unchecked) when no network was read, a network could not be
-// read, or a prefix does not parse; err then says why.
+// subnets' virtual networks, and of the networks peered with them that
+// were read (PeeredNetworks), masked, sorted and without duplicates: a
+// node whose internal IP lies in none of them cannot be a next hop. It is
+// nil (next hops unchecked) when no network was read, a network could not
+// be read, or a prefix does not parse; err then says why.
 func (o *Observation) NodeNetworks() ([]netip.Prefix, error) {
+	if o.peered.err != nil {
+		return nil, o.peered.err
+	}
+	own, err := o.ownNodeNetworks()
+	if err != nil || own == nil || len(o.peered.networks) == 0 {
+		return own, err
+	}
+	var subnets []cloud.Subnet
+	for _, p := range o.peered.networks {
+		subnets = append(subnets, p.Network.Subnets...)
+	}
+	more, err := NodeNetworks(subnets...)
+	if err != nil {
+		return nil, err
+	}
+	all := append(own, more...)
+	slices.SortFunc(all, func(a, b netip.Prefix) int {
+		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	})
+	return slices.Compact(all), nil
+}
+
+// ownNodeNetworks are the prefixes of the guarded subnets' networks alone.
+func (o *Observation) ownNodeNetworks() ([]netip.Prefix, error) {
 	var subnets []cloud.Subnet
 	read := false
 	for _, id := range o.scope.Subnets {

@@ -331,10 +331,17 @@ func checkInvariants(t *testing.T, in Input, p *Plan, owned []bool) {
 			plain++
 		}
 	}
-	if plain > 0 && len(in.Nodes) == 0 && !in.AllowEmptySource {
+	// The confirmed stand-down is the one mass deletion allowed; without
+	// its confirmation, a stand-down (configured or implied by nodes
+	// without pod CIDRs) deletes nothing.
+	confirmed := p.StandDown && in.ConfirmStandDown
+	if plain > 0 && (p.StandDown || PodCIDRsGone(in.Nodes)) && !confirmed {
+		t.Errorf("an unconfirmed stand-down deleted %d routes", plain)
+	}
+	if plain > 0 && len(in.Nodes) == 0 && !in.AllowEmptySource && !confirmed {
 		t.Errorf("an empty source deleted %d routes", plain)
 	}
-	if p.MaxDeletes >= 0 && plain > p.MaxDeletes {
+	if p.MaxDeletes >= 0 && plain > p.MaxDeletes && !confirmed {
 		t.Errorf("%d routes deleted, the cap is %d", plain, p.MaxDeletes)
 	}
 	if in.Current != nil && d.Etag != in.Current.Etag {

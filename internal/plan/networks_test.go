@@ -134,3 +134,41 @@ func TestNextHopOutsideVNetMessage(t *testing.T) {
 		t.Errorf("message lists more than %d networks: %s", maxListedNetworks, msg)
 	}
 }
+
+// A node in a network peered with the guarded one: the observer adds the
+// peered network's subnets to NodeNetworks (Azure accepts a virtual
+// appliance in a peered network), and the message of a node outside both
+// says which networks were looked at.
+func TestNextHopInPeeredNetwork(t *testing.T) {
+	withHub := append([]netip.Prefix{pfx("10.250.1.0/24")}, nodeNets...)
+	const note = " or of the networks peered with them (hub-vnet)"
+	runCases(t, []planCase{
+		{
+			name: "a node in the peered hub's subnet is routed",
+			in: Input{
+				Nodes:            []source.Node{node("hub-node", "10.250.1.10", "10.244.3.0/24")},
+				Current:          table(cluster),
+				NodeNetworks:     withHub,
+				NodeNetworksNote: note,
+			},
+			changes: []string{"create hub-node____102443024 10.244.3.0/24 10.250.1.10"},
+			nodes:   map[string]string{"hub-node": "Pending"},
+		},
+		{
+			name: "a node in the hub's address space but in no subnet of it is outside",
+			in: Input{
+				Nodes:            []source.Node{node("hub-stray", "10.250.9.10", "10.244.3.0/24")},
+				Current:          table(cluster),
+				NodeNetworks:     withHub,
+				NodeNetworksNote: note,
+			},
+			conflicts: []string{"hub-stray 10.244.3.0/24 NextHopOutsideVNet"},
+			nodes:     map[string]string{"hub-stray": "NotRouted/NextHopOutsideVNet"},
+		},
+	})
+	p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: table(cluster), NodeNetworks: withHub, NodeNetworksNote: note,
+		Nodes: []source.Node{node("hub-stray", "10.250.9.10", "10.244.3.0/24")}})
+	if msg := p.Nodes["hub-stray"].Message; !strings.Contains(msg, "routekeeper guards or of the networks peered with them (hub-vnet) (10.250.1.0/24") {
+		t.Errorf("message does not name the peered networks looked at: %s", msg)
+	}
+}

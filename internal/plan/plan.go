@@ -54,6 +54,12 @@
 //	our route, node's pod CIDR changed                     delete (the new CIDR's route is created)
 //	node with a source Problem (IPAM exhausted)            NotRouted with the problem's reason
 //	non-owned route (custom, other cluster, service tag)   never changed or deleted
+//	stand-down (Input.StandDown), not confirmed            nothing wanted: every owned route held
+//	                                                       (StandDownUnconfirmed); nodes NotNeeded
+//	stand-down, confirmed                                  every owned route deleted in the one write, no
+//	                                                       cap, even with no nodes; nodes NotNeeded
+//	nodes, none with a pod CIDR, not confirmed             NoPodCIDR; every deletion held (StandDownUnconfirmed)
+//	nodes, none with a pod CIDR, ConfirmStandDown          stand-down, confirmed
 //
 // A route belongs to a node only when its whole name equals
 // route.Name(node, podCIDR) for one of the node's current pod CIDRs
@@ -223,6 +229,10 @@ func Compute(in Input) *Plan {
 		p.Claim = p.Create || in.Claim
 	}
 
+	if in.StandsDown() {
+		// No route is wanted, and the stand-down claims nothing.
+		p.StandDown, p.Claim = true, false
+	}
 	if msg := pl.indexCurrent(); msg != "" {
 		return p.refuse(in.Nodes, ReasonInvalidTable, msg)
 	}
@@ -329,7 +339,11 @@ func (pl *planner) makeEntries() {
 	for _, ni := range pl.order {
 		n := &nodes[ni]
 		lo := int32(len(pl.entries))
-		for ci, cidr := range n.PodCIDRs {
+		cidrs := n.PodCIDRs
+		if pl.p.StandDown {
+			cidrs = nil // no route is wanted
+		}
+		for ci, cidr := range cidrs {
 			cidr = cidr.Masked()
 			if cidr.IsValid() && slices.ContainsFunc(n.PodCIDRs[:ci], func(p netip.Prefix) bool { return p.Masked() == cidr }) {
 				continue // listed twice
@@ -408,7 +422,7 @@ func (pl *planner) outsideMessage(node string, hop netip.Addr, cidr netip.Prefix
 	if len(nets) > maxListedNetworks {
 		list += fmt.Sprintf(" and %d more", len(nets)-maxListedNetworks)
 	}
-	return fmt.Sprintf("internal IP %s of node %s (the next hop of pod CIDR %s) is in none of the subnets of the virtual networks routekeeper guards (%s); no NIC can hold it, so Azure would deliver the pod traffic nowhere: fix the node's address, or add its subnet to the configuration", hop, node, cidr, list)
+	return fmt.Sprintf("internal IP %s of node %s (the next hop of pod CIDR %s) is in none of the subnets of the virtual networks routekeeper guards%s (%s); no NIC can hold it, so Azure would deliver the pod traffic nowhere: fix the node's address, or add its subnet to the configuration", hop, node, cidr, pl.in.NodeNetworksNote, list)
 }
 
 // fail gives e a reason, unless it has one already.
@@ -788,6 +802,8 @@ func (pl *planner) deleteWhy(c *current) string {
 		return "legacy name, renamed to " + pl.entries[c.entry].name
 	case c.fate == fateReplaced:
 		return "pod CIDR moved to node " + pl.nodeName(&pl.entries[c.entry])
+	case pl.p.StandDown:
+		return "the cluster stands down from host routes"
 	}
 	if pl.known(c.node) {
 		return "pod CIDR no longer assigned to the node"
@@ -825,6 +841,10 @@ func (pl *planner) finish() {
 	updates := make([]Change, 0, nupdates)
 	for _, ni := range pl.order {
 		n := &pl.in.Nodes[ni]
+		if p.StandDown {
+			p.Nodes[n.Name] = NodeStatus{State: NotNeeded, Message: standDownNote}
+			continue
+		}
 		if len(n.PodCIDRs) == 0 {
 			reason, msg := ReasonNoPodCIDR, fmt.Sprintf("node %s has no pod CIDR yet (spec.podCIDRs is empty)", n.Name)
 			if n.Problem != nil {

@@ -76,6 +76,9 @@ func TestProperty(t *testing.T) {
 			if len(p.Unclaimed) > 0 {
 				stats["unclaimed"]++
 			}
+			if p.StandDown && d > 0 {
+				stats["stand-down"]++
+			}
 		})
 		if !ok {
 			break
@@ -85,7 +88,7 @@ func TestProperty(t *testing.T) {
 	// The generator must keep reaching every rule, or the property proves
 	// little: fail when a reason never shows up in a full run.
 	if *propIters >= 1000 && !t.Failed() {
-		for _, want := range []string{"creates", "updates", "deletes", "refused", "adoptions", "unclaimed",
+		for _, want := range []string{"creates", "updates", "deletes", "refused", "adoptions", "unclaimed", "stand-down", string(ReasonStandDownUnconfirmed),
 			string(ReasonRouteNotManaged), string(ReasonTooManyDeletes), string(ReasonEmptySource),
 			string(ReasonPrefixConflict), string(ReasonNameConflict), string(ReasonOverlappingPodCIDR),
 			string(ReasonOutsideClusterCIDR), string(ReasonRouteLimit), string(ReasonNoPodCIDR),
@@ -118,7 +121,10 @@ func checkStatusTruth(t *testing.T, in Input, p *Plan) {
 		if (st.State == NotRouted) != (st.Reason != "" && st.Reason != ReasonRouteNotManaged) {
 			t.Errorf("node %s: state %s with reason %q", n.Name, st.State, st.Reason)
 		}
-		if st.State == NotRouted {
+		if (st.State == NotNeeded) != p.StandDown {
+			t.Errorf("node %s is %s in a plan with StandDown %v", n.Name, st.State, p.StandDown)
+		}
+		if st.State == NotRouted || st.State == NotNeeded {
 			continue
 		}
 		for _, cidr := range n.PodCIDRs {
@@ -248,6 +254,8 @@ func (g *gen) input() (Input, []bool) {
 		RequireClaim:     g.chance(5),
 		Claim:            g.chance(30),
 		AllowEmptySource: g.chance(30),
+		StandDown:        g.chance(5),
+		ConfirmStandDown: g.chance(10),
 	}
 	if g.chance(50) {
 		in.Adopt = AdoptMatching
@@ -375,7 +383,7 @@ func (g *gen) input() (Input, []bool) {
 
 func describe(in Input, owned []bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cluster %s cidrs %v limit %d legacy %v requireClaim %v claim %v adopt %q maxDeletes %d allowEmpty %v\n", in.Cluster, in.ClusterCIDRs, in.Limit, in.LegacyNames, in.RequireClaim, in.Claim, in.Adopt, in.MaxDeletes, in.AllowEmptySource)
+	fmt.Fprintf(&b, "cluster %s cidrs %v limit %d legacy %v requireClaim %v claim %v adopt %q maxDeletes %d allowEmpty %v standDown %v confirm %v\n", in.Cluster, in.ClusterCIDRs, in.Limit, in.LegacyNames, in.RequireClaim, in.Claim, in.Adopt, in.MaxDeletes, in.AllowEmptySource, in.StandDown, in.ConfirmStandDown)
 	for _, n := range in.Nodes {
 		fmt.Fprintf(&b, "  node %s ips %v cidrs %v\n", n.Name, n.InternalIPs, n.PodCIDRs)
 	}

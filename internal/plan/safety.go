@@ -63,6 +63,19 @@ func (pl *planner) guardDeletes() {
 	switch {
 	case dels == 0:
 		return
+	case p.StandDown && pl.in.ConfirmStandDown:
+		return // the confirmed stand-down: every owned route goes at once
+	case p.StandDown:
+		p.HeldReason = ReasonStandDownUnconfirmed
+		p.HeldMessage = fmt.Sprintf("routes: standDown: the cluster no longer uses host routes, and %s holds %d routes of this cluster (%s): none is removed until the stand-down is confirmed. Check that every node runs the overlay CNI, then run with --confirm-stand-down (controller.confirmStandDown: true) to remove them all in one write; routes routekeeper does not own, the claim and the subnet associations stay",
+			pl.table, dels, pl.heldNames())
+		if pl.claim == "" {
+			p.HeldMessage += fmt.Sprintf(". The table is not claimed (tag %s): on AKS these are the platform's routes, which its move to Overlay deletes itself; do not confirm before it", route.ClaimTag)
+		}
+	case PodCIDRsGone(pl.in.Nodes):
+		p.HeldReason = ReasonStandDownUnconfirmed
+		p.HeldMessage = fmt.Sprintf("no node has a pod CIDR while %s holds %d routes of this cluster (%s): none is deleted. A new cluster whose IPAM has not assigned pod CIDRs yet looks the same; if the cluster moved to an overlay CNI (Azure CNI Overlay, Cilium, Calico VXLAN), set routes: standDown and confirm it (--confirm-stand-down) to remove them in one write (docs/aks-overlay.md)",
+			pl.table, dels, pl.heldNames())
 	case len(pl.in.Nodes) == 0 && !pl.in.AllowEmptySource:
 		p.HeldReason = ReasonEmptySource
 		p.HeldMessage = fmt.Sprintf("the node source returned no nodes while %s holds %d routes of this cluster: none is deleted (an empty or wrong source must not empty the table); if the cluster really has no nodes, run with --allow-empty-source (controller.allowEmptySource: true)", pl.table, owned)
@@ -78,6 +91,32 @@ func (pl *planner) guardDeletes() {
 		}
 	}
 }
+
+// maxHeldNames is how many route names a stand-down's held message lists.
+const maxHeldNames = 5
+
+// heldNames lists the first routes to be deleted, in table order, and how
+// many more.
+func (pl *planner) heldNames() string {
+	var names []string
+	n := 0
+	for i := range pl.routes {
+		if pl.routes[i].fate != fateDelete {
+			continue
+		}
+		if n++; n <= maxHeldNames {
+			names = append(names, pl.cur.Routes[i].Name)
+		}
+	}
+	s := strings.Join(names, ", ")
+	if n > maxHeldNames {
+		s += fmt.Sprintf(" and %d more", n-maxHeldNames)
+	}
+	return s
+}
+
+// standDownNote is a NotNeeded node's message.
+const standDownNote = "the cluster stands down from host routes: the node needs no route"
 
 // removeCommand is the Azure CLI command that deletes route name from t.
 func removeCommand(t *route.Table, name string) string {

@@ -45,6 +45,11 @@ type Input struct {
 	// address, so Azure would deliver the pod traffic nowhere. Empty means
 	// unknown: next hops are not checked.
 	NodeNetworks []netip.Prefix
+	// NodeNetworksNote is appended to a NextHopOutsideVNet message after
+	// "the subnets of the virtual networks routekeeper guards": what
+	// NodeNetworks covers beyond them (" or of the networks peered with
+	// them (hub-vnet)"), or what could not be read.
+	NodeNetworksNote string
 	// Adopt says what happens to a route routekeeper does not own that
 	// has exactly the prefix and next hop a node needs (Kubernetes the Hard
 	// Way's kubernetes-route-10-200-0-0-24, cloud-provider-azure's legacy
@@ -71,6 +76,42 @@ type Input struct {
 	// default an empty source deletes nothing (a kube source pointed at an
 	// empty or wrong cluster must not wipe the table).
 	AllowEmptySource bool
+	// StandDown: the cluster no longer uses host routes (routes:
+	// standDown; it moved to an overlay CNI). No route is wanted, so every
+	// route this cluster owns is stale: with ConfirmStandDown they are all
+	// removed by this plan's one write, whatever MaxDeletes and
+	// AllowEmptySource say (the stand-down is the mass deletion those
+	// guards exist to stop, confirmed); without it every one is held
+	// (HeldReason StandDownUnconfirmed). Routes routekeeper does not own
+	// stay, no claim is written, and every node is NotNeeded.
+	StandDown bool
+	// ConfirmStandDown confirms the stand-down (controller.confirmStandDown).
+	// It also confirms the one the nodes imply: when there are nodes and
+	// none has a pod CIDR (PodCIDRsGone), the cluster looks like it moved
+	// to an overlay — or like a new cluster whose IPAM has not assigned pod
+	// CIDRs yet. Without the confirmation every deletion is then held
+	// (StandDownUnconfirmed) and the nodes are NoPodCIDR; with it the plan
+	// stands down.
+	ConfirmStandDown bool
+}
+
+// StandsDown reports whether a plan of in stands down from host routes:
+// the configuration says so, or it confirms what the nodes imply.
+func (in Input) StandsDown() bool {
+	return in.StandDown || in.ConfirmStandDown && PodCIDRsGone(in.Nodes)
+}
+
+// PodCIDRsGone reports whether nodes look like a cluster that stopped
+// using host routes: at least one node, none with a pod CIDR, and none
+// with a source problem (a node the built-in IPAM could not give a pod
+// CIDR is IPAM's failure, not a stand-down).
+func PodCIDRsGone(nodes []source.Node) bool {
+	for _, n := range nodes {
+		if len(n.PodCIDRs) > 0 || n.Problem != nil {
+			return false
+		}
+	}
+	return len(nodes) > 0
 }
 
 // AdoptPolicy is Input.Adopt.
@@ -247,6 +288,10 @@ const (
 	// ReasonEmptySource: the source returned no nodes and
 	// Input.AllowEmptySource is not set.
 	ReasonEmptySource = reason.EmptySource
+	// ReasonStandDownUnconfirmed: the plan stands down (Input.StandDown),
+	// or no node has a pod CIDR any more, and Input.ConfirmStandDown is
+	// not set.
+	ReasonStandDownUnconfirmed = reason.StandDownUnconfirmed
 )
 
 // Conflict is one desired route that the plan does not write, with why.
@@ -285,6 +330,9 @@ const (
 	// NotRouted: at least one pod CIDR will have no correct route; Reason
 	// says why (the first failing pod CIDR in the node's order).
 	NotRouted NodeState = "NotRouted"
+	// NotNeeded: the plan stands down from host routes (Plan.StandDown):
+	// the node needs no route.
+	NotNeeded NodeState = "NotNeeded"
 )
 
 // NodeStatus is one node's outcome.
@@ -327,6 +375,10 @@ type Plan struct {
 	// and every node is NotRouted with it.
 	Refused       string `json:"refused,omitempty"`
 	RefusedReason Reason `json:"refusedReason,omitempty"`
+	// StandDown: the plan stands down from host routes (Input.StandsDown):
+	// no route is wanted, every node is NotNeeded, and every route this
+	// cluster owns is deleted (confirmed) or held.
+	StandDown bool `json:"standDown,omitempty"`
 	// Limit is the route limit the plan applied.
 	Limit int `json:"limit"`
 	// MaxDeletes is the deletion cap the plan applied (negative: none).

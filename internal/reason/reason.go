@@ -8,6 +8,7 @@
 //	reason                       routed  set by            meaning
 //	RouteCreated                 yes     verdict           every pod CIDR has its correct route in the table its subnet uses
 //	RouteNotManaged              yes     plan              a route routekeeper does not own sends the pod CIDR to the node
+//	HostRoutesNotNeeded          yes     verdict           the cluster stands down from host routes (it moved to an overlay CNI): no route is wanted
 //	NoPodCIDR                    no      plan              the node has no (valid) pod CIDR yet
 //	PodCIDRExhausted             no      source            the built-in IPAM found no free pod CIDR for the node
 //	NoNodeIP                     no      plan              no internal address of the pod CIDR's family
@@ -31,8 +32,10 @@
 //	RouteTableDetached           no      verdict           the node's subnet has no route table: Azure ignores the route
 //	SubnetRouteTableLacksRoute   no      verdict           the node's subnet uses another table without the route
 //
-// Two more reasons say why deletions were held back (plan.HeldReason), not
-// why a node is unrouted: TooManyDeletes and EmptySource.
+// Three more reasons say why deletions were held back (plan.HeldReason),
+// not why a node is unrouted: TooManyDeletes, EmptySource and
+// StandDownUnconfirmed (the stand-down from host routes, or every node
+// without a pod CIDR, waits for its confirmation).
 package reason
 
 // Reason is one word of the vocabulary.
@@ -40,8 +43,9 @@ type Reason string
 
 // The reasons; the table in the package comment says what each means.
 const (
-	RouteCreated    Reason = "RouteCreated"
-	RouteNotManaged Reason = "RouteNotManaged"
+	RouteCreated        Reason = "RouteCreated"
+	RouteNotManaged     Reason = "RouteNotManaged"
+	HostRoutesNotNeeded Reason = "HostRoutesNotNeeded"
 
 	NoPodCIDR            Reason = "NoPodCIDR"
 	PodCIDRExhausted     Reason = "PodCIDRExhausted"
@@ -68,23 +72,26 @@ const (
 	RouteTableDetached         Reason = "RouteTableDetached"
 	SubnetRouteTableLacksRoute Reason = "SubnetRouteTableLacksRoute"
 
-	TooManyDeletes Reason = "TooManyDeletes"
-	EmptySource    Reason = "EmptySource"
+	TooManyDeletes       Reason = "TooManyDeletes"
+	EmptySource          Reason = "EmptySource"
+	StandDownUnconfirmed Reason = "StandDownUnconfirmed"
 )
 
 // All is the whole vocabulary, in the package comment's order.
 var All = []Reason{
-	RouteCreated, RouteNotManaged,
+	RouteCreated, RouteNotManaged, HostRoutesNotNeeded,
 	NoPodCIDR, PodCIDRExhausted, NoNodeIP, OutsideClusterCIDR, OverlappingPodCIDR, DuplicateNode, InvalidRouteName,
 	NameConflict, PrefixConflict, NextHopOutsideVNet, RouteTableFull, RouteTableClaimed,
 	RouteTableUnclaimed, RouteTableInvalid, InvalidConfiguration,
 	RouteTableMissing, RouteWriteFailed, RouteWriteDenied, RouteNotReadBack, NoRouteCreated,
 	RouteTableDetached, SubnetRouteTableLacksRoute,
-	TooManyDeletes, EmptySource,
+	TooManyDeletes, EmptySource, StandDownUnconfirmed,
 }
 
 // Routed reports whether a node with this reason counts as routed.
-func (r Reason) Routed() bool { return r == RouteCreated || r == RouteNotManaged }
+func (r Reason) Routed() bool {
+	return r == RouteCreated || r == RouteNotManaged || r == HostRoutesNotNeeded
+}
 
 // Known reports whether r is in the vocabulary.
 func (r Reason) Known() bool {

@@ -29,7 +29,7 @@ func TestVocabularyIsDocumented(t *testing.T) {
 		if !r.Known() {
 			t.Errorf("%s is not Known", r)
 		}
-		if r != TooManyDeletes && r != EmptySource && !rows[string(r)] {
+		if r != TooManyDeletes && r != EmptySource && r != StandDownUnconfirmed && !rows[string(r)] {
 			t.Errorf("%s has no row in the package comment's table", r)
 		}
 	}
@@ -40,5 +40,16 @@ func TestVocabularyIsDocumented(t *testing.T) {
 	}
 	if Reason("Whatever").Known() {
 		t.Error("an unknown word is Known")
+	}
+}
+
+// The routed reasons are exactly the table's "yes" rows: a node that needs
+// no host route any more counts as routed, so no status says otherwise.
+func TestRoutedReasons(t *testing.T) {
+	for _, r := range All {
+		want := r == RouteCreated || r == RouteNotManaged || r == HostRoutesNotNeeded
+		if r.Routed() != want {
+			t.Errorf("%s.Routed() = %v, want %v", r, r.Routed(), want)
+		}
 	}
 }

@@ -183,6 +183,34 @@ func parseCloud(lines []string) (*fakeCloud, error) {
 				}
 			}
 			cur.Routes = append(cur.Routes, r)
+		case "peering":
+			// peering NAME vnet=V remote=R space=PREFIX[,PREFIX] [state=S]:
+			// V's side of a peering with R (Connected by default).
+			if len(f) < 2 {
+				return nil, fmt.Errorf("%q: want peering NAME vnet=V remote=R space=PREFIXES [state=S]", l)
+			}
+			p := cloud.Peering{Name: f[1], State: "Connected"}
+			vnet := scnVNet
+			for _, x := range f[2:] {
+				k, v, _ := strings.Cut(x, "=")
+				switch k {
+				case "vnet":
+					vnet = v
+				case "remote":
+					p.RemoteVNetID = strings.TrimSuffix(subnetID(v, "x"), "/subnets/x")
+				case "space":
+					p.RemoteAddressPrefixes = strings.Split(v, ",")
+				case "state":
+					p.State = v
+				default:
+					return nil, fmt.Errorf("%q: unknown %q", l, x)
+				}
+			}
+			v := c.vnets[armid.Key(strings.TrimSuffix(subnetID(vnet, "x"), "/subnets/x"))]
+			if v == nil {
+				return nil, fmt.Errorf("%q: no vnet %s above it", l, vnet)
+			}
+			v.Peerings = append(v.Peerings, p)
 		default:
 			return nil, fmt.Errorf("cloud line %q", l)
 		}

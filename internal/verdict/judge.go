@@ -24,7 +24,7 @@ type judge struct {
 func (j *judge) run() *Verdict {
 	v := &Verdict{mode: j.want.Mode, Nodes: map[string]Node{}, acted: j.out != nil, nodeList: j.want.Nodes}
 	j.v = v
-	d := assoc.Decide(AssocInput(j.o, j.want))
+	d := j.standDownDecision(assoc.Decide(j.assocInput()))
 	v.Decision, v.Table = d, d.Table
 	v.Denials = readDenials(j.o)
 	if d.TableErr != nil {
@@ -47,15 +47,20 @@ func (j *judge) run() *Verdict {
 		Claim:            j.want.Claim || !armid.Same(d.Table, j.want.Configured),
 		MaxDeletes:       j.want.MaxDeletes,
 		AllowEmptySource: j.want.AllowEmptySource,
+		StandDown:        j.want.Mode == StandDown,
+		ConfirmStandDown: j.want.ConfirmStandDown,
 		NodeNetworks:     nets,
+		NodeNetworksNote: j.o.NodeNetworksNote(),
 	})
 	v.Plan = p
 	switch {
+	case cur == nil && !d.Create && j.standingDown():
+		// Nothing of ours is left to remove.
 	case cur == nil && !d.Create:
 		v.Err = fmt.Errorf("%w: %s: %s", ErrTableMissing, d.Table, d.CreateBlocked)
 	case p.Refused != "":
 		v.Err = fmt.Errorf("%w %s: %s", ErrRefused, d.Table, p.Refused)
-	case j.out == nil && j.want.Mode == Manage && p.NeedsWrite():
+	case j.out == nil && j.want.Mode != Observe && p.NeedsWrite():
 		w := *p.Desired
 		if cur == nil {
 			w.ID = d.Table
@@ -79,7 +84,7 @@ func (j *judge) run() *Verdict {
 	j.nodes(cur, after)
 	v.Subnets = j.subnets(after, created)
 	j.subnetTruth()
-	v.Routes = countRoutes(after, j.want.Nodes, route.Ownership{Cluster: j.want.Cluster, ClusterCIDRs: j.want.ClusterCIDRs})
+	v.Routes = countRoutes(after, j.wantedNodes(), route.Ownership{Cluster: j.want.Cluster, ClusterCIDRs: j.want.ClusterCIDRs})
 	v.Access = j.access()
 	return v
 }
@@ -100,6 +105,10 @@ func (j *judge) table(id string) *route.Table {
 // nodes judges every node against the table as it stands (after).
 func (j *judge) nodes(cur, after *route.Table) {
 	v, p, d := j.v, j.v.Plan, j.v.Decision
+	if j.standingDown() {
+		j.standDownNodes()
+		return
+	}
 	if cur == nil && !d.Create {
 		for _, n := range j.want.Nodes {
 			v.Nodes[n.Name] = Node{Reason: reason.RouteTableMissing, Message: fmt.Sprintf("route table %s does not exist", d.Table)}

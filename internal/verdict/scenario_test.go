@@ -37,12 +37,14 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //
 //	config key=value...   cluster, cidrs, table, subnets, policy, restore,
 //	                      create, mode, adopt, claim, limit, maxDeletes,
-//	                      allowEmptySource, previous, followedFrom, existed
+//	                      allowEmptySource, confirmStandDown, previous,
+//	                      followedFrom, existed
 //	cloud                 the whole cloud, replacing the last one:
 //	                        vnet NAME PREFIX[,PREFIX]
 //	                        subnet NAME PREFIX [vnet=V] [table=T] [missing] [unreadable]
 //	                        table NAME [claim=C] [tag=K:V] [missing] [unreadable]
 //	                          route NAME PREFIX HOP|TYPE [state=S]
+//	                        peering NAME vnet=V remote=R space=PREFIX[,PREFIX] [state=S]
 //	nodes                 NAME IP[,IP] [CIDR[,CIDR]] [problem=REASON]
 //	judge                 observe the cloud and judge with no outcome yet
 //	outcome               the writes of the last judged verdict's actions:
@@ -190,7 +192,8 @@ func (w *world) do(s step) (string, error) {
 		w.want.Nodes = nodes
 		return "", err
 	case "judge":
-		w.obs = observe.Observe(context.Background(), w.cloud, observe.Scope{Table: cmpOr(w.want.Table, w.want.Configured), Subnets: w.subnets(), Networks: true})
+		w.obs = observe.Observe(context.Background(), w.cloud, observe.Scope{Table: cmpOr(w.want.Table, w.want.Configured), Subnets: w.subnets(), Networks: true,
+			NextHops: observe.NextHops(w.want.Nodes)})
 		w.last, w.out = verdict.Judge(w.obs, w.want, nil), nil
 		return render(w.last, true), checkVocabulary(w.last)
 	case "outcome":
@@ -267,6 +270,8 @@ func (w *world) config(args []string) error {
 			w.want.MaxDeletes, err = strconv.Atoi(v)
 		case "allowEmptySource":
 			w.want.AllowEmptySource, err = strconv.ParseBool(v)
+		case "confirmStandDown":
+			w.want.ConfirmStandDown, err = strconv.ParseBool(v)
 		case "previous":
 			w.want.Previous = append(w.want.Previous, tableID(v))
 		case "followedFrom":

@@ -61,6 +61,11 @@ const (
 	// Observe: the platform (AKS) writes routes; routekeeper only reports
 	// missing, stale and conflicting routes and never writes a route.
 	Observe Mode = "observe"
+	// StandDown: the cluster no longer uses host routes (it moved to an
+	// overlay CNI): routekeeper removes its own routes once the stand-down
+	// is confirmed (Desired.ConfirmStandDown), and nothing else
+	// (standdown.go).
+	StandDown Mode = "standDown"
 )
 
 // Errors a verdict ends a pass with when it writes nothing to the table.
@@ -88,6 +93,9 @@ type Desired struct {
 	// mirror); a table followed to is claimed anyway.
 	Claim bool
 	Mode  Mode
+	// ConfirmStandDown confirms the stand-down (plan.Input's): the one
+	// Mode StandDown asks for, or the one nodes without pod CIDRs imply.
+	ConfirmStandDown bool
 	// Policy and Restore are the association policy (default enforce).
 	Policy  assoc.Policy
 	Restore bool

@@ -239,9 +239,11 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 		}
 	}
 	// Linked access checks on what a node subnet may reference besides
-	// the route table; the fabric's subnets reference none.
+	// the route table; this topology's subnets reference none
+	// (TestShippedRoleIsEnoughAndLeast in internal/controller exercises both).
 	linkedOnly := map[string]string{
 		"Microsoft.Network/networkSecurityGroups/join/action": "writing a subnet re-sends its network security group reference, which ARM checks",
+		"Microsoft.Network/natGateways/join/action":           "writing a subnet re-sends its NAT gateway reference, which ARM checks",
 	}
 	for _, a := range role.Actions {
 		if !used[a] {

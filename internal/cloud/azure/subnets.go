@@ -120,6 +120,11 @@ func (c *Client) GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetw
 				v.Subnets = append(v.Subnets, *subnetFromARM(s))
 			}
 		}
+		for _, pr := range p.VirtualNetworkPeerings {
+			if pr != nil {
+				v.Peerings = append(v.Peerings, peeringFromARM(pr))
+			}
+		}
 	}
 	return v, nil
 }

@@ -21,6 +21,17 @@ func ip(ctx context.Context, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
+// delLink deletes a link, succeeding when it is already gone: deleting a
+// namespace destroys the far end of each veth pair asynchronously, so a
+// router's listing can still name a link that vanishes before the delete.
+func delLink(ctx context.Context, ns, link string) error {
+	_, err := ip(ctx, "-n", ns, "link", "del", link)
+	if err != nil && strings.Contains(err.Error(), "Cannot find device") {
+		return nil
+	}
+	return err
+}
+
 // batch runs commands with `ip -n ns -batch -`, stopping at the first
 // that fails.
 func batch(ctx context.Context, ns string, lines []string) error {

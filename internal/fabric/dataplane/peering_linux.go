@@ -25,7 +25,7 @@ func (p *Plane) buildPeers(ctx context.Context, spec Spec) error {
 				if other, err := links(ctx, rb); err != nil {
 					return err
 				} else if other[lb] { // a leftover whose other end is gone
-					if _, err := ip(ctx, "-n", rb, "link", "del", lb); err != nil {
+					if err := delLink(ctx, rb, lb); err != nil {
 						return err
 					}
 				}

@@ -339,7 +339,7 @@ func (p *Plane) prune(ctx context.Context, spec Spec) error {
 		}
 		for l := range ls {
 			if mine(l) && !keep[l] {
-				if _, err := ip(ctx, "-n", ns, "link", "del", l); err != nil {
+				if err := delLink(ctx, ns, l); err != nil {
 					errs = append(errs, err)
 				}
 			}

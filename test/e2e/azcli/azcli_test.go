@@ -8,6 +8,7 @@ package azcli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -444,5 +445,89 @@ func TestAzureCLIAuthorization(t *testing.T) {
 	}
 	if err := del("kubernetes", "spare"); err != nil {
 		t.Errorf("delete after az lock delete: %v", err)
+	}
+}
+
+// seedTopology is seed 002's missing permission: the network in group net,
+// the table in group kubernetes; routekeeper reads everything and may
+// write only the table's group (Network Contributor there).
+const seedTopology = `location: eastus
+resourceGroups:
+  - name: net
+    virtualNetworks:
+      - name: kubernetes-vnet
+        addressPrefixes: [10.240.0.0/16]
+        subnets:
+          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24}
+  - name: kubernetes
+    routeTables:
+      - name: kubernetes-routes
+        tags: {routekeeper-cluster: kthw}
+authorization:
+  principals:
+    - {name: routekeeper, clientId: routekeeper-app, objectId: ` + rkObjectID + `}
+  roleAssignments:
+    - {principal: routekeeper, role: Reader}
+    - {principal: routekeeper, role: Network Contributor, resourceGroup: kubernetes}
+`
+
+// TestSeedMissingPermission: seed 002 end to end. With Network
+// Contributor on the table's group only, routekeeper's association of the
+// node subnet is refused; it says so with the command that grants the
+// right; that command, run through az, is enough: the next pass repairs.
+func TestSeedMissingPermission(t *testing.T) {
+	endpoint, dir, az := startFabricAz(t)
+	topo := filepath.Join(dir, "seed.yaml")
+	if err := os.WriteFile(topo, []byte(seedTopology), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := routekeeper(t, "fabric", "apply", "-f", topo, "--endpoint", endpoint); code != cli.ExitOK {
+		t.Fatalf("fabric apply = %d:\n%s", code, stderr)
+	}
+	sub := "/subscriptions/" + fabric.DefaultSubscription
+	cfg := filepath.Join(dir, "routekeeper.yaml")
+	nodes := filepath.Join(dir, "nodes.yaml")
+	if err := os.WriteFile(nodes, []byte("nodes:\n  - {name: worker-0, internalIP: 10.240.0.20, podCIDR: 10.200.0.0/24}\n  - {name: worker-1, internalIP: 10.240.0.21, podCIDR: 10.200.1.0/24}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(`cluster: {name: kthw, clusterCIDRs: [10.200.0.0/16]}
+routeTable: {id: `+sub+`/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes}
+subnets: [`+sub+`/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet/subnets/kubernetes-subnet]
+cloud: {type: local, local: {endpoint: `+endpoint+`, clientID: routekeeper-app}}
+source: {type: inventory, inventory: {file: ./nodes.yaml}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, _, stderr := routekeeper(t, "run", "--once", "--config", cfg, "--log-format", "json")
+	if code != cli.ExitFindings {
+		t.Fatalf("run --once with the role on the table's group only = %d, want 3:\n%s", code, stderr)
+	}
+	var fix string
+	for _, line := range strings.Split(stderr, "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		if f, _ := rec["fix"].(string); strings.HasPrefix(f, "az role assignment create") && rec["code"] == "AuthorizationFailed" {
+			fix = f
+		}
+	}
+	want := `az role assignment create --assignee-object-id ` + rkObjectID + ` --assignee-principal-type ServicePrincipal --role "Network Contributor" --scope ` + sub + `/resourceGroups/net`
+	if fix != want {
+		t.Fatalf("the refusal's fix is %q, want %q\n%s", fix, want, stderr)
+	}
+	if rt := strings.TrimSpace(az(`az network vnet subnet show -g net --vnet-name kubernetes-vnet -n kubernetes-subnet --query routeTable.id -o tsv`)); rt != "" {
+		t.Fatalf("the refused association happened anyway: %q", rt)
+	}
+
+	az(fix + " -o none")
+
+	code, _, stderr = routekeeper(t, "run", "--once", "--config", cfg)
+	if code != cli.ExitOK || !strings.Contains(stderr, "subnets repaired=1") {
+		t.Fatalf("run --once after the grant = %d, want 0 with the subnet repaired:\n%s", code, stderr)
+	}
+	if rt := strings.TrimSpace(az(`az network vnet subnet show -g net --vnet-name kubernetes-vnet -n kubernetes-subnet --query routeTable.id -o tsv`)); !strings.HasSuffix(rt, "/routeTables/kubernetes-routes") {
+		t.Errorf("after the grant az shows route table %q", rt)
 	}
 }

@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/iac"
+	"github.com/routekeeper/routekeeper/internal/observe"
+)
+
+func (a *app) newIacCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "iac",
+		Short: "Infrastructure as code: check a Terraform/OpenTofu plan before it is applied",
+	}
+	var (
+		cf      configFlags
+		offline bool
+	)
+	check := &cobra.Command{
+		Use:   "check PLAN.json",
+		Short: "Tell, before the apply, every planned change that would break pod routing",
+		Long: `Read the JSON of a plan (tofu show -json PLANFILE, or terraform show -json
+PLANFILE; "-" reads stdin) and report every planned change that would break
+pod routing: a node subnet whose route table goes away (a virtual network's
+inline subnet blocks without route_table_id, an azurerm_subnet, an
+azurerm_subnet_route_table_association destroyed), routekeeper's table
+replaced or destroyed, routekeeper's routes removed by a table with inline
+routes, a node subnet's prefix changed under its nodes, an address space
+that overlaps the pod CIDRs. Each finding names the resource address, the
+subnet, the table, the nodes that lose their route and the HCL that avoids
+it. Values known only after the apply are unknown, not removals.
+
+The plan is applied, in memory, to the cloud as it stands — read live, as
+run reads it, or with --offline (or when the cloud cannot be read) rebuilt
+from the plan's own before-values — and both are judged by run's verdict.
+
+Output: -o table (the default), json, yaml, tsv, or sarif (SARIF 2.1.0, for
+code-scanning UIs). Exit status: 0 when the plan is safe, 3 with findings, 2
+for a plan that is not one (or bad input), 1 on errors.`,
+		Example: `  tofu plan -out plan.tfplan && tofu show -json plan.tfplan > plan.json
+  routekeeper iac check plan.json --config routekeeper.yaml
+  routekeeper iac check plan.json --config routekeeper.yaml -o sarif > routekeeper.sarif`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			b, err := readPlanFile(cmd.InOrStdin(), args[0])
+			if err != nil {
+				return err
+			}
+			p, err := iac.ParsePlan(b)
+			if err != nil {
+				return usageErrorf("%s: %w", args[0], err)
+			}
+			cfg, err := a.loadConfig(cmd, &cf)
+			if err != nil {
+				return err
+			}
+			in, note, err := a.iacInput(cmd, cfg, offline)
+			if err != nil {
+				return err
+			}
+			rep, err := iac.Check(ctx, p, in)
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				rep.Notes = append([]string{note}, rep.Notes...)
+			}
+			if err := a.printIac(rep, args[0]); err != nil {
+				return err
+			}
+			if len(rep.Findings) > 0 {
+				return findings()
+			}
+			return nil
+		},
+	}
+	check.Flags().BoolVar(&offline, "offline", false, "do not read the cloud: judge the plan against its own before-values (what OpenTofu refreshed)")
+	cf.register(check.Flags(), diffSettings)
+	cmd.AddCommand(check)
+	return cmd
+}
+
+func readPlanFile(stdin io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading the plan from stdin: %w", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, usageErrorf("plan file: %w", err)
+	}
+	return b, nil
+}
+
+// iacInput is what the plan is judged with: the configuration, the nodes
+// and, unless offline or unreachable, the cloud as it stands (run's
+// observation, with the networks and the tables every subnet uses). note
+// says why the cloud was not read when it was wanted.
+func (a *app) iacInput(cmd *cobra.Command, cfg *config.Config, offline bool) (iac.Input, string, error) {
+	ctx := cmd.Context()
+	if !offline {
+		conn, err := a.connect(ctx, cfg, connectOptions{readOnly: true})
+		if err == nil {
+			defer conn.close()
+			ctrl, err := a.newController(ctx, cfg, conn.client)
+			if err != nil {
+				return iac.Input{}, "", err
+			}
+			res := ctrl.DryRun(ctx, observe.Scope{Routing: true})
+			if res.Verdict != nil && res.Verdict.Decision.TableErr == nil {
+				return iac.Input{Want: ctrl.Desired(res.SourceNodes()), Subnets: cfg.Subnets, Live: res.Observation}, "", nil
+			}
+			err = res.Err
+		}
+		var ee *exitError
+		if errors.As(err, &ee) && ee.code == ExitUsage {
+			return iac.Input{}, "", err
+		}
+		a.log.Warn("the cloud could not be read: the plan is judged against its own before-values", "err", err)
+		note := "the cloud could not be read (" + err.Error() + "): the plan was judged against its own before-values"
+		in, err := a.iacOffline(cmd, cfg)
+		return in, note, err
+	}
+	in, err := a.iacOffline(cmd, cfg)
+	return in, "", err
+}
+
+func (a *app) iacOffline(cmd *cobra.Command, cfg *config.Config) (iac.Input, error) {
+	ctx := cmd.Context()
+	src, err := a.nodeSource(ctx, cfg, nil)
+	if err != nil {
+		return iac.Input{}, err
+	}
+	nodes, err := src.Nodes(ctx)
+	if err != nil {
+		return iac.Input{}, fmt.Errorf("reading the nodes: %w", err)
+	}
+	ccfg := controller.Config{
+		Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs, RouteLimit: cfg.RouteTable.RouteLimit, RouteTableID: cfg.RouteTable.ID,
+		CreateTable: cfg.RouteTable.Create, Location: cfg.RouteTable.Location, Subnets: cfg.Subnets, ClaimTable: cfg.RouteTable.Claim,
+	}
+	ctrl := controller.New(ccfg, nil, nil, a.log)
+	return iac.Input{Want: ctrl.Desired(nodes), Subnets: cfg.Subnets}, nil
+}
+
+// printIac prints the report in the chosen format; sarif is this
+// command's own.
+func (a *app) printIac(rep *iac.Report, planFile string) error {
+	if a.out.format == "sarif" {
+		return writeJSON(a.stdout, rep.SARIF(planFile, buildVersion().Version))
+	}
+	if a.humanOutput() && len(rep.Findings) == 0 {
+		_, err := fmt.Fprintf(a.stdout, "No findings: the plan keeps every node's route and every node subnet on its table (%d nodes).\n", rep.Nodes)
+		a.printNotes(rep.Notes)
+		return err
+	}
+	if err := a.print(rep, func() table { return iacTable(rep) }); err != nil {
+		return err
+	}
+	if a.humanOutput() {
+		for _, f := range rep.Findings {
+			fmt.Fprintf(a.stdout, "\nFix for %s (%s):\n%s\n", f.Address, f.Rule, f.Fix)
+		}
+		a.printNotes(rep.Notes)
+	}
+	return nil
+}
+
+func (a *app) printNotes(notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(a.stdout, "\nNote: %s\n", n)
+	}
+}
+
+func iacTable(r *iac.Report) table {
+	t := table{header: []string{"Severity", "Rule", "Resource", "Subnet", "Nodes", "Reason", "Message"}}
+	for _, f := range r.Findings {
+		sub := shortID(f.Subnet)
+		if f.Subnet == "" {
+			sub = "(" + shortID(f.Table) + ")"
+		}
+		nodes := strconv.Itoa(len(f.Nodes))
+		if len(f.Nodes) > 0 {
+			nodes += ": " + strings.Join(f.Nodes, ", ")
+		}
+		t.rows = append(t.rows, []string{f.Severity, f.Rule, f.Address, sub, nodes, string(f.Reason), f.Message})
+	}
+	return t
+}

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func iacPlan(name string) string { return filepath.Join("..", "iac", "testdata", name+".json") }
+
+// TestIacCheck: the plans recorded from the real OpenTofu runs, checked
+// against the cloud as it stands (the example after routekeeper run) and
+// offline: the hazards exit 3 naming the resource, subnet and nodes, the
+// fixes exit 0; SARIF for code scanning; a file that is not a plan exits
+// 2.
+func TestIacCheck(t *testing.T) {
+	cfg := kthw(t)
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("run: %d %s", res.code, res.stderr)
+	}
+	for _, tc := range []struct {
+		plan string
+		code int
+		has  []string
+	}{
+		{"detach-inline-subnets", ExitFindings, []string{"vnet-inline-subnet-detaches", "azurerm_virtual_network.kubernetes", "kubernetes-subnet", "2: worker-0, worker-1", "RouteTableDetached", "ignore_changes = [subnet]"}},
+		{"inline-routes", ExitFindings, []string{"inline-routes-delete-pod-routes", "azurerm_route_table.kubernetes", "worker-0____102000024", "ignore_changes = [route]"}},
+		{"fix-ignore-changes", ExitOK, []string{"No findings"}},
+		{"fix-association-resource", ExitOK, []string{"No findings"}},
+		{"fix-routes-left-out", ExitOK, []string{"No findings"}},
+		{"create", ExitOK, []string{"No findings"}},
+	} {
+		for _, mode := range []string{"live", "offline"} {
+			t.Run(tc.plan+"/"+mode, func(t *testing.T) {
+				args := []string{"iac", "check", iacPlan(tc.plan), "--config", cfg}
+				if mode == "offline" {
+					args = append(args, "--offline")
+				}
+				res := runCLI(t, nil, "", args...)
+				if res.code != tc.code {
+					t.Fatalf("exit %d, want %d\n%s%s", res.code, tc.code, res.stdout, res.stderr)
+				}
+				for _, w := range tc.has {
+					if !strings.Contains(res.stdout, w) {
+						t.Errorf("output lacks %q:\n%s", w, res.stdout)
+					}
+				}
+				if mode == "live" && tc.plan == "detach-inline-subnets" {
+					golden(t, filepath.Join("testdata", "iac", "detach.golden"), []byte(res.stdout))
+				}
+			})
+		}
+	}
+	t.Run("sarif", func(t *testing.T) {
+		res := runCLI(t, nil, "", "iac", "check", iacPlan("detach-inline-subnets"), "--config", cfg, "-o", "sarif")
+		var log struct {
+			Version string
+			Runs    []struct {
+				Tool    struct{ Driver struct{ Name string } }
+				Results []struct {
+					RuleID  string `json:"ruleId"`
+					Level   string
+					Message struct{ Text string }
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &log); err != nil || res.code != ExitFindings {
+			t.Fatalf("sarif: exit %d, %v\n%s", res.code, err, res.stdout)
+		}
+		if log.Version != "2.1.0" || len(log.Runs) != 1 || len(log.Runs[0].Results) != 1 || log.Runs[0].Results[0].RuleID != "vnet-inline-subnet-detaches" || log.Runs[0].Results[0].Level != "error" {
+			t.Errorf("sarif log: %+v", log)
+		}
+		golden(t, filepath.Join("testdata", "iac", "detach.sarif.golden"), []byte(res.stdout))
+	})
+	t.Run("not a plan", func(t *testing.T) {
+		state := filepath.Join(t.TempDir(), "state.json")
+		writeFile(t, state, `{"format_version":"1.0","terraform_version":"1.12.6","values":{"root_module":{}}}`)
+		for _, f := range []string{state, filepath.Join(t.TempDir(), "missing.json"), cfg} {
+			res := runCLI(t, nil, "", "iac", "check", f, "--config", cfg)
+			if res.code != ExitUsage || !strings.Contains(res.stderr, filepath.Base(f)) {
+				t.Errorf("iac check %s: exit %d, want 2 naming the file\n%s", f, res.code, res.stderr)
+			}
+		}
+		if res := runCLI(t, nil, "", "diff", "--config", cfg, "-o", "sarif"); res.code != ExitUsage {
+			t.Errorf("diff -o sarif: exit %d, want 2", res.code)
+		}
+	})
+}
