@@ -124,6 +124,15 @@ func armErr(t *testing.T, err error) (int, string, string, map[string]any) {
 
 var authzPoll = &runtime.PollUntilDoneOptions{Frequency: 10 * 1e6}
 
+// done waits for the long-running operation a Begin call started: the
+// error of the call, else of the operation.
+func done[T any](p *runtime.Poller[T], err error) error {
+	if err == nil {
+		_, err = p.PollUntilDone(context.Background(), authzPoll)
+	}
+	return err
+}
+
 func putTable(c *clients, rg, name string, routes ...*armnetwork.Route) error {
 	p, err := c.tables.BeginCreateOrUpdate(context.Background(), rg, name, armnetwork.RouteTable{
 		Location: to.Ptr("eastus"), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}, nil)
@@ -134,10 +143,7 @@ func putTable(c *clients, rg, name string, routes ...*armnetwork.Route) error {
 }
 
 func deleteTable(c *clients, rg, name string) error {
-	p, err := c.tables.BeginDelete(context.Background(), rg, name, nil)
-	if err == nil {
-		_, err = p.PollUntilDone(context.Background(), authzPoll)
-	}
+	err := done(c.tables.BeginDelete(context.Background(), rg, name, nil))
 	return err
 }
 
@@ -146,10 +152,7 @@ func putSubnet(c *clients, rg, vnet, name, prefix string, props func(*armnetwork
 	if props != nil {
 		props(p)
 	}
-	poller, err := c.subnets.BeginCreateOrUpdate(context.Background(), rg, vnet, name, armnetwork.Subnet{Properties: p}, nil)
-	if err == nil {
-		_, err = poller.PollUntilDone(context.Background(), authzPoll)
-	}
+	err := done(c.subnets.BeginCreateOrUpdate(context.Background(), rg, vnet, name, armnetwork.Subnet{Properties: p}, nil))
 	return err
 }
 

@@ -101,10 +101,7 @@ func TestDenyPolicy(t *testing.T) {
 				AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeInternet)}}, vaRoute("v", "10.244.0.0/24", "10.240.0.4"))
 		}, true},
 		{"route (child) with an appliance", func() error {
-			p, err := admin.routes.BeginCreateOrUpdate(ctx, "kubernetes", "rt", "v", *vaRoute("v", "10.244.0.0/24", "10.240.0.4"), nil)
-			if err == nil {
-				_, err = p.PollUntilDone(ctx, authzPoll)
-			}
+			err := done(admin.routes.BeginCreateOrUpdate(ctx, "kubernetes", "rt", "v", *vaRoute("v", "10.244.0.0/24", "10.240.0.4"), nil))
 			return err
 		}, true},
 		{"outside the assignment's scope", func() error { return putTable(admin, "other", "rt", vaRoute("v", "10.244.0.0/24", "10.240.0.4")) }, false},
@@ -211,10 +208,7 @@ func TestPolicyAPI(t *testing.T) {
 		t.Errorf("GET assignment = %d %v", status, body)
 	}
 	// The location policy refuses a table elsewhere.
-	p, err := e.as("").tables.BeginCreateOrUpdate(context.Background(), "kubernetes", "west", armnetwork.RouteTable{Location: to.Ptr("westus")}, nil)
-	if err == nil {
-		_, err = p.PollUntilDone(context.Background(), authzPoll)
-	}
+	err := done(e.as("").tables.BeginCreateOrUpdate(context.Background(), "kubernetes", "west", armnetwork.RouteTable{Location: to.Ptr("westus")}, nil))
 	if _, code, _, _ := armErr(t, err); code != "RequestDisallowedByPolicy" {
 		t.Errorf("table in westus: %s", code)
 	}
@@ -351,10 +345,7 @@ authorization:
 			}
 		})
 	}
-	p, err := e.as("").tables.BeginCreateOrUpdate(context.Background(), "kubernetes", "west", armnetwork.RouteTable{Location: to.Ptr("westus")}, nil)
-	if err == nil {
-		_, err = p.PollUntilDone(context.Background(), authzPoll)
-	}
+	err := done(e.as("").tables.BeginCreateOrUpdate(context.Background(), "kubernetes", "west", armnetwork.RouteTable{Location: to.Ptr("westus")}, nil))
 	if _, code, msg, _ := armErr(t, err); code != "RequestDisallowedByPolicy" || !strings.Contains(msg, allowed) {
 		t.Errorf("a table in westus: %s %s", code, msg)
 	}

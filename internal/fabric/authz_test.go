@@ -281,10 +281,7 @@ func TestLinkedAuthorization(t *testing.T) {
 	}
 	// A VNet PUT carries its subnets' references: checked the same way.
 	v, _ := admin.vnets.Get(ctx, "kubernetes", "vnet", nil)
-	vp, err := e.as("nodelete-app").vnets.BeginCreateOrUpdate(ctx, "kubernetes", "vnet", v.VirtualNetwork, nil)
-	if err == nil {
-		_, err = vp.PollUntilDone(ctx, authzPoll)
-	}
+	err = done(e.as("nodelete-app").vnets.BeginCreateOrUpdate(ctx, "kubernetes", "vnet", v.VirtualNetwork, nil))
 	if _, code, _, _ := armErr(t, err); code != "LinkedAuthorizationFailed" {
 		t.Errorf("VNet PUT carrying a route table without join: %s", code)
 	}
@@ -300,10 +297,7 @@ func TestLinkedAuthorization(t *testing.T) {
 		t.Errorf("NIC PUT without subnets/join: %s %s", code, msg)
 	}
 	// A NAT gateway in use cannot be deleted.
-	dp, err := admin.nats.BeginDelete(ctx, "kubernetes", "nat", nil)
-	if err == nil {
-		_, err = dp.PollUntilDone(ctx, authzPoll)
-	}
+	err = done(admin.nats.BeginDelete(ctx, "kubernetes", "nat", nil))
 	if _, code, _, _ := armErr(t, err); code != "InUseNatGatewayCannotBeDeleted" {
 		t.Errorf("deleting a NAT gateway in use: %s", code)
 	}
