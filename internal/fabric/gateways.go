@@ -171,17 +171,20 @@ func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) err
 	return nil
 }
 
-// checkGatewayNotConnected refuses to delete a gateway a connection uses.
-func checkGatewayNotConnected(tx *txn, row *resourceRow) error {
-	conns, err := connectionsOf(tx, row.ID)
-	if err != nil {
-		return err
+// notConnected refuses to delete a gateway or a local network gateway a
+// connection uses, with Azure's code and message (format takes the
+// resource's ID, then the connection's).
+func notConnected(code, format string) func(*txn, *resourceRow) error {
+	return func(tx *txn, row *resourceRow) error {
+		conns, err := connectionsOf(tx, row.ID)
+		if err != nil {
+			return err
+		}
+		if len(conns) > 0 {
+			return badRequest(code, format, row.ID, str(conns[0].ID))
+		}
+		return nil
 	}
-	if len(conns) > 0 {
-		return badRequest("InUseVirtualNetworkGatewayCannotBeDeleted",
-			"Virtual network gateway %s cannot be deleted because it is in use by connection %s.", row.ID, str(conns[0].ID))
-	}
-	return nil
 }
 
 var gatewayKind = topKind[armnetwork.VirtualNetworkGateway, *gatewayDoc]{

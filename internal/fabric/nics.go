@@ -73,20 +73,16 @@ func (s *Server) buildNIC(p *nicPut) (*response, error) {
 			out.VirtualMachine = cur.Properties.VirtualMachine
 		}
 	}
-	seen := map[string]bool{}
+	seen := inlineNames{}
 	primaries := 0
 	for i, c := range props.IPConfigurations {
 		if c == nil {
 			return nil, errInvalidFormat("properties.ipConfigurations[%d] is null.", i)
 		}
 		name := str(c.Name)
-		if !validName(name) {
-			return nil, errInvalidName(name)
+		if err := seen.add(name, "Network interface %s has more than one IP configuration named %s.", p.t.name); err != nil {
+			return nil, err
 		}
-		if seen[key(name)] {
-			return nil, badRequest("DuplicateResourceName", "Network interface %s has more than one IP configuration named %s.", p.t.name, name)
-		}
-		seen[key(name)] = true
 		oc, err := s.buildIPConfig(p.tx, id, name, i, c.Properties, etag)
 		if err != nil {
 			return nil, err

@@ -197,16 +197,15 @@ func buildSecurityRules(out *armnetwork.SecurityGroupPropertiesFormat, nsgID str
 	if in == nil {
 		return nil
 	}
-	seen := map[string]bool{}
+	seen := inlineNames{}
 	for i, r := range in.SecurityRules {
 		if r == nil {
 			return errInvalidFormat("properties.securityRules[%d] is null.", i)
 		}
 		name := str(r.Name)
-		if seen[key(name)] {
-			return badRequest("DuplicateResourceName", "Network security group %s has more than one security rule named %s.", armid.Name(nsgID), name)
+		if err := seen.add(name, "Network security group %s has more than one security rule named %s.", armid.Name(nsgID)); err != nil {
+			return err
 		}
-		seen[key(name)] = true
 		nr, err := buildSecurityRule(nsgID, name, r.Properties, findRule(cur, name), etag)
 		if err != nil {
 			return err

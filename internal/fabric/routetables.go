@@ -76,19 +76,15 @@ func (s *Server) buildTable(p *tablePut) (*response, error) {
 		}
 		inRoutes = in.Properties.Routes
 	}
-	seen := map[string]bool{}
+	seen := inlineNames{}
 	for i, r := range inRoutes {
 		if r == nil {
 			return nil, errInvalidFormat("properties.routes[%d] is null.", i)
 		}
 		name := str(r.Name)
-		if !validName(name) {
-			return nil, errInvalidName(name)
+		if err := seen.add(name, "Route table %s has more than one route named %s.", p.t.name); err != nil {
+			return nil, err
 		}
-		if seen[key(name)] {
-			return nil, badRequest("DuplicateResourceName", "Route table %s has more than one route named %s.", p.t.name, name)
-		}
-		seen[key(name)] = true
 		nr, err := buildRoute(id, name, r.Properties, findRoute(curRoutes, name), etag)
 		if err != nil {
 			return nil, err

@@ -30,20 +30,6 @@ func decodeConnection(doc []byte) (*armnetwork.VirtualNetworkGatewayConnection, 
 	})
 }
 
-// checkLocalGatewayNotConnected refuses to delete a local network gateway
-// a connection uses.
-func checkLocalGatewayNotConnected(tx *txn, row *resourceRow) error {
-	conns, err := connectionsOf(tx, row.ID)
-	if err != nil {
-		return err
-	}
-	if len(conns) > 0 {
-		return badRequest("InUseLocalNetworkGatewayCannotBeDeleted",
-			"Local network gateway %s cannot be deleted because it is in use by connection %s.", row.ID, str(conns[0].ID))
-	}
-	return nil
-}
-
 var localGatewayKind = modelKind(typeLocalGateways, armTypeLocalGateway, decodeLocalGateway, renderPlain,
 	func(l *armnetwork.LocalNetworkGateway) (*string, map[string]*string) { return l.Location, l.Tags })
 

@@ -113,7 +113,8 @@ func (s *Server) resourceTypes() map[string]*resourceType {
 			list: gatewayKind.handleList(s),
 			item: map[string]handler{
 				"GET": gatewayKind.handleGet(s), "PUT": gatewayKind.handlePut(s, s.buildGateway),
-				"DELETE": gatewayKind.handleDelete(s, checkGatewayNotConnected),
+				"DELETE": gatewayKind.handleDelete(s, notConnected("InUseVirtualNetworkGatewayCannotBeDeleted",
+					"Virtual network gateway %s cannot be deleted because it is in use by connection %s.")),
 			},
 			actions: map[string]handler{actionLearnedRoutes: s.postLearnedRoutes},
 		},
@@ -121,7 +122,8 @@ func (s *Server) resourceTypes() map[string]*resourceType {
 			list: localGatewayKind.handleList(s),
 			item: map[string]handler{
 				"GET": localGatewayKind.handleGet(s), "PUT": localGatewayKind.handlePut(s, s.buildLocalGateway),
-				"DELETE": localGatewayKind.handleDelete(s, checkLocalGatewayNotConnected),
+				"DELETE": localGatewayKind.handleDelete(s, notConnected("InUseLocalNetworkGatewayCannotBeDeleted",
+					"Local network gateway %s cannot be deleted because it is in use by connection %s.")),
 			},
 		},
 		typeConnections: {

@@ -100,19 +100,15 @@ func (s *Server) buildVNet(p *vnetPut) (*response, error) {
 		out.ResourceGUID = cur.Properties.ResourceGUID
 		curSubnets = cur.Properties.Subnets
 	}
-	seen := map[string]bool{}
+	seen := inlineNames{}
 	for i, sn := range props.Subnets {
 		if sn == nil {
 			return nil, errInvalidFormat("properties.subnets[%d] is null.", i)
 		}
 		name := str(sn.Name)
-		if !validName(name) {
-			return nil, errInvalidName(name)
+		if err := seen.add(name, "Virtual network %s has more than one subnet named %s.", p.t.name); err != nil {
+			return nil, err
 		}
-		if seen[key(name)] {
-			return nil, badRequest("DuplicateResourceName", "Virtual network %s has more than one subnet named %s.", p.t.name, name)
-		}
-		seen[key(name)] = true
 		ns, err := s.buildSubnet(p.tx, id, name, loc, sn.Properties, findSubnet(curSubnets, name), etag)
 		if err != nil {
 			return nil, err
