@@ -97,6 +97,21 @@ func (k *childKind[P, C]) viewed(tx *txn, parent P, c C) error {
 	return k.view(tx, parent, c)
 }
 
+// The handlers of a collection of children of kind k.
+
+func (k *childKind[P, C]) handleList(s *Server) handler {
+	return func(ctx context.Context, q *request) (*response, error) { return listChildren(s, ctx, q, k) }
+}
+
+func (k *childKind[P, C]) handleGet(s *Server) handler {
+	return func(ctx context.Context, q *request) (*response, error) { return getChild(s, ctx, q, k) }
+}
+
+// handleDelete is DELETE; check may refuse it (nil: never).
+func (k *childKind[P, C]) handleDelete(s *Server, check func(tx *txn, rg *rgRow, c C) error) handler {
+	return func(ctx context.Context, q *request) (*response, error) { return deleteChild(s, ctx, q, k, check) }
+}
+
 // readParent reads the parent of a child GET (404 when it or its group is
 // missing) and hands fn the decoded document.
 func readParent[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C], fn func(tx *txn, parent P) error) error {

@@ -46,22 +46,6 @@ func ruleKind(child string, items func(*armnetwork.SecurityGroup) *[]*armnetwork
 
 type rulePut = childPut[armnetwork.SecurityRule, *armnetwork.SecurityGroup, *armnetwork.SecurityRule]
 
-func (s *Server) listSecurityRules(ctx context.Context, q *request) (*response, error) {
-	return listChildren(s, ctx, q, &securityRuleKind)
-}
-
-func (s *Server) getSecurityRule(ctx context.Context, q *request) (*response, error) {
-	return getChild(s, ctx, q, &securityRuleKind)
-}
-
-func (s *Server) listDefaultSecurityRules(ctx context.Context, q *request) (*response, error) {
-	return listChildren(s, ctx, q, &defaultRuleKind)
-}
-
-func (s *Server) getDefaultSecurityRule(ctx context.Context, q *request) (*response, error) {
-	return getChild(s, ctx, q, &defaultRuleKind)
-}
-
 func (s *Server) putSecurityRule(ctx context.Context, q *request) (*response, error) {
 	return s.put(ctx, q, &rulePut{
 		kind: &securityRuleKind, body: decodeModel,
@@ -73,6 +57,3 @@ func (s *Server) putSecurityRule(ctx context.Context, q *request) (*response, er
 	})
 }
 
-func (s *Server) deleteSecurityRule(ctx context.Context, q *request) (*response, error) {
-	return deleteChild(s, ctx, q, &securityRuleKind, nil)
-}

@@ -225,14 +225,6 @@ func renderVNetDoc(tx *txn, doc []byte) (json.RawMessage, error) {
 	return encode(v)
 }
 
-func (s *Server) listPeerings(ctx context.Context, q *request) (*response, error) {
-	return listChildren(s, ctx, q, &peeringKind)
-}
-
-func (s *Server) getPeering(ctx context.Context, q *request) (*response, error) {
-	return getChild(s, ctx, q, &peeringKind)
-}
-
 // putPeering creates or updates one side of a peering. Azure's checks:
 // the remote network exists and is not this one, the address spaces do
 // not overlap, one peering per remote network, and useRemoteGateways only
@@ -408,6 +400,3 @@ func samePeering(a, b *armnetwork.VirtualNetworkPeering) bool {
 	return strip(a) == strip(b)
 }
 
-func (s *Server) deletePeering(ctx context.Context, q *request) (*response, error) {
-	return deleteChild(s, ctx, q, &peeringKind, nil)
-}

@@ -250,14 +250,6 @@ var routeKind = childKind[*tableDoc, *routeDoc]{
 
 type routePut = childPut[routeIn, *tableDoc, *routeDoc]
 
-func (s *Server) listRoutes(ctx context.Context, q *request) (*response, error) {
-	return listChildren(s, ctx, q, &routeKind)
-}
-
-func (s *Server) getRoute(ctx context.Context, q *request) (*response, error) {
-	return getChild(s, ctx, q, &routeKind)
-}
-
 func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 	return s.put(ctx, q, &routePut{
 		kind: &routeKind, body: decodeObject,
@@ -267,10 +259,6 @@ func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
 		same:  func(prev, next *routeDoc) bool { return sameRoute(prev.Properties, next.Properties) },
 		check: func(p *routePut, routes []*routeDoc) error { return s.checkRoutes(p.row.ID, routes) },
 	})
-}
-
-func (s *Server) deleteRoute(ctx context.Context, q *request) (*response, error) {
-	return deleteChild(s, ctx, q, &routeKind, nil)
 }
 
 // sameTable reports whether a PUT would store the table it replaces, apart

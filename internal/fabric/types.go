@@ -67,7 +67,10 @@ func (s *Server) resourceTypes() map[string]*resourceType {
 				"PATCH": tableKind.handlePatch(s), "DELETE": tableKind.handleDelete(s, checkTableNotInUse),
 			},
 			children: map[string]childPaths{
-				childRoutes: {s.listRoutes, map[string]handler{"GET": s.getRoute, "PUT": s.putRoute, "DELETE": s.deleteRoute}},
+				childRoutes: {
+					list: routeKind.handleList(s),
+					item: map[string]handler{"GET": routeKind.handleGet(s), "PUT": s.putRoute, "DELETE": routeKind.handleDelete(s, nil)},
+				},
 			},
 		},
 		typeVirtualNetworks: {
@@ -77,8 +80,14 @@ func (s *Server) resourceTypes() map[string]*resourceType {
 				"PATCH": vnetKind.handlePatch(s), "DELETE": vnetKind.handleDelete(s, checkVNetNotInUse),
 			},
 			children: map[string]childPaths{
-				childSubnets:  {s.listSubnets, map[string]handler{"GET": s.getSubnet, "PUT": s.putSubnet, "DELETE": s.deleteSubnet}},
-				childPeerings: {s.listPeerings, map[string]handler{"GET": s.getPeering, "PUT": s.putPeering, "DELETE": s.deletePeering}},
+				childSubnets: {
+					list: subnetKind.handleList(s),
+					item: map[string]handler{"GET": subnetKind.handleGet(s), "PUT": s.putSubnet, "DELETE": subnetKind.handleDelete(s, checkSubnetNotInUse)},
+				},
+				childPeerings: {
+					list: peeringKind.handleList(s),
+					item: map[string]handler{"GET": peeringKind.handleGet(s), "PUT": s.putPeering, "DELETE": peeringKind.handleDelete(s, nil)},
+				},
 			},
 		},
 		typeNetworkInterfaces: {
@@ -93,8 +102,14 @@ func (s *Server) resourceTypes() map[string]*resourceType {
 				"PATCH": nsgKind.handlePatch(s), "DELETE": nsgKind.handleDelete(s, checkNSGNotInUse),
 			},
 			children: map[string]childPaths{
-				childSecurityRules:        {s.listSecurityRules, map[string]handler{"GET": s.getSecurityRule, "PUT": s.putSecurityRule, "DELETE": s.deleteSecurityRule}},
-				childDefaultSecurityRules: {s.listDefaultSecurityRules, map[string]handler{"GET": s.getDefaultSecurityRule}},
+				childSecurityRules: {
+					list: securityRuleKind.handleList(s),
+					item: map[string]handler{"GET": securityRuleKind.handleGet(s), "PUT": s.putSecurityRule, "DELETE": securityRuleKind.handleDelete(s, nil)},
+				},
+				childDefaultSecurityRules: {
+					list: defaultRuleKind.handleList(s),
+					item: map[string]handler{"GET": defaultRuleKind.handleGet(s)},
+				},
 			},
 		},
 		typeNatGateways: {

@@ -407,14 +407,6 @@ var subnetKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.Subnet]{
 
 type subnetPut = childPut[armnetwork.Subnet, *armnetwork.VirtualNetwork, *armnetwork.Subnet]
 
-func (s *Server) listSubnets(ctx context.Context, q *request) (*response, error) {
-	return listChildren(s, ctx, q, &subnetKind)
-}
-
-func (s *Server) getSubnet(ctx context.Context, q *request) (*response, error) {
-	return getChild(s, ctx, q, &subnetKind)
-}
-
 func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 	return s.put(ctx, q, &subnetPut{
 		kind: &subnetKind, body: decodeModel,
@@ -436,10 +428,10 @@ func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 	})
 }
 
-func (s *Server) deleteSubnet(ctx context.Context, q *request) (*response, error) {
-	return deleteChild(s, ctx, q, &subnetKind, func(tx *txn, rg *rgRow, sn *armnetwork.Subnet) error {
-		return checkSubnetsNotInUse(tx, rg.Sub, []string{str(sn.ID)})
-	})
+// checkSubnetNotInUse refuses to delete a subnet that holds a NIC's or a
+// gateway's IP configuration.
+func checkSubnetNotInUse(tx *txn, rg *rgRow, sn *armnetwork.Subnet) error {
+	return checkSubnetsNotInUse(tx, rg.Sub, []string{str(sn.ID)})
 }
 
 func succeeded(p *armnetwork.ProvisioningState) bool {
