@@ -56,4 +56,3 @@ func (s *Server) putSecurityRule(ctx context.Context, q *request) (*response, er
 		check: func(_ *rulePut, rules []*armnetwork.SecurityRule) error { return checkRulePriorities(rules) },
 	})
 }
-

@@ -399,4 +399,3 @@ func samePeering(a, b *armnetwork.VirtualNetworkPeering) bool {
 	}
 	return strip(a) == strip(b)
 }
-
