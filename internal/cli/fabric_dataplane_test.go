@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/flow"
 )
 
 var (
@@ -170,54 +170,6 @@ func (l *dataplaneLab) waitRouted(what string) {
 	}
 }
 
-// packetCounter counts the packets a probe received and lets the test
-// wait for more of them.
-type packetCounter struct {
-	mu   sync.Mutex
-	n    int
-	more chan struct{} // closed at the next packet; nil until asked for
-}
-
-func (c *packetCounter) received(int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n++
-	if c.more != nil {
-		close(c.more)
-		c.more = nil
-	}
-}
-
-func (c *packetCounter) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-// atLeast waits until n packets have arrived; it reports false when
-// timeout passes first.
-func (c *packetCounter) atLeast(n int, timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		c.mu.Lock()
-		if c.n >= n {
-			c.mu.Unlock()
-			return true
-		}
-		if c.more == nil {
-			c.more = make(chan struct{})
-		}
-		more := c.more
-		c.mu.Unlock()
-		select {
-		case <-more:
-		case <-deadline.C:
-			return false
-		}
-	}
-}
-
 // minWindow is how long the subnet must lack the route for the data plane
 // to be sure to see it (a poll, an Apply, a packet every 10ms): a shorter
 // break is repeated rather than judged.
@@ -233,16 +185,16 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 		l.waitFlowing("before " + name)
 		ctx, stop := context.WithCancel(context.Background())
 		probed := make(chan dataplane.ProbeResult, 1)
-		packets := &packetCounter{}
+		packets := &flow.Counter{}
 		go func() {
-			res, err := dataplane.Probe(ctx, l.prefix, pod0, pod1, dataplane.ProbeOptions{Rate: 100, Duration: 60 * time.Second, Grace: 200 * time.Millisecond, OnReceive: packets.received})
+			res, err := dataplane.Probe(ctx, l.prefix, pod0, pod1, dataplane.ProbeOptions{Rate: 100, Duration: 60 * time.Second, Grace: 200 * time.Millisecond, OnReceive: packets.Received})
 			if err != nil {
 				l.t.Error(err)
 			}
 			probed <- res
 		}()
 		// Packets flow before the break: 20 of them (200 ms at 100/s).
-		if !packets.atLeast(20, 30*time.Second) {
+		if !packets.AtLeast(20, 30*time.Second) {
 			stop()
 			l.t.Fatalf("%s: the probe's packets did not flow before the break: %v", name, <-probed)
 		}
@@ -259,7 +211,7 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 		// Packets flow after the repair: 50 more of them arrive (as many
 		// as 500 ms at 100/s; the repair reaches the data plane within a
 		// few of its 5 ms polls).
-		flowing := packets.atLeast(packets.count()+50, 30*time.Second)
+		flowing := packets.AtLeast(packets.Count()+50, 30*time.Second)
 		stop()
 		res := <-probed
 		if !flowing {
