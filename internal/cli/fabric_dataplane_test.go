@@ -19,6 +19,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/flow"
 )
 
 var (
@@ -135,7 +136,8 @@ func (l *dataplaneLab) podRouted() bool {
 	return false
 }
 
-// waitFlowing waits until pod 0's packets reach pod 1.
+// waitFlowing waits until pod 0's packets reach pod 1: it probes for 50 ms
+// at a time, back to back, until one probe loses nothing.
 func (l *dataplaneLab) waitFlowing(what string) {
 	l.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -144,9 +146,28 @@ func (l *dataplaneLab) waitFlowing(what string) {
 		if err == nil && res.Received == res.Sent {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	l.t.Fatalf("pod %s never reached pod %s (%s)\nfabric serve:\n%s\nroutekeeper run:\n%s", pod0, pod1, what, l.serve.String(), l.daemon.String())
+}
+
+// waitRouted waits until the subnet's table holds worker-1's pod route
+// again, checking the state each time routekeeper run logs (it logs every
+// pass that repairs, and every reconcile), and fails after 30 s.
+func (l *dataplaneLab) waitRouted(what string) {
+	l.t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for {
+		_, logged := l.daemon.next()
+		if l.podRouted() {
+			return
+		}
+		select {
+		case <-logged:
+		case <-timeout.C:
+			l.t.Fatalf("%s: routekeeper did not repair within 30s\n%s", what, l.daemon.String())
+		}
+	}
 }
 
 // minWindow is how long the subnet must lack the route for the data plane
@@ -164,14 +185,19 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 		l.waitFlowing("before " + name)
 		ctx, stop := context.WithCancel(context.Background())
 		probed := make(chan dataplane.ProbeResult, 1)
+		packets := &flow.Counter{}
 		go func() {
-			res, err := dataplane.Probe(ctx, l.prefix, pod0, pod1, dataplane.ProbeOptions{Rate: 100, Duration: 60 * time.Second, Grace: 200 * time.Millisecond})
+			res, err := dataplane.Probe(ctx, l.prefix, pod0, pod1, dataplane.ProbeOptions{Rate: 100, Duration: 60 * time.Second, Grace: 200 * time.Millisecond, OnReceive: packets.Received})
 			if err != nil {
 				l.t.Error(err)
 			}
 			probed <- res
 		}()
-		time.Sleep(300 * time.Millisecond) // packets flow before the break
+		// Packets flow before the break: 20 of them (200 ms at 100/s).
+		if !packets.AtLeast(20, 30*time.Second) {
+			stop()
+			l.t.Fatalf("%s: the probe's packets did not flow before the break: %v", name, <-probed)
+		}
 		start := time.Now()
 		disrupt()
 		broken := time.Now()
@@ -180,19 +206,17 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 			<-probed
 			l.t.Fatalf("%s: the route is still in the subnet's table", name)
 		}
-		deadline := broken.Add(30 * time.Second)
-		for !l.podRouted() {
-			if time.Now().After(deadline) {
-				stop()
-				<-probed
-				l.t.Fatalf("%s: routekeeper did not repair within 30s\n%s", name, l.daemon.String())
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		l.waitRouted(name)
 		arm := time.Since(broken)
-		time.Sleep(500 * time.Millisecond) // packets flow after the repair
+		// Packets flow after the repair: 50 more of them arrive (as many
+		// as 500 ms at 100/s; the repair reaches the data plane within a
+		// few of its 5 ms polls).
+		flowing := packets.AtLeast(packets.Count()+50, 30*time.Second)
 		stop()
 		res := <-probed
+		if !flowing {
+			l.t.Fatalf("%s: packets did not flow again within 30s of the repair: %v", name, res)
+		}
 		l.t.Logf("%s: ARM: %s write took %s, routekeeper's repair in the state %s after it; data plane: %v",
 			name, name, broken.Sub(start).Round(time.Millisecond), arm.Round(time.Millisecond), res)
 		if arm < minWindow && res.LongestLossRun == 0 {

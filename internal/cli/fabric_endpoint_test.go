@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 var listeningTLSRE = regexp.MustCompile(`routekeeper fabric listening on (https://\S+)`)
@@ -27,21 +26,7 @@ func serveTLS(t *testing.T, env map[string]string) (string, *syncBuffer) {
 		cancel()
 		<-done
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := listeningTLSRE.FindStringSubmatch(out.String()); m != nil {
-			return m[1], &out
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("serve --tls exited %d: %s", code, errOut.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no https endpoint printed: %s %s", out.String(), errOut.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return waitListening(t, listeningTLSRE, &out, &errOut, done), &out
 }
 
 // TestCommandsAgainstServedTLSFabric: with ROUTEKEEPER_ENDPOINT (or

@@ -137,13 +137,18 @@ func TestFabricApplyBadInput(t *testing.T) {
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed by the next Write; nil until asked for
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
 }
 
@@ -151,6 +156,41 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// next returns what was written so far and a channel closed by the next
+// Write.
+func (s *syncBuffer) next() (string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{})
+	}
+	return s.b.String(), s.written
+}
+
+// waitListening waits until a command running in process prints a line
+// that re matches, and returns re's first group: it wakes at each write to
+// out instead of polling. It fails the test when the command exits first
+// (the code is put back into done for whoever waits on it) or after 10 s.
+func waitListening(t *testing.T, re *regexp.Regexp, out, errOut *syncBuffer, done chan int) string {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		text, written := out.next()
+		if m := re.FindStringSubmatch(text); m != nil {
+			return m[1]
+		}
+		select {
+		case <-written:
+		case code := <-done:
+			done <- code
+			t.Fatalf("exited %d before printing %s: %s", code, re, errOut.String())
+		case <-timeout.C:
+			t.Fatalf("no %s printed within 10s: %s %s", re, text, errOut.String())
+		}
+	}
 }
 
 var listeningRE = regexp.MustCompile(`routekeeper fabric listening on (http://\S+)`)
@@ -165,23 +205,7 @@ func TestFabricServe(t *testing.T) {
 		done <- run(ctx, []string{"fabric", "serve", "--state", state, "--listen", "127.0.0.1:0", "--operation-duration", "50ms"},
 			strings.NewReader(""), &out, &errOut, func(string) string { return "" })
 	}()
-	var endpoint string
-	deadline := time.Now().Add(10 * time.Second)
-	for endpoint == "" {
-		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
-			endpoint = m[1]
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, errOut.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no endpoint printed: %s %s", out.String(), errOut.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	endpoint := waitListening(t, listeningRE, &out, &errOut, done)
 	for _, want := range []string{"ROUTEKEEPER_ENDPOINT=" + endpoint, state, "50ms", "/_fabric/faults"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("serve output lacks %q:\n%s", want, out.String())

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -24,7 +25,9 @@ import (
 // through the real SDK, with the controller's own Run loop. Each asserts
 // that the repair came within one guard interval (no guard cycle started
 // after the fault without repairing it) and the exact number of ARM writes
-// routekeeper made, and logs the time to repair (docs/performance.md).
+// routekeeper made, and logs the time to repair (docs/performance.md). Each
+// runs in a synctest bubble (see bubble): the time to repair they log is
+// the bubble's, made of the guard interval and the fabric's operations.
 
 // logRepair logs the time from the fault to the end of the repair (at most
 // one guard interval of waiting plus the repair itself), the repair's own
@@ -39,6 +42,10 @@ func logRepair(t *testing.T, name string, fault time.Time, res *Result, writes i
 // redeploy sends) detaches the table; the guard puts it back at its next
 // cycle with one subnet PUT, and the routes are untouched.
 func TestScenarioSeed001RedeployDropsAssociation(t *testing.T) {
+	synctest.Test(t, scenarioSeed001RedeployDropsAssociation)
+}
+
+func scenarioSeed001RedeployDropsAssociation(t *testing.T) {
 	s := newScenario(t, fabrictest.KTHWTwoSubnets, func() Config {
 		c := scenarioConfig()
 		c.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
@@ -91,6 +98,10 @@ func TestScenarioSeed001RedeployDropsAssociation(t *testing.T) {
 
 // The subnet PUT of a repair keeps every other property of the subnet.
 func TestScenarioRepairKeepsSubnetProperties(t *testing.T) {
+	synctest.Test(t, scenarioRepairKeepsSubnetProperties)
+}
+
+func scenarioRepairKeepsSubnetProperties(t *testing.T) {
 	s := newScenario(t, fabrictest.KTHW, scenarioConfig(), workers(2))
 	s.steady()
 	nsg := "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/networkSecurityGroups/nodes"
@@ -138,7 +149,7 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 		if deleteOld {
 			name = "old table deleted after the swap"
 		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(name, bubble(func(t *testing.T) {
 			cfg := scenarioConfig()
 			cfg.Policy = assoc.Follow
 			s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
@@ -191,7 +202,7 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 				t.Errorf("association reported as %+v", a)
 			}
 			logRepair(t, "seed 000 follow ("+name+")", fault, res, writes)
-		})
+		}))
 	}
 }
 
@@ -199,6 +210,10 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 // then associate the new one), with creation not allowed: the old table
 // does not come back, and the new one gets the routes.
 func TestScenarioSeed000ArticleOrderNoCreate(t *testing.T) {
+	synctest.Test(t, scenarioSeed000ArticleOrderNoCreate)
+}
+
+func scenarioSeed000ArticleOrderNoCreate(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Policy = assoc.Follow
 	cfg.CreateTable = false
@@ -246,7 +261,7 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 		{"no restore, new table empty: outage repaired", false, false, true},
 		{"no restore, new table holds the routes: reported", false, true, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, bubble(func(t *testing.T) {
 			cfg := scenarioConfig()
 			cfg.Restore = tc.restore
 			s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
@@ -298,7 +313,7 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 			if r := last[len(last)-1]; r.AssociationProblems() != 1 {
 				t.Errorf("last result: %s", r.Summary())
 			}
-		})
+		}))
 	}
 }
 
@@ -312,7 +327,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 		if !create {
 			name = "create not allowed"
 		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(name, bubble(func(t *testing.T) {
 			cfg := scenarioConfig()
 			cfg.CreateTable = create
 			s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
@@ -383,7 +398,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 				t.Errorf("association reported as %+v", a)
 			}
 			logRepair(t, "route table deleted out of band, re-created", fault, res, writes)
-		})
+		}))
 	}
 }
 
@@ -391,6 +406,10 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 // no restore) and ours is deleted. Creation is allowed, but a table nothing
 // would use is not created.
 func TestScenarioNoUnattachedRecreation(t *testing.T) {
+	synctest.Test(t, scenarioNoUnattachedRecreation)
+}
+
+func scenarioNoUnattachedRecreation(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Policy = assoc.Report
 	cfg.Resync = guardInterval // reconciles keep coming
@@ -425,6 +444,10 @@ func TestScenarioNoUnattachedRecreation(t *testing.T) {
 // old table deleted): the outage is not left in place. Our table is
 // re-created, filled, then associated.
 func TestScenarioArticleSwapEnforceRecreates(t *testing.T) {
+	synctest.Test(t, scenarioArticleSwapEnforceRecreates)
+}
+
+func scenarioArticleSwapEnforceRecreates(t *testing.T) {
 	cfg := scenarioConfig()
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 	s.steady()
@@ -453,7 +476,7 @@ func TestScenarioArticleSwapEnforceRecreates(t *testing.T) {
 // table nor the subnet, and the conflict names both clusters and says
 // that their pod CIDRs overlap.
 func TestScenarioClaimedByAnotherCluster(t *testing.T) {
-	t.Run("our table claimed", func(t *testing.T) {
+	t.Run("our table claimed", bubble(func(t *testing.T) {
 		s := newScenario(t, fabrictest.KTHW, scenarioConfig(), workers(3))
 		s.putTable("kubernetes-routes", map[string]string{route.ClaimTag: "blue", route.ClusterCIDRsTag: "10.200.0.0/16"})
 		w0 := s.writes()
@@ -485,8 +508,8 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 		if !strings.Contains(refused, `"blue"`) || !strings.Contains(refused, `"kthw"`) || !strings.Contains(refused, "overlap") {
 			t.Errorf("reconcile error %q does not name both clusters and the overlap", refused)
 		}
-	})
-	t.Run("subnet moved to another cluster's table, enforce with restore", func(t *testing.T) {
+	}))
+	t.Run("subnet moved to another cluster's table, enforce with restore", bubble(func(t *testing.T) {
 		cfg := scenarioConfig()
 		cfg.Restore = true
 		s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
@@ -504,8 +527,8 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 		if !strings.Contains(a.Message, `"blue"`) || !strings.Contains(a.Message, "do not overlap") {
 			t.Errorf("conflict %q", a.Message)
 		}
-	})
-	t.Run("follow does not adopt another cluster's table", func(t *testing.T) {
+	}))
+	t.Run("follow does not adopt another cluster's table", bubble(func(t *testing.T) {
 		cfg := scenarioConfig()
 		cfg.Policy = assoc.Follow
 		s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
@@ -522,13 +545,17 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 		if !armid.Same(s.ctrl.TableID(), fabrictest.KTHWTable) {
 			t.Errorf("followed another cluster's table %s", s.ctrl.TableID())
 		}
-	})
+	}))
 }
 
 // Follow with two subnets: one is moved to the new table; the other,
 // still on the old table that routekeeper no longer writes, is moved to
 // the new one after the routes are in it.
 func TestScenarioFollowMovesTheOtherSubnets(t *testing.T) {
+	synctest.Test(t, scenarioFollowMovesTheOtherSubnets)
+}
+
+func scenarioFollowMovesTheOtherSubnets(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Policy = assoc.Follow
 	cfg.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
@@ -556,7 +583,9 @@ func TestScenarioFollowMovesTheOtherSubnets(t *testing.T) {
 
 // Policy report: nothing is written, and the detached subnet is reported
 // at every cycle.
-func TestScenarioReportPolicy(t *testing.T) {
+func TestScenarioReportPolicy(t *testing.T) { synctest.Test(t, scenarioReportPolicy) }
+
+func scenarioReportPolicy(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Policy = assoc.Report
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
@@ -579,7 +608,9 @@ func TestScenarioReportPolicy(t *testing.T) {
 // the new table (migrated-from = ours) is left alone even with restore,
 // and once the old table is marked migrated-to, the controller keeps the
 // new one.
-func TestScenarioMigrationNotFought(t *testing.T) {
+func TestScenarioMigrationNotFought(t *testing.T) { synctest.Test(t, scenarioMigrationNotFought) }
+
+func scenarioMigrationNotFought(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Restore = true
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
@@ -622,7 +653,7 @@ func TestScenarioMigrationNotFought(t *testing.T) {
 // (seed 001), and reports a swap instead of following it (seed 000), since
 // the platform would keep writing the old table.
 func TestScenarioObserveMode(t *testing.T) {
-	t.Run("redeploy repaired", func(t *testing.T) {
+	t.Run("redeploy repaired", bubble(func(t *testing.T) {
 		cfg := scenarioConfig()
 		cfg.Mode, cfg.CreateTable = verdict.Observe, false
 		s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
@@ -635,8 +666,8 @@ func TestScenarioObserveMode(t *testing.T) {
 		if w := s.writes() - w0; w != 1 {
 			t.Errorf("ARM writes = %d, want 1 (the subnet PUT; never a route)", w)
 		}
-	})
-	t.Run("swap reported under follow", func(t *testing.T) {
+	}))
+	t.Run("swap reported under follow", bubble(func(t *testing.T) {
 		cfg := scenarioConfig()
 		cfg.Mode, cfg.CreateTable, cfg.Policy = verdict.Observe, false, assoc.Follow
 		s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
@@ -656,13 +687,17 @@ func TestScenarioObserveMode(t *testing.T) {
 		if !armid.Same(s.ctrl.TableID(), fabrictest.KTHWTable) {
 			t.Errorf("followed the swap in observe mode: %s", s.ctrl.TableID())
 		}
-	})
+	}))
 }
 
 // An owned route deleted out of band is seen by the next guard cycle (it
 // reads our table) and restored by the reconcile it asks for, not at the
 // resync (an hour in the scenarios).
 func TestScenarioRouteDeletedOutOfBandRestoredByGuard(t *testing.T) {
+	synctest.Test(t, scenarioRouteDeletedOutOfBandRestoredByGuard)
+}
+
+func scenarioRouteDeletedOutOfBandRestoredByGuard(t *testing.T) {
 	s := newScenario(t, fabrictest.KTHW, scenarioConfig(), workers(3))
 	s.steady()
 	f, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, s.env.Server.ClientOptions())

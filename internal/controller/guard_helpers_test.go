@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -25,10 +26,22 @@ import (
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
-// guardInterval is the guard's period in the scenarios: short, so that a
-// scenario runs in well under a second, and long against the fabric's
-// operations (a few ms), so that one guard cycle never overlaps the next.
+// guardInterval is the guard's period in the scenarios: long against the
+// fabric's operations (a few ms), so that one guard cycle never overlaps
+// the next. The scenarios run in synctest bubbles, so the interval costs
+// no wall time.
 const guardInterval = 150 * time.Millisecond
+
+// bubble runs a subtest in a synctest bubble: the controller's tickers and
+// timers, the SDK's pollers and retries and the fabric's operations all run
+// on the bubble's fake clock, which moves only when every goroutine in the
+// bubble waits. A scenario then takes no wall time, and "within one guard
+// interval" is decided by the order of events, not by how busy the machine
+// is. (The in-process fabric does no network I/O; its SQLite calls return
+// without waiting on anything outside the bubble.)
+func bubble(f func(t *testing.T)) func(t *testing.T) {
+	return func(t *testing.T) { synctest.Test(t, f) }
+}
 
 const (
 	pool2Subnet = fabrictest.KTHWPool2
@@ -40,35 +53,54 @@ const (
 type recorder struct {
 	mu      sync.Mutex
 	results []*Result
+	next    chan struct{} // closed by the next Report; nil until asked for
 }
 
 func (r *recorder) Report(_ context.Context, res *Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.results = append(r.results, res)
+	if r.next != nil {
+		close(r.next)
+		r.next = nil
+	}
 }
 
 func (r *recorder) all() []*Result {
+	res, _ := r.watch()
+	return res
+}
+
+// watch returns the results so far and a channel closed by the next one.
+func (r *recorder) watch() ([]*Result, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]*Result(nil), r.results...)
+	if r.next == nil {
+		r.next = make(chan struct{})
+	}
+	return append([]*Result(nil), r.results...), r.next
 }
 
 // wait returns the first result started at or after since that satisfies
-// ok, waiting up to timeout.
-func (r *recorder) wait(t *testing.T, since time.Time, timeout time.Duration, what string, ok func(*Result) bool) *Result {
+// ok, waiting for each new result up to timeout in all. It does not poll:
+// in a synctest bubble it blocks durably, so the bubble's clock moves on
+// to the next guard tick, resync or retry while it waits.
+func (r *recorder) wait(t testing.TB, since time.Time, timeout time.Duration, what string, ok func(*Result) bool) *Result {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
-		for _, res := range r.all() {
+		results, next := r.watch()
+		for _, res := range results {
 			if !res.Start.Before(since) && ok(res) {
 				return res
 			}
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-next:
+		case <-deadline.C:
 			t.Fatalf("no result with %s within %s; results since:\n%s", what, timeout, r.dump(since))
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

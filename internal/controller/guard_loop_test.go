@@ -3,8 +3,14 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
@@ -35,6 +41,10 @@ func (b *blockingSource) Watch(ctx context.Context, _ func()) error {
 // reading the nodes, a subnet detached by a redeploy is re-associated by
 // the next guard cycle.
 func TestGuardRunsWhileTheNodeSourceIsUnavailable(t *testing.T) {
+	synctest.Test(t, guardRunsWhileTheNodeSourceIsUnavailable)
+}
+
+func guardRunsWhileTheNodeSourceIsUnavailable(t *testing.T) {
 	s := newScenario(t, fabrictest.KTHW, scenarioConfig(), workers(2))
 	boot := New(scenarioConfig(), s.env.Client, &staticSource{nodes: s.nodes}, nil)
 	if r := boot.Reconcile(context.Background()); r.Err != nil {
@@ -62,6 +72,10 @@ func TestGuardRunsWhileTheNodeSourceIsUnavailable(t *testing.T) {
 // detached while the table's PUT operation (1.5 s) is in flight is
 // repaired by a guard cycle that starts before that reconcile ends.
 func TestGuardRunsDuringALongTableWrite(t *testing.T) {
+	synctest.Test(t, guardRunsDuringALongTableWrite)
+}
+
+func guardRunsDuringALongTableWrite(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Resync = 300 * time.Millisecond
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
@@ -72,7 +86,10 @@ func TestGuardRunsDuringALongTableWrite(t *testing.T) {
 	// routekeeper's client on a fabric whose operations take 1.5 s, on the
 	// same state.
 	slow := fabric.New(s.env.Store, fabric.Options{OperationDuration: 1500 * time.Millisecond})
-	c, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: slow.ClientOptions(), PollFrequency: 10 * time.Millisecond})
+	opts := *slow.ClientOptions()
+	tablePUT := &answered{next: opts.Transport, method: http.MethodPut, path: "/routeTables/kubernetes-routes", seen: make(chan struct{})}
+	opts.Transport = tablePUT
+	c, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: &opts, PollFrequency: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +102,13 @@ func TestGuardRunsDuringALongTableWrite(t *testing.T) {
 	src.mu.Lock()
 	src.nodes = workers(3)
 	src.mu.Unlock()
-	for {
-		if tb := s.mustTable("kubernetes-routes"); tb.Properties.ProvisioningState != nil && *tb.Properties.ProvisioningState == "Updating" {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-tablePUT.seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no PUT of the table within 10s of the new node")
+	}
+	if tb := s.mustTable("kubernetes-routes"); tb.Properties.ProvisioningState == nil || *tb.Properties.ProvisioningState != "Updating" {
+		t.Fatalf("the table's PUT was answered but the table is not Updating: %v", tb.Properties.ProvisioningState)
 	}
 	fault := time.Now()
 	s.redeployVNet([2]string{"kubernetes-subnet", "10.240.0.0/24"})
@@ -101,4 +120,21 @@ func TestGuardRunsDuringALongTableWrite(t *testing.T) {
 	if end := w.Start.Add(w.Duration); !g.Start.Before(end) {
 		t.Errorf("the repairing guard cycle started %s after the slow reconcile ended: it waited for it", g.Start.Sub(end))
 	}
+}
+
+// answered is a transport that closes seen once a request with method to a
+// path ending in path has been answered: the moment a write is in flight.
+type answered struct {
+	next         policy.Transporter
+	method, path string
+	once         sync.Once
+	seen         chan struct{}
+}
+
+func (a *answered) Do(req *http.Request) (*http.Response, error) {
+	resp, err := a.next.Do(req)
+	if err == nil && req.Method == a.method && strings.HasSuffix(req.URL.Path, a.path) {
+		a.once.Do(func() { close(a.seen) })
+	}
+	return resp, err
 }

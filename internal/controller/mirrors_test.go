@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -281,7 +282,7 @@ func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 		}, `claimed by cluster "prod"`},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, bubble(func(t *testing.T) {
 			env := fabrictest.New(t, fabric.Options{}, appGWTopology+hubTopology)
 			f, _ := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, env.Server.ClientOptions())
 			s := &scenario{t: t, env: env, tables: f.NewRouteTablesClient(), subnets: f.NewSubnetsClient()}
@@ -314,14 +315,16 @@ func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 			if tc.wantErr != "" && appgw.Wrote {
 				t.Error("the failing mirror was written")
 			}
-		})
+		}))
 	}
 }
 
 // TestMirrorRunIndependent: in the daemon loop, a mirror whose writes keep
 // failing retries with its own backoff while the main table follows a new
-// node at once.
-func TestMirrorRunIndependent(t *testing.T) {
+// node at once. The backoffs run on a synctest bubble's clock.
+func TestMirrorRunIndependent(t *testing.T) { synctest.Test(t, mirrorRunIndependent) }
+
+func mirrorRunIndependent(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, appGWTopology)
 	cfg := scenarioConfig()
 	cfg.MaxRetryBackoff = time.Second // the mirror's retries stay frequent while it fails
@@ -353,9 +356,13 @@ func TestMirrorRunIndependent(t *testing.T) {
 			t.Errorf("a main reconcile failed while the mirror was failing: %v", r.Err)
 		}
 	}
-	// The mirror recovers by itself once the table answers again.
+	// The mirror recovers by itself once the table answers again. (A
+	// mirror reconcile that read the two nodes before the change may still
+	// be in its retries and write them first: wait for the three.)
 	env.Server.SetFaults(fabric.Faults{})
-	mrec.wait(t, since, 30*time.Second, "the mirror's write after recovery", func(r *Result) bool { return !r.GuardOnly && r.Wrote && r.Err == nil })
+	mrec.wait(t, since, 30*time.Second, "the mirror's write of the three nodes after recovery", func(r *Result) bool {
+		return !r.GuardOnly && r.Wrote && r.Err == nil && len(r.Nodes) == 3 && r.Unrouted() == 0
+	})
 	if got, want := armRoutes(t, env, "appgw-routes"), wantRoutes(workers(3), appGWOwn...); !slices.Equal(got, want) {
 		t.Errorf("mirror table after recovery:\n got %q\nwant %q", got, want)
 	}

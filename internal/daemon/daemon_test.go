@@ -3,12 +3,11 @@ package daemon
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
@@ -23,26 +22,13 @@ type staticNodes []source.Node
 func (s staticNodes) Nodes(context.Context) ([]source.Node, error) { return s, nil }
 func (s staticNodes) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // TestRunWithoutKubernetes: an inventory-style source, the fabric, and the
 // health and metrics endpoints.
-func TestRunWithoutKubernetes(t *testing.T) {
+func TestRunWithoutKubernetes(t *testing.T) { synctest.Test(t, runWithoutKubernetes) }
+
+func runWithoutKubernetes(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + l.Addr().String()
+	l := newPipeListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -59,22 +45,18 @@ func TestRunWithoutKubernetes(t *testing.T) {
 			Metrics:  metrics.New(),
 		})
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, body := get(t, base+"/metrics")
-		if strings.Contains(body, `routekeeper_reconciles_total{result="success"} 1`) {
-			if !strings.Contains(body, `routekeeper_routes{kind="present"} 1`) {
-				t.Errorf("metrics after the first reconcile lack routes{present} 1:\n%s", grep(body, "routekeeper_routes"))
-			}
-			break
+	var body string
+	eventually(t, 10*time.Second, func() string {
+		if _, body = l.get(t, "/metrics"); !strings.Contains(body, `routekeeper_reconciles_total{result="success"} 1`) {
+			return "no successful reconcile in the metrics:\n" + grep(body, "routekeeper_")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no successful reconcile in the metrics after 10s:\n%s", grep(body, "routekeeper_"))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ""
+	})
+	if !strings.Contains(body, `routekeeper_routes{kind="present"} 1`) {
+		t.Errorf("metrics after the first reconcile lack routes{present} 1:\n%s", grep(body, "routekeeper_routes"))
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {
-		if code, body := get(t, base+p); code != http.StatusOK {
+		if code, body := l.get(t, p); code != http.StatusOK {
 			t.Errorf("GET %s = %d %s", p, code, body)
 		}
 	}
@@ -111,7 +93,9 @@ func (failingNodes) Watch(ctx context.Context, _ func()) error { <-ctx.Done(); r
 
 // With the node source unavailable the guard goes on (a detached subnet is
 // re-associated) and /readyz names the source's error in its details.
-func TestNodeSourceUnavailable(t *testing.T) {
+func TestNodeSourceUnavailable(t *testing.T) { synctest.Test(t, nodeSourceUnavailable) }
+
+func nodeSourceUnavailable(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
 	cfg := controller.Config{
 		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
@@ -125,28 +109,19 @@ func TestNodeSourceUnavailable(t *testing.T) {
 	}
 	fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + l.Addr().String()
+	l := newPipeListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{Controller: cfg, Cloud: env.Client, Source: failingNodes{}, Listener: l, Metrics: metrics.New()})
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s, err := env.Client.GetSubnet(context.Background(), fabrictest.KTHWSubnet)
-		if err == nil && strings.EqualFold(s.RouteTableID, fabrictest.KTHWTable) {
-			break
+	eventually(t, 10*time.Second, func() string {
+		if s, err := env.Client.GetSubnet(context.Background(), fabrictest.KTHWSubnet); err != nil || !strings.EqualFold(s.RouteTableID, fabrictest.KTHWTable) {
+			return "the detached subnet was not re-associated while the node source was unavailable"
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the detached subnet was not re-associated while the node source was unavailable")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if _, body := get(t, base+"/readyz"); !strings.Contains(body, "node source: reading nodes") && !strings.Contains(body, "connection refused") {
+		return ""
+	})
+	if _, body := l.get(t, "/readyz"); !strings.Contains(body, "node source: reading nodes") && !strings.Contains(body, "connection refused") {
 		t.Errorf("/readyz does not name the source's error: %q", body)
 	}
 	cancel()

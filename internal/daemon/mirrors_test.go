@@ -2,12 +2,13 @@ package daemon
 
 import (
 	"context"
-	"net"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
@@ -22,7 +23,9 @@ import (
 // from an inventory file watched once for both (the shared source); an
 // edit of the inventory reaches both tables, and /metrics shows the
 // mirror's own series.
-func TestRunWithMirror(t *testing.T) {
+func TestRunWithMirror(t *testing.T) { synctest.Test(t, runWithMirror) }
+
+func runWithMirror(t *testing.T) {
 	const topo = fabrictest.KTHW + `          - name: appgw-subnet
             addressPrefix: 10.240.2.0/24
             routeTable: appgw-routes
@@ -44,10 +47,7 @@ func TestRunWithMirror(t *testing.T) {
 	}
 	write("  - {name: worker-0, internalIP: 10.240.0.20, podCIDR: 10.200.0.0/24}\n")
 	src := inventory.New(inventory.Options{File: inv, ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")}, NodeMaskV4: 24, PollInterval: 20 * time.Millisecond})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := newPipeListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -74,13 +74,12 @@ func TestRunWithMirror(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: main %q, mirror %q", what, names(fabrictest.KTHWTable), names(appgwTable))
+		eventually(t, 10*time.Second, func() string {
+			if ok() {
+				return ""
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return fmt.Sprintf("%s: main %q, mirror %q", what, names(fabrictest.KTHWTable), names(appgwTable))
+		})
 	}
 	waitFor("worker-0 in both tables", func() bool {
 		return names(fabrictest.KTHWTable) == "worker-0____102000024" && names(appgwTable) == "default-internet,worker-0____102000024"
@@ -93,7 +92,7 @@ func TestRunWithMirror(t *testing.T) {
 	var body string
 	wants := []string{`routekeeper_mirror_routes{kind="present",table="appgw-routes"} 2`, `routekeeper_mirror_routes{kind="foreign",table="appgw-routes"} 1`, `routekeeper_routes{kind="present"} 2`}
 	waitFor("the metrics of both tables", func() bool {
-		_, body = get(t, "http://"+l.Addr().String()+"/metrics")
+		_, body = l.get(t, "/metrics")
 		for _, want := range wants {
 			if !strings.Contains(body, want) {
 				return false

@@ -7,61 +7,122 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
+// bubbleInProcess runs f in a synctest bubble when mode is "inprocess":
+// there the SDK's retries and the fabric's buckets and latencies run on
+// the bubble's fake clock, so a Retry-After costs no wall time and "the
+// request took at least the latency" is a statement about that clock. Over
+// loopback a socket keeps a bubble from ever being idle, so f runs on the
+// real clock.
+func bubbleInProcess(t *testing.T, mode string, f func(t *testing.T)) {
+	if mode == "inprocess" {
+		synctest.Test(t, f)
+		return
+	}
+	f(t)
+}
+
+// statusRecorder records the status of each answer to a request whose
+// method and path are given.
+type statusRecorder struct {
+	next         policy.Transporter
+	method, path string
+	mu           sync.Mutex
+	codes        []int
+}
+
+func (r *statusRecorder) Do(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.Do(req)
+	if err == nil && req.Method == r.method && req.URL.Path == r.path {
+		r.mu.Lock()
+		r.codes = append(r.codes, resp.StatusCode)
+		r.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (r *statusRecorder) answers() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.codes...)
+}
+
 func TestThrottling(t *testing.T) {
 	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{})
-			e.createRG(testRG)
-			e.srv.SetFaults(Faults{WriteBucket: 2, WriteRefillPerSecond: 2})
-
-			// Raw: the bucket empties, then 429 with Retry-After and ARM's code.
-			var last *http.Response
-			var body []byte
-			remaining := []string{}
-			for i := range 3 {
-				last, body = e.do("PUT", tablePath(testRG, "t"+strconv.Itoa(i)), `{"location":"eastus"}`)
-				remaining = append(remaining, last.Header.Get("x-ms-ratelimit-remaining-subscription-writes"))
-			}
-			if last.StatusCode != http.StatusTooManyRequests {
-				t.Fatalf("third write = %d %s", last.StatusCode, body)
-			}
-			if code := decodeJSON(t, body)["error"].(map[string]any)["code"]; code != "SubscriptionRequestsThrottled" {
-				t.Errorf("429 code = %v", code)
-			}
-			if ra, _ := strconv.Atoi(last.Header.Get("Retry-After")); ra < 1 {
-				t.Errorf("Retry-After = %q", last.Header.Get("Retry-After"))
-			}
-			if !slices.Equal(remaining, []string{"1", "0", "0"}) {
-				t.Errorf("remaining writes = %v", remaining)
-			}
-			// Reads have their own bucket (off here).
-			if resp, _ := e.do("GET", tablePath(testRG, "t0"), ""); resp.StatusCode != 200 || resp.Header.Get("x-ms-ratelimit-remaining-subscription-reads") == "" {
-				t.Errorf("read while writes are throttled = %d", resp.StatusCode)
-			}
-
-			// The SDK: 429, waits Retry-After, then succeeds.
-			start := time.Now()
-			if _, err := e.putTable(ctx, testRG, "sdk", table()); err != nil {
-				t.Fatalf("the SDK did not get through after Retry-After: %v", err)
-			}
-			if d := time.Since(start); d < 900*time.Millisecond {
-				t.Errorf("succeeded after %v: it cannot have waited Retry-After", d)
-			}
-			// A slow refill gives a Retry-After longer than the SDK waits:
-			// the caller sees the 429.
-			e.srv.SetFaults(Faults{WriteBucket: 1, WriteRefillPerSecond: 0.05})
-			e.do("PUT", tablePath(testRG, "burn"), `{"location":"eastus"}`)
-			_, err := e.putTable(ctx, testRG, "sdk2", table())
-			respErr(t, err, http.StatusTooManyRequests, "SubscriptionRequestsThrottled")
-		})
+		t.Run(mode, func(t *testing.T) { bubbleInProcess(t, mode, func(t *testing.T) { throttling(t, mode) }) })
 	}
+}
+
+func throttling(t *testing.T, mode string) {
+	ctx := context.Background()
+	e := newEnv(t, mode, Options{})
+	e.createRG(testRG)
+	e.srv.SetFaults(Faults{WriteBucket: 2, WriteRefillPerSecond: 2})
+
+	// Raw: the bucket empties, then 429 with Retry-After and ARM's code.
+	var last *http.Response
+	var body []byte
+	remaining := []string{}
+	for i := range 3 {
+		last, body = e.do("PUT", tablePath(testRG, "t"+strconv.Itoa(i)), `{"location":"eastus"}`)
+		remaining = append(remaining, last.Header.Get("x-ms-ratelimit-remaining-subscription-writes"))
+	}
+	if last.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("third write = %d %s", last.StatusCode, body)
+	}
+	if code := decodeJSON(t, body)["error"].(map[string]any)["code"]; code != "SubscriptionRequestsThrottled" {
+		t.Errorf("429 code = %v", code)
+	}
+	if ra, _ := strconv.Atoi(last.Header.Get("Retry-After")); ra < 1 {
+		t.Errorf("Retry-After = %q", last.Header.Get("Retry-After"))
+	}
+	if !slices.Equal(remaining, []string{"1", "0", "0"}) {
+		t.Errorf("remaining writes = %v", remaining)
+	}
+	// Reads have their own bucket (off here).
+	if resp, _ := e.do("GET", tablePath(testRG, "t0"), ""); resp.StatusCode != 200 || resp.Header.Get("x-ms-ratelimit-remaining-subscription-reads") == "" {
+		t.Errorf("read while writes are throttled = %d", resp.StatusCode)
+	}
+
+	// The SDK: 429, waits Retry-After, then succeeds. The bucket is
+	// the judge of the wait: the SDK's own retry delays (10 ms,
+	// doubling, three retries) are all shorter than a token's
+	// refill (500 ms), so a retry that did not wait the Retry-After
+	// would be refused again.
+	rec := &statusRecorder{next: e.opts.Transport, method: http.MethodPut, path: tablePath(testRG, "sdk")}
+	if rec.next == nil {
+		rec.next = http.DefaultClient
+	}
+	opts := *e.opts
+	opts.Transport = rec
+	sdk, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sdk.BeginCreateOrUpdate(ctx, testRG, "sdk", table(), nil)
+	if err == nil {
+		_, err = p.PollUntilDone(ctx, fastPoll)
+	}
+	if err != nil {
+		t.Fatalf("the SDK did not get through after Retry-After: %v", err)
+	}
+	if got := rec.answers(); !slices.Equal(got, []int{http.StatusTooManyRequests, http.StatusCreated}) {
+		t.Errorf("the SDK's PUTs were answered %v, want 429 then 201 (one retry, after Retry-After)", got)
+	}
+	// A slow refill gives a Retry-After longer than the SDK waits:
+	// the caller sees the 429.
+	e.srv.SetFaults(Faults{WriteBucket: 1, WriteRefillPerSecond: 0.05})
+	e.do("PUT", tablePath(testRG, "burn"), `{"location":"eastus"}`)
+	_, err = e.putTable(ctx, testRG, "sdk2", table())
+	respErr(t, err, http.StatusTooManyRequests, "SubscriptionRequestsThrottled")
 }
 
 func TestReadThrottling(t *testing.T) {
@@ -79,7 +140,11 @@ func TestReadThrottling(t *testing.T) {
 	}
 }
 
-func TestErrorRate(t *testing.T) {
+// TestErrorRate runs in a synctest bubble: the SDK's retries after the
+// injected 5xx wait on the bubble's clock.
+func TestErrorRate(t *testing.T) { synctest.Test(t, errorRate) }
+
+func errorRate(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "inprocess", Options{Seed: 42})
 	e.createRG(testRG)
@@ -106,12 +171,17 @@ func TestErrorRate(t *testing.T) {
 	}
 }
 
-func TestLatency(t *testing.T) {
+// TestLatency runs in a synctest bubble: the request's time is measured on
+// the bubble's clock, which moves only while every goroutine waits, so it
+// is the latency the fabric added and nothing else.
+func TestLatency(t *testing.T) { synctest.Test(t, latency) }
+
+func latency(t *testing.T) {
 	e := newEnv(t, "inprocess", Options{Faults: Faults{Latency: 50 * time.Millisecond}})
 	start := time.Now()
 	e.do("GET", "/subscriptions/"+testSub+"/resourcegroups", "")
 	if d := time.Since(start); d < 50*time.Millisecond {
-		t.Errorf("request took %v with 50ms latency", d)
+		t.Errorf("request took %v of the bubble's clock with 50ms latency", d)
 	}
 	// The control endpoint is not delayed: with an hour of latency it
 	// still answers (within the generous timeout).

@@ -47,7 +47,8 @@ func TestLongRunningPut(t *testing.T) {
 	for _, mode := range transports {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
-			e := newEnv(t, mode, Options{OperationDuration: 300 * time.Millisecond})
+			clock := newTestClock()
+			e := newEnv(t, mode, Options{OperationDuration: 300 * time.Millisecond, Clock: clock.Now})
 			e.createRG(testRG)
 
 			resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus","properties":{"routes":[{"name":"r","properties":{"addressPrefix":"10.200.0.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":"10.240.0.20"}}]}}`)
@@ -92,18 +93,17 @@ func TestLongRunningPut(t *testing.T) {
 			_, err = e.tables.BeginDelete(ctx, testRG, "rt", nil)
 			respErr(t, err, http.StatusConflict, "AnotherOperationInProgress")
 
-			// It ends Succeeded, with the etag the PUT returned.
-			deadline := time.Now().Add(5 * time.Second)
-			var m map[string]any
-			for time.Now().Before(deadline) {
-				_, ob = e.do("GET", strings.TrimPrefix(async, e.endpoint), "")
-				if m = decodeJSON(t, ob); m["status"] != "InProgress" {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
+			// Still running a moment before its end; then it ends Succeeded,
+			// with the etag the PUT returned.
+			clock.Advance(300*time.Millisecond - time.Nanosecond)
+			_, ob = e.do("GET", strings.TrimPrefix(async, e.endpoint), "")
+			if m := decodeJSON(t, ob); m["status"] != "InProgress" {
+				t.Errorf("operation a nanosecond before its end = %v", m)
 			}
-			if m["status"] != "Succeeded" || m["endTime"] == nil || m["name"] == nil {
-				t.Fatalf("operation = %v", m)
+			clock.Advance(time.Nanosecond)
+			_, ob = e.do("GET", strings.TrimPrefix(async, e.endpoint), "")
+			if m := decodeJSON(t, ob); m["status"] != "Succeeded" || m["endTime"] == nil || m["name"] == nil {
+				t.Fatalf("operation at its end = %v", m)
 			}
 			got := e.getTable(ctx, testRG, "rt")
 			if *got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || str(got.Etag) != created["etag"] ||
@@ -130,22 +130,22 @@ func TestPollerFollowsAsyncOperation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now()
 			p, err := tables.BeginCreateOrUpdate(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// No Frequency given: the poller must be paced by the server's
-			// Retry-After, not its 30 s default.
-			res, err := p.PollUntilDone(ctx, nil)
+			// Retry-After, not its 30 s default, which would not finish
+			// within this context's 10 s. (A poller that stopped before
+			// the operation ended would not see Succeeded.)
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			res, err := p.PollUntilDone(pctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if *res.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
 				t.Errorf("result state = %v", *res.Properties.ProvisioningState)
-			}
-			if d := time.Since(start); d > 5*time.Second || d < 150*time.Millisecond {
-				t.Errorf("took %v for a 150ms operation", d)
 			}
 			if rec.count("/operations/") < 1 {
 				t.Errorf("the poller never polled the operation: %v", rec.seen)
@@ -196,9 +196,12 @@ func TestLongRunningDelete(t *testing.T) {
 	for _, mode := range transports {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
-			e := newEnv(t, mode, Options{OperationDuration: 100 * time.Millisecond})
+			clock := newTestClock()
+			e := newEnv(t, mode, Options{OperationDuration: 100 * time.Millisecond, Clock: clock.Now})
 			e.createRG(testRG)
-			e.mustPutTable(ctx, testRG, "rt", table())
+			// The table is made through a server on the same state whose
+			// operations end at once; only the delete is long-running.
+			newEnvOn(t, "inprocess", e.store, Options{}).mustPutTable(ctx, testRG, "rt", table())
 			resp, _ := e.do("DELETE", tablePath(testRG, "rt"), "")
 			loc := resp.Header.Get("Location")
 			if resp.StatusCode != 202 || !strings.Contains(loc, "/operationResults/") || resp.Header.Get("Azure-AsyncOperation") == "" {
@@ -211,7 +214,7 @@ func TestLongRunningDelete(t *testing.T) {
 			if lr.StatusCode != 202 {
 				t.Errorf("Location while running = %d", lr.StatusCode)
 			}
-			time.Sleep(120 * time.Millisecond)
+			clock.Advance(100 * time.Millisecond)
 			lr, _ = e.do("GET", strings.TrimPrefix(loc, e.endpoint), "")
 			if lr.StatusCode != 204 {
 				t.Errorf("Location when done = %d", lr.StatusCode)

@@ -1,9 +1,11 @@
 package fabric
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,8 +42,11 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := e.getTable(ctx, testRG, "rt")
-	// An operation still running when the process goes away.
-	slow := New(st, Options{OperationDuration: 300 * time.Millisecond})
+	// An operation still running when the process goes away. Operations
+	// store their end on the clock of the server that started them; both
+	// servers here share a fake one.
+	clock := newTestClock()
+	slow := New(st, Options{OperationDuration: 300 * time.Millisecond, Clock: clock.Now})
 	tables, _ := armnetwork.NewRouteTablesClient(testSub, Credential{}, slow.ClientOptions())
 	if _, err := tables.BeginCreateOrUpdate(ctx, testRG, "pending", table(), nil); err != nil {
 		t.Fatal(err)
@@ -55,7 +60,7 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	e2 := newEnvOn(t, "loopback", st2, Options{})
+	e2 := newEnvOn(t, "loopback", st2, Options{Clock: clock.Now})
 	after := e2.getTable(ctx, testRG, "rt")
 	if str(after.Etag) != str(before.Etag) || len(after.Properties.Routes) != 1 || len(subnetIDs(after)) != 1 {
 		t.Errorf("after reopen: etag %s (was %s), routes %v, subnets %v", str(after.Etag), str(before.Etag), routeNames(after), subnetIDs(after))
@@ -63,7 +68,7 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	if got := e2.getTable(ctx, testRG, "pending"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateUpdating {
 		t.Errorf("pending operation state after reopen = %v", *got.Properties.ProvisioningState)
 	}
-	time.Sleep(320 * time.Millisecond)
+	clock.Advance(300 * time.Millisecond)
 	if got := e2.getTable(ctx, testRG, "pending"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
 		t.Errorf("pending operation did not finish after reopen: %v", *got.Properties.ProvisioningState)
 	}
@@ -109,15 +114,16 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 const (
 	childEnv   = "ROUTEKEEPER_FABRIC_TEST_CHILD"
 	childState = "ROUTEKEEPER_FABRIC_TEST_STATE"
-	childStart = "ROUTEKEEPER_FABRIC_TEST_START"
 	childCount = 15
 )
 
-// childWriter runs in a re-executed test binary: it adds childCount routes
-// named <child>-<i> to table "shared", each by GET + PUT with If-Match,
-// re-reading on 412 and 409, and checks after every write that none of its
-// own routes was lost. It prints how many routes of the other writer it saw
-// last, and how many times it had to re-read.
+// childWriter runs in a re-executed test binary: once its state is open it
+// prints "ready" and waits for a line on stdin (the parent sends it when
+// every child is ready, so that the writes interleave), then it adds
+// childCount routes named <child>-<i> to table "shared", each by GET + PUT
+// with If-Match, re-reading at once on 412 and 409, and checks after every
+// write that none of its own routes was lost. It prints how many routes of
+// the other writer it saw last, and how many times it had to re-read.
 func childWriter() int {
 	ctx := context.Background()
 	me := os.Getenv(childEnv)
@@ -134,9 +140,11 @@ func childWriter() int {
 		return 1
 	}
 	// Start together, so that the writes interleave.
-	var at int64
-	fmt.Sscan(os.Getenv(childStart), &at)
-	time.Sleep(time.Until(time.Unix(0, at)))
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Println("error: waiting for the start:", err)
+		return 1
+	}
 	retries, others := 0, 0
 	for i := 0; i < childCount; {
 		cur, err := tables.Get(ctx, testRG, "shared", nil)
@@ -163,7 +171,6 @@ func childWriter() int {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict) {
 			retries++
-			time.Sleep(time.Millisecond)
 			continue
 		}
 		if err != nil {
@@ -200,22 +207,56 @@ func TestTwoProcessesShareAStateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{"alpha", "bravo"}
-	start := time.Now().Add(700 * time.Millisecond).UnixNano()
 	outs := make([]string, len(names))
+	ready := make(chan error, len(names))
+	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			cmd := exec.Command(self, "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"="+name, childState+"="+path, fmt.Sprintf("%s=%d", childStart, start))
-			out, err := cmd.CombinedOutput()
-			outs[i] = strings.TrimSpace(string(out))
+			cmd.Env = append(os.Environ(), childEnv+"="+name, childState+"="+path)
+			var errOut strings.Builder
+			cmd.Stderr = &errOut
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				ready <- err
+				return
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				ready <- err
+				return
+			}
+			if err := cmd.Start(); err != nil {
+				ready <- err
+				return
+			}
+			r := bufio.NewReader(stdout)
+			first, err := r.ReadString('\n')
+			if first != "ready\n" {
+				ready <- fmt.Errorf("%s: %q instead of ready (%v)", name, first, err)
+			} else {
+				ready <- nil
+				<-start
+			}
+			fmt.Fprintln(stdin, "go")
+			stdin.Close()
+			rest, _ := io.ReadAll(r)
+			err = cmd.Wait()
+			outs[i] = strings.TrimSpace(first + string(rest) + errOut.String())
 			if err != nil {
 				outs[i] += " (" + err.Error() + ")"
 			}
 		}()
 	}
+	for range names {
+		if err := <-ready; err != nil {
+			t.Error(err)
+		}
+	}
+	close(start)
 	wg.Wait()
 	sawAll := false
 	for i, out := range outs {

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -371,119 +374,209 @@ func TestRecopyWhenTheOldTableGainsARoute(t *testing.T) {
 
 // The live migration of a 50-node table, with the controller running on
 // the old table (policy enforce with restore: the most eager to put the
-// old table back) and a sampler reading the fabric continuously: no sample
-// shows a subnet on a table that lacks a node route, the controller moves
-// to the new table by itself, and the old one is deleted.
-func TestLiveMigrationInvariant(t *testing.T) {
+// old table back) and a sampler reading the fabric after every request
+// the controller or migrate makes: no sample shows a subnet on a table
+// that lacks a node route, the controller moves to the new table by
+// itself, and the old one is deleted.
+//
+// It runs in a synctest bubble, on its fake clock. The controller's and
+// migrate's requests pass one at a time through a transport that samples
+// the subnets and their tables after each (the fabric answers one request
+// at a time anyway), so every state the two of them leave is sampled, not
+// only those a busy loop happens to catch. After each migration step the
+// test waits for a guard cycle that started after it: the controller looks
+// at every intermediate state.
+func TestLiveMigrationInvariant(t *testing.T) { synctest.Test(t, liveMigrationInvariant) }
+
+func liveMigrationInvariant(t *testing.T) {
 	w := newWorld(t, 50)
 	cfg := w.cfg
 	cfg.Restore = true
 	cfg.GuardInterval = 40 * time.Millisecond
 	cfg.Resync = 100 * time.Millisecond
-	ctrl := controller.New(cfg, w.env.Client, &nodeList{nodes: w.nodes}, nil)
+
+	var samples, violations int
+	seen := map[string]int{} // "<subnet> on <table>" -> samples
+	var firstViolation string
+	violation := func(format string, args ...any) {
+		violations++
+		if firstViolation == "" {
+			firstViolation = fmt.Sprintf(format, args...)
+		}
+	}
+	sample := func() {
+		sctx := context.Background()
+		for _, id := range []string{fabSub1, fabSub2} {
+			name := id[strings.LastIndex(id, "/")+1:]
+			sn, err := w.subs.Get(sctx, "kubernetes", "kubernetes-vnet", name, nil)
+			if err != nil {
+				t.Errorf("sampler: %v", err)
+				return
+			}
+			if sn.Properties.RouteTable == nil {
+				violation("subnet %s has no route table", name)
+				continue
+			}
+			tid := *sn.Properties.RouteTable.ID
+			tb, err := w.env.Client.GetRouteTable(sctx, tid)
+			if err != nil {
+				violation("subnet %s points to %s, which cannot be read: %v", name, tid, err)
+				continue
+			}
+			samples++
+			seen[name+" on "+tb.Name]++
+			if err := holdsNodes(tb, w.nodes); err != nil {
+				violation("subnet %s: %v", name, err)
+			}
+		}
+	}
+	var one sync.Mutex // one request of the controller or migrate at a time
+	var version string // the state's version at the last sample
+	sampled := func() *arm.ClientOptions {
+		o := *w.env.Server.ClientOptions()
+		o.Transport = transportFunc(func(next policy.Transporter, req *http.Request) (*http.Response, error) {
+			one.Lock()
+			defer one.Unlock()
+			resp, err := next.Do(req)
+			// A sample when the request changed the state (a write, or an
+			// operation that ended). The bubble's clock stands still while
+			// the sampler reads, so no operation ends between its reads.
+			if v, verr := w.env.Store.Version(context.Background()); verr != nil {
+				t.Errorf("sampler: %v", verr)
+			} else if v != version {
+				sample()
+				version = v
+			}
+			return resp, err
+		}).on(o.Transport)
+		return &o
+	}
+	ctrlCloud, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: sampled(), PollFrequency: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mig, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: sampled(), PollFrequency: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &results{}
+	ctrl := controller.New(cfg, ctrlCloud, &nodeList{nodes: w.nodes}, nil, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)
 	go func() { runDone <- ctrl.Run(ctx) }()
 
-	var samples, violations atomic.Int64
-	var seenMu sync.Mutex
-	seen := map[string]int{} // "<subnet> on <table>" -> samples
-	var firstViolation atomic.Value
-	stopSampler := make(chan struct{})
-	samplerDone := make(chan struct{})
-	go func() {
-		defer close(samplerDone)
-		sctx := context.Background()
-		for {
-			select {
-			case <-stopSampler:
-				return
-			default:
-			}
-			for _, id := range []string{fabSub1, fabSub2} {
-				name := id[strings.LastIndex(id, "/")+1:]
-				sn, err := w.subs.Get(sctx, "kubernetes", "kubernetes-vnet", name, nil)
-				if err != nil {
-					t.Errorf("sampler: %v", err)
-					return
-				}
-				if sn.Properties.RouteTable == nil {
-					violations.Add(1)
-					firstViolation.CompareAndSwap(nil, fmt.Sprintf("subnet %s has no route table", name))
-					continue
-				}
-				tid := *sn.Properties.RouteTable.ID
-				tb, err := w.mig.GetRouteTable(sctx, tid)
-				if err != nil {
-					// A torn sample: the subnet moved and the table was
-					// deleted between the two reads. Check the subnet moved.
-					sn2, err2 := w.subs.Get(sctx, "kubernetes", "kubernetes-vnet", name, nil)
-					if err2 == nil && sn2.Properties.RouteTable != nil && !sameID(*sn2.Properties.RouteTable.ID, tid) {
-						continue
-					}
-					violations.Add(1)
-					firstViolation.CompareAndSwap(nil, fmt.Sprintf("subnet %s points to %s, which cannot be read: %v", name, tid, err))
-					continue
-				}
-				samples.Add(1)
-				seenMu.Lock()
-				seen[name+" on "+tb.Name]++
-				seenMu.Unlock()
-				if err := holdsNodes(tb, w.nodes); err != nil {
-					violations.Add(1)
-					firstViolation.CompareAndSwap(nil, fmt.Sprintf("subnet %s: %v", name, err))
-				}
-			}
-		}
-	}()
-
-	time.Sleep(100 * time.Millisecond) // a few guard cycles and reconciles before
-	_, ctrlWrites0 := w.env.Client.Calls()
+	// A reconcile and a few guard cycles before.
+	rec.wait(t, "a first reconcile", func(r *controller.Result) bool { return !r.GuardOnly })
+	for range 3 {
+		rec.wait(t, "a guard cycle", func(r *controller.Result) bool { return r.GuardOnly })
+	}
+	_, ctrlWrites0 := ctrlCloud.Calls()
 	start := time.Now()
-	// A pause after each step lets the sampler see every intermediate state.
-	pause := func(s Step) error {
+	// After each step, a guard cycle that started after it looks at the
+	// state it left.
+	looked := func(s Step) error {
 		if s.Status == Applied {
-			time.Sleep(60 * time.Millisecond)
+			stepped := time.Now()
+			rec.wait(t, "a guard cycle after step "+s.Action, func(r *controller.Result) bool { return r.GuardOnly && !r.Start.Before(stepped) })
 		}
 		return nil
 	}
-	p, err := Run(context.Background(), w.mig, w.opts(true), RunOptions{Progress: pause})
+	p, err := Run(context.Background(), mig, w.opts(true), RunOptions{Progress: looked})
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Let the controller notice (the old table is gone; the subnets are
-	// on the new table, which names the old one).
-	deadline := time.Now().Add(5 * time.Second)
-	for !sameID(ctrl.TableID(), fabNew) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// The controller notices (the old table is gone; the subnets are on
+	// the new table, which names the old one), then keeps it for a few
+	// cycles and a reconcile.
+	rec.wait(t, "the controller on the new table", func(r *controller.Result) bool { return sameID(r.TableID, fabNew) })
+	for range 3 {
+		rec.wait(t, "a guard cycle on the new table", func(r *controller.Result) bool { return r.GuardOnly })
 	}
-	time.Sleep(200 * time.Millisecond)
-	close(stopSampler)
-	<-samplerDone
+	rec.wait(t, "a reconcile on the new table", func(r *controller.Result) bool { return !r.GuardOnly })
 	cancel()
 	if err := <-runDone; err != nil {
 		t.Errorf("controller: %v", err)
 	}
 
-	if _, n := w.env.Client.Calls(); n != ctrlWrites0 {
+	if _, n := ctrlCloud.Calls(); n != ctrlWrites0 {
 		t.Errorf("the controller made %d writes during and after the migration, want 0", n-ctrlWrites0)
 	}
-	if v := violations.Load(); v > 0 {
-		t.Errorf("%d of %d samples broke the invariant; first: %v", v, samples.Load(), firstViolation.Load())
+	if violations > 0 {
+		t.Errorf("%d of %d samples broke the invariant; first: %v", violations, samples, firstViolation)
 	}
-	seenMu.Lock()
 	for _, st := range []string{"kubernetes-subnet on kubernetes-routes", "kubernetes-subnet on kubernetes-routes-v2", "pool-2 on kubernetes-routes", "pool-2 on kubernetes-routes-v2"} {
 		if seen[st] == 0 {
 			t.Errorf("the sampler never saw %s (saw %v)", st, seen)
 		}
 	}
 	t.Logf("samples: %v", seen)
-	seenMu.Unlock()
 	if !sameID(ctrl.TableID(), fabNew) {
 		t.Errorf("the controller still keeps %s", ctrl.TableID())
 	}
+	w.mig = mig
 	w.checkMigrated(true)
-	t.Logf("SCENARIO live migration of 50 nodes, 2 subnets, controller running: %s, %d ARM writes by migrate, %d samples, %d violations",
-		took.Round(time.Millisecond), p.Writes, samples.Load(), violations.Load())
+	t.Logf("SCENARIO live migration of 50 nodes, 2 subnets, controller running: %s of the bubble's clock, %d ARM writes by migrate, %d samples, %d violations",
+		took, p.Writes, samples, violations)
+}
+
+// transportFunc is a transport made of a function that gets the next one.
+type transportFunc func(next policy.Transporter, req *http.Request) (*http.Response, error)
+
+func (f transportFunc) on(next policy.Transporter) policy.Transporter {
+	return boundTransport{f: f, next: next}
+}
+
+type boundTransport struct {
+	f    transportFunc
+	next policy.Transporter
+}
+
+func (b boundTransport) Do(req *http.Request) (*http.Response, error) { return b.f(b.next, req) }
+
+// results is a controller.Reporter the test waits on.
+type results struct {
+	mu   sync.Mutex
+	all  []*controller.Result
+	next chan struct{} // closed by the next Report; nil until asked for
+}
+
+func (r *results) Report(_ context.Context, res *controller.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all = append(r.all, res)
+	if r.next != nil {
+		close(r.next)
+		r.next = nil
+	}
+}
+
+// wait returns the first result reported from now on that satisfies ok,
+// failing the test after a minute of the bubble's clock.
+func (r *results) wait(t *testing.T, what string, ok func(*controller.Result) bool) *controller.Result {
+	t.Helper()
+	r.mu.Lock()
+	from := len(r.all)
+	r.mu.Unlock()
+	deadline := time.After(time.Minute)
+	for {
+		r.mu.Lock()
+		got := r.all[from:]
+		from = len(r.all)
+		if r.next == nil {
+			r.next = make(chan struct{})
+		}
+		next := r.next
+		r.mu.Unlock()
+		for _, res := range got {
+			if ok(res) {
+				return res
+			}
+		}
+		select {
+		case <-next:
+		case <-deadline:
+			t.Fatalf("no %s within a minute", what)
+		}
+	}
 }

@@ -85,14 +85,12 @@ func TestBurstOf400Nodes(t *testing.T) {
 	cfg := controllerConfig("burst")
 	cfg.ClusterCIDRs = []netip.Prefix{burstCIDR}
 	start(t, daemon.Options{Controller: cfg, Cloud: cloud, Kube: adminConfig(env), Metrics: m})
-	// The table exists (created and associated at start) before the burst.
-	eventually(t, 30*time.Second, func() string {
-		if f.table(t) == nil {
-			return "table not created"
-		}
-		return ""
-	})
-	time.Sleep(300 * time.Millisecond)
+	// The table exists (created and associated at start) before the burst:
+	// the first reconcile has ended.
+	atLeast(t, m, "routekeeper_reconciles_total", "result", "success", 1)
+	if f.table(t) == nil {
+		t.Fatal("table not created by the first reconcile")
+	}
 	putsBefore := cloud.puts.Load()
 	reconcilesBefore := gauge(t, m, "routekeeper_reconciles_total", "result", "success")
 
@@ -154,15 +152,17 @@ func TestOneNodeLatency(t *testing.T) {
 	ctx := t.Context()
 	client := env.Clientset(t)
 	f := newFabric(t)
-	start(t, daemon.Options{Controller: controllerConfig("latency"), Cloud: f.client(t, nil), Kube: adminConfig(env)})
-	eventually(t, 30*time.Second, func() string {
-		if f.table(t) == nil {
-			return "table not created"
-		}
-		return ""
-	})
+	r := start(t, daemon.Options{Controller: controllerConfig("latency"), Cloud: f.client(t, nil), Kube: adminConfig(env)})
+	// The first reconcile (creating and associating the table) has ended.
+	atLeast(t, r.metrics, "routekeeper_reconciles_total", "result", "success", 1)
+	if f.table(t) == nil {
+		t.Fatal("table not created by the first reconcile")
+	}
+	// Each node comes to a quiet cluster: the reconcile that routed the
+	// one before has ended (its condition is False), and what came after
+	// (routekeeper's own condition patch) changes no route, so no batch
+	// is open.
 	for i := range 3 {
-		time.Sleep(1500 * time.Millisecond) // a quiet cluster: no batch open
 		n := node{name: fmt.Sprintf("latency-%d", i), podCIDRs: []string{podCIDR(70 + i)}, ips: []string{nodeIP(70 + i)}, networkUnavailable: true}
 		begin := time.Now()
 		createNode(ctx, t, client, n)

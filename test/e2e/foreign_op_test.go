@@ -26,7 +26,7 @@ func TestForeignLongOperationLeavesConditionsFalse(t *testing.T) {
 	f := newFabric(t)
 	cfg := controllerConfig("foreignop")
 	cfg.Resync = 200 * time.Millisecond // reconciles keep coming during the operation
-	start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: adminConfig(env)})
+	r := start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: adminConfig(env)})
 
 	names := []string{"foreignop-0", "foreignop-1"}
 	for i, name := range names {
@@ -52,19 +52,27 @@ func TestForeignLongOperationLeavesConditionsFalse(t *testing.T) {
 	if _, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", tbl, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range f.table(t).Routes {
-		if r.ProvisioningState != "Updating" {
-			t.Fatalf("route %s is %s during the other operation; the test needs Updating", r.Name, r.ProvisioningState)
+	for _, rt := range f.table(t).Routes {
+		if rt.ProvisioningState != "Updating" {
+			t.Fatalf("route %s is %s during the other operation; the test needs Updating", rt.Name, rt.ProvisioningState)
 		}
 	}
-	// About 15 resyncs while the operation runs.
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, name := range names {
-			if c, _ := condition(ctx, t, client, name); c.Status != corev1.ConditionFalse {
-				t.Fatalf("node %s: condition %+v while another writer's operation is in flight", name, c)
-			}
+	// 15 reconciles while the operation runs (it lasts 30 s; they come
+	// every 200 ms); a watch sees every condition they could have set.
+	watch := watchConditions(ctx, t, client, names...)
+	reconciles := gauge(t, r.metrics, "routekeeper_reconciles_total", "result", "success")
+	atLeast(t, r.metrics, "routekeeper_reconciles_total", "result", "success", reconciles+15)
+	for _, rt := range f.table(t).Routes {
+		if rt.ProvisioningState != "Updating" {
+			t.Fatalf("route %s is %s: the other operation ended before the 15 reconciles; the test needs it in flight", rt.Name, rt.ProvisioningState)
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	for _, name := range names {
+		if other := watch.other(name, corev1.ConditionFalse); len(other) > 0 {
+			t.Errorf("node %s: NetworkUnavailable %v while another writer's operation is in flight", name, other)
+		}
+		if c, _ := condition(ctx, t, client, name); c.Status != corev1.ConditionFalse {
+			t.Errorf("node %s: condition %+v while another writer's operation is in flight", name, c)
+		}
 	}
 }

@@ -118,15 +118,37 @@ func (f fab) routes(t *testing.T) map[string]route.Route {
 
 func routeName(node, cidr string) string { return route.Name(node, netip.MustParsePrefix(cidr)) }
 
-// countingCloud counts route table PUTs.
+// countingCloud counts route table PUTs and reads.
 type countingCloud struct {
 	cloud.Cloud
-	puts atomic.Int64
+	puts  atomic.Int64
+	reads atomic.Int64
 }
 
 func (c *countingCloud) PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error) {
 	c.puts.Add(1)
 	return c.Cloud.PutRouteTable(ctx, t, etag)
+}
+
+func (c *countingCloud) GetRouteTable(ctx context.Context, id string) (*route.Table, error) {
+	c.reads.Add(1)
+	return c.Cloud.GetRouteTable(ctx, id)
+}
+
+// readMore waits until routekeeper has read its route table n more times:
+// every guard cycle and every reconcile reads it, so this is routekeeper's
+// own progress. A test that checks that something did not happen (a write,
+// a reconcile) waits for it first instead of for a time: on a busy machine
+// it waits longer, never too little.
+func (c *countingCloud) readMore(t testing.TB, n int64) {
+	t.Helper()
+	from := c.reads.Load()
+	eventually(t, 60*time.Second, func() string {
+		if got := c.reads.Load() - from; got < n {
+			return fmt.Sprintf("routekeeper read its route table %d times, waiting for %d", got, n)
+		}
+		return ""
+	})
 }
 
 // controllerConfig is the controller configuration of the tests.
@@ -307,6 +329,15 @@ func condition(ctx context.Context, t testing.TB, client kubernetes.Interface, n
 // timeout passes, then fails with cond's last message.
 func eventually(t testing.TB, timeout time.Duration, cond func() string) {
 	t.Helper()
+	eventuallyEvery(t, timeout, 50*time.Millisecond, cond)
+}
+
+// eventuallyEvery is eventually polling every interval (for a cond that is
+// costly to check). This is the package's only sleep: the end-to-end tests
+// talk to a real API server, so they poll for a condition; the timeout is
+// a budget, never what makes a test pass.
+func eventuallyEvery(t testing.TB, timeout, interval time.Duration, cond func() string) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		msg := cond()
@@ -316,8 +347,81 @@ func eventually(t testing.TB, timeout time.Duration, cond func() string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %s: %s", timeout, msg)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(interval)
 	}
+}
+
+// atLeast waits until the metric series with the label reaches want (a
+// counter, such as routekeeper_reconciles_total{result="success"}).
+func atLeast(t testing.TB, m *metrics.Metrics, name, label, value string, want float64) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() string {
+		if got := gauge(t, m, name, label, value); got < want {
+			return fmt.Sprintf("%s{%s=%q} = %v, waiting for %v", name, label, value, got, want)
+		}
+		return ""
+	})
+}
+
+// conditionWatch records, from a watch, every NetworkUnavailable status the
+// named nodes take: a flip and back between two reads cannot be missed.
+type conditionWatch struct {
+	mu   sync.Mutex
+	seen map[string][]corev1.ConditionStatus
+	stop func()
+}
+
+// watchConditions starts recording from the nodes' current version.
+func watchConditions(ctx context.Context, t testing.TB, client kubernetes.Interface, names ...string) *conditionWatch {
+	t.Helper()
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := client.CoreV1().Nodes().Watch(wctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cw := &conditionWatch{seen: map[string][]corev1.ConditionStatus{}}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || !want[n.Name] {
+				continue
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeNetworkUnavailable {
+					cw.mu.Lock()
+					cw.seen[n.Name] = append(cw.seen[n.Name], c.Status)
+					cw.mu.Unlock()
+				}
+			}
+		}
+	}()
+	cw.stop = func() { w.Stop(); cancel(); <-done }
+	t.Cleanup(cw.stop)
+	return cw
+}
+
+// other returns the statuses other than want the node took while watched.
+func (cw *conditionWatch) other(name string, want corev1.ConditionStatus) []corev1.ConditionStatus {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	var out []corev1.ConditionStatus
+	for _, s := range cw.seen[name] {
+		if s != want {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // waitCondition waits for the node's NetworkUnavailable to have status and

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/daemon"
@@ -112,6 +113,7 @@ func TestInformerMemory(t *testing.T) {
 	t.Logf("one node as stored: %d bytes of protobuf, %d managed fields entries", len(raw), len(one.ManagedFields))
 
 	// routekeeper's source: trimmed nodes.
+	goroutines := runtime.NumGoroutine()
 	base := heapAfterGC()
 	sctx, cancel := context.WithCancel(ctx)
 	src := kube.New(client, kube.Options{})
@@ -128,22 +130,23 @@ func TestInformerMemory(t *testing.T) {
 	got = nil
 	cancel()
 	runtime.KeepAlive(src)
-	time.Sleep(200 * time.Millisecond)
+	stopped(t, goroutines, "routekeeper's informer")
 
 	// A plain informer keeps the whole objects.
 	base = heapAfterGC()
 	pctx, pcancel := context.WithCancel(ctx)
 	defer pcancel()
 	inf := informers.NewSharedInformerFactory(client, 0).Core().V1().Nodes().Informer()
-	go inf.RunWithContext(pctx)
-	for !inf.HasSynced() {
-		time.Sleep(20 * time.Millisecond)
+	infDone := make(chan struct{})
+	go func() { inf.RunWithContext(pctx); close(infDone) }()
+	if !cache.WaitForCacheSync(pctx.Done(), inf.HasSynced) {
+		t.Fatal("the plain informer did not sync")
 	}
 	full := heapAfterGC() - base
 	runtime.KeepAlive(inf)
 
 	pcancel()
-	time.Sleep(200 * time.Millisecond)
+	<-infDone
 
 	// The whole daemon, steady after every node has its condition: the
 	// informer, the controller, the status reporter's state, metrics. The
@@ -159,7 +162,7 @@ func TestInformerMemory(t *testing.T) {
 	kc.QPS, kc.Burst = 2000, 10000
 	cloud := &memCloud{}
 	r := start(t, daemon.Options{Controller: cfg, Cloud: cloud, Kube: kc, EventInterval: time.Hour})
-	eventually(t, 5*time.Minute, func() string {
+	eventuallyEvery(t, 5*time.Minute, time.Second, func() string {
 		l, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: batchLabel + "=memory"})
 		if err != nil {
 			return err.Error()
@@ -173,7 +176,6 @@ func TestInformerMemory(t *testing.T) {
 			}
 		}
 		if done < count {
-			time.Sleep(time.Second)
 			return fmt.Sprintf("%d of %d nodes have routekeeper's condition", done, count)
 		}
 		return ""
@@ -255,4 +257,17 @@ func (c *memCloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.Virtu
 
 func (c *memCloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
 	return nil, nil
+}
+
+// stopped waits until the goroutines started since there were n (what
+// stopping what is named left running) have ended, so that the next heap
+// measurement does not count them.
+func stopped(t *testing.T, n int, what string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() string {
+		if g := runtime.NumGoroutine(); g > n {
+			return fmt.Sprintf("%s: %d goroutines, %d before it started", what, g, n)
+		}
+		return ""
+	})
 }

@@ -200,11 +200,12 @@ func TestMirrorObserveMode(t *testing.T) {
 	}
 }
 
-// tableCounter counts route table PUTs per table.
+// tableCounter counts route table PUTs and reads per table.
 type tableCounter struct {
 	cloud.Cloud
-	mu   sync.Mutex
-	puts map[string]int
+	mu    sync.Mutex
+	puts  map[string]int
+	reads map[string]int
 }
 
 func (c *tableCounter) PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error) {
@@ -212,6 +213,36 @@ func (c *tableCounter) PutRouteTable(ctx context.Context, t *route.Table, etag s
 	c.puts[controller.TableName(t.ID)]++
 	c.mu.Unlock()
 	return c.Cloud.PutRouteTable(ctx, t, etag)
+}
+
+func (c *tableCounter) GetRouteTable(ctx context.Context, id string) (*route.Table, error) {
+	c.mu.Lock()
+	c.reads[controller.TableName(id)]++
+	c.mu.Unlock()
+	return c.Cloud.GetRouteTable(ctx, id)
+}
+
+// readMore waits until routekeeper has read each of the tables n more
+// times: each table's guard cycles and reconciles read it, so this is the
+// progress of every one of its controllers (see countingCloud.readMore).
+func (c *tableCounter) readMore(t testing.TB, n int, tables ...string) {
+	t.Helper()
+	c.mu.Lock()
+	from := map[string]int{}
+	for _, name := range tables {
+		from[name] = c.reads[name]
+	}
+	c.mu.Unlock()
+	eventually(t, 60*time.Second, func() string {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, name := range tables {
+			if got := c.reads[name] - from[name]; got < n {
+				return fmt.Sprintf("routekeeper read %s %d times, waiting for %d", name, got, n)
+			}
+		}
+		return ""
+	})
 }
 
 func (c *tableCounter) snapshot() map[string]int {
@@ -240,7 +271,7 @@ func TestMirrorBurstOf400Nodes(t *testing.T) {
 	client := env.Clientset(t)
 	f := fab{fabrictest.New(t, fabric.Options{RouteLimit: 1000}, mirrorTopology)}
 	m := metrics.New()
-	cloud := &tableCounter{Cloud: f.client(t, m), puts: map[string]int{}}
+	cloud := &tableCounter{Cloud: f.client(t, m), puts: map[string]int{}, reads: map[string]int{}}
 	cfg := controllerConfig("mirror-burst")
 	cfg.ClusterCIDRs = []netip.Prefix{burstCIDR}
 	cfg.RouteLimit = 1000 // 400 node routes beside the mirrors' own routes
@@ -263,7 +294,11 @@ func TestMirrorBurstOf400Nodes(t *testing.T) {
 		}
 		return ""
 	})
-	time.Sleep(1500 * time.Millisecond) // every first reconcile has ended
+	// Every first reconcile has ended.
+	atLeast(t, m, "routekeeper_reconciles_total", "result", "success", 1)
+	for _, name := range names {
+		atLeast(t, m, "routekeeper_mirror_last_successful_reconcile_timestamp_seconds", "table", name, 1)
+	}
 	before := cloud.snapshot()
 
 	nodes := make([]node, n)
@@ -299,7 +334,10 @@ func TestMirrorBurstOf400Nodes(t *testing.T) {
 		}
 		return ""
 	})
-	time.Sleep(2 * time.Second) // any late second write would show now
+	// Any late second write would show once every table has been read
+	// three more times (guard cycles of 500 ms, each of which would ask for
+	// the reconcile of a table missing a route).
+	cloud.readMore(t, 3, append([]string{"kubernetes-routes"}, names...)...)
 	after := cloud.snapshot()
 	var report []string
 	for _, name := range append([]string{"kubernetes-routes"}, names...) {

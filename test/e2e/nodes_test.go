@@ -27,7 +27,7 @@ func TestNodesRoutesAndConditions(t *testing.T) {
 	client := env.Clientset(t)
 	f := newFabric(t)
 	cloud := &countingCloud{Cloud: f.client(t, nil)}
-	start(t, daemon.Options{Controller: controllerConfig("basic"), Cloud: cloud, Kube: adminConfig(env)})
+	rk := start(t, daemon.Options{Controller: controllerConfig("basic"), Cloud: cloud, Kube: adminConfig(env)})
 
 	nodes := []node{
 		{name: "basic-0", podCIDRs: []string{podCIDR(0)}, ips: []string{nodeIP(0)}, networkUnavailable: true},
@@ -53,9 +53,12 @@ func TestNodesRoutesAndConditions(t *testing.T) {
 		t.Errorf("subnet route table = %q (%v), want %s", s.RouteTableID, err, tableID)
 	}
 
-	// Status-only updates (heartbeats, other conditions) do not write.
-	time.Sleep(500 * time.Millisecond) // let the last batch settle
+	// Status-only updates (heartbeats, other conditions) do not write, nor
+	// even start a reconcile. Every node is routed, so the reconciles that
+	// routed them have ended; a guard cycle or two later no batch is open.
+	cloud.readMore(t, 2)
 	puts := cloud.puts.Load()
+	reconciles := gauge(t, rk.metrics, "routekeeper_reconciles_total", "result", "success")
 	for i := range 5 {
 		n, err := client.CoreV1().Nodes().Get(ctx, "basic-0", metav1.GetOptions{})
 		if err != nil {
@@ -66,9 +69,15 @@ func TestNodesRoutesAndConditions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second)
+	// A reconcile the updates had started would have run within its batch
+	// window (200 ms), before routekeeper read its table four more times
+	// (at least two guard cycles of 500 ms).
+	cloud.readMore(t, 4)
 	if got := cloud.puts.Load() - puts; got != 0 {
 		t.Errorf("%d route table writes after status-only node updates, want 0", got)
+	}
+	if got := gauge(t, rk.metrics, "routekeeper_reconciles_total", "result", "success") - reconciles; got != 0 {
+		t.Errorf("%v reconciles after status-only node updates, want 0", got)
 	}
 
 	// A deleted node's route goes.
@@ -151,7 +160,8 @@ func TestConflictsAreReportedOthersConverge(t *testing.T) {
 		}
 	}
 
-	// The problem persists across reconciles: no second event.
+	// The problem persists across reconciles: no second event. (A second
+	// report of the same event would be a series on the same Event.)
 	n, _ := client.CoreV1().Nodes().Get(ctx, "conflicts-ok-0", metav1.GetOptions{})
 	for i := range n.Status.Addresses {
 		if n.Status.Addresses[i].Type == corev1.NodeInternalIP {
@@ -167,9 +177,15 @@ func TestConflictsAreReportedOthersConverge(t *testing.T) {
 		}
 		return ""
 	})
-	time.Sleep(500 * time.Millisecond) // the recorder sends asynchronously
-	if evs := events(ctx, t, client, "default", "Node", "conflicts-outside"); len(evs) != 1 {
-		t.Errorf("%d events on conflicts-outside after a second reconcile, want the first one only", len(evs))
+	// The recorder sends asynchronously. A node with a problem of its own,
+	// added now, is reported by a later reconcile, which reports
+	// conflicts-outside too, just before it (the reporter goes by name):
+	// once that node's event has arrived, a second one on conflicts-outside
+	// would have been sent.
+	createNode(ctx, t, client, node{name: "conflicts-z-marker", podCIDRs: []string{"10.98.0.0/24"}, ips: []string{nodeIP(15)}, networkUnavailable: true})
+	waitEvent(ctx, t, client, "default", "Node", "conflicts-z-marker", kubestatus.EventFailedToCreateRoute)
+	if evs := events(ctx, t, client, "default", "Node", "conflicts-outside"); len(evs) != 1 || evs[0].Series != nil {
+		t.Errorf("events on conflicts-outside after later reconciles: %+v, want the first one only, once", evs)
 	}
 }
 
@@ -207,15 +223,18 @@ func TestFailedWriteKeepsConditionsTrue(t *testing.T) {
 			t.Errorf("event note %q", ev.Note)
 		}
 	}
-	// Several failed retries later, still True and no route.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, name := range names {
-			if c, _ := condition(ctx, t, client, name); c.Status != corev1.ConditionTrue {
-				t.Fatalf("node %s: condition %+v while every write fails", name, c)
-			}
+	// Several failed retries later, still True (never anything else, as
+	// a watch sees every update) and no route.
+	watch := watchConditions(ctx, t, client, names...)
+	failed := gauge(t, r.metrics, "routekeeper_reconciles_total", "result", "error")
+	atLeast(t, r.metrics, "routekeeper_reconciles_total", "result", "error", failed+3)
+	for _, name := range names {
+		if other := watch.other(name, corev1.ConditionTrue); len(other) > 0 {
+			t.Fatalf("node %s: NetworkUnavailable %v while every write fails", name, other)
 		}
-		time.Sleep(100 * time.Millisecond)
+		if c, _ := condition(ctx, t, client, name); c.Status != corev1.ConditionTrue {
+			t.Fatalf("node %s: condition %+v while every write fails", name, c)
+		}
 	}
 	if n := len(f.routes(t)); n != 0 {
 		t.Fatalf("%d routes in the table although every write failed", n)

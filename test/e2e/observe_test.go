@@ -60,7 +60,8 @@ func TestObserveMode(t *testing.T) {
 	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kube-system", Name: "routekeeper-observe", UID: "observe-pod"}
 	// The platform gets half a second (in production two minutes) to
 	// write a new node's route before the route is reported missing.
-	start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, m), Kube: adminConfig(env), Metrics: m, Pod: pod, EventGrace: 500 * time.Millisecond})
+	cloud := &countingCloud{Cloud: f.client(t, m)}
+	start(t, daemon.Options{Controller: cfg, Cloud: cloud, Kube: adminConfig(env), Metrics: m, Pod: pod, EventGrace: 500 * time.Millisecond})
 
 	ev := waitEvent(ctx, t, client, "default", "Node", "observe-1", kubestatus.EventRouteMissing)
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, podCIDR(51)) {
@@ -86,8 +87,12 @@ func TestObserveMode(t *testing.T) {
 		return ""
 	})
 
-	// Nothing written, nothing changed on the nodes.
-	time.Sleep(time.Second)
+	// Nothing written, nothing changed on the nodes, through a few more
+	// reconciles (every 300 ms) and guard cycles.
+	cloud.readMore(t, 4)
+	if n := cloud.puts.Load(); n != 0 {
+		t.Errorf("observe mode sent %d route table PUTs", n)
+	}
 	after := f.table(t)
 	if after.Etag != before.Etag || len(after.Routes) != 3 {
 		t.Errorf("observe mode changed the route table: etag %s -> %s, %d routes", before.Etag, after.Etag, len(after.Routes))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -248,14 +249,18 @@ func (f *fakeFabric) set(prefix string) {
 
 // recorder is an Applier that remembers what it was given.
 type recorder struct {
-	mu    sync.Mutex
-	specs []Spec
+	mu      sync.Mutex
+	specs   []Spec
+	applied chan struct{} // receives once per Apply, if made
 }
 
 func (r *recorder) Apply(_ context.Context, s Spec) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.specs = append(r.specs, s)
+	if r.applied != nil {
+		r.applied <- struct{}{}
+	}
 	return nil
 }
 
@@ -268,42 +273,55 @@ func (r *recorder) last() (int, string) {
 	return len(r.specs), r.specs[len(r.specs)-1].VNets[0].Subnets[0].Prefix.String()
 }
 
+// TestDriverFollowsWrites runs the driver in synctest bubbles: its polls
+// and the propagation delay run on the bubble's clock, so "not applied
+// within 50 polls" means 50 polls happened.
 func TestDriverFollowsWrites(t *testing.T) {
+	const poll = time.Millisecond
 	for _, delay := range []time.Duration{0, 30 * time.Millisecond, time.Hour} {
 		t.Run("delay "+delay.String(), func(t *testing.T) {
-			f, rec := &fakeFabric{}, &recorder{}
-			f.set("10.0.0.0/24")
-			d := &Driver{Fabric: f, Plane: rec, Nodes: func(context.Context) ([]source.Node, error) { return nil, nil },
-				PropagationDelay: delay, Poll: time.Millisecond}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			if err := d.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- d.Run(ctx) }()
-			f.set("10.1.0.0/24")
-			if delay < time.Hour {
-				deadline := time.Now().Add(10 * time.Second)
-				for _, p := rec.last(); p != "10.1.0.0/24"; _, p = rec.last() {
-					if time.Now().After(deadline) {
+			synctest.Test(t, func(t *testing.T) {
+				f, rec := &fakeFabric{}, &recorder{applied: make(chan struct{}, 10)}
+				f.set("10.0.0.0/24")
+				d := &Driver{Fabric: f, Plane: rec, Nodes: func(context.Context) ([]source.Node, error) { return nil, nil },
+					PropagationDelay: delay, Poll: poll}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if err := d.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				<-rec.applied // the start
+				done := make(chan error, 1)
+				go func() { done <- d.Run(ctx) }()
+				written := time.Now()
+				f.set("10.1.0.0/24")
+				if delay < time.Hour {
+					select {
+					case <-rec.applied:
+					case <-time.After(10 * time.Second):
 						t.Fatalf("the written network was never applied (delay %s)", delay)
 					}
-					time.Sleep(time.Millisecond)
+					if n, p := rec.last(); n != 2 || p != "10.1.0.0/24" {
+						t.Errorf("%d applies, last %s; want 2: the start and the write", n, p)
+					}
+					if took := time.Since(written); took < delay || took > delay+poll {
+						t.Errorf("applied %s after the write (bubble time), want the delay %s plus at most a poll", took, delay)
+					}
+				} else {
+					select {
+					case <-rec.applied:
+						t.Errorf("with an hour's delay the write was applied at once")
+					case <-time.After(50 * poll):
+					}
+					if n, p := rec.last(); n != 1 || p != "10.0.0.0/24" {
+						t.Errorf("with an hour's delay: %d applies, last %s; want only the first", n, p)
+					}
 				}
-				if n, _ := rec.last(); n != 2 {
-					t.Errorf("%d applies, want 2: the start and the write", n)
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
 				}
-			} else {
-				time.Sleep(50 * time.Millisecond) // 50 polls
-				if n, p := rec.last(); n != 1 || p != "10.0.0.0/24" {
-					t.Errorf("with an hour's delay: %d applies, last %s; want only the first", n, p)
-				}
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			})
 		})
 	}
 }

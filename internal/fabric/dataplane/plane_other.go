@@ -41,9 +41,10 @@ func CleanupNamespaces(context.Context, string) ([]string, error) { return nil, 
 
 // ProbeOptions configure a probe.
 type ProbeOptions struct {
-	Rate     float64
-	Duration time.Duration
-	Grace    time.Duration
+	Rate      float64
+	Duration  time.Duration
+	Grace     time.Duration
+	OnReceive func(seq int)
 }
 
 // ProbeResult is what a probe saw.

@@ -26,6 +26,11 @@ type ProbeOptions struct {
 	// Grace is how long to wait for late packets after the last send
 	// (default 500ms); the wait ends as soon as every packet arrived.
 	Grace time.Duration
+	// OnReceive, if set, is called with the sequence number of each packet
+	// that arrives (once per packet, from the receiving goroutine), so a
+	// caller can tell that packets flow while the probe runs. It must not
+	// block.
+	OnReceive func(seq int)
 }
 
 // ProbeResult is what a probe saw.
@@ -120,7 +125,8 @@ func Probe(ctx context.Context, prefix string, src, dst netip.Addr, o ProbeOptio
 			}
 			seq := binary.BigEndian.Uint64(buf)
 			mu.Lock()
-			if seq < uint64(len(got)) && !got[seq] {
+			fresh := seq < uint64(len(got)) && !got[seq]
+			if fresh {
 				got[seq] = true
 				received++
 				if received >= sentSoFar() {
@@ -131,6 +137,9 @@ func Probe(ctx context.Context, prefix string, src, dst netip.Addr, o ProbeOptio
 				}
 			}
 			mu.Unlock()
+			if fresh && o.OnReceive != nil {
+				o.OnReceive(int(seq))
+			}
 		}
 	}()
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -243,57 +244,65 @@ func TestMissingFile(t *testing.T) {
 	}
 }
 
-func TestWatch(t *testing.T) {
+// TestWatch runs Watch in a synctest bubble: its polls come every 10 ms
+// of the bubble's clock, so "no call within six polls" means six polls
+// happened, however busy the machine is.
+func TestWatch(t *testing.T) { synctest.Test(t, watch) }
+
+func watch(t *testing.T) {
+	const poll = 10 * time.Millisecond
 	dir := t.TempDir()
 	file := filepath.Join(dir, "n.yaml")
 	write(t, file, "nodes: []\n")
-	s := New(Options{File: file, PollInterval: 10 * time.Millisecond})
+	s := New(Options{File: file, PollInterval: poll})
 	if _, err := s.Nodes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var calls atomic.Int32
+	calls := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- s.Watch(ctx, func() { calls.Add(1) }) }()
+	go func() { done <- s.Watch(ctx, func() { calls <- struct{}{} }) }()
 
-	waitFor := func(n int32, what string) {
+	// called waits for the call a change makes; notCalled checks that six
+	// polls make none.
+	called := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for calls.Load() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d calls, want %d", what, calls.Load(), n)
-			}
-			time.Sleep(5 * time.Millisecond)
+		select {
+		case <-calls:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: changed not called within 5s", what)
 		}
 	}
-	settle := func() { time.Sleep(60 * time.Millisecond) }
-
-	settle()
-	if calls.Load() != 0 {
-		t.Fatalf("changed called %d times without a change", calls.Load())
+	notCalled := func(what string) {
+		t.Helper()
+		select {
+		case <-calls:
+			t.Fatalf("%s: changed called", what)
+		case <-time.After(6 * poll):
+		}
 	}
+
+	notCalled("without a change")
 	// A touch without a change in content is not a change.
 	future := time.Now().Add(time.Minute)
 	if err := os.Chtimes(file, future, future); err != nil {
 		t.Fatal(err)
 	}
-	settle()
-	if calls.Load() != 0 {
-		t.Fatalf("a touch was reported as a change")
-	}
+	notCalled("after a touch")
 	write(t, file, "nodes:\n- {name: a, internalIP: 10.0.0.1}\n")
-	waitFor(1, "after an edit")
+	called("after an edit")
 	// An editor replacing the file by rename is seen too.
 	tmp := filepath.Join(dir, "n.yaml.tmp")
 	write(t, tmp, "nodes: []\n")
 	if err := os.Rename(tmp, file); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(2, "after a rename")
+	called("after a rename")
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(3, "after removal")
+	called("after removal")
+	notCalled("once the file is gone")
 	cancel()
 	select {
 	case err := <-done:
@@ -306,8 +315,10 @@ func TestWatch(t *testing.T) {
 }
 
 // TestWatchReportsChangeBeforeStart: an edit between Nodes and Watch is not
-// lost.
-func TestWatchReportsChangeBeforeStart(t *testing.T) {
+// lost. (In a bubble: the 100 ms Watch runs take no wall time.)
+func TestWatchReportsChangeBeforeStart(t *testing.T) { synctest.Test(t, watchReportsChangeBeforeStart) }
+
+func watchReportsChangeBeforeStart(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "n.yaml")
 	write(t, file, "nodes: []\n")
 	s := New(Options{File: file, PollInterval: 10 * time.Millisecond})

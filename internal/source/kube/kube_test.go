@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -156,21 +157,18 @@ func TestRoutesChanged(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestWatchTriggersOnRouteChangesOnly runs the informer on a fake
 // clientset: adds, deletes and address or pod CIDR changes call changed;
-// status-only updates do not.
+// status-only updates do not. It runs in a synctest bubble: the fake
+// clientset hands events to the informer over channels, so once every
+// goroutine of the bubble waits (synctest.Wait) each event has been
+// handled, and the test counts the calls then, with no sleep to guess
+// how long the informer takes.
 func TestWatchTriggersOnRouteChangesOnly(t *testing.T) {
+	synctest.Test(t, watchTriggersOnRouteChangesOnly)
+}
+
+func watchTriggersOnRouteChangesOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := fake.NewClientset(kubeletNode("worker-0", "10.200.0.0/24", "10.240.0.20"))
@@ -181,13 +179,19 @@ func TestWatchTriggersOnRouteChangesOnly(t *testing.T) {
 	var calls atomic.Int64
 	watchDone := make(chan error, 1)
 	go func() { watchDone <- s.Watch(ctx, func() { calls.Add(1) }) }()
-	waitFor(t, "informer sync", s.HasSynced)
-	waitFor(t, "the initial add", func() bool { return calls.Load() >= 1 })
-	settle := func() int64 {
-		time.Sleep(100 * time.Millisecond)
+	// handled returns the calls so far, once every event sent has been
+	// handled.
+	handled := func() int64 {
+		synctest.Wait()
 		return calls.Load()
 	}
-	before := settle()
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("informer sync: %v", err)
+	}
+	if handled() < 1 {
+		t.Fatal("no call for the initial add")
+	}
+	before := handled()
 
 	nodes := client.CoreV1().Nodes()
 	n, _ := nodes.Get(ctx, "worker-0", metav1.GetOptions{})
@@ -196,11 +200,11 @@ func TestWatchTriggersOnRouteChangesOnly(t *testing.T) {
 	if _, err := nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the condition in the cache", func() bool {
-		c, ok := s.Node("worker-0")
-		return ok && len(c.Status.Conditions) == 1 && c.Status.Conditions[0].Reason == "RouteCreated"
-	})
-	if got := settle(); got != before {
+	got := handled()
+	if c, ok := s.Node("worker-0"); !ok || len(c.Status.Conditions) != 1 || c.Status.Conditions[0].Reason != "RouteCreated" {
+		t.Fatalf("the condition update is not in the cache: %+v", c)
+	}
+	if got != before {
 		t.Errorf("a condition update triggered %d reconciles, want none", got-before)
 	}
 
@@ -209,25 +213,31 @@ func TestWatchTriggersOnRouteChangesOnly(t *testing.T) {
 	if _, err := nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a trigger for the new address", func() bool { return calls.Load() > before })
-	got, err := s.Nodes(ctx)
-	if err != nil || len(got) != 1 || got[0].InternalIPs[0] != netip.MustParseAddr("10.240.0.77") {
-		t.Fatalf("Nodes after the address change = %+v, %v", got, err)
+	if handled() <= before {
+		t.Fatal("no trigger for the new address")
+	}
+	got2, err := s.Nodes(ctx)
+	if err != nil || len(got2) != 1 || got2[0].InternalIPs[0] != netip.MustParseAddr("10.240.0.77") {
+		t.Fatalf("Nodes after the address change = %+v, %v", got2, err)
 	}
 
-	before = settle()
+	before = handled()
 	if _, err := nodes.Create(ctx, kubeletNode("worker-1", "10.200.1.0/24", "10.240.0.21"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a trigger for the new node", func() bool { return calls.Load() > before })
-	before = settle()
+	if handled() <= before {
+		t.Fatal("no trigger for the new node")
+	}
+	before = handled()
 	if err := nodes.Delete(ctx, "worker-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a trigger for the deleted node", func() bool { return calls.Load() > before })
-	got, _ = s.Nodes(ctx)
-	if len(got) != 1 || got[0].Name != "worker-1" {
-		t.Errorf("Nodes after delete = %+v, want worker-1 only", got)
+	if handled() <= before {
+		t.Fatal("no trigger for the deleted node")
+	}
+	got2, _ = s.Nodes(ctx)
+	if len(got2) != 1 || got2[0].Name != "worker-1" {
+		t.Errorf("Nodes after delete = %+v, want worker-1 only", got2)
 	}
 	cancel()
 	if err := <-watchDone; err != nil {
@@ -237,20 +247,22 @@ func TestWatchTriggersOnRouteChangesOnly(t *testing.T) {
 
 // TestStartFailsFastWhenForbidden: without RBAC the informer's list is
 // refused; Start says so at once instead of waiting for a sync that never
-// comes.
+// comes. Which of the two returned shows in the error: only the refusal
+// names the RBAC manifest, while a sync that timed out says "did not
+// sync" (and, with an hour's timeout, the test would hang instead).
+//
+// It does not run in a synctest bubble: client-go's error handler backs
+// off with a sleep computed from a process-wide timestamp, which on a
+// bubble's clock is years long and outlives the bubble.
 func TestStartFailsFastWhenForbidden(t *testing.T) {
 	client := fake.NewClientset()
 	client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errForbidden{})
 	})
-	s := New(client, Options{SyncTimeout: time.Minute})
-	start := time.Now()
+	s := New(client, Options{SyncTimeout: time.Hour})
 	err := s.Start(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "deploy/kustomize/base/rbac.yaml") {
+	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "deploy/kustomize/base/rbac.yaml") || strings.Contains(err.Error(), "did not sync") {
 		t.Fatalf("Start = %v, want a forbidden error naming the RBAC manifest", err)
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("Start took %s to report a refusal", d)
 	}
 }
 

@@ -141,14 +141,30 @@ done
 )
 
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed by the next Write; nil until asked for
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// next returns what was written so far and a channel closed by the next
+// Write.
+func (s *syncBuffer) next() (string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{})
+	}
+	return s.b.String(), s.written
 }
 
 func (s *syncBuffer) String() string {
@@ -238,12 +254,23 @@ func startFabricAz(t *testing.T) (string, string, func(script string) string) {
 		cancel()
 		<-done
 	})
+	// The endpoint, once serve prints it: woken by each write, not polled.
 	var endpoint string
-	for deadline := time.Now().Add(10 * time.Second); endpoint == ""; time.Sleep(20 * time.Millisecond) {
-		if m := listening.FindStringSubmatch(out.String()); m != nil {
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for endpoint == "" {
+		text, written := out.next()
+		if m := listening.FindStringSubmatch(text); m != nil {
 			endpoint = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("fabric serve --tls printed no endpoint: %s %s", out.String(), errOut.String())
+			break
+		}
+		select {
+		case <-written:
+		case code := <-done:
+			done <- code // for the cleanup
+			t.Fatalf("fabric serve --tls exited %d: %s %s", code, text, errOut.String())
+		case <-timeout.C:
+			t.Fatalf("fabric serve --tls printed no endpoint: %s %s", text, errOut.String())
 		}
 	}
 

@@ -31,6 +31,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
+	"github.com/routekeeper/routekeeper/internal/testutil/flow"
 )
 
 var (
@@ -190,23 +191,32 @@ func (l *lab) measure(ctx context.Context, t *testing.T, what string, breaks boo
 	var probed chan dataplane.ProbeResult
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
+	packets := &flow.Counter{}
 	if l.prefix != "" {
 		probed = make(chan dataplane.ProbeResult, 1)
 		go func() {
-			res, err := dataplane.Probe(pctx, l.prefix, pod0, pod1, dataplane.ProbeOptions{Rate: 100, Duration: 10 * time.Minute, Grace: 200 * time.Millisecond})
+			res, err := dataplane.Probe(pctx, l.prefix, pod0, pod1, dataplane.ProbeOptions{Rate: 100, Duration: 10 * time.Minute, Grace: 200 * time.Millisecond, OnReceive: packets.Received})
 			if err != nil {
 				t.Errorf("probe: %v", err)
 			}
 			probed <- res
 		}()
-		time.Sleep(300 * time.Millisecond) // packets flow before the apply
+		// Packets flow before the apply: 30 of them (300 ms at 100/s).
+		if !packets.AtLeast(30, 30*time.Second) {
+			stop()
+			t.Fatalf("%s: the probe's packets did not flow before the apply: %v", what, <-probed)
+		}
 	}
 	start := time.Now()
 	apply()
 	applied := time.Now()
 	l.watch.waitOK(t, 30*time.Second, what)
 	if l.prefix != "" {
-		time.Sleep(500 * time.Millisecond) // packets flow after the repair
+		// Packets flow after the repair: 50 more of them arrive (500 ms
+		// at 100/s; the data plane polls the state every 5 ms).
+		if !packets.AtLeast(packets.Count()+50, 30*time.Second) {
+			t.Errorf("%s: packets did not flow again within 30s of the repair", what)
+		}
 		stop()
 	}
 	outages := l.watch.outagesSince(start)
@@ -245,7 +255,8 @@ func (l *lab) measure(ctx context.Context, t *testing.T, what string, breaks boo
 }
 
 // waitFlowing waits (with the data plane) until pod 0's packets reach pod 1,
-// else until the state says they can.
+// probing for 50 ms at a time, back to back; else until the state says
+// they can.
 func (l *lab) waitFlowing(t *testing.T, what string) {
 	t.Helper()
 	l.watch.waitOK(t, 60*time.Second, what)
@@ -258,7 +269,6 @@ func (l *lab) waitFlowing(t *testing.T, what string) {
 		if err == nil && res.Received == res.Sent {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("pod %s never reached pod %s (%s)\nfabric:\n%s", pod0, pod1, what, tail(l.fabric.out.String(), 40))
 }

@@ -44,10 +44,13 @@ type sample struct {
 // watcher reads the fabric's state file every 2 ms (as the data plane
 // does) and keeps every change of what pod traffic needs, with its time: a
 // write lands in the state when the fabric accepts the PUT, so these are
-// the times of the provider's and routekeeper's writes.
+// the times of the provider's and routekeeper's writes. The writers are
+// other processes, which Store.Subscribe does not hear, so it polls: the
+// 2 ms are its resolution, not a wait for anything.
 type watcher struct {
 	mu      sync.Mutex
 	changes []sample
+	changed chan struct{} // closed at the next change; nil until asked for
 	stop    func()
 	done    chan struct{}
 }
@@ -69,6 +72,10 @@ func watch(t *testing.T, store *fabric.Store) *watcher {
 					if last == nil || *last != r {
 						w.mu.Lock()
 						w.changes = append(w.changes, sample{time.Now(), r})
+						if w.changed != nil {
+							close(w.changed)
+							w.changed = nil
+						}
 						w.mu.Unlock()
 						last = &r
 					}
@@ -116,10 +123,12 @@ func (w *watcher) now() routed {
 	return w.changes[len(w.changes)-1].routed
 }
 
-// waitOK waits until pod traffic has what it needs.
+// waitOK waits until pod traffic has what it needs, woken by each change
+// the watcher records.
 func (w *watcher) waitOK(t *testing.T, timeout time.Duration, what string) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
 		w.mu.Lock()
 		n := len(w.changes)
@@ -127,14 +136,19 @@ func (w *watcher) waitOK(t *testing.T, timeout time.Duration, what string) time.
 		if n > 0 {
 			last = w.changes[n-1]
 		}
+		if w.changed == nil {
+			w.changed = make(chan struct{})
+		}
+		changed := w.changed
 		w.mu.Unlock()
 		if n > 0 && last.ok() {
 			return last.at
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-deadline.C:
 			t.Fatalf("%s: not routed within %s (last state %v)", what, timeout, last.routed)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
