@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
@@ -22,7 +21,7 @@ func (a *app) mirrors(ctx context.Context, cfg *config.Config, c *azure.Client, 
 	for i, m := range cfg.Mirrors {
 		cm := controller.Mirror{
 			RouteTableID: m.RouteTable, Subnets: m.Subnets,
-			Policy: assoc.Policy(m.Association.Policy), Restore: m.Association.Restore,
+			Policy: m.Association.Policy, Restore: m.Association.Restore,
 			CreateTable: m.Create, Location: m.Location,
 		}
 		if cm.CreateTable && cm.Location == "" && main.Location == "" && len(m.Subnets) > 0 {

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
@@ -181,7 +180,7 @@ func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure
 		MaxBatchDelay: cfg.Controller.MaxBatchDelay,
 		Resync:        cfg.Controller.Resync,
 
-		Policy:        assoc.Policy(cfg.Association.Policy),
+		Policy:        cfg.Association.Policy,
 		Restore:       cfg.Association.Restore,
 		GuardInterval: cfg.Association.Interval,
 	}

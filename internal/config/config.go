@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/routekeeper/routekeeper/internal/assoc"
 )
 
 // DefaultAzureJSONPath is where cloud-provider-azure keeps its configuration
@@ -55,18 +57,19 @@ const (
 )
 
 // AssociationPolicy says what the association guard does when a configured
-// subnet is not associated with routekeeper's route table.
-type AssociationPolicy string
+// subnet is not associated with routekeeper's route table. The policies are
+// declared once, in package assoc, which acts on them.
+type AssociationPolicy = assoc.Policy
 
-// The association policies.
+// The association policies, under the names the config has always used.
 const (
 	// PolicyEnforce re-associates routekeeper's table (the default).
-	PolicyEnforce AssociationPolicy = "enforce"
+	PolicyEnforce = assoc.Enforce
 	// PolicyFollow adopts the table the subnet now points to, after copying
 	// the owned routes into it.
-	PolicyFollow AssociationPolicy = "follow"
+	PolicyFollow = assoc.Follow
 	// PolicyReport changes nothing and reports.
-	PolicyReport AssociationPolicy = "report"
+	PolicyReport = assoc.Report
 )
 
 // RoutesMode says whether routekeeper writes pod routes, only reports

@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // Change is one resource Apply looked at.
@@ -514,7 +515,7 @@ func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn Topolo
 		}
 		if sn.RouteTable != "" {
 			want := a.tableRef(rg, sn.RouteTable)
-			if body.Properties.RouteTable == nil || !strings.EqualFold(str(body.Properties.RouteTable.ID), want) {
+			if body.Properties.RouteTable == nil || !armid.Same(str(body.Properties.RouteTable.ID), want) {
 				body.Properties.RouteTable = &armnetwork.RouteTable{ID: ptr(want)}
 				d = append(d, "route table "+sn.RouteTable)
 			}

@@ -161,7 +161,7 @@ func viewPeering(local *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkP
 	var back *armnetwork.VirtualNetworkPeering
 	if remote != nil {
 		for _, b := range remote.Properties.VirtualNetworkPeerings {
-			if b != nil && strings.EqualFold(peeringRemote(b), str(local.ID)) {
+			if b != nil && armid.Same(peeringRemote(b), str(local.ID)) {
 				back = b
 			}
 		}
@@ -252,7 +252,7 @@ func (s *Server) putPeering(ctx context.Context, q *request) (*response, error) 
 		commit: func(p *peeringPut, out *armnetwork.VirtualNetworkPeering) error {
 			out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
 			for _, b := range remote.Properties.VirtualNetworkPeerings {
-				if b == nil || !strings.EqualFold(peeringRemote(b), p.row.ID) {
+				if b == nil || !armid.Same(peeringRemote(b), p.row.ID) {
 					continue
 				}
 				out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
@@ -323,7 +323,7 @@ func checkPeering(tx *txn, row *resourceRow, v, remote *armnetwork.VirtualNetwor
 		if o == nil || strings.EqualFold(str(o.Name), name) {
 			continue
 		}
-		if strings.EqualFold(peeringRemote(o), str(remote.ID)) {
+		if armid.Same(peeringRemote(o), str(remote.ID)) {
 			return badRequest("VnetPeeringAlreadyExists", "Virtual network %s already has peering %s to remote virtual network %s.", str(v.Name), str(o.Name), str(remote.ID))
 		}
 		if useRemote && o.Properties != nil && o.Properties.UseRemoteGateways != nil && *o.Properties.UseRemoteGateways {
