@@ -103,16 +103,35 @@ func Grant(principal, scope string) string {
 	return fmt.Sprintf(`az role assignment create %s --role "Network Contributor" --scope %s`, who, at)
 }
 
-// Unlock removes the lock lockID, or when it is not known ("", ARM's
-// refusal does not name it) the locks of scope.
+// Unlock removes the lock lockID. When the lock is not known (ARM's
+// refusal names only the locked scopes, comma-separated, and the
+// observation read no locks there) it lists the locks placed at exactly
+// those scopes — not the ones below or beside them — and leaves the
+// delete to whoever has read them: a lock usually guards more than
+// routekeeper's table.
 func Unlock(scope, lockID string) string {
 	if lockID != "" {
 		return "az lock delete --ids " + lockID
 	}
-	if g := armid.ResourceGroupID(scope); g != "" && armid.Same(g, scope) {
-		return fmt.Sprintf(`az lock delete --ids $(az lock list --resource-group %s --query "[].id" -o tsv)`, armid.Name(scope))
+	var lists []string
+	for _, s := range strings.Split(scope, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		where := "--resource " + s
+		switch sub := armid.Subscription(s); {
+		case armid.Same(s, "/subscriptions/"+sub):
+			where = "--subscription " + sub
+		case armid.Same(s, armid.ResourceGroupID(s)):
+			where = fmt.Sprintf("--resource-group %s --subscription %s", armid.Name(s), sub)
+		}
+		lists = append(lists, fmt.Sprintf(`az lock list %s --query "[?starts_with(id, '%s/providers/Microsoft.Authorization/locks/')].{lock:id, level:level, notes:notes}" -o table`,
+			where, strings.TrimSuffix(s, "/")))
 	}
-	return fmt.Sprintf(`az lock delete --ids $(az lock list --query "[?starts_with(id, '%s')].id" -o tsv)`, scope)
+	if len(lists) == 0 {
+		return ""
+	}
+	return strings.Join(lists, " && ") + ", then az lock delete --ids <the lock's id>"
 }
 
 // Exempt exempts resource from a deny policy assignment.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/cli"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // debianNetworkAlias works around Debian's azure-cli 2.45, whose
@@ -462,6 +463,12 @@ func TestAzureCLIAuthorization(t *testing.T) {
 	}
 	if c := code(del("kubernetes", "spare")); c != "ScopeLocked" {
 		t.Errorf("delete under the lock: %s, want ScopeLocked", c)
+	}
+	// The fix routekeeper prints for a ScopeLocked refusal that names the
+	// group lists exactly the group's lock, for a person to delete.
+	list, _, _ := strings.Cut(verdict.Unlock(scope, ""), ", then ")
+	if got := az(list); !strings.Contains(got, scope+"/providers/Microsoft.Authorization/locks/keep") || !strings.Contains(got, "CanNotDelete") {
+		t.Errorf("the printed fix's listing %s printed:\n%s", list, got)
 	}
 	if err := write("", "kubernetes", "spare"); err != nil {
 		t.Errorf("a write under a CanNotDelete lock: %v", err)
