@@ -206,8 +206,11 @@ type Result struct {
 	Reads, Writes int64
 	// NeedsWrite: the verdict the pass acted on called for a table write
 	// (the guard does not write routes: it asks for a reconcile).
-	NeedsWrite bool  `json:"needsWrite,omitempty"`
-	Err        error `json:"-"`
+	NeedsWrite bool `json:"needsWrite,omitempty"`
+	// WriteHeld: that table write is not tried before an earlier refusal
+	// of it has been waited out.
+	WriteHeld bool  `json:"writeHeld,omitempty"`
+	Err       error `json:"-"`
 
 	// Observation is what the pass's last attempt read; the verdict was
 	// judged from it.
@@ -447,7 +450,7 @@ func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict
 	exists := v.Current != nil
 	if t, etag, ok := v.TableWrite(); ok && writeTable {
 		if err, held := c.heldBack(v.Table); held {
-			out.Table = &verdict.TableWrite{Write: outcome(err)}
+			out.Table = &verdict.TableWrite{Write: heldOutcome(err)}
 		} else {
 			written, err := c.cloud.PutRouteTable(ctx, t, etag)
 			out.Table = &verdict.TableWrite{Write: outcome(err), ReadBack: written}
@@ -463,7 +466,7 @@ func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict
 	}
 	for _, s := range v.Associations() {
 		if err, held := c.heldBack(s.Subnet); held {
-			out.Subnets[armid.Key(s.Subnet)] = outcome(err)
+			out.Subnets[armid.Key(s.Subnet)] = heldOutcome(err)
 			continue
 		}
 		etag := ""

@@ -44,6 +44,14 @@ func (c *Controller) heldBack(id string) (err error, ok bool) {
 	return r.err, true
 }
 
+// heldOutcome is the outcome of a write not sent because its last refusal
+// err is being waited out.
+func heldOutcome(err error) verdict.Write {
+	w := outcome(err)
+	w.Held = true
+	return w
+}
+
 // wrote records the outcome of a write of id: a refusal starts (or
 // doubles) its wait, anything else ends it.
 func (c *Controller) wrote(write, id string, err error) {

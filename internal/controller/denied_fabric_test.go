@@ -108,19 +108,20 @@ func TestRefusedAssociationBacksOffAndConverges(t *testing.T) {
 		return g
 	}
 	// Within the wait (one guard interval): the refusal is reported, not
-	// retried.
+	// retried, and no reconcile is asked for (it would not retry either).
 	w0 := writes()
-	if g := guard(); writes() != w0 || len(g.Verdict.Denials) != 1 || !g.NeedsReconcile() {
-		t.Errorf("guard within the wait: %d writes, denials %+v", writes()-w0, g.Verdict.Denials)
+	if g := guard(); writes() != w0 || len(g.Verdict.Denials) != 1 || g.NeedsReconcile() || !g.Associations[0].RepairHeld {
+		t.Errorf("guard within the wait: %d writes, denials %+v, needs reconcile %v, held %v", writes()-w0, g.Verdict.Denials, g.NeedsReconcile(), g.Associations[0].RepairHeld)
 	}
-	// After it: tried once more, refused, and the wait doubles.
+	// After it: tried once more, refused, and the wait doubles; the try
+	// asks for a reconcile.
 	*clock = clock.Add(time.Second)
-	if guard(); writes() != w0+1 {
-		t.Errorf("guard after the wait wrote %d times, want 1", writes()-w0)
+	if g := guard(); writes() != w0+1 || !g.NeedsReconcile() || g.Associations[0].RepairHeld {
+		t.Errorf("guard after the wait wrote %d times (want 1), needs reconcile %v", writes()-w0, g.NeedsReconcile())
 	}
 	*clock = clock.Add(time.Second)
-	if guard(); writes() != w0+1 {
-		t.Errorf("guard within the doubled wait wrote %d times, want none", writes()-w0-1)
+	if g := guard(); writes() != w0+1 || g.NeedsReconcile() {
+		t.Errorf("guard within the doubled wait wrote %d times (want none), needs reconcile %v", writes()-w0-1, g.NeedsReconcile())
 	}
 
 	grantOn(t, env, "net")
@@ -176,6 +177,15 @@ authorization:
 	}
 	if _, w1 := c.cloud.Calls(); w1 != w0 {
 		t.Errorf("a reconcile within the wait sent %d writes, want none", w1-w0)
+	}
+	// The guard sees the route missing but asks for no reconcile while
+	// the write waits.
+	if g := c.Guard(ctx); !g.NeedsWrite || !g.WriteHeld || g.NeedsReconcile() {
+		t.Errorf("guard within the wait: needs write %v, held %v, needs reconcile %v; want true, true, false", g.NeedsWrite, g.WriteHeld, g.NeedsReconcile())
+	}
+	*clock = clock.Add(time.Second)
+	if g := c.Guard(ctx); g.WriteHeld || !g.NeedsReconcile() {
+		t.Errorf("guard after the wait: held %v, needs reconcile %v; want false, true", g.WriteHeld, g.NeedsReconcile())
 	}
 	grantOn(t, env, "kubernetes")
 	*clock = clock.Add(time.Second)

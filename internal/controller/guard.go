@@ -38,7 +38,9 @@ func (c *Controller) Guard(ctx context.Context) *Result {
 		v = verdict.Judge(o, want, nil)
 	}
 	res.Observation = o
-	_, _, res.NeedsWrite = v.TableWrite()
+	if _, _, res.NeedsWrite = v.TableWrite(); res.NeedsWrite {
+		_, res.WriteHeld = c.heldBack(v.Table)
+	}
 	c.remember(o, v)
 	for _, n := range v.Decision.Notes {
 		c.log.Warn("association guard: " + n)
@@ -79,13 +81,15 @@ func (c *Controller) Guard(ctx context.Context) *Result {
 // now: a swap or migration was followed (the routes must be written to the
 // new table), the verdict calls for a table write (a node route missing or
 // wrong, the table to re-create), our table could not be read, or an
-// association could not be made.
+// association could not be made. A write Azure refused and routekeeper is
+// waiting to try again calls for none until the wait is over: a reconcile
+// would not send it either.
 func (r *Result) NeedsReconcile() bool {
-	if r.Followed != "" || r.Err != nil || r.NeedsWrite {
+	if r.Followed != "" || r.Err != nil || r.NeedsWrite && !r.WriteHeld {
 		return true
 	}
 	for _, a := range r.Associations {
-		if a.TableMissing || a.RepairFailed || a.State == assoc.Unreadable {
+		if a.TableMissing || a.RepairFailed && !a.RepairHeld || a.State == assoc.Unreadable {
 			return true
 		}
 	}

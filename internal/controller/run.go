@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -117,6 +118,7 @@ func (c *Controller) guardLoop(ctx context.Context, kick chan<- struct{}) {
 	}
 	tick := time.NewTicker(c.cfg.GuardInterval)
 	defer tick.Stop()
+	logged := "" // the state of the last cycle logged
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,9 +128,18 @@ func (c *Controller) guardLoop(ctx context.Context, kick chan<- struct{}) {
 		gctx, cancel := graceContext(ctx, shutdownGrace)
 		g := c.Guard(gctx)
 		cancel()
-		if g.Repairs() > 0 || g.AssociationProblems() > 0 || g.Err != nil || g.NeedsWrite {
+		// A cycle is logged when it wrote (a repair, or a refused write
+		// tried again after its wait) or found things otherwise than the
+		// last cycle logged: a problem that stays, or a write held back
+		// while a refusal is waited out, is said once, not every cycle.
+		state := ""
+		if g.AssociationProblems() > 0 || g.Err != nil || g.NeedsWrite {
+			state = fmt.Sprint(g.AssociationProblems(), g.Unrouted(), g.NeedsWrite, g.WriteHeld, g.Err)
+		}
+		if g.Repairs() > 0 || g.Writes > 0 || state != logged && state != "" {
 			c.log.Info(g.Summary())
 		}
+		logged = state
 		if g.NeedsReconcile() {
 			select {
 			case kick <- struct{}{}:

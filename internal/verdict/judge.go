@@ -319,7 +319,7 @@ func (j *judge) outcome(s *Subnet, after *route.Table, created bool) {
 		s.Message += "; the subnet changed while being repaired: checked again at the next cycle"
 		return
 	case w.Refused != nil:
-		s.RepairFailed, s.Err = true, w.Err
+		s.RepairFailed, s.RepairHeld, s.Err = true, w.Held, w.Err
 		d := Deny(OpSubnetWrite, s.Subnet, *w.Refused)
 		s.Message += "; " + d.Message()
 		s.Fix = d.Fix

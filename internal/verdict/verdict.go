@@ -138,6 +138,9 @@ type Write struct {
 	// Refused: ARM refused it for who routekeeper is or what governs the
 	// scope (Err is the refusal); nil otherwise.
 	Refused *observe.Refusal
+	// Held: not sent, because an earlier refusal of the same write is
+	// being waited out (Err and Refused are that refusal's).
+	Held bool
 }
 
 // TableWrite is the outcome of the one PUT of the route table.
@@ -214,8 +217,11 @@ type Subnet struct {
 	// of band, before associating it.
 	Recreated bool `json:"recreated,omitempty"`
 	// RepairFailed: the association write failed (Err says how).
-	RepairFailed bool  `json:"repairFailed,omitempty"`
-	Err          error `json:"-"`
+	RepairFailed bool `json:"repairFailed,omitempty"`
+	// RepairHeld: the failed repair was not tried again this pass; an
+	// earlier refusal of it is being waited out.
+	RepairHeld bool  `json:"repairHeld,omitempty"`
+	Err        error `json:"-"`
 }
 
 // Problem reports whether the subnet is left in a state that needs
