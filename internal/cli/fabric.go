@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -206,7 +207,9 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 		served <- hs.Serve(ln)
 	}()
 
-	w := a.stdout
+	// The banner is written in one Write: a reader that wakes at its first
+	// line (a script, a test waiting for the endpoint) sees all of it.
+	w := new(bytes.Buffer)
 	fmt.Fprintf(w, "routekeeper fabric listening on %s\n", endpoint)
 	fmt.Fprintf(w, "  state:       %s\n", where)
 	fmt.Fprintf(w, "  operations:  %s each; %d routes per table\n", o.opDuration, o.routeLimit)
@@ -229,6 +232,9 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 	fmt.Fprintf(w, "             any bearer token, InsecureAllowCredentialWithHTTP, DisableRPRegistration;\n")
 	fmt.Fprintf(w, "             any subscription ID (routekeeper's default: %s)\n", fabric.DefaultSubscription)
 	fmt.Fprintf(w, "  faults at runtime: GET/PUT %s/_fabric/faults\n", endpoint)
+	if _, err := a.stdout.Write(w.Bytes()); err != nil {
+		a.log.Warn("printing the fabric's banner", "err", err)
+	}
 
 	select {
 	case err := <-served:
