@@ -41,7 +41,7 @@ func runCases(t *testing.T, cases []planCase) {
 					in.ClusterCIDRs = clusterCIDRs
 				}
 			}
-			before := cloneTable(in.Current)
+			before := in.Current.Clone()
 			nodesBefore := slices.Clone(in.Nodes)
 			p := Compute(in)
 			if !reflect.DeepEqual(before, in.Current) {
@@ -1023,7 +1023,7 @@ func TestSchemeNameIsRouteName(t *testing.T) {
 
 func TestDesiredIsACopy(t *testing.T) {
 	cur := table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"), rt("default", "0.0.0.0/0", "10.0.100.4"))
-	before := cloneTable(cur)
+	before := cur.Clone()
 	p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur,
 		Nodes: []source.Node{node("worker-0", "10.0.0.9", "10.244.0.0/24")}})
 	if !p.NeedsWrite() {
