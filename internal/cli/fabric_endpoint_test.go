@@ -7,16 +7,18 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
 var listeningTLSRE = regexp.MustCompile(`routekeeper fabric listening on (https://\S+)`)
 
 // serveTLS starts `fabric serve --tls` in process with env and returns its
 // endpoint and output.
-func serveTLS(t *testing.T, env map[string]string) (string, *syncBuffer) {
+func serveTLS(t *testing.T, env map[string]string) (string, *syncbuf.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"fabric", "serve", "--tls", "--memory", "--listen", "127.0.0.1:0", "--operation-duration", "0"},
