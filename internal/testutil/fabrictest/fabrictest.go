@@ -14,6 +14,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 // Sub is the subscription the test topologies use.
@@ -30,17 +31,7 @@ type Env struct {
 // KTHW is the network of Kubernetes the Hard Way (seed 003): resource group
 // kubernetes, VNet kubernetes-vnet 10.240.0.0/16, subnet kubernetes-subnet
 // 10.240.0.0/24, no route table.
-const KTHW = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - name: kubernetes-subnet
-            addressPrefix: 10.240.0.0/24
-`
+const KTHW = kthw.Topology
 
 // KTHWTwoSubnets is the KTHW network with a second node subnet, pool-2
 // (10.240.1.0/24), for tests of several subnets on one table.
