@@ -20,21 +20,13 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 // appGWTopology is the KTHW network with an Application Gateway subnet
 // whose own route table sends 0.0.0.0/0 to the Internet (as App Gateway
 // v2 requires) and holds a custom route to an on-premises range.
-const appGWTopology = fabrictest.KTHW + `          - name: appgw-subnet
-            addressPrefix: 10.240.2.0/24
-            routeTable: appgw-routes
-    routeTables:
-      - name: appgw-routes
-        routes:
-          - name: default-internet
-            addressPrefix: 0.0.0.0/0
-            nextHopType: Internet
-          - name: to-onprem
+const appGWTopology = kthw.AppGateway + `          - name: to-onprem
             addressPrefix: 192.168.0.0/16
             nextHopType: VirtualAppliance
             nextHopIpAddress: 10.240.0.4

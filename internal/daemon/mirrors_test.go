@@ -17,6 +17,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 // TestRunWithMirror: the daemon keeps a mirror table beside the main one
@@ -26,16 +27,7 @@ import (
 func TestRunWithMirror(t *testing.T) { synctest.Test(t, runWithMirror) }
 
 func runWithMirror(t *testing.T) {
-	const topo = fabrictest.KTHW + `          - name: appgw-subnet
-            addressPrefix: 10.240.2.0/24
-            routeTable: appgw-routes
-    routeTables:
-      - name: appgw-routes
-        routes:
-          - name: default-internet
-            addressPrefix: 0.0.0.0/0
-            nextHopType: Internet
-`
+	const topo = kthw.AppGateway
 	appgwTable := "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/appgw-routes"
 	env := fabrictest.New(t, fabric.Options{}, topo)
 	dir := t.TempDir()

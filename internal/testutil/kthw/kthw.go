@@ -36,3 +36,37 @@ const NICs = `    networkInterfaces:
         subnet: kubernetes-vnet/kubernetes-subnet
         privateIPAddress: 10.240.0.21
 `
+
+// SplitGroups is seed 002's layout of the KTHW network: the network in
+// group net, the route table kubernetes-routes (claimed by cluster kthw,
+// no routes) in group kubernetes. A test appends the table's routes and
+// the authorization.
+const SplitGroups = `
+location: eastus
+resourceGroups:
+  - name: net
+    virtualNetworks:
+      - name: kubernetes-vnet
+        addressPrefixes: [10.240.0.0/16]
+        subnets:
+          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24}
+  - name: kubernetes
+    routeTables:
+      - name: kubernetes-routes
+        tags: {routekeeper-cluster: kthw}
+`
+
+// AppGateway is Topology with an Application Gateway subnet, appgw-subnet
+// (10.240.2.0/24), on a route table of its own, appgw-routes, whose route
+// default-internet sends 0.0.0.0/0 to the Internet (as App Gateway v2
+// requires). A test may append more routes of appgw-routes.
+const AppGateway = Topology + `          - name: appgw-subnet
+            addressPrefix: 10.240.2.0/24
+            routeTable: appgw-routes
+    routeTables:
+      - name: appgw-routes
+        routes:
+          - name: default-internet
+            addressPrefix: 0.0.0.0/0
+            nextHopType: Internet
+`

@@ -26,6 +26,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/cli"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
@@ -441,19 +442,7 @@ func TestAzureCLIAuthorization(t *testing.T) {
 // seedTopology is seed 002's missing permission: the network in group net,
 // the table in group kubernetes; routekeeper reads everything and may
 // write only the table's group (Network Contributor there).
-const seedTopology = `location: eastus
-resourceGroups:
-  - name: net
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24}
-  - name: kubernetes
-    routeTables:
-      - name: kubernetes-routes
-        tags: {routekeeper-cluster: kthw}
-authorization:
+const seedTopology = kthw.SplitGroups + `authorization:
   principals:
     - {name: routekeeper, clientId: routekeeper-app, objectId: ` + rkObjectID + `}
   roleAssignments:
