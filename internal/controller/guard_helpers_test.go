@@ -208,16 +208,23 @@ func newScenario(t *testing.T, topology string, cfg Config, nodes []source.Node)
 
 // start runs the controller's Run loop until the test ends.
 func (s *scenario) start() {
+	s.stop = runInBackground(s.t, s.ctrl.Run)
+	s.t.Cleanup(s.stop)
+}
+
+// runInBackground starts run (a controller's or a set's Run) on a
+// goroutine. stop cancels it, waits for it to return and fails tb when it
+// returned an error.
+func runInBackground(tb testing.TB, run func(context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.ctrl.Run(ctx) }()
-	s.stop = func() {
+	go func() { done <- run(ctx) }()
+	return func() {
 		cancel()
 		if err := <-done; err != nil {
-			s.t.Errorf("Run returned %v", err)
+			tb.Errorf("Run returned %v", err)
 		}
 	}
-	s.t.Cleanup(s.stop)
 }
 
 // writes is routekeeper's ARM writes so far (the out-of-band actors use

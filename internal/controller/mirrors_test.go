@@ -325,15 +325,7 @@ func mirrorRunIndependent(t *testing.T) {
 	shared := Share(src, nil)
 	set := &Set{Main: New(cfg, env.Client, shared, nil, rec), Mirrors: []*Controller{New(MirrorConfig(cfg, appGWMirror()), env.Client, shared, nil, mrec)}}
 	env.Server.SetFaults(fabric.Faults{ErrorRate: 1, Target: "/routeTables/appgw-routes"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- set.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, set.Run)()
 	rec.wait(t, time.Time{}, 10*time.Second, "the main table's first write", func(r *Result) bool { return !r.GuardOnly && r.Wrote })
 	mrec.wait(t, time.Time{}, 10*time.Second, "a failed mirror reconcile", func(r *Result) bool { return !r.GuardOnly && r.Err != nil })
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -905,19 +906,8 @@ func manyCreates(n int) []string {
 }
 
 func pad4(i int) string {
-	s := "000" + itoa(i)
+	s := "000" + strconv.Itoa(i)
 	return s[len(s)-4:]
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
 }
 
 func TestDeterministic(t *testing.T) {
