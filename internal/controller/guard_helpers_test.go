@@ -234,6 +234,20 @@ func (s *scenario) writes() int64 {
 	return w
 }
 
+// wantWrites fails t when routekeeper made other than want ARM writes
+// since w0 (what writes returned then); why, when given, says which
+// writes they are.
+func (s *scenario) wantWrites(t testing.TB, w0, want int64, why string) {
+	t.Helper()
+	if w := s.writes() - w0; w != want {
+		if why != "" {
+			t.Errorf("ARM writes = %d, want %d (%s)", w, want, why)
+		} else {
+			t.Errorf("ARM writes = %d, want %d", w, want)
+		}
+	}
+}
+
 // afterGuardCycle returns right after the next guard cycle ends, so that
 // a fault made of several calls lands between two cycles.
 func (s *scenario) afterGuardCycle() {
