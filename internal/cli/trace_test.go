@@ -16,15 +16,22 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
-// sdkFactory returns the real SDK's clients on the example's state file.
-func sdkFactory(t *testing.T, cfgPath string) (*armnetwork.ClientFactory, *fabric.Server) {
+// openFabric opens the fabric state file at path and serves it in process,
+// for a test's set-up or checks; the caller must call closeStore.
+func openFabric(t *testing.T, path string) (srv *fabric.Server, closeStore func()) {
 	t.Helper()
-	store, err := fabric.Open(context.Background(), filepath.Join(filepath.Dir(cfgPath), "fabric.db"))
+	store, err := fabric.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	srv := fabric.New(store, fabric.Options{})
+	return fabric.New(store, fabric.Options{}), func() { store.Close() }
+}
+
+// sdkFactory returns the real SDK's clients on the example's state file.
+func sdkFactory(t *testing.T, cfgPath string) (*armnetwork.ClientFactory, *fabric.Server) {
+	t.Helper()
+	srv, closeStore := openFabric(t, filepath.Join(filepath.Dir(cfgPath), "fabric.db"))
+	t.Cleanup(closeStore)
 	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
