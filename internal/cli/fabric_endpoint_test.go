@@ -84,10 +84,7 @@ func TestCommandsAgainstServedTLSFabric(t *testing.T) {
 // TestFabricShowTakesConfig: after the quick start (run --config), fabric
 // show --config shows the state file the config names.
 func TestFabricShowTakesConfig(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: %d %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	res := runCLI(t, map[string]string{"XDG_STATE_HOME": t.TempDir()}, "", "fabric", "show", "--config", cfg)
 	if res.code != ExitOK || !strings.Contains(res.stdout, "worker-0____102000024") {
 		t.Errorf("fabric show --config = %d %s %s", res.code, res.stdout, res.stderr)

@@ -28,10 +28,7 @@ type lab struct {
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("set-up run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	f, srv := sdkFactory(t, cfg)
 	return &lab{t: t, cfg: cfg, opts: srv, tables: f.NewRouteTablesClient(), subnets: f.NewSubnetsClient()}
 }

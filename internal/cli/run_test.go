@@ -32,6 +32,17 @@ func kthw(t *testing.T) string {
 	return filepath.Join(dir, "routekeeper.yaml")
 }
 
+// ranKTHW is the KTHW example after a successful `run --once`: the path
+// of its configuration.
+func ranKTHW(t *testing.T) string {
+	t.Helper()
+	cfg := kthw(t)
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
+	}
+	return cfg
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

@@ -164,10 +164,7 @@ func TestWithoutAdoptTrafficFlowsAndNodesAreRouted(t *testing.T) {
 }
 
 func TestEmptyInventoryDeletesNothing(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	writeFile(t, filepath.Join(filepath.Dir(cfg), "nodes.yaml"), "nodes: []\n")
 	res := runCLI(t, nil, "", "diff", "--config", cfg)
 	if !strings.Contains(res.stdout, "held-delete") || strings.Contains(res.stdout, "\ndelete") {

@@ -161,10 +161,7 @@ func TestTrace(t *testing.T) {
 		{
 			name: "healthy KTHW cluster",
 			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				cfg := ranKTHW(t)
 				return cfg
 			},
 			steps: []step{
@@ -179,10 +176,7 @@ func TestTrace(t *testing.T) {
 		{
 			name: "detached subnet (seed 001)",
 			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				cfg := ranKTHW(t)
 				_, srv := sdkFactory(t, cfg)
 				fabrictest.RedeployKTHWVNet(t, srv.ClientOptions())
 				return cfg
@@ -192,10 +186,7 @@ func TestTrace(t *testing.T) {
 		{
 			name: "swapped table (seed 000)",
 			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				cfg := ranKTHW(t)
 				f, _ := sdkFactory(t, cfg)
 				swapTable(t, f)
 				return cfg
@@ -205,10 +196,7 @@ func TestTrace(t *testing.T) {
 		{
 			name: "0.0.0.0/0 to a firewall",
 			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				cfg := ranKTHW(t)
 				f, _ := sdkFactory(t, cfg)
 				putRoute(t, f, "kubernetes-routes", "to-firewall", "0.0.0.0/0", armnetwork.RouteNextHopTypeVirtualAppliance, "10.240.1.4")
 				return cfg
@@ -234,10 +222,7 @@ func TestTrace(t *testing.T) {
 }
 
 func TestTraceBadInput(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	tests := []struct {
 		args    []string
 		wantErr string
