@@ -42,15 +42,13 @@ func runWithMirror(t *testing.T) {
 	l := newPipeListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	cfg := kthwController()
+	cfg.BatchWindow = 20 * time.Millisecond
 	go func() {
 		done <- Run(ctx, Options{
-			Controller: controller.Config{
-				Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
-				RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
-				Resync: time.Hour, BatchWindow: 20 * time.Millisecond,
-			},
-			Mirrors: []controller.Mirror{{RouteTableID: appgwTable, Subnets: []string{fabrictest.KTHWVNet + "/subnets/appgw-subnet"}, Policy: assoc.Enforce}},
-			Cloud:   env.Client, Source: src, Listener: l, Metrics: metrics.New(),
+			Controller: cfg,
+			Mirrors:    []controller.Mirror{{RouteTableID: appgwTable, Subnets: []string{fabrictest.KTHWVNet + "/subnets/appgw-subnet"}, Policy: assoc.Enforce}},
+			Cloud:      env.Client, Source: src, Listener: l, Metrics: metrics.New(),
 		})
 	}()
 	names := func(id string) string {
