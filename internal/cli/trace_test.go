@@ -14,6 +14,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	kthwnet "github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 // openFabric opens the fabric state file at path and serves it in process,
@@ -250,16 +251,8 @@ func withNICs(t *testing.T, cfg string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, path, string(b)+`    networkInterfaces:
-      - name: worker-0-nic
-        subnet: kubernetes-vnet/kubernetes-subnet
-        privateIPAddress: 10.240.0.20
-        enableIPForwarding: true
-      - name: worker-1-nic
-        subnet: kubernetes-vnet/kubernetes-subnet
-        privateIPAddress: 10.240.0.21
-        enableIPForwarding: true
-`)
+	// The workers' NICs, with IP forwarding on worker-1-nic too.
+	writeFile(t, path, string(b)+kthwnet.NICs+"        enableIPForwarding: true\n")
 }
 
 // TestTraceMatchesAzureNextHop: for every incident, the real SDK's
