@@ -126,16 +126,12 @@ Exit status: what 'run --once' would give: 0 when there is nothing to do,
 would fail with, after printing what was decided), 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
+			_, set, closeConn, err := a.sessionSet(cmd, &cf, connectOptions{readOnly: true})
 			if err != nil {
 				return err
 			}
-			defer conn.close()
+			defer closeConn()
 			ctx := cmd.Context()
-			set, err := a.newSet(ctx, cfg, conn.client)
-			if err != nil {
-				return err
-			}
 			ctrl := set.Main
 			all := set.DryRun(ctx, observe.Scope{Access: true})
 			res := all[0]

@@ -52,16 +52,12 @@ the cloud cannot be read, 2 for bad input.`,
 			if err != nil {
 				return err
 			}
-			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
+			cfg, set, closeConn, err := a.sessionSet(cmd, &cf, connectOptions{readOnly: true})
 			if err != nil {
 				return err
 			}
-			defer conn.close()
+			defer closeConn()
 			ctx := cmd.Context()
-			set, err := a.newSet(ctx, cfg, conn.client)
-			if err != nil {
-				return err
-			}
 			// The same observation and verdict as run (with the networks
 			// around and the NICs for the routing checks): doctor has no
 			// rules of its own.

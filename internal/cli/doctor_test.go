@@ -8,7 +8,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
-	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -38,12 +37,8 @@ func TestDoctor(t *testing.T) {
 	if _, err := p.PollUntilDone(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	store, err := fabric.Open(ctx, filepath.Join(filepath.Dir(cfg), "fabric.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	fabrictest.RedeployKTHWVNet(t, fabric.New(store, fabric.Options{}).ClientOptions())
+	_, srv := sdkFactory(t, cfg)
+	fabrictest.RedeployKTHWVNet(t, srv.ClientOptions())
 	res = runCLI(t, nil, "", "doctor", "--config", cfg)
 	if res.code != ExitFindings {
 		t.Fatalf("doctor after the redeploy: exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)

@@ -20,6 +20,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/flow"
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
 var (
@@ -34,8 +35,8 @@ type dataplaneLab struct {
 	prefix string
 	store  *fabric.Store // the test's own view of the state file
 	opts   *armnetwork.ClientFactory
-	serve  syncBuffer // serve's stdout and stderr
-	daemon syncBuffer
+	serve  syncbuf.Buffer // serve's stdout and stderr
+	daemon syncbuf.Buffer
 }
 
 // startDataplaneLab builds the lab; everything it starts stops, and every
@@ -73,7 +74,7 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 		for _, c := range []struct {
 			name string
 			done chan int
-			out  *syncBuffer
+			out  *syncbuf.Buffer
 		}{{"fabric serve", serveDone, &lab.serve}, {"routekeeper run", daemonDone, &lab.daemon}} {
 			select {
 			case code := <-c.done:
@@ -158,7 +159,7 @@ func (l *dataplaneLab) waitRouted(what string) {
 	timeout := time.NewTimer(30 * time.Second)
 	defer timeout.Stop()
 	for {
-		_, logged := l.daemon.next()
+		_, logged := l.daemon.Next()
 		if l.podRouted() {
 			return
 		}

@@ -7,16 +7,18 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
 var listeningTLSRE = regexp.MustCompile(`routekeeper fabric listening on (https://\S+)`)
 
 // serveTLS starts `fabric serve --tls` in process with env and returns its
 // endpoint and output.
-func serveTLS(t *testing.T, env map[string]string) (string, *syncBuffer) {
+func serveTLS(t *testing.T, env map[string]string) (string, *syncbuf.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"fabric", "serve", "--tls", "--memory", "--listen", "127.0.0.1:0", "--operation-duration", "0"},
@@ -82,10 +84,7 @@ func TestCommandsAgainstServedTLSFabric(t *testing.T) {
 // TestFabricShowTakesConfig: after the quick start (run --config), fabric
 // show --config shows the state file the config names.
 func TestFabricShowTakesConfig(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: %d %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	res := runCLI(t, map[string]string{"XDG_STATE_HOME": t.TempDir()}, "", "fabric", "show", "--config", cfg)
 	if res.code != ExitOK || !strings.Contains(res.stdout, "worker-0____102000024") {
 		t.Errorf("fabric show --config = %d %s %s", res.code, res.stdout, res.stderr)

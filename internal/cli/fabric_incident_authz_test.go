@@ -31,12 +31,9 @@ func TestFabricAuthzIncidents(t *testing.T) {
 	// a route of next hop hop, and returns the refusal, if any.
 	rewrite := func(t *testing.T, hop string) error {
 		t.Helper()
-		st, err := fabric.Open(ctx, state)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{ClientID: "routekeeper-app"}, fabric.New(st, fabric.Options{}).ClientOptions())
+		srv, closeStore := openFabric(t, state)
+		defer closeStore()
+		f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{ClientID: "routekeeper-app"}, srv.ClientOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,15 +115,12 @@ func TestFabricAuthzIncidents(t *testing.T) {
 // administrator.
 func undo(t *testing.T, state, method, path string) {
 	t.Helper()
-	st, err := fabric.Open(context.Background(), state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	srv, closeStore := openFabric(t, state)
+	defer closeStore()
 	req, _ := http.NewRequest(method, fabric.InProcessEndpoint+path, nil)
 	tok, _ := fabric.Credential{}.GetToken(context.Background(), policy.TokenRequestOptions{})
 	req.Header.Set("Authorization", "Bearer "+tok.Token)
-	resp, err := fabric.New(st, fabric.Options{}).RoundTripper().RoundTrip(req)
+	resp, err := srv.RoundTripper().RoundTrip(req)
 	if err != nil || resp.StatusCode >= 300 {
 		t.Fatalf("%s %s: %v %v", method, path, err, resp)
 	}

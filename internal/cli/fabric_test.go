@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
 var etagPattern = regexp.MustCompile(`W/\\?"[0-9a-f-]{36}\\?"`)
@@ -135,50 +135,16 @@ func TestFabricApplyBadInput(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	written chan struct{} // closed by the next Write; nil until asked for
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.written != nil {
-		close(s.written)
-		s.written = nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// next returns what was written so far and a channel closed by the next
-// Write.
-func (s *syncBuffer) next() (string, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.written == nil {
-		s.written = make(chan struct{})
-	}
-	return s.b.String(), s.written
-}
-
 // waitListening waits until a command running in process prints a line
 // that re matches, and returns re's first group: it wakes at each write to
 // out instead of polling. It fails the test when the command exits first
 // (the code is put back into done for whoever waits on it) or after 10 s.
-func waitListening(t *testing.T, re *regexp.Regexp, out, errOut *syncBuffer, done chan int) string {
+func waitListening(t *testing.T, re *regexp.Regexp, out, errOut *syncbuf.Buffer, done chan int) string {
 	t.Helper()
 	timeout := time.NewTimer(10 * time.Second)
 	defer timeout.Stop()
 	for {
-		text, written := out.next()
+		text, written := out.Next()
 		if m := re.FindStringSubmatch(text); m != nil {
 			return m[1]
 		}
@@ -199,7 +165,7 @@ func TestFabricServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	state := filepath.Join(t.TempDir(), "fabric.db")
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"fabric", "serve", "--state", state, "--listen", "127.0.0.1:0", "--operation-duration", "50ms"},

@@ -15,10 +15,7 @@ func iacPlan(name string) string { return filepath.Join("..", "iac", "testdata",
 // fixes exit 0; SARIF for code scanning; a file that is not a plan exits
 // 2.
 func TestIacCheck(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: %d %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	for _, tc := range []struct {
 		plan string
 		code int

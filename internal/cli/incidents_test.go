@@ -28,21 +28,8 @@ type lab struct {
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	cfg := kthw(t)
-	ctx := context.Background()
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("set-up run: exit %d: %s", res.code, res.stderr)
-	}
-	store, err := fabric.Open(ctx, filepath.Join(filepath.Dir(cfg), "fabric.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	srv := fabric.New(store, fabric.Options{})
-	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := ranKTHW(t)
+	f, srv := sdkFactory(t, cfg)
 	return &lab{t: t, cfg: cfg, opts: srv, tables: f.NewRouteTablesClient(), subnets: f.NewSubnetsClient()}
 }
 

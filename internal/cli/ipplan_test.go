@@ -202,12 +202,8 @@ const (
 func seedFabric(t *testing.T, state string) {
 	t.Helper()
 	ctx := context.Background()
-	store, err := fabric.Open(ctx, state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv := fabric.New(store, fabric.Options{})
+	srv, closeStore := openFabric(t, state)
+	defer closeStore()
 	hc := &http.Client{Transport: srv.RoundTripper()}
 	req, _ := http.NewRequest(http.MethodPut, fabric.InProcessEndpoint+"/subscriptions/"+planSub+"/resourcegroups/"+planGroup+"?api-version=2021-04-01",
 		strings.NewReader(`{"location":"eastus"}`))

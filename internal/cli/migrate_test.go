@@ -32,10 +32,7 @@ func newTableFor(t *testing.T, cfg string, routes ...*armnetwork.Route) {
 }
 
 func TestMigrate(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	newTableFor(t, cfg, &armnetwork.Route{Name: to.Ptr("to-onprem"), Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("192.168.0.0/16"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualNetworkGateway)}})
 
@@ -92,10 +89,7 @@ func TestMigrate(t *testing.T) {
 }
 
 func TestMigrateRefusesConflicts(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	newTableFor(t, cfg, &armnetwork.Route{Name: to.Ptr("hand-made"), Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("10.200.1.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.99")}})
 	res := runCLI(t, nil, "", "migrate", "--to", kthwNewTable, "--config", cfg)

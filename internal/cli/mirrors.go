@@ -11,6 +11,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/spf13/cobra"
 )
 
 // mirrors returns the configured mirror tables (config `mirrors:`) for the
@@ -44,11 +45,7 @@ func (a *app) mirrors(ctx context.Context, cfg *config.Config, c *azure.Client, 
 // mirror, on one node source. reporters go to the main controller only
 // (a node's status reflects the main table).
 func (a *app) newSet(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Set, error) {
-	src, err := a.nodeSource(ctx, cfg, c)
-	if err != nil {
-		return nil, err
-	}
-	ccfg, err := a.controllerConfig(ctx, cfg, c)
+	ccfg, src, err := a.controllerParts(ctx, cfg, c)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +62,21 @@ func (a *app) newSet(ctx context.Context, cfg *config.Config, c *azure.Client, r
 		set.Mirrors = append(set.Mirrors, controller.New(controller.MirrorConfig(ccfg, m), c, shared, a.log.With("mirror", controller.TableName(m.RouteTableID))))
 	}
 	return set, nil
+}
+
+// sessionSet opens cmd's session (configuration and cloud client) and
+// builds the set of controllers of the configuration on it. The caller
+// must call closeConn.
+func (a *app) sessionSet(cmd *cobra.Command, cf *configFlags, o connectOptions) (cfg *config.Config, set *controller.Set, closeConn func(), err error) {
+	cfg, conn, err := a.session(cmd, cf, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if set, err = a.newSet(cmd.Context(), cfg, conn.client); err != nil {
+		conn.close()
+		return nil, nil, nil, err
+	}
+	return cfg, set, conn.close, nil
 }
 
 // mirrorErr is the first mirror's error, naming the mirror.

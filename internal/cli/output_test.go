@@ -11,10 +11,7 @@ import (
 // every -o and --query form a script would use, and compares each with a
 // golden file: the query applies to the JSON form, -o renders its result.
 func TestOutputFormatsAndQuery(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run --once: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	tests := []struct {
 		name string
 		args []string
@@ -45,10 +42,7 @@ func TestOutputFormatsAndQuery(t *testing.T) {
 // TestQueryDropsProse checks that with --query or a script format, diff and
 // doctor print their result alone, without the sentences meant for people.
 func TestQueryDropsProse(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run --once: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	// As in az, a top-level list prints one item per line; a list in a
 	// list is one tab-separated line.
 	for query, want := range map[string]string{"[routed, nodes]": "2\n2\n", "[[routed, nodes]]": "2\t2\n"} {

@@ -14,10 +14,7 @@ import (
 // name with -g resolve to the same resources as their ARM IDs: the output
 // is the golden file of the ID form.
 func TestResourceGroupAndNames(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	newTableFor(t, cfg, &armnetwork.Route{Name: to.Ptr("to-onprem"), Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("192.168.0.0/16"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualNetworkGateway)}})
 

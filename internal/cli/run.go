@@ -58,15 +58,11 @@ doctor make the same observation and decision without writing.`,
 				}
 				return a.runDaemon(ctx, cfg)
 			}
-			cfg, conn, err := a.session(cmd, &cf, connectOptions{applyTopology: true})
+			cfg, set, closeConn, err := a.sessionSet(cmd, &cf, connectOptions{applyTopology: true})
 			if err != nil {
 				return err
 			}
-			defer conn.close()
-			set, err := a.newSet(ctx, cfg, conn.client)
-			if err != nil {
-				return err
-			}
+			defer closeConn()
 			// Every table at once: a failing mirror delays neither the
 			// main table nor the other mirrors.
 			all := set.Reconcile(ctx)
@@ -146,15 +142,25 @@ func (a *app) runDaemon(ctx context.Context, cfg *config.Config) error {
 
 // newController builds the controller of cfg on a cloud client.
 func (a *app) newController(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Controller, error) {
-	src, err := a.nodeSource(ctx, cfg, c)
-	if err != nil {
-		return nil, err
-	}
-	ccfg, err := a.controllerConfig(ctx, cfg, c)
+	ccfg, src, err := a.controllerParts(ctx, cfg, c)
 	if err != nil {
 		return nil, err
 	}
 	return controller.New(ccfg, c, src, a.log, reporters...), nil
+}
+
+// controllerParts are what a controller of cfg is made of: its
+// configuration and its node source.
+func (a *app) controllerParts(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Config, controller.Source, error) {
+	src, err := a.nodeSource(ctx, cfg, c)
+	if err != nil {
+		return controller.Config{}, nil, err
+	}
+	ccfg, err := a.controllerConfig(ctx, cfg, c)
+	if err != nil {
+		return controller.Config{}, nil, err
+	}
+	return ccfg, src, nil
 }
 
 // controllerConfig is the controller's part of cfg; the location of a

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
 // TestRunDaemonFollowsTheInventory runs `routekeeper run` as the daemon:
@@ -16,7 +18,7 @@ func TestRunDaemonFollowsTheInventory(t *testing.T) {
 	nodes := filepath.Join(filepath.Dir(cfg), "nodes.yaml")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"run", "--config", cfg, "--batch-window", "50ms", "--resync", "1h", "--metrics-address", "127.0.0.1:0"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })

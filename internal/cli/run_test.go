@@ -13,8 +13,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
-
-	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
 // kthw copies examples/kthw into a temporary directory and returns the
@@ -32,6 +30,17 @@ func kthw(t *testing.T) string {
 		}
 	}
 	return filepath.Join(dir, "routekeeper.yaml")
+}
+
+// ranKTHW is the KTHW example after a successful `run --once`: the path
+// of its configuration.
+func ranKTHW(t *testing.T) string {
+	t.Helper()
+	cfg := kthw(t)
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
+	}
+	return cfg
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -58,17 +67,7 @@ func reconcileWrites(t *testing.T, stderr string) int {
 // routes and route tables clients on it, as another tool would use them.
 func sdkRoutes(t *testing.T, cfgPath string) (*armnetwork.RoutesClient, *armnetwork.RouteTablesClient) {
 	t.Helper()
-	ctx := context.Background()
-	store, err := fabric.Open(ctx, filepath.Join(filepath.Dir(cfgPath), "fabric.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	srv := fabric.New(store, fabric.Options{})
-	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, _ := sdkFactory(t, cfgPath)
 	return f.NewRoutesClient(), f.NewRouteTablesClient()
 }
 

@@ -24,13 +24,8 @@ func kthwLab(t *testing.T) (cfg, state string) {
 	t.Helper()
 	cfg = kthw(t)
 	state = filepath.Join(filepath.Dir(cfg), "fabric.db")
-	ctx := context.Background()
-	store, err := fabric.Open(ctx, state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv := fabric.New(store, fabric.Options{})
+	srv, closeStore := openFabric(t, state)
+	defer closeStore()
 	applyTopology(t, cfg, srv)
 	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
 	if err != nil {
@@ -169,10 +164,7 @@ func TestWithoutAdoptTrafficFlowsAndNodesAreRouted(t *testing.T) {
 }
 
 func TestEmptyInventoryDeletesNothing(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	writeFile(t, filepath.Join(filepath.Dir(cfg), "nodes.yaml"), "nodes: []\n")
 	res := runCLI(t, nil, "", "diff", "--config", cfg)
 	if !strings.Contains(res.stdout, "held-delete") || strings.Contains(res.stdout, "\ndelete") {
@@ -271,12 +263,9 @@ func TestIPAMExhaustionRoutesTheOthers(t *testing.T) {
 		fmt.Fprintf(&b, "  - {name: worker-%d, internalIP: 10.240.0.%d}\n", i, 20+i)
 	}
 	writeFile(t, filepath.Join(filepath.Dir(cfg), "nodes.yaml"), b.String())
-	store, err := fabric.Open(context.Background(), filepath.Join(filepath.Dir(cfg), "fabric.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyTopology(t, cfg, fabric.New(store, fabric.Options{}))
-	store.Close()
+	srv, closeStore := openFabric(t, filepath.Join(filepath.Dir(cfg), "fabric.db"))
+	applyTopology(t, cfg, srv)
+	closeStore()
 	for _, cmd := range [][]string{{"diff"}, {"run", "--once"}, {"doctor"}} {
 		res := runCLI(t, nil, "", append(cmd, "--config", cfg)...)
 		if res.code != ExitFindings {

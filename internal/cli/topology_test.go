@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 // TestTopologyOnlyWhenStateIsCreated: cloud.local.topology fills a new
@@ -13,21 +15,12 @@ import (
 func TestTopologyOnlyWhenStateIsCreated(t *testing.T) {
 	cfg := kthw(t)
 	dir := filepath.Dir(cfg)
-	writeFile(t, filepath.Join(dir, "topology.yaml"), `location: eastus
-resourceGroups:
-  - name: kubernetes
+	writeFile(t, filepath.Join(dir, "topology.yaml"), fabrictest.KTHW+`            routeTable: kubernetes-routes
     routeTables:
       - name: kubernetes-routes
         tags: {routekeeper-cluster: kthw}
         routes:
           - {name: worker-9____102009024, addressPrefix: 10.200.9.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.29}
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - name: kubernetes-subnet
-            addressPrefix: 10.240.0.0/24
-            routeTable: kubernetes-routes
 `)
 	hasStale := func() bool {
 		t.Helper()

@@ -19,10 +19,7 @@ import (
 // and 192.168.50.0/24 by BGP) and whose subnets route the pod CIDRs.
 func hubSpoke(t *testing.T) string {
 	t.Helper()
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	_, srv := sdkFactory(t, cfg)
 	top, err := fabric.LoadTopology(filepath.Join("..", "fabric", "testdata", "topology", "hub-spoke.yaml"))
 	if err != nil {

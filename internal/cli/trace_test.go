@@ -14,17 +14,25 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	kthwnet "github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
+
+// openFabric opens the fabric state file at path and serves it in process,
+// for a test's set-up or checks; the caller must call closeStore.
+func openFabric(t *testing.T, path string) (srv *fabric.Server, closeStore func()) {
+	t.Helper()
+	store, err := fabric.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fabric.New(store, fabric.Options{}), func() { store.Close() }
+}
 
 // sdkFactory returns the real SDK's clients on the example's state file.
 func sdkFactory(t *testing.T, cfgPath string) (*armnetwork.ClientFactory, *fabric.Server) {
 	t.Helper()
-	store, err := fabric.Open(context.Background(), filepath.Join(filepath.Dir(cfgPath), "fabric.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	srv := fabric.New(store, fabric.Options{})
+	srv, closeStore := openFabric(t, filepath.Join(filepath.Dir(cfgPath), "fabric.db"))
+	t.Cleanup(closeStore)
 	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -154,10 +162,7 @@ func TestTrace(t *testing.T) {
 		{
 			name: "healthy KTHW cluster",
 			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				cfg := ranKTHW(t)
 				return cfg
 			},
 			steps: []step{
@@ -172,10 +177,7 @@ func TestTrace(t *testing.T) {
 		{
 			name: "detached subnet (seed 001)",
 			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				cfg := ranKTHW(t)
 				_, srv := sdkFactory(t, cfg)
 				fabrictest.RedeployKTHWVNet(t, srv.ClientOptions())
 				return cfg
@@ -185,10 +187,7 @@ func TestTrace(t *testing.T) {
 		{
 			name: "swapped table (seed 000)",
 			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				cfg := ranKTHW(t)
 				f, _ := sdkFactory(t, cfg)
 				swapTable(t, f)
 				return cfg
@@ -198,10 +197,7 @@ func TestTrace(t *testing.T) {
 		{
 			name: "0.0.0.0/0 to a firewall",
 			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				cfg := ranKTHW(t)
 				f, _ := sdkFactory(t, cfg)
 				putRoute(t, f, "kubernetes-routes", "to-firewall", "0.0.0.0/0", armnetwork.RouteNextHopTypeVirtualAppliance, "10.240.1.4")
 				return cfg
@@ -227,10 +223,7 @@ func TestTrace(t *testing.T) {
 }
 
 func TestTraceBadInput(t *testing.T) {
-	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
+	cfg := ranKTHW(t)
 	tests := []struct {
 		args    []string
 		wantErr string
@@ -258,16 +251,8 @@ func withNICs(t *testing.T, cfg string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, path, string(b)+`    networkInterfaces:
-      - name: worker-0-nic
-        subnet: kubernetes-vnet/kubernetes-subnet
-        privateIPAddress: 10.240.0.20
-        enableIPForwarding: true
-      - name: worker-1-nic
-        subnet: kubernetes-vnet/kubernetes-subnet
-        privateIPAddress: 10.240.0.21
-        enableIPForwarding: true
-`)
+	// The workers' NICs, with IP forwarding on worker-1-nic too.
+	writeFile(t, path, string(b)+kthwnet.NICs+"        enableIPForwarding: true\n")
 }
 
 // TestTraceMatchesAzureNextHop: for every incident, the real SDK's

@@ -12,6 +12,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -19,20 +20,7 @@ import (
 // it: the network in group net, the route table in group kubernetes.
 // routekeeper reads everything (Reader on the subscription) and writes
 // only where roles let it (seed 002's missing permission).
-const governed = `
-location: eastus
-resourceGroups:
-  - name: net
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24}
-  - name: kubernetes
-    routeTables:
-      - name: kubernetes-routes
-        tags: {routekeeper-cluster: kthw}
-        routes:
+const governed = kthw.SplitGroups + `        routes:
           - {name: worker-0____102000024, addressPrefix: 10.200.0.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.20}
 authorization:
   principals:

@@ -235,9 +235,7 @@ func scenarioSeed000ArticleOrderNoCreate(t *testing.T) {
 	s.associate(fabrictest.KTHWSubnet, newTableID)
 	s.rec.wait(t, fault, 5*time.Second, "the swap followed", hasState(fabrictest.KTHWSubnet, assoc.Followed))
 	s.settle(2)
-	if w := s.writes() - w0; w != 1 {
-		t.Errorf("ARM writes = %d, want 1", w)
-	}
+	s.wantWrites(t, w0, 1, "")
 	if err := nodeRoutesIn(s.mustTable("kubernetes-routes-v2"), s.nodes); err != nil {
 		t.Error(err)
 	}
@@ -346,9 +344,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 					t.Errorf("%d guard cycles before the report", n)
 				}
 				s.settle(4)
-				if w := s.writes() - w0; w != 0 {
-					t.Errorf("ARM writes = %d, want 0", w)
-				}
+				s.wantWrites(t, w0, 0, "")
 				if _, err := s.getTable("kubernetes-routes"); !isNotFound(err) {
 					t.Errorf("table re-created although creation is not allowed: %v", err)
 				}
@@ -423,9 +419,7 @@ func scenarioNoUnattachedRecreation(t *testing.T) {
 	s.deleteTable("kubernetes-routes")
 	s.rec.wait(t, since, 5*time.Second, "a reconcile after the deletion", func(r *Result) bool { return !r.GuardOnly && r.Err != nil })
 	s.settle(3)
-	if w := s.writes() - w0; w != 0 {
-		t.Errorf("ARM writes = %d, want 0", w)
-	}
+	s.wantWrites(t, w0, 0, "")
 	if _, err := s.getTable("kubernetes-routes"); !isNotFound(err) {
 		t.Errorf("an unattached copy of the table was created: %v", err)
 	}
@@ -484,9 +478,7 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 		s.start()
 		res := s.rec.wait(t, since, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, assoc.Conflict))
 		s.settle(3)
-		if w := s.writes() - w0; w != 0 {
-			t.Errorf("ARM writes = %d, want 0", w)
-		}
+		s.wantWrites(t, w0, 0, "")
 		if got := s.subnetTable(fabrictest.KTHWSubnet); got != "" {
 			t.Errorf("subnet associated with the other cluster's table: %s", got)
 		}
@@ -520,9 +512,7 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 		s.associate(fabrictest.KTHWSubnet, newTableID)
 		res := s.rec.wait(t, fault, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, assoc.Conflict))
 		s.settle(3)
-		if w := s.writes() - w0; w != 0 {
-			t.Errorf("ARM writes = %d, want 0", w)
-		}
+		s.wantWrites(t, w0, 0, "")
 		a, _ := findAssoc(res, fabrictest.KTHWSubnet)
 		if !strings.Contains(a.Message, `"blue"`) || !strings.Contains(a.Message, "do not overlap") {
 			t.Errorf("conflict %q", a.Message)
@@ -539,9 +529,7 @@ func TestScenarioClaimedByAnotherCluster(t *testing.T) {
 		s.associate(fabrictest.KTHWSubnet, newTableID)
 		s.rec.wait(t, fault, 5*time.Second, "the conflict reported", hasState(fabrictest.KTHWSubnet, assoc.Conflict))
 		s.settle(3)
-		if w := s.writes() - w0; w != 0 {
-			t.Errorf("ARM writes = %d, want 0", w)
-		}
+		s.wantWrites(t, w0, 0, "")
 		if !armid.Same(s.ctrl.TableID(), fabrictest.KTHWTable) {
 			t.Errorf("followed another cluster's table %s", s.ctrl.TableID())
 		}
@@ -569,9 +557,7 @@ func scenarioFollowMovesTheOtherSubnets(t *testing.T) {
 		return hasState(fabrictest.KTHWSubnet, assoc.Followed)(r) && hasState(pool2Subnet, assoc.Reassociated)(r)
 	})
 	s.settle(3)
-	if w := s.writes() - w0; w != 2 {
-		t.Errorf("ARM writes = %d, want 2 (the new table's PUT, the other subnet's PUT)", w)
-	}
+	s.wantWrites(t, w0, 2, "the new table's PUT, the other subnet's PUT")
 	if got := s.subnetTable(pool2Subnet); !armid.Same(got, newTableID) {
 		t.Errorf("second subnet on %s", got)
 	}
@@ -595,9 +581,7 @@ func scenarioReportPolicy(t *testing.T) {
 	s.redeployVNet([2]string{"kubernetes-subnet", "10.240.0.0/24"})
 	res := s.rec.wait(t, fault, 5*time.Second, "the detached subnet reported", hasState(fabrictest.KTHWSubnet, assoc.Detached))
 	s.settle(3)
-	if w := s.writes() - w0; w != 0 {
-		t.Errorf("ARM writes = %d, want 0", w)
-	}
+	s.wantWrites(t, w0, 0, "")
 	a, _ := findAssoc(res, fabrictest.KTHWSubnet)
 	if !strings.Contains(a.Message, "policy report") || a.EventReason() != verdict.EventDetached || res.AssociationProblems() != 1 {
 		t.Errorf("association reported as %+v", a)
@@ -640,9 +624,7 @@ func scenarioMigrationNotFought(t *testing.T) {
 	if !armid.Same(s.ctrl.TableID(), newTableID) {
 		t.Errorf("controller keeps %s", s.ctrl.TableID())
 	}
-	if w := s.writes() - w0; w != 0 {
-		t.Errorf("ARM writes = %d, want 0 (the new table already holds the routes)", w)
-	}
+	s.wantWrites(t, w0, 0, "the new table already holds the routes")
 	if last := s.rec.all(); last[len(last)-1].AssociationProblems() != 0 {
 		t.Errorf("problems after the migration: %s", last[len(last)-1].Summary())
 	}
@@ -663,9 +645,7 @@ func TestScenarioObserveMode(t *testing.T) {
 		s.redeployVNet([2]string{"kubernetes-subnet", "10.240.0.0/24"})
 		s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 		s.settle(2)
-		if w := s.writes() - w0; w != 1 {
-			t.Errorf("ARM writes = %d, want 1 (the subnet PUT; never a route)", w)
-		}
+		s.wantWrites(t, w0, 1, "the subnet PUT; never a route")
 	}))
 	t.Run("swap reported under follow", bubble(func(t *testing.T) {
 		cfg := scenarioConfig()
@@ -678,9 +658,7 @@ func TestScenarioObserveMode(t *testing.T) {
 		s.associate(fabrictest.KTHWSubnet, newTableID)
 		res := s.rec.wait(t, fault, 5*time.Second, "the swap reported", hasState(fabrictest.KTHWSubnet, assoc.OtherTable))
 		s.settle(2)
-		if w := s.writes() - w0; w != 0 {
-			t.Errorf("ARM writes = %d, want 0", w)
-		}
+		s.wantWrites(t, w0, 0, "")
 		if a, _ := findAssoc(res, fabrictest.KTHWSubnet); !strings.Contains(a.Message, "observe") {
 			t.Errorf("association reported as %+v", a)
 		}

@@ -208,16 +208,23 @@ func newScenario(t *testing.T, topology string, cfg Config, nodes []source.Node)
 
 // start runs the controller's Run loop until the test ends.
 func (s *scenario) start() {
+	s.stop = runInBackground(s.t, s.ctrl.Run)
+	s.t.Cleanup(s.stop)
+}
+
+// runInBackground starts run (a controller's or a set's Run) on a
+// goroutine. stop cancels it, waits for it to return and fails tb when it
+// returned an error.
+func runInBackground(tb testing.TB, run func(context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.ctrl.Run(ctx) }()
-	s.stop = func() {
+	go func() { done <- run(ctx) }()
+	return func() {
 		cancel()
 		if err := <-done; err != nil {
-			s.t.Errorf("Run returned %v", err)
+			tb.Errorf("Run returned %v", err)
 		}
 	}
-	s.t.Cleanup(s.stop)
 }
 
 // writes is routekeeper's ARM writes so far (the out-of-band actors use
@@ -225,6 +232,20 @@ func (s *scenario) start() {
 func (s *scenario) writes() int64 {
 	_, w := s.env.Client.Calls()
 	return w
+}
+
+// wantWrites fails t when routekeeper made other than want ARM writes
+// since w0 (what writes returned then); why, when given, says which
+// writes they are.
+func (s *scenario) wantWrites(t testing.TB, w0, want int64, why string) {
+	t.Helper()
+	if w := s.writes() - w0; w != want {
+		if why != "" {
+			t.Errorf("ARM writes = %d, want %d (%s)", w, want, why)
+		} else {
+			t.Errorf("ARM writes = %d, want %d", w, want)
+		}
+	}
 }
 
 // afterGuardCycle returns right after the next guard cycle ends, so that

@@ -20,21 +20,13 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 // appGWTopology is the KTHW network with an Application Gateway subnet
 // whose own route table sends 0.0.0.0/0 to the Internet (as App Gateway
 // v2 requires) and holds a custom route to an on-premises range.
-const appGWTopology = fabrictest.KTHW + `          - name: appgw-subnet
-            addressPrefix: 10.240.2.0/24
-            routeTable: appgw-routes
-    routeTables:
-      - name: appgw-routes
-        routes:
-          - name: default-internet
-            addressPrefix: 0.0.0.0/0
-            nextHopType: Internet
-          - name: to-onprem
+const appGWTopology = kthw.AppGateway + `          - name: to-onprem
             addressPrefix: 192.168.0.0/16
             nextHopType: VirtualAppliance
             nextHopIpAddress: 10.240.0.4
@@ -333,15 +325,7 @@ func mirrorRunIndependent(t *testing.T) {
 	shared := Share(src, nil)
 	set := &Set{Main: New(cfg, env.Client, shared, nil, rec), Mirrors: []*Controller{New(MirrorConfig(cfg, appGWMirror()), env.Client, shared, nil, mrec)}}
 	env.Server.SetFaults(fabric.Faults{ErrorRate: 1, Target: "/routeTables/appgw-routes"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- set.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, set.Run)()
 	rec.wait(t, time.Time{}, 10*time.Second, "the main table's first write", func(r *Result) bool { return !r.GuardOnly && r.Wrote })
 	mrec.wait(t, time.Time{}, 10*time.Second, "a failed mirror reconcile", func(r *Result) bool { return !r.GuardOnly && r.Err != nil })
 

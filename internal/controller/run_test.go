@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -142,17 +143,6 @@ func runBatchesABurst(t *testing.T) {
 	t.Logf("%d PUTs, %d reconciles for a burst over %s", puts, reconciles, burst)
 }
 
-func nodeName(i int) string { return "worker-" + itoa(i) }
-func ipOf(i int) string     { return "10.240.0." + itoa(10+i) }
-func cidrOf(i int) string   { return "10.200." + itoa(i) + ".0/24" }
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
-}
+func nodeName(i int) string { return "worker-" + strconv.Itoa(i) }
+func ipOf(i int) string     { return "10.240.0." + strconv.Itoa(10+i) }
+func cidrOf(i int) string   { return "10.200." + strconv.Itoa(i) + ".0/24" }

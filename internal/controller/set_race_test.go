@@ -47,15 +47,7 @@ func TestSetPassesWhileItsLoopsRun(t *testing.T) {
 		Mirrors: []*Controller{New(mirror, &fakeCloud{}, shared, nil)},
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- set.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, set.Run)()
 
 	// Pass again and again until the loops have read the source many
 	// times meanwhile.

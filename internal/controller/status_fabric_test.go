@@ -3,9 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -28,22 +26,7 @@ func TestForeignLongOperationKeepsNodesRouted(t *testing.T) {
 
 	// The other writer, through a fabric whose operations take 30 s, on the
 	// same state: its PUT returns at once, the operation stays in flight.
-	slow := fabric.New(env.Store, fabric.Options{OperationDuration: 30 * time.Second})
-	f, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, slow.ClientOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables := f.NewRouteTablesClient()
-	got, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := got.RouteTable
-	tbl.Properties.Routes = append(tbl.Properties.Routes, &armnetwork.Route{Name: to.Ptr("to-firewall"), Properties: &armnetwork.RoutePropertiesFormat{
-		AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")}})
-	if _, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", tbl, nil); err != nil {
-		t.Fatal(err)
-	}
+	tables := fabrictest.StartForeignTableWrite(ctx, t, env.Store)
 	now, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
 	if err != nil {
 		t.Fatal(err)

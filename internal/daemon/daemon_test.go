@@ -26,6 +26,16 @@ func (s staticNodes) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(
 // health and metrics endpoints.
 func TestRunWithoutKubernetes(t *testing.T) { synctest.Test(t, runWithoutKubernetes) }
 
+// kthwController is the controller of the KTHW network's cluster: it
+// creates the table and keeps kubernetes-subnet on it.
+func kthwController() controller.Config {
+	return controller.Config{
+		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
+		RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
+		Resync: time.Hour,
+	}
+}
+
 func runWithoutKubernetes(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
 	l := newPipeListener()
@@ -33,12 +43,8 @@ func runWithoutKubernetes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{
-			Controller: controller.Config{
-				Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
-				RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
-				Resync: time.Hour,
-			},
-			Cloud: env.Client,
+			Controller: kthwController(),
+			Cloud:      env.Client,
 			Source: staticNodes{{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")},
 				PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}},
 			Listener: l,

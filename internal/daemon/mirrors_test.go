@@ -17,6 +17,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 // TestRunWithMirror: the daemon keeps a mirror table beside the main one
@@ -26,16 +27,7 @@ import (
 func TestRunWithMirror(t *testing.T) { synctest.Test(t, runWithMirror) }
 
 func runWithMirror(t *testing.T) {
-	const topo = fabrictest.KTHW + `          - name: appgw-subnet
-            addressPrefix: 10.240.2.0/24
-            routeTable: appgw-routes
-    routeTables:
-      - name: appgw-routes
-        routes:
-          - name: default-internet
-            addressPrefix: 0.0.0.0/0
-            nextHopType: Internet
-`
+	const topo = kthw.AppGateway
 	appgwTable := "/subscriptions/" + fabrictest.Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/appgw-routes"
 	env := fabrictest.New(t, fabric.Options{}, topo)
 	dir := t.TempDir()
@@ -50,15 +42,13 @@ func runWithMirror(t *testing.T) {
 	l := newPipeListener()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	cfg := kthwController()
+	cfg.BatchWindow = 20 * time.Millisecond
 	go func() {
 		done <- Run(ctx, Options{
-			Controller: controller.Config{
-				Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
-				RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
-				Resync: time.Hour, BatchWindow: 20 * time.Millisecond,
-			},
-			Mirrors: []controller.Mirror{{RouteTableID: appgwTable, Subnets: []string{fabrictest.KTHWVNet + "/subnets/appgw-subnet"}, Policy: assoc.Enforce}},
-			Cloud:   env.Client, Source: src, Listener: l, Metrics: metrics.New(),
+			Controller: cfg,
+			Mirrors:    []controller.Mirror{{RouteTableID: appgwTable, Subnets: []string{fabrictest.KTHWVNet + "/subnets/appgw-subnet"}, Policy: assoc.Enforce}},
+			Cloud:      env.Client, Source: src, Listener: l, Metrics: metrics.New(),
 		})
 	}()
 	names := func(id string) string {

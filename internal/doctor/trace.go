@@ -63,7 +63,7 @@ func CheckRouting(in RoutingInput) []Finding {
 		groups := map[string]*group{}
 		for _, n := range in.State.Nodes {
 			for _, pod := range n.PodCIDRs {
-				src, ok := subnetAddr(sn, pod.Addr().Is4())
+				src, ok := sn.FirstAddr(pod.Addr().Is4())
 				if !ok {
 					continue
 				}
@@ -151,25 +151,6 @@ func findSubnet(subnets []routing.Subnet, id string) *routing.Subnet {
 		return nil
 	}
 	return &subnets[i]
-}
-
-// subnetAddr is an address of the subnet of the family asked: the first
-// one Azure hands out (the network address + 4).
-func subnetAddr(s *routing.Subnet, v4 bool) (netip.Addr, bool) {
-	for _, p := range s.Prefixes {
-		if p.Addr().Is4() != v4 {
-			continue
-		}
-		a := p.Masked().Addr()
-		for range 4 {
-			a = a.Next()
-		}
-		if p.Contains(a) {
-			return a, true
-		}
-		return p.Addr(), true
-	}
-	return netip.Addr{}, false
 }
 
 // Add adds findings to the report, keeping errors before warnings before

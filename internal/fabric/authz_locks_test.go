@@ -6,16 +6,7 @@ import (
 	"testing"
 )
 
-const lockTopology = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: nodes, addressPrefix: 10.240.0.0/24}
-    routeTables:
+const lockTopology = authzNetwork + `    routeTables:
       - name: rt
         routes:
           - {name: r1, addressPrefix: 10.244.0.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.4}

@@ -16,16 +16,7 @@ import (
 // next hops in route tables (the idiom for "any member": not all members
 // differ) and in routes, and a deny of subnets associated with a table
 // other than the allowed one, with the table as a parameter.
-const policyTopology = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: nodes, addressPrefix: 10.240.0.0/24}
-          - {name: excluded, addressPrefix: 10.240.1.0/24}
+const policyTopology = authzNetwork + `          - {name: excluded, addressPrefix: 10.240.1.0/24}
     routeTables:
       - name: rt
       - name: allowed
@@ -223,16 +214,7 @@ func TestPolicyAPI(t *testing.T) {
 // child resources and resource groups (Azure's built-in "Allowed
 // locations", of mode Indexed, says it excludes resource groups).
 func TestPolicyOnPatchAndGroups(t *testing.T) {
-	e := newAuthzEnv(t, `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: nodes, addressPrefix: 10.240.0.0/24}
-    routeTables:
+	e := newAuthzEnv(t, authzNetwork+`    routeTables:
       - {name: rt, tags: {env: dev}}
 authorization:
   policyDefinitions:

@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -197,16 +196,9 @@ func TestPermissionsAPI(t *testing.T) {
 // authorization state, each seeing the other's writes at once.
 func TestAuthorizationPersistence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fabric.db")
-	ctx := context.Background()
-	st1, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st1 := openStore(t, path)
 	defer st1.Close()
-	st2, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := openStore(t, path)
 	defer st2.Close()
 	a := newAuthzEnvOn(t, st1, rbacTopology)
 	b := newAuthzEnvOn(t, st2, "")
@@ -231,10 +223,7 @@ func TestAuthorizationPersistence(t *testing.T) {
 		t.Errorf("through B after A's assignment: %v", err)
 	}
 	// After a restart (a new store on the file), all of it is still there.
-	st3, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st3 := openStore(t, path)
 	defer st3.Close()
 	c := newAuthzEnvOn(t, st3, "")
 	if _, code, _, _ := armErr(t, putTable(c.as("netc-app"), "other", "rt")); code != "AuthorizationFailed" {

@@ -12,11 +12,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
-// rbacTopology: two groups; a reader at the subscription, a network
-// contributor on group kubernetes, a contributor on one route table, a
-// custom role without route table deletes, and routekeeper's own role
-// from deploy/azure/routekeeper-role.json as is, at my-cluster-rg.
-const rbacTopology = `
+// authzNetwork is the start of the authorization tests' topologies: group
+// kubernetes with network vnet (10.240.0.0/16) and its subnet nodes
+// (10.240.0.0/24), to which a test adds more subnets, its tables and its
+// authorization.
+const authzNetwork = `
 location: eastus
 resourceGroups:
   - name: kubernetes
@@ -25,7 +25,13 @@ resourceGroups:
         addressPrefixes: [10.240.0.0/16]
         subnets:
           - {name: nodes, addressPrefix: 10.240.0.0/24}
-    routeTables:
+`
+
+// rbacTopology: two groups; a reader at the subscription, a network
+// contributor on group kubernetes, a contributor on one route table, a
+// custom role without route table deletes, and routekeeper's own role
+// from deploy/azure/routekeeper-role.json as is, at my-cluster-rg.
+const rbacTopology = authzNetwork + `    routeTables:
       - name: rt
       - name: rt2
   - name: other

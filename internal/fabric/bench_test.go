@@ -51,23 +51,31 @@ func benchEnv(b *testing.B, storage, mode string, n int) *env {
 // BenchmarkRouteTableGet measures route table GETs by the real SDK client.
 // Target: at least 2,000 per second on 2 cores (docs/fabric.md).
 func BenchmarkRouteTableGet(b *testing.B) {
+	eachBenchEnv(b, func(b *testing.B, e *env) {
+		ctx := context.Background()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := e.tables.Get(ctx, testRG, "rt", nil); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+	})
+}
+
+// eachBenchEnv runs f as a sub-benchmark on every storage, transport and
+// table size, with allocations reported and the set-up not timed.
+func eachBenchEnv(b *testing.B, f func(b *testing.B, e *env)) {
 	for _, storage := range []string{"file", "memory"} {
 		for _, mode := range transports {
 			for _, n := range []int{2, 50, 400} {
 				b.Run(fmt.Sprintf("%s/%s/routes=%d", storage, mode, n), func(b *testing.B) {
 					e := benchEnv(b, storage, mode, n)
-					ctx := context.Background()
 					b.ReportAllocs()
 					b.ResetTimer()
-					b.RunParallel(func(pb *testing.PB) {
-						for pb.Next() {
-							if _, err := e.tables.Get(ctx, testRG, "rt", nil); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+					f(b, e)
 				})
 			}
 		}
@@ -111,31 +119,22 @@ func BenchmarkRouteTableGetRaw(b *testing.B) {
 // BenchmarkRouteTablePut measures whole-table PUTs with If-Match, polled to
 // completion, as the controller writes: GET, change one route, PUT.
 func BenchmarkRouteTablePut(b *testing.B) {
-	for _, storage := range []string{"file", "memory"} {
-		for _, mode := range transports {
-			for _, n := range []int{2, 50, 400} {
-				b.Run(fmt.Sprintf("%s/%s/routes=%d", storage, mode, n), func(b *testing.B) {
-					e := benchEnv(b, storage, mode, n)
-					ctx := context.Background()
-					b.ReportAllocs()
-					b.ResetTimer()
-					for i := range b.N {
-						cur, err := e.tables.Get(ctx, testRG, "rt", nil)
-						if err != nil {
-							b.Fatal(err)
-						}
-						cur.Properties.Routes[0].Properties.NextHopIPAddress = ptr(fmt.Sprintf("10.240.%d.%d", i/250%250, i%250+1))
-						p, err := e.tables.BeginCreateOrUpdate(withHeader(ctx, "If-Match", str(cur.Etag)), testRG, "rt", cur.RouteTable, nil)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "puts/s")
-				})
+	eachBenchEnv(b, func(b *testing.B, e *env) {
+		ctx := context.Background()
+		for i := range b.N {
+			cur, err := e.tables.Get(ctx, testRG, "rt", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cur.Properties.Routes[0].Properties.NextHopIPAddress = ptr(fmt.Sprintf("10.240.%d.%d", i/250%250, i%250+1))
+			p, err := e.tables.BeginCreateOrUpdate(withHeader(ctx, "If-Match", str(cur.Etag)), testRG, "rt", cur.RouteTable, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
+				b.Fatal(err)
 			}
 		}
-	}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "puts/s")
+	})
 }

@@ -15,15 +15,9 @@ import (
 func TestReadCacheSeesOtherWriters(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "fabric.db")
-	stA, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stA := openStore(t, path)
 	defer stA.Close()
-	stB, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stB := openStore(t, path)
 	defer stB.Close()
 	a := newEnvOn(t, "inprocess", stA, Options{})
 	b := newEnvOn(t, "inprocess", stB, Options{})
@@ -70,10 +64,7 @@ func TestReadCacheSeesOtherWriters(t *testing.T) {
 func TestSchema1StateFileUpgrades(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "fabric.db")
-	st, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, path)
 	e := newEnvOn(t, "inprocess", st, Options{})
 	e.createRG(testRG)
 	e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r1", "10.200.0.0/24", "10.240.0.4")))

@@ -39,6 +39,16 @@ type env struct {
 	subnets *armnetwork.SubnetsClient
 }
 
+// openStore opens the state file at path; the caller closes it.
+func openStore(t testing.TB, path string) *Store {
+	t.Helper()
+	st, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // transports are the two ways a client reaches the fabric; tests that
 // exercise the wire run over both.
 var transports = []string{"inprocess", "loopback"}

@@ -29,10 +29,7 @@ func TestMain(m *testing.M) {
 func TestPersistenceAcrossReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state", "fabric.db")
-	st, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, path)
 	e := newEnvOn(t, "inprocess", st, Options{})
 	e.createRG(testRG)
 	e.seedVNet(ctx, testRG)
@@ -55,10 +52,7 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st2, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := openStore(t, path)
 	defer st2.Close()
 	e2 := newEnvOn(t, "loopback", st2, Options{Clock: clock.Now})
 	after := e2.getTable(ctx, testRG, "rt")
@@ -77,10 +71,7 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "fabric.db")
-	st, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, path)
 	if _, err := st.db.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +184,7 @@ func TestTwoProcessesShareAStateFile(t *testing.T) {
 	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "fabric.db")
-	st, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, path)
 	e := newEnvOn(t, "inprocess", st, Options{})
 	e.createRG(testRG)
 	e.mustPutTable(ctx, testRG, "shared", table())

@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"context"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -28,12 +27,8 @@ func providerState(t *testing.T, e *env, ns string) string {
 // operation duration has passed. The state is in the state file: a second
 // server on it sees it.
 func TestProviderRegistration(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "fabric.db")
-	st, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, path)
 	t.Cleanup(func() { st.Close() })
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -83,10 +78,7 @@ func TestProviderRegistration(t *testing.T) {
 	}
 
 	// Another process on the same file sees the registration.
-	st2, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := openStore(t, path)
 	t.Cleanup(func() { st2.Close() })
 	e2 := newEnvOn(t, "inprocess", st2, Options{Clock: clock})
 	if s := providerState(t, e2, "Microsoft.Compute"); s != "Registered" {

@@ -186,16 +186,10 @@ func (t *Topology) Validate() error {
 				bad(g+".name", "%q is declared twice", rt.Name)
 			}
 			tables[key(rt.Name)] = normalizeLocation(firstNonEmpty(rt.Location, rgLoc))
-			routeSeen, prefixSeen := map[string]bool{}, map[string]string{}
+			routeSeen, prefixSeen := nameSet{}, map[string]string{}
 			for k, r := range rt.Routes {
 				h := fmt.Sprintf("%s.routes[%d]", g, k)
-				if !validName(r.Name) {
-					bad(h+".name", "%q is not a valid name", r.Name)
-				}
-				if routeSeen[key(r.Name)] {
-					bad(h+".name", "%q is declared twice", r.Name)
-				}
-				routeSeen[key(r.Name)] = true
+				routeSeen.declare(bad, h+".name", r.Name)
 				if r.AddressPrefix == "" {
 					bad(h+".addressPrefix", "missing")
 				} else if !serviceTagRE.MatchString(r.AddressPrefix) {
@@ -227,16 +221,10 @@ func (t *Topology) Validate() error {
 		}
 		validateNICs(f, rg, bad)
 		validateAround(f, rg, bad)
-		vnetSeen := map[string]bool{}
+		vnetSeen := nameSet{}
 		for j, vn := range rg.VirtualNetworks {
 			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)
-			if !validName(vn.Name) {
-				bad(g+".name", "%q is not a valid name", vn.Name)
-			}
-			if vnetSeen[key(vn.Name)] {
-				bad(g+".name", "%q is declared twice", vn.Name)
-			}
-			vnetSeen[key(vn.Name)] = true
+			vnetSeen.declare(bad, g+".name", vn.Name)
 			vnLoc := normalizeLocation(firstNonEmpty(vn.Location, rgLoc))
 			var space []netip.Prefix
 			if len(vn.AddressPrefixes) == 0 {
@@ -259,16 +247,10 @@ func (t *Topology) Validate() error {
 				p    netip.Prefix
 			}
 			var siblings []placed
-			subnetSeen := map[string]bool{}
+			subnetSeen := nameSet{}
 			for k, sn := range vn.Subnets {
 				h := fmt.Sprintf("%s.subnets[%d]", g, k)
-				if !validName(sn.Name) {
-					bad(h+".name", "%q is not a valid name", sn.Name)
-				}
-				if subnetSeen[key(sn.Name)] {
-					bad(h+".name", "%q is declared twice", sn.Name)
-				}
-				subnetSeen[key(sn.Name)] = true
+				subnetSeen.declare(bad, h+".name", sn.Name)
 				prefixes := sn.AddressPrefixes
 				field := h + ".addressPrefixes"
 				switch {

@@ -85,16 +85,10 @@ type TopologyConnection struct {
 // group of the topology; f is the group's field path.
 func validateAround(f string, rg TopologyResourceGroup, bad func(field, format string, args ...any)) {
 	names := func(kind string, n int, name func(int) string) map[string]bool {
-		seen := map[string]bool{}
+		seen := nameSet{}
 		for i := range n {
 			g := fmt.Sprintf("%s.%s[%d].name", f, kind, i)
-			if !validName(name(i)) {
-				bad(g, "%q is not a valid name", name(i))
-			}
-			if seen[key(name(i))] {
-				bad(g, "%q is declared twice", name(i))
-			}
-			seen[key(name(i))] = true
+			seen.declare(bad, g, name(i))
 		}
 		return seen
 	}
@@ -103,16 +97,10 @@ func validateAround(f string, rg TopologyResourceGroup, bad func(field, format s
 		vnets[key(v.Name)] = true
 	}
 	for i, v := range rg.VirtualNetworks {
-		seen := map[string]bool{}
+		seen := nameSet{}
 		for j, p := range v.Peerings {
 			g := fmt.Sprintf("%s.virtualNetworks[%d].peerings[%d]", f, i, j)
-			if !validName(p.Name) {
-				bad(g+".name", "%q is not a valid name", p.Name)
-			}
-			if seen[key(p.Name)] {
-				bad(g+".name", "%q is declared twice", p.Name)
-			}
-			seen[key(p.Name)] = true
+			seen.declare(bad, g+".name", p.Name)
 			switch ref := p.RemoteVirtualNetwork; {
 			case ref == "":
 				bad(g+".remoteVirtualNetwork", "missing: <group>/<vnet>, a virtual network of this group, or an ID")

@@ -31,16 +31,10 @@ type TopologyNIC struct {
 // validateNICs checks the NICs of a resource group of the topology; f is
 // the group's field path.
 func validateNICs(f string, rg TopologyResourceGroup, bad func(field, format string, args ...any)) {
-	seen := map[string]bool{}
+	seen := nameSet{}
 	for i, n := range rg.NetworkInterfaces {
 		g := fmt.Sprintf("%s.networkInterfaces[%d]", f, i)
-		if !validName(n.Name) {
-			bad(g+".name", "%q is not a valid name", n.Name)
-		}
-		if seen[key(n.Name)] {
-			bad(g+".name", "%q is declared twice", n.Name)
-		}
-		seen[key(n.Name)] = true
+		seen.declare(bad, g+".name", n.Name)
 		if n.Subnet == "" {
 			bad(g+".subnet", "missing: <virtual network>/<subnet> of this group, or a subnet ID")
 		} else if !strings.HasPrefix(n.Subnet, "/") && strings.Count(n.Subnet, "/") != 1 {
@@ -144,4 +138,19 @@ func (a *applier) applyNICs(ctx context.Context, t *Topology) error {
 		}
 	}
 	return nil
+}
+
+// nameSet is the names declared in one collection of a topology, by key.
+type nameSet map[string]bool
+
+// declare checks the name at field: a valid name, not declared before in
+// the collection; and records it.
+func (s nameSet) declare(bad func(field, format string, args ...any), field, name string) {
+	if !validName(name) {
+		bad(field, "%q is not a valid name", name)
+	}
+	if s[key(name)] {
+		bad(field, "%q is declared twice", name)
+	}
+	s[key(name)] = true
 }

@@ -6,26 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
-const nicTopology = `location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - name: kubernetes-subnet
-            addressPrefix: 10.240.0.0/24
-    networkInterfaces:
-      - name: worker-0-nic
-        subnet: kubernetes-vnet/kubernetes-subnet
-        privateIPAddress: 10.240.0.20
-        enableIPForwarding: true
-      - name: worker-1-nic
-        subnet: kubernetes-vnet/kubernetes-subnet
-        privateIPAddress: 10.240.0.21
-`
+const nicTopology = kthw.Topology + kthw.NICs
 
 func TestApplyNICs(t *testing.T) {
 	ctx := context.Background()

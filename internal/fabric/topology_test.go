@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 func TestLoadTopology(t *testing.T) {
@@ -27,16 +29,7 @@ func TestLoadTopology(t *testing.T) {
 }
 
 func TestLoadTopologyErrors(t *testing.T) {
-	const base = `location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - name: kubernetes-subnet
-            addressPrefix: 10.240.0.0/24
-            routeTable: kubernetes-routes
+	const base = kthw.Topology + `            routeTable: kubernetes-routes
     routeTables:
       - name: kubernetes-routes
         routes:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
@@ -46,8 +47,8 @@ func newCauses() *causes {
 
 // beforeWorld rebuilds, from the plan's before-values (the state OpenTofu
 // refreshed from Azure), the cloud as it stands, when it cannot be read.
-func beforeWorld(p *Plan, x ids) *world {
-	w := newWorld()
+func beforeWorld(p *Plan, x ids) *memcloud.Cloud {
+	w := memcloud.New()
 	for _, rc := range p.ResourceChanges {
 		if rc.Mode != "managed" || rc.Change.Before == nil {
 			continue
@@ -56,13 +57,13 @@ func beforeWorld(p *Plan, x ids) *world {
 		switch rc.Type {
 		case "azurerm_route_table":
 			id := x.of(b, "routeTables")
-			w.tables[armid.Key(id)] = tableOf(id, b)
+			w.Tables[armid.Key(id)] = tableOf(id, b)
 		case "azurerm_virtual_network":
 			id := x.of(b, "virtualNetworks")
-			w.vnets[armid.Key(id)] = &cloud.VirtualNetwork{ID: id, Name: str(b, "name"), Location: str(b, "location"), AddressPrefixes: strs(b, "address_space")}
+			w.VNets[armid.Key(id)] = &cloud.VirtualNetwork{ID: id, Name: str(b, "name"), Location: str(b, "location"), AddressPrefixes: strs(b, "address_space")}
 			for _, s := range objects(b, "subnet") {
 				sid := id + "/subnets/" + str(s, "name")
-				w.subnets[armid.Key(sid)] = &cloud.Subnet{ID: sid, Name: str(s, "name"), AddressPrefixes: subnetPrefixes(s), RouteTableID: str(s, "route_table_id"), NetworkSecurityGroupID: str(s, "security_group")}
+				w.Subnets[armid.Key(sid)] = &cloud.Subnet{ID: sid, Name: str(s, "name"), AddressPrefixes: subnetPrefixes(s), RouteTableID: str(s, "route_table_id"), NetworkSecurityGroupID: str(s, "security_group")}
 			}
 		}
 	}
@@ -76,21 +77,21 @@ func beforeWorld(p *Plan, x ids) *world {
 		switch rc.Type {
 		case "azurerm_subnet":
 			id := subnetID(x, b)
-			s := w.subnets[armid.Key(id)]
+			s := w.Subnets[armid.Key(id)]
 			if s == nil {
 				s = &cloud.Subnet{ID: id, Name: str(b, "name")}
-				w.subnets[armid.Key(id)] = s
+				w.Subnets[armid.Key(id)] = s
 			}
 			s.AddressPrefixes = subnetPrefixes(b)
 			if rt, ok := b["route_table_id"].(string); ok {
 				s.RouteTableID = rt
 			}
 		case "azurerm_subnet_route_table_association":
-			if s := w.subnets[armid.Key(str(b, "subnet_id"))]; s != nil {
+			if s := w.Subnets[armid.Key(str(b, "subnet_id"))]; s != nil {
 				s.RouteTableID = str(b, "route_table_id")
 			}
 		case "azurerm_route":
-			if t := w.tables[armid.Key(routeTableID(x, b))]; t != nil && findRoute(t, str(b, "name")) < 0 {
+			if t := w.Tables[armid.Key(routeTableID(x, b))]; t != nil && findRoute(t, str(b, "name")) < 0 {
 				t.Routes = append(t.Routes, routeOf(b))
 			}
 		}
@@ -116,8 +117,8 @@ func findRoute(t *route.Table, name string) int {
 
 // applyPlan returns the world after the plan's apply, and why each
 // changed resource changed.
-func applyPlan(base *world, p *Plan, x ids) (*world, *causes) {
-	w, cs := base.clone(), newCauses()
+func applyPlan(base *memcloud.Cloud, p *Plan, x ids) (*memcloud.Cloud, *causes) {
+	w, cs := base.Clone(), newCauses()
 	// Containers first, so that what they hold is settled after them.
 	order := map[string]int{"azurerm_virtual_network": 0, "azurerm_route_table": 0, "azurerm_subnet": 1, "azurerm_subnet_route_table_association": 2, "azurerm_route": 2}
 	rcs := slices.Clone(p.ResourceChanges)
@@ -148,23 +149,23 @@ func applyPlan(base *world, p *Plan, x ids) (*world, *causes) {
 	return w, cs
 }
 
-func applyVNet(w *world, cs *causes, rc ResourceChange, x ids) {
+func applyVNet(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 	c := rc.Change
 	id := x.of(cmpMap(c.Before, c.After), "virtualNetworks")
 	if c.kind() == kindDelete {
-		delete(w.vnets, armid.Key(id))
-		for k, s := range w.subnets {
+		delete(w.VNets, armid.Key(id))
+		for k, s := range w.Subnets {
 			if vid, _ := armid.VNetOfSubnet(s.ID); armid.Same(vid, id) {
-				delete(w.subnets, k)
+				delete(w.Subnets, k)
 				cs.subnet[k] = cause{rc.Address, RuleVNetDestroyed, "destroys virtual network " + armid.Name(id)}
 			}
 		}
 		return
 	}
-	v := w.vnets[armid.Key(id)]
+	v := w.VNets[armid.Key(id)]
 	if v == nil {
 		v = &cloud.VirtualNetwork{ID: id, Name: str(c.After, "name"), Location: str(c.After, "location")}
-		w.vnets[armid.Key(id)] = v
+		w.VNets[armid.Key(id)] = v
 	}
 	if !unknown(c.AfterUnknown, "address_space") {
 		if space := strs(c.After, "address_space"); len(space) > 0 && !slices.Equal(space, v.AddressPrefixes) {
@@ -180,10 +181,10 @@ func applyVNet(w *world, cs *causes, rc ResourceChange, x ids) {
 		sid := id + "/subnets/" + str(s, "name")
 		declared[armid.Key(sid)] = true
 		unk := unknownAt(c.AfterUnknown, "subnet", i)
-		cur := w.subnets[armid.Key(sid)]
+		cur := w.Subnets[armid.Key(sid)]
 		if cur == nil {
 			cur = &cloud.Subnet{ID: sid, Name: str(s, "name")}
-			w.subnets[armid.Key(sid)] = cur
+			w.Subnets[armid.Key(sid)] = cur
 		}
 		if !unknown(unk, "address_prefixes") && !unknown(unk, "address_prefix") {
 			if ps := subnetPrefixes(s); len(ps) > 0 && !slices.Equal(ps, cur.AddressPrefixes) {
@@ -208,32 +209,32 @@ func applyVNet(w *world, cs *causes, rc ResourceChange, x ids) {
 			cs.subnet[armid.Key(sid)] = cause{rc.Address, RuleInlineSubnet, what}
 		}
 	}
-	for k, s := range w.subnets {
+	for k, s := range w.Subnets {
 		if vid, _ := armid.VNetOfSubnet(s.ID); armid.Same(vid, id) && !declared[k] {
-			delete(w.subnets, k)
+			delete(w.Subnets, k)
 			cs.subnet[k] = cause{rc.Address, RuleInlineSubnet, fmt.Sprintf("its inline subnet blocks leave out subnet %s: the apply deletes it", s.Name)}
 		}
 	}
 }
 
-func applyTable(w *world, cs *causes, rc ResourceChange, x ids) {
+func applyTable(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 	c := rc.Change
 	id := x.of(cmpMap(c.Before, c.After), "routeTables")
 	key := armid.Key(id)
 	switch c.kind() {
 	case kindDelete:
-		delete(w.tables, key)
+		delete(w.Tables, key)
 		cs.table[key] = cause{rc.Address, RuleTableDestroyed, "destroys route table " + armid.Name(id)}
 		return
 	case kindReplace:
 		t := tableOf(id, c.After)
-		w.tables[key] = t
+		w.Tables[key] = t
 		cs.table[key] = cause{rc.Address, RuleTableReplaced, "replaces route table " + armid.Name(id) + " (destroys it and creates it again, with the routes and tags of the code only)"}
 		return
 	}
-	t := w.tables[key]
+	t := w.Tables[key]
 	if t == nil {
-		w.tables[key] = tableOf(id, c.After)
+		w.Tables[key] = tableOf(id, c.After)
 		return
 	}
 	if !unknown(c.AfterUnknown, "tags") {
@@ -257,25 +258,25 @@ func applyTable(w *world, cs *causes, rc ResourceChange, x ids) {
 	}
 }
 
-func applySubnet(w *world, cs *causes, rc ResourceChange, x ids) {
+func applySubnet(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 	c := rc.Change
 	id := subnetID(x, cmpMap(c.Before, c.After))
 	key := armid.Key(id)
 	switch c.kind() {
 	case kindDelete:
-		delete(w.subnets, key)
+		delete(w.Subnets, key)
 		cs.subnet[key] = cause{rc.Address, RuleSubnetDestroyed, "destroys subnet " + armid.Name(id)}
 		return
 	case kindReplace:
 		s := &cloud.Subnet{ID: id, Name: armid.Name(id), AddressPrefixes: subnetPrefixes(c.After), RouteTableID: str(c.After, "route_table_id")}
-		w.subnets[key] = s
+		w.Subnets[key] = s
 		cs.subnet[key] = cause{rc.Address, RuleSubnetDestroyed, "replaces subnet " + s.Name + " (destroys it and creates it again, without its route table until an association is made)"}
 		return
 	}
-	s := w.subnets[key]
+	s := w.Subnets[key]
 	if s == nil {
 		s = &cloud.Subnet{ID: id, Name: armid.Name(id)}
-		w.subnets[key] = s
+		w.Subnets[key] = s
 	}
 	if !unknown(c.AfterUnknown, "address_prefixes") {
 		if ps := subnetPrefixes(c.After); len(ps) > 0 && !slices.Equal(ps, s.AddressPrefixes) {
@@ -289,11 +290,11 @@ func applySubnet(w *world, cs *causes, rc ResourceChange, x ids) {
 	}
 }
 
-func applyAssociation(w *world, cs *causes, rc ResourceChange) {
+func applyAssociation(w *memcloud.Cloud, cs *causes, rc ResourceChange) {
 	c := rc.Change
 	m := cmpMap(c.Before, c.After)
 	key := armid.Key(str(m, "subnet_id"))
-	s := w.subnets[key]
+	s := w.Subnets[key]
 	if s == nil {
 		return
 	}
@@ -316,14 +317,14 @@ func applyAssociation(w *world, cs *causes, rc ResourceChange) {
 	}
 }
 
-func applyRoute(w *world, cs *causes, rc ResourceChange, x ids) {
+func applyRoute(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 	c := rc.Change
 	m := cmpMap(c.Before, c.After)
 	tid := routeTableID(x, m)
 	if id := str(m, "id"); id != "" {
 		tid = id[:len(id)-len("/routes/"+str(m, "name"))]
 	}
-	t := w.tables[armid.Key(tid)]
+	t := w.Tables[armid.Key(tid)]
 	if t == nil {
 		return
 	}
@@ -373,15 +374,15 @@ func joinNames(names []string) string {
 }
 
 // exists reports whether the resource a change creates is in w already.
-func exists(w *world, rc ResourceChange, x ids) bool {
+func exists(w *memcloud.Cloud, rc ResourceChange, x ids) bool {
 	a := rc.Change.After
 	switch rc.Type {
 	case "azurerm_virtual_network":
-		return w.vnets[armid.Key(x.of(a, "virtualNetworks"))] != nil
+		return w.VNets[armid.Key(x.of(a, "virtualNetworks"))] != nil
 	case "azurerm_route_table":
-		return w.tables[armid.Key(x.of(a, "routeTables"))] != nil
+		return w.Tables[armid.Key(x.of(a, "routeTables"))] != nil
 	case "azurerm_subnet":
-		return w.subnets[armid.Key(subnetID(x, a))] != nil
+		return w.Subnets[armid.Key(subnetID(x, a))] != nil
 	}
 	return false
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/ipplan"
 	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -83,18 +84,18 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 	table := cmpStr(want.Table, want.Configured)
 	x := ids{subscription: armid.Subscription(table)}
 	rep := &Report{Live: in.Live != nil, Nodes: len(want.Nodes), Findings: []Finding{}}
-	var base *world
+	var base *memcloud.Cloud
 	if in.Live != nil {
-		base = fromObservation(in.Live)
+		base = memcloud.FromObservation(in.Live)
 	} else {
 		base = beforeWorld(p, x)
-		if base.tables[armid.Key(table)] == nil && referenced(base, table) {
+		if base.Tables[armid.Key(table)] == nil && referenced(base, table) {
 			// The plan does not manage routekeeper's table (routekeeper
 			// created it): it is taken as routekeeper keeps it.
 			t := plan.Compute(plan.Input{Cluster: want.Cluster, ClusterCIDRs: want.ClusterCIDRs, Nodes: want.Nodes, Current: nil}).Desired
 			if t != nil {
 				t.ID, t.Name = table, armid.Name(table)
-				base.tables[armid.Key(table)] = t
+				base.Tables[armid.Key(table)] = t
 				rep.Notes = append(rep.Notes, fmt.Sprintf("the cloud was not read and the plan does not hold route table %s: it is taken to hold the node routes, as routekeeper keeps it", armid.Name(table)))
 			}
 		}
@@ -178,8 +179,8 @@ func onTable(s verdict.Subnet) bool {
 }
 
 // referenced reports whether a subnet of w points to table.
-func referenced(w *world, table string) bool {
-	for _, s := range w.subnets {
+func referenced(w *memcloud.Cloud, table string) bool {
+	for _, s := range w.Subnets {
 		if armid.Same(s.RouteTableID, table) {
 			return true
 		}
@@ -189,9 +190,9 @@ func referenced(w *world, table string) bool {
 
 // subnetOf is the guarded subnet that holds one of the node's addresses,
 // as w has it.
-func subnetOf(w *world, guarded []string, n source.Node) string {
+func subnetOf(w *memcloud.Cloud, guarded []string, n source.Node) string {
 	for _, id := range guarded {
-		s := w.subnets[armid.Key(id)]
+		s := w.Subnets[armid.Key(id)]
 		if s == nil {
 			continue
 		}
@@ -231,10 +232,10 @@ func message(c cause, f *Finding) string {
 
 // spaceFindings are the address spaces the plan sets that overlap the pod
 // CIDRs, by ipplan's overlap rule.
-func spaceFindings(after *world, cs *causes, want verdict.Desired) []Finding {
+func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired) []Finding {
 	var out []Finding
 	for _, k := range slices.Sorted(maps.Keys(cs.space)) {
-		c, v := cs.space[k], after.vnets[k]
+		c, v := cs.space[k], after.VNets[k]
 		if v == nil {
 			continue
 		}

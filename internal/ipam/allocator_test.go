@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/addrnum"
 )
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
@@ -249,8 +251,8 @@ func TestRandomOperations(t *testing.T) {
 						c := cfg.ClusterCIDRs[rng.IntN(len(cfg.ClusterCIDRs))]
 						bitsLen := c.Addr().BitLen()
 						l := c.Bits() - 1 + rng.IntN(min(bitsLen, c.Bits()+14)-c.Bits()+2)
-						addr := toU128(c.Addr()).add(u128{lo: rng.Uint64N(1 << 20)}.shl(uint(bitsLen - min(bitsLen, c.Bits()+20))))
-						p, _ := addr.addr(c.Addr().Is4()).Prefix(l)
+						addr := addrnum.Of(c.Addr()).Add(addrnum.U128{Lo: rng.Uint64N(1 << 20)}.Shl(uint(bitsLen - min(bitsLen, c.Bits()+20))))
+						p, _ := addr.Addr(c.Addr().Is6()).Prefix(l)
 						before := slices.Clone(a.CIDRs(node))
 						err := a.Occupy(node, p)
 						if err != nil && !errors.Is(err, ErrOutsideClusterCIDR) && !slices.Equal(before, a.CIDRs(node)) {

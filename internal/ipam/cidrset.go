@@ -1,9 +1,10 @@
 package ipam
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"net/netip"
+
+	"github.com/routekeeper/routekeeper/internal/addrnum"
 )
 
 // cidrSet is one cluster CIDR cut into node-mask blocks, with a bitmap of
@@ -67,9 +68,9 @@ func (s *cidrSet) reserve(first, last int) {
 
 // block returns the i-th node CIDR.
 func (s *cidrSet) block(i int) netip.Prefix {
-	base := toU128(s.cluster.Addr())
-	a := base.add(u128{lo: uint64(i)}.shl(s.shift))
-	return netip.PrefixFrom(a.addr(s.cluster.Addr().Is4()), s.mask)
+	base := addrnum.Of(s.cluster.Addr())
+	a := base.Add(addrnum.U128{Lo: uint64(i)}.Shl(s.shift))
+	return netip.PrefixFrom(a.Addr(s.cluster.Addr().Is6()), s.mask)
 }
 
 // span returns the blocks that p overlaps; ok is false when it overlaps
@@ -81,11 +82,11 @@ func (s *cidrSet) span(p netip.Prefix) (first, last int, ok bool) {
 	if p.Bits() <= s.cluster.Bits() {
 		return 0, s.n - 1, true // p holds the whole cluster CIDR
 	}
-	base := toU128(s.cluster.Addr())
-	lo := toU128(p.Addr()).sub(base)
-	size := u128{lo: 1}.shl(uint(p.Addr().BitLen() - p.Bits()))
-	hi := lo.add(size).sub(u128{lo: 1})
-	return int(lo.shr(s.shift).lo), int(hi.shr(s.shift).lo), true
+	base := addrnum.Of(s.cluster.Addr())
+	lo := addrnum.Of(p.Addr()).Sub(base)
+	size := addrnum.U128{Lo: 1}.Shl(uint(p.Addr().BitLen() - p.Bits()))
+	hi := lo.Add(size).Sub(addrnum.U128{Lo: 1})
+	return int(lo.Shr(s.shift).Lo), int(hi.Shr(s.shift).Lo), true
 }
 
 // free returns the first free block at or after start, wrapping around,
@@ -110,66 +111,4 @@ func (s *cidrSet) scan(from, to int) int {
 		i = (i/64 + 1) * 64
 	}
 	return -1
-}
-
-// u128 is an unsigned 128-bit integer, enough for IPv6 address arithmetic.
-type u128 struct{ hi, lo uint64 }
-
-func toU128(a netip.Addr) u128 {
-	if a.Is4() {
-		b := a.As4()
-		return u128{lo: uint64(binary.BigEndian.Uint32(b[:]))}
-	}
-	b := a.As16()
-	return u128{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:])}
-}
-
-func (u u128) addr(is4 bool) netip.Addr {
-	if is4 {
-		var b [4]byte
-		binary.BigEndian.PutUint32(b[:], uint32(u.lo))
-		return netip.AddrFrom4(b)
-	}
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], u.hi)
-	binary.BigEndian.PutUint64(b[8:], u.lo)
-	return netip.AddrFrom16(b)
-}
-
-func (u u128) add(v u128) u128 {
-	lo, carry := bits.Add64(u.lo, v.lo, 0)
-	hi, _ := bits.Add64(u.hi, v.hi, carry)
-	return u128{hi, lo}
-}
-
-func (u u128) sub(v u128) u128 {
-	lo, borrow := bits.Sub64(u.lo, v.lo, 0)
-	hi, _ := bits.Sub64(u.hi, v.hi, borrow)
-	return u128{hi, lo}
-}
-
-func (u u128) shl(n uint) u128 {
-	switch {
-	case n == 0:
-		return u
-	case n >= 128:
-		return u128{}
-	case n >= 64:
-		return u128{hi: u.lo << (n - 64)}
-	default:
-		return u128{hi: u.hi<<n | u.lo>>(64-n), lo: u.lo << n}
-	}
-}
-
-func (u u128) shr(n uint) u128 {
-	switch {
-	case n == 0:
-		return u
-	case n >= 128:
-		return u128{}
-	case n >= 64:
-		return u128{lo: u.hi >> (n - 64)}
-	default:
-		return u128{hi: u.hi >> n, lo: u.lo>>n | u.hi<<(64-n)}
-	}
 }

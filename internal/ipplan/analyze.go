@@ -285,7 +285,7 @@ func (a *analysis) uses(pl Plugin) bool { return slices.Contains(a.p.plugins, pl
 func newRange(k Kind, name string, p netip.Prefix) Range {
 	lo, hi := bounds(p)
 	v6 := p.Addr().Is6()
-	r := Range{Kind: k, Name: name, Prefix: p, First: lo.addr(v6), Last: hi.addr(v6), Addresses: size(p)}
+	r := Range{Kind: k, Name: name, Prefix: p, First: lo.Addr(v6), Last: hi.Addr(v6), Addresses: size(p)}
 	if k == KindSubnet && !v6 {
 		r.Usable = usable(p)
 	}

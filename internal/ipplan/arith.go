@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Address arithmetic of either family (u128.go holds the numbers).
+// Address arithmetic of either family (package addrnum holds the numbers).
 
 // usable is what Azure leaves of an IPv4 subnet: all but 5 addresses.
 func usable(p netip.Prefix) int64 { return max(size(p).Int64()-SubnetReserved, 0) }

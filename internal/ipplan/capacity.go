@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+
+	"github.com/routekeeper/routekeeper/internal/addrnum"
 )
 
 // routesPerNode is the number of pod routes a kubenet node needs: one per
@@ -160,7 +162,7 @@ func ranges6(p netip.Prefix, bits int) Count {
 	if p.Bits() > bits {
 		return Count{}
 	}
-	return countOf(pow2(bits - p.Bits()))
+	return countOf(addrnum.Pow2(bits - p.Bits()))
 }
 
 type limit struct {

@@ -29,7 +29,7 @@ func (a *analysis) checkService() {
 		return
 	}
 	lo, hi := bounds(svc)
-	d := u128From(dns)
+	d := number(dns)
 	v6 := dns.Is6()
 	switch {
 	case !svc.Contains(dns):
@@ -38,20 +38,20 @@ func (a *analysis) checkService() {
 	case d == lo:
 		a.add(Error, RuleDNSIPReserved, nil, values,
 			"DNS service IP %s is the network address of the service CIDR %s", dns, svc)
-	case d == lo.plus(1):
+	case d == lo.Plus(1):
 		a.add(Error, RuleDNSIPReserved, nil, values,
 			"DNS service IP %s is the first address of the service CIDR %s, which the kubernetes API service takes", dns, svc)
 	case d == hi && !v6 && svc.Bits() < 31:
 		a.add(Error, RuleDNSIPReserved, nil, values,
 			"DNS service IP %s is the broadcast address of the service CIDR %s, which Kubernetes never hands out", dns, svc)
-	case d != lo.plus(10) && lo.plus(10).cmp(hi) <= 0:
+	case d != lo.Plus(10) && lo.Plus(10).Cmp(hi) <= 0:
 		a.add(Info, RuleDNSIPNotTenth, nil, values,
-			"DNS service IP %s is valid, but by convention it is the .10 address of the service CIDR (%s)", dns, lo.plus(10).addr(v6))
+			"DNS service IP %s is valid, but by convention it is the .10 address of the service CIDR (%s)", dns, lo.Plus(10).Addr(v6))
 	}
 }
 
 // tenth is the conventional DNS service IP of a service range.
 func tenth(svc netip.Prefix) netip.Addr {
 	lo, _ := bounds(svc)
-	return lo.plus(10).addr(svc.Addr().Is6())
+	return lo.Plus(10).Addr(svc.Addr().Is6())
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/addrnum"
 )
 
 // The picture's geometry, in SVG user units (pixels).
@@ -39,9 +41,9 @@ const overlapColor = "#d62728"
 // horizontal axis.
 type region struct {
 	v6     bool
-	lo, hi u128  // inclusive
-	lanes  []int // indexes in Report.Ranges
-	cuts   []u128
+	lo, hi addrnum.U128 // inclusive
+	lanes  []int        // indexes in Report.Ranges
+	cuts   []addrnum.U128
 	xs     []float64 // x of each cut
 }
 
@@ -132,14 +134,14 @@ func layoutRegions(r Report) []region {
 		}
 		li, _ := bounds(r.Ranges[i].Prefix)
 		lj, _ := bounds(r.Ranges[j].Prefix)
-		return li.cmp(lj)
+		return li.Cmp(lj)
 	})
 	var regions []region
 	for _, i := range order {
 		lo, hi := bounds(r.Ranges[i].Prefix)
-		if n := len(regions); n > 0 && regions[n-1].v6 == is6(i) && lo.cmp(regions[n-1].hi) <= 0 {
+		if n := len(regions); n > 0 && regions[n-1].v6 == is6(i) && lo.Cmp(regions[n-1].hi) <= 0 {
 			g := &regions[n-1]
-			if hi.cmp(g.hi) > 0 {
+			if hi.Cmp(g.hi) > 0 {
 				g.hi = hi
 			}
 			g.lanes = append(g.lanes, i)
@@ -150,17 +152,17 @@ func layoutRegions(r Report) []region {
 	for k := range regions {
 		g := &regions[k]
 		slices.Sort(g.lanes) // lanes in the report's order: VNet, subnets, pod, ...
-		cuts := []u128{g.lo, g.hi.plus(1)}
+		cuts := []addrnum.U128{g.lo, g.hi.Plus(1)}
 		for _, i := range g.lanes {
 			lo, hi := bounds(r.Ranges[i].Prefix)
-			cuts = append(cuts, lo, hi.plus(1))
+			cuts = append(cuts, lo, hi.Plus(1))
 		}
-		slices.SortFunc(cuts, u128.cmp)
+		slices.SortFunc(cuts, addrnum.U128.Cmp)
 		g.cuts = slices.Compact(cuts)
 		weights := make([]float64, len(g.cuts)-1)
 		total := 0.0
 		for j := range weights {
-			weights[j] = 1 + math.Log2(g.cuts[j+1].sub(g.cuts[j]).float64())
+			weights[j] = 1 + math.Log2(g.cuts[j+1].Sub(g.cuts[j]).Float64())
 			total += weights[j]
 		}
 		g.xs = make([]float64, len(g.cuts))
@@ -175,14 +177,14 @@ func layoutRegions(r Report) []region {
 }
 
 // x maps an address (or the end of a range, last+1) to its position.
-func (g region) x(v u128) float64 {
-	j, found := slices.BinarySearchFunc(g.cuts, v, u128.cmp)
+func (g region) x(v addrnum.U128) float64 {
+	j, found := slices.BinarySearchFunc(g.cuts, v, addrnum.U128.Cmp)
 	if found {
 		return g.xs[j]
 	}
 	// Inside piece j-1: place logarithmically, like the piece widths.
 	lo, hi := g.cuts[j-1], g.cuts[j]
-	f := math.Log2(1+v.sub(lo).float64()) / math.Log2(1+hi.sub(lo).float64())
+	f := math.Log2(1+v.Sub(lo).Float64()) / math.Log2(1+hi.Sub(lo).Float64())
 	return g.xs[j-1] + f*(g.xs[j]-g.xs[j-1])
 }
 
@@ -196,7 +198,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w(`<g class="region">` + "\n")
 	w(`<text x="%g" y="%g" font-weight="bold" fill="#222222">%s</text>`+"\n", svgMargin, top+12,
-		esc(fmt.Sprintf("%s – %s (%s addresses)", g.lo.addr(g.v6), g.hi.addr(g.v6), countOf(g.hi.sub(g.lo).plus(1)))))
+		esc(fmt.Sprintf("%s – %s (%s addresses)", g.lo.Addr(g.v6), g.hi.Addr(g.v6), countOf(g.hi.Sub(g.lo).Plus(1)))))
 	// Faint guides at every cut, so bars line up with their ticks.
 	bottom := laneY(top, len(g.lanes)) - svgLaneGap + 4
 	for _, x := range g.xs {
@@ -216,7 +218,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	marks := make([]mark, len(overlaps))
 	for n, o := range overlaps {
 		lo, hi := bounds(o.Prefix)
-		x0, x1 := g.x(lo), g.x(hi.plus(1))
+		x0, x1 := g.x(lo), g.x(hi.Plus(1))
 		marks[n] = mark{x0: x0, wd: max(x1-x0, 3), ka: min(lane[o.A], lane[o.B]), kb: max(lane[o.A], lane[o.B]),
 			title: fmt.Sprintf("overlap %s: %s and %s", o.Prefix, r.Ranges[o.A].Label(), r.Ranges[o.B].Label())}
 	}
@@ -231,7 +233,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 		rg := r.Ranges[i]
 		y := laneY(top, k)
 		lo, hi := bounds(rg.Prefix)
-		x0, x1 := g.x(lo), g.x(hi.plus(1))
+		x0, x1 := g.x(lo), g.x(hi.Plus(1))
 		w(`<text x="%g" y="%g" fill="#222222"><tspan font-weight="bold">%s</tspan> %s</text>`+"\n",
 			svgMargin, y+13, esc(laneKind(rg)), esc(rg.Prefix.String()))
 		w(`<rect x="%.1f" y="%g" width="%.1f" height="%g" rx="2" fill="%s" fill-opacity="0.85"><title>%s</title></rect>`+"\n",
@@ -246,7 +248,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	for k, i := range g.lanes {
 		rg := r.Ranges[i]
 		lo, hi := bounds(rg.Prefix)
-		x0, x1 := g.x(lo), g.x(hi.plus(1))
+		x0, x1 := g.x(lo), g.x(hi.Plus(1))
 		y := laneY(top, k)
 		if text := barText(rg); float64(len(text))*svgCharW+8 <= x1-x0 {
 			w(`<text x="%.1f" y="%g" fill="#ffffff" stroke="#333333" stroke-width="2.5" stroke-opacity="0.6" paint-order="stroke">%s</text>`+"\n",
@@ -257,7 +259,7 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 				x0-2, y-2, max(x1-x0, 1)+4, svgLaneH+4, overlapColor)
 		}
 		if rg.Kind == KindService && rg.Prefix.Contains(r.DNSServiceIP) {
-			dx := g.x(u128From(r.DNSServiceIP))
+			dx := g.x(number(r.DNSServiceIP))
 			w(`<path d="M%.1f %g l-4 -6 h8 z" fill="#222222"><title>%s</title></path>`+"\n",
 				dx, y, esc("DNS service IP "+r.DNSServiceIP.String()))
 		}
@@ -271,9 +273,9 @@ func drawRegion(b *bytes.Buffer, r Report, g region, overlaps []Overlap, top flo
 	}
 	ticks := make([]tick, len(g.xs))
 	for j, x := range g.xs {
-		t := tick{x: x, label: g.cuts[j].addr(g.v6).String(), anchor: "middle"}
+		t := tick{x: x, label: g.cuts[j].Addr(g.v6).String(), anchor: "middle"}
 		if j == len(g.xs)-1 {
-			t.label, t.anchor = g.hi.addr(g.v6).String(), "end" // the last address, not the one after
+			t.label, t.anchor = g.hi.Addr(g.v6).String(), "end" // the last address, not the one after
 		} else if j == 0 {
 			t.anchor = "start"
 		}

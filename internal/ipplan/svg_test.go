@@ -106,12 +106,12 @@ func TestSVGAxis(t *testing.T) {
 	}
 	// The /24 subnet inside the /8 stays visible.
 	lo, hi := bounds(r.Ranges[r.NodeSubnet].Prefix)
-	if w := g.x(hi.plus(1)) - g.x(lo); w < 30 {
+	if w := g.x(hi.Plus(1)) - g.x(lo); w < 30 {
 		t.Errorf("a /24 in a /8 is %.1f px wide; want it visible", w)
 	}
 	// Points inside a piece are ordered too.
-	if a, b := g.x(lo.plus(10)), g.x(lo.plus(100)); !(g.x(lo) < a && a < b && b < g.x(hi.plus(1))) {
-		t.Errorf("x not monotonic inside a piece: %v %v %v %v", g.x(lo), a, b, g.x(hi.plus(1)))
+	if a, b := g.x(lo.Plus(10)), g.x(lo.Plus(100)); !(g.x(lo) < a && a < b && b < g.x(hi.Plus(1))) {
+		t.Errorf("x not monotonic inside a piece: %v %v %v %v", g.x(lo), a, b, g.x(hi.Plus(1)))
 	}
 
 	// Disjoint ranges get regions of their own, in address order.
@@ -121,7 +121,7 @@ func TestSVGAxis(t *testing.T) {
 		t.Fatalf("want 3 regions (service, pod, VNet), got %d", len(regions))
 	}
 	for i := 1; i < len(regions); i++ {
-		if regions[i].lo.cmp(regions[i-1].hi) <= 0 {
+		if regions[i].lo.Cmp(regions[i-1].hi) <= 0 {
 			t.Errorf("regions out of order: %+v", regions)
 		}
 	}

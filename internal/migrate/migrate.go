@@ -415,15 +415,13 @@ func hopText(r route.Route) string {
 	return string(r.NextHopType)
 }
 
+// cloneTable is a copy of t whose tags can be set.
 func cloneTable(t *route.Table) *route.Table {
-	c := *t
-	c.Routes = append([]route.Route(nil), t.Routes...)
-	c.Tags = make(map[string]string, len(t.Tags)+3)
-	for k, v := range t.Tags {
-		c.Tags[k] = v
+	c := t.Clone()
+	if c.Tags == nil {
+		c.Tags = map[string]string{}
 	}
-	c.Subnets = append([]string(nil), t.Subnets...)
-	return &c
+	return c
 }
 
 func sameID(a, b string) bool {

@@ -246,18 +246,26 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 	return o
 }
 
+// failed sorts the error of one read: the resource is not found, or the
+// read failed with err (and what ARM's refusal named, if it refused), or
+// neither when err is nil.
+func failed(err error) (notFound bool, readErr error, refused *Refusal) {
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		return true, nil, nil
+	case err != nil:
+		return false, err, RefusalOf(err)
+	}
+	return false, nil, nil
+}
+
 func (o *Observation) readTable(ctx context.Context, c Reader, id string) TableRead {
 	if r, ok := o.tables[armid.Key(id)]; ok {
 		return r
 	}
 	t, err := c.GetRouteTable(ctx, id)
 	r := TableRead{ID: id}
-	switch {
-	case errors.Is(err, cloud.ErrNotFound):
-		r.NotFound = true
-	case err != nil:
-		r.Err, r.Refused = err, RefusalOf(err)
-	default:
+	if r.NotFound, r.Err, r.Refused = failed(err); err == nil {
 		if t.ID == "" {
 			t.ID = id
 		}
@@ -333,12 +341,7 @@ func (o *Observation) readSubnet(ctx context.Context, c Reader, id string) Subne
 	}
 	s, err := c.GetSubnet(ctx, id)
 	r := SubnetRead{ID: id}
-	switch {
-	case errors.Is(err, cloud.ErrNotFound):
-		r.NotFound = true
-	case err != nil:
-		r.Err, r.Refused = err, RefusalOf(err)
-	default:
+	if r.NotFound, r.Err, r.Refused = failed(err); err == nil {
 		r.Subnet = s
 	}
 	o.subnets[armid.Key(id)] = r
@@ -352,12 +355,7 @@ func (o *Observation) readNetwork(ctx context.Context, c Reader, id string) {
 	}
 	v, err := c.GetVirtualNetwork(ctx, id)
 	r := NetworkRead{ID: id}
-	switch {
-	case errors.Is(err, cloud.ErrNotFound):
-		r.NotFound = true
-	case err != nil:
-		r.Err, r.Refused = err, RefusalOf(err)
-	default:
+	if r.NotFound, r.Err, r.Refused = failed(err); err == nil {
 		r.Network = v
 	}
 	o.networks[k] = r

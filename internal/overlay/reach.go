@@ -43,7 +43,7 @@ func reachability(in Input, r *Report, add addFunc) {
 		if armid.Contains(in.Subnets, s.ID) || strings.EqualFold(s.Name, gatewaySubnet) || holdsAny(s.Prefixes, nodeIPs) || len(s.Prefixes) == 0 {
 			continue
 		}
-		sources = append(sources, source{name: s.Name, id: s.ID, vnet: s.VNetName, prefix: s.Prefixes[0], from: func(v4 bool) (netip.Addr, bool) { return subnetAddr(s, v4) }})
+		sources = append(sources, source{name: s.Name, id: s.ID, vnet: s.VNetName, prefix: s.Prefixes[0], from: func(v4 bool) (netip.Addr, bool) { return s.FirstAddr(v4) }})
 	}
 	for _, p := range routing.OnPremises(st.VNets) {
 		sources = append(sources, source{name: "on premises " + p.String(), prefix: p, from: func(v4 bool) (netip.Addr, bool) {
@@ -105,23 +105,4 @@ func holdsAny(ps []netip.Prefix, as []netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-// subnetAddr is an address of the subnet of the family asked: the first
-// one Azure hands out (the network address + 4).
-func subnetAddr(s *routing.Subnet, v4 bool) (netip.Addr, bool) {
-	for _, p := range s.Prefixes {
-		if p.Addr().Is4() != v4 {
-			continue
-		}
-		a := p.Masked().Addr()
-		for range 4 {
-			a = a.Next()
-		}
-		if p.Contains(a) {
-			return a, true
-		}
-		return p.Addr(), true
-	}
-	return netip.Addr{}, false
 }

@@ -139,24 +139,6 @@ func apply(in Input, p *Plan) *route.Table {
 	return &t
 }
 
-// cloneTable deep-copies a table so tests can prove Compute leaves its
-// input alone.
-func cloneTable(t *route.Table) *route.Table {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	c.Routes = slices.Clone(t.Routes)
-	c.Subnets = slices.Clone(t.Subnets)
-	if t.Tags != nil {
-		c.Tags = make(map[string]string, len(t.Tags))
-		for k, v := range t.Tags {
-			c.Tags[k] = v
-		}
-	}
-	return &c
-}
-
 // checkInvariants asserts what every plan must satisfy, whatever its input.
 // owned tells which current routes the plan may change; nil means the
 // ownership rules' own verdict (the property test passes the generator's

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func runCases(t *testing.T, cases []planCase) {
 					in.ClusterCIDRs = clusterCIDRs
 				}
 			}
-			before := cloneTable(in.Current)
+			before := in.Current.Clone()
 			nodesBefore := slices.Clone(in.Nodes)
 			p := Compute(in)
 			if !reflect.DeepEqual(before, in.Current) {
@@ -905,19 +906,8 @@ func manyCreates(n int) []string {
 }
 
 func pad4(i int) string {
-	s := "000" + itoa(i)
+	s := "000" + strconv.Itoa(i)
 	return s[len(s)-4:]
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
 }
 
 func TestDeterministic(t *testing.T) {
@@ -1023,7 +1013,7 @@ func TestSchemeNameIsRouteName(t *testing.T) {
 
 func TestDesiredIsACopy(t *testing.T) {
 	cur := table(cluster, ours("worker-0", "10.244.0.0/24", "10.0.0.4"), rt("default", "0.0.0.0/0", "10.0.100.4"))
-	before := cloneTable(cur)
+	before := cur.Clone()
 	p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur,
 		Nodes: []source.Node{node("worker-0", "10.0.0.9", "10.244.0.0/24")}})
 	if !p.NeedsWrite() {

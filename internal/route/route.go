@@ -4,7 +4,9 @@
 package route
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -66,6 +68,19 @@ func (t *Table) Claim() string {
 		}
 	}
 	return ""
+}
+
+// Clone returns a deep copy of the table (nil for nil): its routes, tags
+// and subnets are its own.
+func (t *Table) Clone() *Table {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	c.Routes = slices.Clone(t.Routes)
+	c.Tags = maps.Clone(t.Tags)
+	c.Subnets = slices.Clone(t.Subnets)
+	return &c
 }
 
 // nameSeparator separates the node name from the mangled CIDR in a route

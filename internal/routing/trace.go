@@ -31,6 +31,26 @@ type Subnet struct {
 	RouteTableID string
 }
 
+// FirstAddr is an address of the subnet of the family asked: the first one
+// Azure hands out (the network address + 4), or the prefix's own address
+// when the prefix is too small to hold it.
+func (s *Subnet) FirstAddr(v4 bool) (netip.Addr, bool) {
+	for _, p := range s.Prefixes {
+		if p.Addr().Is4() != v4 {
+			continue
+		}
+		a := p.Masked().Addr()
+		for range 4 {
+			a = a.Next()
+		}
+		if p.Contains(a) {
+			return a, true
+		}
+		return p.Addr(), true
+	}
+	return netip.Addr{}, false
+}
+
 // State is the network a trace runs on, as read.
 type State struct {
 	Subnets []Subnet

@@ -1,102 +1,22 @@
 package verdict_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
-// fakeCloud is the cloud of a scenario script: what observe reads, held in
-// memory (the verdict is pure, so its scripts need no ARM; the fabric
-// tests of the controller prove the same rules through the real SDK).
-type fakeCloud struct {
-	tables     map[string]*route.Table
-	subnets    map[string]*cloud.Subnet
-	vnets      map[string]*cloud.VirtualNetwork
-	unreadable map[string]bool
-	reads      int64
-}
-
-func newFakeCloud() *fakeCloud {
-	return &fakeCloud{tables: map[string]*route.Table{}, subnets: map[string]*cloud.Subnet{}, vnets: map[string]*cloud.VirtualNetwork{}, unreadable: map[string]bool{}}
-}
-
 var errUnreadable = errors.New("500 InternalServerError")
 
-func (c *fakeCloud) GetRouteTable(_ context.Context, id string) (*route.Table, error) {
-	c.reads++
-	switch t := c.tables[armid.Key(id)]; {
-	case c.unreadable[armid.Key(id)]:
-		return nil, fmt.Errorf("reading route table %s: %w", short(id), errUnreadable)
-	case t == nil:
-		return nil, fmt.Errorf("route table %s: %w", short(id), cloud.ErrNotFound)
-	default:
-		t = cloneTable(t)
-		t.Subnets = nil
-		for _, k := range slices.Sorted(maps.Keys(c.subnets)) {
-			if s := c.subnets[k]; armid.Same(s.RouteTableID, id) {
-				t.Subnets = append(t.Subnets, s.ID)
-			}
-		}
-		return t, nil
-	}
-}
-
-func (c *fakeCloud) GetSubnet(_ context.Context, id string) (*cloud.Subnet, error) {
-	c.reads++
-	switch s := c.subnets[armid.Key(id)]; {
-	case c.unreadable[armid.Key(id)]:
-		return nil, fmt.Errorf("reading subnet %s: %w", short(id), errUnreadable)
-	case s == nil:
-		return nil, fmt.Errorf("subnet %s: %w", short(id), cloud.ErrNotFound)
-	default:
-		cp := *s
-		return &cp, nil
-	}
-}
-
-func (c *fakeCloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualNetwork, error) {
-	c.reads++
-	v := c.vnets[armid.Key(id)]
-	if v == nil {
-		return nil, fmt.Errorf("virtual network %s: %w", short(id), cloud.ErrNotFound)
-	}
-	cp := *v
-	cp.Subnets = nil
-	for _, k := range slices.Sorted(maps.Keys(c.subnets)) {
-		s := c.subnets[k]
-		if vid, _ := armid.VNetOfSubnet(s.ID); armid.Same(vid, id) {
-			cp.Subnets = append(cp.Subnets, *s)
-		}
-	}
-	return &cp, nil
-}
-
-func (c *fakeCloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
-	return nil, nil
-}
-
-func (c *fakeCloud) Calls() (reads, writes int64) { return c.reads, 0 }
-
-func cloneTable(t *route.Table) *route.Table {
-	c := *t
-	c.Routes = slices.Clone(t.Routes)
-	c.Tags = maps.Clone(t.Tags)
-	c.Subnets = slices.Clone(t.Subnets)
-	return &c
-}
-
 // parseCloud reads a script's cloud block.
-func parseCloud(lines []string) (*fakeCloud, error) {
-	c := newFakeCloud()
+func parseCloud(lines []string) (*memcloud.Cloud, error) {
+	c := memcloud.New()
 	var cur *route.Table
 	for _, l := range lines {
 		f := strings.Fields(l)
@@ -109,7 +29,7 @@ func parseCloud(lines []string) (*fakeCloud, error) {
 				return nil, fmt.Errorf("%q: want vnet NAME PREFIXES", l)
 			}
 			id := strings.TrimSuffix(subnetID(f[1], "x"), "/subnets/x")
-			c.vnets[armid.Key(id)] = &cloud.VirtualNetwork{ID: id, Name: f[1], Location: "eastus", AddressPrefixes: strings.Split(f[2], ",")}
+			c.VNets[armid.Key(id)] = &cloud.VirtualNetwork{ID: id, Name: f[1], Location: "eastus", AddressPrefixes: strings.Split(f[2], ",")}
 		case "subnet":
 			if len(f) < 3 {
 				return nil, fmt.Errorf("%q: want subnet NAME PREFIX [vnet=V] [table=T]", l)
@@ -133,10 +53,10 @@ func parseCloud(lines []string) (*fakeCloud, error) {
 			}
 			id := subnetID(vnet, f[1])
 			if unreadable {
-				c.unreadable[armid.Key(id)] = true
+				c.Unreadable[armid.Key(id)] = errUnreadable
 			}
 			if !del {
-				c.subnets[armid.Key(id)] = &cloud.Subnet{ID: id, Name: f[1], AddressPrefixes: strings.Split(f[2], ","), RouteTableID: tbl, Etag: `W/"` + f[1] + `"`}
+				c.Subnets[armid.Key(id)] = &cloud.Subnet{ID: id, Name: f[1], AddressPrefixes: strings.Split(f[2], ","), RouteTableID: tbl, Etag: `W/"` + f[1] + `"`}
 			}
 		case "table":
 			if len(f) < 2 {
@@ -156,13 +76,13 @@ func parseCloud(lines []string) (*fakeCloud, error) {
 				case "missing":
 					keep = false
 				case "unreadable":
-					c.unreadable[armid.Key(id)] = true
+					c.Unreadable[armid.Key(id)] = errUnreadable
 				default:
 					return nil, fmt.Errorf("%q: unknown %q", l, x)
 				}
 			}
 			if keep {
-				c.tables[armid.Key(id)] = cur
+				c.Tables[armid.Key(id)] = cur
 			}
 		case "route":
 			if cur == nil || len(f) < 4 {
@@ -206,7 +126,7 @@ func parseCloud(lines []string) (*fakeCloud, error) {
 					return nil, fmt.Errorf("%q: unknown %q", l, x)
 				}
 			}
-			v := c.vnets[armid.Key(strings.TrimSuffix(subnetID(vnet, "x"), "/subnets/x"))]
+			v := c.VNets[armid.Key(strings.TrimSuffix(subnetID(vnet, "x"), "/subnets/x"))]
 			if v == nil {
 				return nil, fmt.Errorf("%q: no vnet %s above it", l, vnet)
 			}

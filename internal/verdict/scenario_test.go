@@ -17,6 +17,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -134,7 +135,7 @@ func parseScript(t *testing.T, path string) (head []string, steps []step) {
 
 func runScript(t *testing.T, path string) {
 	head, steps := parseScript(t, path)
-	w := &world{cloud: newFakeCloud()}
+	w := &world{cloud: memcloud.New()}
 	var b strings.Builder
 	for _, l := range head {
 		b.WriteString(l + "\n")
@@ -170,7 +171,7 @@ func runScript(t *testing.T, path string) {
 type world struct {
 	want      verdict.Desired
 	subnetIDs []string
-	cloud     *fakeCloud
+	cloud     *memcloud.Cloud
 	obs       *observe.Observation
 	last      *verdict.Verdict
 	out       *verdict.Outcome
@@ -314,7 +315,7 @@ func (w *world) outcome(lines []string) (*verdict.Outcome, error) {
 			if f[1] == "ok" {
 				// ok [state=S] [drop=ROUTE]: read back Succeeded (or S),
 				// without ROUTE.
-				rb := cloneTable(t)
+				rb := t.Clone()
 				rb.Etag = `W/"written"`
 				state := "Succeeded"
 				for _, x := range f[2:] {
@@ -404,15 +405,15 @@ func (w *world) apply() error {
 		return errors.New("apply before outcome")
 	}
 	if tw := w.out.Table; tw != nil && tw.ReadBack != nil {
-		t := cloneTable(tw.ReadBack)
-		if old := w.cloud.tables[armid.Key(t.ID)]; old != nil {
+		t := tw.ReadBack.Clone()
+		if old := w.cloud.Tables[armid.Key(t.ID)]; old != nil {
 			t.Subnets = old.Subnets
 		}
-		w.cloud.tables[armid.Key(t.ID)] = t
+		w.cloud.Tables[armid.Key(t.ID)] = t
 	}
 	for _, s := range w.last.Associations() {
 		if r, ok := w.out.Subnets[armid.Key(s.Subnet)]; ok && r.Err == nil {
-			sn := w.cloud.subnets[armid.Key(s.Subnet)]
+			sn := w.cloud.Subnets[armid.Key(s.Subnet)]
 			sn.RouteTableID = w.last.Table
 			sn.Etag += "+"
 		}

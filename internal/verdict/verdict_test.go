@@ -91,7 +91,7 @@ func snapshot(o *observe.Observation) []route.Table {
 	var out []route.Table
 	for _, r := range o.Tables() {
 		if r.Table != nil {
-			c := *cloneTable(r.Table)
+			c := *r.Table.Clone()
 			out = append(out, c)
 		}
 	}

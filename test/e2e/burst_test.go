@@ -22,6 +22,16 @@ var burstCIDR = netip.MustParsePrefix("10.64.0.0/14")
 
 func burstPodCIDR(i int) string { return fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256) }
 
+// burstNodes are n nodes of a burst, named prefix-000 on, with a pod CIDR
+// of burstCIDR each and NetworkUnavailable set, labelled batch=prefix.
+func burstNodes(prefix string, n int) []node {
+	nodes := make([]node, n)
+	for i := range nodes {
+		nodes[i] = node{name: fmt.Sprintf("%s-%03d", prefix, i), podCIDRs: []string{burstPodCIDR(i)}, ips: []string{nodeIP(i)}, networkUnavailable: true, batch: prefix}
+	}
+	return nodes
+}
+
 // batchLabel marks nodes created together, deleted together.
 const batchLabel = "e2e.routekeeper.io/batch"
 
@@ -94,10 +104,7 @@ func TestBurstOf400Nodes(t *testing.T) {
 	putsBefore := cloud.puts.Load()
 	reconcilesBefore := gauge(t, m, "routekeeper_reconciles_total", "result", "success")
 
-	nodes := make([]node, n)
-	for i := range nodes {
-		nodes[i] = node{name: fmt.Sprintf("burst-%03d", i), podCIDRs: []string{burstPodCIDR(i)}, ips: []string{nodeIP(i)}, networkUnavailable: true, batch: "burst"}
-	}
+	nodes := burstNodes("burst", n)
 	begin := time.Now()
 	createNodes(ctx, t, client, nodes, 32)
 	last := time.Now()

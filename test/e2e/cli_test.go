@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,26 +21,9 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 	kubetest "github.com/routekeeper/routekeeper/test/kube"
 )
-
-// syncBuffer is a goroutine-safe stderr for the command.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // writeKubeconfig writes a kubeconfig file for the admin of env.
 func writeKubeconfig(t *testing.T, env *kubetest.Env, path string) {
@@ -114,7 +96,7 @@ controller:
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	code := make(chan int, 1)
 	go func() {
 		code <- cli.Run(runCtx, []string{"run", "--config", cfgPath}, strings.NewReader(""), io.Discard, stderr)
@@ -156,7 +138,7 @@ controller:
 	// One-shot: run --once lists the nodes from the API server (no
 	// informer, no lease) and prints the table.
 	var out strings.Builder
-	onceErr := &syncBuffer{}
+	onceErr := &syncbuf.Buffer{}
 	if c := cli.Run(ctx, []string{"run", "--once", "--config", cfgPath, "-o", "json"}, strings.NewReader(""), &out, onceErr); c != 0 {
 		t.Errorf("run --once exited %d:\n%s", c, onceErr.String())
 	}

@@ -4,12 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/routekeeper/routekeeper/internal/daemon"
-	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -36,22 +33,7 @@ func TestForeignLongOperationLeavesConditionsFalse(t *testing.T) {
 		waitCondition(ctx, t, client, name, corev1.ConditionFalse, reason.RouteCreated)
 	}
 
-	slow := fabric.New(f.Store, fabric.Options{OperationDuration: 30 * time.Second})
-	fc, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, slow.ClientOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables := fc.NewRouteTablesClient()
-	got, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := got.RouteTable
-	tbl.Properties.Routes = append(tbl.Properties.Routes, &armnetwork.Route{Name: to.Ptr("to-firewall"), Properties: &armnetwork.RoutePropertiesFormat{
-		AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")}})
-	if _, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", tbl, nil); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.StartForeignTableWrite(ctx, t, f.Store)
 	for _, rt := range f.table(t).Routes {
 		if rt.ProvisioningState != "Updating" {
 			t.Fatalf("route %s is %s during the other operation; the test needs Updating", rt.Name, rt.ProvisioningState)

@@ -36,6 +36,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 	kubetest "github.com/routekeeper/routekeeper/test/kube"
 )
 
@@ -45,15 +46,7 @@ func TestMain(m *testing.M) { os.Exit(cluster.Run(m)) }
 
 // topology is the test network: one VNet, one node subnet large enough
 // for the 400-node test.
-const topology = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - name: kubernetes-subnet
+const topology = kthw.Network + `          - name: kubernetes-subnet
             addressPrefix: 10.240.0.0/20
 `
 

@@ -301,10 +301,7 @@ func TestMirrorBurstOf400Nodes(t *testing.T) {
 	}
 	before := cloud.snapshot()
 
-	nodes := make([]node, n)
-	for i := range nodes {
-		nodes[i] = node{name: fmt.Sprintf("mburst-%03d", i), podCIDRs: []string{burstPodCIDR(i)}, ips: []string{nodeIP(i)}, networkUnavailable: true, batch: "mburst"}
-	}
+	nodes := burstNodes("mburst", n)
 	begin := time.Now()
 	createNodes(ctx, t, client, nodes, 32)
 	last := time.Now()

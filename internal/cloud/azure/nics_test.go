@@ -10,18 +10,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 func TestListNetworkInterfaces(t *testing.T) {
-	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW+`    networkInterfaces:
-      - name: worker-0-nic
-        subnet: kubernetes-vnet/kubernetes-subnet
-        privateIPAddress: 10.240.0.20
-        enableIPForwarding: true
-      - name: worker-1-nic
-        subnet: kubernetes-vnet/kubernetes-subnet
-        privateIPAddress: 10.240.0.21
-`)
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW+kthw.NICs)
 	got, err := env.Client.ListNetworkInterfaces(context.Background(), fabrictest.Sub)
 	if err != nil {
 		t.Fatal(err)

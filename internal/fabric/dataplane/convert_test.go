@@ -15,6 +15,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
@@ -23,15 +24,7 @@ func addr(s string) netip.Addr  { return netip.MustParseAddr(s) }
 // labTopology is the Hard Way network with a second subnet (pool-2) that
 // has no route table, and a table on kubernetes-subnet with a route per
 // worker's pod CIDR.
-const labTopology = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24, routeTable: kubernetes-routes}
+const labTopology = kthw.Network + `          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24, routeTable: kubernetes-routes}
           - {name: pool-2, addressPrefix: 10.240.1.0/24}
     routeTables:
       - name: kubernetes-routes

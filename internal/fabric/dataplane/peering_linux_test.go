@@ -11,6 +11,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 // peeredTopology is a cluster network peered with a hub (a VM whose subnet
@@ -23,15 +24,7 @@ func peeredTopology(hubForwarded bool) string {
 	if hubForwarded {
 		fwd = "true"
 	}
-	return `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24, routeTable: kubernetes-routes}
+	return kthw.Network + `          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24, routeTable: kubernetes-routes}
         peerings:
           - {name: to-hub, remoteVirtualNetwork: hub-vnet}
           - {name: to-pool, remoteVirtualNetwork: pool-vnet}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
-	"time"
 )
 
 var errNotLinux = errors.New("the data plane needs Linux (network namespaces)")
@@ -38,25 +37,6 @@ func FindNamespace(context.Context, string, netip.Addr) (string, error) { return
 
 // CleanupNamespaces fails: the data plane needs Linux.
 func CleanupNamespaces(context.Context, string) ([]string, error) { return nil, errNotLinux }
-
-// ProbeOptions configure a probe.
-type ProbeOptions struct {
-	Rate      float64
-	Duration  time.Duration
-	Grace     time.Duration
-	OnReceive func(seq int)
-}
-
-// ProbeResult is what a probe saw.
-type ProbeResult struct {
-	Src, Dst                       netip.Addr
-	Sent, Received, LongestLossRun int
-	Interval, LongestLoss          time.Duration
-	LossStart, Start               time.Time
-	ReceivedAtStart, ReceivedAtEnd bool
-}
-
-func (r ProbeResult) String() string { return "" }
 
 // Probe fails: the data plane needs Linux.
 func Probe(context.Context, string, netip.Addr, netip.Addr, ProbeOptions) (ProbeResult, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 // Sub is the subscription the test topologies use.
@@ -30,17 +31,7 @@ type Env struct {
 // KTHW is the network of Kubernetes the Hard Way (seed 003): resource group
 // kubernetes, VNet kubernetes-vnet 10.240.0.0/16, subnet kubernetes-subnet
 // 10.240.0.0/24, no route table.
-const KTHW = `
-location: eastus
-resourceGroups:
-  - name: kubernetes
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - name: kubernetes-subnet
-            addressPrefix: 10.240.0.0/24
-`
+const KTHW = kthw.Topology
 
 // KTHWTwoSubnets is the KTHW network with a second node subnet, pool-2
 // (10.240.1.0/24), for tests of several subnets on one table.
@@ -144,4 +135,30 @@ func (e *Env) Apply(t testing.TB, topology string) {
 	if _, err := fabric.Apply(context.Background(), topo, e.Server.ClientOptions(), fabric.Credential{}); err != nil {
 		t.Fatalf("applying topology: %v", err)
 	}
+}
+
+// StartForeignTableWrite is another writer's PUT of the KTHW table
+// kubernetes-routes, adding route to-firewall (0.0.0.0/0 to the appliance
+// 10.240.0.4), through a second fabric on store whose operations take
+// 30 s: the PUT returns at once and its operation stays in flight. It
+// returns the writer's route tables client.
+func StartForeignTableWrite(ctx context.Context, tb testing.TB, store *fabric.Store) *armnetwork.RouteTablesClient {
+	tb.Helper()
+	slow := fabric.New(store, fabric.Options{OperationDuration: 30 * time.Second})
+	f, err := armnetwork.NewClientFactory(Sub, fabric.Credential{}, slow.ClientOptions())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tables := f.NewRouteTablesClient()
+	got, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
+	if err != nil {
+		tb.Fatalf("reading the table to write it: %v", err)
+	}
+	tbl := got.RouteTable
+	tbl.Properties.Routes = append(tbl.Properties.Routes, &armnetwork.Route{Name: to.Ptr("to-firewall"), Properties: &armnetwork.RoutePropertiesFormat{
+		AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")}})
+	if _, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", tbl, nil); err != nil {
+		tb.Fatalf("starting the other writer's PUT: %v", err)
+	}
+	return tables
 }

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +27,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cli"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/verdict"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
 // debianNetworkAlias works around Debian's azure-cli 2.45, whose
@@ -43,7 +44,6 @@ const debianNetworkAlias = `import importlib.abc, importlib.util, sys
 _MISSING = "azure.mgmt.network.v2022_01_01"
 _REAL = "azure.mgmt.network"
 
-
 def _missing():
     try:
         spec = importlib.util.find_spec(_REAL)
@@ -52,7 +52,6 @@ def _missing():
     import os
     return spec is not None and not any(
         os.path.isdir(os.path.join(p, "v2022_01_01")) for p in (spec.submodule_search_locations or []))
-
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
@@ -66,7 +65,6 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         real = _REAL + module.__name__[len(_MISSING):]
         module.__getattr__ = lambda attr: getattr(importlib.import_module(real), attr)
-
 
 if _missing():
     sys.meta_path.insert(0, _Alias())
@@ -101,7 +99,6 @@ class _ConfigAlias(importlib.abc.MetaPathFinder):
 
         spec.loader.exec_module = exec_module
         return spec
-
 
 sys.meta_path.insert(0, _ConfigAlias())
 `
@@ -140,39 +137,6 @@ done
 `
 	subnetTable = `az network vnet subnet show -g kubernetes --vnet-name kubernetes-vnet -n kubernetes-subnet --query routeTable.id -o tsv`
 )
-
-type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	written chan struct{} // closed by the next Write; nil until asked for
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.written != nil {
-		close(s.written)
-		s.written = nil
-	}
-	return s.b.Write(p)
-}
-
-// next returns what was written so far and a channel closed by the next
-// Write.
-func (s *syncBuffer) next() (string, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.written == nil {
-		s.written = make(chan struct{})
-	}
-	return s.b.String(), s.written
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var listening = regexp.MustCompile(`routekeeper fabric listening on (https://\S+)`)
 
@@ -245,7 +209,7 @@ func startFabricAz(t *testing.T) (string, string, func(script string) string) {
 	t.Setenv("ROUTEKEEPER_ENDPOINT", "")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(ctx, []string{"fabric", "serve", "--tls", "--memory", "--listen", "127.0.0.1:0", "--operation-duration", "0"},
@@ -260,7 +224,7 @@ func startFabricAz(t *testing.T) (string, string, func(script string) string) {
 	timeout := time.NewTimer(10 * time.Second)
 	defer timeout.Stop()
 	for endpoint == "" {
-		text, written := out.next()
+		text, written := out.Next()
 		if m := listening.FindStringSubmatch(text); m != nil {
 			endpoint = m[1]
 			break
@@ -485,19 +449,7 @@ func TestAzureCLIAuthorization(t *testing.T) {
 // seedTopology is seed 002's missing permission: the network in group net,
 // the table in group kubernetes; routekeeper reads everything and may
 // write only the table's group (Network Contributor there).
-const seedTopology = `location: eastus
-resourceGroups:
-  - name: net
-    virtualNetworks:
-      - name: kubernetes-vnet
-        addressPrefixes: [10.240.0.0/16]
-        subnets:
-          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24}
-  - name: kubernetes
-    routeTables:
-      - name: kubernetes-routes
-        tags: {routekeeper-cluster: kthw}
-authorization:
+const seedTopology = kthw.SplitGroups + `authorization:
   principals:
     - {name: routekeeper, clientId: routekeeper-app, objectId: ` + rkObjectID + `}
   roleAssignments:

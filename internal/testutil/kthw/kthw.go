@@ -1,0 +1,72 @@
+// Package kthw is the network of Kubernetes the Hard Way (seed 003) as
+// fabric topology YAML, for the tests of any package: it imports nothing,
+// so the fabric's own tests use it as well as those that run a fabric
+// through fabrictest. A test appends what its scenario adds.
+package kthw
+
+// Network is the start of a KTHW topology: resource group kubernetes and
+// VNet kubernetes-vnet (10.240.0.0/16), up to the list of its subnets,
+// which a test fills.
+const Network = `
+location: eastus
+resourceGroups:
+  - name: kubernetes
+    virtualNetworks:
+      - name: kubernetes-vnet
+        addressPrefixes: [10.240.0.0/16]
+        subnets:
+`
+
+// Topology is the KTHW network: Network with its one subnet,
+// kubernetes-subnet (10.240.0.0/24), and no route table. A test may add
+// properties of the subnet (routeTable: ...) and more subnets.
+const Topology = Network + `          - name: kubernetes-subnet
+            addressPrefix: 10.240.0.0/24
+`
+
+// NICs are the two workers' network interfaces in kubernetes-subnet, to
+// append to Topology: worker-0-nic (10.240.0.20, IP forwarding on) and
+// worker-1-nic (10.240.0.21, IP forwarding off).
+const NICs = `    networkInterfaces:
+      - name: worker-0-nic
+        subnet: kubernetes-vnet/kubernetes-subnet
+        privateIPAddress: 10.240.0.20
+        enableIPForwarding: true
+      - name: worker-1-nic
+        subnet: kubernetes-vnet/kubernetes-subnet
+        privateIPAddress: 10.240.0.21
+`
+
+// SplitGroups is seed 002's layout of the KTHW network: the network in
+// group net, the route table kubernetes-routes (claimed by cluster kthw,
+// no routes) in group kubernetes. A test appends the table's routes and
+// the authorization.
+const SplitGroups = `
+location: eastus
+resourceGroups:
+  - name: net
+    virtualNetworks:
+      - name: kubernetes-vnet
+        addressPrefixes: [10.240.0.0/16]
+        subnets:
+          - {name: kubernetes-subnet, addressPrefix: 10.240.0.0/24}
+  - name: kubernetes
+    routeTables:
+      - name: kubernetes-routes
+        tags: {routekeeper-cluster: kthw}
+`
+
+// AppGateway is Topology with an Application Gateway subnet, appgw-subnet
+// (10.240.2.0/24), on a route table of its own, appgw-routes, whose route
+// default-internet sends 0.0.0.0/0 to the Internet (as App Gateway v2
+// requires). A test may append more routes of appgw-routes.
+const AppGateway = Topology + `          - name: appgw-subnet
+            addressPrefix: 10.240.2.0/24
+            routeTable: appgw-routes
+    routeTables:
+      - name: appgw-routes
+        routes:
+          - name: default-internet
+            addressPrefix: 0.0.0.0/0
+            nextHopType: Internet
+`
