@@ -26,9 +26,9 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/cli"
 	"github.com/routekeeper/routekeeper/internal/fabric"
-	"github.com/routekeeper/routekeeper/internal/verdict"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // debianNetworkAlias works around Debian's azure-cli 2.45, whose
