@@ -87,6 +87,17 @@ const (
 	Unreadable State = "Error"
 )
 
+// OnTable reports whether a subnet in state s is on routekeeper's table:
+// the one it keeps, the one it followed a swap to, or the new table of an
+// unfinished migration from it.
+func (s State) OnTable() bool {
+	switch s {
+	case Associated, Reassociated, Followed, Migrating:
+		return true
+	}
+	return false
+}
+
 // Action is what routekeeper does about a subnet.
 type Action string
 

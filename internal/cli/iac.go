@@ -69,6 +69,9 @@ for a plan that is not one (or bad input), 1 on errors.`,
 				return err
 			}
 			rep, err := iac.Check(ctx, p, in)
+			if errors.Is(err, iac.ErrBadValue) {
+				return usageErrorf("%s: %w", args[0], err)
+			}
 			if err != nil {
 				return err
 			}
@@ -107,21 +110,28 @@ func readPlanFile(stdin io.Reader, name string) ([]byte, error) {
 
 // iacInput is what the plan is judged with: the configuration, the nodes
 // and, unless offline or unreachable, the cloud as it stands (run's
-// observation, with the networks and the tables every subnet uses). note
-// says why the cloud was not read when it was wanted.
+// observation, with the networks and the tables every subnet uses), for
+// the main table and each mirror. note says why the cloud was not read
+// when it was wanted.
 func (a *app) iacInput(cmd *cobra.Command, cfg *config.Config, offline bool) (iac.Input, string, error) {
 	ctx := cmd.Context()
 	if !offline {
 		conn, err := a.connect(ctx, cfg, connectOptions{readOnly: true})
 		if err == nil {
 			defer conn.close()
-			ctrl, err := a.newController(ctx, cfg, conn.client)
+			set, err := a.newSet(ctx, cfg, conn.client)
 			if err != nil {
 				return iac.Input{}, "", err
 			}
-			res := ctrl.DryRun(ctx, observe.Scope{Routing: true})
+			res := set.Main.DryRun(ctx, observe.Scope{Routing: true})
 			if res.Verdict != nil && res.Verdict.Decision.TableErr == nil {
-				return iac.Input{Want: ctrl.Desired(res.SourceNodes()), Subnets: cfg.Subnets, Live: res.Observation}, "", nil
+				nodes := res.SourceNodes()
+				in := iac.Input{Want: set.Main.Desired(nodes), Subnets: cfg.Subnets, Live: res.Observation}
+				for i, m := range set.Mirrors {
+					mr := m.DryRun(ctx, observe.Scope{Routing: true})
+					in.Mirrors = append(in.Mirrors, iac.Mirror{Want: m.Desired(nodes), Subnets: cfg.Mirrors[i].Subnets, Live: mr.Observation})
+				}
+				return in, "", nil
 			}
 			err = res.Err
 		}
@@ -138,6 +148,8 @@ func (a *app) iacInput(cmd *cobra.Command, cfg *config.Config, offline bool) (ia
 	return in, "", err
 }
 
+// iacOffline is what the plan is judged with when the cloud is not read:
+// the configuration as written and the nodes.
 func (a *app) iacOffline(cmd *cobra.Command, cfg *config.Config) (iac.Input, error) {
 	ctx := cmd.Context()
 	src, err := a.nodeSource(ctx, cfg, nil)
@@ -148,12 +160,13 @@ func (a *app) iacOffline(cmd *cobra.Command, cfg *config.Config) (iac.Input, err
 	if err != nil {
 		return iac.Input{}, fmt.Errorf("reading the nodes: %w", err)
 	}
-	ccfg := controller.Config{
-		Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs, RouteLimit: cfg.RouteTable.RouteLimit, RouteTableID: cfg.RouteTable.ID,
-		CreateTable: cfg.RouteTable.Create, Location: cfg.RouteTable.Location, Subnets: cfg.Subnets, ClaimTable: cfg.RouteTable.Claim,
+	ccfg := baseControllerConfig(cfg)
+	in := iac.Input{Want: controller.New(ccfg, nil, nil, a.log).Desired(nodes), Subnets: cfg.Subnets}
+	for _, m := range cfg.Mirrors {
+		mc := controller.MirrorConfig(ccfg, mirrorOf(m))
+		in.Mirrors = append(in.Mirrors, iac.Mirror{Want: controller.New(mc, nil, nil, a.log).Desired(nodes), Subnets: m.Subnets})
 	}
-	ctrl := controller.New(ccfg, nil, nil, a.log)
-	return iac.Input{Want: ctrl.Desired(nodes), Subnets: cfg.Subnets}, nil
+	return in, nil
 }
 
 // printIac prints the report in the chosen format; sarif is this

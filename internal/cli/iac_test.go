@@ -2,9 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 func iacPlan(name string) string { return filepath.Join("..", "iac", "testdata", name+".json") }
@@ -83,4 +86,84 @@ func TestIacCheck(t *testing.T) {
 			t.Errorf("diff -o sarif: exit %d, want 2", res.code)
 		}
 	})
+}
+
+// appGWPlan is the recorded detach plan with the App Gateway example's
+// gateway subnet in the network's inline blocks too: before on its
+// mirror table, after with route_table_id set to after.
+func appGWPlan(t *testing.T, after string) string {
+	t.Helper()
+	b, err := os.ReadFile(iacPlan("detach-inline-subnets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	const subnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet/subnets/appgw-subnet"
+	for _, rc := range p["resource_changes"].([]any) {
+		rc := rc.(map[string]any)
+		if rc["address"] != "azurerm_virtual_network.kubernetes" {
+			continue
+		}
+		c := rc["change"].(map[string]any)
+		for key, rt := range map[string]string{"before": appGWTableID, "after": after} {
+			v := c[key].(map[string]any)
+			v["subnet"] = append(v["subnet"].([]any), map[string]any{"name": "appgw-subnet", "id": subnet, "address_prefixes": []any{"10.240.2.0/24"}, "route_table_id": rt})
+		}
+	}
+	out, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	writeFile(t, file, string(out))
+	return file
+}
+
+// TestIacCheckMirrors: on the App Gateway example, a plan whose inline
+// subnet blocks leave the gateway's subnet without route_table_id is
+// flagged for the mirror table too (live and offline); one that keeps it
+// flags only the node subnet.
+func TestIacCheckMirrors(t *testing.T) {
+	cfg := kthwAppGW(t)
+	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
+		t.Fatalf("run --once: exit %d\n%s", res.code, res.stderr)
+	}
+	for _, mode := range []string{"live", "offline"} {
+		for _, tc := range []struct {
+			name   string
+			after  string
+			mirror bool
+		}{{"gateway detached", "", true}, {"gateway kept", appGWTableID, false}} {
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				args := []string{"iac", "check", appGWPlan(t, tc.after), "--config", cfg, "-o", "json"}
+				if mode == "offline" {
+					args = append(args, "--offline")
+				}
+				res := runCLI(t, nil, "", args...)
+				if res.code != ExitFindings {
+					t.Fatalf("exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
+				}
+				var rep struct {
+					Findings []struct{ Rule, Subnet, RouteTable string }
+				}
+				if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+					t.Fatalf("%v\n%s", err, res.stdout)
+				}
+				var got []string
+				for _, f := range rep.Findings {
+					got = append(got, armid.Name(f.RouteTable)+"/"+armid.Name(f.Subnet))
+				}
+				want := []string{"kubernetes-routes/kubernetes-subnet"}
+				if tc.mirror {
+					want = append(want, "appgw-routes/appgw-subnet")
+				}
+				if strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Errorf("findings on %v, want %v\n%s", got, want, res.stdout)
+				}
+			})
+		}
+	}
 }

@@ -20,11 +20,7 @@ import (
 func (a *app) mirrors(ctx context.Context, cfg *config.Config, c *azure.Client, main controller.Config) ([]controller.Mirror, error) {
 	out := make([]controller.Mirror, 0, len(cfg.Mirrors))
 	for i, m := range cfg.Mirrors {
-		cm := controller.Mirror{
-			RouteTableID: m.RouteTable, Subnets: m.Subnets,
-			Policy: m.Association.Policy, Restore: m.Association.Restore,
-			CreateTable: m.Create, Location: m.Location,
-		}
+		cm := mirrorOf(m)
 		if cm.CreateTable && cm.Location == "" && main.Location == "" && len(m.Subnets) > 0 {
 			vnetID, err := armid.VNetOfSubnet(m.Subnets[0])
 			if err != nil {
@@ -39,6 +35,15 @@ func (a *app) mirrors(ctx context.Context, cfg *config.Config, c *azure.Client, 
 		out = append(out, cm)
 	}
 	return out, nil
+}
+
+// mirrorOf is a mirror of the configuration as written.
+func mirrorOf(m config.Mirror) controller.Mirror {
+	return controller.Mirror{
+		RouteTableID: m.RouteTable, Subnets: m.Subnets,
+		Policy: m.Association.Policy, Restore: m.Association.Restore,
+		CreateTable: m.Create, Location: m.Location,
+	}
 }
 
 // newSet builds the controllers of cfg: the main table's and one per

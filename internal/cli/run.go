@@ -166,30 +166,7 @@ func (a *app) controllerParts(ctx context.Context, cfg *config.Config, c *azure.
 // controllerConfig is the controller's part of cfg; the location of a
 // table to create is looked up on the first subnet's network when unset.
 func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Config, error) {
-	ccfg := controller.Config{
-		Cluster:      cfg.Cluster.Name,
-		ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
-		RouteLimit:   cfg.RouteTable.RouteLimit,
-		RouteTableID: cfg.RouteTable.ID,
-
-		Adopt:            plan.AdoptPolicy(cfg.RouteTable.Adopt),
-		ClaimTable:       cfg.RouteTable.Claim,
-		MaxDeletes:       cfg.Controller.MaxDeletes,
-		AllowEmptySource: cfg.Controller.AllowEmptySource,
-		ConfirmStandDown: cfg.Controller.ConfirmStandDown,
-
-		Location:      cfg.RouteTable.Location,
-		CreateTable:   cfg.RouteTable.Create,
-		Subnets:       cfg.Subnets,
-		Mode:          verdict.Mode(cfg.Routes),
-		BatchWindow:   cfg.Controller.BatchWindow,
-		MaxBatchDelay: cfg.Controller.MaxBatchDelay,
-		Resync:        cfg.Controller.Resync,
-
-		Policy:        cfg.Association.Policy,
-		Restore:       cfg.Association.Restore,
-		GuardInterval: cfg.Association.Interval,
-	}
+	ccfg := baseControllerConfig(cfg)
 	if ccfg.CreateTable && ccfg.Location == "" && len(cfg.Subnets) > 0 {
 		// A created table goes where the node subnet's network is.
 		vnetID, err := armid.VNetOfSubnet(cfg.Subnets[0])
@@ -282,4 +259,33 @@ func (a *app) logResult(res *controller.Result) {
 		return
 	}
 	a.log.Info(res.Summary())
+}
+
+// baseControllerConfig is the controller's part of cfg as written, with
+// nothing read from the cloud.
+func baseControllerConfig(cfg *config.Config) controller.Config {
+	return controller.Config{
+		Cluster:      cfg.Cluster.Name,
+		ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
+		RouteLimit:   cfg.RouteTable.RouteLimit,
+		RouteTableID: cfg.RouteTable.ID,
+
+		Adopt:            plan.AdoptPolicy(cfg.RouteTable.Adopt),
+		ClaimTable:       cfg.RouteTable.Claim,
+		MaxDeletes:       cfg.Controller.MaxDeletes,
+		AllowEmptySource: cfg.Controller.AllowEmptySource,
+		ConfirmStandDown: cfg.Controller.ConfirmStandDown,
+
+		Location:      cfg.RouteTable.Location,
+		CreateTable:   cfg.RouteTable.Create,
+		Subnets:       cfg.Subnets,
+		Mode:          verdict.Mode(cfg.Routes),
+		BatchWindow:   cfg.Controller.BatchWindow,
+		MaxBatchDelay: cfg.Controller.MaxBatchDelay,
+		Resync:        cfg.Controller.Resync,
+
+		Policy:        cfg.Association.Policy,
+		Restore:       cfg.Association.Restore,
+		GuardInterval: cfg.Association.Interval,
+	}
 }

@@ -3,6 +3,9 @@ package iac
 import (
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
@@ -116,8 +119,8 @@ func findRoute(t *route.Table, name string) int {
 }
 
 // applyPlan returns the world after the plan's apply, and why each
-// changed resource changed.
-func applyPlan(base *memcloud.Cloud, p *Plan, x ids) (*memcloud.Cloud, *causes) {
+// changed resource changed; the error is ErrBadValue's.
+func applyPlan(base *memcloud.Cloud, p *Plan, x ids) (*memcloud.Cloud, *causes, error) {
 	w, cs := base.Clone(), newCauses()
 	// Containers first, so that what they hold is settled after them.
 	order := map[string]int{"azurerm_virtual_network": 0, "azurerm_route_table": 0, "azurerm_subnet": 1, "azurerm_subnet_route_table_association": 2, "azurerm_route": 2}
@@ -143,10 +146,12 @@ func applyPlan(base *memcloud.Cloud, p *Plan, x ids) (*memcloud.Cloud, *causes) 
 		case "azurerm_subnet_route_table_association":
 			applyAssociation(w, cs, rc)
 		case "azurerm_route":
-			applyRoute(w, cs, rc, x)
+			if err := applyRoute(w, cs, rc, x); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
-	return w, cs
+	return w, cs, nil
 }
 
 func applyVNet(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
@@ -317,16 +322,20 @@ func applyAssociation(w *memcloud.Cloud, cs *causes, rc ResourceChange) {
 	}
 }
 
-func applyRoute(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
+func applyRoute(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) error {
 	c := rc.Change
 	m := cmpMap(c.Before, c.After)
 	tid := routeTableID(x, m)
 	if id := str(m, "id"); id != "" {
-		tid = id[:len(id)-len("/routes/"+str(m, "name"))]
+		r, err := arm.ParseResourceID(id)
+		if err != nil || !strings.EqualFold(r.ResourceType.String(), "Microsoft.Network/routeTables/routes") || r.Parent == nil {
+			return fmt.Errorf("%w: %s: id %q is not the ID of a route (want /subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/routeTables/<table>/routes/<name>)", ErrBadValue, rc.Address, id)
+		}
+		tid = r.Parent.String()
 	}
 	t := w.Tables[armid.Key(tid)]
 	if t == nil {
-		return
+		return nil
 	}
 	i := findRoute(t, str(m, "name"))
 	if c.kind() == kindDelete {
@@ -334,7 +343,7 @@ func applyRoute(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 			t.Routes = slices.Delete(t.Routes, i, i+1)
 			cs.routes[armid.Key(tid)] = cause{rc.Address, RuleRouteDestroyed, fmt.Sprintf("destroys route %s of %s", str(m, "name"), armid.Name(tid))}
 		}
-		return
+		return nil
 	}
 	r := routeOf(c.After)
 	if i >= 0 {
@@ -342,6 +351,7 @@ func applyRoute(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 	} else {
 		t.Routes = append(t.Routes, r)
 	}
+	return nil
 }
 
 // cmpMap is a if it is set, else b.

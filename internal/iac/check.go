@@ -29,6 +29,20 @@ type Input struct {
 	// before-values, with routekeeper's table as routekeeper keeps it when
 	// the plan does not hold it.
 	Live *observe.Observation
+	// Mirrors are the mirror tables (config mirrors:), judged like the
+	// main table: a planned change that takes a mirror's subnet off it, or
+	// its pod routes out of it, is a finding too.
+	Mirrors []Mirror
+}
+
+// Mirror is one mirror table a plan is checked against.
+type Mirror struct {
+	// Want is the mirror's desired state (controller.MirrorConfig's), with
+	// the same nodes as the main table's.
+	Want    verdict.Desired
+	Subnets []string
+	// Live is the mirror's observation when the cloud was read.
+	Live *observe.Observation
 }
 
 // Severities of findings.
@@ -78,43 +92,81 @@ func (r *Report) Errors() int {
 
 // Check judges the cloud as it stands and as the plan's apply leaves it,
 // and reports every planned change after which a node the verdict finds
-// routed now is not, or a subnet now on the table is not.
+// routed now is not, or a subnet now on the table is not: for the main
+// table and for each mirror.
 func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
-	want := in.Want
-	table := cmpStr(want.Table, want.Configured)
-	x := ids{subscription: armid.Subscription(table)}
-	rep := &Report{Live: in.Live != nil, Nodes: len(want.Nodes), Findings: []Finding{}}
+	main := Mirror{Want: in.Want, Subnets: in.Subnets, Live: in.Live}
+	targets := append([]Mirror{main}, in.Mirrors...)
+	x := ids{subscription: armid.Subscription(main.table())}
+	rep := &Report{Live: in.Live != nil, Nodes: len(in.Want.Nodes), Findings: []Finding{}}
 	var base *memcloud.Cloud
 	if in.Live != nil {
-		base = memcloud.FromObservation(in.Live)
+		var lives []*observe.Observation
+		for _, t := range targets {
+			if t.Live != nil {
+				lives = append(lives, t.Live)
+			}
+		}
+		base = memcloud.FromObservation(lives...)
 	} else {
 		base = beforeWorld(p, x)
-		if base.Tables[armid.Key(table)] == nil && referenced(base, table) {
-			// The plan does not manage routekeeper's table (routekeeper
-			// created it): it is taken as routekeeper keeps it.
-			t := plan.Compute(plan.Input{Cluster: want.Cluster, ClusterCIDRs: want.ClusterCIDRs, Nodes: want.Nodes, Current: nil}).Desired
-			if t != nil {
-				t.ID, t.Name = table, armid.Name(table)
-				base.Tables[armid.Key(table)] = t
-				rep.Notes = append(rep.Notes, fmt.Sprintf("the cloud was not read and the plan does not hold route table %s: it is taken to hold the node routes, as routekeeper keeps it", armid.Name(table)))
+		for _, t := range targets {
+			if note := keepUnmanaged(base, t); note != "" {
+				rep.Notes = append(rep.Notes, note)
 			}
 		}
 	}
-	after, cs := applyPlan(base, p, x)
-	scope := observe.Scope{Table: table, Subnets: in.Subnets, Networks: true}
+	after, cs, err := applyPlan(base, p, x)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range targets {
+		rep.Findings = append(rep.Findings, judgeTable(ctx, base, after, cs, t)...)
+	}
+	space, err := spaceFindings(after, cs, in.Want)
+	if err != nil {
+		return nil, err
+	}
+	rep.Findings = append(rep.Findings, space...)
+	return rep, nil
+}
+
+// table is the route table a target keeps.
+func (t Mirror) table() string { return cmpStr(t.Want.Table, t.Want.Configured) }
+
+// keepUnmanaged puts a target's table into a world rebuilt from the plan
+// when the plan does not manage it (routekeeper created it) but a subnet
+// points to it: it is taken as routekeeper keeps it. The note says so.
+func keepUnmanaged(base *memcloud.Cloud, t Mirror) string {
+	table, want := t.table(), t.Want
+	if base.Tables[armid.Key(table)] != nil || !referenced(base, table) {
+		return ""
+	}
+	kept := plan.Compute(plan.Input{Cluster: want.Cluster, ClusterCIDRs: want.ClusterCIDRs, Nodes: want.Nodes, Current: nil}).Desired
+	if kept == nil {
+		return ""
+	}
+	kept.ID, kept.Name = table, armid.Name(table)
+	base.Tables[armid.Key(table)] = kept
+	return fmt.Sprintf("the cloud was not read and the plan does not hold route table %s: it is taken to hold the node routes, as routekeeper keeps it", armid.Name(table))
+}
+
+// judgeTable is the findings of one table: the main one or a mirror.
+func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror) []Finding {
+	want, table := t.Want, t.table()
+	scope := observe.Scope{Table: table, Subnets: t.Subnets, Networks: true}
 	now := verdict.Judge(observe.Observe(ctx, base, scope), want, nil)
 	then := verdict.Judge(observe.Observe(ctx, after, scope), want, nil)
 
 	groups := map[cause]*Finding{}
 	var order []cause
 	finding := func(c cause, subnet string) *Finding {
-		k := c
-		if f := groups[k]; f != nil {
+		if f := groups[c]; f != nil {
 			return f
 		}
 		f := &Finding{Rule: c.Rule, Severity: SeverityError, Address: c.Address, Subnet: subnet, Table: table, Nodes: []string{}, PodCIDRs: []string{}}
-		groups[k] = f
-		order = append(order, k)
+		groups[c] = f
+		order = append(order, c)
 		return f
 	}
 	// Nodes routed now and not after, by the change that unroutes them.
@@ -122,7 +174,7 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 		if !now.Nodes[n.Name].Routed || then.Nodes[n.Name].Routed {
 			continue
 		}
-		sub := subnetOf(base, in.Subnets, n)
+		sub := subnetOf(base, t.Subnets, n)
 		c, ok := cs.subnet[armid.Key(sub)]
 		switch {
 		case ok:
@@ -140,9 +192,10 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 		}
 		f.Reason = then.Nodes[n.Name].Reason
 	}
-	// Subnets on the table now and not after, even with no node in them.
+	// Subnets on the table now and not after, even with no node in them
+	// (an Application Gateway's subnet on a mirror).
 	for i, s := range now.Subnets {
-		if i >= len(then.Subnets) || !onTable(s) || onTable(then.Subnets[i]) {
+		if i >= len(then.Subnets) || !s.State.OnTable() || then.Subnets[i].State.OnTable() {
 			continue
 		}
 		if c, ok := cs.subnet[armid.Key(s.Subnet)]; ok {
@@ -156,6 +209,7 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 	if c, ok := cs.table[armid.Key(table)]; ok {
 		finding(c, "")
 	}
+	out := make([]Finding, 0, len(order))
 	for _, k := range order {
 		f := groups[k]
 		f.Message = message(k, f)
@@ -163,19 +217,9 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 		if k.Rule == RuleAssociationReplaced {
 			f.Severity = SeverityWarning
 		}
-		rep.Findings = append(rep.Findings, *f)
+		out = append(out, *f)
 	}
-	rep.Findings = append(rep.Findings, spaceFindings(after, cs, want)...)
-	return rep, nil
-}
-
-// onTable reports whether a subnet's verdict puts it on routekeeper's table.
-func onTable(s verdict.Subnet) bool {
-	switch s.State {
-	case "Associated", "Reassociated", "Followed", "Migrating":
-		return true
-	}
-	return false
+	return out
 }
 
 // referenced reports whether a subnet of w points to table.
@@ -232,31 +276,36 @@ func message(c cause, f *Finding) string {
 
 // spaceFindings are the address spaces the plan sets that overlap the pod
 // CIDRs, by ipplan's overlap rule.
-func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired) []Finding {
+func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired) ([]Finding, error) {
 	var out []Finding
+	var pods []string
+	for _, p := range want.ClusterCIDRs {
+		pods = append(pods, p.String())
+	}
 	for _, k := range slices.Sorted(maps.Keys(cs.space)) {
 		c, v := cs.space[k], after.VNets[k]
 		if v == nil {
 			continue
 		}
-		var pods []string
-		for _, p := range want.ClusterCIDRs {
-			pods = append(pods, p.String())
-		}
 		rep, err := ipplan.Analyze(ipplan.Plan{VNet: v.AddressPrefixes, PodCIDR: pods, Plugins: []ipplan.Plugin{ipplan.Kubenet}})
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("%w: %s: address_space %s against the pod CIDRs %s: %w", ErrBadValue, c.Address, strings.Join(v.AddressPrefixes, ","), strings.Join(pods, ","), err)
 		}
-		for _, f := range rep.Findings {
-			if f.Rule != ipplan.RuleOverlap || !strings.Contains(strings.ToLower(f.Message), "pod") {
+		for _, o := range rep.Overlaps {
+			a, b := rep.Ranges[o.A], rep.Ranges[o.B]
+			if b.Kind == ipplan.KindVNet {
+				a, b = b, a
+			}
+			if a.Kind != ipplan.KindVNet || b.Kind != ipplan.KindPod {
 				continue
 			}
 			out = append(out, Finding{Rule: RuleAddressSpace, Severity: SeverityError, Address: c.Address, Table: want.Configured,
 				Nodes: []string{}, PodCIDRs: pods,
-				Message: fmt.Sprintf("%s %s: %s", c.Address, c.What, f.Message), Fix: fix(RuleAddressSpace, c.Address)})
+				Message: fmt.Sprintf("%s %s: %s overlaps %s (shared: %s): traffic for those pod addresses would go to the wrong place", c.Address, c.What, a.Label(), b.Label(), o.Prefix)})
+			out[len(out)-1].Fix = fix(RuleAddressSpace, c.Address)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func cmpStr(a, b string) string {

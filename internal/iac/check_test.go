@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
@@ -177,6 +178,103 @@ func TestDerivedPlans(t *testing.T) {
 			}
 			if len(rep.Findings) != 1 || rep.Findings[0].Rule != tc.rule || len(rep.Findings[0].Nodes) != tc.nodes || rep.Findings[0].Fix == "" {
 				t.Errorf("findings %+v; want one %s losing %d nodes, with a fix", rep.Findings, tc.rule, tc.nodes)
+			}
+		})
+	}
+}
+
+const (
+	appgwTable  = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/appgw-routes"
+	appgwSubnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet/subnets/appgw-subnet"
+)
+
+// withAppGateway adds an Application Gateway subnet on its mirror table to
+// a recorded plan's network, before and after: after is its inline block
+// after the apply (nil: left as before).
+func withAppGateway(t *testing.T, p *Plan, after map[string]any) {
+	t.Helper()
+	c := change(t, p, "azurerm_virtual_network.kubernetes")
+	if after != nil {
+		c.Actions = []string{"update"}
+	}
+	before := map[string]any{"name": "appgw-subnet", "id": appgwSubnet, "address_prefixes": []any{"10.240.1.0/24"}, "route_table_id": appgwTable}
+	c.Before["subnet"] = append(c.Before["subnet"].([]any), before)
+	if after == nil {
+		after = before
+	}
+	c.After["subnet"] = append(c.After["subnet"].([]any), after)
+}
+
+// A mirror's table is judged like the main one: a plan that takes the
+// Application Gateway's subnet off its mirror table is a finding that
+// names the mirror, and one that leaves it alone is not.
+func TestMirrors(t *testing.T) {
+	mirrorInput := func() Input {
+		in := kthwInput()
+		w := in.Want
+		w.Configured, w.Claim, w.CreateAllowed = appgwTable, true, false
+		in.Mirrors = []Mirror{{Want: w, Subnets: []string{appgwSubnet}}}
+		return in
+	}
+	for _, tc := range []struct {
+		name  string
+		plan  string
+		after map[string]any
+		want  []string // rule table subnet, of each finding
+	}{
+		{"the fix keeps the gateway's subnet on its table", "fix-ignore-changes", nil, nil},
+		{"inline blocks without route_table_id detach both subnets", "detach-inline-subnets",
+			map[string]any{"name": "appgw-subnet", "address_prefixes": []any{"10.240.1.0/24"}, "route_table_id": ""},
+			[]string{RuleInlineSubnet + " kubernetes-routes kubernetes-subnet", RuleInlineSubnet + " appgw-routes appgw-subnet"}},
+		{"the gateway's subnet moved to the node table", "fix-ignore-changes",
+			map[string]any{"name": "appgw-subnet", "address_prefixes": []any{"10.240.1.0/24"}, "route_table_id": kthwTable},
+			[]string{RuleInlineSubnet + " appgw-routes appgw-subnet"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mutate(t, tc.plan, func(p *Plan) { withAppGateway(t, p, tc.after) })
+			rep, err := Check(context.Background(), p, mirrorInput())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range rep.Findings {
+				got = append(got, f.Rule+" "+armid.Name(f.Table)+" "+armid.Name(f.Subnet))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("findings:\n%s\nwant:\n%s\n(%+v)", strings.Join(got, "\n"), strings.Join(tc.want, "\n"), rep.Findings)
+			}
+		})
+	}
+}
+
+// A value Azure would refuse is bad input: the error names the resource
+// address and the value, and no report is made from it.
+func TestBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(t *testing.T, p *Plan)
+		says   []string
+	}{
+		{"a route whose id is not a route's", func(t *testing.T, p *Plan) {
+			p.ResourceChanges = append(p.ResourceChanges, ResourceChange{Address: "azurerm_route.extra", Mode: "managed", Type: "azurerm_route",
+				Change: Change{Actions: []string{"update"}, Before: map[string]any{"id": "routes/x", "name": "x"}, After: map[string]any{"id": "routes/x", "name": "x"}}})
+		}, []string{"azurerm_route.extra", `"routes/x"`}},
+		{"an address space that is not CIDRs", func(t *testing.T, p *Plan) {
+			c := change(t, p, "azurerm_virtual_network.kubernetes")
+			c.Actions = []string{"update"}
+			c.After["address_space"] = []any{"10.240.0.0/16", "10.300.0.0/16"}
+		}, []string{"azurerm_virtual_network.kubernetes", "10.300.0.0/16"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mutate(t, "fix-ignore-changes", func(p *Plan) { tc.mutate(t, p) })
+			rep, err := Check(context.Background(), p, kthwInput())
+			if !errors.Is(err, ErrBadValue) {
+				t.Fatalf("Check = %+v, %v; want ErrBadValue", rep, err)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not name %s", err, s)
+				}
 			}
 		})
 	}

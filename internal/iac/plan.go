@@ -55,6 +55,11 @@ type Change struct {
 // a configuration, something else.
 var ErrNotAPlan = errors.New("not the JSON of a Terraform/OpenTofu plan")
 
+// ErrBadValue is the error of a plan that holds a value Azure would refuse
+// (an ID that is not one, an address space that is not CIDRs): the error
+// names the resource address, the attribute and the value.
+var ErrBadValue = errors.New("a value in the plan is not valid")
+
 // ParsePlan reads a plan's JSON. Anything else — not JSON, a state file's
 // JSON, a plan of an unknown format version — is an error that says what
 // it found.

@@ -45,6 +45,11 @@ func tableOf(id string, m map[string]any) *route.Table {
 }
 
 // routeOf makes a route from an inline route block or an azurerm_route.
+// An address_prefix that is not a CIDR is a service tag (AzureCloud,
+// Internet), which Azure takes in a route: the route keeps it with no
+// Prefix, a foreign route to the verdict, like one read from ARM. So is a
+// next_hop_in_ip_address that is not an address (the provider sends none
+// for a next hop other than VirtualAppliance).
 func routeOf(m map[string]any) route.Route {
 	r := route.Route{Name: str(m, "name"), AddressPrefix: str(m, "address_prefix"), NextHopType: route.NextHopType(str(m, "next_hop_type")), ProvisioningState: "Succeeded"}
 	if p, err := netip.ParsePrefix(r.AddressPrefix); err == nil {

@@ -228,8 +228,7 @@ type Subnet struct {
 // attention: not on our table, and no action of this verdict puts it there
 // (or the one taken failed).
 func (s Subnet) Problem() bool {
-	switch s.State {
-	case assoc.Associated, assoc.Reassociated, assoc.Followed, assoc.Migrating:
+	if s.State.OnTable() {
 		return false
 	}
 	return s.Action == assoc.None || s.Action == "" || s.RepairFailed || s.TableMissing

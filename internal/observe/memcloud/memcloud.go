@@ -40,10 +40,18 @@ func New() *Cloud {
 	}
 }
 
-// FromObservation is the cloud an observation read: every table, network
-// and subnet in it.
-func FromObservation(o *observe.Observation) *Cloud {
+// FromObservation is the cloud observations read: every table, network
+// and subnet in them (the main table's and its mirrors'; a resource two
+// observations read is taken from the later one).
+func FromObservation(os ...*observe.Observation) *Cloud {
 	c := New()
+	for _, o := range os {
+		c.add(o)
+	}
+	return c
+}
+
+func (c *Cloud) add(o *observe.Observation) {
 	for _, t := range o.Tables() {
 		if t.Table != nil {
 			c.Tables[armid.Key(t.ID)] = t.Table.Clone()
@@ -67,7 +75,6 @@ func FromObservation(o *observe.Observation) *Cloud {
 			c.Subnets[armid.Key(s.ID)] = &cp
 		}
 	}
-	return c
 }
 
 // Clone returns a deep copy of the cloud, with no reads counted.
