@@ -118,7 +118,7 @@ func Check(in Input, v *verdict.Verdict) *Report {
 	checkDecision(in, d, add)
 	t := v.Current
 	if t != nil {
-		checkTable(t, in, add)
+		checkTable(t, v.Plan, in, add)
 	}
 	if v.Err != nil && d.TableExists && d.TableErr == nil && v.Plan != nil && v.Plan.Refused == "" {
 		add(Error, CheckTable, v.Table, "", "%v", v.Err)
@@ -189,15 +189,19 @@ func severityRank(s Severity) int {
 
 type addFunc func(s Severity, check, resource, fix, format string, args ...any)
 
-func checkTable(t *route.Table, in Input, add addFunc) {
-	switch claims := t.ClaimValues(); {
-	case len(claims) > 1:
-		add(Error, CheckClaim, t.ID, "", "the table is claimed by several clusters (%s): routekeeper refuses to write it until only one %s tag is left", strings.Join(claims, ", "), route.ClaimTag)
-	case len(claims) == 1 && claims[0] != in.Cluster:
-		add(Error, CheckClaim, t.ID, "", "the table is claimed by cluster %q, not by this cluster %q: routekeeper refuses to write it. Two clusters must not share a route table (their pod routes would fight); give this cluster its own table", claims[0], in.Cluster)
-	case len(claims) == 0 && in.Claim:
+// checkTable reports the table as read. Whether routekeeper may write it
+// (the claim rule) is the plan's: doctor says what the verdict decided.
+func checkTable(t *route.Table, p *plan.Plan, in Input, add addFunc) {
+	claimed := len(t.ClaimValues()) > 0
+	switch {
+	case p != nil && p.RefusedReason == plan.ReasonTableClaimed:
+		add(Error, CheckClaim, t.ID, "", "%s. Two clusters must not share a route table (their pod routes would fight); give this cluster its own table", p.Refused)
+	case p != nil && p.RefusedReason == plan.ReasonInvalidTable:
+		add(Error, CheckClaim, t.ID, "", "routekeeper refuses to write the table: %s", p.Refused)
+	case claimed:
+	case p != nil && p.Claim:
 		add(Info, CheckClaim, t.ID, "", "the table has no %s tag: routekeeper run claims it with its next write (routeTable.claim: true); then routes of nodes this cluster does not have are deleted", route.ClaimTag)
-	case len(claims) == 0:
+	case !in.Claim:
 		add(Info, CheckClaim, t.ID, "routeTable.claim: true", "the table has no %s tag: routekeeper run manages its nodes' routes but deletes no route of a node this cluster does not have; set routeTable.claim: true to claim it", route.ClaimTag)
 	}
 	if t.ProvisioningState == "Failed" {
