@@ -21,8 +21,7 @@
 //	table claimed by another cluster                       refused: nothing written, every node TableClaimed
 //	table unclaimed                                        used: routes of our nodes written, routes of unknown
 //	                                                       nodes reported (Plan.Unclaimed), never deleted; the
-//	                                                       claim is written only with Input.Claim (or refused,
-//	                                                       TableUnclaimed, with RequireClaim)
+//	                                                       claim is written only with Input.Claim
 //	table missing (Current nil)                            plan against an empty table; Create and Claim set
 //	table has two routes with one name                     refused: InvalidTable
 //	node has no pod CIDR                                   NoPodCIDR
@@ -219,8 +218,6 @@ func Compute(in Input) *Plan {
 		return p.refuse(in.Nodes, ReasonInvalidTable, fmt.Sprintf("%s has claim tags %s for several clusters (%s); remove all but one", pl.table, route.ClaimTag, strings.Join(claims, ", ")))
 	case len(claims) == 1 && claims[0] != in.Cluster:
 		return p.refuse(in.Nodes, ReasonTableClaimed, fmt.Sprintf("%s is claimed by cluster %q (tag %s), not by this cluster %q; routekeeper writes nothing to it%s", pl.table, claims[0], route.ClaimTag, in.Cluster, CIDROverlap(pl.cur, claims[0], in.ClusterCIDRs)))
-	case len(claims) == 0 && in.RequireClaim && !p.Create:
-		return p.refuse(in.Nodes, ReasonTableUnclaimed, fmt.Sprintf("%s has no %s tag and adopting unclaimed tables is turned off; tag it %s=%s to let routekeeper manage it", pl.table, route.ClaimTag, route.ClaimTag, in.Cluster))
 	case len(claims) == 1:
 		pl.claim = in.Cluster
 	default:

@@ -510,16 +510,6 @@ func TestClaim(t *testing.T) {
 			nodes:   map[string]string{"worker-0": "Routed", "worker-9": "Pending"},
 		},
 		{
-			name: "RequireClaim refuses an unclaimed table",
-			in: Input{
-				RequireClaim: true,
-				Nodes:        []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
-				Current:      cpa,
-			},
-			refused: ReasonTableUnclaimed,
-			nodes:   map[string]string{"worker-0": "NotRouted/RouteTableUnclaimed"},
-		},
-		{
 			name: "table claimed by another cluster: nothing written at all",
 			in: Input{
 				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24"), node("worker-1", "10.0.0.5", "10.244.1.0/24")},
@@ -579,13 +569,6 @@ func TestClaim(t *testing.T) {
 			},
 			claim:   true,
 			changes: []string{"create worker-0____102440024 10.244.0.0/24 10.0.0.4"},
-		},
-		{
-			name: "table missing and RequireClaim: still created (the claim is written at creation)",
-			in: Input{
-				RequireClaim: true,
-			},
-			claim: true,
 		},
 	})
 

@@ -251,7 +251,6 @@ func (g *gen) input() (Input, []bool) {
 		Cluster:          "prod",
 		ClusterCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")},
 		LegacyNames:      g.chance(20),
-		RequireClaim:     g.chance(5),
 		Claim:            g.chance(30),
 		AllowEmptySource: g.chance(30),
 		StandDown:        g.chance(5),
@@ -383,7 +382,7 @@ func (g *gen) input() (Input, []bool) {
 
 func describe(in Input, owned []bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cluster %s cidrs %v limit %d legacy %v requireClaim %v claim %v adopt %q maxDeletes %d allowEmpty %v standDown %v confirm %v\n", in.Cluster, in.ClusterCIDRs, in.Limit, in.LegacyNames, in.RequireClaim, in.Claim, in.Adopt, in.MaxDeletes, in.AllowEmptySource, in.StandDown, in.ConfirmStandDown)
+	fmt.Fprintf(&b, "cluster %s cidrs %v limit %d legacy %v claim %v adopt %q maxDeletes %d allowEmpty %v standDown %v confirm %v\n", in.Cluster, in.ClusterCIDRs, in.Limit, in.LegacyNames, in.Claim, in.Adopt, in.MaxDeletes, in.AllowEmptySource, in.StandDown, in.ConfirmStandDown)
 	for _, n := range in.Nodes {
 		fmt.Fprintf(&b, "  node %s ips %v cidrs %v\n", n.Name, n.InternalIPs, n.PodCIDRs)
 	}

@@ -29,11 +29,6 @@ type Input struct {
 	// (the plan is then made against an empty table, with the claim). The
 	// planner never modifies it.
 	Current *route.Table
-	// RequireClaim refuses to adopt an unclaimed table: nothing is written
-	// and every node is reported with ReasonTableUnclaimed. By default an
-	// unclaimed table is adopted: the claim tag is written with the first
-	// write and its scheme routes inside the cluster CIDRs become ours.
-	RequireClaim bool
 	// LegacyNames owns routes named by the node name alone (see
 	// route.Ownership.LegacyNames) and renames them to the current scheme.
 	LegacyNames bool
@@ -263,9 +258,6 @@ const (
 	// ReasonTableClaimed: the table is claimed by another cluster; the
 	// plan is refused (RouteTableClaimed).
 	ReasonTableClaimed = reason.RouteTableClaimed
-	// ReasonTableUnclaimed: the table has no claim and Input.RequireClaim
-	// is set; the plan is refused (RouteTableUnclaimed).
-	ReasonTableUnclaimed = reason.RouteTableUnclaimed
 	// ReasonInvalidTable: the table as read breaks Azure's own rules (two
 	// routes with one name, disagreeing claim tags); the plan is refused
 	// (RouteTableInvalid).

@@ -21,7 +21,6 @@
 //	NextHopOutsideVNet           no      plan              the node's IP is in no subnet a NIC could hold it in
 //	RouteTableFull               no      plan              the table holds its route limit
 //	RouteTableClaimed            no      plan              the table is another cluster's
-//	RouteTableUnclaimed          no      plan              the table has no claim and adopting it is not allowed
 //	RouteTableInvalid            no      plan              the table breaks Azure's own rules
 //	InvalidConfiguration         no      plan              routekeeper's configuration cannot be planned
 //	RouteTableMissing            no      verdict           the table does not exist and is not created
@@ -59,7 +58,6 @@ const (
 	NextHopOutsideVNet   Reason = "NextHopOutsideVNet"
 	RouteTableFull       Reason = "RouteTableFull"
 	RouteTableClaimed    Reason = "RouteTableClaimed"
-	RouteTableUnclaimed  Reason = "RouteTableUnclaimed"
 	RouteTableInvalid    Reason = "RouteTableInvalid"
 	InvalidConfiguration Reason = "InvalidConfiguration"
 
@@ -82,7 +80,7 @@ var All = []Reason{
 	RouteCreated, RouteNotManaged, HostRoutesNotNeeded,
 	NoPodCIDR, PodCIDRExhausted, NoNodeIP, OutsideClusterCIDR, OverlappingPodCIDR, DuplicateNode, InvalidRouteName,
 	NameConflict, PrefixConflict, NextHopOutsideVNet, RouteTableFull, RouteTableClaimed,
-	RouteTableUnclaimed, RouteTableInvalid, InvalidConfiguration,
+	RouteTableInvalid, InvalidConfiguration,
 	RouteTableMissing, RouteWriteFailed, RouteWriteDenied, RouteNotReadBack, NoRouteCreated,
 	RouteTableDetached, SubnetRouteTableLacksRoute,
 	TooManyDeletes, EmptySource, StandDownUnconfirmed,
@@ -107,7 +105,7 @@ func (r Reason) Known() bool {
 // (every node of the table gets it), not about one node.
 func (r Reason) Table() bool {
 	switch r {
-	case RouteTableClaimed, RouteTableUnclaimed, RouteTableInvalid, InvalidConfiguration, RouteTableMissing:
+	case RouteTableClaimed, RouteTableInvalid, InvalidConfiguration, RouteTableMissing:
 		return true
 	}
 	return false

@@ -72,8 +72,7 @@ func (o Owner) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 // planner narrows this to the routes of the cluster's own nodes until the
 // claim tag exists (a route of an unknown node may be another cluster's and
 // is never deleted), writes the claim only at creation or when asked
-// (plan.Input.Claim), and callers that do not want unclaimed tables at all
-// refuse them (plan.Input.RequireClaim).
+// (plan.Input.Claim).
 //
 // Tag keys compare case-insensitively (ARM tag names do); the claim value
 // compares case-sensitively, as ARM tag values do: "Prod" and "prod" are two
