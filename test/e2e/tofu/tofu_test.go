@@ -18,10 +18,12 @@ package tofu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -79,6 +81,7 @@ type lab struct {
 
 	bin       string   // the routekeeper binary
 	daemonEnv []string // routekeeper run's environment (trusts the fabric's CA)
+	config    string   // routekeeper run's configuration (startRoutekeeper)
 }
 
 func TestTofuKubernetesTheHardWay(t *testing.T) {
@@ -111,6 +114,7 @@ func TestTofuKubernetesTheHardWay(t *testing.T) {
 	}
 	checkDetachPlan(t, parsePlan(t, js))
 	l.tf.fixture(t, "detach-inline-subnets", js)
+	l.iacCheck(ctx, t, "detach-inline-subnets", js, "vnet-inline-subnet-detaches")
 	l.measure(ctx, t, "re-apply of the VNet with inline subnets (hazard 1)", true, func() {
 		l.tf.run(ctx, t, "detach-inline-subnets", []int{0}, "apply", "-input=false", "-no-color", plan)
 	})
@@ -138,6 +142,7 @@ func TestTofuKubernetesTheHardWay(t *testing.T) {
 	}
 	checkInlineRoutesPlan(t, parsePlan(t, js))
 	l.tf.fixture(t, "inline-routes", js)
+	l.iacCheck(ctx, t, "inline-routes", js, "inline-routes-delete-pod-routes")
 	l.measure(ctx, t, "apply of a route table with inline routes (hazard 2)", true, func() {
 		l.tf.run(ctx, t, "inline-routes", []int{0}, "apply", "-input=false", "-no-color", plan)
 	})
@@ -164,6 +169,7 @@ func (l *lab) applyFix(ctx context.Context, t *testing.T, step string) {
 	t.Helper()
 	plan, js, _ := l.tf.plan(ctx, t, step)
 	l.tf.fixture(t, step, js)
+	l.iacCheck(ctx, t, step, js, "")
 	// A fix imports what exists and changes nothing that is there: an update
 	// of the VNet or the table (even of its tags) PUTs it whole.
 	for _, a := range parsePlan(t, js).actions() {
@@ -180,6 +186,38 @@ func (l *lab) applyFix(ctx context.Context, t *testing.T, step string) {
 	if r := l.watch.now(); !r.ok() {
 		t.Errorf("%s: after the apply: %v", step, r)
 	}
+}
+
+// iacCheck runs `routekeeper iac check` on a step's plan, against the
+// served fabric as it stands (the live check, as a pipeline with Azure
+// credentials runs it): a hazard exits 3 naming rule, a fix (rule "")
+// exits 0.
+func (l *lab) iacCheck(ctx context.Context, t *testing.T, step string, planJSON []byte, rule string) {
+	t.Helper()
+	file := filepath.Join(l.dir, step+".plan.json")
+	if err := os.WriteFile(file, planJSON, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, l.bin, "iac", "check", file, "--config", l.config, "--endpoint", l.endpoint)
+	cmd.Env = l.daemonEnv
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("%s: iac check: %v", step, err)
+	}
+	want := 0
+	if rule != "" {
+		want = 3
+	}
+	if code != want || (rule != "" && !strings.Contains(string(out), rule)) || strings.Contains(string(out), "could not be read") {
+		t.Errorf("%s: iac check on the live fabric exited %d, want %d naming %q (and the cloud read):\n%s", step, code, want, rule, tail(string(out), 30))
+		return
+	}
+	l.results = append(l.results, fmt.Sprintf("%s: iac check exit %d (live)", step, code))
 }
 
 // measure runs an apply while the data plane is probed (as root) and the
@@ -409,6 +447,7 @@ func (l *lab) startRoutekeeper(t *testing.T, repo string) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "routekeeper.yaml")
+	l.config = cfg
 	for name, b := range map[string][]byte{
 		"nodes.yaml":       nodes,
 		"routekeeper.yaml": []byte(fmt.Sprintf(routekeeperConfig, tableID, subnetID)),
