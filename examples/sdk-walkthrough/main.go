@@ -186,6 +186,20 @@ func wantARMError(err error, status int, code string) error {
 	return nil
 }
 
+// kthwVNet is KTHW's kubernetes-vnet (10.240.0.0/16) with its one subnet,
+// kubernetes-subnet (10.240.0.0/24), on no route table: what the
+// walkthrough creates, and what an IaC redeploy PUTs again.
+func (w *walk) kthwVNet() armnetwork.VirtualNetwork {
+	return armnetwork.VirtualNetwork{
+		Location: to.Ptr(w.c.location),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
+			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"),
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.240.0.0/24")}}},
+		},
+	}
+}
+
 func (w *walk) tableID(name string) string {
 	return "/subscriptions/" + w.c.subscription + "/resourceGroups/" + w.c.group + "/providers/Microsoft.Network/routeTables/" + name
 }
@@ -202,14 +216,7 @@ func (w *walk) walk(ctx context.Context) error {
 	}
 
 	w.say("az network vnet create -g %s -n kubernetes-vnet --address-prefix 10.240.0.0/16 --subnet-name kubernetes-subnet --subnet-prefix 10.240.0.0/24", g)
-	vp, err := w.vnets.BeginCreateOrUpdate(ctx, g, "kubernetes-vnet", armnetwork.VirtualNetwork{
-		Location: to.Ptr(w.c.location),
-		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
-			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"),
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.240.0.0/24")}}},
-		},
-	}, nil)
+	vp, err := w.vnets.BeginCreateOrUpdate(ctx, g, "kubernetes-vnet", w.kthwVNet(), nil)
 	if err != nil {
 		return fmt.Errorf("creating the VNet: %w", err)
 	}
@@ -316,14 +323,7 @@ func (w *walk) walk(ctx context.Context) error {
 	w.ok("400 InUseRouteTableCannotBeDeleted")
 
 	w.say("an IaC redeploy: PUT the VNet without the subnet's routeTable")
-	vp, err = w.vnets.BeginCreateOrUpdate(ctx, g, "kubernetes-vnet", armnetwork.VirtualNetwork{
-		Location: to.Ptr(w.c.location),
-		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
-			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"),
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.240.0.0/24")}}},
-		},
-	}, nil)
+	vp, err = w.vnets.BeginCreateOrUpdate(ctx, g, "kubernetes-vnet", w.kthwVNet(), nil)
 	if err == nil {
 		_, err = vp.PollUntilDone(ctx, poll)
 	}
