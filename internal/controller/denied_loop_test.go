@@ -10,6 +10,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
@@ -30,7 +31,7 @@ func TestRefusedAssociationIsNotAHotLoop(t *testing.T) {
 			RetryBackoff: time.Second, MaxRetryBackoff: time.Hour,
 		}
 		cl := env.As(t, "routekeeper-app")
-		c := New(cfg, cl, &staticSource{nodes: workers(2)}, slog.New(slog.NewTextHandler(logs, nil)), rec)
+		c := New(cfg, cl, nodesource.New(workers(2)...), slog.New(slog.NewTextHandler(logs, nil)), rec)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- c.Run(ctx) }()

@@ -23,6 +23,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -202,7 +203,7 @@ func newScenario(t *testing.T, topology string, cfg Config, nodes []source.Node)
 		t: t, env: env, rec: rec, nodes: nodes,
 		tables: f.NewRouteTablesClient(), subnets: f.NewSubnetsClient(), vnets: f.NewVirtualNetworksClient(),
 	}
-	s.ctrl = New(cfg, env.Client, &staticSource{nodes: nodes}, nil, rec)
+	s.ctrl = New(cfg, env.Client, nodesource.New(nodes...), nil, rec)
 	return s
 }
 
@@ -408,7 +409,7 @@ func (s *scenario) steady() *Result {
 	s.t.Helper()
 	boot := s.ctrl.cfg
 	boot.Policy, boot.CreateTable, boot.Mode = assoc.Enforce, true, verdict.Manage
-	if r := New(boot, s.env.Client, &staticSource{nodes: s.nodes}, nil).Reconcile(context.Background()); r.Err != nil || r.AssociationProblems() > 0 {
+	if r := New(boot, s.env.Client, nodesource.New(s.nodes...), nil).Reconcile(context.Background()); r.Err != nil || r.AssociationProblems() > 0 {
 		s.t.Fatalf("setting the network up: %s: %v", r.Summary(), r.Err)
 	}
 	s.start()

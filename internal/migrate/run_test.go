@@ -25,6 +25,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 const (
@@ -35,19 +36,6 @@ const (
 )
 
 var sdkPoll = &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond}
-
-type nodeList struct {
-	mu    sync.Mutex
-	nodes []source.Node
-}
-
-func (s *nodeList) Nodes(context.Context) ([]source.Node, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]source.Node(nil), s.nodes...), nil
-}
-
-func (s *nodeList) Watch(ctx context.Context, _ func()) error { <-ctx.Done(); return nil }
 
 func nodes(n int) []source.Node {
 	out := make([]source.Node, n)
@@ -89,7 +77,7 @@ func newWorld(t *testing.T, n int) *world {
 		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
 		RouteTableID: fabOld, Location: "eastus", CreateTable: true, Subnets: []string{fabSub1, fabSub2},
 	}
-	res := controller.New(w.cfg, env.Client, &nodeList{nodes: w.nodes}, nil).Reconcile(context.Background())
+	res := controller.New(w.cfg, env.Client, nodesource.New(w.nodes...), nil).Reconcile(context.Background())
 	if res.Err != nil || res.AssociationProblems() > 0 {
 		t.Fatalf("setting up: %s: %v", res.Summary(), res.Err)
 	}
@@ -460,7 +448,7 @@ func liveMigrationInvariant(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &results{}
-	ctrl := controller.New(cfg, ctrlCloud, &nodeList{nodes: w.nodes}, nil, rec)
+	ctrl := controller.New(cfg, ctrlCloud, nodesource.New(w.nodes...), nil, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)
 	go func() { runDone <- ctrl.Run(ctx) }()

@@ -26,6 +26,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // TestDeployManifestsOnKubeAPIServer renders every kustomization and the
@@ -214,12 +215,12 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 	if _, err := client.GetVirtualNetwork(ctx, vnetID); err != nil {
 		t.Fatal(err)
 	}
-	nodes := staticSource{{Name: "role-0", InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(0))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(0))}}}
+	nodes := nodesource.New(source.Node{Name: "role-0", InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(0))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(0))}})
 	ctrl := controller.New(controllerConfig("role"), client, nodes, nil)
 	if res := ctrl.Reconcile(ctx); res.Err != nil || !res.Wrote {
 		t.Fatalf("creating reconcile: wrote %v, %v", res.Wrote, res.Err)
 	}
-	nodes = append(nodes, source.Node{Name: "role-1", InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(1))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(1))}})
+	nodes.Add(source.Node{Name: "role-1", InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(1))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(1))}})
 	ctrl = controller.New(controllerConfig("role"), client, nodes, nil)
 	if res := ctrl.Reconcile(ctx); res.Err != nil || !res.Wrote {
 		t.Fatalf("updating reconcile: wrote %v, %v", res.Wrote, res.Err)
@@ -263,8 +264,3 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 		t.Errorf("role: NotActions %v, DataActions %v, AssignableScopes %v", role.NotActions, role.DataActions, role.AssignableScopes)
 	}
 }
-
-type staticSource []source.Node
-
-func (s staticSource) Nodes(context.Context) ([]source.Node, error) { return s, nil }
-func (s staticSource) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }

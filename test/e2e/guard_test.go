@@ -16,6 +16,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // TestEmptyKubeSourceDeletesNothing: routekeeper pointed at a cluster with
@@ -34,7 +35,7 @@ func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
 	for i := range 3 {
 		nodes = append(nodes, source.Node{Name: fmt.Sprintf("emptysrc-%d", i), InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(40 + i))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(40 + i))}})
 	}
-	if res := controller.New(cfg, f.client(t, nil), staticSource(nodes), nil).Reconcile(ctx); res.Err != nil || len(f.routes(t)) != 3 {
+	if res := controller.New(cfg, f.client(t, nil), nodesource.New(nodes...), nil).Reconcile(ctx); res.Err != nil || len(f.routes(t)) != 3 {
 		t.Fatalf("seeding the table: %v, routes %v", res.Err, f.routes(t))
 	}
 
