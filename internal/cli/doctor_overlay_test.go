@@ -143,10 +143,7 @@ func TestDoctorOverlay(t *testing.T) {
 func TestDoctorOverlayOutput(t *testing.T) {
 	cfg := kthwAppGW(t)
 	mustRun(t, cfg)
-	res := runCLI(t, nil, "", "doctor", "--target", "overlay", "--config", cfg, "-o", "json")
-	if res.code != ExitFindings {
-		t.Fatalf("exit %d\n%s", res.code, res.stderr)
-	}
+	res := wantExit(t, ExitFindings, "doctor", "--target", "overlay", "--config", cfg, "-o", "json")
 	var rep struct {
 		Target      []string
 		KeptPodCIDR bool
@@ -193,13 +190,4 @@ func TestDoctorOverlayUsage(t *testing.T) {
 	if env.code != ExitUsage || !strings.Contains(env.stderr, `--pod-cidr "nonsense"`) {
 		t.Errorf("from the environment: exit %d\n%s", env.code, env.stderr)
 	}
-}
-
-func mustRun(t *testing.T, cfg string, args ...string) cliResult {
-	t.Helper()
-	res := runCLI(t, nil, "", append([]string{"run", "--once", "--config", cfg}, args...)...)
-	if res.code != ExitOK {
-		t.Fatalf("run --once %v: exit %d\n%s", args, res.code, res.stderr)
-	}
-	return res
 }

@@ -63,9 +63,7 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 			t.Errorf("namespaces left after fabric serve stopped: %v", removed)
 		}
 	})
-	if res := runCLI(t, nil, "", "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--state", db); res.code != ExitOK {
-		t.Fatalf("fabric apply exit %d: %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitOK, "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--state", db)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	serveDone, daemonDone := make(chan int, 1), make(chan int, 1)

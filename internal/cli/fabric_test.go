@@ -45,10 +45,7 @@ func TestFabricApplyAndShowGolden(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			res := runCLI(t, nil, "", s.args...)
-			if res.code != ExitOK {
-				t.Fatalf("exit %d: %s", res.code, res.stderr)
-			}
+			res := wantExit(t, ExitOK, s.args...)
 			golden(t, filepath.Join("testdata", "fabric", s.name+".golden"), []byte(maskEtags(res.stdout)))
 		})
 	}
@@ -186,9 +183,7 @@ func TestFabricServe(t *testing.T) {
 		t.Errorf("healthz = %d", resp.StatusCode)
 	}
 	// apply and show through the endpoint, and the SDK sees the result.
-	if res := runCLI(t, nil, "", "fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--endpoint", endpoint); res.code != ExitOK {
-		t.Fatalf("apply --endpoint: %d %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitOK, "fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--endpoint", endpoint)
 	if res := runCLI(t, map[string]string{"ROUTEKEEPER_ENDPOINT": endpoint}, "", "fabric", "show"); res.code != ExitOK || !strings.Contains(res.stdout, "kubernetes-route-10-200-1-0-24") {
 		t.Errorf("show via ROUTEKEEPER_ENDPOINT: %d %s %s", res.code, res.stdout, res.stderr)
 	}

@@ -53,3 +53,21 @@ func runCLI(t *testing.T, env map[string]string, stdin string, args ...string) c
 	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, func(k string) string { return env[k] })
 	return cliResult{code: code, stdout: out.String(), stderr: errOut.String()}
 }
+
+// wantExit runs the CLI with args (no environment, no input) and fails
+// the test unless it exits with want.
+func wantExit(t *testing.T, want int, args ...string) cliResult {
+	t.Helper()
+	res := runCLI(t, nil, "", args...)
+	if res.code != want {
+		t.Fatalf("routekeeper %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.code, want, res.stdout, res.stderr)
+	}
+	return res
+}
+
+// mustRun runs `run --once --config cfg` with more args and fails the test
+// unless every node was routed (exit 0).
+func mustRun(t *testing.T, cfg string, args ...string) cliResult {
+	t.Helper()
+	return wantExit(t, ExitOK, append([]string{"run", "--once", "--config", cfg}, args...)...)
+}
