@@ -305,21 +305,26 @@ func (v *Verdict) Unrouted() int {
 func (v *Verdict) Routed() int { return len(v.Nodes) - v.Unrouted() }
 
 // SubnetProblems counts the subnets left in a state that needs attention.
-func (v *Verdict) SubnetProblems() int {
-	n := 0
-	for _, s := range v.Subnets {
-		if s.Problem() {
-			n++
-		}
-	}
-	return n
-}
+func (v *Verdict) SubnetProblems() int { return CountProblems(v.Subnets) }
 
 // Repairs counts the subnets the pass repaired.
-func (v *Verdict) Repairs() int {
+func (v *Verdict) Repairs() int { return CountRepaired(v.Subnets) }
+
+// CountProblems counts the subnets left in a state that needs attention
+// (Subnet.Problem).
+func CountProblems(subnets []Subnet) int {
+	return countSubnets(subnets, Subnet.Problem)
+}
+
+// CountRepaired counts the subnets the pass repaired.
+func CountRepaired(subnets []Subnet) int {
+	return countSubnets(subnets, func(s Subnet) bool { return s.Repaired })
+}
+
+func countSubnets(subnets []Subnet, f func(Subnet) bool) int {
 	n := 0
-	for _, s := range v.Subnets {
-		if s.Repaired {
+	for _, s := range subnets {
+		if f(s) {
 			n++
 		}
 	}
