@@ -21,6 +21,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/promtest"
 )
 
 func TestReport(t *testing.T) {
@@ -228,24 +229,7 @@ func TestTableRequests(t *testing.T) {
 	}
 	ctrl.Guard(ctx)
 	total := func(method string) float64 {
-		mfs, err := m.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0.0
-		for _, mf := range mfs {
-			if mf.GetName() != "routekeeper_arm_requests_total" {
-				continue
-			}
-			for _, s := range mf.GetMetric() {
-				for _, l := range s.GetLabel() {
-					if l.GetName() == "method" && l.GetValue() == method {
-						n += s.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		return n
+		return promtest.Sum(t, m.Registry(), "routekeeper_arm_requests_total", "method", method)
 	}
 	for _, method := range []string{"GET", "PUT"} {
 		got, want := testutil.ToFloat64(m.tableRequests.WithLabelValues("kubernetes-routes", method)), total(method)

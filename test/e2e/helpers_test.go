@@ -37,6 +37,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
+	"github.com/routekeeper/routekeeper/internal/testutil/promtest"
 	kubetest "github.com/routekeeper/routekeeper/test/kube"
 )
 
@@ -478,27 +479,12 @@ func adminConfig(env *kubetest.Env) *rest.Config {
 	return c
 }
 
-// gauge returns the value of the metric with the label, from m's registry.
+// gauge returns the value of the metric with the label, from m's
+// registry, -1 when it has no such series.
 func gauge(t testing.TB, m *metrics.Metrics, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := m.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, mt := range mf.GetMetric() {
-			for _, lp := range mt.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					if g := mt.GetGauge(); g != nil {
-						return g.GetValue()
-					}
-					return mt.GetCounter().GetValue()
-				}
-			}
-		}
+	if v, ok := promtest.Value(t, m.Registry(), name, label, value); ok {
+		return v
 	}
 	return -1
 }
