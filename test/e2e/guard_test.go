@@ -24,9 +24,7 @@ import (
 // of them (deletion guard, issue 11), says so in a metric, and deletes them
 // only with AllowEmptySource.
 func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
+	env, ctx, client := kubeScenario(t)
 	f := newFabric(t)
 	cfg := controllerConfig("emptysrc")
 
@@ -84,9 +82,7 @@ func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
 // its condition says by what (False, RouteNotManaged); with adopt matching
 // the route is renamed in one PUT and the condition becomes RouteCreated.
 func TestHandMadeRouteThenAdoption(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
+	env, ctx, client := kubeScenario(t)
 	f := newFabric(t)
 	lab := "kubernetes-route-10-200-60-0-24"
 	_, err := f.Client.PutRouteTable(ctx, &route.Table{ID: tableID, Name: "kubernetes-routes", ResourceGroup: "kubernetes", Location: "eastus",

@@ -69,6 +69,14 @@ func nodeIP(i int) string { return fmt.Sprintf("10.240.%d.%d", 1+i/250, 4+i%250)
 // fab is a test's own in-memory fabric.
 type fab struct{ *fabrictest.Env }
 
+// kubeScenario is what most scenarios start from: the shared cluster, the
+// test's context and an admin clientset of the cluster.
+func kubeScenario(t *testing.T) (*kubetest.Env, context.Context, kubernetes.Interface) {
+	t.Helper()
+	env := cluster.Env(t)
+	return env, t.Context(), env.Clientset(t)
+}
+
 func newFabric(t *testing.T) fab {
 	return fab{fabrictest.New(t, fabric.Options{}, topology)}
 }

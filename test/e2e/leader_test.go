@@ -71,9 +71,7 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 			name = "crash"
 		}
 		t.Run(name, func(t *testing.T) {
-			env := cluster.Env(t)
-			ctx := t.Context()
-			client := env.Clientset(t)
+			env, ctx, client := kubeScenario(t)
 			f := newFabric(t)
 			prefix := "ha-graceful"
 			if crash {
@@ -153,9 +151,7 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 // the leader stops its controller and Run returns ErrLostLeadership (the
 // process exits non-zero and restarts as a follower).
 func TestLostLeaseStopsTheController(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
+	env, ctx, client := kubeScenario(t)
 	f := newFabric(t)
 	const lease = "lost-lease"
 	m := metrics.New()

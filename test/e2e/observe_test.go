@@ -20,9 +20,7 @@ import (
 // a missing route on its node, routes of deleted nodes on its own Pod, and
 // both in the metrics.
 func TestObserveMode(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
+	env, ctx, client := kubeScenario(t)
 	f := newFabric(t)
 
 	// The platform's table: observe-0's route, a route of a node that is
