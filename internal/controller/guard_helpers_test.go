@@ -235,17 +235,29 @@ func (s *scenario) writes() int64 {
 	return w
 }
 
-// wantWrites fails t when routekeeper made other than want ARM writes
-// since w0 (what writes returned then); why, when given, says which
-// writes they are.
-func (s *scenario) wantWrites(t testing.TB, w0, want int64, why string) {
+// wantWrites returns the ARM writes routekeeper made since w0 (what
+// writes returned then), failing t when they are other than want; why,
+// when given, says which writes they are.
+func (s *scenario) wantWrites(t testing.TB, w0, want int64, why string) int64 {
 	t.Helper()
-	if w := s.writes() - w0; w != want {
+	w := s.writes() - w0
+	if w != want {
 		if why != "" {
 			t.Errorf("ARM writes = %d, want %d (%s)", w, want, why)
 		} else {
 			t.Errorf("ARM writes = %d, want %d", w, want)
 		}
+	}
+	return w
+}
+
+// withinOneInterval fails t when a guard cycle started after fault and
+// before res (what: what res did): the guard looked and did not act, so
+// res came later than one guard interval after the fault.
+func (s *scenario) withinOneInterval(t testing.TB, fault time.Time, res *Result, what string) {
+	t.Helper()
+	if n := s.rec.guardCyclesBefore(fault, res); n > 0 {
+		t.Errorf("%d guard cycles passed before %s, want it within one interval", n, what)
 	}
 }
 
@@ -276,6 +288,17 @@ func (s *scenario) getTable(name string) (*armnetwork.RouteTable, error) {
 		return nil, err
 	}
 	return &resp.RouteTable, nil
+}
+
+// routedTable returns the route table name, failing t unless it holds
+// the route of every node of the scenario.
+func (s *scenario) routedTable(t testing.TB, name string) *armnetwork.RouteTable {
+	t.Helper()
+	tb := s.mustTable(name)
+	if err := nodeRoutesIn(tb, s.nodes); err != nil {
+		t.Error(err)
+	}
+	return tb
 }
 
 func (s *scenario) mustTable(name string) *armnetwork.RouteTable {
