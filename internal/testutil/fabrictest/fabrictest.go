@@ -39,16 +39,16 @@ const KTHWTwoSubnets = KTHW + `          - name: pool-2
             addressPrefix: 10.240.1.0/24
 `
 
-// The IDs of the KTHW network.
+// The IDs of the KTHW network (kthw's).
 const (
-	KTHWTable  = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
-	KTHWVNet   = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet"
-	KTHWSubnet = KTHWVNet + "/subnets/kubernetes-subnet"
+	KTHWTable  = kthw.TableID
+	KTHWVNet   = kthw.VNetID
+	KTHWSubnet = kthw.SubnetID
 	// KTHWPool2 is KTHWTwoSubnets' second subnet.
-	KTHWPool2 = KTHWVNet + "/subnets/pool-2"
+	KTHWPool2 = kthw.Pool2ID
 	// KTHWTable2 is the ID of a second route table in the same group, for
 	// swaps and migrations.
-	KTHWTable2 = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes-v2"
+	KTHWTable2 = kthw.Table2ID
 )
 
 // New starts a fabric in memory with opts, applies the topology (YAML in
