@@ -14,16 +14,8 @@ import (
 // Cloud is what a migration needs of the cloud back-end
 // (internal/cloud/azure implements it).
 type Cloud interface {
-	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
-	// PutRouteTable writes the whole table with If-Match etag and returns
-	// it as read back after the operation.
-	PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error)
+	cloud.TablesAndSubnets
 	DeleteRouteTable(ctx context.Context, id, etag string) error
-	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
-	// SetSubnetRouteTable associates the subnet with the table, refusing
-	// (cloud.ErrPreconditionFailed) if the subnet changed since etag.
-	SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error)
-	Calls() (reads, writes int64)
 }
 
 // Errors of Run.
