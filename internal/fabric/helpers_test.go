@@ -53,6 +53,18 @@ func openStore(t testing.TB, path string) *Store {
 // exercise the wire run over both.
 var transports = []string{"inprocess", "loopback"}
 
+// eachTransport runs test once over each transport, each time on a new
+// env with options o and the resource group testRG.
+func eachTransport(t *testing.T, o Options, test func(ctx context.Context, t *testing.T, e *env)) {
+	for _, mode := range transports {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t, mode, o)
+			e.createRG(testRG)
+			test(context.Background(), t, e)
+		})
+	}
+}
+
 func newEnv(t *testing.T, mode string, o Options) *env {
 	t.Helper()
 	ctx := context.Background()

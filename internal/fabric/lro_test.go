@@ -115,46 +115,41 @@ func TestLongRunningPut(t *testing.T) {
 }
 
 func TestPollerFollowsAsyncOperation(t *testing.T) {
-	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{OperationDuration: 150 * time.Millisecond})
-			e.createRG(testRG)
-			rec := &recordingTransport{next: e.opts.Transport}
-			if rec.next == nil {
-				rec.next = http.DefaultClient
-			}
-			opts := *e.opts
-			opts.Transport = rec
-			tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := tables.BeginCreateOrUpdate(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// No Frequency given: the poller must be paced by the server's
-			// Retry-After, not its 30 s default, which would not finish
-			// within this context's 10 s. (A poller that stopped before
-			// the operation ended would not see Succeeded.)
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			res, err := p.PollUntilDone(pctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *res.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
-				t.Errorf("result state = %v", *res.Properties.ProvisioningState)
-			}
-			if rec.count("/operations/") < 1 {
-				t.Errorf("the poller never polled the operation: %v", rec.seen)
-			}
-			if rec.count("GET "+tablePath(testRG, "rt")) != 1 {
-				t.Errorf("want one final GET of the table: %v", rec.seen)
-			}
-		})
-	}
+	eachTransport(t, Options{OperationDuration: 150 * time.Millisecond}, func(ctx context.Context, t *testing.T, e *env) {
+		rec := &recordingTransport{next: e.opts.Transport}
+		if rec.next == nil {
+			rec.next = http.DefaultClient
+		}
+		opts := *e.opts
+		opts.Transport = rec
+		tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := tables.BeginCreateOrUpdate(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No Frequency given: the poller must be paced by the server's
+		// Retry-After, not its 30 s default, which would not finish
+		// within this context's 10 s. (A poller that stopped before
+		// the operation ended would not see Succeeded.)
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := p.PollUntilDone(pctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *res.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+			t.Errorf("result state = %v", *res.Properties.ProvisioningState)
+		}
+		if rec.count("/operations/") < 1 {
+			t.Errorf("the poller never polled the operation: %v", rec.seen)
+		}
+		if rec.count("GET "+tablePath(testRG, "rt")) != 1 {
+			t.Errorf("want one final GET of the table: %v", rec.seen)
+		}
+	})
 }
 
 func TestZeroDurationKeepsAzureShape(t *testing.T) {
