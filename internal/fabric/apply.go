@@ -339,12 +339,7 @@ func routeDetail(r TopologyRoute) string {
 
 func (a *applier) putTable(ctx context.Context, rg, name string, t armnetwork.RouteTable) error {
 	p, err := a.tables.BeginCreateOrUpdate(ctx, rg, name, t, nil)
-	if err != nil {
-		return err
-	}
-	a.res.Writes++
-	_, err = p.PollUntilDone(ctx, pollOptions)
-	return err
+	return awaitPut(ctx, a, p, err)
 }
 
 // tableRef resolves a subnet's routeTable: a full ID, or a table of rg.
@@ -529,10 +524,7 @@ func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn Topolo
 			wctx = withIfMatch(ctx, etag)
 		}
 		p, err := a.subnets.BeginCreateOrUpdate(wctx, rg, vnet, sn.Name, body, nil)
-		if err == nil {
-			a.res.Writes++
-			_, err = p.PollUntilDone(ctx, pollOptions)
-		}
+		err = awaitPut(ctx, a, p, err)
 		if err != nil {
 			if isStatus(err, http.StatusPreconditionFailed) && attempt < applyRetries {
 				continue
@@ -546,6 +538,12 @@ func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn Topolo
 
 func (a *applier) putVNet(ctx context.Context, rg, name string, v armnetwork.VirtualNetwork) error {
 	p, err := a.vnets.BeginCreateOrUpdate(ctx, rg, name, v, nil)
+	return awaitPut(ctx, a, p, err)
+}
+
+// awaitPut waits for the write a poller was begun for (err: how its
+// beginning failed), counting it in the result when it began.
+func awaitPut[T any](ctx context.Context, a *applier, p *runtime.Poller[T], err error) error {
 	if err != nil {
 		return err
 	}

@@ -279,10 +279,7 @@ func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string
 		action = ActionUpdate
 	}
 	poller, err := c.peerings.BeginCreateOrUpdate(ctx, rg, vnet, p.Name, armnetwork.VirtualNetworkPeering{Properties: &want}, nil)
-	if err == nil {
-		a.res.Writes++
-		_, err = poller.PollUntilDone(ctx, pollOptions)
-	}
+	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing peering %s/%s: %w", vnet, p.Name, describe(err))
 	}
@@ -319,10 +316,7 @@ func (a *applier) gateway(ctx context.Context, c *aroundClients, rg string, g To
 			Properties: &armnetwork.VirtualNetworkGatewayIPConfigurationPropertiesFormat{Subnet: &armnetwork.SubResource{ID: ptr(subnet)}}}},
 	}}
 	poller, err := c.gateways.BeginCreateOrUpdate(ctx, rg, g.Name, body, nil)
-	if err == nil {
-		a.res.Writes++
-		_, err = poller.PollUntilDone(ctx, pollOptions)
-	}
+	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing virtual network gateway %s: %w", g.Name, describe(err))
 	}
@@ -372,10 +366,7 @@ func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l Topol
 	body := armnetwork.LocalNetworkGateway{Location: ptr(loc), Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{
 		GatewayIPAddress: ptr(l.GatewayIPAddress), LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(l.AddressPrefixes)}}}
 	poller, err := c.sites.BeginCreateOrUpdate(ctx, rg, l.Name, body, nil)
-	if err == nil {
-		a.res.Writes++
-		_, err = poller.PollUntilDone(ctx, pollOptions)
-	}
+	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing local network gateway %s: %w", l.Name, describe(err))
 	}
@@ -416,10 +407,7 @@ func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, c
 		action = ActionUpdate
 	}
 	poller, err := c.conns.BeginCreateOrUpdate(ctx, rg, cn.Name, armnetwork.VirtualNetworkGatewayConnection{Location: ptr(loc), Properties: props}, nil)
-	if err == nil {
-		a.res.Writes++
-		_, err = poller.PollUntilDone(ctx, pollOptions)
-	}
+	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing connection %s: %w", cn.Name, describe(err))
 	}

@@ -118,12 +118,7 @@ func (a *applier) networkInterface(ctx context.Context, rg string, n TopologyNIC
 
 func (a *applier) putNIC(ctx context.Context, rg, name string, n armnetwork.Interface) error {
 	p, err := a.nics.BeginCreateOrUpdate(ctx, rg, name, n, nil)
-	if err != nil {
-		return err
-	}
-	a.res.Writes++
-	_, err = p.PollUntilDone(ctx, pollOptions)
-	return err
+	return awaitPut(ctx, a, p, err)
 }
 
 // applyNICs applies the NICs of every group, after the virtual networks
