@@ -214,17 +214,6 @@ func sdkTags(m map[string]string) map[string]*string {
 	return out
 }
 
-func plainSDKTags(m map[string]*string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = str(v)
-	}
-	return out
-}
-
 func sdkRouteOf(r TopologyRoute) *armnetwork.Route {
 	hop, _ := canonicalHop(r.NextHopType)
 	p := &armnetwork.RoutePropertiesFormat{AddressPrefix: ptr(r.AddressPrefix), NextHopType: ptr(hop)}
@@ -285,7 +274,7 @@ func (a *applier) routeTable(ctx context.Context, rg string, rt TopologyRouteTab
 		}
 		var changes []Change
 		var tableChanges []string
-		tags, tagsChanged := mergeTags(plainSDKTags(t.Tags), rt.Tags)
+		tags, tagsChanged := mergeTags(plainTags(t.Tags), rt.Tags)
 		if tagsChanged {
 			t.Tags = sdkTags(tags)
 			tableChanges = append(tableChanges, "tags")
@@ -452,7 +441,7 @@ func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirt
 				added = append(added, p)
 			}
 		}
-		tags, tagsChanged := mergeTags(plainSDKTags(cur.Tags), vn.Tags)
+		tags, tagsChanged := mergeTags(plainTags(cur.Tags), vn.Tags)
 		if tagsChanged {
 			cur.Tags = sdkTags(tags)
 		}
