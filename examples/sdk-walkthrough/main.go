@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	fs := flag.NewFlagSet("sdk-walkthrough", flag.ContinueOnError)
 	fs.SetOutput(out)
 	var c config
-	fs.StringVar(&c.endpoint, "endpoint", firstOf(getenv("ROUTEKEEPER_ENDPOINT"), "http://127.0.0.1:8400"), "Azure Resource Manager endpoint (default $ROUTEKEEPER_ENDPOINT)")
+	fs.StringVar(&c.endpoint, "endpoint", cmp.Or(getenv("ROUTEKEEPER_ENDPOINT"), "http://127.0.0.1:8400"), "Azure Resource Manager endpoint (default $ROUTEKEEPER_ENDPOINT)")
 	fs.StringVar(&c.subscription, "subscription", "00000000-0000-0000-0000-000000000000", "subscription ID")
 	fs.StringVar(&c.group, "resource-group", "kubernetes", "resource group of the lab")
 	fs.StringVar(&c.location, "location", "eastus", "location of the lab")
@@ -68,15 +69,6 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 		return w.checkState(ctx)
 	}
 	return w.walk(ctx)
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // staticToken is a credential with a fixed token; the emulator accepts any.

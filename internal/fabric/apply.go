@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,28 +69,28 @@ func Apply(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcor
 	if err := t.Validate(); err != nil {
 		return ApplyResult{}, err
 	}
-	sub := firstNonEmpty(t.Subscription, DefaultSubscription)
+	sub := cmp.Or(t.Subscription, DefaultSubscription)
 	a, err := newApplier(sub, opts, cred)
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	for _, rg := range t.ResourceGroups {
-		if err := a.resourceGroup(ctx, rg.Name, rg.Tags, normalizeLocation(firstNonEmpty(rg.Location, t.Location))); err != nil {
+		if err := a.resourceGroup(ctx, rg.Name, rg.Tags, normalizeLocation(cmp.Or(rg.Location, t.Location))); err != nil {
 			return a.res, err
 		}
 	}
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, rt := range rg.RouteTables {
-			if err := a.routeTable(ctx, rg.Name, rt, normalizeLocation(firstNonEmpty(rt.Location, rgLoc))); err != nil {
+			if err := a.routeTable(ctx, rg.Name, rt, normalizeLocation(cmp.Or(rt.Location, rgLoc))); err != nil {
 				return a.res, err
 			}
 		}
 	}
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, vn := range rg.VirtualNetworks {
-			if err := a.virtualNetwork(ctx, rg.Name, vn, normalizeLocation(firstNonEmpty(vn.Location, rgLoc))); err != nil {
+			if err := a.virtualNetwork(ctx, rg.Name, vn, normalizeLocation(cmp.Or(vn.Location, rgLoc))); err != nil {
 				return a.res, err
 			}
 		}

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -297,7 +298,7 @@ func assignmentDocs(tx *txn) ([]roleAssignmentDoc, error) {
 
 func (s *Server) listRoleAssignments(ctx context.Context, q *request, e extRequest) (*response, error) {
 	f := parseFilter(q.query.Get("$filter"))
-	principal := firstNonEmpty(f["principalid"], f["assignedto"])
+	principal := cmp.Or(f["principalid"], f["assignedto"])
 	_, atScope := f["atscope"]
 	var out []any
 	err := s.store.read(ctx, func(tx *txn) error {

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -205,22 +206,22 @@ func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.Client
 	c := &aroundClients{peerings: f.NewVirtualNetworkPeeringsClient(), gateways: f.NewVirtualNetworkGatewaysClient(),
 		sites: f.NewLocalNetworkGatewaysClient(), conns: f.NewVirtualNetworkGatewayConnectionsClient()}
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, g := range rg.VirtualNetworkGateways {
-			if err := a.gateway(ctx, c, rg.Name, g, normalizeLocation(firstNonEmpty(g.Location, rgLoc))); err != nil {
+			if err := a.gateway(ctx, c, rg.Name, g, normalizeLocation(cmp.Or(g.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
 		for _, l := range rg.LocalNetworkGateways {
-			if err := a.site(ctx, c, rg.Name, l, normalizeLocation(firstNonEmpty(l.Location, rgLoc))); err != nil {
+			if err := a.site(ctx, c, rg.Name, l, normalizeLocation(cmp.Or(l.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
 	}
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, cn := range rg.Connections {
-			if err := a.connection(ctx, c, rg.Name, cn, normalizeLocation(firstNonEmpty(cn.Location, rgLoc))); err != nil {
+			if err := a.connection(ctx, c, rg.Name, cn, normalizeLocation(cmp.Or(cn.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
@@ -411,6 +412,6 @@ func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, c
 	if err != nil {
 		return fmt.Errorf("writing connection %s: %w", cn.Name, describe(err))
 	}
-	a.record(action, "connection", id, string(*props.ConnectionType)+" "+cn.VirtualNetworkGateway+" to "+firstNonEmpty(cn.LocalNetworkGateway, cn.ExpressRouteCircuit))
+	a.record(action, "connection", id, string(*props.ConnectionType)+" "+cn.VirtualNetworkGateway+" to "+cmp.Or(cn.LocalNetworkGateway, cn.ExpressRouteCircuit))
 	return nil
 }

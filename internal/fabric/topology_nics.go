@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -125,9 +126,9 @@ func (a *applier) putNIC(ctx context.Context, rg, name string, n armnetwork.Inte
 // they sit in.
 func (a *applier) applyNICs(ctx context.Context, t *Topology) error {
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, n := range rg.NetworkInterfaces {
-			if err := a.networkInterface(ctx, rg.Name, n, normalizeLocation(firstNonEmpty(n.Location, rgLoc))); err != nil {
+			if err := a.networkInterface(ctx, rg.Name, n, normalizeLocation(cmp.Or(n.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
