@@ -5,39 +5,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/testutil/reqlog"
 )
-
-// recordingTransport records the requests the SDK sends.
-type recordingTransport struct {
-	next policy.Transporter
-	mu   sync.Mutex
-	seen []string
-}
-
-func (r *recordingTransport) Do(req *http.Request) (*http.Response, error) {
-	r.mu.Lock()
-	r.seen = append(r.seen, req.Method+" "+req.URL.Path)
-	r.mu.Unlock()
-	return r.next.Do(req)
-}
-
-func (r *recordingTransport) count(substr string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, s := range r.seen {
-		if strings.Contains(s, substr) {
-			n++
-		}
-	}
-	return n
-}
 
 func tablePath(rg, name string) string {
 	return "/subscriptions/" + testSub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/routeTables/" + name
@@ -116,10 +89,7 @@ func TestLongRunningPut(t *testing.T) {
 
 func TestPollerFollowsAsyncOperation(t *testing.T) {
 	eachTransport(t, Options{OperationDuration: 150 * time.Millisecond}, func(ctx context.Context, t *testing.T, e *env) {
-		rec := &recordingTransport{next: e.opts.Transport}
-		if rec.next == nil {
-			rec.next = http.DefaultClient
-		}
+		rec := reqlog.New(e.opts.Transport)
 		opts := *e.opts
 		opts.Transport = rec
 		tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
@@ -143,11 +113,11 @@ func TestPollerFollowsAsyncOperation(t *testing.T) {
 		if *res.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
 			t.Errorf("result state = %v", *res.Properties.ProvisioningState)
 		}
-		if rec.count("/operations/") < 1 {
-			t.Errorf("the poller never polled the operation: %v", rec.seen)
+		if rec.Count("/operations/") < 1 {
+			t.Errorf("the poller never polled the operation: %v", rec.Requests())
 		}
-		if rec.count("GET "+tablePath(testRG, "rt")) != 1 {
-			t.Errorf("want one final GET of the table: %v", rec.seen)
+		if rec.Count("GET "+tablePath(testRG, "rt")) != 1 {
+			t.Errorf("want one final GET of the table: %v", rec.Requests())
 		}
 	})
 }

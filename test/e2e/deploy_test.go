@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/reqlog"
 )
 
 // TestDeployManifestsOnKubeAPIServer renders every kustomization and the
@@ -144,20 +144,6 @@ func TestDeployManifestsOnKubeAPIServer(t *testing.T) {
 	}
 }
 
-// armRecorder records the ARM requests of a client.
-type armRecorder struct {
-	rt   http.RoundTripper
-	mu   sync.Mutex
-	reqs []string // "METHOD path"
-}
-
-func (r *armRecorder) Do(req *http.Request) (*http.Response, error) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, req.Method+" "+req.URL.Path)
-	r.mu.Unlock()
-	return r.rt.RoundTrip(req)
-}
-
 // actionsOf maps an ARM request to the Azure RBAC actions it needs.
 func actionsOf(t *testing.T, req string) []string {
 	method, path, _ := strings.Cut(req, " ")
@@ -205,7 +191,7 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 	}
 
 	env := fabrictest.New(t, fabric.Options{OperationDuration: 30 * time.Millisecond}, topology)
-	rec := &armRecorder{rt: env.Server.RoundTripper()}
+	rec := reqlog.New(env.Server.Transporter())
 	client, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: fabric.ClientOptions(rec, fabric.InProcessEndpoint), PollFrequency: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +220,7 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 	}
 
 	used := map[string]bool{}
-	for _, r := range rec.reqs {
+	for _, r := range rec.Requests() {
 		for _, a := range actionsOf(t, r) {
 			used[a] = true
 		}
