@@ -65,35 +65,17 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 	})
 	wantExit(t, ExitOK, "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--state", db)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	serveDone, daemonDone := make(chan int, 1), make(chan int, 1)
+	serve := startCLI(&lab.serve, &lab.serve, nil, "fabric", "serve", "--state", db, "--listen", "127.0.0.1:0",
+		"--dataplane", "--nodes", filepath.Join(dir, "nodes.yaml"), "--dataplane-prefix", lab.prefix, "--dataplane-poll", "5ms")
+	daemon := startCLI(&lab.daemon, &lab.daemon, nil, "run", "--config", cfg, "--association-policy", policy, "--association-interval", "1s",
+		"--resync", "1s", "--batch-window", "50ms")
 	t.Cleanup(func() {
-		cancel()
-		for _, c := range []struct {
-			name string
-			done chan int
-			out  *syncbuf.Buffer
-		}{{"fabric serve", serveDone, &lab.serve}, {"routekeeper run", daemonDone, &lab.daemon}} {
-			select {
-			case code := <-c.done:
-				if code != ExitOK {
-					t.Errorf("%s exit %d:\n%s", c.name, code, c.out.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("%s did not stop", c.name)
-			}
-		}
+		// Both stop at once, as one cancellation stopped them before.
+		serve.cancel()
+		daemon.cancel()
+		serve.stop(t, 30*time.Second, "fabric serve", &lab.serve)
+		daemon.stop(t, 30*time.Second, "routekeeper run", &lab.daemon)
 	})
-	go func() {
-		serveDone <- run(ctx, []string{"fabric", "serve", "--state", db, "--listen", "127.0.0.1:0",
-			"--dataplane", "--nodes", filepath.Join(dir, "nodes.yaml"), "--dataplane-prefix", lab.prefix, "--dataplane-poll", "5ms"},
-			strings.NewReader(""), &lab.serve, &lab.serve, func(string) string { return "" })
-	}()
-	go func() {
-		daemonDone <- run(ctx, []string{"run", "--config", cfg, "--association-policy", policy, "--association-interval", "1s",
-			"--resync", "1s", "--batch-window", "50ms"},
-			strings.NewReader(""), &lab.daemon, &lab.daemon, func(string) string { return "" })
-	}()
 
 	store, err := fabric.Open(context.Background(), db)
 	if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -159,16 +158,11 @@ func waitListening(t *testing.T, re *regexp.Regexp, out, errOut *syncbuf.Buffer,
 var listeningRE = regexp.MustCompile(`routekeeper fabric listening on (http://\S+)`)
 
 func TestFabricServe(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	state := filepath.Join(t.TempDir(), "fabric.db")
 	var out, errOut syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"fabric", "serve", "--state", state, "--listen", "127.0.0.1:0", "--operation-duration", "50ms"},
-			strings.NewReader(""), &out, &errOut, func(string) string { return "" })
-	}()
-	endpoint := waitListening(t, listeningRE, &out, &errOut, done)
+	serve := startCLI(&out, &errOut, nil, "fabric", "serve", "--state", state, "--listen", "127.0.0.1:0", "--operation-duration", "50ms")
+	defer serve.cancel()
+	endpoint := waitListening(t, listeningRE, &out, &errOut, serve.done)
 	for _, want := range []string{"ROUTEKEEPER_ENDPOINT=" + endpoint, state, "50ms", "/_fabric/faults"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("serve output lacks %q:\n%s", want, out.String())
@@ -191,19 +185,11 @@ func TestFabricServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
+	rt, err := tables.Get(t.Context(), "kubernetes", "kubernetes-routes", nil)
 	if err != nil || len(rt.Properties.Routes) != 2 {
 		t.Fatalf("SDK GET: %v", err)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != ExitOK {
-			t.Errorf("serve exited %d after cancel: %s", code, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	serve.stop(t, 10*time.Second, "serve", &errOut)
 	if _, err := http.Get(endpoint + "/_fabric/healthz"); err == nil {
 		t.Error("the server still answers after stopping")
 	}
