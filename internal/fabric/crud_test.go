@@ -80,29 +80,11 @@ func TestRouteTableCRUD(t *testing.T) {
 		e.mustPutTable(ctx, testRG, "other", table())
 		e.createRG("second")
 		e.mustPutTable(ctx, "second", "third", table())
-		var names []string
-		for pg := e.tables.NewListPager(testRG, nil); pg.More(); {
-			p, err := pg.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range p.Value {
-				names = append(names, str(v.Name))
-			}
-		}
+		names := pageNames(ctx, t, e.tables.NewListPager(testRG, nil))
 		if !slices.Equal(names, []string{"kubernetes-routes", "other"}) {
 			t.Errorf("list = %v", names)
 		}
-		names = nil
-		for pg := e.tables.NewListAllPager(nil); pg.More(); {
-			p, err := pg.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range p.Value {
-				names = append(names, str(v.Name))
-			}
-		}
+		names = pageNames(ctx, t, e.tables.NewListAllPager(nil))
 		if !slices.Equal(names, []string{"kubernetes-routes", "other", "third"}) {
 			t.Errorf("list all = %v", names)
 		}
@@ -212,16 +194,7 @@ func TestRoutesAsChildren(t *testing.T) {
 		}
 		// And the other way round: a table PUT replaces the children.
 		e.mustPutTable(ctx, testRG, "rt", table(vaRoute("only", "10.9.0.0/16", "10.240.0.4")))
-		var left []string
-		for pg := e.routes.NewListPager(testRG, "rt", nil); pg.More(); {
-			p, err := pg.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range p.Value {
-				left = append(left, str(r.Name))
-			}
-		}
+		left := pageNames(ctx, t, e.routes.NewListPager(testRG, "rt", nil))
 		if !slices.Equal(left, []string{"only"}) {
 			t.Errorf("routes after table PUT = %v", left)
 		}
@@ -254,16 +227,7 @@ func TestVirtualNetworkAndSubnetCRUD(t *testing.T) {
 		if len(got.Properties.Subnets) != 2 || str(got.Etag) == str(v.Etag) {
 			t.Errorf("vnet after subnet PUT: %d subnets, etag %s (was %s)", len(got.Properties.Subnets), str(got.Etag), str(v.Etag))
 		}
-		var listed []string
-		for pg := e.subnets.NewListPager(testRG, "kubernetes-vnet", nil); pg.More(); {
-			p, err := pg.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range p.Value {
-				listed = append(listed, str(s.Name))
-			}
-		}
+		listed := pageNames(ctx, t, e.subnets.NewListPager(testRG, "kubernetes-vnet", nil))
 		if !slices.Equal(listed, []string{"kubernetes-subnet", "appgw"}) {
 			t.Errorf("subnets = %v", listed)
 		}
@@ -285,16 +249,7 @@ func TestVirtualNetworkAndSubnetCRUD(t *testing.T) {
 			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.0.0.0/16")}}}}); err != nil {
 			t.Fatal(err)
 		}
-		var all []string
-		for pg := e.vnets.NewListAllPager(nil); pg.More(); {
-			p, err := pg.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range p.Value {
-				all = append(all, str(v.Name))
-			}
-		}
+		all := pageNames(ctx, t, e.vnets.NewListAllPager(nil))
 		if !slices.Equal(all, []string{"kubernetes-vnet", "v2"}) {
 			t.Errorf("all vnets = %v", all)
 		}

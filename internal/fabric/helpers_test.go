@@ -53,6 +53,31 @@ func openStore(t testing.TB, path string) *Store {
 // exercise the wire run over both.
 var transports = []string{"inprocess", "loopback"}
 
+// pageNames pages through a list and returns the name of each item, in
+// order: every SDK list page marshals as {"value": [{"name": ...}, ...]}.
+func pageNames[P any](ctx context.Context, t *testing.T, pg *runtime.Pager[P]) []string {
+	t.Helper()
+	var names []string
+	for pg.More() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct{ Value []struct{ Name string } }
+		if err := json.Unmarshal(b, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range list.Value {
+			names = append(names, it.Name)
+		}
+	}
+	return names
+}
+
 // eachTransport runs test once over each transport, each time on a new
 // env with options o and the resource group testRG.
 func eachTransport(t *testing.T, o Options, test func(ctx context.Context, t *testing.T, e *env)) {

@@ -88,17 +88,7 @@ func TestNICCrud(t *testing.T) {
 			_, err = e.putNIC(ctx, "nosubnet", nicBody(subnetID(testRG, "kubernetes-vnet", "nope"), "10.240.0.30", false))
 			respErr(t, err, http.StatusBadRequest, "InvalidResourceReference")
 
-			var names []string
-			pager := e.nics.NewListPager(testRG, nil)
-			for pager.More() {
-				page, err := pager.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, n := range page.Value {
-					names = append(names, str(n.Name))
-				}
-			}
+			names := pageNames(ctx, t, e.nics.NewListPager(testRG, nil))
 			if !slices.Equal(names, []string{"worker-0-nic"}) {
 				t.Errorf("list = %v", names)
 			}

@@ -261,31 +261,11 @@ func TestNSGListsAndPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var names []string
-	pager := c.groups.NewListAllPager(nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range page.Value {
-			names = append(names, str(g.Name))
-		}
-	}
+	names := pageNames(ctx, t, c.groups.NewListAllPager(nil))
 	if !slices.Equal(names, []string{"a", "b"}) {
 		t.Errorf("list all = %v", names)
 	}
-	var rules []string
-	rp := c.defaults.NewListPager(testRG, "a", nil)
-	for rp.More() {
-		page, err := rp.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range page.Value {
-			rules = append(rules, str(r.Name))
-		}
-	}
+	rules := pageNames(ctx, t, c.defaults.NewListPager(testRG, "a", nil))
 	if len(rules) != 6 {
 		t.Errorf("default rules = %v", rules)
 	}

@@ -144,17 +144,7 @@ func TestPeeringLifecycle(t *testing.T) {
 			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 
 			// List, then delete the hub's side: the cluster's is Disconnected.
-			var names []string
-			pager := e.peerings.NewListPager(testRG, "hub-vnet", nil)
-			for pager.More() {
-				page, err := pager.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, p := range page.Value {
-					names = append(names, *p.Name)
-				}
-			}
+			names := pageNames(ctx, t, e.peerings.NewListPager(testRG, "hub-vnet", nil))
 			if !slices.Equal(names, []string{"to-cluster"}) {
 				t.Fatalf("list: %v", names)
 			}
