@@ -109,20 +109,10 @@ func TestAssociation(t *testing.T) {
 			}
 			if del == "subnet" {
 				p, err := e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
-					t.Fatal(err)
-				}
+				mustPoll(ctx, t, p, err)
 			} else {
 				p, err := e.vnets.BeginDelete(ctx, testRG, "kubernetes-vnet", nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
-					t.Fatal(err)
-				}
+				mustPoll(ctx, t, p, err)
 				e.seedVNet(ctx, testRG)
 			}
 			if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 0 {
@@ -131,12 +121,7 @@ func TestAssociation(t *testing.T) {
 		}
 		// Now the table can go.
 		p, err := e.tables.BeginDelete(ctx, testRG, "kubernetes-routes", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(ctx, t, p, err)
 	})
 }
 

@@ -179,24 +179,14 @@ func TestTableSubnetsBackReference(t *testing.T) {
 		}, map[string][]string{"a": {}, "b": {"s2"}}},
 		{"subnet delete", Options{}, func(t *testing.T, e *backrefEnv) {
 			p, err := e.subnets.BeginDelete(context.Background(), "network", "vnet", "s1", nil)
-			if err == nil {
-				_, err = p.PollUntilDone(context.Background(), fastPoll)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			mustPoll(context.Background(), t, p, err)
 		}, map[string][]string{"a": {}, "b": {}}},
 		{"VNet delete", Options{}, func(t *testing.T, e *backrefEnv) {
 			if err := e.setTable(t, "s2", e.b); err != nil {
 				t.Fatal(err)
 			}
 			p, err := e.vnets.BeginDelete(context.Background(), "network", "vnet", nil)
-			if err == nil {
-				_, err = p.PollUntilDone(context.Background(), fastPoll)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			mustPoll(context.Background(), t, p, err)
 		}, map[string][]string{"a": {}, "b": {}}},
 		{"resource group of the VNet deleted", Options{}, func(t *testing.T, e *backrefEnv) {
 			resp, _ := e.do("DELETE", "/subscriptions/"+testSub+"/resourcegroups/network", "")

@@ -100,12 +100,7 @@ func TestRouteTableCRUD(t *testing.T) {
 
 		// Delete is an LRO; afterwards the table is gone (404 with Azure's message).
 		dp, err := e.tables.BeginDelete(ctx, testRG, "other", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(ctx, t, dp, err)
 		_, err = e.tables.Get(ctx, testRG, "other", nil)
 		re := respErr(t, err, 404, "ResourceNotFound")
 		if !strings.Contains(re.Error(), "The Resource 'Microsoft.Network/routeTables/other' under resource group 'kubernetes' was not found") {
@@ -183,12 +178,7 @@ func TestRoutesAsChildren(t *testing.T) {
 		}
 		// A route delete: the parent loses it.
 		dp, err := e.routes.BeginDelete(ctx, testRG, "rt", "kubernetes-route-10-200-0-0-24", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(ctx, t, dp, err)
 		if got := routeNames(e.getTable(ctx, testRG, "rt")); slices.Contains(got, "kubernetes-route-10-200-0-0-24") || len(got) != 3 {
 			t.Errorf("after delete: %v", got)
 		}
@@ -235,12 +225,7 @@ func TestVirtualNetworkAndSubnetCRUD(t *testing.T) {
 			t.Error(err)
 		}
 		dp, err := e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "appgw", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(ctx, t, dp, err)
 		_, err = e.subnets.Get(ctx, testRG, "kubernetes-vnet", "appgw", nil)
 		respErr(t, err, 404, "NotFound")
 
@@ -254,12 +239,7 @@ func TestVirtualNetworkAndSubnetCRUD(t *testing.T) {
 			t.Errorf("all vnets = %v", all)
 		}
 		vp, err := e.vnets.BeginDelete(ctx, "other", "v2", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := vp.PollUntilDone(ctx, fastPoll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(ctx, t, vp, err)
 		_, err = e.vnets.Get(ctx, "other", "v2", nil)
 		respErr(t, err, 404, "ResourceNotFound")
 	})

@@ -53,6 +53,20 @@ func openStore(t testing.TB, path string) *Store {
 // exercise the wire run over both.
 var transports = []string{"inprocess", "loopback"}
 
+// mustPoll waits for the operation p, begun with err, to end, failing t
+// when it could not begin or failed; it returns the operation's result.
+func mustPoll[T any](ctx context.Context, t *testing.T, p *runtime.Poller[T], err error) T {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.PollUntilDone(ctx, fastPoll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // pageNames pages through a list and returns the name of each item, in
 // order: every SDK list page marshals as {"value": [{"name": ...}, ...]}.
 func pageNames[P any](ctx context.Context, t *testing.T, pg *runtime.Pager[P]) []string {

@@ -145,12 +145,7 @@ func TestInUseSubnetCannotBeDeleted(t *testing.T) {
 	}
 	// Without the NIC the subnet can go.
 	dp, err := e.nics.BeginDelete(ctx, testRG, "worker-0-nic", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(ctx, t, dp, err)
 	p, err = e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -129,22 +129,12 @@ func TestNSGCRUD(t *testing.T) {
 			t.Errorf("default rule DenyAllInBound = %+v, %v", d.SecurityRule, err)
 		}
 		dp, err := c.rules.BeginDelete(ctx, testRG, "kubernetes-nsg", "kubernetes-allow-ssh", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(ctx, t, dp, err)
 		_, err = c.rules.Get(ctx, testRG, "kubernetes-nsg", "kubernetes-allow-ssh", nil)
 		respErr(t, err, http.StatusNotFound, "NotFound")
 
 		gp, err := c.groups.BeginDelete(ctx, testRG, "kubernetes-nsg", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := gp.PollUntilDone(ctx, fastPoll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(ctx, t, gp, err)
 		_, err = c.groups.Get(ctx, testRG, "kubernetes-nsg", nil)
 		respErr(t, err, http.StatusNotFound, "ResourceNotFound")
 	})
@@ -241,12 +231,7 @@ func TestSubnetNSGAssociation(t *testing.T) {
 		t.Errorf("after the redeploy the NSG still lists %v", rg.Properties.Subnets)
 	}
 	gp, err := c.groups.BeginDelete(ctx, testRG, "kubernetes-nsg", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gp.PollUntilDone(ctx, fastPoll); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(ctx, t, gp, err)
 }
 
 // TestNSGListsAndPaths: lists by group and subscription, and the 404s of
