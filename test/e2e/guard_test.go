@@ -24,8 +24,7 @@ import (
 // of them (deletion guard, issue 11), says so in a metric, and deletes them
 // only with AllowEmptySource.
 func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
-	env, ctx, client := kubeScenario(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	cfg := controllerConfig("emptysrc")
 
 	// The table as a previous run left it: claimed, three node routes.
@@ -82,8 +81,7 @@ func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
 // its condition says by what (False, RouteNotManaged); with adopt matching
 // the route is renamed in one PUT and the condition becomes RouteCreated.
 func TestHandMadeRouteThenAdoption(t *testing.T) {
-	env, ctx, client := kubeScenario(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	lab := "kubernetes-route-10-200-60-0-24"
 	_, err := f.Client.PutRouteTable(ctx, &route.Table{ID: tableID, Name: "kubernetes-routes", ResourceGroup: "kubernetes", Location: "eastus",
 		Routes: []route.Route{{Name: lab, AddressPrefix: podCIDR(60), Prefix: netip.MustParsePrefix(podCIDR(60)), NextHopType: route.VirtualAppliance, NextHopIP: netip.MustParseAddr(nodeIP(60))}}}, "")

@@ -69,12 +69,20 @@ func nodeIP(i int) string { return fmt.Sprintf("10.240.%d.%d", 1+i/250, 4+i%250)
 // fab is a test's own in-memory fabric.
 type fab struct{ *fabrictest.Env }
 
-// kubeScenario is what most scenarios start from: the shared cluster, the
-// test's context and an admin clientset of the cluster.
-func kubeScenario(t *testing.T) (*kubetest.Env, context.Context, kubernetes.Interface) {
+// kubeCluster is what every kube scenario starts from: the shared
+// cluster, the test's context and an admin clientset of the cluster.
+func kubeCluster(t *testing.T) (*kubetest.Env, context.Context, kubernetes.Interface) {
 	t.Helper()
 	env := cluster.Env(t)
 	return env, t.Context(), env.Clientset(t)
+}
+
+// kubeScenario is kubeCluster with a new fabric of the test topology:
+// what most scenarios run against.
+func kubeScenario(t *testing.T) (*kubetest.Env, context.Context, kubernetes.Interface, fab) {
+	t.Helper()
+	env, ctx, client := kubeCluster(t)
+	return env, ctx, client, newFabric(t)
 }
 
 func newFabric(t *testing.T) fab {
