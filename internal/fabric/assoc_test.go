@@ -127,8 +127,7 @@ func TestAssociation(t *testing.T) {
 
 func TestAssociationValidation(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	e.seedVNet(ctx, testRG)
 	west := e.mustPutTable(ctx, testRG, "west", armnetwork.RouteTable{Location: ptr("westus")})
 	missing := strings.Replace(str(west.ID), "/west", "/nope", 1)
@@ -160,8 +159,7 @@ func TestAssociationValidation(t *testing.T) {
 
 func TestFailedSubnetUpdateKeepsAssociation(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	e.seedVNet(ctx, testRG)
 	rt := e.mustPutTable(ctx, testRG, "rt", table())
 	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{

@@ -24,8 +24,7 @@ type backrefEnv struct {
 func newBackrefEnv(t *testing.T, o Options) *backrefEnv {
 	t.Helper()
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", o)
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", o)
 	e.createRG("network")
 	a := e.mustPutTable(ctx, testRG, "a", table())
 	b := e.mustPutTable(ctx, testRG, "b", table())

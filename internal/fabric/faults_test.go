@@ -63,8 +63,7 @@ func TestThrottling(t *testing.T) {
 
 func throttling(t *testing.T, mode string) {
 	ctx := context.Background()
-	e := newEnv(t, mode, Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, mode, Options{})
 	e.srv.SetFaults(Faults{WriteBucket: 2, WriteRefillPerSecond: 2})
 
 	// Raw: the bucket empties, then 429 with Retry-After and ARM's code.
@@ -126,8 +125,7 @@ func throttling(t *testing.T, mode string) {
 }
 
 func TestReadThrottling(t *testing.T) {
-	e := newEnv(t, "inprocess", Options{Faults: Faults{ReadBucket: 1, ReadRefillPerSecond: 0.01}})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Faults: Faults{ReadBucket: 1, ReadRefillPerSecond: 0.01}})
 	e.do("GET", "/subscriptions/"+testSub+"/resourcegroups/"+testRG, "")
 	resp, _ := e.do("GET", "/subscriptions/"+testSub+"/resourcegroups/"+testRG, "")
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
@@ -146,8 +144,7 @@ func TestErrorRate(t *testing.T) { synctest.Test(t, errorRate) }
 
 func errorRate(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{Seed: 42})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Seed: 42})
 	e.srv.SetFaults(Faults{ErrorRate: 1})
 	resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus"}`)
 	if resp.StatusCode < 500 {
@@ -252,8 +249,7 @@ func TestIntruder(t *testing.T) {
 
 func TestIntruderRate(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{Seed: 3, Faults: Faults{IntruderRate: 0.5}})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Seed: 3, Faults: Faults{IntruderRate: 0.5}})
 	e.mustPutTable(ctx, testRG, "rt", table())
 	changed := 0
 	prev := e.getTable(ctx, testRG, "rt")

@@ -97,8 +97,7 @@ func pageNames[P any](ctx context.Context, t *testing.T, pg *runtime.Pager[P]) [
 func eachTransport(t *testing.T, o Options, test func(ctx context.Context, t *testing.T, e *env)) {
 	for _, mode := range transports {
 		t.Run(mode, func(t *testing.T) {
-			e := newEnv(t, mode, o)
-			e.createRG(testRG)
+			e := newRGEnv(t, mode, o)
 			test(context.Background(), t, e)
 		})
 	}
@@ -113,6 +112,15 @@ func newEnv(t *testing.T, mode string, o Options) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	return newEnvOn(t, mode, st, o)
+}
+
+// newRGEnv is newEnv with the resource group testRG, where most tests
+// work.
+func newRGEnv(t *testing.T, mode string, o Options) *env {
+	t.Helper()
+	e := newEnv(t, mode, o)
+	e.createRG(testRG)
+	return e
 }
 
 func newEnvOn(t *testing.T, mode string, st *Store, o Options) *env {

@@ -21,8 +21,7 @@ func TestLongRunningPut(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
 			clock := newTestClock()
-			e := newEnv(t, mode, Options{OperationDuration: 300 * time.Millisecond, Clock: clock.Now})
-			e.createRG(testRG)
+			e := newRGEnv(t, mode, Options{OperationDuration: 300 * time.Millisecond, Clock: clock.Now})
 
 			resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus","properties":{"routes":[{"name":"r","properties":{"addressPrefix":"10.200.0.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":"10.240.0.20"}}]}}`)
 			if resp.StatusCode != http.StatusCreated {
@@ -124,8 +123,7 @@ func TestPollerFollowsAsyncOperation(t *testing.T) {
 
 func TestZeroDurationKeepsAzureShape(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "loopback", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "loopback", Options{})
 	resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus"}`)
 	if resp.StatusCode != 201 || resp.Header.Get("Azure-AsyncOperation") == "" {
 		t.Fatalf("create = %d, async %q", resp.StatusCode, resp.Header.Get("Azure-AsyncOperation"))
@@ -162,8 +160,7 @@ func TestLongRunningDelete(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
 			clock := newTestClock()
-			e := newEnv(t, mode, Options{OperationDuration: 100 * time.Millisecond, Clock: clock.Now})
-			e.createRG(testRG)
+			e := newRGEnv(t, mode, Options{OperationDuration: 100 * time.Millisecond, Clock: clock.Now})
 			// The table is made through a server on the same state whose
 			// operations end at once; only the delete is long-running.
 			newEnvOn(t, "inprocess", e.store, Options{}).mustPutTable(ctx, testRG, "rt", table())
@@ -196,8 +193,7 @@ func TestFailedOperations(t *testing.T) {
 			for _, d := range []time.Duration{0, 40 * time.Millisecond} {
 				t.Run(d.String(), func(t *testing.T) {
 					ctx := context.Background()
-					e := newEnv(t, mode, Options{OperationDuration: d})
-					e.createRG(testRG)
+					e := newRGEnv(t, mode, Options{OperationDuration: d})
 					orig := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
 
 					// An update that fails: the poller reports it, and a read
@@ -262,8 +258,7 @@ func TestFailedOperations(t *testing.T) {
 
 func TestFailOperationsRate(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{Seed: 7, Faults: Faults{FailOperations: 0.5}})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Seed: 7, Faults: Faults{FailOperations: 0.5}})
 	failed := 0
 	for i := range 40 {
 		_, err := e.putTable(ctx, testRG, "rt"+strconv.Itoa(i), table())
@@ -282,8 +277,7 @@ func TestFailOperationsRate(t *testing.T) {
 // rather than leave the subnet pointing at nothing.
 func TestDeleteFailsWhenTableGetsAssociatedMeanwhile(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{OperationDuration: 150 * time.Millisecond})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{OperationDuration: 150 * time.Millisecond})
 	e.seedVNet(ctx, testRG)
 	rt := e.mustPutTable(ctx, testRG, "rt", table())
 	dp, err := e.tables.BeginDelete(ctx, testRG, "rt", nil)

@@ -32,8 +32,7 @@ type nicEnv struct {
 
 func newNICEnv(t *testing.T, mode string, o Options) *nicEnv {
 	t.Helper()
-	e := newEnv(t, mode, o)
-	e.createRG(testRG)
+	e := newRGEnv(t, mode, o)
 	e.seedVNet(context.Background(), testRG)
 	nics, err := armnetwork.NewInterfacesClient(testSub, Credential{}, e.opts)
 	if err != nil {

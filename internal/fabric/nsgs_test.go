@@ -143,8 +143,7 @@ func TestNSGCRUD(t *testing.T) {
 // TestNSGValidation: Azure's refusals of bad rules.
 func TestNSGValidation(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	c := e.nsgClients()
 	badPort := kthwRule("bad-port", 1000, "70000")
 	noProto := kthwRule("no-proto", 1000, "22")
@@ -180,8 +179,7 @@ func TestNSGValidation(t *testing.T) {
 // location is refused, and a VNet PUT without the reference drops it.
 func TestSubnetNSGAssociation(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	c := e.nsgClients()
 	g, err := c.put(ctx, "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22")))
 	if err != nil {
@@ -238,8 +236,7 @@ func TestSubnetNSGAssociation(t *testing.T) {
 // unknown child types.
 func TestNSGListsAndPaths(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	c := e.nsgClients()
 	for _, n := range []string{"a", "b"} {
 		if _, err := c.put(ctx, n, kthwNSG()); err != nil {

@@ -15,8 +15,7 @@ import (
 func TestUnknownRequestsAreLogged(t *testing.T) {
 	ctx := context.Background()
 	var logs syncbuf.Buffer
-	e := newEnv(t, "inprocess", Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	logs.Take() // the helper's api-version is not checked here
 
 	e.seedVNet(ctx, testRG)
