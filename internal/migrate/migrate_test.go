@@ -214,7 +214,7 @@ func TestCompute(t *testing.T) {
 				}
 			}
 			if p.desired != nil {
-				if p.desired.Tag(route.ClaimTag) != "kthw" || !sameID(p.desired.Tag(route.MigratedFromTag), oldID) || p.desired.Tag(route.MigratedToTag) != "" {
+				if p.desired.Tag(route.ClaimTag) != "kthw" || !armid.Same(p.desired.Tag(route.MigratedFromTag), oldID) || p.desired.Tag(route.MigratedToTag) != "" {
 					t.Errorf("new table tags %v", p.desired.Tags)
 				}
 				if tc.st.New != nil && len(p.desired.Routes) < len(tc.st.New.Routes) {

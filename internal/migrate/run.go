@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -53,7 +54,7 @@ func Read(ctx context.Context, c Cloud, o Options) (State, error) {
 	var ids []string
 	addIDs := func(list []string) {
 		for _, id := range list {
-			if !containsID(ids, id) {
+			if !armid.Contains(ids, id) {
 				ids = append(ids, id)
 			}
 		}
@@ -212,7 +213,7 @@ func runStep(ctx context.Context, c Cloud, o Options, p *Plan, st State, s Step)
 		}
 		var etag string
 		for _, ss := range st.Subnets {
-			if sameID(ss.ID, s.Resource) && ss.Subnet != nil {
+			if armid.Same(ss.ID, s.Resource) && ss.Subnet != nil {
 				etag = ss.Subnet.Etag
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/controller"
@@ -130,7 +131,7 @@ func (w *world) checkMigrated(deleted bool) {
 	if len(nt.Routes) != len(w.nodes)+2 {
 		w.t.Errorf("new table has %d routes, want %d nodes + firewall + its own", len(nt.Routes), len(w.nodes))
 	}
-	if nt.Claim() != "kthw" || nt.Tag("owner") != "terraform" || !sameID(nt.Tag(route.MigratedFromTag), fabOld) {
+	if nt.Claim() != "kthw" || nt.Tag("owner") != "terraform" || !armid.Same(nt.Tag(route.MigratedFromTag), fabOld) {
 		w.t.Errorf("new table tags %v", nt.Tags)
 	}
 	for _, id := range []string{fabSub1, fabSub2} {
@@ -138,7 +139,7 @@ func (w *world) checkMigrated(deleted bool) {
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		if !sameID(s.RouteTableID, fabNew) {
+		if !armid.Same(s.RouteTableID, fabNew) {
 			w.t.Errorf("subnet %s on %s", id, s.RouteTableID)
 		}
 	}
@@ -149,7 +150,7 @@ func (w *world) checkMigrated(deleted bool) {
 	case !deleted && err != nil:
 		w.t.Fatal(err)
 	case !deleted:
-		if !sameID(old.Tag(route.MigratedToTag), fabNew) || old.Claim() != "" || len(old.Routes) != len(w.nodes)+1 {
+		if !armid.Same(old.Tag(route.MigratedToTag), fabNew) || old.Claim() != "" || len(old.Routes) != len(w.nodes)+1 {
 			w.t.Errorf("old table: tags %v, %d routes", old.Tags, len(old.Routes))
 		}
 	}
@@ -477,7 +478,7 @@ func liveMigrationInvariant(t *testing.T) {
 	// The controller notices (the old table is gone; the subnets are on
 	// the new table, which names the old one), then keeps it for a few
 	// cycles and a reconcile.
-	rec.wait(t, "the controller on the new table", func(r *controller.Result) bool { return sameID(r.TableID, fabNew) })
+	rec.wait(t, "the controller on the new table", func(r *controller.Result) bool { return armid.Same(r.TableID, fabNew) })
 	for range 3 {
 		rec.wait(t, "a guard cycle on the new table", func(r *controller.Result) bool { return r.GuardOnly })
 	}
@@ -499,7 +500,7 @@ func liveMigrationInvariant(t *testing.T) {
 		}
 	}
 	t.Logf("samples: %v", seen)
-	if !sameID(ctrl.TableID(), fabNew) {
+	if !armid.Same(ctrl.TableID(), fabNew) {
 		t.Errorf("the controller still keeps %s", ctrl.TableID())
 	}
 	w.mig = mig
