@@ -263,15 +263,7 @@ func (r *Result) AssociationProblems() int { return verdict.CountProblems(r.Asso
 func (r *Result) Repairs() int { return verdict.CountRepaired(r.Associations) }
 
 // Unrouted returns the number of nodes the verdict found not routed.
-func (r *Result) Unrouted() int {
-	n := 0
-	for _, nr := range r.Nodes {
-		if !nr.Routed {
-			n++
-		}
-	}
-	return n
-}
+func (r *Result) Unrouted() int { return verdict.CountUnrouted(r.Nodes) }
 
 // Summary is the one line that ends every pass.
 func (r *Result) Summary() string {

@@ -291,9 +291,12 @@ type RouteCounts struct {
 func (rc RouteCounts) Missing() int { return rc.Desired - rc.Present }
 
 // Unrouted is the number of nodes not routed.
-func (v *Verdict) Unrouted() int {
+func (v *Verdict) Unrouted() int { return CountUnrouted(v.Nodes) }
+
+// CountUnrouted counts the nodes not routed.
+func CountUnrouted(nodes map[string]Node) int {
 	n := 0
-	for _, nv := range v.Nodes {
+	for _, nv := range nodes {
 		if !nv.Routed {
 			n++
 		}
