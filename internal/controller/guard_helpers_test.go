@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/watchlist"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -51,36 +51,11 @@ const (
 
 // recorder is a Reporter that keeps every result, as the metrics and event
 // reporters would see them.
-type recorder struct {
-	mu      sync.Mutex
-	results []*Result
-	next    chan struct{} // closed by the next Report; nil until asked for
-}
+type recorder struct{ results watchlist.List[*Result] }
 
-func (r *recorder) Report(_ context.Context, res *Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.results = append(r.results, res)
-	if r.next != nil {
-		close(r.next)
-		r.next = nil
-	}
-}
+func (r *recorder) Report(_ context.Context, res *Result) { r.results.Add(res) }
 
-func (r *recorder) all() []*Result {
-	res, _ := r.watch()
-	return res
-}
-
-// watch returns the results so far and a channel closed by the next one.
-func (r *recorder) watch() ([]*Result, <-chan struct{}) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.next == nil {
-		r.next = make(chan struct{})
-	}
-	return append([]*Result(nil), r.results...), r.next
-}
+func (r *recorder) all() []*Result { return r.results.All() }
 
 // wait returns the first result started at or after since that satisfies
 // ok, waiting for each new result up to timeout in all. It does not poll:
@@ -91,7 +66,7 @@ func (r *recorder) wait(t testing.TB, since time.Time, timeout time.Duration, wh
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		results, next := r.watch()
+		results, next := r.results.Watch()
 		for _, res := range results {
 			if !res.Start.Before(since) && ok(res) {
 				return res

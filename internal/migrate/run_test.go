@@ -27,6 +27,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/watchlist"
 )
 
 const (
@@ -525,38 +526,21 @@ func (b boundTransport) Do(req *http.Request) (*http.Response, error) { return b
 
 // results is a controller.Reporter the test waits on.
 type results struct {
-	mu   sync.Mutex
-	all  []*controller.Result
-	next chan struct{} // closed by the next Report; nil until asked for
+	list watchlist.List[*controller.Result]
 }
 
-func (r *results) Report(_ context.Context, res *controller.Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.all = append(r.all, res)
-	if r.next != nil {
-		close(r.next)
-		r.next = nil
-	}
-}
+func (r *results) Report(_ context.Context, res *controller.Result) { r.list.Add(res) }
 
 // wait returns the first result reported from now on that satisfies ok,
 // failing the test after a minute of the bubble's clock.
 func (r *results) wait(t *testing.T, what string, ok func(*controller.Result) bool) *controller.Result {
 	t.Helper()
-	r.mu.Lock()
-	from := len(r.all)
-	r.mu.Unlock()
+	from := len(r.list.All())
 	deadline := time.After(time.Minute)
 	for {
-		r.mu.Lock()
-		got := r.all[from:]
-		from = len(r.all)
-		if r.next == nil {
-			r.next = make(chan struct{})
-		}
-		next := r.next
-		r.mu.Unlock()
+		all, next := r.list.Watch()
+		got := all[from:]
+		from = len(all)
 		for _, res := range got {
 			if ok(res) {
 				return res
