@@ -53,14 +53,22 @@ func openStore(t testing.TB, path string) *Store {
 // exercise the wire run over both.
 var transports = []string{"inprocess", "loopback"}
 
-// mustPoll waits for the operation p, begun with err, to end, failing t
-// when it could not begin or failed; it returns the operation's result.
+// await waits for the operation p, begun with err, to end, and returns
+// its result; err when it could not begin. (poll is the same on the
+// background context.)
+func await[T any](ctx context.Context, p *runtime.Poller[T], err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return p.PollUntilDone(ctx, fastPoll)
+}
+
+// mustPoll is await, failing t when the operation could not begin or
+// failed.
 func mustPoll[T any](ctx context.Context, t *testing.T, p *runtime.Poller[T], err error) T {
 	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +219,7 @@ var fastPoll = &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}
 
 func (e *env) putTable(ctx context.Context, rg, name string, t armnetwork.RouteTable) (armnetwork.RouteTable, error) {
 	p, err := e.tables.BeginCreateOrUpdate(ctx, rg, name, t, nil)
-	if err != nil {
-		return armnetwork.RouteTable{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.RouteTable, err
 }
 
@@ -238,28 +243,19 @@ func (e *env) getTable(ctx context.Context, rg, name string) armnetwork.RouteTab
 
 func (e *env) putVNet(ctx context.Context, rg, name string, v armnetwork.VirtualNetwork) (armnetwork.VirtualNetwork, error) {
 	p, err := e.vnets.BeginCreateOrUpdate(ctx, rg, name, v, nil)
-	if err != nil {
-		return armnetwork.VirtualNetwork{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.VirtualNetwork, err
 }
 
 func (e *env) putSubnet(ctx context.Context, rg, vnet, name string, sn armnetwork.Subnet) (armnetwork.Subnet, error) {
 	p, err := e.subnets.BeginCreateOrUpdate(ctx, rg, vnet, name, sn, nil)
-	if err != nil {
-		return armnetwork.Subnet{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.Subnet, err
 }
 
 func (e *env) putRoute(ctx context.Context, rg, table, name string, r armnetwork.Route) (armnetwork.Route, error) {
 	p, err := e.routes.BeginCreateOrUpdate(ctx, rg, table, name, r, nil)
-	if err != nil {
-		return armnetwork.Route{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.Route, err
 }
 

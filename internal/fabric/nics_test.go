@@ -47,10 +47,7 @@ func newNICEnv(t *testing.T, mode string, o Options) *nicEnv {
 
 func (e *nicEnv) putNIC(ctx context.Context, name string, n armnetwork.Interface) (armnetwork.Interface, error) {
 	p, err := e.nics.BeginCreateOrUpdate(ctx, testRG, name, n, nil)
-	if err != nil {
-		return armnetwork.Interface{}, err
-	}
-	r, err := p.PollUntilDone(ctx, fastPoll)
+	r, err := await(ctx, p, err)
 	return r.Interface, err
 }
 

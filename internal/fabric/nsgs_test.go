@@ -36,10 +36,7 @@ func (e *env) nsgClients() nsgClients {
 
 func (c nsgClients) put(ctx context.Context, name string, g armnetwork.SecurityGroup) (armnetwork.SecurityGroup, error) {
 	p, err := c.groups.BeginCreateOrUpdate(ctx, testRG, name, g, nil)
-	if err != nil {
-		return armnetwork.SecurityGroup{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.SecurityGroup, err
 }
 

@@ -44,12 +44,10 @@ func newAroundEnv(t *testing.T, mode string) *aroundEnv {
 
 func vnetID(name string) string { return resourceID(testSub, testRG, typeVirtualNetworks, name) }
 
+// poll is await on the background context, to wrap a Begin call:
+// poll(client.BeginX(...)).
 func poll[T any](p *runtime.Poller[T], err error) (T, error) {
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return p.PollUntilDone(context.Background(), fastPoll)
+	return await(context.Background(), p, err)
 }
 
 func (e *aroundEnv) peer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat, opts *armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions) (armnetwork.VirtualNetworkPeering, error) {
