@@ -52,6 +52,15 @@ func withoutMirrors(t *testing.T, cfg string) {
 	writeFile(t, cfg, s[:start]+s[end:])
 }
 
+// ranOnce is a setup that makes a config with mk and runs it once.
+func ranOnce(mk func(*testing.T) string) func(*testing.T) string {
+	return func(t *testing.T) string {
+		cfg := mk(t)
+		mustRun(t, cfg)
+		return cfg
+	}
+}
+
 // TestDoctorOverlay is the pre-flight of the move to an overlay through the
 // CLI, against the fabric through the real SDK: the examples, the network
 // around them, and the target pod CIDR.
@@ -66,11 +75,7 @@ func TestDoctorOverlay(t *testing.T) {
 		{
 			// The gateway reaches the pods through its mirror table.
 			name: "appgw-mirror",
-			setup: func(t *testing.T) string {
-				cfg := kthwAppGW(t)
-				mustRun(t, cfg)
-				return cfg
-			},
+			setup: ranOnce(kthwAppGW),
 			code:  ExitFindings,
 			wants: []string{"overlay-reachability", "appgw-subnet", "route table appgw-routes", "overlay-mirror"},
 		},
@@ -89,22 +94,14 @@ func TestDoctorOverlay(t *testing.T) {
 		},
 		{
 			name: "kthw-clear",
-			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				mustRun(t, cfg)
-				return cfg
-			},
+			setup: ranOnce(kthw),
 			args:  []string{"--pod-cidr", "192.168.0.0/16"},
 			code:  ExitOK,
 			wants: []string{"Nothing blocks the move", "192.168.0.0/16"},
 		},
 		{
 			name: "kthw-overlap",
-			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				mustRun(t, cfg)
-				return cfg
-			},
+			setup: ranOnce(kthw),
 			args:  []string{"--pod-cidr", "10.240.128.0/17"},
 			code:  ExitFindings,
 			wants: []string{"overlay-pod-cidr", "target pod CIDR 10.240.128.0/17 overlaps the node virtual network's address space 10.240.0.0/16"},
