@@ -74,7 +74,7 @@ func TestDoctorOverlay(t *testing.T) {
 	}{
 		{
 			// The gateway reaches the pods through its mirror table.
-			name: "appgw-mirror",
+			name:  "appgw-mirror",
 			setup: ranOnce(kthwAppGW),
 			code:  ExitFindings,
 			wants: []string{"overlay-reachability", "appgw-subnet", "route table appgw-routes", "overlay-mirror"},
@@ -93,14 +93,14 @@ func TestDoctorOverlay(t *testing.T) {
 			wants: []string{"overlay-shared-table", "migration blocker: route table kubernetes-routes is associated with subnet appgw-subnet"},
 		},
 		{
-			name: "kthw-clear",
+			name:  "kthw-clear",
 			setup: ranOnce(kthw),
 			args:  []string{"--pod-cidr", "192.168.0.0/16"},
 			code:  ExitOK,
 			wants: []string{"Nothing blocks the move", "192.168.0.0/16"},
 		},
 		{
-			name: "kthw-overlap",
+			name:  "kthw-overlap",
 			setup: ranOnce(kthw),
 			args:  []string{"--pod-cidr", "10.240.128.0/17"},
 			code:  ExitFindings,

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -230,7 +229,6 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 func TestDataPlaneLossWindows(t *testing.T) {
 	lab := startDataplaneLab(t, "follow")
 	ctx := context.Background()
-	poll := &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}
 
 	lab.lossWindow("redeploy", func() {
 		fabrictest.RedeployKTHWVNet(t, fabric.New(lab.store, fabric.Options{}).ClientOptions())
@@ -239,24 +237,14 @@ func TestDataPlaneLossWindows(t *testing.T) {
 	lab.lossWindow("swap", func() {
 		tables, subnets := lab.opts.NewRouteTablesClient(), lab.opts.NewSubnetsClient()
 		p, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes-v2", armnetwork.RouteTable{Location: to.Ptr("eastus")}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.PollUntilDone(ctx, poll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(t, p, err)
 		sn, err := subnets.Get(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(fabrictest.KTHWTable2)}
 		ps, err := subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", sn.Subnet, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ps.PollUntilDone(ctx, poll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(t, ps, err)
 	})
 
 	lab.lossWindow("route delete", func() {
@@ -266,12 +254,7 @@ func TestDataPlaneLossWindows(t *testing.T) {
 		}
 		table := *sn.Properties.RouteTable.ID
 		p, err := lab.opts.NewRoutesClient().BeginDelete(ctx, "kubernetes", table[strings.LastIndex(table, "/")+1:], "worker-1____102001024", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.PollUntilDone(ctx, poll); err != nil {
-			t.Fatal(err)
-		}
+		mustPoll(t, p, err)
 	})
 }
 

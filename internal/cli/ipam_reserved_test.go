@@ -58,12 +58,7 @@ func TestIPAMAvoidsForeignRoutes(t *testing.T) {
 	// Someone replaces worker-0's route by one of their own: the
 	// allocation is unroutable now, so it is released and re-allocated.
 	poller, err := routes.BeginDelete(ctx, "kubernetes", "kubernetes-routes", "worker-0____102001024", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(t, poller, err)
 	put("appliance", "10.200.1.0/24")
 	res = mustRun(t, cfg)
 	for _, s := range []string{"released pod CIDR that became unroutable", "node=worker-0", "podCIDR=10.200.1.0/24", "route appliance"} {

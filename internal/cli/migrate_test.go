@@ -23,12 +23,7 @@ func newTableFor(t *testing.T, cfg string, routes ...*armnetwork.Route) {
 	ctx := context.Background()
 	p, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes-v2", armnetwork.RouteTable{
 		Location: to.Ptr("eastus"), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(t, p, err)
 }
 
 func TestMigrate(t *testing.T) {

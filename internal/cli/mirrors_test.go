@@ -93,12 +93,7 @@ func TestMirrorExample(t *testing.T) {
 	// Someone removes a pod route from the mirror: doctor names the mirror.
 	routes, _ := sdkRoutes(t, cfg)
 	p, err := routes.BeginDelete(context.Background(), "kubernetes", "appgw-routes", "worker-0____102000024", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(t, p, err)
 	res = runCLI(t, nil, "", "doctor", "--config", cfg)
 	if res.code != ExitFindings || !strings.Contains(res.stdout, "mirror route table appgw-routes") {
 		t.Errorf("doctor with a route missing from the mirror: exit %d, want %d and a finding naming the mirror\n%s", res.code, ExitFindings, res.stdout)
@@ -128,12 +123,7 @@ func TestMirrorClaimedByAnotherClusterIsRefused(t *testing.T) {
 		Properties: &armnetwork.RouteTablePropertiesFormat{Routes: []*armnetwork.Route{{Name: to.Ptr("default-internet"),
 			Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeInternet)}}}},
 	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(t, p, err)
 	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
 	if res.code != ExitError || !strings.Contains(res.stderr, `claimed by cluster "prod"`) || !strings.Contains(res.stdout, "worker-0____102000024") {
 		t.Fatalf("run --once with the mirror claimed by prod: exit %d, want %d, the main table printed and the refusal\nstdout: %s\nstderr: %s", res.code, ExitError, res.stdout, res.stderr)
