@@ -26,7 +26,7 @@ func TestDoctor(t *testing.T) {
 	ctx := context.Background()
 	p, err := routes.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", "inspect", armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("10.200.1.128/25"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")}}, nil)
-	mustPoll(t, p, err)
+	fabrictest.MustPoll(t, p, err)
 	_, srv := sdkFactory(t, cfg)
 	fabrictest.RedeployKTHWVNet(t, srv.ClientOptions())
 	res = wantExit(t, ExitFindings, "doctor", "--config", cfg)

@@ -237,14 +237,14 @@ func TestDataPlaneLossWindows(t *testing.T) {
 	lab.lossWindow("swap", func() {
 		tables, subnets := lab.opts.NewRouteTablesClient(), lab.opts.NewSubnetsClient()
 		p, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes-v2", armnetwork.RouteTable{Location: to.Ptr("eastus")}, nil)
-		mustPoll(t, p, err)
+		fabrictest.MustPoll(t, p, err)
 		sn, err := subnets.Get(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(fabrictest.KTHWTable2)}
 		ps, err := subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", sn.Subnet, nil)
-		mustPoll(t, ps, err)
+		fabrictest.MustPoll(t, ps, err)
 	})
 
 	lab.lossWindow("route delete", func() {
@@ -254,7 +254,7 @@ func TestDataPlaneLossWindows(t *testing.T) {
 		}
 		table := *sn.Properties.RouteTable.ID
 		p, err := lab.opts.NewRoutesClient().BeginDelete(ctx, "kubernetes", table[strings.LastIndex(table, "/")+1:], "worker-1____102001024", nil)
-		mustPoll(t, p, err)
+		fabrictest.MustPoll(t, p, err)
 	})
 }
 

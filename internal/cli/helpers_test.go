@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -56,20 +55,6 @@ func runCLI(t *testing.T, env map[string]string, stdin string, args ...string) c
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, func(k string) string { return env[k] })
 	return cliResult{code: code, stdout: out.String(), stderr: errOut.String()}
-}
-
-// mustPoll waits for the fabric operation p, begun with err, to end,
-// failing t when it could not begin or failed; it returns its result.
-func mustPoll[T any](t testing.TB, p *runtime.Poller[T], err error) T {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.PollUntilDone(context.Background(), &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
 }
 
 // background is a command the test runs in process while it does other

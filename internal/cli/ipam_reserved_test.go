@@ -8,6 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 // TestIPAMAvoidsForeignRoutes: IPAM never hands an inventory node a pod
@@ -58,7 +59,7 @@ func TestIPAMAvoidsForeignRoutes(t *testing.T) {
 	// Someone replaces worker-0's route by one of their own: the
 	// allocation is unroutable now, so it is released and re-allocated.
 	poller, err := routes.BeginDelete(ctx, "kubernetes", "kubernetes-routes", "worker-0____102001024", nil)
-	mustPoll(t, poller, err)
+	fabrictest.MustPoll(t, poller, err)
 	put("appliance", "10.200.1.0/24")
 	res = mustRun(t, cfg)
 	for _, s := range []string{"released pod CIDR that became unroutable", "node=worker-0", "podCIDR=10.200.1.0/24", "route appliance"} {

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/migrate"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 const kthwNewTable = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes-v2"
@@ -23,7 +24,7 @@ func newTableFor(t *testing.T, cfg string, routes ...*armnetwork.Route) {
 	ctx := context.Background()
 	p, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes-v2", armnetwork.RouteTable{
 		Location: to.Ptr("eastus"), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}, nil)
-	mustPoll(t, p, err)
+	fabrictest.MustPoll(t, p, err)
 }
 
 func TestMigrate(t *testing.T) {

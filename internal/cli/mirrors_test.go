@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 // kthwAppGW copies examples/kthw-appgw into a temporary directory.
@@ -93,7 +94,7 @@ func TestMirrorExample(t *testing.T) {
 	// Someone removes a pod route from the mirror: doctor names the mirror.
 	routes, _ := sdkRoutes(t, cfg)
 	p, err := routes.BeginDelete(context.Background(), "kubernetes", "appgw-routes", "worker-0____102000024", nil)
-	mustPoll(t, p, err)
+	fabrictest.MustPoll(t, p, err)
 	res = runCLI(t, nil, "", "doctor", "--config", cfg)
 	if res.code != ExitFindings || !strings.Contains(res.stdout, "mirror route table appgw-routes") {
 		t.Errorf("doctor with a route missing from the mirror: exit %d, want %d and a finding naming the mirror\n%s", res.code, ExitFindings, res.stdout)
@@ -123,7 +124,7 @@ func TestMirrorClaimedByAnotherClusterIsRefused(t *testing.T) {
 		Properties: &armnetwork.RouteTablePropertiesFormat{Routes: []*armnetwork.Route{{Name: to.Ptr("default-internet"),
 			Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeInternet)}}}},
 	}, nil)
-	mustPoll(t, p, err)
+	fabrictest.MustPoll(t, p, err)
 	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
 	if res.code != ExitError || !strings.Contains(res.stderr, `claimed by cluster "prod"`) || !strings.Contains(res.stdout, "worker-0____102000024") {
 		t.Fatalf("run --once with the mirror claimed by prod: exit %d, want %d, the main table printed and the refusal\nstdout: %s\nstderr: %s", res.code, ExitError, res.stdout, res.stderr)

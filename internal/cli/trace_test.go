@@ -48,7 +48,7 @@ func putRoute(t *testing.T, f *armnetwork.ClientFactory, table, name, prefix str
 	}
 	ctx := context.Background()
 	p, err := f.NewRoutesClient().BeginCreateOrUpdate(ctx, "kubernetes", table, name, armnetwork.Route{Properties: props}, nil)
-	mustPoll(t, p, err)
+	fabrictest.MustPoll(t, p, err)
 }
 
 // swapTable replays seed 000: someone creates rt-new (empty) and points
@@ -82,7 +82,7 @@ func associateNewTable(t *testing.T, f *armnetwork.ClientFactory, name string, r
 	}
 	s.Properties.RouteTable = &armnetwork.RouteTable{ID: rt.ID}
 	sp, err := sc.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", s.Subnet, nil)
-	mustPoll(t, sp, err)
+	fabrictest.MustPoll(t, sp, err)
 }
 
 // traceStep is one `routekeeper trace` of a scenario and its golden file.

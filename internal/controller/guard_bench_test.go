@@ -130,12 +130,7 @@ func BenchmarkRouteRestore50Nodes(b *testing.B) {
 		i++
 		name := route.Name(n.Name, n.PodCIDRs[0])
 		p, err := routes.BeginDelete(context.Background(), "kubernetes", "kubernetes-routes", name, nil)
-		if err == nil {
-			_, err = p.PollUntilDone(context.Background(), sdkPoll)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		fabrictest.MustPoll(b, p, err)
 		t0 := time.Now()
 		wrote(t0)
 		total += time.Since(t0)

@@ -112,12 +112,7 @@ func scenarioRepairKeepsSubnetProperties(t *testing.T) {
 	sn.Properties.ServiceEndpoints = []*armnetwork.ServiceEndpointPropertiesFormat{{Service: to.Ptr("Microsoft.Storage")}}
 	fault := time.Now()
 	p, err := s.subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", sn.Subnet, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, sdkPoll); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 	got, err := s.subnets.Get(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", nil)
 	if err != nil {
@@ -654,12 +649,7 @@ func scenarioRouteDeletedOutOfBandRestoredByGuard(t *testing.T) {
 	fault := time.Now()
 	name := route.Name("worker-1", netip.MustParsePrefix("10.200.1.0/24"))
 	p, err := f.NewRoutesClient().BeginDelete(context.Background(), "kubernetes", "kubernetes-routes", name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	g := s.rec.wait(t, fault, 5*time.Second, "a guard cycle seeing the drift", func(r *Result) bool { return r.GuardOnly && r.Routes != nil && r.Routes.Missing() == 1 })
 	if !g.NeedsReconcile() {
 		t.Error("the drift does not ask for a reconcile")

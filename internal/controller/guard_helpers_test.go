@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -140,8 +139,6 @@ type scenario struct {
 
 	stop func()
 }
-
-var sdkPoll = &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond}
 
 func scenarioConfig() Config {
 	return Config{
@@ -297,25 +294,14 @@ func (s *scenario) putTable(name string, tags map[string]string, routes ...*armn
 		t.Tags[k] = to.Ptr(v)
 	}
 	p, err := s.tables.BeginCreateOrUpdate(context.Background(), "kubernetes", name, t, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	res, err := p.PollUntilDone(context.Background(), sdkPoll)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	res := fabrictest.MustPoll(s.t, p, err)
 	return &res.RouteTable
 }
 
 func (s *scenario) deleteTable(name string) {
 	s.t.Helper()
 	p, err := s.tables.BeginDelete(context.Background(), "kubernetes", name, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		s.t.Fatal(err)
-	}
+	fabrictest.MustPoll(s.t, p, err)
 }
 
 // associate is `az network vnet subnet update --route-table` (tableID ""
@@ -334,12 +320,7 @@ func (s *scenario) associate(subnet, tableID string) {
 		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(tableID)}
 	}
 	p, err := s.subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", name, sn.Subnet, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, sdkPoll); err != nil {
-		s.t.Fatal(err)
-	}
+	fabrictest.MustPoll(s.t, p, err)
 }
 
 func (s *scenario) subnetTable(subnet string) string {

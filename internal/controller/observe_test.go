@@ -219,12 +219,7 @@ func TestSteadyVerdictIsTheFullVerdict(t *testing.T) {
 			tb := s.mustTable("kubernetes-routes")
 			tb.Properties.Routes = tb.Properties.Routes[1:]
 			p, err := s.tables.BeginCreateOrUpdate(context.Background(), "kubernetes", "kubernetes-routes", *tb, nil)
-			if err != nil {
-				s.t.Fatal(err)
-			}
-			if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-				s.t.Fatal(err)
-			}
+			fabrictest.MustPoll(s.t, p, err)
 		}},
 		{"table deleted", func(s *scenario) {
 			s.associate(fabrictest.KTHWSubnet, "")

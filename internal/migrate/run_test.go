@@ -14,7 +14,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -36,8 +35,6 @@ const (
 	fabSub1 = fabrictest.KTHWSubnet
 	fabSub2 = fabrictest.KTHWPool2
 )
-
-var sdkPoll = &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond}
 
 func nodes(n int) []source.Node {
 	out := make([]source.Node, n)
@@ -89,12 +86,7 @@ func newWorld(t *testing.T, n int) *world {
 		Properties: &armnetwork.RouteTablePropertiesFormat{Routes: []*armnetwork.Route{{Name: to.Ptr("to-onprem"), Properties: &armnetwork.RoutePropertiesFormat{
 			AddressPrefix: to.Ptr("192.168.0.0/16"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualNetworkGateway)}}}},
 	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	return w
 }
 
@@ -102,12 +94,7 @@ func (w *world) putRoute(table, name, prefix, hop string) {
 	w.t.Helper()
 	p, err := w.routes.BeginCreateOrUpdate(context.Background(), "kubernetes", table, name, armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr(prefix), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr(hop)}}, nil)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		w.t.Fatal(err)
-	}
+	fabrictest.MustPoll(w.t, p, err)
 }
 
 func (w *world) opts(deleteOld bool) Options {

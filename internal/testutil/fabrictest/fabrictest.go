@@ -112,6 +112,24 @@ func RedeployKTHWVNet(tb testing.TB, opts *arm.ClientOptions, subnets ...[2]stri
 	}
 }
 
+// MustPoll waits for the operation p, begun with err, to end, polling
+// every 5 ms; it fails tb when the operation could not begin or failed,
+// and returns its result. Call it right after a Begin call:
+//
+//	p, err := tables.BeginDelete(ctx, rg, name, nil)
+//	fabrictest.MustPoll(t, p, err)
+func MustPoll[T any](tb testing.TB, p *runtime.Poller[T], err error) T {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := p.PollUntilDone(context.Background(), &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
 // As returns a client on the fabric that authenticates as the principal
 // with clientID (a topology's authorization principals, checked by the
 // fabric when role assignments exist).
