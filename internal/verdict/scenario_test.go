@@ -78,8 +78,9 @@ const (
 )
 
 func tableID(name string) string { return scnPrefix + "routeTables/" + name }
+func vnetID(name string) string  { return scnPrefix + "virtualNetworks/" + name }
 func subnetID(vnet, name string) string {
-	return scnPrefix + "virtualNetworks/" + vnet + "/subnets/" + name
+	return vnetID(vnet) + "/subnets/" + name
 }
 
 // short makes the IDs in a text relative to the resource group's
