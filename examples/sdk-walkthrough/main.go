@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	fs := flag.NewFlagSet("sdk-walkthrough", flag.ContinueOnError)
 	fs.SetOutput(out)
 	var c config
-	fs.StringVar(&c.endpoint, "endpoint", firstOf(getenv("ROUTEKEEPER_ENDPOINT"), "http://127.0.0.1:8400"), "Azure Resource Manager endpoint (default $ROUTEKEEPER_ENDPOINT)")
+	fs.StringVar(&c.endpoint, "endpoint", cmp.Or(getenv("ROUTEKEEPER_ENDPOINT"), "http://127.0.0.1:8400"), "Azure Resource Manager endpoint (default $ROUTEKEEPER_ENDPOINT)")
 	fs.StringVar(&c.subscription, "subscription", "00000000-0000-0000-0000-000000000000", "subscription ID")
 	fs.StringVar(&c.group, "resource-group", "kubernetes", "resource group of the lab")
 	fs.StringVar(&c.location, "location", "eastus", "location of the lab")
@@ -68,15 +69,6 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 		return w.checkState(ctx)
 	}
 	return w.walk(ctx)
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // staticToken is a credential with a fixed token; the emulator accepts any.
@@ -186,6 +178,20 @@ func wantARMError(err error, status int, code string) error {
 	return nil
 }
 
+// kthwVNet is KTHW's kubernetes-vnet (10.240.0.0/16) with its one subnet,
+// kubernetes-subnet (10.240.0.0/24), on no route table: what the
+// walkthrough creates, and what an IaC redeploy PUTs again.
+func (w *walk) kthwVNet() armnetwork.VirtualNetwork {
+	return armnetwork.VirtualNetwork{
+		Location: to.Ptr(w.c.location),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
+			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"),
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.240.0.0/24")}}},
+		},
+	}
+}
+
 func (w *walk) tableID(name string) string {
 	return "/subscriptions/" + w.c.subscription + "/resourceGroups/" + w.c.group + "/providers/Microsoft.Network/routeTables/" + name
 }
@@ -202,14 +208,7 @@ func (w *walk) walk(ctx context.Context) error {
 	}
 
 	w.say("az network vnet create -g %s -n kubernetes-vnet --address-prefix 10.240.0.0/16 --subnet-name kubernetes-subnet --subnet-prefix 10.240.0.0/24", g)
-	vp, err := w.vnets.BeginCreateOrUpdate(ctx, g, "kubernetes-vnet", armnetwork.VirtualNetwork{
-		Location: to.Ptr(w.c.location),
-		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
-			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"),
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.240.0.0/24")}}},
-		},
-	}, nil)
+	vp, err := w.vnets.BeginCreateOrUpdate(ctx, g, "kubernetes-vnet", w.kthwVNet(), nil)
 	if err != nil {
 		return fmt.Errorf("creating the VNet: %w", err)
 	}
@@ -316,14 +315,7 @@ func (w *walk) walk(ctx context.Context) error {
 	w.ok("400 InUseRouteTableCannotBeDeleted")
 
 	w.say("an IaC redeploy: PUT the VNet without the subnet's routeTable")
-	vp, err = w.vnets.BeginCreateOrUpdate(ctx, g, "kubernetes-vnet", armnetwork.VirtualNetwork{
-		Location: to.Ptr(w.c.location),
-		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.240.0.0/16")}},
-			Subnets: []*armnetwork.Subnet{{Name: to.Ptr("kubernetes-subnet"),
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.240.0.0/24")}}},
-		},
-	}, nil)
+	vp, err = w.vnets.BeginCreateOrUpdate(ctx, g, "kubernetes-vnet", w.kthwVNet(), nil)
 	if err == nil {
 		_, err = vp.PollUntilDone(ctx, poll)
 	}

@@ -9,14 +9,17 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
+// The tables are the KTHW network's (kthw), with one that no longer
+// exists; the subnet is its node subnet.
 const (
-	rg     = "/subscriptions/s/resourceGroups/kubernetes/providers/Microsoft.Network/"
-	oldID  = rg + "routeTables/kubernetes-routes"
-	newID  = rg + "routeTables/kubernetes-routes-v2"
+	rg     = kthw.Provider
+	oldID  = kthw.TableID
+	newID  = kthw.Table2ID
 	goneID = rg + "routeTables/deleted-table"
-	subID  = rg + "virtualNetworks/kubernetes-vnet/subnets/kubernetes"
+	subID  = kthw.SubnetID
 )
 
 var wants = []Want{

@@ -1,6 +1,7 @@
 package azpolicy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -118,5 +119,5 @@ func (a *Assignment) label() string {
 	if a == nil {
 		return "(none)"
 	}
-	return firstNonEmpty(a.ID, a.Name, "(unnamed)")
+	return cmp.Or(a.ID, a.Name, "(unnamed)")
 }

@@ -1,6 +1,7 @@
 package azpolicy
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,7 +85,7 @@ func ParseDefinition(doc []byte) (*Definition, error) {
 		d.Name = armid.Name(d.ID)
 	}
 	if len(props.PolicyDefinitions) > 0 && len(props.PolicyRule) == 0 {
-		return nil, fmt.Errorf("policy definition %s is a policy set definition (an initiative): not supported", firstNonEmpty(d.ID, d.Name))
+		return nil, fmt.Errorf("policy definition %s is a policy set definition (an initiative): not supported", cmp.Or(d.ID, d.Name))
 	}
 	if err := d.compile(props); err != nil {
 		return nil, err
@@ -259,13 +260,4 @@ func (d *Definition) missingParam(a *Assignment, name string) error {
 		a.label(), d.label(), name, ErrMissingParameter)
 }
 
-func (d *Definition) label() string { return firstNonEmpty(d.ID, d.Name, "(unnamed)") }
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
+func (d *Definition) label() string { return cmp.Or(d.ID, d.Name, "(unnamed)") }

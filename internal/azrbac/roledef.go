@@ -186,24 +186,23 @@ func normalizePermission(p Permission) Permission {
 	return p
 }
 
+// str and strs decode the field key of m, when it is there and not null,
+// into a string or a list of strings.
 func str(m map[string]json.RawMessage, key string, into *string) error {
-	v, ok := m[key]
-	if !ok || string(v) == "null" {
-		return nil
-	}
-	if err := json.Unmarshal(v, into); err != nil {
-		return fmt.Errorf("%s: %s is not a string", key, v)
-	}
-	return nil
+	return field(m, key, into, "a string")
 }
 
 func strs(m map[string]json.RawMessage, key string, into *[]string) error {
+	return field(m, key, into, "a list of strings")
+}
+
+func field[T any](m map[string]json.RawMessage, key string, into *T, want string) error {
 	v, ok := m[key]
 	if !ok || string(v) == "null" {
 		return nil
 	}
 	if err := json.Unmarshal(v, into); err != nil {
-		return fmt.Errorf("%s: %s is not a list of strings", key, v)
+		return fmt.Errorf("%s: %s is not %s", key, v, want)
 	}
 	return nil
 }

@@ -14,14 +14,10 @@ import (
 func TestDoctorPermissions(t *testing.T) {
 	cfg := kthw(t)
 	state := filepath.Join(filepath.Dir(cfg), "fabric.db")
-	if res := runCLI(t, nil, "", "fabric", "apply", "-f", "testdata/fabric/kthw-authz.yaml", "--state", state); res.code != ExitOK {
-		t.Fatalf("apply: %d %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitOK, "fabric", "apply", "-f", "testdata/fabric/kthw-authz.yaml", "--state", state)
 	incident := func(args ...string) {
 		t.Helper()
-		if res := runCLI(t, nil, "", append(append([]string{"fabric", "incident"}, args...), "--state", state)...); res.code != ExitOK {
-			t.Fatalf("incident %v: %d %s", args, res.code, res.stderr)
-		}
+		wantExit(t, ExitOK, append(append([]string{"fabric", "incident"}, args...), "--state", state)...)
 	}
 	type finding struct{ Severity, Check, Resource, Message, Fix string }
 	doctor := func(t *testing.T) (int, []finding) {

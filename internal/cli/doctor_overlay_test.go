@@ -52,6 +52,15 @@ func withoutMirrors(t *testing.T, cfg string) {
 	writeFile(t, cfg, s[:start]+s[end:])
 }
 
+// ranOnce is a setup that makes a config with mk and runs it once.
+func ranOnce(mk func(*testing.T) string) func(*testing.T) string {
+	return func(t *testing.T) string {
+		cfg := mk(t)
+		mustRun(t, cfg)
+		return cfg
+	}
+}
+
 // TestDoctorOverlay is the pre-flight of the move to an overlay through the
 // CLI, against the fabric through the real SDK: the examples, the network
 // around them, and the target pod CIDR.
@@ -65,12 +74,8 @@ func TestDoctorOverlay(t *testing.T) {
 	}{
 		{
 			// The gateway reaches the pods through its mirror table.
-			name: "appgw-mirror",
-			setup: func(t *testing.T) string {
-				cfg := kthwAppGW(t)
-				mustRun(t, cfg)
-				return cfg
-			},
+			name:  "appgw-mirror",
+			setup: ranOnce(kthwAppGW),
 			code:  ExitFindings,
 			wants: []string{"overlay-reachability", "appgw-subnet", "route table appgw-routes", "overlay-mirror"},
 		},
@@ -88,23 +93,15 @@ func TestDoctorOverlay(t *testing.T) {
 			wants: []string{"overlay-shared-table", "migration blocker: route table kubernetes-routes is associated with subnet appgw-subnet"},
 		},
 		{
-			name: "kthw-clear",
-			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				mustRun(t, cfg)
-				return cfg
-			},
+			name:  "kthw-clear",
+			setup: ranOnce(kthw),
 			args:  []string{"--pod-cidr", "192.168.0.0/16"},
 			code:  ExitOK,
 			wants: []string{"Nothing blocks the move", "192.168.0.0/16"},
 		},
 		{
-			name: "kthw-overlap",
-			setup: func(t *testing.T) string {
-				cfg := kthw(t)
-				mustRun(t, cfg)
-				return cfg
-			},
+			name:  "kthw-overlap",
+			setup: ranOnce(kthw),
 			args:  []string{"--pod-cidr", "10.240.128.0/17"},
 			code:  ExitFindings,
 			wants: []string{"overlay-pod-cidr", "target pod CIDR 10.240.128.0/17 overlaps the node virtual network's address space 10.240.0.0/16"},
@@ -143,10 +140,7 @@ func TestDoctorOverlay(t *testing.T) {
 func TestDoctorOverlayOutput(t *testing.T) {
 	cfg := kthwAppGW(t)
 	mustRun(t, cfg)
-	res := runCLI(t, nil, "", "doctor", "--target", "overlay", "--config", cfg, "-o", "json")
-	if res.code != ExitFindings {
-		t.Fatalf("exit %d\n%s", res.code, res.stderr)
-	}
+	res := wantExit(t, ExitFindings, "doctor", "--target", "overlay", "--config", cfg, "-o", "json")
 	var rep struct {
 		Target      []string
 		KeptPodCIDR bool
@@ -193,13 +187,4 @@ func TestDoctorOverlayUsage(t *testing.T) {
 	if env.code != ExitUsage || !strings.Contains(env.stderr, `--pod-cidr "nonsense"`) {
 		t.Errorf("from the environment: exit %d\n%s", env.code, env.stderr)
 	}
-}
-
-func mustRun(t *testing.T, cfg string, args ...string) cliResult {
-	t.Helper()
-	res := runCLI(t, nil, "", append([]string{"run", "--once", "--config", cfg}, args...)...)
-	if res.code != ExitOK {
-		t.Fatalf("run --once %v: exit %d\n%s", args, res.code, res.stderr)
-	}
-	return res
 }

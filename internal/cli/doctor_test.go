@@ -16,13 +16,8 @@ func TestDoctor(t *testing.T) {
 	if res := runCLI(t, nil, "", "doctor", "--config", cfg); res.code != ExitError {
 		t.Errorf("doctor before any run: exit %d, want 1 (no state to read)\n%s", res.code, res.stderr)
 	}
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
-	res := runCLI(t, nil, "", "doctor", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("doctor on a healthy cluster: exit %d\n%s%s", res.code, res.stdout, res.stderr)
-	}
+	mustRun(t, cfg)
+	res := wantExit(t, ExitOK, "doctor", "--config", cfg)
 	golden(t, filepath.Join("testdata", "doctor", "healthy.golden"), []byte(res.stdout))
 
 	// Seed 001: the IaC redeploy's VNet PUT drops the association, and
@@ -31,18 +26,10 @@ func TestDoctor(t *testing.T) {
 	ctx := context.Background()
 	p, err := routes.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", "inspect", armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("10.200.1.128/25"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	_, srv := sdkFactory(t, cfg)
 	fabrictest.RedeployKTHWVNet(t, srv.ClientOptions())
-	res = runCLI(t, nil, "", "doctor", "--config", cfg)
-	if res.code != ExitFindings {
-		t.Fatalf("doctor after the redeploy: exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
-	}
+	res = wantExit(t, ExitFindings, "doctor", "--config", cfg)
 	golden(t, filepath.Join("testdata", "doctor", "detached.golden"), []byte(res.stdout))
 	res = runCLI(t, nil, "", "doctor", "-o", "json", "--config", cfg)
 	golden(t, filepath.Join("testdata", "doctor", "detached.json.golden"), []byte(res.stdout))

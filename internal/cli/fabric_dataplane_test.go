@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -63,39 +62,19 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 			t.Errorf("namespaces left after fabric serve stopped: %v", removed)
 		}
 	})
-	if res := runCLI(t, nil, "", "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--state", db); res.code != ExitOK {
-		t.Fatalf("fabric apply exit %d: %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitOK, "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--state", db)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	serveDone, daemonDone := make(chan int, 1), make(chan int, 1)
+	serve := startCLI(&lab.serve, &lab.serve, nil, "fabric", "serve", "--state", db, "--listen", "127.0.0.1:0",
+		"--dataplane", "--nodes", filepath.Join(dir, "nodes.yaml"), "--dataplane-prefix", lab.prefix, "--dataplane-poll", "5ms")
+	daemon := startCLI(&lab.daemon, &lab.daemon, nil, "run", "--config", cfg, "--association-policy", policy, "--association-interval", "1s",
+		"--resync", "1s", "--batch-window", "50ms")
 	t.Cleanup(func() {
-		cancel()
-		for _, c := range []struct {
-			name string
-			done chan int
-			out  *syncbuf.Buffer
-		}{{"fabric serve", serveDone, &lab.serve}, {"routekeeper run", daemonDone, &lab.daemon}} {
-			select {
-			case code := <-c.done:
-				if code != ExitOK {
-					t.Errorf("%s exit %d:\n%s", c.name, code, c.out.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("%s did not stop", c.name)
-			}
-		}
+		// Both stop at once, as one cancellation stopped them before.
+		serve.cancel()
+		daemon.cancel()
+		serve.stop(t, 30*time.Second, "fabric serve", &lab.serve)
+		daemon.stop(t, 30*time.Second, "routekeeper run", &lab.daemon)
 	})
-	go func() {
-		serveDone <- run(ctx, []string{"fabric", "serve", "--state", db, "--listen", "127.0.0.1:0",
-			"--dataplane", "--nodes", filepath.Join(dir, "nodes.yaml"), "--dataplane-prefix", lab.prefix, "--dataplane-poll", "5ms"},
-			strings.NewReader(""), &lab.serve, &lab.serve, func(string) string { return "" })
-	}()
-	go func() {
-		daemonDone <- run(ctx, []string{"run", "--config", cfg, "--association-policy", policy, "--association-interval", "1s",
-			"--resync", "1s", "--batch-window", "50ms"},
-			strings.NewReader(""), &lab.daemon, &lab.daemon, func(string) string { return "" })
-	}()
 
 	store, err := fabric.Open(context.Background(), db)
 	if err != nil {
@@ -250,7 +229,6 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 func TestDataPlaneLossWindows(t *testing.T) {
 	lab := startDataplaneLab(t, "follow")
 	ctx := context.Background()
-	poll := &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}
 
 	lab.lossWindow("redeploy", func() {
 		fabrictest.RedeployKTHWVNet(t, fabric.New(lab.store, fabric.Options{}).ClientOptions())
@@ -259,24 +237,14 @@ func TestDataPlaneLossWindows(t *testing.T) {
 	lab.lossWindow("swap", func() {
 		tables, subnets := lab.opts.NewRouteTablesClient(), lab.opts.NewSubnetsClient()
 		p, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes-v2", armnetwork.RouteTable{Location: to.Ptr("eastus")}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.PollUntilDone(ctx, poll); err != nil {
-			t.Fatal(err)
-		}
+		fabrictest.MustPoll(t, p, err)
 		sn, err := subnets.Get(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(fabrictest.KTHWTable2)}
 		ps, err := subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", sn.Subnet, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ps.PollUntilDone(ctx, poll); err != nil {
-			t.Fatal(err)
-		}
+		fabrictest.MustPoll(t, ps, err)
 	})
 
 	lab.lossWindow("route delete", func() {
@@ -286,12 +254,7 @@ func TestDataPlaneLossWindows(t *testing.T) {
 		}
 		table := *sn.Properties.RouteTable.ID
 		p, err := lab.opts.NewRoutesClient().BeginDelete(ctx, "kubernetes", table[strings.LastIndex(table, "/")+1:], "worker-1____102001024", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.PollUntilDone(ctx, poll); err != nil {
-			t.Fatal(err)
-		}
+		fabrictest.MustPoll(t, p, err)
 	})
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,18 +16,13 @@ var listeningTLSRE = regexp.MustCompile(`routekeeper fabric listening on (https:
 // endpoint and output.
 func serveTLS(t *testing.T, env map[string]string) (string, *syncbuf.Buffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"fabric", "serve", "--tls", "--memory", "--listen", "127.0.0.1:0", "--operation-duration", "0"},
-			strings.NewReader(""), &out, &errOut, func(k string) string { return env[k] })
-	}()
+	serve := startCLI(&out, &errOut, env, "fabric", "serve", "--tls", "--memory", "--listen", "127.0.0.1:0", "--operation-duration", "0")
 	t.Cleanup(func() {
-		cancel()
-		<-done
+		serve.cancel()
+		<-serve.done
 	})
-	return waitListening(t, listeningTLSRE, &out, &errOut, done), &out
+	return waitListening(t, listeningTLSRE, &out, &errOut, serve.done), &out
 }
 
 // TestCommandsAgainstServedTLSFabric: with ROUTEKEEPER_ENDPOINT (or

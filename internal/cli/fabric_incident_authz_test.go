@@ -22,9 +22,7 @@ import (
 // meets them through the real SDK.
 func TestFabricAuthzIncidents(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "fabric.db")
-	if res := runCLI(t, nil, "", "fabric", "apply", "-f", "testdata/fabric/kthw-authz.yaml", "--state", state); res.code != ExitOK {
-		t.Fatalf("apply: %d %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitOK, "fabric", "apply", "-f", "testdata/fabric/kthw-authz.yaml", "--state", state)
 	ctx := context.Background()
 	table := "/subscriptions/" + fabric.DefaultSubscription + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
 	// rewrite writes the table back as routekeeper's principal would, with
@@ -79,10 +77,7 @@ func TestFabricAuthzIncidents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.args != nil {
-				res := runCLI(t, nil, "", append(append([]string{"fabric", "incident"}, tc.args...), "--state", state)...)
-				if res.code != ExitOK {
-					t.Fatalf("incident %v: %d %s", tc.args, res.code, res.stderr)
-				}
+				res := wantExit(t, ExitOK, append(append([]string{"fabric", "incident"}, tc.args...), "--state", state)...)
 				golden(t, filepath.Join("testdata", "fabric", "incident-"+tc.name+".golden"), []byte(res.stdout))
 			}
 			err := rewrite(t, tc.hop)

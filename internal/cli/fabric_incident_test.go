@@ -34,14 +34,10 @@ func TestFabricIncidentsGolden(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "fabric.db")
 	apply := func() {
 		t.Helper()
-		if res := runCLI(t, nil, "", "fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--state", state); res.code != ExitOK {
-			t.Fatalf("apply: %d %s", res.code, res.stderr)
-		}
+		wantExit(t, ExitOK, "fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--state", state)
 	}
 	apply()
-	if res := runCLI(t, nil, "", "fabric", "apply", "-f", "testdata/fabric/kthw-v2.yaml", "--state", state); res.code != ExitOK {
-		t.Fatalf("apply v2: %d %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitOK, "fabric", "apply", "-f", "testdata/fabric/kthw-v2.yaml", "--state", state)
 	tests := []struct {
 		name  string
 		args  []string
@@ -59,19 +55,11 @@ func TestFabricIncidentsGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "swap-delete-old" {
 				// swap back to kubernetes-routes first so that there is an old table to delete
-				if res := runCLI(t, nil, "", "fabric", "incident", "swap", "kubernetes-vnet/kubernetes-subnet", "--to", "kubernetes-routes", "--state", state); res.code != ExitOK {
-					t.Fatalf("swap: %d %s", res.code, res.stderr)
-				}
+				wantExit(t, ExitOK, "fabric", "incident", "swap", "kubernetes-vnet/kubernetes-subnet", "--to", "kubernetes-routes", "--state", state)
 			}
-			res := runCLI(t, nil, "", append(append([]string{"fabric", "incident"}, tc.args...), "--state", state)...)
-			if res.code != ExitOK {
-				t.Fatalf("incident %v: %d %s", tc.args, res.code, res.stderr)
-			}
+			res := wantExit(t, ExitOK, append(append([]string{"fabric", "incident"}, tc.args...), "--state", state)...)
 			golden(t, filepath.Join("testdata", "fabric", "incident-"+tc.name+".golden"), []byte(res.stdout))
-			show := runCLI(t, nil, "", "fabric", "show", "--state", state, "-o", "json")
-			if show.code != ExitOK {
-				t.Fatalf("show: %s", show.stderr)
-			}
+			show := wantExit(t, ExitOK, "fabric", "show", "--state", state, "-o", "json")
 			if tc.gone != "" && strings.Contains(show.stdout, "/routeTables/"+tc.gone+`"`) {
 				t.Errorf("step %d: table %s still exists", i, tc.gone)
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -45,10 +44,7 @@ func TestFabricApplyAndShowGolden(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			res := runCLI(t, nil, "", s.args...)
-			if res.code != ExitOK {
-				t.Fatalf("exit %d: %s", res.code, res.stderr)
-			}
+			res := wantExit(t, ExitOK, s.args...)
 			golden(t, filepath.Join("testdata", "fabric", s.name+".golden"), []byte(maskEtags(res.stdout)))
 		})
 	}
@@ -162,16 +158,11 @@ func waitListening(t *testing.T, re *regexp.Regexp, out, errOut *syncbuf.Buffer,
 var listeningRE = regexp.MustCompile(`routekeeper fabric listening on (http://\S+)`)
 
 func TestFabricServe(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	state := filepath.Join(t.TempDir(), "fabric.db")
 	var out, errOut syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"fabric", "serve", "--state", state, "--listen", "127.0.0.1:0", "--operation-duration", "50ms"},
-			strings.NewReader(""), &out, &errOut, func(string) string { return "" })
-	}()
-	endpoint := waitListening(t, listeningRE, &out, &errOut, done)
+	serve := startCLI(&out, &errOut, nil, "fabric", "serve", "--state", state, "--listen", "127.0.0.1:0", "--operation-duration", "50ms")
+	defer serve.cancel()
+	endpoint := waitListening(t, listeningRE, &out, &errOut, serve.done)
 	for _, want := range []string{"ROUTEKEEPER_ENDPOINT=" + endpoint, state, "50ms", "/_fabric/faults"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("serve output lacks %q:\n%s", want, out.String())
@@ -186,9 +177,7 @@ func TestFabricServe(t *testing.T) {
 		t.Errorf("healthz = %d", resp.StatusCode)
 	}
 	// apply and show through the endpoint, and the SDK sees the result.
-	if res := runCLI(t, nil, "", "fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--endpoint", endpoint); res.code != ExitOK {
-		t.Fatalf("apply --endpoint: %d %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitOK, "fabric", "apply", "-f", "testdata/fabric/kthw.yaml", "--endpoint", endpoint)
 	if res := runCLI(t, map[string]string{"ROUTEKEEPER_ENDPOINT": endpoint}, "", "fabric", "show"); res.code != ExitOK || !strings.Contains(res.stdout, "kubernetes-route-10-200-1-0-24") {
 		t.Errorf("show via ROUTEKEEPER_ENDPOINT: %d %s %s", res.code, res.stdout, res.stderr)
 	}
@@ -196,19 +185,11 @@ func TestFabricServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
+	rt, err := tables.Get(t.Context(), "kubernetes", "kubernetes-routes", nil)
 	if err != nil || len(rt.Properties.Routes) != 2 {
 		t.Fatalf("SDK GET: %v", err)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != ExitOK {
-			t.Errorf("serve exited %d after cancel: %s", code, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	serve.stop(t, 10*time.Second, "serve", &errOut)
 	if _, err := http.Get(endpoint + "/_fabric/healthz"); err == nil {
 		t.Error("the server still answers after stopping")
 	}

@@ -37,23 +37,13 @@ func (l *lab) putTable(name string) {
 	l.t.Helper()
 	p, err := l.tables.BeginCreateOrUpdate(context.Background(), "kubernetes", name, armnetwork.RouteTable{
 		Location: to.Ptr("eastus"), Tags: map[string]*string{"owner": to.Ptr("terraform")}, Properties: &armnetwork.RouteTablePropertiesFormat{}}, nil)
-	if err == nil {
-		_, err = p.PollUntilDone(context.Background(), nil)
-	}
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	fabrictest.MustPoll(l.t, p, err)
 }
 
 func (l *lab) deleteTable(name string) {
 	l.t.Helper()
 	p, err := l.tables.BeginDelete(context.Background(), "kubernetes", name, nil)
-	if err == nil {
-		_, err = p.PollUntilDone(context.Background(), nil)
-	}
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	fabrictest.MustPoll(l.t, p, err)
 }
 
 // associate points the node subnet to table (az network vnet subnet update --route-table).
@@ -66,12 +56,7 @@ func (l *lab) associate(tableID string) {
 	}
 	s.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(tableID)}
 	p, err := l.subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", s.Subnet, nil)
-	if err == nil {
-		_, err = p.PollUntilDone(ctx, nil)
-	}
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	fabrictest.MustPoll(l.t, p, err)
 }
 
 func (l *lab) subnetTable() string {

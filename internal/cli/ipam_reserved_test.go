@@ -8,6 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 // TestIPAMAvoidsForeignRoutes: IPAM never hands an inventory node a pod
@@ -21,9 +22,7 @@ func TestIPAMAvoidsForeignRoutes(t *testing.T) {
 	ctx := context.Background()
 	// A first run creates the table, with one node of an explicit pod CIDR.
 	writeFile(t, nodes, "nodes:\n  - {name: worker-7, internalIP: 10.240.0.27, podCIDR: 10.200.7.0/24}\n")
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	routes, _ := sdkRoutes(t, cfg)
 	put := func(name, prefix string) {
 		t.Helper()
@@ -49,10 +48,7 @@ func TestIPAMAvoidsForeignRoutes(t *testing.T) {
 	// A custom route to a firewall holds the first node CIDR.
 	put("to-firewall", "10.200.0.0/24")
 	writeFile(t, nodes, "nodes:\n  - {name: worker-7, internalIP: 10.240.0.27, podCIDR: 10.200.7.0/24}\n  - {name: worker-0, internalIP: 10.240.0.20}\n")
-	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run with a node to allocate for: exit %d, want 0 (routed)\n%s", res.code, res.stderr)
-	}
+	res := mustRun(t, cfg)
 	if got, want := hopOf("worker-0____102001024"), "10.200.1.0/24 -> 10.240.0.20"; got != want {
 		t.Errorf("worker-0's route = %s, want %s", got, want)
 	}
@@ -63,17 +59,9 @@ func TestIPAMAvoidsForeignRoutes(t *testing.T) {
 	// Someone replaces worker-0's route by one of their own: the
 	// allocation is unroutable now, so it is released and re-allocated.
 	poller, err := routes.BeginDelete(ctx, "kubernetes", "kubernetes-routes", "worker-0____102001024", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, poller, err)
 	put("appliance", "10.200.1.0/24")
-	res = runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run after the allocation was taken: exit %d, want 0 (re-allocated and routed)\n%s", res.code, res.stderr)
-	}
+	res = mustRun(t, cfg)
 	for _, s := range []string{"released pod CIDR that became unroutable", "node=worker-0", "podCIDR=10.200.1.0/24", "route appliance"} {
 		if !strings.Contains(res.stderr, s) {
 			t.Errorf("log lacks %q:\n%s", s, res.stderr)

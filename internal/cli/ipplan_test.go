@@ -97,10 +97,7 @@ func TestIpplanNumbers(t *testing.T) {
 func TestIpplanSVG(t *testing.T) {
 	dir := t.TempDir()
 	svg := filepath.Join(dir, "plan.svg")
-	res := runCLI(t, nil, "", "ipplan", "-f", "testdata/ipplan/example.yaml", "--svg", svg)
-	if res.code != ExitFindings {
-		t.Fatalf("exit %d: %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitFindings, "ipplan", "-f", "testdata/ipplan/example.yaml", "--svg", svg)
 	got, err := os.ReadFile(svg)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/migrate"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 const kthwNewTable = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes-v2"
@@ -23,12 +24,7 @@ func newTableFor(t *testing.T, cfg string, routes ...*armnetwork.Route) {
 	ctx := context.Background()
 	p, err := tables.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes-v2", armnetwork.RouteTable{
 		Location: to.Ptr("eastus"), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 }
 
 func TestMigrate(t *testing.T) {
@@ -37,10 +33,7 @@ func TestMigrate(t *testing.T) {
 		AddressPrefix: to.Ptr("192.168.0.0/16"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualNetworkGateway)}})
 
 	// The plan, from the live state: exit 3, nothing written.
-	res := runCLI(t, nil, "", "migrate", "--to", kthwNewTable, "--delete-old", "--dry-run", "--config", cfg)
-	if res.code != ExitFindings {
-		t.Fatalf("dry run: exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
-	}
+	res := wantExit(t, ExitFindings, "migrate", "--to", kthwNewTable, "--delete-old", "--dry-run", "--config", cfg)
 	golden(t, filepath.Join("testdata", "migrate", "dry-run.golden"), []byte(res.stdout))
 	res = runCLI(t, nil, "", "migrate", "--to", kthwNewTable, "--dry-run", "-o", "json", "--config", cfg)
 	var out struct {
@@ -56,10 +49,7 @@ func TestMigrate(t *testing.T) {
 	}
 
 	// The migration: exit 0, every step applied, four writes.
-	res = runCLI(t, nil, "", "migrate", "--to", kthwNewTable, "--delete-old", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("migrate: exit %d\n%s%s", res.code, res.stdout, res.stderr)
-	}
+	res = wantExit(t, ExitOK, "migrate", "--to", kthwNewTable, "--delete-old", "--config", cfg)
 	golden(t, filepath.Join("testdata", "migrate", "applied.golden"), []byte(res.stdout))
 	if !strings.Contains(res.stderr, "migration complete") || !strings.Contains(res.stderr, "writes=4") {
 		t.Errorf("stderr does not say the migration is complete with 4 writes:\n%s", res.stderr)
@@ -92,10 +82,7 @@ func TestMigrateRefusesConflicts(t *testing.T) {
 	cfg := ranKTHW(t)
 	newTableFor(t, cfg, &armnetwork.Route{Name: to.Ptr("hand-made"), Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("10.200.1.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.99")}})
-	res := runCLI(t, nil, "", "migrate", "--to", kthwNewTable, "--config", cfg)
-	if res.code != ExitError {
-		t.Fatalf("exit %d, want 1\n%s%s", res.code, res.stdout, res.stderr)
-	}
+	res := wantExit(t, ExitError, "migrate", "--to", kthwNewTable, "--config", cfg)
 	golden(t, filepath.Join("testdata", "migrate", "refused.golden"), []byte(res.stdout))
 	if !strings.Contains(res.stderr, "refused") || !strings.Contains(res.stderr, "nothing was written") {
 		t.Errorf("stderr: %s", res.stderr)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
 // kthwAppGW copies examples/kthw-appgw into a temporary directory.
@@ -34,17 +35,11 @@ const appGWTableID = "/subscriptions/00000000-0000-0000-0000-000000000000/resour
 // run; migrate --to the mirror and an unknown --table are refused.
 func TestMirrorExample(t *testing.T) {
 	cfg := kthwAppGW(t)
-	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run --once: exit %d\nstderr: %s", res.code, res.stderr)
-	}
+	res := mustRun(t, cfg)
 	if !strings.Contains(res.stderr, "mirror=appgw-routes") {
 		t.Errorf("no summary line of the mirror in:\n%s", res.stderr)
 	}
-	res = runCLI(t, nil, "", "routes", "list", "--table", "appgw-routes", "-o", "json", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("routes list --table: exit %d: %s", res.code, res.stderr)
-	}
+	res = wantExit(t, ExitOK, "routes", "list", "--table", "appgw-routes", "-o", "json", "--config", cfg)
 	var rows []routeRow
 	if err := json.Unmarshal([]byte(res.stdout), &rows); err != nil {
 		t.Fatal(err)
@@ -72,10 +67,7 @@ func TestMirrorExample(t *testing.T) {
 	nodes := filepath.Join(filepath.Dir(cfg), "nodes.yaml")
 	b, _ := os.ReadFile(nodes)
 	writeFile(t, nodes, string(b)+"  - name: worker-2\n    internalIP: 10.240.0.22\n    podCIDR: 10.200.2.0/24\n")
-	res = runCLI(t, nil, "", "diff", "-o", "json", "--config", cfg)
-	if res.code != ExitFindings {
-		t.Fatalf("diff with a new node: exit %d, want %d: %s", res.code, ExitFindings, res.stderr)
-	}
+	res = wantExit(t, ExitFindings, "diff", "-o", "json", "--config", cfg)
 	type changes struct {
 		Changes []struct{ Route struct{ Name string } }
 	}
@@ -89,9 +81,7 @@ func TestMirrorExample(t *testing.T) {
 	if len(d.Changes) != 1 || len(d.Mirrors) != 1 || len(d.Mirrors[0].Changes) != 1 || d.Mirrors[0].Changes[0].Route.Name != "worker-2____102002024" {
 		t.Errorf("diff = %+v, want one create in the main table and one in the mirror", d)
 	}
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("second run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	res = runCLI(t, nil, "", "diff", "--config", cfg)
 	if res.code != ExitOK || !strings.Contains(res.stdout, "No changes") {
 		t.Errorf("diff after the run: exit %d\n%s", res.code, res.stdout)
@@ -104,12 +94,7 @@ func TestMirrorExample(t *testing.T) {
 	// Someone removes a pod route from the mirror: doctor names the mirror.
 	routes, _ := sdkRoutes(t, cfg)
 	p, err := routes.BeginDelete(context.Background(), "kubernetes", "appgw-routes", "worker-0____102000024", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	res = runCLI(t, nil, "", "doctor", "--config", cfg)
 	if res.code != ExitFindings || !strings.Contains(res.stdout, "mirror route table appgw-routes") {
 		t.Errorf("doctor with a route missing from the mirror: exit %d, want %d and a finding naming the mirror\n%s", res.code, ExitFindings, res.stdout)
@@ -130,9 +115,7 @@ func TestMirrorExample(t *testing.T) {
 // and leaves that table as it was.
 func TestMirrorClaimedByAnotherClusterIsRefused(t *testing.T) {
 	cfg := kthwAppGW(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	// Another cluster takes the App Gateway table over.
 	_, tables := sdkRoutes(t, cfg)
 	ctx := context.Background()
@@ -141,12 +124,7 @@ func TestMirrorClaimedByAnotherClusterIsRefused(t *testing.T) {
 		Properties: &armnetwork.RouteTablePropertiesFormat{Routes: []*armnetwork.Route{{Name: to.Ptr("default-internet"),
 			Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeInternet)}}}},
 	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
 	if res.code != ExitError || !strings.Contains(res.stderr, `claimed by cluster "prod"`) || !strings.Contains(res.stdout, "worker-0____102000024") {
 		t.Fatalf("run --once with the mirror claimed by prod: exit %d, want %d, the main table printed and the refusal\nstdout: %s\nstderr: %s", res.code, ExitError, res.stdout, res.stderr)

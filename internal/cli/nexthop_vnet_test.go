@@ -21,10 +21,7 @@ func TestNextHopOutsideVNet(t *testing.T) {
     internalIP: 10.250.0.5
     podCIDR: 10.200.1.0/24
 `)
-	run := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if run.code != ExitFindings {
-		t.Fatalf("run --once: exit %d, want 3\n%s", run.code, run.stderr)
-	}
+	run := wantExit(t, ExitFindings, "run", "--once", "--config", cfg)
 	got := tableRoutes(t, cfg)
 	if len(got) != 1 || got["worker-0____102000024"] != "10.200.0.0/24" {
 		t.Errorf("table = %v, want worker-0's route only", got)
@@ -60,10 +57,7 @@ func TestNextHopInPeeredNetwork(t *testing.T) {
 		}
 		return m[1]
 	}
-	steady := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if steady.code != ExitOK {
-		t.Fatalf("run --once: exit %d\n%s", steady.code, steady.stderr)
-	}
+	steady := mustRun(t, cfg)
 	writeFile(t, nodes, `nodes:
   - name: worker-0
     internalIP: 10.240.0.20
@@ -75,10 +69,7 @@ func TestNextHopInPeeredNetwork(t *testing.T) {
     internalIP: 10.250.1.10
     podCIDR: 10.200.2.0/24
 `)
-	peered := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if peered.code != ExitOK {
-		t.Fatalf("run --once with a node in the hub: exit %d, want 0\n%s", peered.code, peered.stderr)
-	}
+	mustRun(t, cfg)
 	if got := tableRoutes(t, cfg); got["hub-node____102002024"] != "10.200.2.0/24" {
 		t.Errorf("table = %v, want hub-node's route", got)
 	}

@@ -30,10 +30,7 @@ func TestOutputFormatsAndQuery(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"routes", "list", "--config", cfg}, tc.args...)
-			res := runCLI(t, nil, "", args...)
-			if res.code != ExitOK {
-				t.Fatalf("routes list %v: exit %d: %s", tc.args, res.code, res.stderr)
-			}
+			res := wantExit(t, ExitOK, args...)
 			golden(t, filepath.Join("testdata", "output", tc.name+".golden"), []byte(res.stdout))
 		})
 	}
@@ -95,10 +92,7 @@ func TestVersion(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runCLI(t, nil, "", tc.args...)
-			if res.code != ExitOK {
-				t.Fatalf("%v: exit %d: %s", tc.args, res.code, res.stderr)
-			}
+			res := wantExit(t, ExitOK, tc.args...)
 			got := normalize.Replace(res.stdout)
 			if info.Commit != "" {
 				got = strings.ReplaceAll(got, info.Commit, "COMMIT")
@@ -174,10 +168,7 @@ func TestHelpListsOnlyUsedFlags(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args[:len(tc.args)-1], " "), func(t *testing.T) {
-			res := runCLI(t, nil, "", tc.args...)
-			if res.code != ExitOK {
-				t.Fatalf("exit %d: %s", res.code, res.stderr)
-			}
+			res := wantExit(t, ExitOK, tc.args...)
 			for _, w := range tc.want {
 				if !strings.Contains(res.stdout, w) {
 					t.Errorf("help does not list %s", w)

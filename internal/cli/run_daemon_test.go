@@ -16,13 +16,9 @@ import (
 func TestRunDaemonFollowsTheInventory(t *testing.T) {
 	cfg := kthw(t)
 	nodes := filepath.Join(filepath.Dir(cfg), "nodes.yaml")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var stdout, stderr syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"run", "--config", cfg, "--batch-window", "50ms", "--resync", "1h", "--metrics-address", "127.0.0.1:0"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
-	}()
+	daemon := startCLI(&stdout, &stderr, nil, "run", "--config", cfg, "--batch-window", "50ms", "--resync", "1h", "--metrics-address", "127.0.0.1:0")
+	defer daemon.cancel()
 
 	_, tables := sdkRoutes(t, cfg)
 	routeNames := func() []string {
@@ -44,7 +40,7 @@ func TestRunDaemonFollowsTheInventory(t *testing.T) {
 				return
 			}
 			select {
-			case code := <-done:
+			case code := <-daemon.done:
 				t.Fatalf("the daemon exited (%d) while waiting for %s:\n%s", code, what, stderr.String())
 			case <-time.After(50 * time.Millisecond):
 			}
@@ -62,15 +58,7 @@ func TestRunDaemonFollowsTheInventory(t *testing.T) {
 		return len(n) == 3 && strings.Contains(strings.Join(n, " "), "worker-2____102002024")
 	})
 
-	cancel()
-	select {
-	case code := <-done:
-		if code != ExitOK {
-			t.Fatalf("daemon exit %d after cancellation, want 0:\n%s", code, stderr.String())
-		}
-	case <-time.After(40 * time.Second):
-		t.Fatal("the daemon did not stop after cancellation")
-	}
+	daemon.stop(t, 40*time.Second, "the daemon", &stderr)
 	if n := strings.Count(stderr.String(), "reconcile ok"); n < 2 {
 		t.Errorf("want a summary line per reconcile (at least 2), got %d:\n%s", n, stderr.String())
 	}

@@ -37,9 +37,7 @@ func kthw(t *testing.T) string {
 func ranKTHW(t *testing.T) string {
 	t.Helper()
 	cfg := kthw(t)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	return cfg
 }
 
@@ -73,10 +71,7 @@ func sdkRoutes(t *testing.T, cfgPath string) (*armnetwork.RoutesClient, *armnetw
 
 func TestRunOnceQuickStart(t *testing.T) {
 	cfg := kthw(t)
-	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run --once exit %d\nstderr: %s", res.code, res.stderr)
-	}
+	res := mustRun(t, cfg)
 	golden(t, filepath.Join("testdata", "run", "quickstart.golden"), []byte(res.stdout))
 	if w := reconcileWrites(t, res.stderr); w != 2 {
 		t.Errorf("first run wrote %d times, want 2 (create the filled table, then associate it)", w)
@@ -91,19 +86,14 @@ func TestRunOnceQuickStart(t *testing.T) {
 	if res.code != ExitOK || !strings.Contains(res.stdout, "No changes") {
 		t.Fatalf("diff after run: exit %d, stdout %q; want 0 and no changes", res.code, res.stdout)
 	}
-	res = runCLI(t, nil, "", "routes", "list", "-o", "json", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("routes list: exit %d: %s", res.code, res.stderr)
-	}
+	res = wantExit(t, ExitOK, "routes", "list", "-o", "json", "--config", cfg)
 	golden(t, filepath.Join("testdata", "run", "routes-list.json.golden"), []byte(res.stdout))
 }
 
 func TestInventoryEditsConvergeWithOnePutPerRun(t *testing.T) {
 	cfg := kthw(t)
 	nodes := filepath.Join(filepath.Dir(cfg), "nodes.yaml")
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	steps := []struct {
 		name      string
 		inventory string
@@ -132,10 +122,7 @@ func TestInventoryEditsConvergeWithOnePutPerRun(t *testing.T) {
 			if res.code != ExitFindings || !strings.Contains(res.stdout, st.diff) {
 				t.Fatalf("diff: exit %d, want 3 with %q:\n%s%s", res.code, st.diff, res.stdout, res.stderr)
 			}
-			res = runCLI(t, nil, "", "run", "--once", "--config", cfg)
-			if res.code != ExitOK {
-				t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-			}
+			res = mustRun(t, cfg)
 			if w := reconcileWrites(t, res.stderr); w != 1 {
 				t.Errorf("run made %d ARM writes, want exactly 1 route-table PUT", w)
 			}
@@ -164,9 +151,7 @@ func TestInventoryEditsConvergeWithOnePutPerRun(t *testing.T) {
 func TestOutOfBandRoutesAreNeverTouched(t *testing.T) {
 	cfg := kthw(t)
 	nodes := filepath.Join(filepath.Dir(cfg), "nodes.yaml")
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	routes, _ := sdkRoutes(t, cfg)
 	ctx := context.Background()
 	foreign := map[string]armnetwork.RoutePropertiesFormat{
@@ -194,9 +179,7 @@ func TestOutOfBandRoutesAreNeverTouched(t *testing.T) {
 	}
 	for i := 0; i < 8; i++ {
 		writeFile(t, nodes, inventories[i%len(inventories)])
-		if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-			t.Fatalf("run %d: exit %d: %s", i, res.code, res.stderr)
-		}
+		mustRun(t, cfg)
 		for name, want := range foreign {
 			got, err := routes.Get(ctx, "kubernetes", "kubernetes-routes", name, nil)
 			if err != nil {
@@ -214,9 +197,7 @@ func TestOutOfBandRoutesAreNeverTouched(t *testing.T) {
 func TestBadInputExits2AndLeavesTheTable(t *testing.T) {
 	cfg := kthw(t)
 	dir := filepath.Dir(cfg)
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	_, tables := sdkRoutes(t, cfg)
 	before, err := tables.Get(context.Background(), "kubernetes", "kubernetes-routes", nil)
 	if err != nil {

@@ -84,10 +84,7 @@ func linesWith(s, sub string) []string {
 
 func TestAdoptKTHWTableInOneWrite(t *testing.T) {
 	cfg, state := kthwLab(t)
-	res := runCLI(t, nil, "", "diff", "--adopt", "matching", "--config", cfg)
-	if res.code != ExitFindings {
-		t.Fatalf("diff --adopt matching: exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
-	}
+	res := wantExit(t, ExitFindings, "diff", "--adopt", "matching", "--config", cfg)
 	for _, want := range []string{"rename  kubernetes-route-10-200-0-0-24 -> worker-0____102000024", "rename  kubernetes-route-10-200-1-0-24 -> worker-1____102001024"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("diff does not show %q:\n%s", want, res.stdout)
@@ -98,10 +95,7 @@ func TestAdoptKTHWTableInOneWrite(t *testing.T) {
 	}
 
 	fabrictest.RecordHistory(t, state)
-	res = runCLI(t, nil, "", "run", "--once", "--adopt", "matching", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run --once --adopt matching: exit %d\n%s", res.code, res.stderr)
-	}
+	res = wantExit(t, ExitOK, "run", "--once", "--adopt", "matching", "--config", cfg)
 	if w := reconcileWrites(t, res.stderr); w != 1 {
 		t.Errorf("ARM writes = %d, want exactly 1 (the table PUT)", w)
 	}
@@ -139,10 +133,7 @@ func TestAdoptKTHWTableInOneWrite(t *testing.T) {
 
 func TestWithoutAdoptTrafficFlowsAndNodesAreRouted(t *testing.T) {
 	cfg, _ := kthwLab(t)
-	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run --once: exit %d, want 0: the nodes' traffic flows\n%s", res.code, res.stderr)
-	}
+	res := mustRun(t, cfg)
 	if w := reconcileWrites(t, res.stderr); w != 0 {
 		t.Errorf("ARM writes = %d, want none: nothing of ours to write, no claim asked for", w)
 	}
@@ -184,10 +175,7 @@ func TestEmptyInventoryDeletesNothing(t *testing.T) {
 	if !strings.Contains(res.stdout, "delete-guard") {
 		t.Errorf("doctor does not report the guard:\n%s", res.stdout)
 	}
-	res = runCLI(t, nil, "", "run", "--once", "--allow-empty-source", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run --allow-empty-source: exit %d\n%s", res.code, res.stderr)
-	}
+	res = wantExit(t, ExitOK, "run", "--once", "--allow-empty-source", "--config", cfg)
 	if got := tableRoutes(t, cfg); len(got) != 0 {
 		t.Errorf("routes after --allow-empty-source: %v, want none", got)
 	}
@@ -209,15 +197,10 @@ func writeInventory(t *testing.T, cfg string, from, to int, extra string) {
 func TestMoreDeletionsThanAllowedDeleteNothingCreatesGo(t *testing.T) {
 	cfg := kthw(t)
 	writeInventory(t, cfg, 0, 12, "")
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	// 11 nodes go (the default allows 10), one comes.
 	writeInventory(t, cfg, 11, 12, "  - {name: new, internalIP: 10.240.0.99, podCIDR: 10.200.99.0/24}\n")
-	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
-	}
+	res := mustRun(t, cfg)
 	got := tableRoutes(t, cfg)
 	if len(got) != 13 || got["new____1020099024"] != "10.200.99.0/24" {
 		t.Errorf("table = %v, want the 12 routes kept and the new node's added", got)
@@ -229,10 +212,7 @@ func TestMoreDeletionsThanAllowedDeleteNothingCreatesGo(t *testing.T) {
 	if !strings.Contains(res.stdout, "delete-guard") || !strings.Contains(res.stdout, "--max-deletes 11") {
 		t.Errorf("doctor does not report the guard:\n%s", res.stdout)
 	}
-	res = runCLI(t, nil, "", "run", "--once", "--max-deletes", "11", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run --max-deletes 11: exit %d\n%s", res.code, res.stderr)
-	}
+	res = wantExit(t, ExitOK, "run", "--once", "--max-deletes", "11", "--config", cfg)
 	if got := tableRoutes(t, cfg); len(got) != 2 {
 		t.Errorf("table after --max-deletes 11 = %v, want worker-11's and new's", got)
 	}
@@ -301,10 +281,7 @@ func TestRouteLimitReportsTheRestInOneLine(t *testing.T) {
 		fmt.Fprintf(&b, "  - {name: worker-%03d, internalIP: 10.240.%d.%d}\n", i, 1+i/200, 10+i%200)
 	}
 	writeFile(t, filepath.Join(filepath.Dir(cfg), "nodes.yaml"), b.String())
-	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitFindings {
-		t.Fatalf("run --once: exit %d, want 3\n%s", res.code, res.stderr)
-	}
+	res := wantExit(t, ExitFindings, "run", "--once", "--config", cfg)
 	if got := tableRoutes(t, cfg); len(got) != 400 {
 		t.Errorf("table holds %d routes, want 400", len(got))
 	}

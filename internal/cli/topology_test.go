@@ -37,19 +37,13 @@ func TestTopologyOnlyWhenStateIsCreated(t *testing.T) {
 		return false
 	}
 
-	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
-	}
+	res := mustRun(t, cfg)
 	if hasStale() {
 		t.Fatal("the first run left the stale route worker-9 the topology declared")
 	}
 	// The state exists now: the topology is not applied again, so the
 	// stale route does not come back and the second run writes nothing.
-	res = runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("second run: exit %d: %s", res.code, res.stderr)
-	}
+	res = mustRun(t, cfg)
 	if w := reconcileWrites(t, res.stderr); w != 0 || hasStale() {
 		t.Errorf("second run: %d writes, stale route present %v; want 0 writes and no stale route", w, hasStale())
 	}

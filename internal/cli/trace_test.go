@@ -48,12 +48,7 @@ func putRoute(t *testing.T, f *armnetwork.ClientFactory, table, name, prefix str
 	}
 	ctx := context.Background()
 	p, err := f.NewRoutesClient().BeginCreateOrUpdate(ctx, "kubernetes", table, name, armnetwork.Route{Properties: props}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 }
 
 // swapTable replays seed 000: someone creates rt-new (empty) and points
@@ -87,12 +82,7 @@ func associateNewTable(t *testing.T, f *armnetwork.ClientFactory, name string, r
 	}
 	s.Properties.RouteTable = &armnetwork.RouteTable{ID: rt.ID}
 	sp, err := sc.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", s.Subnet, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sp.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, sp, err)
 }
 
 // traceStep is one `routekeeper trace` of a scenario and its golden file.
@@ -145,10 +135,7 @@ resourceGroups:
 		t.Fatal(err)
 	}
 	writeFile(t, cfg, strings.Replace(string(b), "clusterCIDRs: [10.200.0.0/16]", `clusterCIDRs: [10.200.0.0/16, "fd00:10:200::/56"]`, 1))
-	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK {
-		t.Fatalf("run (dual stack): exit %d\n%s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	return cfg
 }
 
@@ -284,18 +271,12 @@ func TestTraceMatchesAzureNextHop(t *testing.T) {
 				// The state exists already (run applies the topology only
 				// to a new one): add the NICs with fabric apply.
 				topo := filepath.Join(filepath.Dir(cfg), "topology.yaml")
-				if res := runCLI(t, nil, "", "fabric", "apply", "-f", topo, "--config", cfg); res.code != ExitOK {
-					t.Fatalf("fabric apply: exit %d: %s", res.code, res.stderr)
-				}
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				wantExit(t, ExitOK, "fabric", "apply", "-f", topo, "--config", cfg)
+				mustRun(t, cfg)
 			} else {
 				cfg = kthw(t)
 				withNICs(t, cfg)
-				if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-					t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-				}
+				mustRun(t, cfg)
 			}
 			f, srv := sdkFactory(t, cfg)
 			sc.setup(t, f, srv)
@@ -391,13 +372,8 @@ func TestDoctorIPForwarding(t *testing.T) {
 	s := string(b)
 	i := strings.LastIndex(s, "        enableIPForwarding: true\n")
 	writeFile(t, path, s[:i]+s[i+len("        enableIPForwarding: true\n"):])
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
-	res := runCLI(t, nil, "", "doctor", "--config", cfg)
-	if res.code != ExitFindings {
-		t.Fatalf("doctor: exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
-	}
+	mustRun(t, cfg)
+	res := wantExit(t, ExitFindings, "doctor", "--config", cfg)
 	golden(t, filepath.Join("testdata", "doctor", "ip-forwarding.golden"), []byte(res.stdout))
 }
 
@@ -417,16 +393,12 @@ func TestTraceFromAMirrorSubnet(t *testing.T) {
 	cfg := filepath.Join(dir, "routekeeper.yaml")
 	// The state and the main table first (the gateway's table has no pod
 	// route yet), then the mirror.
-	if res := runCLI(t, nil, "", "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--config", cfg); res.code != ExitOK {
-		t.Fatalf("fabric apply: exit %d: %s", res.code, res.stderr)
-	}
+	wantExit(t, ExitOK, "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--config", cfg)
 	before := runCLI(t, nil, "", "trace", "10.240.2.10", "10.200.1.5", "--config", cfg, "-o", "json")
 	if before.code != ExitFindings || !strings.Contains(before.stdout, `"verdict": "internet"`) {
 		t.Errorf("before run: exit %d, want 3 and the gateway's default route to the Internet:\n%s%s", before.code, before.stdout, before.stderr)
 	}
-	if res := runCLI(t, nil, "", "run", "--once", "--config", cfg); res.code != ExitOK {
-		t.Fatalf("run: exit %d: %s", res.code, res.stderr)
-	}
+	mustRun(t, cfg)
 	after := runCLI(t, nil, "", "trace", "10.240.2.10", "10.200.1.5", "--config", cfg, "-o", "json")
 	if after.code != ExitOK || !strings.Contains(after.stdout, `"verdict": "delivered"`) || !strings.Contains(after.stdout, "appgw-routes") {
 		t.Errorf("after run: exit %d, want 0, delivered through appgw-routes:\n%s%s", after.code, after.stdout, after.stderr)

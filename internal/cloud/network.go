@@ -11,18 +11,27 @@ import (
 // against: internal/cloud/azure implements it, for real Azure and for the
 // local fabric alike. Nothing above this interface knows which.
 type Cloud interface {
+	TablesAndSubnets
+	GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetwork, error)
+	// ListNetworkInterfaces lists a subscription's NICs (optional rights:
+	// an error is reported, not fatal).
+	ListNetworkInterfaces(ctx context.Context, subscription string) ([]NetworkInterface, error)
+}
+
+// TablesAndSubnets is the part of Cloud that reads and writes route
+// tables and the subnets' associations with them: what the controller
+// keeps and a migration moves.
+type TablesAndSubnets interface {
 	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
 	// PutRouteTable writes the whole table with If-Match etag ("" = create
 	// only) and returns the table read back after the operation succeeded.
 	PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error)
 	GetSubnet(ctx context.Context, id string) (*Subnet, error)
 	// SetSubnetRouteTable points the subnet to a route table with
-	// If-Match etag, sending back the body of the subnet as last read.
+	// If-Match etag ("" = unconditionally), sending back the body of the
+	// subnet as last read; cloud.ErrPreconditionFailed when the subnet
+	// changed since etag.
 	SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*Subnet, error)
-	GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetwork, error)
-	// ListNetworkInterfaces lists a subscription's NICs (optional rights:
-	// an error is reported, not fatal).
-	ListNetworkInterfaces(ctx context.Context, subscription string) ([]NetworkInterface, error)
 	// Calls returns the number of ARM reads and writes made so far.
 	Calls() (reads, writes int64)
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/source/inventory"
 )
 
 // DefaultAzureJSONPath is where cloud-provider-azure keeps its configuration
@@ -449,19 +450,11 @@ func (c *Config) complete(defaultAzureJSON string) error {
 		}
 	}
 	if c.Source.Inventory.File != "" && c.Source.Inventory.Allocations == "" {
-		c.Source.Inventory.Allocations = DefaultAllocationsPath(c.Source.Inventory.File)
+		c.Source.Inventory.Allocations = inventory.DefaultAllocationsFile(c.Source.Inventory.File)
 	}
 	c.fillDefaults()
 	c.resolveNames()
 	return nil
-}
-
-// DefaultAllocationsPath is where IPAM records its allocations for an
-// inventory file: beside it, <name without extension>.allocations.json.
-func DefaultAllocationsPath(inventory string) string {
-	base := filepath.Base(inventory)
-	base = strings.TrimSuffix(base, filepath.Ext(base))
-	return filepath.Join(filepath.Dir(inventory), base+".allocations.json")
 }
 
 func (c *Config) fillDefaults() {

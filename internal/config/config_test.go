@@ -10,13 +10,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/routekeeper/routekeeper/internal/testutil/problemtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -336,18 +336,7 @@ func TestBadConfigs(t *testing.T) {
 				t.Fatalf("accepted:\n%s", tc.yaml)
 			}
 			msg := err.Error()
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error does not contain %q:\n%s", w, msg)
-				}
-			}
-			// every line names the file, and the line in it when known
-			fileLine := regexp.MustCompile(`^` + regexp.QuoteMeta(path) + `(:\d+)?: `)
-			for _, line := range strings.Split(msg, "\n") {
-				if !fileLine.MatchString(line) {
-					t.Errorf("line does not start with the file name %s: %q", path, line)
-				}
-			}
+			problemtest.Check(t, msg, path, tc.want...)
 			for _, w := range tc.lines {
 				if !strings.Contains(msg, path+":"+w) {
 					t.Errorf("error does not point at %s:%s:\n%s", path, w, msg)

@@ -1,8 +1,9 @@
 package config
 
 import (
-	"strconv"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/yamlfile"
 )
 
 // Problem is one thing wrong with the configuration.
@@ -21,19 +22,7 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	var b strings.Builder
-	where := p.Where
-	if p.Line > 0 {
-		where += ":" + strconv.Itoa(p.Line)
-	}
-	for _, s := range []string{where, p.Field, p.Value} {
-		if s != "" {
-			b.WriteString(s)
-			b.WriteString(": ")
-		}
-	}
-	b.WriteString(p.Reason)
-	return b.String()
+	return yamlfile.Problem(p.Where, p.Line, p.Field, p.Value, p.Reason)
 }
 
 // Problems is every problem found; it is the error Read, Set and Validate

@@ -257,37 +257,13 @@ func (r *Result) SourceNodes() []source.Node {
 
 // AssociationProblems counts the subnets left off our table (the
 // verdict's Subnet.Problem).
-func (r *Result) AssociationProblems() int {
-	n := 0
-	for _, a := range r.Associations {
-		if a.Problem() {
-			n++
-		}
-	}
-	return n
-}
+func (r *Result) AssociationProblems() int { return verdict.CountProblems(r.Associations) }
 
 // Repairs counts the subnets the pass repaired.
-func (r *Result) Repairs() int {
-	n := 0
-	for _, a := range r.Associations {
-		if a.Repaired {
-			n++
-		}
-	}
-	return n
-}
+func (r *Result) Repairs() int { return verdict.CountRepaired(r.Associations) }
 
 // Unrouted returns the number of nodes the verdict found not routed.
-func (r *Result) Unrouted() int {
-	n := 0
-	for _, nr := range r.Nodes {
-		if !nr.Routed {
-			n++
-		}
-	}
-	return n
-}
+func (r *Result) Unrouted() int { return verdict.CountUnrouted(r.Nodes) }
 
 // Summary is the one line that ends every pass.
 func (r *Result) Summary() string {

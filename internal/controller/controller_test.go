@@ -11,6 +11,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -28,7 +29,7 @@ func testConfig() Config {
 
 func newTest(t *testing.T, cfg Config, fc *fakeCloud, nodes ...source.Node) *Controller {
 	t.Helper()
-	c := New(cfg, fc, &staticSource{nodes: nodes}, nil)
+	c := New(cfg, fc, nodesource.New(nodes...), nil)
 	c.sleep = func(context.Context, time.Duration) error { return nil }
 	return c
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -47,7 +48,7 @@ func governedController(t *testing.T, env *fabrictest.Env) (*Controller, *time.T
 		RouteTableID: govTable, Subnets: []string{govSubnet},
 		GuardInterval: time.Second, MaxRetryBackoff: time.Minute,
 	}
-	c := New(cfg, env.As(t, "routekeeper-app"), &staticSource{nodes: workers(2)}, nil)
+	c := New(cfg, env.As(t, "routekeeper-app"), nodesource.New(workers(2)...), nil)
 	clock := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return clock }
 	return c, &clock

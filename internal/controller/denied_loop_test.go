@@ -1,36 +1,18 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
-
-// syncWriter is a log sink the loops and the test share.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) count(s string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Count(w.b.String(), s)
-}
 
 // While Azure refuses the association (seed 002's missing permission), the
 // running controller tries it again only when each wait is over: the guard
@@ -40,7 +22,7 @@ func TestRefusedAssociationIsNotAHotLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := fabrictest.New(t, fabric.Options{}, governed)
 		grantOn(t, env, "kubernetes")
-		logs := &syncWriter{}
+		logs := &syncbuf.Buffer{}
 		rec := &recorder{}
 		cfg := Config{
 			Cluster: "kthw", ClusterCIDRs: scenarioConfig().ClusterCIDRs,
@@ -49,7 +31,7 @@ func TestRefusedAssociationIsNotAHotLoop(t *testing.T) {
 			RetryBackoff: time.Second, MaxRetryBackoff: time.Hour,
 		}
 		cl := env.As(t, "routekeeper-app")
-		c := New(cfg, cl, &staticSource{nodes: workers(2)}, slog.New(slog.NewTextHandler(logs, nil)), rec)
+		c := New(cfg, cl, nodesource.New(workers(2)...), slog.New(slog.NewTextHandler(logs, nil)), rec)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- c.Run(ctx) }()
@@ -68,7 +50,7 @@ func TestRefusedAssociationIsNotAHotLoop(t *testing.T) {
 		}
 		_, writes := cl.Calls()
 		tries := writes - 1 // the first reconcile's table write went through
-		t.Logf("60 s: %d guard cycles, %d reconciles, %d association tries, %d guard log lines", guards, reconciles, tries, logs.count("association guard"))
+		t.Logf("60 s: %d guard cycles, %d reconciles, %d association tries, %d guard log lines", guards, reconciles, tries, strings.Count(logs.String(), "association guard"))
 		if guards < 55 {
 			t.Fatalf("%d guard cycles in 60 s, want about 60", guards)
 		}
@@ -78,7 +60,7 @@ func TestRefusedAssociationIsNotAHotLoop(t *testing.T) {
 		if reconciles > 2*int(tries)+2 {
 			t.Errorf("%d reconciles for %d tries: the guard asks for one while the write waits", reconciles, tries)
 		}
-		if n := logs.count("msg=\"association guard"); n > int(tries)+2 {
+		if n := strings.Count(logs.String(), "msg=\"association guard"); n > int(tries)+2 {
 			t.Errorf("%d guard log lines for %d tries: the held problem is logged every cycle", n, tries)
 		}
 	})

@@ -122,23 +122,6 @@ func (f *fakeCloud) Calls() (int64, int64) {
 	return f.reads, f.writes
 }
 
-// staticSource serves a fixed node list.
-type staticSource struct {
-	mu    sync.Mutex
-	nodes []source.Node
-}
-
-func (s *staticSource) Nodes(context.Context) ([]source.Node, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]source.Node(nil), s.nodes...), nil
-}
-
-func (s *staticSource) Watch(ctx context.Context, _ func()) error {
-	<-ctx.Done()
-	return nil
-}
-
 func node(name, ip, cidr string) source.Node {
 	n := source.Node{Name: name, InternalIPs: []netip.Addr{netip.MustParseAddr(ip)}}
 	if cidr != "" {

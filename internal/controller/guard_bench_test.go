@@ -10,6 +10,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // BenchmarkGuardCycle measures one association guard cycle against the
@@ -35,7 +36,7 @@ func BenchmarkGuardCycle(b *testing.B) {
 			env := fabrictest.New(b, fabric.Options{}, bc.topology)
 			cfg := scenarioConfig()
 			cfg.Subnets = bc.subnets
-			c := New(cfg, env.Client, &staticSource{nodes: workers(3)}, nil)
+			c := New(cfg, env.Client, nodesource.New(workers(3)...), nil)
 			ctx := context.Background()
 			if r := c.Reconcile(ctx); r.Err != nil || r.AssociationProblems() > 0 {
 				b.Fatalf("set-up: %s %v", r.Summary(), r.Err)
@@ -70,7 +71,7 @@ func BenchmarkPass50Nodes(b *testing.B) {
 	for _, kind := range []string{"guard", "reconcile"} {
 		b.Run(kind, func(b *testing.B) {
 			env := fabrictest.New(b, fabric.Options{}, fabrictest.KTHW)
-			c := New(scenarioConfig(), env.Client, &staticSource{nodes: workers(50)}, nil)
+			c := New(scenarioConfig(), env.Client, nodesource.New(workers(50)...), nil)
 			ctx := context.Background()
 			if r := c.Reconcile(ctx); r.Err != nil || r.Unrouted() != 0 {
 				b.Fatalf("set-up: %s %v", r.Summary(), r.Err)
@@ -106,7 +107,7 @@ func BenchmarkRouteRestore50Nodes(b *testing.B) {
 	cfg := scenarioConfig()
 	cfg.GuardInterval, cfg.Resync = time.Second, time.Hour
 	rec := &recorder{}
-	c := New(cfg, env.Client, &staticSource{nodes: nodes}, nil, rec)
+	c := New(cfg, env.Client, nodesource.New(nodes...), nil, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
@@ -129,12 +130,7 @@ func BenchmarkRouteRestore50Nodes(b *testing.B) {
 		i++
 		name := route.Name(n.Name, n.PodCIDRs[0])
 		p, err := routes.BeginDelete(context.Background(), "kubernetes", "kubernetes-routes", name, nil)
-		if err == nil {
-			_, err = p.PollUntilDone(context.Background(), sdkPoll)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		fabrictest.MustPoll(b, p, err)
 		t0 := time.Now()
 		wrote(t0)
 		total += time.Since(t0)

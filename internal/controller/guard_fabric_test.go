@@ -66,14 +66,9 @@ func scenarioSeed001RedeployDropsAssociation(t *testing.T) {
 	if !res.GuardOnly {
 		t.Errorf("repaired by a reconcile, want the guard's own cycle")
 	}
-	if n := s.rec.guardCyclesBefore(fault, res); n > 0 {
-		t.Errorf("%d guard cycles passed before the repair, want it within one interval", n)
-	}
+	s.withinOneInterval(t, fault, res, "the repair")
 	s.settle(3)
-	writes := s.writes() - w0
-	if writes != 2 {
-		t.Errorf("ARM writes = %d, want 2 (one subnet PUT per subnet)", writes)
-	}
+	writes := s.wantWrites(t, w0, 2, "one subnet PUT per subnet")
 	for _, sub := range []string{fabrictest.KTHWSubnet, pool2Subnet} {
 		if got := s.subnetTable(sub); !armid.Same(got, fabrictest.KTHWTable) {
 			t.Errorf("subnet %s on %q after the repair", sub, got)
@@ -117,12 +112,7 @@ func scenarioRepairKeepsSubnetProperties(t *testing.T) {
 	sn.Properties.ServiceEndpoints = []*armnetwork.ServiceEndpointPropertiesFormat{{Service: to.Ptr("Microsoft.Storage")}}
 	fault := time.Now()
 	p, err := s.subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", sn.Subnet, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, sdkPoll); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	s.rec.wait(t, fault, 5*time.Second, "the subnet re-associated", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 	got, err := s.subnets.Get(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", nil)
 	if err != nil {
@@ -170,18 +160,10 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 				t.Errorf("the follow was reported by %q, want the reconcile that wrote the routes", res.Summary())
 			}
 			follow := s.rec.wait(t, fault, time.Second, "the guard cycle that saw the swap", func(r *Result) bool { return r.GuardOnly && r.Followed != "" })
-			if n := s.rec.guardCyclesBefore(fault, follow); n > 0 {
-				t.Errorf("%d guard cycles passed before the swap was followed, want it within one interval", n)
-			}
+			s.withinOneInterval(t, fault, follow, "the swap was followed")
 			s.settle(3)
-			writes := s.writes() - w0
-			if writes != 1 {
-				t.Errorf("ARM writes = %d, want 1 (the new table's PUT)", writes)
-			}
-			nt := s.mustTable("kubernetes-routes-v2")
-			if err := nodeRoutesIn(nt, s.nodes); err != nil {
-				t.Error(err)
-			}
+			writes := s.wantWrites(t, w0, 1, "the new table's PUT")
+			nt := s.routedTable(t, "kubernetes-routes-v2")
 			if len(nt.Properties.Routes) != 4 || tagOf(nt, "owner") != "terraform" || tagOf(nt, route.ClaimTag) != "kthw" {
 				t.Errorf("new table: %d routes, tags %v; want the firewall route and 3 node routes, its own tag kept and the claim added", len(nt.Properties.Routes), nt.Tags)
 			}
@@ -236,9 +218,7 @@ func scenarioSeed000ArticleOrderNoCreate(t *testing.T) {
 	s.rec.wait(t, fault, 5*time.Second, "the swap followed", hasState(fabrictest.KTHWSubnet, assoc.Followed))
 	s.settle(2)
 	s.wantWrites(t, w0, 1, "")
-	if err := nodeRoutesIn(s.mustTable("kubernetes-routes-v2"), s.nodes); err != nil {
-		t.Error(err)
-	}
+	s.routedTable(t, "kubernetes-routes-v2")
 	if _, err := s.getTable("kubernetes-routes"); !isNotFound(err) {
 		t.Errorf("the deleted old table came back: %v", err)
 	}
@@ -277,18 +257,13 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 				want = assoc.OtherTable
 			}
 			res := s.rec.wait(t, fault, 5*time.Second, "the swap handled", hasState(fabrictest.KTHWSubnet, want))
-			if n := s.rec.guardCyclesBefore(fault, res); n > 0 {
-				t.Errorf("%d guard cycles passed before the swap was handled", n)
-			}
+			s.withinOneInterval(t, fault, res, "the swap was handled")
 			s.settle(3)
-			writes := s.writes() - w0
 			wantWrites, wantOn := int64(1), fabrictest.KTHWTable
 			if !tc.repaired {
 				wantWrites, wantOn = 0, newTableID
 			}
-			if writes != wantWrites {
-				t.Errorf("ARM writes = %d, want %d", writes, wantWrites)
-			}
+			writes := s.wantWrites(t, w0, wantWrites, "")
 			if got := s.subnetTable(fabrictest.KTHWSubnet); !armid.Same(got, wantOn) {
 				t.Errorf("subnet on %s, want %s", got, wantOn)
 			}
@@ -340,9 +315,7 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 					a, ok := findAssoc(r, fabrictest.KTHWSubnet)
 					return ok && a.State == assoc.Detached && a.TableMissing
 				})
-				if n := s.rec.guardCyclesBefore(fault, res); n > 0 {
-					t.Errorf("%d guard cycles before the report", n)
-				}
+				s.withinOneInterval(t, fault, res, "the report")
 				s.settle(4)
 				s.wantWrites(t, w0, 0, "")
 				if _, err := s.getTable("kubernetes-routes"); !isNotFound(err) {
@@ -371,18 +344,10 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 				a, ok := findAssoc(r, fabrictest.KTHWSubnet)
 				return r.GuardOnly && ok && a.TableMissing
 			})
-			if n := s.rec.guardCyclesBefore(fault, guard); n > 0 {
-				t.Errorf("%d guard cycles before the missing table was found", n)
-			}
+			s.withinOneInterval(t, fault, guard, "the missing table was found")
 			s.settle(3)
-			writes := s.writes() - w0
-			if writes != 2 {
-				t.Errorf("ARM writes = %d, want 2 (create the filled table, associate it)", writes)
-			}
-			tb := s.mustTable("kubernetes-routes")
-			if err := nodeRoutesIn(tb, s.nodes); err != nil {
-				t.Error(err)
-			}
+			writes := s.wantWrites(t, w0, 2, "create the filled table, associate it")
+			tb := s.routedTable(t, "kubernetes-routes")
 			if tagOf(tb, route.ClaimTag) != "kthw" || tagOf(tb, route.ClusterCIDRsTag) != "10.200.0.0/16" {
 				t.Errorf("re-created table tags %v", tb.Tags)
 			}
@@ -458,9 +423,7 @@ func scenarioArticleSwapEnforceRecreates(t *testing.T) {
 	if got := s.subnetTable(fabrictest.KTHWSubnet); !armid.Same(got, fabrictest.KTHWTable) {
 		t.Errorf("subnet on %s, want %s", got, fabrictest.KTHWTable)
 	}
-	if err := nodeRoutesIn(s.mustTable("kubernetes-routes"), s.nodes); err != nil {
-		t.Error(err)
-	}
+	s.routedTable(t, "kubernetes-routes")
 	if r := s.rec.all(); r[len(r)-1].AssociationProblems() != 0 || r[len(r)-1].Unrouted() != 0 && !r[len(r)-1].GuardOnly {
 		t.Errorf("last result: %s", r[len(r)-1].Summary())
 	}
@@ -686,12 +649,7 @@ func scenarioRouteDeletedOutOfBandRestoredByGuard(t *testing.T) {
 	fault := time.Now()
 	name := route.Name("worker-1", netip.MustParsePrefix("10.200.1.0/24"))
 	p, err := f.NewRoutesClient().BeginDelete(context.Background(), "kubernetes", "kubernetes-routes", name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	g := s.rec.wait(t, fault, 5*time.Second, "a guard cycle seeing the drift", func(r *Result) bool { return r.GuardOnly && r.Routes != nil && r.Routes.Missing() == 1 })
 	if !g.NeedsReconcile() {
 		t.Error("the drift does not ask for a reconcile")
@@ -700,8 +658,6 @@ func scenarioRouteDeletedOutOfBandRestoredByGuard(t *testing.T) {
 	if n := s.rec.guardCyclesBefore(fault, res); n > 1 {
 		t.Errorf("%d guard cycles passed before the route was restored, want it at the first", n)
 	}
-	if err := nodeRoutesIn(s.mustTable("kubernetes-routes"), s.nodes); err != nil {
-		t.Error(err)
-	}
+	s.routedTable(t, "kubernetes-routes")
 	t.Logf("route restored %s after its deletion (guard interval %s)", repairTime(fault, res).Round(time.Millisecond), guardInterval)
 }

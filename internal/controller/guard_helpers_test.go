@@ -7,13 +7,11 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -23,6 +21,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/watchlist"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -50,36 +50,11 @@ const (
 
 // recorder is a Reporter that keeps every result, as the metrics and event
 // reporters would see them.
-type recorder struct {
-	mu      sync.Mutex
-	results []*Result
-	next    chan struct{} // closed by the next Report; nil until asked for
-}
+type recorder struct{ results watchlist.List[*Result] }
 
-func (r *recorder) Report(_ context.Context, res *Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.results = append(r.results, res)
-	if r.next != nil {
-		close(r.next)
-		r.next = nil
-	}
-}
+func (r *recorder) Report(_ context.Context, res *Result) { r.results.Add(res) }
 
-func (r *recorder) all() []*Result {
-	res, _ := r.watch()
-	return res
-}
-
-// watch returns the results so far and a channel closed by the next one.
-func (r *recorder) watch() ([]*Result, <-chan struct{}) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.next == nil {
-		r.next = make(chan struct{})
-	}
-	return append([]*Result(nil), r.results...), r.next
-}
+func (r *recorder) all() []*Result { return r.results.All() }
 
 // wait returns the first result started at or after since that satisfies
 // ok, waiting for each new result up to timeout in all. It does not poll:
@@ -90,7 +65,7 @@ func (r *recorder) wait(t testing.TB, since time.Time, timeout time.Duration, wh
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		results, next := r.watch()
+		results, next := r.results.Watch()
 		for _, res := range results {
 			if !res.Start.Before(since) && ok(res) {
 				return res
@@ -165,8 +140,6 @@ type scenario struct {
 	stop func()
 }
 
-var sdkPoll = &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond}
-
 func scenarioConfig() Config {
 	return Config{
 		Cluster:       "kthw",
@@ -202,7 +175,7 @@ func newScenario(t *testing.T, topology string, cfg Config, nodes []source.Node)
 		t: t, env: env, rec: rec, nodes: nodes,
 		tables: f.NewRouteTablesClient(), subnets: f.NewSubnetsClient(), vnets: f.NewVirtualNetworksClient(),
 	}
-	s.ctrl = New(cfg, env.Client, &staticSource{nodes: nodes}, nil, rec)
+	s.ctrl = New(cfg, env.Client, nodesource.New(nodes...), nil, rec)
 	return s
 }
 
@@ -234,17 +207,29 @@ func (s *scenario) writes() int64 {
 	return w
 }
 
-// wantWrites fails t when routekeeper made other than want ARM writes
-// since w0 (what writes returned then); why, when given, says which
-// writes they are.
-func (s *scenario) wantWrites(t testing.TB, w0, want int64, why string) {
+// wantWrites returns the ARM writes routekeeper made since w0 (what
+// writes returned then), failing t when they are other than want; why,
+// when given, says which writes they are.
+func (s *scenario) wantWrites(t testing.TB, w0, want int64, why string) int64 {
 	t.Helper()
-	if w := s.writes() - w0; w != want {
+	w := s.writes() - w0
+	if w != want {
 		if why != "" {
 			t.Errorf("ARM writes = %d, want %d (%s)", w, want, why)
 		} else {
 			t.Errorf("ARM writes = %d, want %d", w, want)
 		}
+	}
+	return w
+}
+
+// withinOneInterval fails t when a guard cycle started after fault and
+// before res (what: what res did): the guard looked and did not act, so
+// res came later than one guard interval after the fault.
+func (s *scenario) withinOneInterval(t testing.TB, fault time.Time, res *Result, what string) {
+	t.Helper()
+	if n := s.rec.guardCyclesBefore(fault, res); n > 0 {
+		t.Errorf("%d guard cycles passed before %s, want it within one interval", n, what)
 	}
 }
 
@@ -277,6 +262,17 @@ func (s *scenario) getTable(name string) (*armnetwork.RouteTable, error) {
 	return &resp.RouteTable, nil
 }
 
+// routedTable returns the route table name, failing t unless it holds
+// the route of every node of the scenario.
+func (s *scenario) routedTable(t testing.TB, name string) *armnetwork.RouteTable {
+	t.Helper()
+	tb := s.mustTable(name)
+	if err := nodeRoutesIn(tb, s.nodes); err != nil {
+		t.Error(err)
+	}
+	return tb
+}
+
 func (s *scenario) mustTable(name string) *armnetwork.RouteTable {
 	s.t.Helper()
 	t, err := s.getTable(name)
@@ -298,25 +294,14 @@ func (s *scenario) putTable(name string, tags map[string]string, routes ...*armn
 		t.Tags[k] = to.Ptr(v)
 	}
 	p, err := s.tables.BeginCreateOrUpdate(context.Background(), "kubernetes", name, t, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	res, err := p.PollUntilDone(context.Background(), sdkPoll)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	res := fabrictest.MustPoll(s.t, p, err)
 	return &res.RouteTable
 }
 
 func (s *scenario) deleteTable(name string) {
 	s.t.Helper()
 	p, err := s.tables.BeginDelete(context.Background(), "kubernetes", name, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		s.t.Fatal(err)
-	}
+	fabrictest.MustPoll(s.t, p, err)
 }
 
 // associate is `az network vnet subnet update --route-table` (tableID ""
@@ -335,12 +320,7 @@ func (s *scenario) associate(subnet, tableID string) {
 		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(tableID)}
 	}
 	p, err := s.subnets.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-vnet", name, sn.Subnet, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, sdkPoll); err != nil {
-		s.t.Fatal(err)
-	}
+	fabrictest.MustPoll(s.t, p, err)
 }
 
 func (s *scenario) subnetTable(subnet string) string {
@@ -408,7 +388,7 @@ func (s *scenario) steady() *Result {
 	s.t.Helper()
 	boot := s.ctrl.cfg
 	boot.Policy, boot.CreateTable, boot.Mode = assoc.Enforce, true, verdict.Manage
-	if r := New(boot, s.env.Client, &staticSource{nodes: s.nodes}, nil).Reconcile(context.Background()); r.Err != nil || r.AssociationProblems() > 0 {
+	if r := New(boot, s.env.Client, nodesource.New(s.nodes...), nil).Reconcile(context.Background()); r.Err != nil || r.AssociationProblems() > 0 {
 		s.t.Fatalf("setting the network up: %s: %v", r.Summary(), r.Err)
 	}
 	s.start()

@@ -17,6 +17,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // blockingSource is a node source that cannot answer (an informer that
@@ -46,7 +47,7 @@ func TestGuardRunsWhileTheNodeSourceIsUnavailable(t *testing.T) {
 
 func guardRunsWhileTheNodeSourceIsUnavailable(t *testing.T) {
 	s := newScenario(t, fabrictest.KTHW, scenarioConfig(), workers(2))
-	boot := New(scenarioConfig(), s.env.Client, &staticSource{nodes: s.nodes}, nil)
+	boot := New(scenarioConfig(), s.env.Client, nodesource.New(s.nodes...), nil)
 	if r := boot.Reconcile(context.Background()); r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -79,7 +80,7 @@ func guardRunsDuringALongTableWrite(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Resync = 300 * time.Millisecond
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
-	boot := New(scenarioConfig(), s.env.Client, &staticSource{nodes: s.nodes}, nil)
+	boot := New(scenarioConfig(), s.env.Client, nodesource.New(s.nodes...), nil)
 	if r := boot.Reconcile(context.Background()); r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -93,15 +94,13 @@ func guardRunsDuringALongTableWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &staticSource{nodes: s.nodes}
+	src := nodesource.New(s.nodes...)
 	s.ctrl = New(cfg, c, src, nil, s.rec)
 	s.start()
 	s.afterGuardCycle()
 
 	// A new node: the next resync writes the table, slowly.
-	src.mu.Lock()
-	src.nodes = workers(3)
-	src.mu.Unlock()
+	src.Set(workers(3))
 	select {
 	case <-tablePUT.seen:
 	case <-time.After(10 * time.Second):

@@ -11,6 +11,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -79,7 +80,7 @@ func TestGuardDoesNotOverwriteAConcurrentSubnetChange(t *testing.T) {
 	cfg := testConfig()
 	cfg.Subnets = []string{testSubnet}
 	rec := &recorder{}
-	c := New(cfg, rc, &staticSource{}, nil, rec)
+	c := New(cfg, rc, nodesource.New(), nil, rec)
 
 	g := c.Guard(context.Background())
 	a, _ := findAssoc(g, testSubnet)
@@ -125,7 +126,7 @@ func TestGuardResultNeedsReconcile(t *testing.T) {
 			cfg := testConfig()
 			cfg.Subnets, cfg.Policy = []string{testSubnet}, tc.policy
 			rec := &recorder{}
-			c := New(cfg, fc, &staticSource{}, nil, rec)
+			c := New(cfg, fc, nodesource.New(), nil, rec)
 			g := c.Guard(context.Background())
 			a, _ := findAssoc(g, testSubnet)
 			if a.State != tc.state || g.NeedsReconcile() != tc.needs || g.Writes != tc.writes {

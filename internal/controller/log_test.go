@@ -11,6 +11,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // Issue 10, defect 2: the daemon logs why a node is unrouted once, when it
@@ -35,7 +36,7 @@ func TestUnroutedReasonsLoggedOnce(t *testing.T) {
 			}
 			var buf bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&buf, nil))
-			src := &staticSource{nodes: nodes}
+			src := nodesource.New(nodes...)
 			c := New(scenarioConfig(), env.Client, src, log)
 			ctx := context.Background()
 			for range 3 { // three passes, as the daemon's loop makes them
@@ -52,9 +53,7 @@ func TestUnroutedReasonsLoggedOnce(t *testing.T) {
 				t.Errorf("log does not say %q with the reason:\n%s", tc.wantText, out)
 			}
 			// Routed again: said once.
-			src.mu.Lock()
-			src.nodes = nodes[:2]
-			src.mu.Unlock()
+			src.Set(nodes[:2])
 			buf.Reset()
 			c.logUnrouted(c.Reconcile(ctx))
 			c.logUnrouted(c.Reconcile(ctx))
@@ -70,14 +69,14 @@ func TestUnroutedReasonsLoggedOnce(t *testing.T) {
 func TestAssociationProblemLoggedOnce(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
 	cfg := scenarioConfig()
-	boot := New(cfg, env.Client, &staticSource{nodes: workers(2)}, nil)
+	boot := New(cfg, env.Client, nodesource.New(workers(2)...), nil)
 	if r := boot.Reconcile(context.Background()); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
 	var buf bytes.Buffer
 	cfg.Policy = assoc.Report
-	c := New(cfg, env.Client, &staticSource{nodes: workers(2)}, slog.New(slog.NewTextHandler(&buf, nil)))
+	c := New(cfg, env.Client, nodesource.New(workers(2)...), slog.New(slog.NewTextHandler(&buf, nil)))
 	for range 4 {
 		if g := c.Guard(context.Background()); g.AssociationProblems() != 1 {
 			t.Fatalf("guard: %s", g.Summary())

@@ -13,6 +13,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // putCounter counts route table PUTs per table.
@@ -64,7 +65,7 @@ func BenchmarkMirrorBurst400(b *testing.B) {
 		b.StopTimer()
 		env := fabrictest.New(b, fabric.Options{RouteLimit: 1000}, topo)
 		pc := &putCounter{Cloud: env.Client, puts: map[string]int{}}
-		src := Share(&staticSource{nodes: nodes}, nil)
+		src := Share(nodesource.New(nodes...), nil)
 		set := &Set{Main: New(cfg, pc, src, nil)}
 		for _, m := range mirrors {
 			set.Mirrors = append(set.Mirrors, New(MirrorConfig(cfg, m), pc, src, nil))

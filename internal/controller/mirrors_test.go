@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // appGWTopology is the KTHW network with an Application Gateway subnet
@@ -96,7 +98,7 @@ var appGWOwn = []string{"default-internet 0.0.0.0/0 Internet", "to-onprem 192.16
 // own routes are never changed and it stays on the App Gateway subnet.
 func TestMirrorFollowsNodes(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{OperationDuration: 2 * time.Millisecond}, appGWTopology)
-	src := &staticSource{nodes: workers(2)}
+	src := nodesource.New(workers(2)...)
 	set := mirrorSet(env, scenarioConfig(), src, appGWMirror())
 	ctx := context.Background()
 
@@ -112,9 +114,7 @@ func TestMirrorFollowsNodes(t *testing.T) {
 	}
 	for i, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			src.mu.Lock()
-			src.nodes = st.nodes
-			src.mu.Unlock()
+			src.Set(st.nodes)
 			res := set.Reconcile(ctx)
 			for _, r := range res {
 				if r.Err != nil {
@@ -215,7 +215,7 @@ func TestMirrorNeverChangesForeignRoutes(t *testing.T) {
 				want = append(want, line)
 			}
 			s.putTable("appgw-routes", nil, foreign...)
-			set := mirrorSet(env, scenarioConfig(), &staticSource{nodes: nodes}, appGWMirror())
+			set := mirrorSet(env, scenarioConfig(), nodesource.New(nodes...), appGWMirror())
 			for pass := range 2 {
 				for _, r := range set.Reconcile(context.Background()) {
 					if r.Err != nil {
@@ -280,7 +280,7 @@ func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 			s := &scenario{t: t, env: env, tables: f.NewRouteTablesClient(), subnets: f.NewSubnetsClient()}
 			tc.setup(s)
 			nodes := workers(3)
-			set := mirrorSet(env, scenarioConfig(), &staticSource{nodes: nodes}, appGWMirror(), Mirror{RouteTableID: hubTable, Policy: assoc.Enforce})
+			set := mirrorSet(env, scenarioConfig(), nodesource.New(nodes...), appGWMirror(), Mirror{RouteTableID: hubTable, Policy: assoc.Enforce})
 			res := set.Reconcile(context.Background())
 			main, appgw, hub := res[0], res[1], res[2]
 
@@ -320,7 +320,7 @@ func mirrorRunIndependent(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, appGWTopology)
 	cfg := scenarioConfig()
 	cfg.MaxRetryBackoff = time.Second // the mirror's retries stay frequent while it fails
-	src := &notifySource{staticSource: staticSource{nodes: workers(2)}}
+	src := &notifySource{Static: nodesource.New(workers(2)...)}
 	rec, mrec := &recorder{}, &recorder{}
 	shared := Share(src, nil)
 	set := &Set{Main: New(cfg, env.Client, shared, nil, rec), Mirrors: []*Controller{New(MirrorConfig(cfg, appGWMirror()), env.Client, shared, nil, mrec)}}
@@ -356,13 +356,14 @@ func mirrorRunIndependent(t *testing.T) {
 // single watcher (the Shared fan-out is what lets several controllers
 // watch it).
 type notifySource struct {
-	staticSource
+	*nodesource.Static
+	mu      sync.Mutex
 	watcher func()
 }
 
 func (s *notifySource) set(nodes []source.Node) {
+	s.Set(nodes)
 	s.mu.Lock()
-	s.nodes = nodes
 	w := s.watcher
 	s.mu.Unlock()
 	if w != nil {

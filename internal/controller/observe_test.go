@@ -17,6 +17,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -74,14 +75,14 @@ func TestEachResourceReadOncePerPass(t *testing.T) {
 			cfg := scenarioConfig()
 			cfg.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
 			s := newScenario(t, fabrictest.KTHWTwoSubnets, cfg, workers(2))
-			boot := New(cfg, s.env.Client, &staticSource{nodes: s.nodes}, nil)
+			boot := New(cfg, s.env.Client, nodesource.New(s.nodes...), nil)
 			if r := boot.Reconcile(context.Background()); r.Err != nil {
 				t.Fatal(r.Err)
 			}
 			tc.setup(s)
 			cfg.Policy = tc.policy
 			rc := &readCounter{Cloud: s.env.Client, gets: map[string]int{}}
-			c := New(cfg, rc, &staticSource{nodes: s.nodes}, nil)
+			c := New(cfg, rc, nodesource.New(s.nodes...), nil)
 			for _, pass := range []string{"reconcile", "guard"} {
 				rc.gets = map[string]int{}
 				var r *Result
@@ -162,7 +163,7 @@ func TestSteadyGuardReads(t *testing.T) {
 			cfg.Policy, cfg.Restore = tc.policy, true
 			s := newScenario(t, fabrictest.KTHWTwoSubnets, cfg, workers(2))
 			rc := &readCounter{Cloud: s.env.Client, gets: map[string]int{}}
-			c := New(cfg, rc, &staticSource{nodes: s.nodes}, nil)
+			c := New(cfg, rc, nodesource.New(s.nodes...), nil)
 			ctx := context.Background()
 			if r := c.Reconcile(ctx); r.Err != nil || r.AssociationProblems() > 0 {
 				t.Fatalf("set-up: %s %v", r.Summary(), r.Err)
@@ -218,12 +219,7 @@ func TestSteadyVerdictIsTheFullVerdict(t *testing.T) {
 			tb := s.mustTable("kubernetes-routes")
 			tb.Properties.Routes = tb.Properties.Routes[1:]
 			p, err := s.tables.BeginCreateOrUpdate(context.Background(), "kubernetes", "kubernetes-routes", *tb, nil)
-			if err != nil {
-				s.t.Fatal(err)
-			}
-			if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-				s.t.Fatal(err)
-			}
+			fabrictest.MustPoll(s.t, p, err)
 		}},
 		{"table deleted", func(s *scenario) {
 			s.associate(fabrictest.KTHWSubnet, "")
@@ -237,12 +233,12 @@ func TestSteadyVerdictIsTheFullVerdict(t *testing.T) {
 				cfg.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
 				s := newScenario(t, fabrictest.KTHWTwoSubnets, cfg, workers(2))
 				ctx := context.Background()
-				boot := New(cfg, s.env.Client, &staticSource{nodes: s.nodes}, nil)
+				boot := New(cfg, s.env.Client, nodesource.New(s.nodes...), nil)
 				if r := boot.Reconcile(ctx); r.Err != nil || r.AssociationProblems() > 0 {
 					t.Fatalf("set-up: %s %v", r.Summary(), r.Err)
 				}
 				cfg.Policy = policy
-				c := New(cfg, s.env.Client, &staticSource{nodes: s.nodes}, nil)
+				c := New(cfg, s.env.Client, nodesource.New(s.nodes...), nil)
 				if r := c.Reconcile(ctx); r.Err != nil || r.AssociationProblems() > 0 {
 					t.Fatalf("first reconcile under %s: %s %v", policy, r.Summary(), r.Err)
 				}

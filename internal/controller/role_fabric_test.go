@@ -20,6 +20,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -239,7 +240,7 @@ func runRoleScenario(t *testing.T, sc roleScenario, role []byte) (bool, []verdic
 	if nodes == nil {
 		nodes = workers(2)
 	}
-	c := New(cfg, env.As(t, "routekeeper-app"), &staticSource{nodes: nodes}, nil)
+	c := New(cfg, env.As(t, "routekeeper-app"), nodesource.New(nodes...), nil)
 	// One pass does the job and says so: its verdict has every node it
 	// can route routed (a write it could not see finish is not routed)
 	// and every subnet on the table.

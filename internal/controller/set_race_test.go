@@ -8,6 +8,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // passMark marks the contexts of the test's own passes, so that the
@@ -17,7 +18,7 @@ type passMark struct{}
 // loopCountingSource is a static source that counts the reads made by the
 // controllers' loops (contexts without passMark).
 type loopCountingSource struct {
-	staticSource
+	*nodesource.Static
 	loopReads atomic.Int64
 }
 
@@ -25,7 +26,7 @@ func (s *loopCountingSource) Nodes(ctx context.Context) ([]source.Node, error) {
 	if ctx.Value(passMark{}) == nil {
 		s.loopReads.Add(1)
 	}
-	return s.staticSource.Nodes(ctx)
+	return s.Static.Nodes(ctx)
 }
 
 // TestSetPassesWhileItsLoopsRun: diff, doctor and trace call DryRun (and a
@@ -39,7 +40,7 @@ func TestSetPassesWhileItsLoopsRun(t *testing.T) {
 	cfg.Resync = time.Millisecond // the loops reconcile, and read the source, all the time
 	cfg.GuardInterval = time.Millisecond
 	cfg.RetryBackoff, cfg.MaxRetryBackoff = time.Millisecond, time.Millisecond
-	src := &loopCountingSource{staticSource: staticSource{nodes: []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24")}}}
+	src := &loopCountingSource{Static: nodesource.New(node("worker-0", "10.240.0.20", "10.200.0.0/24"))}
 	shared := Share(src, nil)
 	mirror := MirrorConfig(cfg, Mirror{RouteTableID: testTable + "-mirror", CreateTable: true})
 	set := &Set{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // Issue 10, defect 1: another client's long-running PUT of the table (one
@@ -19,7 +20,7 @@ func TestForeignLongOperationKeepsNodesRouted(t *testing.T) {
 	ctx := context.Background()
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
 	nodes := workers(2)
-	c := New(scenarioConfig(), env.Client, &staticSource{nodes: nodes}, nil)
+	c := New(scenarioConfig(), env.Client, nodesource.New(nodes...), nil)
 	if r := c.Reconcile(ctx); r.Err != nil || r.Unrouted() != 0 {
 		t.Fatalf("set-up: %s %v", r.Summary(), r.Err)
 	}

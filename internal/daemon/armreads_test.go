@@ -17,6 +17,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
+	"github.com/routekeeper/routekeeper/internal/testutil/promtest"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -24,76 +25,26 @@ import (
 // status code: what the daemon's own metric says it read.
 func armGets(t *testing.T, reg prometheus.Gatherer) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() != "routekeeper_arm_requests_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "method" && l.GetValue() == "GET" {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return n
+	return promtest.Sum(t, reg, "routekeeper_arm_requests_total", "method", "GET")
 }
 
 // counterValue is the value of the series of a counter with the label
-// pair given ("" name: the only series).
+// pair given, 0 when there is none.
 func counterValue(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	v, _ := promtest.Value(t, reg, name, label, value)
+	return v
 }
 
 // tableGets is routekeeper_table_arm_requests_total{method="GET"} by table.
 func tableGets(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "routekeeper_table_arm_requests_total" {
-			continue
+	promtest.Each(t, reg, "routekeeper_table_arm_requests_total", func(labels map[string]string, v float64) {
+		if labels["method"] == "GET" {
+			out[labels["table"]] += v
 		}
-		for _, m := range mf.GetMetric() {
-			var table, method string
-			for _, l := range m.GetLabel() {
-				switch l.GetName() {
-				case "table":
-					table = l.GetValue()
-				case "method":
-					method = l.GetValue()
-				}
-			}
-			if method == "GET" {
-				out[table] += m.GetCounter().GetValue()
-			}
-		}
-	}
+	})
 	return out
 }
 

@@ -15,12 +15,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
-
-type staticNodes []source.Node
-
-func (s staticNodes) Nodes(context.Context) ([]source.Node, error) { return s, nil }
-func (s staticNodes) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }
 
 // TestRunWithoutKubernetes: an inventory-style source, the fabric, and the
 // health and metrics endpoints.
@@ -45,8 +41,8 @@ func runWithoutKubernetes(t *testing.T) {
 		done <- Run(ctx, Options{
 			Controller: kthwController(),
 			Cloud:      env.Client,
-			Source: staticNodes{{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")},
-				PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}},
+			Source: nodesource.New(source.Node{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")},
+				PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}),
 			Listener: l,
 			Metrics:  metrics.New(),
 		})
@@ -73,7 +69,7 @@ func runWithoutKubernetes(t *testing.T) {
 }
 
 func TestLeaderElectionNeedsKubernetes(t *testing.T) {
-	err := Run(context.Background(), Options{Source: staticNodes{}, LeaderElection: LeaderElection{Enabled: true}})
+	err := Run(context.Background(), Options{Source: nodesource.New(), LeaderElection: LeaderElection{Enabled: true}})
 	if err == nil || !strings.Contains(err.Error(), "Kubernetes") {
 		t.Errorf("Run = %v, want an error about the Kubernetes source", err)
 	}
@@ -108,8 +104,8 @@ func nodeSourceUnavailable(t *testing.T) {
 		RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
 		Resync: time.Hour, GuardInterval: 50 * time.Millisecond, RetryBackoff: time.Hour,
 	}
-	boot := controller.New(cfg, env.Client, staticNodes{{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")},
-		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}}, nil)
+	boot := controller.New(cfg, env.Client, nodesource.New(source.Node{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")},
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}), nil)
 	if r := boot.Reconcile(context.Background()); r.Err != nil {
 		t.Fatal(r.Err)
 	}

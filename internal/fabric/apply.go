@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,28 +69,28 @@ func Apply(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcor
 	if err := t.Validate(); err != nil {
 		return ApplyResult{}, err
 	}
-	sub := firstNonEmpty(t.Subscription, DefaultSubscription)
+	sub := cmp.Or(t.Subscription, DefaultSubscription)
 	a, err := newApplier(sub, opts, cred)
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	for _, rg := range t.ResourceGroups {
-		if err := a.resourceGroup(ctx, rg.Name, rg.Tags, normalizeLocation(firstNonEmpty(rg.Location, t.Location))); err != nil {
+		if err := a.resourceGroup(ctx, rg.Name, rg.Tags, normalizeLocation(cmp.Or(rg.Location, t.Location))); err != nil {
 			return a.res, err
 		}
 	}
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, rt := range rg.RouteTables {
-			if err := a.routeTable(ctx, rg.Name, rt, normalizeLocation(firstNonEmpty(rt.Location, rgLoc))); err != nil {
+			if err := a.routeTable(ctx, rg.Name, rt, normalizeLocation(cmp.Or(rt.Location, rgLoc))); err != nil {
 				return a.res, err
 			}
 		}
 	}
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, vn := range rg.VirtualNetworks {
-			if err := a.virtualNetwork(ctx, rg.Name, vn, normalizeLocation(firstNonEmpty(vn.Location, rgLoc))); err != nil {
+			if err := a.virtualNetwork(ctx, rg.Name, vn, normalizeLocation(cmp.Or(vn.Location, rgLoc))); err != nil {
 				return a.res, err
 			}
 		}
@@ -214,17 +215,6 @@ func sdkTags(m map[string]string) map[string]*string {
 	return out
 }
 
-func plainSDKTags(m map[string]*string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = str(v)
-	}
-	return out
-}
-
 func sdkRouteOf(r TopologyRoute) *armnetwork.Route {
 	hop, _ := canonicalHop(r.NextHopType)
 	p := &armnetwork.RoutePropertiesFormat{AddressPrefix: ptr(r.AddressPrefix), NextHopType: ptr(hop)}
@@ -285,7 +275,7 @@ func (a *applier) routeTable(ctx context.Context, rg string, rt TopologyRouteTab
 		}
 		var changes []Change
 		var tableChanges []string
-		tags, tagsChanged := mergeTags(plainSDKTags(t.Tags), rt.Tags)
+		tags, tagsChanged := mergeTags(plainTags(t.Tags), rt.Tags)
 		if tagsChanged {
 			t.Tags = sdkTags(tags)
 			tableChanges = append(tableChanges, "tags")
@@ -339,12 +329,7 @@ func routeDetail(r TopologyRoute) string {
 
 func (a *applier) putTable(ctx context.Context, rg, name string, t armnetwork.RouteTable) error {
 	p, err := a.tables.BeginCreateOrUpdate(ctx, rg, name, t, nil)
-	if err != nil {
-		return err
-	}
-	a.res.Writes++
-	_, err = p.PollUntilDone(ctx, pollOptions)
-	return err
+	return awaitPut(ctx, a, p, err)
 }
 
 // tableRef resolves a subnet's routeTable: a full ID, or a table of rg.
@@ -457,7 +442,7 @@ func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirt
 				added = append(added, p)
 			}
 		}
-		tags, tagsChanged := mergeTags(plainSDKTags(cur.Tags), vn.Tags)
+		tags, tagsChanged := mergeTags(plainTags(cur.Tags), vn.Tags)
 		if tagsChanged {
 			cur.Tags = sdkTags(tags)
 		}
@@ -529,10 +514,7 @@ func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn Topolo
 			wctx = withIfMatch(ctx, etag)
 		}
 		p, err := a.subnets.BeginCreateOrUpdate(wctx, rg, vnet, sn.Name, body, nil)
-		if err == nil {
-			a.res.Writes++
-			_, err = p.PollUntilDone(ctx, pollOptions)
-		}
+		err = awaitPut(ctx, a, p, err)
 		if err != nil {
 			if isStatus(err, http.StatusPreconditionFailed) && attempt < applyRetries {
 				continue
@@ -546,6 +528,12 @@ func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn Topolo
 
 func (a *applier) putVNet(ctx context.Context, rg, name string, v armnetwork.VirtualNetwork) error {
 	p, err := a.vnets.BeginCreateOrUpdate(ctx, rg, name, v, nil)
+	return awaitPut(ctx, a, p, err)
+}
+
+// awaitPut waits for the write a poller was begun for (err: how its
+// beginning failed), counting it in the result when it began.
+func awaitPut[T any](ctx context.Context, a *applier, p *runtime.Poller[T], err error) error {
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,7 +92,7 @@ func (a *applier) putIfChanged(ctx context.Context, kind, id, path, apiVersion s
 }
 
 func (a *applier) principal(ctx context.Context, p TopologyPrincipal) error {
-	doc := principalDoc{ClientID: p.ClientID, ObjectID: p.objectID(), DisplayName: p.Name, PrincipalType: firstNonEmpty(p.Type, "ServicePrincipal")}
+	doc := principalDoc{ClientID: p.ClientID, ObjectID: p.objectID(), DisplayName: p.Name, PrincipalType: cmp.Or(p.Type, "ServicePrincipal")}
 	var list struct {
 		Value []principalDoc `json:"value"`
 	}
@@ -135,7 +136,7 @@ func (a *applier) roleAssignment(ctx context.Context, az *TopologyAuthorization,
 	scope := scopeOf(a.sub, ra.Scope, ra.ResourceGroup)
 	oid, ptype := ra.Principal, "ServicePrincipal"
 	if p, ok := az.principal(ra.Principal); ok {
-		oid, ptype = p.objectID(), firstNonEmpty(p.Type, "ServicePrincipal")
+		oid, ptype = p.objectID(), cmp.Or(p.Type, "ServicePrincipal")
 	}
 	role, guid, _ := az.role(ra.Role)
 	name := uuid.NewSHA1(topologyNamespace, []byte(strings.ToLower(scope+"|"+oid+"|"+guid))).String()
@@ -165,7 +166,7 @@ func (a *applier) policyDefinition(ctx context.Context, d TopologyPolicyDefiniti
 		props, _ := cur["properties"].(map[string]any)
 		return sameJSON(props["policyRule"], d.PolicyRule) && props["mode"] == pd.Properties.Mode &&
 			sameJSON(props["parameters"], d.Parameters) && props["displayName"] == nilIfEmpty(d.DisplayName)
-	}, firstNonEmpty(d.DisplayName, d.Name))
+	}, cmp.Or(d.DisplayName, d.Name))
 }
 
 func (a *applier) policyAssignment(ctx context.Context, pa TopologyPolicyAssignment) error {
@@ -179,7 +180,7 @@ func (a *applier) policyAssignment(ctx context.Context, pa TopologyPolicyAssignm
 		params[k] = map[string]any{"value": v}
 	}
 	props := map[string]any{"policyDefinitionId": def, "parameters": params, "notScopes": nonNilStrings(pa.NotScopes),
-		"enforcementMode": firstNonEmpty(pa.EnforcementMode, "Default")}
+		"enforcementMode": cmp.Or(pa.EnforcementMode, "Default")}
 	if pa.DisplayName != "" {
 		props["displayName"] = pa.DisplayName
 	}

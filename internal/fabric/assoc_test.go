@@ -18,137 +18,116 @@ func subnetIDs(t armnetwork.RouteTable) []string {
 }
 
 func TestAssociation(t *testing.T) {
-	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{})
-			e.createRG(testRG)
-			v := e.seedVNet(ctx, testRG)
-			rt := e.mustPutTable(ctx, testRG, "kubernetes-routes", table())
-			subnetID := str(v.Properties.Subnets[0].ID)
+	eachTransport(t, Options{}, func(ctx context.Context, t *testing.T, e *env) {
+		v := e.seedVNet(ctx, testRG)
+		rt := e.mustPutTable(ctx, testRG, "kubernetes-routes", table())
+		subnetID := str(v.Properties.Subnets[0].ID)
 
-			// az network vnet subnet update --route-table kubernetes-routes
-			sn, err := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sn.Properties.RouteTable = &armnetwork.RouteTable{ID: ptr(strings.ToUpper(str(rt.ID)))}
-			got, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", sn.Subnet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if str(got.Properties.RouteTable.ID) != str(rt.ID) {
-				t.Errorf("subnet routeTable = %s, want the table's own ID %s", str(got.Properties.RouteTable.ID), str(rt.ID))
-			}
-			if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 1 || ids[0] != subnetID {
-				t.Errorf("table subnets = %v, want [%s]", ids, subnetID)
-			}
-			// The back-reference is read-only: what a client sends is ignored,
-			// and a table write keeps it.
-			tb := e.getTable(ctx, testRG, "kubernetes-routes")
-			tb.Properties.Subnets = []*armnetwork.Subnet{{ID: ptr("/subscriptions/x/resourceGroups/y/providers/Microsoft.Network/virtualNetworks/v/subnets/s")}}
-			if after := e.mustPutTable(ctx, testRG, "kubernetes-routes", tb); len(subnetIDs(after)) != 1 || subnetIDs(after)[0] != subnetID {
-				t.Errorf("after a table PUT carrying subnets: %v", subnetIDs(after))
-			}
-			// Deleting an associated table: 400 InUseRouteTableCannotBeDeleted.
-			_, err = e.tables.BeginDelete(ctx, testRG, "kubernetes-routes", nil)
-			respErr(t, err, http.StatusBadRequest, "InUseRouteTableCannotBeDeleted")
+		// az network vnet subnet update --route-table kubernetes-routes
+		sn, err := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: ptr(strings.ToUpper(str(rt.ID)))}
+		got, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", sn.Subnet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if str(got.Properties.RouteTable.ID) != str(rt.ID) {
+			t.Errorf("subnet routeTable = %s, want the table's own ID %s", str(got.Properties.RouteTable.ID), str(rt.ID))
+		}
+		if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 1 || ids[0] != subnetID {
+			t.Errorf("table subnets = %v, want [%s]", ids, subnetID)
+		}
+		// The back-reference is read-only: what a client sends is ignored,
+		// and a table write keeps it.
+		tb := e.getTable(ctx, testRG, "kubernetes-routes")
+		tb.Properties.Subnets = []*armnetwork.Subnet{{ID: ptr("/subscriptions/x/resourceGroups/y/providers/Microsoft.Network/virtualNetworks/v/subnets/s")}}
+		if after := e.mustPutTable(ctx, testRG, "kubernetes-routes", tb); len(subnetIDs(after)) != 1 || subnetIDs(after)[0] != subnetID {
+			t.Errorf("after a table PUT carrying subnets: %v", subnetIDs(after))
+		}
+		// Deleting an associated table: 400 InUseRouteTableCannotBeDeleted.
+		_, err = e.tables.BeginDelete(ctx, testRG, "kubernetes-routes", nil)
+		respErr(t, err, http.StatusBadRequest, "InUseRouteTableCannotBeDeleted")
 
-			// Seed 001: the IaC redeploy PUTs the VNet without the subnet's
-			// routeTable, and the association is gone, both ways.
-			vn, err := e.vnets.Get(ctx, testRG, "kubernetes-vnet", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if str(vn.Properties.Subnets[0].Properties.RouteTable.ID) != str(rt.ID) {
-				t.Fatalf("vnet GET does not show the association: %+v", vn.Properties.Subnets[0].Properties)
-			}
-			if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{
-				Location: ptr(testLoc),
-				Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-					AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
-					Subnets: []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"),
-						Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}}},
-				},
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 0 {
-				t.Errorf("table subnets after the redeploy = %v, want none", ids)
-			}
-			if sn, _ := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil); sn.Properties.RouteTable != nil {
-				t.Errorf("subnet still has routeTable %v", str(sn.Properties.RouteTable.ID))
-			}
+		// Seed 001: the IaC redeploy PUTs the VNet without the subnet's
+		// routeTable, and the association is gone, both ways.
+		vn, err := e.vnets.Get(ctx, testRG, "kubernetes-vnet", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if str(vn.Properties.Subnets[0].Properties.RouteTable.ID) != str(rt.ID) {
+			t.Fatalf("vnet GET does not show the association: %+v", vn.Properties.Subnets[0].Properties)
+		}
+		if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{
+			Location: ptr(testLoc),
+			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
+				Subnets: []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"),
+					Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}}},
+			},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 0 {
+			t.Errorf("table subnets after the redeploy = %v, want none", ids)
+		}
+		if sn, _ := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil); sn.Properties.RouteTable != nil {
+			t.Errorf("subnet still has routeTable %v", str(sn.Properties.RouteTable.ID))
+		}
 
-			// Re-associate through a VNet PUT, then drop it with a subnet PUT.
-			if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{
-				Location: ptr(testLoc),
-				Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-					AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
-					Subnets: []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
-						AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}},
-				},
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 1 {
-				t.Errorf("after VNet PUT with routeTable: %v", ids)
-			}
+		// Re-associate through a VNet PUT, then drop it with a subnet PUT.
+		if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{
+			Location: ptr(testLoc),
+			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
+				Subnets: []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
+					AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}},
+			},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 1 {
+			t.Errorf("after VNet PUT with routeTable: %v", ids)
+		}
+		if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
+			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}}); err != nil {
+			t.Fatal(err)
+		}
+		if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 0 {
+			t.Errorf("after subnet PUT without routeTable: %v", ids)
+		}
+
+		// Deleting the subnet, or the VNet, removes the back-reference.
+		for _, del := range []string{"subnet", "vnet"} {
 			if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}}); err != nil {
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
 				t.Fatal(err)
+			}
+			if len(subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes"))) != 1 {
+				t.Fatal("not associated")
+			}
+			if del == "subnet" {
+				p, err := e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
+				mustPoll(ctx, t, p, err)
+			} else {
+				p, err := e.vnets.BeginDelete(ctx, testRG, "kubernetes-vnet", nil)
+				mustPoll(ctx, t, p, err)
+				e.seedVNet(ctx, testRG)
 			}
 			if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 0 {
-				t.Errorf("after subnet PUT without routeTable: %v", ids)
+				t.Errorf("after deleting the %s: %v", del, ids)
 			}
-
-			// Deleting the subnet, or the VNet, removes the back-reference.
-			for _, del := range []string{"subnet", "vnet"} {
-				if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-					Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
-					t.Fatal(err)
-				}
-				if len(subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes"))) != 1 {
-					t.Fatal("not associated")
-				}
-				if del == "subnet" {
-					p, err := e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					p, err := e.vnets.BeginDelete(ctx, testRG, "kubernetes-vnet", nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
-						t.Fatal(err)
-					}
-					e.seedVNet(ctx, testRG)
-				}
-				if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 0 {
-					t.Errorf("after deleting the %s: %v", del, ids)
-				}
-			}
-			// Now the table can go.
-			p, err := e.tables.BeginDelete(ctx, testRG, "kubernetes-routes", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		}
+		// Now the table can go.
+		p, err := e.tables.BeginDelete(ctx, testRG, "kubernetes-routes", nil)
+		mustPoll(ctx, t, p, err)
+	})
 }
 
 func TestAssociationValidation(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	e.seedVNet(ctx, testRG)
 	west := e.mustPutTable(ctx, testRG, "west", armnetwork.RouteTable{Location: ptr("westus")})
 	missing := strings.Replace(str(west.ID), "/west", "/nope", 1)
@@ -180,8 +159,7 @@ func TestAssociationValidation(t *testing.T) {
 
 func TestFailedSubnetUpdateKeepsAssociation(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	e.seedVNet(ctx, testRG)
 	rt := e.mustPutTable(ctx, testRG, "rt", table())
 	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{

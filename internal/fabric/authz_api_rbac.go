@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -297,7 +298,7 @@ func assignmentDocs(tx *txn) ([]roleAssignmentDoc, error) {
 
 func (s *Server) listRoleAssignments(ctx context.Context, q *request, e extRequest) (*response, error) {
 	f := parseFilter(q.query.Get("$filter"))
-	principal := firstNonEmpty(f["principalid"], f["assignedto"])
+	principal := cmp.Or(f["principalid"], f["assignedto"])
 	_, atScope := f["atscope"]
 	var out []any
 	err := s.store.read(ctx, func(tx *txn) error {
@@ -325,19 +326,9 @@ func (s *Server) listRoleAssignments(ctx context.Context, q *request, e extReque
 }
 
 func (s *Server) getRoleAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
-	var resp *response
-	err := s.store.read(ctx, func(tx *txn) error {
-		row, err := tx.getAuthz(key(e.id()))
-		if err != nil {
-			return err
-		}
-		if row == nil || row.Kind != kindRoleAssignment {
-			return newError(http.StatusNotFound, "RoleAssignmentNotFound", "The role assignment '%s' is not found.", e.name)
-		}
-		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc)}
-		return nil
+	return s.getExt(ctx, e, kindRoleAssignment, func() *apiError {
+		return newError(http.StatusNotFound, "RoleAssignmentNotFound", "The role assignment '%s' is not found.", e.name)
 	})
-	return resp, err
 }
 
 // putRoleAssignment creates a role assignment (az role assignment create).

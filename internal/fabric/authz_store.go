@@ -102,20 +102,10 @@ func (t *txn) authzRev() (int64, error) {
 }
 
 func (t *txn) allAuthz() ([]*authzRow, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT key, kind, id, scope, doc FROM authz ORDER BY kind, key`)
-	if err != nil {
-		return nil, fmt.Errorf("reading the authorization state: %w", err)
-	}
-	defer rows.Close()
-	var out []*authzRow
-	for rows.Next() {
+	return queryRows(t, "reading the authorization state", func(sc rowScanner) (*authzRow, error) {
 		r := &authzRow{}
-		if err := rows.Scan(&r.Key, &r.Kind, &r.ID, &r.Scope, &r.Doc); err != nil {
-			return nil, fmt.Errorf("reading the authorization state: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, sc.Scan(&r.Key, &r.Kind, &r.ID, &r.Scope, &r.Doc)
+	}, `SELECT key, kind, id, scope, doc FROM authz ORDER BY kind, key`)
 }
 
 // principalDoc is a principal the topology (or /_fabric/principals)

@@ -24,8 +24,7 @@ type backrefEnv struct {
 func newBackrefEnv(t *testing.T, o Options) *backrefEnv {
 	t.Helper()
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", o)
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", o)
 	e.createRG("network")
 	a := e.mustPutTable(ctx, testRG, "a", table())
 	b := e.mustPutTable(ctx, testRG, "b", table())
@@ -179,24 +178,14 @@ func TestTableSubnetsBackReference(t *testing.T) {
 		}, map[string][]string{"a": {}, "b": {"s2"}}},
 		{"subnet delete", Options{}, func(t *testing.T, e *backrefEnv) {
 			p, err := e.subnets.BeginDelete(context.Background(), "network", "vnet", "s1", nil)
-			if err == nil {
-				_, err = p.PollUntilDone(context.Background(), fastPoll)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			mustPoll(context.Background(), t, p, err)
 		}, map[string][]string{"a": {}, "b": {}}},
 		{"VNet delete", Options{}, func(t *testing.T, e *backrefEnv) {
 			if err := e.setTable(t, "s2", e.b); err != nil {
 				t.Fatal(err)
 			}
 			p, err := e.vnets.BeginDelete(context.Background(), "network", "vnet", nil)
-			if err == nil {
-				_, err = p.PollUntilDone(context.Background(), fastPoll)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			mustPoll(context.Background(), t, p, err)
 		}, map[string][]string{"a": {}, "b": {}}},
 		{"resource group of the VNet deleted", Options{}, func(t *testing.T, e *backrefEnv) {
 			resp, _ := e.do("DELETE", "/subscriptions/"+testSub+"/resourcegroups/network", "")

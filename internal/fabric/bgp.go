@@ -15,15 +15,8 @@ import (
 // returns it. The gateway's getLearnedRoutes and the routes of its
 // network's subnets follow it.
 func (s *Server) serveBGP(w http.ResponseWriter, r *http.Request) {
-	reply := func(status int, v any) {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(status)
-		b, _ := json.MarshalIndent(v, "", "  ")
-		w.Write(append(b, '\n'))
-	}
-	fail := func(status int, code, msg string) {
-		reply(status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
-	}
+	reply := func(status int, v any) { writeControlJSON(w, status, v) }
+	fail := func(status int, code, msg string) { failControl(w, status, code, msg) }
 	id := r.URL.Query().Get("gateway")
 	gw, ok := parseTopID(id, typeVNetGateways)
 	if !ok {

@@ -23,8 +23,7 @@ func TestRetryAfterProperty(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	e := newEnv(t, "inprocess", Options{Clock: clock})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Clock: clock})
 	path := "/subscriptions/" + testSub + "/resourcegroups/" + testRG
 
 	rng := rand.New(rand.NewPCG(10, 6))

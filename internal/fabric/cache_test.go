@@ -47,12 +47,7 @@ func TestReadCacheSeesOtherWriters(t *testing.T) {
 
 	// Deleted and re-created with different content: no stale document.
 	p, err := b.tables.BeginDelete(ctx, testRG, "rt", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, fastPoll); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(ctx, t, p, err)
 	b.mustPutTable(ctx, testRG, "rt", table(vaRoute("r3", "10.200.3.0/24", "10.240.0.6")))
 	if got := get(a); len(got.Properties.Routes) != 1 || *got.Properties.Routes[0].Name != "r3" {
 		t.Fatalf("A served the deleted table's document: %+v", got.Properties.Routes)

@@ -16,313 +16,233 @@ import (
 var etagRE = regexp.MustCompile(`^W/"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"$`)
 
 func TestRouteTableCRUD(t *testing.T) {
-	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{OperationDuration: 20 * time.Millisecond})
-			e.createRG(testRG)
+	eachTransport(t, Options{OperationDuration: 20 * time.Millisecond}, func(ctx context.Context, t *testing.T, e *env) {
 
-			created := e.mustPutTable(ctx, testRG, "kubernetes-routes", armnetwork.RouteTable{
-				Location: ptr("East US"),
-				Tags:     map[string]*string{"env": ptr("test")},
-				Properties: &armnetwork.RouteTablePropertiesFormat{
-					DisableBgpRoutePropagation: ptr(true),
-					Routes: []*armnetwork.Route{
-						vaRoute("kubernetes-route-10-200-0-0-24", "10.200.0.0/24", "10.240.0.20"),
-						{Name: ptr("to-internet"), Properties: &armnetwork.RoutePropertiesFormat{
-							AddressPrefix: ptr("0.0.0.0/0"), NextHopType: ptr(armnetwork.RouteNextHopTypeInternet)}},
-						{Name: ptr("storage"), Properties: &armnetwork.RoutePropertiesFormat{
-							AddressPrefix: ptr("Storage"), NextHopType: ptr(armnetwork.RouteNextHopTypeInternet)}},
-					},
+		created := e.mustPutTable(ctx, testRG, "kubernetes-routes", armnetwork.RouteTable{
+			Location: ptr("East US"),
+			Tags:     map[string]*string{"env": ptr("test")},
+			Properties: &armnetwork.RouteTablePropertiesFormat{
+				DisableBgpRoutePropagation: ptr(true),
+				Routes: []*armnetwork.Route{
+					vaRoute("kubernetes-route-10-200-0-0-24", "10.200.0.0/24", "10.240.0.20"),
+					{Name: ptr("to-internet"), Properties: &armnetwork.RoutePropertiesFormat{
+						AddressPrefix: ptr("0.0.0.0/0"), NextHopType: ptr(armnetwork.RouteNextHopTypeInternet)}},
+					{Name: ptr("storage"), Properties: &armnetwork.RoutePropertiesFormat{
+						AddressPrefix: ptr("Storage"), NextHopType: ptr(armnetwork.RouteNextHopTypeInternet)}},
 				},
-			})
-			wantID := "/subscriptions/" + testSub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
-			if str(created.ID) != wantID || str(created.Name) != "kubernetes-routes" || str(created.Type) != "Microsoft.Network/routeTables" {
-				t.Errorf("created = %s %s %s", str(created.ID), str(created.Name), str(created.Type))
-			}
-			if str(created.Location) != "eastus" {
-				t.Errorf("location = %q, want eastus (normalised)", str(created.Location))
-			}
-			if !etagRE.MatchString(str(created.Etag)) {
-				t.Errorf("etag = %q, want W/\"<uuid>\"", str(created.Etag))
-			}
-			if *created.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || !*created.Properties.DisableBgpRoutePropagation {
-				t.Errorf("properties = %+v", created.Properties)
-			}
-			if str(created.Tags["env"]) != "test" {
-				t.Errorf("tags = %v", created.Tags)
-			}
-			r0 := created.Properties.Routes[0]
-			if str(r0.ID) != wantID+"/routes/kubernetes-route-10-200-0-0-24" || str(r0.Type) != "Microsoft.Network/routeTables/routes" ||
-				!etagRE.MatchString(str(r0.Etag)) || str(r0.Properties.NextHopIPAddress) != "10.240.0.20" ||
-				*r0.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
-				t.Errorf("route = %+v %+v", r0, r0.Properties)
-			}
-
-			// Names and IDs are case-insensitive.
-			got, err := e.tables.Get(ctx, "KUBERNETES", "Kubernetes-Routes", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if str(got.ID) != wantID || str(got.Etag) != str(created.Etag) {
-				t.Errorf("case-insensitive get = %s %s", str(got.ID), str(got.Etag))
-			}
-			if n := len(got.Properties.Routes); n != 3 {
-				t.Errorf("routes = %d, want 3", n)
-			}
-
-			// The ETag header matches the body.
-			resp, body := e.do("GET", "/subscriptions/"+testSub+"/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes", "")
-			if resp.Header.Get("ETag") != str(created.Etag) || resp.StatusCode != 200 {
-				t.Errorf("ETag header = %q, body etag %q (%d)", resp.Header.Get("ETag"), str(created.Etag), resp.StatusCode)
-			}
-			if m := decodeJSON(t, body); m["etag"] != str(created.Etag) {
-				t.Errorf("raw body etag = %v", m["etag"])
-			}
-
-			// List in the group and in the subscription.
-			e.mustPutTable(ctx, testRG, "other", table())
-			e.createRG("second")
-			e.mustPutTable(ctx, "second", "third", table())
-			var names []string
-			for pg := e.tables.NewListPager(testRG, nil); pg.More(); {
-				p, err := pg.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, v := range p.Value {
-					names = append(names, str(v.Name))
-				}
-			}
-			if !slices.Equal(names, []string{"kubernetes-routes", "other"}) {
-				t.Errorf("list = %v", names)
-			}
-			names = nil
-			for pg := e.tables.NewListAllPager(nil); pg.More(); {
-				p, err := pg.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, v := range p.Value {
-					names = append(names, str(v.Name))
-				}
-			}
-			if !slices.Equal(names, []string{"kubernetes-routes", "other", "third"}) {
-				t.Errorf("list all = %v", names)
-			}
-
-			// PATCH replaces the tags at once, with a new etag.
-			patched, err := e.tables.UpdateTags(ctx, testRG, "kubernetes-routes", armnetwork.TagsObject{Tags: map[string]*string{"a": ptr("b")}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(patched.Tags) != 1 || str(patched.Tags["a"]) != "b" || str(patched.Etag) == str(created.Etag) || len(patched.Properties.Routes) != 3 {
-				t.Errorf("patched = tags %v etag %s routes %d", patched.Tags, str(patched.Etag), len(patched.Properties.Routes))
-			}
-
-			// Delete is an LRO; afterwards the table is gone (404 with Azure's message).
-			dp, err := e.tables.BeginDelete(ctx, testRG, "other", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-				t.Fatal(err)
-			}
-			_, err = e.tables.Get(ctx, testRG, "other", nil)
-			re := respErr(t, err, 404, "ResourceNotFound")
-			if !strings.Contains(re.Error(), "The Resource 'Microsoft.Network/routeTables/other' under resource group 'kubernetes' was not found") {
-				t.Errorf("404 message: %v", re)
-			}
-			// Deleting what does not exist: 204, no error.
-			resp, _ = e.do("DELETE", "/subscriptions/"+testSub+"/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/other", "")
-			if resp.StatusCode != http.StatusNoContent {
-				t.Errorf("delete of a missing table = %d, want 204", resp.StatusCode)
-			}
-			// A missing group.
-			_, err = e.tables.Get(ctx, "nope", "x", nil)
-			respErr(t, err, 404, "ResourceGroupNotFound")
-			_, err = e.putTable(ctx, "nope", "x", table())
-			respErr(t, err, 404, "ResourceGroupNotFound")
+			},
 		})
-	}
+		wantID := "/subscriptions/" + testSub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
+		if str(created.ID) != wantID || str(created.Name) != "kubernetes-routes" || str(created.Type) != "Microsoft.Network/routeTables" {
+			t.Errorf("created = %s %s %s", str(created.ID), str(created.Name), str(created.Type))
+		}
+		if str(created.Location) != "eastus" {
+			t.Errorf("location = %q, want eastus (normalised)", str(created.Location))
+		}
+		if !etagRE.MatchString(str(created.Etag)) {
+			t.Errorf("etag = %q, want W/\"<uuid>\"", str(created.Etag))
+		}
+		if *created.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || !*created.Properties.DisableBgpRoutePropagation {
+			t.Errorf("properties = %+v", created.Properties)
+		}
+		if str(created.Tags["env"]) != "test" {
+			t.Errorf("tags = %v", created.Tags)
+		}
+		r0 := created.Properties.Routes[0]
+		if str(r0.ID) != wantID+"/routes/kubernetes-route-10-200-0-0-24" || str(r0.Type) != "Microsoft.Network/routeTables/routes" ||
+			!etagRE.MatchString(str(r0.Etag)) || str(r0.Properties.NextHopIPAddress) != "10.240.0.20" ||
+			*r0.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+			t.Errorf("route = %+v %+v", r0, r0.Properties)
+		}
+
+		// Names and IDs are case-insensitive.
+		got, err := e.tables.Get(ctx, "KUBERNETES", "Kubernetes-Routes", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if str(got.ID) != wantID || str(got.Etag) != str(created.Etag) {
+			t.Errorf("case-insensitive get = %s %s", str(got.ID), str(got.Etag))
+		}
+		if n := len(got.Properties.Routes); n != 3 {
+			t.Errorf("routes = %d, want 3", n)
+		}
+
+		// The ETag header matches the body.
+		resp, body := e.do("GET", "/subscriptions/"+testSub+"/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes", "")
+		if resp.Header.Get("ETag") != str(created.Etag) || resp.StatusCode != 200 {
+			t.Errorf("ETag header = %q, body etag %q (%d)", resp.Header.Get("ETag"), str(created.Etag), resp.StatusCode)
+		}
+		if m := decodeJSON(t, body); m["etag"] != str(created.Etag) {
+			t.Errorf("raw body etag = %v", m["etag"])
+		}
+
+		// List in the group and in the subscription.
+		e.mustPutTable(ctx, testRG, "other", table())
+		e.createRG("second")
+		e.mustPutTable(ctx, "second", "third", table())
+		names := pageNames(ctx, t, e.tables.NewListPager(testRG, nil))
+		if !slices.Equal(names, []string{"kubernetes-routes", "other"}) {
+			t.Errorf("list = %v", names)
+		}
+		names = pageNames(ctx, t, e.tables.NewListAllPager(nil))
+		if !slices.Equal(names, []string{"kubernetes-routes", "other", "third"}) {
+			t.Errorf("list all = %v", names)
+		}
+
+		// PATCH replaces the tags at once, with a new etag.
+		patched, err := e.tables.UpdateTags(ctx, testRG, "kubernetes-routes", armnetwork.TagsObject{Tags: map[string]*string{"a": ptr("b")}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(patched.Tags) != 1 || str(patched.Tags["a"]) != "b" || str(patched.Etag) == str(created.Etag) || len(patched.Properties.Routes) != 3 {
+			t.Errorf("patched = tags %v etag %s routes %d", patched.Tags, str(patched.Etag), len(patched.Properties.Routes))
+		}
+
+		// Delete is an LRO; afterwards the table is gone (404 with Azure's message).
+		dp, err := e.tables.BeginDelete(ctx, testRG, "other", nil)
+		mustPoll(ctx, t, dp, err)
+		_, err = e.tables.Get(ctx, testRG, "other", nil)
+		re := respErr(t, err, 404, "ResourceNotFound")
+		if !strings.Contains(re.Error(), "The Resource 'Microsoft.Network/routeTables/other' under resource group 'kubernetes' was not found") {
+			t.Errorf("404 message: %v", re)
+		}
+		// Deleting what does not exist: 204, no error.
+		resp, _ = e.do("DELETE", "/subscriptions/"+testSub+"/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/other", "")
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("delete of a missing table = %d, want 204", resp.StatusCode)
+		}
+		// A missing group.
+		_, err = e.tables.Get(ctx, "nope", "x", nil)
+		respErr(t, err, 404, "ResourceGroupNotFound")
+		_, err = e.putTable(ctx, "nope", "x", table())
+		respErr(t, err, 404, "ResourceGroupNotFound")
+	})
 }
 
 func TestRoutesAsChildren(t *testing.T) {
-	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{OperationDuration: 10 * time.Millisecond, PageSize: 2})
-			e.createRG(testRG)
-			before := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("keep", "10.1.0.0/16", "10.240.0.4")))
+	eachTransport(t, Options{OperationDuration: 10 * time.Millisecond, PageSize: 2}, func(ctx context.Context, t *testing.T, e *env) {
+		before := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("keep", "10.1.0.0/16", "10.240.0.4")))
 
-			// Seed 003: one route per worker, as child resources.
-			for i := range 3 {
-				name := fmt.Sprintf("kubernetes-route-10-200-%d-0-24", i)
-				r, err := e.putRoute(ctx, testRG, "rt", name, *vaRoute("", fmt.Sprintf("10.200.%d.0/24", i), fmt.Sprintf("10.240.0.2%d", i)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if str(r.Name) != name || *r.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
-					t.Errorf("route = %s %v", str(r.Name), *r.Properties.ProvisioningState)
-				}
-			}
-			// The parent sees them inline, with a new etag.
-			after := e.getTable(ctx, testRG, "rt")
-			if got := routeNames(after); !slices.Equal(got, []string{"keep", "kubernetes-route-10-200-0-0-24", "kubernetes-route-10-200-1-0-24", "kubernetes-route-10-200-2-0-24"}) {
-				t.Errorf("inline routes = %v", got)
-			}
-			if str(after.Etag) == str(before.Etag) {
-				t.Error("a child write did not change the parent's etag")
-			}
-			// An untouched route keeps its etag.
-			if str(after.Properties.Routes[0].Etag) != str(before.Properties.Routes[0].Etag) {
-				t.Error("an untouched route got a new etag")
-			}
-			// The list pages with nextLink (page size 2).
-			var listed []string
-			pages := 0
-			for pg := e.routes.NewListPager(testRG, "rt", nil); pg.More(); {
-				p, err := pg.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pages++
-				for _, r := range p.Value {
-					listed = append(listed, str(r.Name))
-				}
-			}
-			if pages != 2 || !slices.Equal(listed, routeNames(after)) {
-				t.Errorf("listed %v in %d pages", listed, pages)
-			}
-			// A route GET.
-			got, err := e.routes.Get(ctx, testRG, "rt", "KUBERNETES-ROUTE-10-200-1-0-24", nil)
-			if err != nil || str(got.Properties.AddressPrefix) != "10.200.1.0/24" {
-				t.Fatalf("get route = %+v, %v", got, err)
-			}
-			_, err = e.routes.Get(ctx, testRG, "rt", "nope", nil)
-			respErr(t, err, 404, "NotFound")
-			// Update of a route in place.
-			if _, err := e.putRoute(ctx, testRG, "rt", "keep", *vaRoute("", "10.1.0.0/16", "10.240.0.5")); err != nil {
-				t.Fatal(err)
-			}
-			if tb := e.getTable(ctx, testRG, "rt"); str(tb.Properties.Routes[0].Properties.NextHopIPAddress) != "10.240.0.5" {
-				t.Errorf("updated next hop = %s", str(tb.Properties.Routes[0].Properties.NextHopIPAddress))
-			}
-			// A route delete: the parent loses it.
-			dp, err := e.routes.BeginDelete(ctx, testRG, "rt", "kubernetes-route-10-200-0-0-24", nil)
+		// Seed 003: one route per worker, as child resources.
+		for i := range 3 {
+			name := fmt.Sprintf("kubernetes-route-10-200-%d-0-24", i)
+			r, err := e.putRoute(ctx, testRG, "rt", name, *vaRoute("", fmt.Sprintf("10.200.%d.0/24", i), fmt.Sprintf("10.240.0.2%d", i)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
+			if str(r.Name) != name || *r.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+				t.Errorf("route = %s %v", str(r.Name), *r.Properties.ProvisioningState)
+			}
+		}
+		// The parent sees them inline, with a new etag.
+		after := e.getTable(ctx, testRG, "rt")
+		if got := routeNames(after); !slices.Equal(got, []string{"keep", "kubernetes-route-10-200-0-0-24", "kubernetes-route-10-200-1-0-24", "kubernetes-route-10-200-2-0-24"}) {
+			t.Errorf("inline routes = %v", got)
+		}
+		if str(after.Etag) == str(before.Etag) {
+			t.Error("a child write did not change the parent's etag")
+		}
+		// An untouched route keeps its etag.
+		if str(after.Properties.Routes[0].Etag) != str(before.Properties.Routes[0].Etag) {
+			t.Error("an untouched route got a new etag")
+		}
+		// The list pages with nextLink (page size 2).
+		var listed []string
+		pages := 0
+		for pg := e.routes.NewListPager(testRG, "rt", nil); pg.More(); {
+			p, err := pg.NextPage(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if got := routeNames(e.getTable(ctx, testRG, "rt")); slices.Contains(got, "kubernetes-route-10-200-0-0-24") || len(got) != 3 {
-				t.Errorf("after delete: %v", got)
+			pages++
+			for _, r := range p.Value {
+				listed = append(listed, str(r.Name))
 			}
-			// And the other way round: a table PUT replaces the children.
-			e.mustPutTable(ctx, testRG, "rt", table(vaRoute("only", "10.9.0.0/16", "10.240.0.4")))
-			var left []string
-			for pg := e.routes.NewListPager(testRG, "rt", nil); pg.More(); {
-				p, err := pg.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, r := range p.Value {
-					left = append(left, str(r.Name))
-				}
-			}
-			if !slices.Equal(left, []string{"only"}) {
-				t.Errorf("routes after table PUT = %v", left)
-			}
-			// A route in a missing table.
-			_, err = e.putRoute(ctx, testRG, "missing", "r", *vaRoute("", "10.0.0.0/8", "10.240.0.4"))
-			respErr(t, err, 404, "ResourceNotFound")
-		})
-	}
+		}
+		if pages != 2 || !slices.Equal(listed, routeNames(after)) {
+			t.Errorf("listed %v in %d pages", listed, pages)
+		}
+		// A route GET.
+		got, err := e.routes.Get(ctx, testRG, "rt", "KUBERNETES-ROUTE-10-200-1-0-24", nil)
+		if err != nil || str(got.Properties.AddressPrefix) != "10.200.1.0/24" {
+			t.Fatalf("get route = %+v, %v", got, err)
+		}
+		_, err = e.routes.Get(ctx, testRG, "rt", "nope", nil)
+		respErr(t, err, 404, "NotFound")
+		// Update of a route in place.
+		if _, err := e.putRoute(ctx, testRG, "rt", "keep", *vaRoute("", "10.1.0.0/16", "10.240.0.5")); err != nil {
+			t.Fatal(err)
+		}
+		if tb := e.getTable(ctx, testRG, "rt"); str(tb.Properties.Routes[0].Properties.NextHopIPAddress) != "10.240.0.5" {
+			t.Errorf("updated next hop = %s", str(tb.Properties.Routes[0].Properties.NextHopIPAddress))
+		}
+		// A route delete: the parent loses it.
+		dp, err := e.routes.BeginDelete(ctx, testRG, "rt", "kubernetes-route-10-200-0-0-24", nil)
+		mustPoll(ctx, t, dp, err)
+		if got := routeNames(e.getTable(ctx, testRG, "rt")); slices.Contains(got, "kubernetes-route-10-200-0-0-24") || len(got) != 3 {
+			t.Errorf("after delete: %v", got)
+		}
+		// And the other way round: a table PUT replaces the children.
+		e.mustPutTable(ctx, testRG, "rt", table(vaRoute("only", "10.9.0.0/16", "10.240.0.4")))
+		left := pageNames(ctx, t, e.routes.NewListPager(testRG, "rt", nil))
+		if !slices.Equal(left, []string{"only"}) {
+			t.Errorf("routes after table PUT = %v", left)
+		}
+		// A route in a missing table.
+		_, err = e.putRoute(ctx, testRG, "missing", "r", *vaRoute("", "10.0.0.0/8", "10.240.0.4"))
+		respErr(t, err, 404, "ResourceNotFound")
+	})
 }
 
 func TestVirtualNetworkAndSubnetCRUD(t *testing.T) {
-	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{OperationDuration: 10 * time.Millisecond, PageSize: 1})
-			e.createRG(testRG)
-			v := e.seedVNet(ctx, testRG)
-			if str(v.Type) != "Microsoft.Network/virtualNetworks" || len(v.Properties.Subnets) != 1 ||
-				str(v.Properties.Subnets[0].Type) != "Microsoft.Network/virtualNetworks/subnets" ||
-				*v.Properties.Subnets[0].Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
-				t.Fatalf("vnet = %+v", v)
-			}
-			sn, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "appgw", armnetwork.Subnet{
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefixes: []*string{ptr("10.240.1.0/24")}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if str(sn.ID) != str(v.ID)+"/subnets/appgw" || len(sn.Properties.AddressPrefixes) != 1 {
-				t.Errorf("subnet = %+v", sn)
-			}
-			got, err := e.vnets.Get(ctx, testRG, "kubernetes-vnet", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got.Properties.Subnets) != 2 || str(got.Etag) == str(v.Etag) {
-				t.Errorf("vnet after subnet PUT: %d subnets, etag %s (was %s)", len(got.Properties.Subnets), str(got.Etag), str(v.Etag))
-			}
-			var listed []string
-			for pg := e.subnets.NewListPager(testRG, "kubernetes-vnet", nil); pg.More(); {
-				p, err := pg.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, s := range p.Value {
-					listed = append(listed, str(s.Name))
-				}
-			}
-			if !slices.Equal(listed, []string{"kubernetes-subnet", "appgw"}) {
-				t.Errorf("subnets = %v", listed)
-			}
-			if _, err := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "APPGW", nil); err != nil {
-				t.Error(err)
-			}
-			dp, err := e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "appgw", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-				t.Fatal(err)
-			}
-			_, err = e.subnets.Get(ctx, testRG, "kubernetes-vnet", "appgw", nil)
-			respErr(t, err, 404, "NotFound")
+	eachTransport(t, Options{OperationDuration: 10 * time.Millisecond, PageSize: 1}, func(ctx context.Context, t *testing.T, e *env) {
+		v := e.seedVNet(ctx, testRG)
+		if str(v.Type) != "Microsoft.Network/virtualNetworks" || len(v.Properties.Subnets) != 1 ||
+			str(v.Properties.Subnets[0].Type) != "Microsoft.Network/virtualNetworks/subnets" ||
+			*v.Properties.Subnets[0].Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+			t.Fatalf("vnet = %+v", v)
+		}
+		sn, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "appgw", armnetwork.Subnet{
+			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefixes: []*string{ptr("10.240.1.0/24")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if str(sn.ID) != str(v.ID)+"/subnets/appgw" || len(sn.Properties.AddressPrefixes) != 1 {
+			t.Errorf("subnet = %+v", sn)
+		}
+		got, err := e.vnets.Get(ctx, testRG, "kubernetes-vnet", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Properties.Subnets) != 2 || str(got.Etag) == str(v.Etag) {
+			t.Errorf("vnet after subnet PUT: %d subnets, etag %s (was %s)", len(got.Properties.Subnets), str(got.Etag), str(v.Etag))
+		}
+		listed := pageNames(ctx, t, e.subnets.NewListPager(testRG, "kubernetes-vnet", nil))
+		if !slices.Equal(listed, []string{"kubernetes-subnet", "appgw"}) {
+			t.Errorf("subnets = %v", listed)
+		}
+		if _, err := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "APPGW", nil); err != nil {
+			t.Error(err)
+		}
+		dp, err := e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "appgw", nil)
+		mustPoll(ctx, t, dp, err)
+		_, err = e.subnets.Get(ctx, testRG, "kubernetes-vnet", "appgw", nil)
+		respErr(t, err, 404, "NotFound")
 
-			e.createRG("other")
-			if _, err := e.putVNet(ctx, "other", "v2", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.0.0.0/16")}}}}); err != nil {
-				t.Fatal(err)
-			}
-			var all []string
-			for pg := e.vnets.NewListAllPager(nil); pg.More(); {
-				p, err := pg.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, v := range p.Value {
-					all = append(all, str(v.Name))
-				}
-			}
-			if !slices.Equal(all, []string{"kubernetes-vnet", "v2"}) {
-				t.Errorf("all vnets = %v", all)
-			}
-			vp, err := e.vnets.BeginDelete(ctx, "other", "v2", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := vp.PollUntilDone(ctx, fastPoll); err != nil {
-				t.Fatal(err)
-			}
-			_, err = e.vnets.Get(ctx, "other", "v2", nil)
-			respErr(t, err, 404, "ResourceNotFound")
-		})
-	}
+		e.createRG("other")
+		if _, err := e.putVNet(ctx, "other", "v2", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.0.0.0/16")}}}}); err != nil {
+			t.Fatal(err)
+		}
+		all := pageNames(ctx, t, e.vnets.NewListAllPager(nil))
+		if !slices.Equal(all, []string{"kubernetes-vnet", "v2"}) {
+			t.Errorf("all vnets = %v", all)
+		}
+		vp, err := e.vnets.BeginDelete(ctx, "other", "v2", nil)
+		mustPoll(ctx, t, vp, err)
+		_, err = e.vnets.Get(ctx, "other", "v2", nil)
+		respErr(t, err, 404, "ResourceNotFound")
+	})
 }
 
 func TestResourceGroups(t *testing.T) {

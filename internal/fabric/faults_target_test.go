@@ -9,8 +9,7 @@ import (
 // operations hit the targeted table only; the other table works.
 func TestFaultsTarget(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{Seed: 7})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Seed: 7})
 	e.mustPutTable(ctx, testRG, "main", table())
 	e.mustPutTable(ctx, testRG, "mirror", table())
 

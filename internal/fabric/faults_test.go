@@ -63,8 +63,7 @@ func TestThrottling(t *testing.T) {
 
 func throttling(t *testing.T, mode string) {
 	ctx := context.Background()
-	e := newEnv(t, mode, Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, mode, Options{})
 	e.srv.SetFaults(Faults{WriteBucket: 2, WriteRefillPerSecond: 2})
 
 	// Raw: the bucket empties, then 429 with Retry-After and ARM's code.
@@ -126,8 +125,7 @@ func throttling(t *testing.T, mode string) {
 }
 
 func TestReadThrottling(t *testing.T) {
-	e := newEnv(t, "inprocess", Options{Faults: Faults{ReadBucket: 1, ReadRefillPerSecond: 0.01}})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Faults: Faults{ReadBucket: 1, ReadRefillPerSecond: 0.01}})
 	e.do("GET", "/subscriptions/"+testSub+"/resourcegroups/"+testRG, "")
 	resp, _ := e.do("GET", "/subscriptions/"+testSub+"/resourcegroups/"+testRG, "")
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
@@ -146,8 +144,7 @@ func TestErrorRate(t *testing.T) { synctest.Test(t, errorRate) }
 
 func errorRate(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{Seed: 42})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Seed: 42})
 	e.srv.SetFaults(Faults{ErrorRate: 1})
 	resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus"}`)
 	if resp.StatusCode < 500 {
@@ -211,54 +208,48 @@ func latency(t *testing.T) {
 }
 
 func TestIntruder(t *testing.T) {
-	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{})
-			e.createRG(testRG)
-			e.mustPutTable(ctx, testRG, "rt", table(vaRoute("mine", "10.200.0.0/24", "10.240.0.20"), vaRoute("fw", "0.0.0.0/0", "10.240.0.4")))
+	eachTransport(t, Options{}, func(ctx context.Context, t *testing.T, e *env) {
+		e.mustPutTable(ctx, testRG, "rt", table(vaRoute("mine", "10.200.0.0/24", "10.240.0.20"), vaRoute("fw", "0.0.0.0/0", "10.240.0.4")))
 
-			seen := map[string]bool{}
-			for round := range 4 {
-				e.srv.SetFaults(Faults{IntruderNextGets: 1})
-				got := e.getTable(ctx, testRG, "rt")
-				// The PUT planned from that GET carries a stale etag: 412.
-				got.Properties.Routes = append(got.Properties.Routes, vaRoute("new", "10.200.9.0/24", "10.240.0.29"))
-				_, err := e.putTable(withHeader(ctx, "If-Match", str(got.Etag)), testRG, "rt", got)
-				respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
-				now := e.getTable(ctx, testRG, "rt") // no strike left
-				for _, r := range now.Properties.Routes {
-					if strings.HasPrefix(str(r.Name), "intruder-") {
-						seen[str(r.Name)+" "+str(r.Properties.AddressPrefix)+" "+str(r.Properties.NextHopIPAddress)] = true
-					}
-				}
-				// It never touches other routes.
-				mine := sdkRoute(now, "mine")
-				fw := sdkRoute(now, "fw")
-				if mine == nil || fw == nil || str(mine.Properties.NextHopIPAddress) != "10.240.0.20" || str(fw.Properties.NextHopIPAddress) != "10.240.0.4" {
-					t.Fatalf("round %d: the intruder touched other routes: %v", round, routeNames(now))
-				}
-			}
-			if len(seen) < 2 {
-				t.Errorf("intruder states seen = %v, want it to add and edit", seen)
-			}
-			// Re-read, re-plan, retry: succeeds.
+		seen := map[string]bool{}
+		for round := range 4 {
+			e.srv.SetFaults(Faults{IntruderNextGets: 1})
 			got := e.getTable(ctx, testRG, "rt")
+			// The PUT planned from that GET carries a stale etag: 412.
 			got.Properties.Routes = append(got.Properties.Routes, vaRoute("new", "10.200.9.0/24", "10.240.0.29"))
-			if _, err := e.putTable(withHeader(ctx, "If-Match", str(got.Etag)), testRG, "rt", got); err != nil {
-				t.Errorf("PUT after re-read: %v", err)
+			_, err := e.putTable(withHeader(ctx, "If-Match", str(got.Etag)), testRG, "rt", got)
+			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
+			now := e.getTable(ctx, testRG, "rt") // no strike left
+			for _, r := range now.Properties.Routes {
+				if strings.HasPrefix(str(r.Name), "intruder-") {
+					seen[str(r.Name)+" "+str(r.Properties.AddressPrefix)+" "+str(r.Properties.NextHopIPAddress)] = true
+				}
 			}
-			if f := e.srv.Faults(); f.IntruderNextGets != 0 {
-				t.Errorf("IntruderNextGets left = %d", f.IntruderNextGets)
+			// It never touches other routes.
+			mine := sdkRoute(now, "mine")
+			fw := sdkRoute(now, "fw")
+			if mine == nil || fw == nil || str(mine.Properties.NextHopIPAddress) != "10.240.0.20" || str(fw.Properties.NextHopIPAddress) != "10.240.0.4" {
+				t.Fatalf("round %d: the intruder touched other routes: %v", round, routeNames(now))
 			}
-		})
-	}
+		}
+		if len(seen) < 2 {
+			t.Errorf("intruder states seen = %v, want it to add and edit", seen)
+		}
+		// Re-read, re-plan, retry: succeeds.
+		got := e.getTable(ctx, testRG, "rt")
+		got.Properties.Routes = append(got.Properties.Routes, vaRoute("new", "10.200.9.0/24", "10.240.0.29"))
+		if _, err := e.putTable(withHeader(ctx, "If-Match", str(got.Etag)), testRG, "rt", got); err != nil {
+			t.Errorf("PUT after re-read: %v", err)
+		}
+		if f := e.srv.Faults(); f.IntruderNextGets != 0 {
+			t.Errorf("IntruderNextGets left = %d", f.IntruderNextGets)
+		}
+	})
 }
 
 func TestIntruderRate(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{Seed: 3, Faults: Faults{IntruderRate: 0.5}})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Seed: 3, Faults: Faults{IntruderRate: 0.5}})
 	e.mustPutTable(ctx, testRG, "rt", table())
 	changed := 0
 	prev := e.getTable(ctx, testRG, "rt")

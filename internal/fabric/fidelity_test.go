@@ -18,8 +18,7 @@ func vnetPath(rg, name string) string {
 // table, not answer 200 and silently detach it.
 func TestPropertyNamesIgnoreCase(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	rt := e.mustPutTable(ctx, testRG, "kubernetes-routes", table())
 	e.seedVNet(ctx, testRG)
 	rtID := str(rt.ID)
@@ -75,8 +74,7 @@ func TestPropertyNamesIgnoreCase(t *testing.T) {
 // rather than omitting them.
 func TestEmptyListsAsAzure(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	e.do("PUT", vnetPath(testRG, "empty"), `{"location":"eastus","properties":{"addressSpace":{"addressPrefixes":["10.9.0.0/16"]}}}`)
 	e.seedVNet(ctx, testRG)
 	tests := []struct{ name, path, want string }{
@@ -103,8 +101,7 @@ func TestPercentEncodedNames(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range transports {
 		t.Run(mode, func(t *testing.T) {
-			e := newEnv(t, mode, Options{})
-			e.createRG(testRG)
+			e := newRGEnv(t, mode, Options{})
 			e.mustPutTable(ctx, testRG, "rt", table())
 			// The SDK escapes "/" in the route name as %2F.
 			_, err := e.putRoute(ctx, testRG, "rt", "pods/10.244.0.0", *vaRoute("", "10.244.0.0/24", "10.240.0.20"))
@@ -123,8 +120,7 @@ func TestPercentEncodedNames(t *testing.T) {
 // provisioningState Succeeded and the same etag, with nothing to poll.
 func TestNoOpPutSucceeded(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "loopback", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "loopback", Options{})
 	rt := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.244.0.0/24", "10.240.0.20")))
 	e.seedVNet(ctx, testRG)
 	rtBody := `{"location":"eastus","properties":{"routes":[{"name":"r","properties":{"addressPrefix":"10.244.0.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":"10.240.0.20"}}]}}`
@@ -170,8 +166,7 @@ func TestNoOpPutSucceeded(t *testing.T) {
 // at all (not "nextLink": null).
 func TestLastPageHasNoNextLink(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "loopback", Options{PageSize: 2})
-	e.createRG(testRG)
+	e := newRGEnv(t, "loopback", Options{PageSize: 2})
 	for _, n := range []string{"a", "b", "c"} {
 		e.mustPutTable(ctx, testRG, n, table(vaRoute("r1", "10.244.0.0/24", "10.240.0.20"), vaRoute("r2", "10.244.1.0/24", "10.240.0.21"), vaRoute("r3", "10.244.2.0/24", "10.240.0.22")))
 	}

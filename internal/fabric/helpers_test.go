@@ -53,6 +53,64 @@ func openStore(t testing.TB, path string) *Store {
 // exercise the wire run over both.
 var transports = []string{"inprocess", "loopback"}
 
+// await waits for the operation p, begun with err, to end, and returns
+// its result; err when it could not begin. (poll is the same on the
+// background context.)
+func await[T any](ctx context.Context, p *runtime.Poller[T], err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return p.PollUntilDone(ctx, fastPoll)
+}
+
+// mustPoll is await, failing t when the operation could not begin or
+// failed.
+func mustPoll[T any](ctx context.Context, t *testing.T, p *runtime.Poller[T], err error) T {
+	t.Helper()
+	res, err := await(ctx, p, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// pageNames pages through a list and returns the name of each item, in
+// order: every SDK list page marshals as {"value": [{"name": ...}, ...]}.
+func pageNames[P any](ctx context.Context, t *testing.T, pg *runtime.Pager[P]) []string {
+	t.Helper()
+	var names []string
+	for pg.More() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct{ Value []struct{ Name string } }
+		if err := json.Unmarshal(b, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range list.Value {
+			names = append(names, it.Name)
+		}
+	}
+	return names
+}
+
+// eachTransport runs test once over each transport, each time on a new
+// env with options o and the resource group testRG.
+func eachTransport(t *testing.T, o Options, test func(ctx context.Context, t *testing.T, e *env)) {
+	for _, mode := range transports {
+		t.Run(mode, func(t *testing.T) {
+			e := newRGEnv(t, mode, o)
+			test(context.Background(), t, e)
+		})
+	}
+}
+
 func newEnv(t *testing.T, mode string, o Options) *env {
 	t.Helper()
 	ctx := context.Background()
@@ -62,6 +120,15 @@ func newEnv(t *testing.T, mode string, o Options) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	return newEnvOn(t, mode, st, o)
+}
+
+// newRGEnv is newEnv with the resource group testRG, where most tests
+// work.
+func newRGEnv(t *testing.T, mode string, o Options) *env {
+	t.Helper()
+	e := newEnv(t, mode, o)
+	e.createRG(testRG)
+	return e
 }
 
 func newEnvOn(t *testing.T, mode string, st *Store, o Options) *env {
@@ -152,10 +219,7 @@ var fastPoll = &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}
 
 func (e *env) putTable(ctx context.Context, rg, name string, t armnetwork.RouteTable) (armnetwork.RouteTable, error) {
 	p, err := e.tables.BeginCreateOrUpdate(ctx, rg, name, t, nil)
-	if err != nil {
-		return armnetwork.RouteTable{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.RouteTable, err
 }
 
@@ -179,28 +243,19 @@ func (e *env) getTable(ctx context.Context, rg, name string) armnetwork.RouteTab
 
 func (e *env) putVNet(ctx context.Context, rg, name string, v armnetwork.VirtualNetwork) (armnetwork.VirtualNetwork, error) {
 	p, err := e.vnets.BeginCreateOrUpdate(ctx, rg, name, v, nil)
-	if err != nil {
-		return armnetwork.VirtualNetwork{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.VirtualNetwork, err
 }
 
 func (e *env) putSubnet(ctx context.Context, rg, vnet, name string, sn armnetwork.Subnet) (armnetwork.Subnet, error) {
 	p, err := e.subnets.BeginCreateOrUpdate(ctx, rg, vnet, name, sn, nil)
-	if err != nil {
-		return armnetwork.Subnet{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.Subnet, err
 }
 
 func (e *env) putRoute(ctx context.Context, rg, table, name string, r armnetwork.Route) (armnetwork.Route, error) {
 	p, err := e.routes.BeginCreateOrUpdate(ctx, rg, table, name, r, nil)
-	if err != nil {
-		return armnetwork.Route{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.Route, err
 }
 

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ type Incidents struct {
 // NewIncidents returns an incident runner for subscription sub ("" for
 // the default) over opts.
 func NewIncidents(sub string, opts *arm.ClientOptions, cred azcore.TokenCredential) (*Incidents, error) {
-	sub = firstNonEmpty(sub, DefaultSubscription)
+	sub = cmp.Or(sub, DefaultSubscription)
 	f, err := armnetwork.NewClientFactory(sub, cred, opts)
 	if err != nil {
 		return nil, err

@@ -5,39 +5,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/testutil/reqlog"
 )
-
-// recordingTransport records the requests the SDK sends.
-type recordingTransport struct {
-	next policy.Transporter
-	mu   sync.Mutex
-	seen []string
-}
-
-func (r *recordingTransport) Do(req *http.Request) (*http.Response, error) {
-	r.mu.Lock()
-	r.seen = append(r.seen, req.Method+" "+req.URL.Path)
-	r.mu.Unlock()
-	return r.next.Do(req)
-}
-
-func (r *recordingTransport) count(substr string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, s := range r.seen {
-		if strings.Contains(s, substr) {
-			n++
-		}
-	}
-	return n
-}
 
 func tablePath(rg, name string) string {
 	return "/subscriptions/" + testSub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/routeTables/" + name
@@ -48,8 +21,7 @@ func TestLongRunningPut(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
 			clock := newTestClock()
-			e := newEnv(t, mode, Options{OperationDuration: 300 * time.Millisecond, Clock: clock.Now})
-			e.createRG(testRG)
+			e := newRGEnv(t, mode, Options{OperationDuration: 300 * time.Millisecond, Clock: clock.Now})
 
 			resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus","properties":{"routes":[{"name":"r","properties":{"addressPrefix":"10.200.0.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":"10.240.0.20"}}]}}`)
 			if resp.StatusCode != http.StatusCreated {
@@ -115,52 +87,43 @@ func TestLongRunningPut(t *testing.T) {
 }
 
 func TestPollerFollowsAsyncOperation(t *testing.T) {
-	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{OperationDuration: 150 * time.Millisecond})
-			e.createRG(testRG)
-			rec := &recordingTransport{next: e.opts.Transport}
-			if rec.next == nil {
-				rec.next = http.DefaultClient
-			}
-			opts := *e.opts
-			opts.Transport = rec
-			tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := tables.BeginCreateOrUpdate(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// No Frequency given: the poller must be paced by the server's
-			// Retry-After, not its 30 s default, which would not finish
-			// within this context's 10 s. (A poller that stopped before
-			// the operation ended would not see Succeeded.)
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			res, err := p.PollUntilDone(pctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *res.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
-				t.Errorf("result state = %v", *res.Properties.ProvisioningState)
-			}
-			if rec.count("/operations/") < 1 {
-				t.Errorf("the poller never polled the operation: %v", rec.seen)
-			}
-			if rec.count("GET "+tablePath(testRG, "rt")) != 1 {
-				t.Errorf("want one final GET of the table: %v", rec.seen)
-			}
-		})
-	}
+	eachTransport(t, Options{OperationDuration: 150 * time.Millisecond}, func(ctx context.Context, t *testing.T, e *env) {
+		rec := reqlog.New(e.opts.Transport)
+		opts := *e.opts
+		opts.Transport = rec
+		tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := tables.BeginCreateOrUpdate(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No Frequency given: the poller must be paced by the server's
+		// Retry-After, not its 30 s default, which would not finish
+		// within this context's 10 s. (A poller that stopped before
+		// the operation ended would not see Succeeded.)
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := p.PollUntilDone(pctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *res.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+			t.Errorf("result state = %v", *res.Properties.ProvisioningState)
+		}
+		if rec.Count("/operations/") < 1 {
+			t.Errorf("the poller never polled the operation: %v", rec.Requests())
+		}
+		if rec.Count("GET "+tablePath(testRG, "rt")) != 1 {
+			t.Errorf("want one final GET of the table: %v", rec.Requests())
+		}
+	})
 }
 
 func TestZeroDurationKeepsAzureShape(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "loopback", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "loopback", Options{})
 	resp, body := e.do("PUT", tablePath(testRG, "rt"), `{"location":"eastus"}`)
 	if resp.StatusCode != 201 || resp.Header.Get("Azure-AsyncOperation") == "" {
 		t.Fatalf("create = %d, async %q", resp.StatusCode, resp.Header.Get("Azure-AsyncOperation"))
@@ -197,8 +160,7 @@ func TestLongRunningDelete(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
 			clock := newTestClock()
-			e := newEnv(t, mode, Options{OperationDuration: 100 * time.Millisecond, Clock: clock.Now})
-			e.createRG(testRG)
+			e := newRGEnv(t, mode, Options{OperationDuration: 100 * time.Millisecond, Clock: clock.Now})
 			// The table is made through a server on the same state whose
 			// operations end at once; only the delete is long-running.
 			newEnvOn(t, "inprocess", e.store, Options{}).mustPutTable(ctx, testRG, "rt", table())
@@ -231,8 +193,7 @@ func TestFailedOperations(t *testing.T) {
 			for _, d := range []time.Duration{0, 40 * time.Millisecond} {
 				t.Run(d.String(), func(t *testing.T) {
 					ctx := context.Background()
-					e := newEnv(t, mode, Options{OperationDuration: d})
-					e.createRG(testRG)
+					e := newRGEnv(t, mode, Options{OperationDuration: d})
 					orig := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
 
 					// An update that fails: the poller reports it, and a read
@@ -297,8 +258,7 @@ func TestFailedOperations(t *testing.T) {
 
 func TestFailOperationsRate(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{Seed: 7, Faults: Faults{FailOperations: 0.5}})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{Seed: 7, Faults: Faults{FailOperations: 0.5}})
 	failed := 0
 	for i := range 40 {
 		_, err := e.putTable(ctx, testRG, "rt"+strconv.Itoa(i), table())
@@ -317,8 +277,7 @@ func TestFailOperationsRate(t *testing.T) {
 // rather than leave the subnet pointing at nothing.
 func TestDeleteFailsWhenTableGetsAssociatedMeanwhile(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{OperationDuration: 150 * time.Millisecond})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{OperationDuration: 150 * time.Millisecond})
 	e.seedVNet(ctx, testRG)
 	rt := e.mustPutTable(ctx, testRG, "rt", table())
 	dp, err := e.tables.BeginDelete(ctx, testRG, "rt", nil)

@@ -32,8 +32,7 @@ type nicEnv struct {
 
 func newNICEnv(t *testing.T, mode string, o Options) *nicEnv {
 	t.Helper()
-	e := newEnv(t, mode, o)
-	e.createRG(testRG)
+	e := newRGEnv(t, mode, o)
 	e.seedVNet(context.Background(), testRG)
 	nics, err := armnetwork.NewInterfacesClient(testSub, Credential{}, e.opts)
 	if err != nil {
@@ -48,10 +47,7 @@ func newNICEnv(t *testing.T, mode string, o Options) *nicEnv {
 
 func (e *nicEnv) putNIC(ctx context.Context, name string, n armnetwork.Interface) (armnetwork.Interface, error) {
 	p, err := e.nics.BeginCreateOrUpdate(ctx, testRG, name, n, nil)
-	if err != nil {
-		return armnetwork.Interface{}, err
-	}
-	r, err := p.PollUntilDone(ctx, fastPoll)
+	r, err := await(ctx, p, err)
 	return r.Interface, err
 }
 
@@ -88,17 +84,7 @@ func TestNICCrud(t *testing.T) {
 			_, err = e.putNIC(ctx, "nosubnet", nicBody(subnetID(testRG, "kubernetes-vnet", "nope"), "10.240.0.30", false))
 			respErr(t, err, http.StatusBadRequest, "InvalidResourceReference")
 
-			var names []string
-			pager := e.nics.NewListPager(testRG, nil)
-			for pager.More() {
-				page, err := pager.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, n := range page.Value {
-					names = append(names, str(n.Name))
-				}
-			}
+			names := pageNames(ctx, t, e.nics.NewListPager(testRG, nil))
 			if !slices.Equal(names, []string{"worker-0-nic"}) {
 				t.Errorf("list = %v", names)
 			}
@@ -155,12 +141,7 @@ func TestInUseSubnetCannotBeDeleted(t *testing.T) {
 	}
 	// Without the NIC the subnet can go.
 	dp, err := e.nics.BeginDelete(ctx, testRG, "worker-0-nic", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(ctx, t, dp, err)
 	p, err = e.subnets.BeginDelete(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -36,10 +36,7 @@ func (e *env) nsgClients() nsgClients {
 
 func (c nsgClients) put(ctx context.Context, name string, g armnetwork.SecurityGroup) (armnetwork.SecurityGroup, error) {
 	p, err := c.groups.BeginCreateOrUpdate(ctx, testRG, name, g, nil)
-	if err != nil {
-		return armnetwork.SecurityGroup{}, err
-	}
-	res, err := p.PollUntilDone(ctx, fastPoll)
+	res, err := await(ctx, p, err)
 	return res.SecurityGroup, err
 }
 
@@ -62,104 +59,88 @@ func kthwNSG(rules ...*armnetwork.SecurityRule) armnetwork.SecurityGroup {
 // (a stale etag gets 412), a no-op PUT keeps the etag, rules as child
 // resources change the group's etag, and the group is deleted.
 func TestNSGCRUD(t *testing.T) {
-	for _, mode := range transports {
-		t.Run(mode, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t, mode, Options{})
-			e.createRG(testRG)
-			c := e.nsgClients()
+	eachTransport(t, Options{}, func(ctx context.Context, t *testing.T, e *env) {
+		c := e.nsgClients()
 
-			g, err := c.put(ctx, "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22"), kthwRule("kubernetes-allow-api-server", 1001, "6443")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if str(g.ID) != resourceID(testSub, testRG, typeNetworkSecurityGroups, "kubernetes-nsg") || str(g.Type) != armTypeNSG {
-				t.Errorf("id %s type %s", str(g.ID), str(g.Type))
-			}
-			if *g.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || len(g.Properties.SecurityRules) != 2 {
-				t.Fatalf("created group = %+v", g.Properties)
-			}
-			var defaults []string
-			for _, r := range g.Properties.DefaultSecurityRules {
-				defaults = append(defaults, str(r.Name))
-			}
-			want := []string{"AllowVnetInBound", "AllowAzureLoadBalancerInBound", "DenyAllInBound", "AllowVnetOutBound", "AllowInternetOutBound", "DenyAllOutBound"}
-			if !slices.Equal(defaults, want) {
-				t.Errorf("default rules = %v, want %v", defaults, want)
-			}
-			etag := str(g.Etag)
-			if !strings.HasPrefix(etag, `W/"`) {
-				t.Errorf("etag %q", etag)
-			}
+		g, err := c.put(ctx, "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22"), kthwRule("kubernetes-allow-api-server", 1001, "6443")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if str(g.ID) != resourceID(testSub, testRG, typeNetworkSecurityGroups, "kubernetes-nsg") || str(g.Type) != armTypeNSG {
+			t.Errorf("id %s type %s", str(g.ID), str(g.Type))
+		}
+		if *g.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || len(g.Properties.SecurityRules) != 2 {
+			t.Fatalf("created group = %+v", g.Properties)
+		}
+		var defaults []string
+		for _, r := range g.Properties.DefaultSecurityRules {
+			defaults = append(defaults, str(r.Name))
+		}
+		want := []string{"AllowVnetInBound", "AllowAzureLoadBalancerInBound", "DenyAllInBound", "AllowVnetOutBound", "AllowInternetOutBound", "DenyAllOutBound"}
+		if !slices.Equal(defaults, want) {
+			t.Errorf("default rules = %v, want %v", defaults, want)
+		}
+		etag := str(g.Etag)
+		if !strings.HasPrefix(etag, `W/"`) {
+			t.Errorf("etag %q", etag)
+		}
 
-			// A no-op PUT: 200, same etag.
-			same, err := c.put(ctx, "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22"), kthwRule("kubernetes-allow-api-server", 1001, "6443")))
-			if err != nil || str(same.Etag) != etag {
-				t.Fatalf("no-op PUT: etag %s (was %s), %v", str(same.Etag), etag, err)
-			}
+		// A no-op PUT: 200, same etag.
+		same, err := c.put(ctx, "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22"), kthwRule("kubernetes-allow-api-server", 1001, "6443")))
+		if err != nil || str(same.Etag) != etag {
+			t.Fatalf("no-op PUT: etag %s (was %s), %v", str(same.Etag), etag, err)
+		}
 
-			// A stale If-Match is refused; the current one is accepted.
-			_, err = c.put(withHeader(ctx, "If-Match", `W/"stale"`), "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22")))
-			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
-			g2, err := c.put(withHeader(ctx, "If-Match", etag), "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if str(g2.Etag) == etag || len(g2.Properties.SecurityRules) != 1 {
-				t.Fatalf("update: etag %s, rules %d", str(g2.Etag), len(g2.Properties.SecurityRules))
-			}
+		// A stale If-Match is refused; the current one is accepted.
+		_, err = c.put(withHeader(ctx, "If-Match", `W/"stale"`), "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22")))
+		respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
+		g2, err := c.put(withHeader(ctx, "If-Match", etag), "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if str(g2.Etag) == etag || len(g2.Properties.SecurityRules) != 1 {
+			t.Fatalf("update: etag %s, rules %d", str(g2.Etag), len(g2.Properties.SecurityRules))
+		}
 
-			// Rules as children.
-			p, err := c.rules.BeginCreateOrUpdate(ctx, testRG, "kubernetes-nsg", "kubernetes-allow-api-server", *kthwRule("", 1001, "6443"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rule, err := p.PollUntilDone(ctx, fastPoll)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if str(rule.Name) != "kubernetes-allow-api-server" || str(rule.Properties.DestinationPortRange) != "6443" {
-				t.Errorf("rule = %+v", rule.SecurityRule)
-			}
-			got, err := c.groups.Get(ctx, testRG, "kubernetes-nsg", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got.Properties.SecurityRules) != 2 || str(got.Etag) == str(g2.Etag) {
-				t.Errorf("after a rule PUT the group has %d rules, etag %s (was %s)", len(got.Properties.SecurityRules), str(got.Etag), str(g2.Etag))
-			}
-			d, err := c.defaults.Get(ctx, testRG, "kubernetes-nsg", "DenyAllInBound", nil)
-			if err != nil || *d.Properties.Access != armnetwork.SecurityRuleAccessDeny || *d.Properties.Priority != 65500 {
-				t.Errorf("default rule DenyAllInBound = %+v, %v", d.SecurityRule, err)
-			}
-			dp, err := c.rules.BeginDelete(ctx, testRG, "kubernetes-nsg", "kubernetes-allow-ssh", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := dp.PollUntilDone(ctx, fastPoll); err != nil {
-				t.Fatal(err)
-			}
-			_, err = c.rules.Get(ctx, testRG, "kubernetes-nsg", "kubernetes-allow-ssh", nil)
-			respErr(t, err, http.StatusNotFound, "NotFound")
+		// Rules as children.
+		p, err := c.rules.BeginCreateOrUpdate(ctx, testRG, "kubernetes-nsg", "kubernetes-allow-api-server", *kthwRule("", 1001, "6443"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rule, err := p.PollUntilDone(ctx, fastPoll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if str(rule.Name) != "kubernetes-allow-api-server" || str(rule.Properties.DestinationPortRange) != "6443" {
+			t.Errorf("rule = %+v", rule.SecurityRule)
+		}
+		got, err := c.groups.Get(ctx, testRG, "kubernetes-nsg", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Properties.SecurityRules) != 2 || str(got.Etag) == str(g2.Etag) {
+			t.Errorf("after a rule PUT the group has %d rules, etag %s (was %s)", len(got.Properties.SecurityRules), str(got.Etag), str(g2.Etag))
+		}
+		d, err := c.defaults.Get(ctx, testRG, "kubernetes-nsg", "DenyAllInBound", nil)
+		if err != nil || *d.Properties.Access != armnetwork.SecurityRuleAccessDeny || *d.Properties.Priority != 65500 {
+			t.Errorf("default rule DenyAllInBound = %+v, %v", d.SecurityRule, err)
+		}
+		dp, err := c.rules.BeginDelete(ctx, testRG, "kubernetes-nsg", "kubernetes-allow-ssh", nil)
+		mustPoll(ctx, t, dp, err)
+		_, err = c.rules.Get(ctx, testRG, "kubernetes-nsg", "kubernetes-allow-ssh", nil)
+		respErr(t, err, http.StatusNotFound, "NotFound")
 
-			gp, err := c.groups.BeginDelete(ctx, testRG, "kubernetes-nsg", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := gp.PollUntilDone(ctx, fastPoll); err != nil {
-				t.Fatal(err)
-			}
-			_, err = c.groups.Get(ctx, testRG, "kubernetes-nsg", nil)
-			respErr(t, err, http.StatusNotFound, "ResourceNotFound")
-		})
-	}
+		gp, err := c.groups.BeginDelete(ctx, testRG, "kubernetes-nsg", nil)
+		mustPoll(ctx, t, gp, err)
+		_, err = c.groups.Get(ctx, testRG, "kubernetes-nsg", nil)
+		respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	})
 }
 
 // TestNSGValidation: Azure's refusals of bad rules.
 func TestNSGValidation(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	c := e.nsgClients()
 	badPort := kthwRule("bad-port", 1000, "70000")
 	noProto := kthwRule("no-proto", 1000, "22")
@@ -195,8 +176,7 @@ func TestNSGValidation(t *testing.T) {
 // location is refused, and a VNet PUT without the reference drops it.
 func TestSubnetNSGAssociation(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	c := e.nsgClients()
 	g, err := c.put(ctx, "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22")))
 	if err != nil {
@@ -246,51 +226,25 @@ func TestSubnetNSGAssociation(t *testing.T) {
 		t.Errorf("after the redeploy the NSG still lists %v", rg.Properties.Subnets)
 	}
 	gp, err := c.groups.BeginDelete(ctx, testRG, "kubernetes-nsg", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gp.PollUntilDone(ctx, fastPoll); err != nil {
-		t.Fatal(err)
-	}
+	mustPoll(ctx, t, gp, err)
 }
 
 // TestNSGListsAndPaths: lists by group and subscription, and the 404s of
 // unknown child types.
 func TestNSGListsAndPaths(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, "inprocess", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "inprocess", Options{})
 	c := e.nsgClients()
 	for _, n := range []string{"a", "b"} {
 		if _, err := c.put(ctx, n, kthwNSG()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var names []string
-	pager := c.groups.NewListAllPager(nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range page.Value {
-			names = append(names, str(g.Name))
-		}
-	}
+	names := pageNames(ctx, t, c.groups.NewListAllPager(nil))
 	if !slices.Equal(names, []string{"a", "b"}) {
 		t.Errorf("list all = %v", names)
 	}
-	var rules []string
-	rp := c.defaults.NewListPager(testRG, "a", nil)
-	for rp.More() {
-		page, err := rp.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range page.Value {
-			rules = append(rules, str(r.Name))
-		}
-	}
+	rules := pageNames(ctx, t, c.defaults.NewListPager(testRG, "a", nil))
 	if len(rules) != 6 {
 		t.Errorf("default rules = %v", rules)
 	}

@@ -44,12 +44,10 @@ func newAroundEnv(t *testing.T, mode string) *aroundEnv {
 
 func vnetID(name string) string { return resourceID(testSub, testRG, typeVirtualNetworks, name) }
 
+// poll is await on the background context, to wrap a Begin call:
+// poll(client.BeginX(...)).
 func poll[T any](p *runtime.Poller[T], err error) (T, error) {
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return p.PollUntilDone(context.Background(), fastPoll)
+	return await(context.Background(), p, err)
 }
 
 func (e *aroundEnv) peer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat, opts *armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions) (armnetwork.VirtualNetworkPeering, error) {
@@ -144,17 +142,7 @@ func TestPeeringLifecycle(t *testing.T) {
 			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 
 			// List, then delete the hub's side: the cluster's is Disconnected.
-			var names []string
-			pager := e.peerings.NewListPager(testRG, "hub-vnet", nil)
-			for pager.More() {
-				page, err := pager.NextPage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, p := range page.Value {
-					names = append(names, *p.Name)
-				}
-			}
+			names := pageNames(ctx, t, e.peerings.NewListPager(testRG, "hub-vnet", nil))
 			if !slices.Equal(names, []string{"to-cluster"}) {
 				t.Fatalf("list: %v", names)
 			}

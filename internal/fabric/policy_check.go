@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -128,8 +129,8 @@ func errDisallowedByPolicy(name string, hits []policyHit) *apiError {
 	var ids []policyIdentifier
 	var info []any
 	for _, h := range hits {
-		aName := firstNonEmpty(h.a.Properties.DisplayName, h.a.Name)
-		dName := firstNonEmpty(h.d.Properties.DisplayName, h.d.Name)
+		aName := cmp.Or(h.a.Properties.DisplayName, h.a.Name)
+		dName := cmp.Or(h.d.Properties.DisplayName, h.d.Name)
 		ids = append(ids, policyIdentifier{PolicyAssignment: policyRef{aName, h.a.ID}, PolicyDefinition: policyRef{dName, h.d.ID}})
 		params := map[string]any{}
 		for k, v := range h.a.Properties.Parameters {

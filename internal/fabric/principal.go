@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -58,7 +59,7 @@ func (st *authzState) callerOf(r *http.Request) caller {
 		return caller{}
 	}
 	str := func(k string) string { v, _ := claims[k].(string); return v }
-	c := caller{objectID: str("oid"), clientID: firstNonEmpty(str("appid"), str("azp"))}
+	c := caller{objectID: str("oid"), clientID: cmp.Or(str("appid"), str("azp"))}
 	if c.objectID == "" && c.clientID != "" {
 		c.objectID = st.objectID(c.clientID)
 	}

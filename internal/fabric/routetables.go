@@ -100,6 +100,7 @@ func (s *Server) buildTable(p *tablePut) (*response, error) {
 	return p.store(s, etag, out)
 }
 
+// plainTags is the SDK's tags as plain strings (a nil value becomes "").
 func plainTags(in map[string]*string) map[string]string {
 	if in == nil {
 		return nil

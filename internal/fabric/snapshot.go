@@ -215,7 +215,7 @@ func stateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
 func stateTable(sub string, t *armnetwork.RouteTable) StateRouteTable {
 	out := StateRouteTable{
 		ID: str(t.ID), Subscription: sub, ResourceGroup: rgOf(str(t.ID)), Name: str(t.Name), Location: str(t.Location),
-		Tags: plainSDKTags(t.Tags), Etag: str(t.Etag), Routes: []StateRoute{}, Subnets: []string{},
+		Tags: plainTags(t.Tags), Etag: str(t.Etag), Routes: []StateRoute{}, Subnets: []string{},
 	}
 	if p := t.Properties; p != nil {
 		if p.ProvisioningState != nil {

@@ -286,38 +286,15 @@ func (t *txn) putRG(r *rgRow) error {
 }
 
 func (t *txn) listRGs(sub string) ([]*rgRow, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT key, sub, name, location, tags, state FROM resource_groups WHERE lower(sub) = ? ORDER BY key`, key(sub))
-	if err != nil {
-		return nil, fmt.Errorf("listing resource groups: %w", err)
-	}
-	defer rows.Close()
-	var out []*rgRow
-	for rows.Next() {
+	return queryRows(t, "listing resource groups", func(sc rowScanner) (*rgRow, error) {
 		r := &rgRow{}
-		if err := rows.Scan(&r.Key, &r.Sub, &r.Name, &r.Location, &r.Tags, &r.State); err != nil {
-			return nil, fmt.Errorf("listing resource groups: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, sc.Scan(&r.Key, &r.Sub, &r.Name, &r.Location, &r.Tags, &r.State)
+	}, `SELECT key, sub, name, location, tags, state FROM resource_groups WHERE lower(sub) = ? ORDER BY key`, key(sub))
 }
 
 // listSubscriptions returns the subscriptions that hold resource groups.
 func (t *txn) listSubscriptions() ([]string, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT MIN(sub) FROM resource_groups GROUP BY lower(sub) ORDER BY lower(sub)`)
-	if err != nil {
-		return nil, fmt.Errorf("listing subscriptions: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return queryRows(t, "listing subscriptions", scanString, `SELECT MIN(sub) FROM resource_groups GROUP BY lower(sub) ORDER BY lower(sub)`)
 }
 
 func (t *txn) deleteRG(k string) error {
@@ -394,10 +371,49 @@ func (t *txn) deleteResource(k string) error {
 	return nil
 }
 
+// rowScanner is a row to scan: *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(...any) error }
+
+// queryRows runs q and makes one T of each row with scan; what says what
+// is read, in errors.
+func queryRows[T any](t *txn, what string, scan func(rowScanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := t.QueryContext(t.ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+func scanString(sc rowScanner) (string, error) {
+	var v string
+	err := sc.Scan(&v)
+	return v, err
+}
+
+// resourceColumns are the columns scanResourceRow reads.
+const resourceColumns = `key, id, rg_key, sub_key, type, sort_key, doc, etag`
+
+func scanResourceRow(sc rowScanner) (*resourceRow, error) {
+	r := &resourceRow{}
+	return r, sc.Scan(&r.Key, &r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag)
+}
+
 // listResources returns up to limit resources of a type, in list order,
 // after the sort key `after`. rgKey "" lists the whole subscription.
 func (t *txn) listResources(subKey, rgKey, typ, after string, limit int) ([]*resourceRow, error) {
-	q := `SELECT key, id, rg_key, sub_key, type, sort_key, doc, etag FROM resources WHERE sub_key = ? AND type = ? AND sort_key > ?`
+	q := `SELECT ` + resourceColumns + ` FROM resources WHERE sub_key = ? AND type = ? AND sort_key > ?`
 	args := []any{subKey, typ, after}
 	if rgKey != "" {
 		q += ` AND rg_key = ?`
@@ -405,38 +421,13 @@ func (t *txn) listResources(subKey, rgKey, typ, after string, limit int) ([]*res
 	}
 	q += ` ORDER BY sort_key LIMIT ?`
 	args = append(args, limit)
-	rows, err := t.QueryContext(t.ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", typ, err)
-	}
-	defer rows.Close()
-	var out []*resourceRow
-	for rows.Next() {
-		r := &resourceRow{}
-		if err := rows.Scan(&r.Key, &r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag); err != nil {
-			return nil, fmt.Errorf("listing %s: %w", typ, err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryRows(t, "listing "+typ, scanResourceRow, q, args...)
 }
 
 // resourcesInRG returns the keys and types of every resource in a group.
 func (t *txn) resourcesInRG(rgKey string) ([]*resourceRow, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT key, id, rg_key, sub_key, type, sort_key, doc, etag FROM resources WHERE rg_key = ? ORDER BY sort_key`, rgKey)
-	if err != nil {
-		return nil, fmt.Errorf("listing resource group contents: %w", err)
-	}
-	defer rows.Close()
-	var out []*resourceRow
-	for rows.Next() {
-		r := &resourceRow{}
-		if err := rows.Scan(&r.Key, &r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryRows(t, "listing resource group contents", scanResourceRow,
+		`SELECT `+resourceColumns+` FROM resources WHERE rg_key = ? ORDER BY sort_key`, rgKey)
 }
 
 // association is one subnet → route table link.
@@ -461,38 +452,12 @@ func (t *txn) setAssociations(vnetKey string, as []association) error {
 // tablesOfVNet returns the keys of the route tables a virtual network's
 // subnets are associated with.
 func (t *txn) tablesOfVNet(vnetKey string) ([]string, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT DISTINCT table_key FROM associations WHERE vnet_key = ?`, vnetKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading associations: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return queryRows(t, "reading associations", scanString, `SELECT DISTINCT table_key FROM associations WHERE vnet_key = ?`, vnetKey)
 }
 
 // subnetsOf returns the IDs of the subnets associated with a route table.
 func (t *txn) subnetsOf(tableKey string) ([]string, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT subnet_id FROM associations WHERE table_key = ? ORDER BY subnet_key`, tableKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading associations: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return queryRows(t, "reading associations", scanString, `SELECT subnet_id FROM associations WHERE table_key = ? ORDER BY subnet_key`, tableKey)
 }
 
 // operation is a long-running operation.
@@ -508,7 +473,7 @@ type operation struct {
 
 const opColumns = `id, sub, location, kind, resource_key, resource_id, child_name, started_at, ends_at, status, outcome, error_code, error_message, prev_doc`
 
-func scanOp(sc interface{ Scan(...any) error }) (*operation, error) {
+func scanOp(sc rowScanner) (*operation, error) {
 	o := &operation{}
 	err := sc.Scan(&o.ID, &o.Sub, &o.Location, &o.Kind, &o.ResourceKey, &o.ResourceID, &o.ChildName,
 		&o.StartedAt, &o.EndsAt, &o.Status, &o.Outcome, &o.ErrorCode, &o.ErrorMessage, &o.PrevDoc)
@@ -561,20 +526,7 @@ func (t *txn) anyDue(now int64) (bool, error) {
 }
 
 func (t *txn) dueOps(now int64) ([]*operation, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE status = 'InProgress' AND ends_at <= ? ORDER BY ends_at, id`, now)
-	if err != nil {
-		return nil, fmt.Errorf("reading due operations: %w", err)
-	}
-	defer rows.Close()
-	var out []*operation
-	for rows.Next() {
-		o, err := scanOp(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return queryRows(t, "reading due operations", scanOp, `SELECT `+opColumns+` FROM operations WHERE status = 'InProgress' AND ends_at <= ? ORDER BY ends_at, id`, now)
 }
 
 // pruneOps forgets finished operations that ended before `before`.

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -172,7 +173,7 @@ func (t *Topology) Validate() error {
 			bad(f+".name", "%q is declared twice", rg.Name)
 		}
 		rgSeen[key(rg.Name)] = true
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		if rgLoc == "" {
 			bad(f+".location", "missing: set it on the resource group or at the top of the file")
 		}
@@ -185,7 +186,7 @@ func (t *Topology) Validate() error {
 			if _, dup := tables[key(rt.Name)]; dup {
 				bad(g+".name", "%q is declared twice", rt.Name)
 			}
-			tables[key(rt.Name)] = normalizeLocation(firstNonEmpty(rt.Location, rgLoc))
+			tables[key(rt.Name)] = normalizeLocation(cmp.Or(rt.Location, rgLoc))
 			routeSeen, prefixSeen := nameSet{}, map[string]string{}
 			for k, r := range rt.Routes {
 				h := fmt.Sprintf("%s.routes[%d]", g, k)
@@ -225,7 +226,7 @@ func (t *Topology) Validate() error {
 		for j, vn := range rg.VirtualNetworks {
 			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)
 			vnetSeen.declare(bad, g+".name", vn.Name)
-			vnLoc := normalizeLocation(firstNonEmpty(vn.Location, rgLoc))
+			vnLoc := normalizeLocation(cmp.Or(vn.Location, rgLoc))
 			var space []netip.Prefix
 			if len(vn.AddressPrefixes) == 0 {
 				bad(g+".addressPrefixes", "missing: a virtual network needs at least one address prefix")
@@ -305,7 +306,7 @@ func (t *Topology) Validate() error {
 		for _, rg := range t.ResourceGroups {
 			rgs[key(rg.Name)] = true
 		}
-		t.Authorization.validate(firstNonEmpty(t.Subscription, DefaultSubscription), rgs, bad)
+		t.Authorization.validate(cmp.Or(t.Subscription, DefaultSubscription), rgs, bad)
 	}
 	return errors.Join(errs...)
 }
@@ -321,13 +322,4 @@ func topoPrefix(bad func(string, string, ...any), field, s string) (netip.Prefix
 		bad(field, "%q is not a CIDR prefix", s)
 	}
 	return netip.Prefix{}, false
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -205,22 +206,22 @@ func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.Client
 	c := &aroundClients{peerings: f.NewVirtualNetworkPeeringsClient(), gateways: f.NewVirtualNetworkGatewaysClient(),
 		sites: f.NewLocalNetworkGatewaysClient(), conns: f.NewVirtualNetworkGatewayConnectionsClient()}
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, g := range rg.VirtualNetworkGateways {
-			if err := a.gateway(ctx, c, rg.Name, g, normalizeLocation(firstNonEmpty(g.Location, rgLoc))); err != nil {
+			if err := a.gateway(ctx, c, rg.Name, g, normalizeLocation(cmp.Or(g.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
 		for _, l := range rg.LocalNetworkGateways {
-			if err := a.site(ctx, c, rg.Name, l, normalizeLocation(firstNonEmpty(l.Location, rgLoc))); err != nil {
+			if err := a.site(ctx, c, rg.Name, l, normalizeLocation(cmp.Or(l.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
 	}
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, cn := range rg.Connections {
-			if err := a.connection(ctx, c, rg.Name, cn, normalizeLocation(firstNonEmpty(cn.Location, rgLoc))); err != nil {
+			if err := a.connection(ctx, c, rg.Name, cn, normalizeLocation(cmp.Or(cn.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
@@ -279,10 +280,7 @@ func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string
 		action = ActionUpdate
 	}
 	poller, err := c.peerings.BeginCreateOrUpdate(ctx, rg, vnet, p.Name, armnetwork.VirtualNetworkPeering{Properties: &want}, nil)
-	if err == nil {
-		a.res.Writes++
-		_, err = poller.PollUntilDone(ctx, pollOptions)
-	}
+	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing peering %s/%s: %w", vnet, p.Name, describe(err))
 	}
@@ -319,10 +317,7 @@ func (a *applier) gateway(ctx context.Context, c *aroundClients, rg string, g To
 			Properties: &armnetwork.VirtualNetworkGatewayIPConfigurationPropertiesFormat{Subnet: &armnetwork.SubResource{ID: ptr(subnet)}}}},
 	}}
 	poller, err := c.gateways.BeginCreateOrUpdate(ctx, rg, g.Name, body, nil)
-	if err == nil {
-		a.res.Writes++
-		_, err = poller.PollUntilDone(ctx, pollOptions)
-	}
+	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing virtual network gateway %s: %w", g.Name, describe(err))
 	}
@@ -372,10 +367,7 @@ func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l Topol
 	body := armnetwork.LocalNetworkGateway{Location: ptr(loc), Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{
 		GatewayIPAddress: ptr(l.GatewayIPAddress), LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(l.AddressPrefixes)}}}
 	poller, err := c.sites.BeginCreateOrUpdate(ctx, rg, l.Name, body, nil)
-	if err == nil {
-		a.res.Writes++
-		_, err = poller.PollUntilDone(ctx, pollOptions)
-	}
+	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing local network gateway %s: %w", l.Name, describe(err))
 	}
@@ -416,13 +408,10 @@ func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, c
 		action = ActionUpdate
 	}
 	poller, err := c.conns.BeginCreateOrUpdate(ctx, rg, cn.Name, armnetwork.VirtualNetworkGatewayConnection{Location: ptr(loc), Properties: props}, nil)
-	if err == nil {
-		a.res.Writes++
-		_, err = poller.PollUntilDone(ctx, pollOptions)
-	}
+	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing connection %s: %w", cn.Name, describe(err))
 	}
-	a.record(action, "connection", id, string(*props.ConnectionType)+" "+cn.VirtualNetworkGateway+" to "+firstNonEmpty(cn.LocalNetworkGateway, cn.ExpressRouteCircuit))
+	a.record(action, "connection", id, string(*props.ConnectionType)+" "+cn.VirtualNetworkGateway+" to "+cmp.Or(cn.LocalNetworkGateway, cn.ExpressRouteCircuit))
 	return nil
 }

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,7 +56,7 @@ type TopologyPrincipal struct {
 	Type     string `json:"type,omitempty"` // ServicePrincipal (default), User, Group
 }
 
-func (p TopologyPrincipal) objectID() string { return firstNonEmpty(p.ObjectID, p.ClientID) }
+func (p TopologyPrincipal) objectID() string { return cmp.Or(p.ObjectID, p.ClientID) }
 
 // TopologyRoleDefinition is a custom role: `file` names a file in Azure's
 // role-definition JSON (relative to the topology file), or the entry is
@@ -313,7 +314,7 @@ func (d TopologyPolicyDefinition) compiled(sub string) (*policyDefinition, error
 	if err != nil {
 		return nil, err
 	}
-	mode := firstNonEmpty(d.Mode, "Indexed")
+	mode := cmp.Or(d.Mode, "Indexed")
 	for _, m := range []string{"All", "Indexed"} {
 		if strings.EqualFold(m, mode) {
 			mode = m

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -118,21 +119,16 @@ func (a *applier) networkInterface(ctx context.Context, rg string, n TopologyNIC
 
 func (a *applier) putNIC(ctx context.Context, rg, name string, n armnetwork.Interface) error {
 	p, err := a.nics.BeginCreateOrUpdate(ctx, rg, name, n, nil)
-	if err != nil {
-		return err
-	}
-	a.res.Writes++
-	_, err = p.PollUntilDone(ctx, pollOptions)
-	return err
+	return awaitPut(ctx, a, p, err)
 }
 
 // applyNICs applies the NICs of every group, after the virtual networks
 // they sit in.
 func (a *applier) applyNICs(ctx context.Context, t *Topology) error {
 	for _, rg := range t.ResourceGroups {
-		rgLoc := firstNonEmpty(rg.Location, t.Location)
+		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, n := range rg.NetworkInterfaces {
-			if err := a.networkInterface(ctx, rg.Name, n, normalizeLocation(firstNonEmpty(n.Location, rgLoc))); err != nil {
+			if err := a.networkInterface(ctx, rg.Name, n, normalizeLocation(cmp.Or(n.Location, rgLoc))); err != nil {
 				return err
 			}
 		}

@@ -1,47 +1,26 @@
 package fabric
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
-
-// syncLog is a log buffer safe for the server's goroutines.
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) take() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.b.String()
-	l.b.Reset()
-	return s
-}
 
 // TestUnknownRequestsAreLogged: what the fabric does not know is refused or
 // dropped, and always logged at WARN with the method, the path and what
 // was unknown; what it knows (the SDK's own requests) logs no warning.
 func TestUnknownRequestsAreLogged(t *testing.T) {
 	ctx := context.Background()
-	var logs syncLog
-	e := newEnv(t, "inprocess", Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	e.createRG(testRG)
-	logs.take() // the helper's api-version is not checked here
+	var logs syncbuf.Buffer
+	e := newRGEnv(t, "inprocess", Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	logs.Take() // the helper's api-version is not checked here
 
 	e.seedVNet(ctx, testRG)
 	e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
-	if l := logs.take(); l != "" {
+	if l := logs.Take(); l != "" {
 		t.Fatalf("the SDK's own requests logged warnings:\n%s", l)
 	}
 
@@ -68,7 +47,7 @@ func TestUnknownRequestsAreLogged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e.do(tc.method, tc.path, tc.body)
-			l := logs.take()
+			l := logs.Take()
 			if !strings.Contains(l, "level=WARN") {
 				t.Fatalf("no warning:\n%s", l)
 			}
@@ -83,7 +62,7 @@ func TestUnknownRequestsAreLogged(t *testing.T) {
 	// Property names compare without regard to case, and tags are free-form.
 	e.do("PUT", rgPath+"/providers/Microsoft.Network/routeTables/rt2?api-version=2025-01-01",
 		`{"Location":"eastus","tags":{"any-tag":"x"},"Properties":{"DisableBgpRoutePropagation":true}}`)
-	if l := logs.take(); l != "" {
+	if l := logs.Take(); l != "" {
 		t.Errorf("a known body in other case logged:\n%s", l)
 	}
 }

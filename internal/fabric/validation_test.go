@@ -11,8 +11,7 @@ import (
 )
 
 func TestValidation(t *testing.T) {
-	e := newEnv(t, "loopback", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "loopback", Options{})
 	ctx := context.Background()
 	e.seedVNet(ctx, testRG)
 	e.mustPutTable(ctx, testRG, "rt", table(vaRoute("existing", "10.200.0.0/24", "10.240.0.20")))
@@ -119,8 +118,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestAuthAndProtocol(t *testing.T) {
-	e := newEnv(t, "loopback", Options{})
-	e.createRG(testRG)
+	e := newRGEnv(t, "loopback", Options{})
 	req, _ := http.NewRequest("GET", e.endpoint+tablePath(testRG, "rt")+"?api-version=2024-05-01", nil)
 	resp, err := e.hc.Do(req)
 	if err != nil {
@@ -173,8 +171,7 @@ func TestRouteLimit(t *testing.T) {
 	}{{"default", 0, 400}, {"configured", 10, 10}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			e := newEnv(t, "inprocess", Options{RouteLimit: tc.limit})
-			e.createRG(testRG)
+			e := newRGEnv(t, "inprocess", Options{RouteLimit: tc.limit})
 			routes := make([]*armnetwork.Route, tc.want+1)
 			for i := range routes {
 				routes[i] = vaRoute(fmt.Sprintf("r%d", i), fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256), "10.240.0.4")

@@ -17,10 +17,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/routekeeper/routekeeper/internal/testutil/imagetest"
 )
 
 const hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
@@ -31,8 +31,8 @@ var (
 	buildErr  error
 )
 
-// routekeeperBinary builds cmd/routekeeper the way the image needs it
-// (static, for Linux on this machine's architecture), once per test run.
+// routekeeperBinary builds cmd/routekeeper for the image (see
+// imagetest.BuildBinary) once per test run.
 func routekeeperBinary(t *testing.T) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
@@ -45,14 +45,10 @@ func routekeeperBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "routekeeper")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "github.com/routekeeper/routekeeper/cmd/routekeeper")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = errors.New(string(out))
-		}
+		buildErr = imagetest.BuildBinary(binPath)
 	})
 	if buildErr != nil {
-		t.Fatalf("building routekeeper: %v", buildErr)
+		t.Fatal(buildErr)
 	}
 	return binPath
 }
@@ -105,7 +101,7 @@ func TestImageLayout(t *testing.T) {
 			if err := WriteLayout(dir, ref, img); err != nil {
 				t.Fatal(err)
 			}
-			loaded := loadLayout(t, dir, Tag(tc.wantLabel))
+			loaded := imagetest.LoadLayout(t, dir, Tag(tc.wantLabel))
 
 			mt, err := loaded.MediaType()
 			if err != nil || mt != types.OCIManifestSchema1 {
@@ -178,37 +174,6 @@ func TestImageLayout(t *testing.T) {
 			}
 		})
 	}
-}
-
-// loadLayout reads the image tagged tag from an OCI layout.
-func loadLayout(t *testing.T, dir, tag string) v1.Image {
-	t.Helper()
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []v1.Descriptor
-	for _, d := range im.Manifests {
-		if d.Annotations["org.opencontainers.image.ref.name"] == tag && d.Annotations["io.containerd.image.name"] == "routekeeper:"+tag {
-			found = append(found, d)
-		}
-	}
-	if len(found) != 1 || len(im.Manifests) != 1 {
-		t.Fatalf("index %+v: want exactly one image, tagged %s", im.Manifests, tag)
-	}
-	img, err := idx.Image(found[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
 }
 
 type file struct {

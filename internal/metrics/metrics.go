@@ -76,82 +76,34 @@ type Metrics struct {
 // and process collectors.
 func New() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "reconciles_total",
-			Help: "Reconciles of the route table, by result (success, error).",
-		}, []string{"result"}),
+		reg:        prometheus.NewRegistry(),
+		reconciles: counterVec("reconciles_total", "Reconciles of the route table, by result (success, error).", "result"),
 		reconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "reconcile_duration_seconds",
 			Help:    "Duration of reconciles: node list, table read, plan, write and read-back.",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
 		}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "last_successful_reconcile_timestamp_seconds",
-			Help: "Unix time of the end of the last successful reconcile.",
-		}),
-		armRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "arm_requests_total",
-			Help: "Azure Resource Manager HTTP requests, every attempt (retries and long-running operation polls included), by method and status code (0: no answer).",
-		}, []string{"method", "code"}),
-		tableRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "table_arm_requests_total",
-			Help: "Azure Resource Manager HTTP requests made for one route table's controller (its reconciles and association guard cycles; every attempt, retries and long-running operation polls included), by table name and method. 60*rate(...{method=\"GET\"}[5m]) is the table's reads per minute; rate(...{method=\"GET\"}[5m])/25 its share of ARM's read bucket refill (25 per second per principal and subscription).",
-		}, []string{"table", "method"}),
+		lastSuccess:   gauge("last_successful_reconcile_timestamp_seconds", "Unix time of the end of the last successful reconcile."),
+		armRequests:   counterVec("arm_requests_total", "Azure Resource Manager HTTP requests, every attempt (retries and long-running operation polls included), by method and status code (0: no answer).", "method", "code"),
+		tableRequests: counterVec("table_arm_requests_total", "Azure Resource Manager HTTP requests made for one route table's controller (its reconciles and association guard cycles; every attempt, retries and long-running operation polls included), by table name and method. 60*rate(...{method=\"GET\"}[5m]) is the table's reads per minute; rate(...{method=\"GET\"}[5m])/25 its share of ARM's read bucket refill (25 per second per principal and subscription).", "table", "method"),
 		armDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "arm_request_duration_seconds",
 			Help:    "Duration of Azure Resource Manager HTTP requests, by method.",
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 		}, []string{"method"}),
-		armThrottled: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "arm_throttled_total",
-			Help: "Azure Resource Manager answers 429 Too Many Requests.",
-		}),
-		armPrecondition: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "arm_precondition_failed_total",
-			Help: "Azure Resource Manager answers 412 Precondition Failed: the table changed since it was read; routekeeper re-read and re-planned.",
-		}),
-		routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "routes",
-			Help: "Routes after the last reconcile: desired (one per node pod CIDR), present (desired and correct in the table), missing (desired - present), owned (this cluster's in the table), foreign (every other route in the table), stale (owned but wanted by no node).",
-		}, []string{"kind"}),
-		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "nodes",
-			Help: "Nodes after the last reconcile, by state (routed, not_routed).",
-		}, []string{"state"}),
-		notRouted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "nodes_not_routed",
-			Help: "Nodes without their correct route after the last reconcile, by reason.",
-		}, []string{"reason"}),
-		repairs: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "association_repairs_total",
-			Help: "Subnets the association guard re-associated with the route table, or whose swapped table it followed.",
-		}),
-		assocProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "association_problems",
-			Help: "Configured subnets not on routekeeper's route table after the last check, by state.",
-		}, []string{"state"}),
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "leader",
-			Help: "1 while this replica runs the controller: it holds the leader election lease, or runs without leader election; else 0.",
-		}),
-		deletesHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "deletes_held",
-			Help: "Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes), StandDownUnconfirmed (routes: standDown without controller.confirmStandDown).",
-		}, []string{"reason"}),
-		unclaimed: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "routes_unclaimed",
-			Help: "Routes in the naming scheme for nodes this cluster does not have, left in a route table not claimed yet: never deleted until routeTable.claim.",
-		}),
-		unmanaged: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "nodes_unmanaged_route",
-			Help: "Nodes whose traffic flows through a route routekeeper does not own (routeTable.adopt matching takes it over with no outage).",
-		}),
+		armThrottled:    counter("arm_throttled_total", "Azure Resource Manager answers 429 Too Many Requests."),
+		armPrecondition: counter("arm_precondition_failed_total", "Azure Resource Manager answers 412 Precondition Failed: the table changed since it was read; routekeeper re-read and re-planned."),
+		routes:          gaugeVec("routes", "Routes after the last reconcile: desired (one per node pod CIDR), present (desired and correct in the table), missing (desired - present), owned (this cluster's in the table), foreign (every other route in the table), stale (owned but wanted by no node).", "kind"),
+		nodes:           gaugeVec("nodes", "Nodes after the last reconcile, by state (routed, not_routed).", "state"),
+		notRouted:       gaugeVec("nodes_not_routed", "Nodes without their correct route after the last reconcile, by reason.", "reason"),
+		repairs:         counter("association_repairs_total", "Subnets the association guard re-associated with the route table, or whose swapped table it followed."),
+		assocProblems:   gaugeVec("association_problems", "Configured subnets not on routekeeper's route table after the last check, by state.", "state"),
+		leader:          gauge("leader", "1 while this replica runs the controller: it holds the leader election lease, or runs without leader election; else 0."),
+		deletesHeld:     gaugeVec("deletes_held", "Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes), StandDownUnconfirmed (routes: standDown without controller.confirmStandDown).", "reason"),
+		unclaimed:       gauge("routes_unclaimed", "Routes in the naming scheme for nodes this cluster does not have, left in a route table not claimed yet: never deleted until routeTable.claim."),
+		unmanaged:       gauge("nodes_unmanaged_route", "Nodes whose traffic flows through a route routekeeper does not own (routeTable.adopt matching takes it over with no outage)."),
 	}
-	m.requestsDenied = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "requests_denied",
-		Help: "Requests Azure refuses now for who routekeeper is or what governs the scope (a missing role or join, a lock, a deny policy), by operation and ARM error code; doctor and the log say what to grant.",
-	}, []string{"op", "code"})
+	m.requestsDenied = gaugeVec("requests_denied", "Requests Azure refuses now for who routekeeper is or what governs the scope (a missing role or join, a lock, a deny policy), by operation and ARM error code; doctor and the log say what to grant.", "op", "code")
 	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged, m.requestsDenied)
 	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.tableRequests, m.armDuration,
 		m.armThrottled, m.armPrecondition, m.routes, m.nodes, m.notRouted, m.repairs, m.assocProblems, m.leader,
@@ -162,6 +114,23 @@ func New() *Metrics {
 		m.reconciles.WithLabelValues(r)
 	}
 	return m
+}
+
+// counter, counterVec, gauge and gaugeVec make a routekeeper_ metric.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
 }
 
 // Registry returns the registry the metrics are on.

@@ -20,6 +20,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/promtest"
 )
 
 func TestReport(t *testing.T) {
@@ -147,9 +149,9 @@ func TestARMCallsThroughTheSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := staticNodes{
-		{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}},
-	}
+	nodes := nodesource.New(
+		source.Node{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}},
+	)
 	cfg := controller.Config{
 		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
 		RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
@@ -160,7 +162,7 @@ func TestARMCallsThroughTheSDK(t *testing.T) {
 		t.Fatalf("first reconcile: %v", res.Err)
 	}
 	// Someone else writes between our read and our write: one 412.
-	nodes = append(nodes, source.Node{Name: "worker-1", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.21")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.1.0/24")}})
+	nodes.Add(source.Node{Name: "worker-1", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.21")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.1.0/24")}})
 	ctrl = controller.New(cfg, client, nodes, nil, m)
 	env.Server.SetFaults(fabric.Faults{IntruderNextGets: 1})
 	if res := ctrl.Reconcile(ctx); res.Err != nil || res.Attempts != 2 {
@@ -177,10 +179,10 @@ func TestARMCallsThroughTheSDK(t *testing.T) {
 	}
 	// Writes throttled: the SDK retries after Retry-After; each 429 counts.
 	env.Server.SetFaults(fabric.Faults{WriteBucket: 1, WriteRefillPerSecond: 5})
-	nodes = append(nodes, source.Node{Name: "worker-2", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.22")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.2.0/24")}})
+	nodes.Add(source.Node{Name: "worker-2", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.22")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.2.0/24")}})
 	ctrl = controller.New(cfg, client, nodes, nil, m)
 	ctrl.Reconcile(ctx) // takes the one token
-	nodes = append(nodes, source.Node{Name: "worker-3", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.23")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.3.0/24")}})
+	nodes.Add(source.Node{Name: "worker-3", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.23")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.3.0/24")}})
 	ctrl = controller.New(cfg, client, nodes, nil, m)
 	if res := ctrl.Reconcile(ctx); res.Err != nil {
 		t.Fatalf("throttled reconcile: %v", res.Err)
@@ -205,11 +207,6 @@ func TestARMCallsThroughTheSDK(t *testing.T) {
 	}
 }
 
-type staticNodes []source.Node
-
-func (s staticNodes) Nodes(context.Context) ([]source.Node, error) { return s, nil }
-func (s staticNodes) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }
-
 // TestTableRequests: every ARM request a controller makes — reads, the
 // table and subnet PUTs and their operation polls — is counted for its
 // table as well; a request made outside any controller only in
@@ -221,7 +218,7 @@ func TestTableRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := staticNodes{{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}}}
+	nodes := nodesource.New(source.Node{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}})
 	ctrl := controller.New(controller.Config{
 		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
 		RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
@@ -232,24 +229,7 @@ func TestTableRequests(t *testing.T) {
 	}
 	ctrl.Guard(ctx)
 	total := func(method string) float64 {
-		mfs, err := m.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0.0
-		for _, mf := range mfs {
-			if mf.GetName() != "routekeeper_arm_requests_total" {
-				continue
-			}
-			for _, s := range mf.GetMetric() {
-				for _, l := range s.GetLabel() {
-					if l.GetName() == "method" && l.GetValue() == method {
-						n += s.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		return n
+		return promtest.Sum(t, m.Registry(), "routekeeper_arm_requests_total", "method", method)
 	}
 	for _, method := range []string{"GET", "PUT"} {
 		got, want := testutil.ToFloat64(m.tableRequests.WithLabelValues("kubernetes-routes", method)), total(method)

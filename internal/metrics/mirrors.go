@@ -32,30 +32,12 @@ type Mirrors struct {
 // Metrics.
 func NewMirrors(m *Metrics) *Mirrors {
 	mm := &Mirrors{
-		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "mirror_reconciles_total",
-			Help: "Reconciles of a mirror route table, by table and result (success, error).",
-		}, []string{"table", "result"}),
-		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "mirror_last_successful_reconcile_timestamp_seconds",
-			Help: "Unix time of the end of the last successful reconcile of a mirror route table.",
-		}, []string{"table"}),
-		routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "mirror_routes",
-			Help: "Routes of a mirror route table after its last reconcile, by kind (as routekeeper_routes).",
-		}, []string{"table", "kind"}),
-		notRouted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "mirror_nodes_not_routed",
-			Help: "Nodes without their correct route in a mirror route table after its last reconcile, by reason.",
-		}, []string{"table", "reason"}),
-		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "mirror_association_repairs_total",
-			Help: "Subnets the association guard re-associated with a mirror route table, or whose swapped table it followed.",
-		}, []string{"table"}),
-		assocProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "mirror_association_problems",
-			Help: "A mirror's subnets not on its route table after the last check, by state.",
-		}, []string{"table", "state"}),
+		reconciles:    counterVec("mirror_reconciles_total", "Reconciles of a mirror route table, by table and result (success, error).", "table", "result"),
+		lastSuccess:   gaugeVec("mirror_last_successful_reconcile_timestamp_seconds", "Unix time of the end of the last successful reconcile of a mirror route table.", "table"),
+		routes:        gaugeVec("mirror_routes", "Routes of a mirror route table after its last reconcile, by kind (as routekeeper_routes).", "table", "kind"),
+		notRouted:     gaugeVec("mirror_nodes_not_routed", "Nodes without their correct route in a mirror route table after its last reconcile, by reason.", "table", "reason"),
+		repairs:       counterVec("mirror_association_repairs_total", "Subnets the association guard re-associated with a mirror route table, or whose swapped table it followed.", "table"),
+		assocProblems: gaugeVec("mirror_association_problems", "A mirror's subnets not on its route table after the last check, by state.", "table", "state"),
 	}
 	m.reg.MustRegister(mm.reconciles, mm.lastSuccess, mm.routes, mm.notRouted, mm.repairs, mm.assocProblems)
 	return mm

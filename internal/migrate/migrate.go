@@ -40,6 +40,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -73,7 +74,7 @@ func (o Options) Validate() error {
 		return errors.New("the route table to migrate from is empty (routeTable.id)")
 	case o.To == "":
 		return errors.New("the route table to migrate to is empty (--to)")
-	case sameID(o.From, o.To):
+	case armid.Same(o.From, o.To):
 		return fmt.Errorf("--to %s is the table routekeeper already uses", o.To)
 	case len(o.From) > route.MaxTagValueLength || len(o.To) > route.MaxTagValueLength:
 		return fmt.Errorf("a route table ID longer than %d characters cannot be recorded in a tag", route.MaxTagValueLength)
@@ -192,7 +193,7 @@ func Compute(o Options, st State) (*Plan, error) {
 	switch {
 	case st.New == nil:
 		return nil, fmt.Errorf("%w: %s (the table to migrate to is created first, for example by Terraform, in the region of the virtual network)", ErrMissing, o.To)
-	case st.Old == nil && !sameID(st.New.Tag(route.MigratedFromTag), o.From):
+	case st.Old == nil && !armid.Same(st.New.Tag(route.MigratedFromTag), o.From):
 		return nil, fmt.Errorf("%w: %s (the table to migrate from)", ErrMissing, o.From)
 	}
 	n := 0
@@ -232,7 +233,7 @@ func Compute(o Options, st State) (*Plan, error) {
 		cp.Status, cp.Detail = Done, "the old table is gone; the new table was filled before"
 		ver.Status, ver.Detail = Done, cp.Detail
 	} else {
-		tagsDone := st.New.Claim() == o.Cluster && sameID(st.New.Tag(route.MigratedFromTag), o.From) && st.New.Tag(route.MigratedToTag) == ""
+		tagsDone := st.New.Claim() == o.Cluster && armid.Same(st.New.Tag(route.MigratedFromTag), o.From) && st.New.Tag(route.MigratedToTag) == ""
 		switch {
 		case len(missing) == 0 && tagsDone:
 			cp.Status = Done
@@ -255,11 +256,11 @@ func Compute(o Options, st State) (*Plan, error) {
 		switch {
 		case s.Subnet == nil:
 			step.Status, step.Detail = Skipped, "the subnet does not exist"
-		case sameID(s.Subnet.RouteTableID, o.To):
+		case armid.Same(s.Subnet.RouteTableID, o.To):
 			step.Status, step.Detail = Done, "on the new table"
-		case sameID(s.Subnet.RouteTableID, o.From):
+		case armid.Same(s.Subnet.RouteTableID, o.From):
 			step.Status, step.Detail = Pending, "move the subnet from the old table to the new one (subnet PUT, If-Match), after verify"
-		case s.Subnet.RouteTableID == "" && containsID(o.Subnets, s.ID):
+		case s.Subnet.RouteTableID == "" && armid.Contains(o.Subnets, s.ID):
 			step.Status, step.Detail = Pending, "the subnet has no route table: associate the new one, after verify"
 		case s.Subnet.RouteTableID == "":
 			step.Status, step.Detail = Skipped, "not configured and has no route table"
@@ -273,7 +274,7 @@ func Compute(o Options, st State) (*Plan, error) {
 	switch {
 	case st.Old == nil:
 		mark.Status, mark.Detail = Done, "the old table is gone"
-	case sameID(st.Old.Tag(route.MigratedToTag), o.To) && len(st.Old.ClaimValues()) == 0:
+	case armid.Same(st.Old.Tag(route.MigratedToTag), o.To) && len(st.Old.ClaimValues()) == 0:
 		mark.Status, mark.Detail = Done, fmt.Sprintf("tagged %s=<new table>, claim removed", route.MigratedToTag)
 	default:
 		mark.Status = Pending
@@ -422,19 +423,6 @@ func cloneTable(t *route.Table) *route.Table {
 		c.Tags = map[string]string{}
 	}
 	return c
-}
-
-func sameID(a, b string) bool {
-	return strings.EqualFold(strings.TrimSuffix(a, "/"), strings.TrimSuffix(b, "/"))
-}
-
-func containsID(ids []string, id string) bool {
-	for _, x := range ids {
-		if sameID(x, id) {
-			return true
-		}
-	}
-	return false
 }
 
 // sub returns the subscription of an ARM ID, lower-case.

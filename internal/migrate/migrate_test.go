@@ -11,14 +11,16 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
+// The migration moves the KTHW network's subnets from its table to the
+// second one.
 const (
-	rg      = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network"
-	oldID   = rg + "/routeTables/kubernetes-routes"
-	newID   = rg + "/routeTables/kubernetes-routes-v2"
-	subnet1 = rg + "/virtualNetworks/kubernetes-vnet/subnets/kubernetes-subnet"
-	subnet2 = rg + "/virtualNetworks/kubernetes-vnet/subnets/pool-2"
+	oldID   = kthw.TableID
+	newID   = kthw.Table2ID
+	subnet1 = kthw.SubnetID
+	subnet2 = kthw.Pool2ID
 )
 
 func opts() Options {
@@ -115,7 +117,7 @@ func TestCompute(t *testing.T) {
 		{
 			name: "subnets: detached configured one is associated, others are left alone",
 			st: State{Old: table(oldID, "kthw", ours(0)), New: table(newID, ""), Subnets: []SubnetState{
-				on(subnet1, ""), on(subnet2, rg+"/routeTables/third"), {ID: rg + "/virtualNetworks/kubernetes-vnet/subnets/gone"}}},
+				on(subnet1, ""), on(subnet2, kthw.Provider+"routeTables/third"), {ID: kthw.VNetID + "/subnets/gone"}}},
 			want:  []string{"check:done", "copy-routes:pending", "verify:pending", "associate:pending", "associate:skipped", "associate:skipped", "mark-old:pending", "delete-old:skipped"},
 			copyN: 1,
 		},
@@ -212,7 +214,7 @@ func TestCompute(t *testing.T) {
 				}
 			}
 			if p.desired != nil {
-				if p.desired.Tag(route.ClaimTag) != "kthw" || !sameID(p.desired.Tag(route.MigratedFromTag), oldID) || p.desired.Tag(route.MigratedToTag) != "" {
+				if p.desired.Tag(route.ClaimTag) != "kthw" || !armid.Same(p.desired.Tag(route.MigratedFromTag), oldID) || p.desired.Tag(route.MigratedToTag) != "" {
 					t.Errorf("new table tags %v", p.desired.Tags)
 				}
 				if tc.st.New != nil && len(p.desired.Routes) < len(tc.st.New.Routes) {
@@ -242,7 +244,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"same table", func(o *Options) { o.To = strings.ToUpper(o.From) }, "already uses"},
 		{"no target", func(o *Options) { o.To = "" }, "--to"},
 		{"no cluster", func(o *Options) { o.Cluster = "" }, "cluster name"},
-		{"ID too long for a tag", func(o *Options) { o.To = rg + "/routeTables/" + strings.Repeat("x", 200) }, "longer than 256"},
+		{"ID too long for a tag", func(o *Options) { o.To = kthw.Provider + "routeTables/" + strings.Repeat("x", 200) }, "longer than 256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := opts()

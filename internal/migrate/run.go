@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -14,16 +15,8 @@ import (
 // Cloud is what a migration needs of the cloud back-end
 // (internal/cloud/azure implements it).
 type Cloud interface {
-	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
-	// PutRouteTable writes the whole table with If-Match etag and returns
-	// it as read back after the operation.
-	PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error)
+	cloud.TablesAndSubnets
 	DeleteRouteTable(ctx context.Context, id, etag string) error
-	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
-	// SetSubnetRouteTable associates the subnet with the table, refusing
-	// (cloud.ErrPreconditionFailed) if the subnet changed since etag.
-	SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error)
-	Calls() (reads, writes int64)
 }
 
 // Errors of Run.
@@ -61,7 +54,7 @@ func Read(ctx context.Context, c Cloud, o Options) (State, error) {
 	var ids []string
 	addIDs := func(list []string) {
 		for _, id := range list {
-			if !containsID(ids, id) {
+			if !armid.Contains(ids, id) {
 				ids = append(ids, id)
 			}
 		}
@@ -220,7 +213,7 @@ func runStep(ctx context.Context, c Cloud, o Options, p *Plan, st State, s Step)
 		}
 		var etag string
 		for _, ss := range st.Subnets {
-			if sameID(ss.ID, s.Resource) && ss.Subnet != nil {
+			if armid.Same(ss.ID, s.Resource) && ss.Subnet != nil {
 				etag = ss.Subnet.Etag
 			}
 		}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/controller"
@@ -25,6 +25,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/watchlist"
 )
 
 const (
@@ -33,21 +35,6 @@ const (
 	fabSub1 = fabrictest.KTHWSubnet
 	fabSub2 = fabrictest.KTHWPool2
 )
-
-var sdkPoll = &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond}
-
-type nodeList struct {
-	mu    sync.Mutex
-	nodes []source.Node
-}
-
-func (s *nodeList) Nodes(context.Context) ([]source.Node, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]source.Node(nil), s.nodes...), nil
-}
-
-func (s *nodeList) Watch(ctx context.Context, _ func()) error { <-ctx.Done(); return nil }
 
 func nodes(n int) []source.Node {
 	out := make([]source.Node, n)
@@ -89,7 +76,7 @@ func newWorld(t *testing.T, n int) *world {
 		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
 		RouteTableID: fabOld, Location: "eastus", CreateTable: true, Subnets: []string{fabSub1, fabSub2},
 	}
-	res := controller.New(w.cfg, env.Client, &nodeList{nodes: w.nodes}, nil).Reconcile(context.Background())
+	res := controller.New(w.cfg, env.Client, nodesource.New(w.nodes...), nil).Reconcile(context.Background())
 	if res.Err != nil || res.AssociationProblems() > 0 {
 		t.Fatalf("setting up: %s: %v", res.Summary(), res.Err)
 	}
@@ -99,12 +86,7 @@ func newWorld(t *testing.T, n int) *world {
 		Properties: &armnetwork.RouteTablePropertiesFormat{Routes: []*armnetwork.Route{{Name: to.Ptr("to-onprem"), Properties: &armnetwork.RoutePropertiesFormat{
 			AddressPrefix: to.Ptr("192.168.0.0/16"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualNetworkGateway)}}}},
 	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		t.Fatal(err)
-	}
+	fabrictest.MustPoll(t, p, err)
 	return w
 }
 
@@ -112,12 +94,7 @@ func (w *world) putRoute(table, name, prefix, hop string) {
 	w.t.Helper()
 	p, err := w.routes.BeginCreateOrUpdate(context.Background(), "kubernetes", table, name, armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr(prefix), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr(hop)}}, nil)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(context.Background(), sdkPoll); err != nil {
-		w.t.Fatal(err)
-	}
+	fabrictest.MustPoll(w.t, p, err)
 }
 
 func (w *world) opts(deleteOld bool) Options {
@@ -142,7 +119,7 @@ func (w *world) checkMigrated(deleted bool) {
 	if len(nt.Routes) != len(w.nodes)+2 {
 		w.t.Errorf("new table has %d routes, want %d nodes + firewall + its own", len(nt.Routes), len(w.nodes))
 	}
-	if nt.Claim() != "kthw" || nt.Tag("owner") != "terraform" || !sameID(nt.Tag(route.MigratedFromTag), fabOld) {
+	if nt.Claim() != "kthw" || nt.Tag("owner") != "terraform" || !armid.Same(nt.Tag(route.MigratedFromTag), fabOld) {
 		w.t.Errorf("new table tags %v", nt.Tags)
 	}
 	for _, id := range []string{fabSub1, fabSub2} {
@@ -150,7 +127,7 @@ func (w *world) checkMigrated(deleted bool) {
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		if !sameID(s.RouteTableID, fabNew) {
+		if !armid.Same(s.RouteTableID, fabNew) {
 			w.t.Errorf("subnet %s on %s", id, s.RouteTableID)
 		}
 	}
@@ -161,7 +138,7 @@ func (w *world) checkMigrated(deleted bool) {
 	case !deleted && err != nil:
 		w.t.Fatal(err)
 	case !deleted:
-		if !sameID(old.Tag(route.MigratedToTag), fabNew) || old.Claim() != "" || len(old.Routes) != len(w.nodes)+1 {
+		if !armid.Same(old.Tag(route.MigratedToTag), fabNew) || old.Claim() != "" || len(old.Routes) != len(w.nodes)+1 {
 			w.t.Errorf("old table: tags %v, %d routes", old.Tags, len(old.Routes))
 		}
 	}
@@ -460,7 +437,7 @@ func liveMigrationInvariant(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &results{}
-	ctrl := controller.New(cfg, ctrlCloud, &nodeList{nodes: w.nodes}, nil, rec)
+	ctrl := controller.New(cfg, ctrlCloud, nodesource.New(w.nodes...), nil, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)
 	go func() { runDone <- ctrl.Run(ctx) }()
@@ -489,7 +466,7 @@ func liveMigrationInvariant(t *testing.T) {
 	// The controller notices (the old table is gone; the subnets are on
 	// the new table, which names the old one), then keeps it for a few
 	// cycles and a reconcile.
-	rec.wait(t, "the controller on the new table", func(r *controller.Result) bool { return sameID(r.TableID, fabNew) })
+	rec.wait(t, "the controller on the new table", func(r *controller.Result) bool { return armid.Same(r.TableID, fabNew) })
 	for range 3 {
 		rec.wait(t, "a guard cycle on the new table", func(r *controller.Result) bool { return r.GuardOnly })
 	}
@@ -511,7 +488,7 @@ func liveMigrationInvariant(t *testing.T) {
 		}
 	}
 	t.Logf("samples: %v", seen)
-	if !sameID(ctrl.TableID(), fabNew) {
+	if !armid.Same(ctrl.TableID(), fabNew) {
 		t.Errorf("the controller still keeps %s", ctrl.TableID())
 	}
 	w.mig = mig
@@ -536,38 +513,21 @@ func (b boundTransport) Do(req *http.Request) (*http.Response, error) { return b
 
 // results is a controller.Reporter the test waits on.
 type results struct {
-	mu   sync.Mutex
-	all  []*controller.Result
-	next chan struct{} // closed by the next Report; nil until asked for
+	list watchlist.List[*controller.Result]
 }
 
-func (r *results) Report(_ context.Context, res *controller.Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.all = append(r.all, res)
-	if r.next != nil {
-		close(r.next)
-		r.next = nil
-	}
-}
+func (r *results) Report(_ context.Context, res *controller.Result) { r.list.Add(res) }
 
 // wait returns the first result reported from now on that satisfies ok,
 // failing the test after a minute of the bubble's clock.
 func (r *results) wait(t *testing.T, what string, ok func(*controller.Result) bool) *controller.Result {
 	t.Helper()
-	r.mu.Lock()
-	from := len(r.all)
-	r.mu.Unlock()
+	from := len(r.list.All())
 	deadline := time.After(time.Minute)
 	for {
-		r.mu.Lock()
-		got := r.all[from:]
-		from = len(r.all)
-		if r.next == nil {
-			r.next = make(chan struct{})
-		}
-		next := r.next
-		r.mu.Unlock()
+		all, next := r.list.Watch()
+		got := all[from:]
+		from = len(all)
 		for _, res := range got {
 			if ok(res) {
 				return res

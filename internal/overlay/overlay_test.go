@@ -10,15 +10,16 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
+	kthwnet "github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 const (
-	rg       = "/subscriptions/s/resourceGroups/kubernetes/providers/Microsoft.Network/"
-	vnetID   = rg + "virtualNetworks/kubernetes-vnet"
-	nodesID  = vnetID + "/subnets/kubernetes-subnet"
+	rg       = kthwnet.Provider
+	vnetID   = kthwnet.VNetID
+	nodesID  = kthwnet.SubnetID
 	appgwID  = vnetID + "/subnets/appgw-subnet"
 	gwID     = vnetID + "/subnets/GatewaySubnet"
-	tableID  = rg + "routeTables/kubernetes-routes"
+	tableID  = kthwnet.TableID
 	appgwRT  = rg + "routeTables/appgw-routes"
 	hubVNet  = "/subscriptions/s/resourceGroups/hub/providers/Microsoft.Network/virtualNetworks/hub-vnet"
 	cluster  = "kthw"

@@ -56,30 +56,26 @@ func BenchmarkCompile400(b *testing.B) {
 // 400 × 400 verdicts, as doctor does (it explains only the failures). One
 // iteration is the whole all-pairs run (target: under 100 ms).
 func BenchmarkVerdictAllPairs400(b *testing.B) {
-	st := bigCluster(400)
-	for b.Loop() {
-		tr := NewTracer(st)
-		for _, s := range st.Nodes {
-			src := Endpoint{Addr: s.InternalIPs[0], Node: s.Name}
-			for _, d := range st.Nodes {
-				if r := tr.Verdict(src, Endpoint{Addr: PodAddr(d.PodCIDRs[0])}); r.Verdict != Delivered {
-					b.Fatalf("%s -> %s: %s", s.Name, d.Name, r.Verdict)
-				}
-			}
-		}
-	}
+	benchAllPairs400(b, (*Tracer).Verdict)
 }
 
 // BenchmarkTraceAllPairs400 is the same with the shadowed routes and the
 // chain of reasoning of every trace, as `routekeeper trace` prints them.
 func BenchmarkTraceAllPairs400(b *testing.B) {
+	benchAllPairs400(b, (*Tracer).Trace)
+}
+
+// benchAllPairs400 runs trace from every node of a 400-node cluster to
+// every node's pods, each iteration with a new Tracer; every answer must
+// be Delivered.
+func benchAllPairs400(b *testing.B, trace func(*Tracer, Endpoint, Endpoint) *Result) {
 	st := bigCluster(400)
 	for b.Loop() {
 		tr := NewTracer(st)
 		for _, s := range st.Nodes {
 			src := Endpoint{Addr: s.InternalIPs[0], Node: s.Name}
 			for _, d := range st.Nodes {
-				if r := tr.Trace(src, Endpoint{Addr: PodAddr(d.PodCIDRs[0])}); r.Verdict != Delivered {
+				if r := trace(tr, src, Endpoint{Addr: PodAddr(d.PodCIDRs[0])}); r.Verdict != Delivered {
 					b.Fatalf("%s -> %s: %s %v", s.Name, d.Name, r.Verdict, r.Reasons)
 				}
 			}

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
@@ -44,7 +45,7 @@ const (
 // it does not change); and follow each write's operation to its end,
 // which ARM checks at the written resource's group.
 func Needs(o *observe.Observation, want Desired) []Need {
-	table := cmpOr(want.Table, want.Configured)
+	table := cmp.Or(want.Table, want.Configured)
 	tr, _ := o.Table(table)
 	var out []Need
 	seen := map[string]bool{}
@@ -187,7 +188,7 @@ func governed(o *observe.Observation, n Need, doc map[string]any) []Access {
 		return append(out, Access{Need: n, Unknown: "the policy assignments could not be read: " + g.PoliciesErr.Error()})
 	}
 	for _, p := range g.Policies {
-		what := "policy assignment " + cmpOr(p.Assignment.DisplayName, p.Assignment.Name)
+		what := "policy assignment " + cmp.Or(p.Assignment.DisplayName, p.Assignment.Name)
 		if p.DefinitionErr != nil {
 			out = append(out, Access{Need: n, Unknown: fmt.Sprintf("%s: its definition could not be read: %v", what, p.DefinitionErr)})
 			continue
@@ -207,7 +208,7 @@ func governed(o *observe.Observation, n Need, doc map[string]any) []Access {
 		case err != nil:
 			out = append(out, Access{Need: n, Unknown: fmt.Sprintf("%s cannot be evaluated here: %v", what, err)})
 		case denied:
-			out = append(out, Access{Need: n, BlockedBy: fmt.Sprintf("the deny %s (%s)", what, cmpOr(p.Definition.DisplayName, p.Definition.ID)),
+			out = append(out, Access{Need: n, BlockedBy: fmt.Sprintf("the deny %s (%s)", what, cmp.Or(p.Definition.DisplayName, p.Definition.ID)),
 				Fix: Exempt(p.Assignment.ID, n.Scope)})
 		}
 	}
@@ -217,5 +218,5 @@ func governed(o *observe.Observation, n Need, doc map[string]any) []Access {
 // grantClient is Grant for a principal known by its client ID only (az
 // looks its service principal up).
 func grantClient(client, scope string) string {
-	return fmt.Sprintf(`az role assignment create --assignee %s --role "Network Contributor" --scope %s`, client, cmpOr(armid.ResourceGroupID(scope), scope))
+	return fmt.Sprintf(`az role assignment create --assignee %s --role "Network Contributor" --scope %s`, client, cmp.Or(armid.ResourceGroupID(scope), scope))
 }

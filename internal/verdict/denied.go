@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -59,24 +60,24 @@ func Deny(op, resource string, r observe.Refusal) Denial {
 	}
 	switch r.Code {
 	case observe.CodeAuthorizationFailed:
-		d.Action, d.Scope = r.Action, cmpOr(r.Scope, resource)
+		d.Action, d.Scope = r.Action, cmp.Or(r.Scope, resource)
 		d.Why = fmt.Sprintf("%s lacks %s on %s (a missing role assignment)", who, orUnknown(d.Action), d.Scope)
 		d.Fix = Grant(r.Principal, d.Scope)
 	case observe.CodeLinkedAuthorizationFailed:
 		d.Action, d.Scope = strings.Join(r.LinkedActions, ", "), strings.Join(r.LinkedScopes, ", ")
-		d.Why = fmt.Sprintf("%s may write %s but lacks %s on the linked %s, which the write references", who, cmpOr(r.Scope, resource), orUnknown(d.Action), orUnknown(d.Scope))
+		d.Why = fmt.Sprintf("%s may write %s but lacks %s on the linked %s, which the write references", who, cmp.Or(r.Scope, resource), orUnknown(d.Action), orUnknown(d.Scope))
 		var fixes []string
 		seen := map[string]bool{}
 		for _, s := range r.LinkedScopes {
-			if g := armid.ResourceGroupID(s); !seen[armid.Key(cmpOr(g, s))] {
-				seen[armid.Key(cmpOr(g, s))] = true
+			if g := armid.ResourceGroupID(s); !seen[armid.Key(cmp.Or(g, s))] {
+				seen[armid.Key(cmp.Or(g, s))] = true
 				fixes = append(fixes, Grant(r.Principal, s))
 			}
 		}
 		d.Fix = strings.Join(fixes, " && ")
 	case observe.CodeScopeLocked:
-		d.Scope = cmpOr(r.Lock, r.Scope)
-		d.Why = fmt.Sprintf("a management lock on %s forbids the %s", orUnknown(d.Scope), cmpOr(r.Operation, "write"))
+		d.Scope = cmp.Or(r.Lock, r.Scope)
+		d.Why = fmt.Sprintf("a management lock on %s forbids the %s", orUnknown(d.Scope), cmp.Or(r.Operation, "write"))
 		d.Fix = Unlock(d.Scope, "")
 	case observe.CodeRequestDisallowedByPolicy:
 		d.Scope = r.PolicyAssignment
@@ -95,7 +96,7 @@ func Deny(op, resource string, r observe.Refusal) Denial {
 // built-in role every Azure user has (deploy/azure/routekeeper-role.json
 // is the least one, when it is defined in the subscription).
 func Grant(principal, scope string) string {
-	at := cmpOr(armid.ResourceGroupID(scope), scope)
+	at := cmp.Or(armid.ResourceGroupID(scope), scope)
 	who := "--assignee-object-id " + principal + " --assignee-principal-type ServicePrincipal"
 	if principal == "" {
 		who = "--assignee <routekeeper's client id>"
@@ -145,11 +146,4 @@ func orUnknown(s string) string {
 		return "(not named by ARM)"
 	}
 	return s
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

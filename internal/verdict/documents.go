@@ -1,6 +1,8 @@
 package verdict
 
 import (
+	"cmp"
+
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/observe"
@@ -67,7 +69,7 @@ func tableBody(t *route.Table, location string) map[string]any {
 		tags[k] = v
 	}
 	return map[string]any{
-		"location": cmpOr(t.Location, location),
+		"location": cmp.Or(t.Location, location),
 		"tags":     tags,
 		"properties": map[string]any{
 			"routes":                     routes,

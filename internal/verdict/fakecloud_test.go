@@ -28,7 +28,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 			if len(f) != 3 {
 				return nil, fmt.Errorf("%q: want vnet NAME PREFIXES", l)
 			}
-			id := strings.TrimSuffix(subnetID(f[1], "x"), "/subnets/x")
+			id := vnetID(f[1])
 			c.VNets[armid.Key(id)] = &cloud.VirtualNetwork{ID: id, Name: f[1], Location: "eastus", AddressPrefixes: strings.Split(f[2], ",")}
 		case "subnet":
 			if len(f) < 3 {
@@ -117,7 +117,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 				case "vnet":
 					vnet = v
 				case "remote":
-					p.RemoteVNetID = strings.TrimSuffix(subnetID(v, "x"), "/subnets/x")
+					p.RemoteVNetID = vnetID(v)
 				case "space":
 					p.RemoteAddressPrefixes = strings.Split(v, ",")
 				case "state":
@@ -126,7 +126,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 					return nil, fmt.Errorf("%q: unknown %q", l, x)
 				}
 			}
-			v := c.VNets[armid.Key(strings.TrimSuffix(subnetID(vnet, "x"), "/subnets/x"))]
+			v := c.VNets[armid.Key(vnetID(vnet))]
 			if v == nil {
 				return nil, fmt.Errorf("%q: no vnet %s above it", l, vnet)
 			}

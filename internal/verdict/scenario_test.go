@@ -1,6 +1,7 @@
 package verdict_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -77,8 +78,9 @@ const (
 )
 
 func tableID(name string) string { return scnPrefix + "routeTables/" + name }
+func vnetID(name string) string  { return scnPrefix + "virtualNetworks/" + name }
 func subnetID(vnet, name string) string {
-	return scnPrefix + "virtualNetworks/" + vnet + "/subnets/" + name
+	return vnetID(vnet) + "/subnets/" + name
 }
 
 // short makes the IDs in a text relative to the resource group's
@@ -193,7 +195,7 @@ func (w *world) do(s step) (string, error) {
 		w.want.Nodes = nodes
 		return "", err
 	case "judge":
-		w.obs = observe.Observe(context.Background(), w.cloud, observe.Scope{Table: cmpOr(w.want.Table, w.want.Configured), Subnets: w.subnets(), Networks: true,
+		w.obs = observe.Observe(context.Background(), w.cloud, observe.Scope{Table: cmp.Or(w.want.Table, w.want.Configured), Subnets: w.subnets(), Networks: true,
 			NextHops: observe.NextHops(w.want.Nodes)})
 		w.last, w.out = verdict.Judge(w.obs, w.want, nil), nil
 		return render(w.last, true), checkVocabulary(w.last)
@@ -287,13 +289,6 @@ func (w *world) config(args []string) error {
 		}
 	}
 	return nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // outcome turns the outcome lines into the writes' outcome, checking

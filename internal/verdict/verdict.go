@@ -290,9 +290,12 @@ type RouteCounts struct {
 func (rc RouteCounts) Missing() int { return rc.Desired - rc.Present }
 
 // Unrouted is the number of nodes not routed.
-func (v *Verdict) Unrouted() int {
+func (v *Verdict) Unrouted() int { return CountUnrouted(v.Nodes) }
+
+// CountUnrouted counts the nodes not routed.
+func CountUnrouted(nodes map[string]Node) int {
 	n := 0
-	for _, nv := range v.Nodes {
+	for _, nv := range nodes {
 		if !nv.Routed {
 			n++
 		}
@@ -304,21 +307,26 @@ func (v *Verdict) Unrouted() int {
 func (v *Verdict) Routed() int { return len(v.Nodes) - v.Unrouted() }
 
 // SubnetProblems counts the subnets left in a state that needs attention.
-func (v *Verdict) SubnetProblems() int {
-	n := 0
-	for _, s := range v.Subnets {
-		if s.Problem() {
-			n++
-		}
-	}
-	return n
-}
+func (v *Verdict) SubnetProblems() int { return CountProblems(v.Subnets) }
 
 // Repairs counts the subnets the pass repaired.
-func (v *Verdict) Repairs() int {
+func (v *Verdict) Repairs() int { return CountRepaired(v.Subnets) }
+
+// CountProblems counts the subnets left in a state that needs attention
+// (Subnet.Problem).
+func CountProblems(subnets []Subnet) int {
+	return countSubnets(subnets, Subnet.Problem)
+}
+
+// CountRepaired counts the subnets the pass repaired.
+func CountRepaired(subnets []Subnet) int {
+	return countSubnets(subnets, func(s Subnet) bool { return s.Repaired })
+}
+
+func countSubnets(subnets []Subnet, f func(Subnet) bool) int {
 	n := 0
-	for _, s := range v.Subnets {
-		if s.Repaired {
+	for _, s := range subnets {
+		if f(s) {
 			n++
 		}
 	}

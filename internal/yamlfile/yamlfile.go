@@ -226,6 +226,24 @@ func cleanError(err error) error {
 	return errors.New(msg)
 }
 
+// Problem formats one problem found in a file (or a flag) the way every
+// reader of these files reports it: "where:line: field: value: reason",
+// leaving out the line when it is 0 and any other part that is empty.
+func Problem(where string, line int, field, value, reason string) string {
+	var b strings.Builder
+	if line > 0 {
+		where += ":" + strconv.Itoa(line)
+	}
+	for _, s := range []string{where, field, value} {
+		if s != "" {
+			b.WriteString(s)
+			b.WriteString(": ")
+		}
+	}
+	b.WriteString(reason)
+	return b.String()
+}
+
 // Suggest helps with an unknown key: " (did you mean X?)" for a near miss
 // among valid (same letters in another case, or at most two edits away),
 // else " (valid here: a, b)", or "" when nothing is valid there.

@@ -86,10 +86,7 @@ func TestBurstOf400Nodes(t *testing.T) {
 		t.Skip("400 nodes: skipped with -short")
 	}
 	const n = 400
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	m := metrics.New()
 	cloud := &countingCloud{Cloud: f.client(t, m)}
 	cfg := controllerConfig("burst")
@@ -155,10 +152,7 @@ func TestBurstOf400Nodes(t *testing.T) {
 // each took to get its route and its NetworkUnavailable=False (reported in
 // docs/performance.md). It asserts only that they do.
 func TestOneNodeLatency(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	r := start(t, daemon.Options{Controller: controllerConfig("latency"), Cloud: f.client(t, nil), Kube: adminConfig(env)})
 	// The first reconcile (creating and associating the table) has ended.
 	atLeast(t, r.metrics, "routekeeper_reconciles_total", "result", "success", 1)

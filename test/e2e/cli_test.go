@@ -53,9 +53,7 @@ func freePort(t *testing.T) int {
 // does: a config file, a kubeconfig, the local fabric's state file, leader
 // election, and the health and metrics endpoints.
 func TestRunCommandInCluster(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
+	env, ctx, client := kubeCluster(t)
 	dir := t.TempDir()
 	writeKubeconfig(t, env, filepath.Join(dir, "kubeconfig"))
 	if err := os.WriteFile(filepath.Join(dir, "topology.yaml"), []byte(topology), 0o644); err != nil {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +25,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/reqlog"
 )
 
 // TestDeployManifestsOnKubeAPIServer renders every kustomization and the
@@ -143,20 +144,6 @@ func TestDeployManifestsOnKubeAPIServer(t *testing.T) {
 	}
 }
 
-// armRecorder records the ARM requests of a client.
-type armRecorder struct {
-	rt   http.RoundTripper
-	mu   sync.Mutex
-	reqs []string // "METHOD path"
-}
-
-func (r *armRecorder) Do(req *http.Request) (*http.Response, error) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, req.Method+" "+req.URL.Path)
-	r.mu.Unlock()
-	return r.rt.RoundTrip(req)
-}
-
 // actionsOf maps an ARM request to the Azure RBAC actions it needs.
 func actionsOf(t *testing.T, req string) []string {
 	method, path, _ := strings.Cut(req, " ")
@@ -204,7 +191,7 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 	}
 
 	env := fabrictest.New(t, fabric.Options{OperationDuration: 30 * time.Millisecond}, topology)
-	rec := &armRecorder{rt: env.Server.RoundTripper()}
+	rec := reqlog.New(env.Server.Transporter())
 	client, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: fabric.ClientOptions(rec, fabric.InProcessEndpoint), PollFrequency: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -214,12 +201,12 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 	if _, err := client.GetVirtualNetwork(ctx, vnetID); err != nil {
 		t.Fatal(err)
 	}
-	nodes := staticSource{{Name: "role-0", InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(0))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(0))}}}
+	nodes := nodesource.New(source.Node{Name: "role-0", InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(0))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(0))}})
 	ctrl := controller.New(controllerConfig("role"), client, nodes, nil)
 	if res := ctrl.Reconcile(ctx); res.Err != nil || !res.Wrote {
 		t.Fatalf("creating reconcile: wrote %v, %v", res.Wrote, res.Err)
 	}
-	nodes = append(nodes, source.Node{Name: "role-1", InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(1))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(1))}})
+	nodes.Add(source.Node{Name: "role-1", InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(1))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(1))}})
 	ctrl = controller.New(controllerConfig("role"), client, nodes, nil)
 	if res := ctrl.Reconcile(ctx); res.Err != nil || !res.Wrote {
 		t.Fatalf("updating reconcile: wrote %v, %v", res.Wrote, res.Err)
@@ -233,7 +220,7 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 	}
 
 	used := map[string]bool{}
-	for _, r := range rec.reqs {
+	for _, r := range rec.Requests() {
 		for _, a := range actionsOf(t, r) {
 			used[a] = true
 		}
@@ -263,8 +250,3 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 		t.Errorf("role: NotActions %v, DataActions %v, AssignableScopes %v", role.NotActions, role.DataActions, role.AssignableScopes)
 	}
 }
-
-type staticSource []source.Node
-
-func (s staticSource) Nodes(context.Context) ([]source.Node, error) { return s, nil }
-func (s staticSource) Watch(ctx context.Context, _ func()) error    { <-ctx.Done(); return nil }

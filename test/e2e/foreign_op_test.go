@@ -17,10 +17,7 @@ import (
 // routes are intact, so through every resync of that time their
 // NetworkUnavailable condition stays False.
 func TestForeignLongOperationLeavesConditionsFalse(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	cfg := controllerConfig("foreignop")
 	cfg.Resync = 200 * time.Millisecond // reconciles keep coming during the operation
 	r := start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: adminConfig(env)})

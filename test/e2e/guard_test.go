@@ -16,6 +16,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
 // TestEmptyKubeSourceDeletesNothing: routekeeper pointed at a cluster with
@@ -23,10 +24,7 @@ import (
 // of them (deletion guard, issue 11), says so in a metric, and deletes them
 // only with AllowEmptySource.
 func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	cfg := controllerConfig("emptysrc")
 
 	// The table as a previous run left it: claimed, three node routes.
@@ -34,7 +32,7 @@ func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
 	for i := range 3 {
 		nodes = append(nodes, source.Node{Name: fmt.Sprintf("emptysrc-%d", i), InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP(40 + i))}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR(40 + i))}})
 	}
-	if res := controller.New(cfg, f.client(t, nil), staticSource(nodes), nil).Reconcile(ctx); res.Err != nil || len(f.routes(t)) != 3 {
+	if res := controller.New(cfg, f.client(t, nil), nodesource.New(nodes...), nil).Reconcile(ctx); res.Err != nil || len(f.routes(t)) != 3 {
 		t.Fatalf("seeding the table: %v, routes %v", res.Err, f.routes(t))
 	}
 
@@ -83,10 +81,7 @@ func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
 // its condition says by what (False, RouteNotManaged); with adopt matching
 // the route is renamed in one PUT and the condition becomes RouteCreated.
 func TestHandMadeRouteThenAdoption(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	lab := "kubernetes-route-10-200-60-0-24"
 	_, err := f.Client.PutRouteTable(ctx, &route.Table{ID: tableID, Name: "kubernetes-routes", ResourceGroup: "kubernetes", Location: "eastus",
 		Routes: []route.Route{{Name: lab, AddressPrefix: podCIDR(60), Prefix: netip.MustParsePrefix(podCIDR(60)), NextHopType: route.VirtualAppliance, NextHopIP: netip.MustParseAddr(nodeIP(60))}}}, "")

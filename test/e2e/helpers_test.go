@@ -37,6 +37,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
+	"github.com/routekeeper/routekeeper/internal/testutil/promtest"
 	kubetest "github.com/routekeeper/routekeeper/test/kube"
 )
 
@@ -67,6 +68,22 @@ func nodeIP(i int) string { return fmt.Sprintf("10.240.%d.%d", 1+i/250, 4+i%250)
 
 // fab is a test's own in-memory fabric.
 type fab struct{ *fabrictest.Env }
+
+// kubeCluster is what every kube scenario starts from: the shared
+// cluster, the test's context and an admin clientset of the cluster.
+func kubeCluster(t *testing.T) (*kubetest.Env, context.Context, kubernetes.Interface) {
+	t.Helper()
+	env := cluster.Env(t)
+	return env, t.Context(), env.Clientset(t)
+}
+
+// kubeScenario is kubeCluster with a new fabric of the test topology:
+// what most scenarios run against.
+func kubeScenario(t *testing.T) (*kubetest.Env, context.Context, kubernetes.Interface, fab) {
+	t.Helper()
+	env, ctx, client := kubeCluster(t)
+	return env, ctx, client, newFabric(t)
+}
 
 func newFabric(t *testing.T) fab {
 	return fab{fabrictest.New(t, fabric.Options{}, topology)}
@@ -478,27 +495,12 @@ func adminConfig(env *kubetest.Env) *rest.Config {
 	return c
 }
 
-// gauge returns the value of the metric with the label, from m's registry.
+// gauge returns the value of the metric with the label, from m's
+// registry, -1 when it has no such series.
 func gauge(t testing.TB, m *metrics.Metrics, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := m.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, mt := range mf.GetMetric() {
-			for _, lp := range mt.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					if g := mt.GetGauge(); g != nil {
-						return g.GetValue()
-					}
-					return mt.GetCounter().GetValue()
-				}
-			}
-		}
+	if v, ok := promtest.Value(t, m.Registry(), name, label, value); ok {
+		return v
 	}
 	return -1
 }

@@ -71,10 +71,7 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 			name = "crash"
 		}
 		t.Run(name, func(t *testing.T) {
-			env := cluster.Env(t)
-			ctx := t.Context()
-			client := env.Clientset(t)
-			f := newFabric(t)
+			env, ctx, client, f := kubeScenario(t)
 			prefix := "ha-graceful"
 			if crash {
 				prefix = "ha-crash"
@@ -153,10 +150,7 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 // the leader stops its controller and Run returns ErrLostLeadership (the
 // process exits non-zero and restarts as a follower).
 func TestLostLeaseStopsTheController(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	const lease = "lost-lease"
 	m := metrics.New()
 	r := start(t, daemon.Options{Controller: controllerConfig("lost"), Cloud: f.client(t, m), Kube: adminConfig(env),

@@ -94,9 +94,7 @@ func TestInformerMemory(t *testing.T) {
 	if count <= 0 {
 		t.Skip("a measurement: set ROUTEKEEPER_E2E_MEMORY_NODES=5000 to run it")
 	}
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
+	env, ctx, client := kubeCluster(t)
 	nodes := make([]node, count)
 	for i := range nodes {
 		nodes[i] = node{name: fmt.Sprintf("mem-%05d", i), podCIDRs: []string{fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256)},

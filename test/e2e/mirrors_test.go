@@ -91,9 +91,7 @@ func mirrorRoutes(t *testing.T, f fab, name string) map[string]route.Route {
 // claimed by another cluster, is refused (never written) and reported as
 // an event on routekeeper's Pod, while the first one works.
 func TestMirrorObserveMode(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
+	env, ctx, client := kubeCluster(t)
 	f := fab{fabrictest.New(t, fabric.Options{}, mirrorTopology)}
 
 	// The platform's table: mirror-0's route only, on the node subnet.
@@ -266,9 +264,7 @@ func TestMirrorBurstOf400Nodes(t *testing.T) {
 		t.Skip("400 nodes: skipped with -short")
 	}
 	const n = 400
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
+	env, ctx, client := kubeCluster(t)
 	f := fab{fabrictest.New(t, fabric.Options{RouteLimit: 1000}, mirrorTopology)}
 	m := metrics.New()
 	cloud := &tableCounter{Cloud: f.client(t, m), puts: map[string]int{}, reads: map[string]int{}}

@@ -22,10 +22,7 @@ import (
 // changed InternalIP moves the next hop; status updates that do not touch
 // routes cause no write.
 func TestNodesRoutesAndConditions(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	cloud := &countingCloud{Cloud: f.client(t, nil)}
 	rk := start(t, daemon.Options{Controller: controllerConfig("basic"), Cloud: cloud, Kube: adminConfig(env)})
 
@@ -121,10 +118,7 @@ func TestNodesRoutesAndConditions(t *testing.T) {
 // CIDR, and one shared by two nodes, get a clear condition reason and
 // event on their nodes; the other nodes are routed.
 func TestConflictsAreReportedOthersConverge(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	start(t, daemon.Options{Controller: controllerConfig("conflicts"), Cloud: f.client(t, nil), Kube: adminConfig(env)})
 
 	createNode(ctx, t, client, node{name: "conflicts-ok-0", podCIDRs: []string{podCIDR(10)}, ips: []string{nodeIP(10)}, networkUnavailable: true})
@@ -193,10 +187,7 @@ func TestConflictsAreReportedOthersConverge(t *testing.T) {
 // new nodes stay NetworkUnavailable=True (RouteWriteFailed), never False;
 // once writes succeed, they turn False.
 func TestFailedWriteKeepsConditionsTrue(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 	c := f.client(t, nil)
 	// The table exists and is associated before the failure starts.
 	cfg := controllerConfig("failing")

@@ -20,10 +20,7 @@ import (
 // a missing route on its node, routes of deleted nodes on its own Pod, and
 // both in the metrics.
 func TestObserveMode(t *testing.T) {
-	env := cluster.Env(t)
-	ctx := t.Context()
-	client := env.Clientset(t)
-	f := newFabric(t)
+	env, ctx, client, f := kubeScenario(t)
 
 	// The platform's table: observe-0's route, a route of a node that is
 	// gone, no route for observe-1, and the platform's own default route.

@@ -145,14 +145,7 @@ func TestApplyFollowsRouteChanges(t *testing.T) {
 	}
 	probe("lab", true)
 
-	without := cloneSpec(spec)
-	sn := &without.VNets[0].Subnets[0]
-	for i, r := range sn.Routes {
-		if r.Name == "worker-1" {
-			sn.Routes = append(sn.Routes[:i:i], sn.Routes[i+1:]...)
-			break
-		}
-	}
+	without := withoutRoute(spec, "worker-1")
 	if err := p.Apply(ctx, without); err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +169,14 @@ func TestApplyFollowsRouteChanges(t *testing.T) {
 		t.Errorf("namespaces after removing two nodes: %v, want 5", left)
 	}
 	probe("after removing other nodes", true)
+}
+
+// withoutRoute is a copy of s whose first subnet lacks the route name.
+func withoutRoute(s Spec, name string) Spec {
+	out := cloneSpec(s)
+	sn := &out.VNets[0].Subnets[0]
+	sn.Routes = slices.DeleteFunc(sn.Routes, func(r Route) bool { return r.Name == name })
+	return out
 }
 
 func cloneSpec(s Spec) Spec {
@@ -205,14 +206,7 @@ func BenchmarkApplyRouteChange(b *testing.B) {
 	}
 	defer p.Close(context.Background())
 	spec := labSpecTB(b)
-	without := cloneSpec(spec)
-	sn := &without.VNets[0].Subnets[0]
-	for i, r := range sn.Routes {
-		if r.Name == "worker-1" {
-			sn.Routes = append(sn.Routes[:i:i], sn.Routes[i+1:]...)
-			break
-		}
-	}
+	without := withoutRoute(spec, "worker-1")
 	ctx := context.Background()
 	if err := p.Apply(ctx, spec); err != nil {
 		b.Fatal(err)

@@ -133,17 +133,22 @@ func (s *Spec) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
+	// uniqueName reports a name that is not valid or that seen holds already
+	// (why, when set, says what the duplicate breaks), and adds it to seen.
+	uniqueName := func(field, name string, seen map[string]bool, why string) {
+		if !nameRE.MatchString(name) {
+			bad(field, "%q is not a valid name", name)
+		}
+		if seen[name] {
+			bad(field, "%q is declared twice%s", name, why)
+		}
+		seen[name] = true
+	}
 	subnets := map[[2]string]netip.Prefix{}
 	vnets := map[string]bool{}
 	for i, v := range s.VNets {
 		f := fmt.Sprintf("vnets[%d]", i)
-		if !nameRE.MatchString(v.Name) {
-			bad(f+".name", "%q is not a valid name", v.Name)
-		}
-		if vnets[v.Name] {
-			bad(f+".name", "%q is declared twice (the data plane names its router after the VNet)", v.Name)
-		}
-		vnets[v.Name] = true
+		uniqueName(f+".name", v.Name, vnets, " (the data plane names its router after the VNet)")
 		for j, sn := range v.Subnets {
 			g := fmt.Sprintf("%s.subnets[%d]", f, j)
 			if !nameRE.MatchString(sn.Name) {
@@ -186,13 +191,7 @@ func (s *Spec) Validate() error {
 	names := map[string]bool{}
 	for i, n := range s.Nodes {
 		f := fmt.Sprintf("nodes[%d]", i)
-		if !nameRE.MatchString(n.Name) {
-			bad(f+".name", "%q is not a valid name", n.Name)
-		}
-		if names[n.Name] {
-			bad(f+".name", "%q is declared twice", n.Name)
-		}
-		names[n.Name] = true
+		uniqueName(f+".name", n.Name, names, "")
 		p, ok := subnets[[2]string{n.VNet, n.Subnet}]
 		if !ok {
 			bad(f+".subnet", "%s/%s is not a subnet of the spec", n.VNet, n.Subnet)

@@ -479,18 +479,7 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	var b strings.Builder
-	where := p.File
-	if p.Line > 0 {
-		where += ":" + strconv.Itoa(p.Line)
-	}
-	for _, s := range []string{where, p.Field, p.Value} {
-		if s != "" {
-			b.WriteString(s + ": ")
-		}
-	}
-	b.WriteString(p.Reason)
-	return b.String()
+	return yamlfile.Problem(p.File, p.Line, p.Field, p.Value, p.Reason)
 }
 
 // Error lists every problem of an inventory; it matches ErrInvalid.

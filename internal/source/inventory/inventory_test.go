@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/routekeeper/routekeeper/internal/ipam"
+	"github.com/routekeeper/routekeeper/internal/testutil/problemtest"
 
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -209,18 +209,7 @@ func TestBadInventories(t *testing.T) {
 			if !errors.Is(err, ErrInvalid) {
 				t.Errorf("err does not match ErrInvalid: %v", err)
 			}
-			msg := err.Error()
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("message lacks %q:\n%s", w, msg)
-				}
-			}
-			fileLine := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `(:\d+)?: `)
-			for _, line := range strings.Split(msg, "\n") {
-				if !fileLine.MatchString(line) {
-					t.Errorf("line does not name the file: %q", line)
-				}
-			}
+			problemtest.Check(t, err.Error(), file, tc.want...)
 			if _, err := os.Stat(filepath.Join(dir, "nodes.allocations.json")); !os.IsNotExist(err) {
 				t.Error("allocations were recorded from an invalid inventory")
 			}

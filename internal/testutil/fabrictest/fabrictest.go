@@ -39,16 +39,16 @@ const KTHWTwoSubnets = KTHW + `          - name: pool-2
             addressPrefix: 10.240.1.0/24
 `
 
-// The IDs of the KTHW network.
+// The IDs of the KTHW network (kthw's).
 const (
-	KTHWTable  = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
-	KTHWVNet   = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet"
-	KTHWSubnet = KTHWVNet + "/subnets/kubernetes-subnet"
+	KTHWTable  = kthw.TableID
+	KTHWVNet   = kthw.VNetID
+	KTHWSubnet = kthw.SubnetID
 	// KTHWPool2 is KTHWTwoSubnets' second subnet.
-	KTHWPool2 = KTHWVNet + "/subnets/pool-2"
+	KTHWPool2 = kthw.Pool2ID
 	// KTHWTable2 is the ID of a second route table in the same group, for
 	// swaps and migrations.
-	KTHWTable2 = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes-v2"
+	KTHWTable2 = kthw.Table2ID
 )
 
 // New starts a fabric in memory with opts, applies the topology (YAML in
@@ -110,6 +110,24 @@ func RedeployKTHWVNet(tb testing.TB, opts *arm.ClientOptions, subnets ...[2]stri
 	if _, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 10 * time.Millisecond}); err != nil {
 		tb.Fatalf("redeploying the VNet: %v", err)
 	}
+}
+
+// MustPoll waits for the operation p, begun with err, to end, polling
+// every 5 ms; it fails tb when the operation could not begin or failed,
+// and returns its result. Call it right after a Begin call:
+//
+//	p, err := tables.BeginDelete(ctx, rg, name, nil)
+//	fabrictest.MustPoll(t, p, err)
+func MustPoll[T any](tb testing.TB, p *runtime.Poller[T], err error) T {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := p.PollUntilDone(context.Background(), &runtime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
 }
 
 // As returns a client on the fabric that authenticates as the principal

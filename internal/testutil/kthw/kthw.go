@@ -1,8 +1,31 @@
 // Package kthw is the network of Kubernetes the Hard Way (seed 003) as
-// fabric topology YAML, for the tests of any package: it imports nothing,
-// so the fabric's own tests use it as well as those that run a fabric
-// through fabrictest. A test appends what its scenario adds.
+// fabric topology YAML, with the ARM IDs of its resources, for the tests
+// of any package: it imports nothing, so the fabric's own tests and pure
+// unit tests use it as well as those that run a fabric through
+// fabrictest. A test appends what its scenario adds.
 package kthw
+
+// Sub is the subscription of the IDs: the fabric's default subscription.
+const Sub = "00000000-0000-0000-0000-000000000000"
+
+// Provider starts the ID of every resource of the network: resource group
+// kubernetes's Microsoft.Network provider, with a trailing slash.
+const Provider = "/subscriptions/" + Sub + "/resourceGroups/kubernetes/providers/Microsoft.Network/"
+
+// The IDs of the network's resources.
+const (
+	// TableID is the route table kubernetes-routes.
+	TableID = Provider + "routeTables/kubernetes-routes"
+	// Table2ID is a second route table in the group, for swaps and
+	// migrations: kubernetes-routes-v2.
+	Table2ID = TableID + "-v2"
+	// VNetID is the virtual network kubernetes-vnet.
+	VNetID = Provider + "virtualNetworks/kubernetes-vnet"
+	// SubnetID is the node subnet kubernetes-subnet.
+	SubnetID = VNetID + "/subnets/kubernetes-subnet"
+	// Pool2ID is a second node subnet, pool-2.
+	Pool2ID = VNetID + "/subnets/pool-2"
+)
 
 // Network is the start of a KTHW topology: resource group kubernetes and
 // VNet kubernetes-vnet (10.240.0.0/16), up to the list of its subnets,

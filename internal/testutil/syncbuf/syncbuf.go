@@ -33,6 +33,16 @@ func (s *Buffer) String() string {
 	return s.b.String()
 }
 
+// Take returns what was written since the last Take and empties the
+// buffer, so a test can check each step's output on its own.
+func (s *Buffer) Take() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.b.String()
+	s.b.Reset()
+	return out
+}
+
 // Next returns what was written so far and a channel closed by the next
 // Write, so a reader can wait for more output instead of polling.
 func (s *Buffer) Next() (string, <-chan struct{}) {

@@ -2,14 +2,13 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/routekeeper/routekeeper/internal/testutil/imagetest"
 )
 
 // TestRun builds the image from a prebuilt binary into a layout and a
@@ -25,10 +24,8 @@ func TestRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "routekeeper")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/routekeeper/routekeeper/cmd/routekeeper")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building routekeeper: %v\n%s", err, out)
+	if err := imagetest.BuildBinary(bin); err != nil {
+		t.Fatal(err)
 	}
 
 	t.Setenv("SOURCE_DATE_EPOCH", "1800000000")
@@ -36,25 +33,7 @@ func TestRun(t *testing.T) {
 	if err := run(t.Context(), o); err != nil {
 		t.Fatal(err)
 	}
-	p, err := layout.FromPath(o.layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(im.Manifests) != 1 || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "v1.2.3-dirty" {
-		t.Fatalf("index %+v: want one image tagged v1.2.3-dirty", im.Manifests)
-	}
-	img, err := idx.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := imagetest.LoadLayout(t, o.layout, "v1.2.3-dirty")
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
