@@ -102,7 +102,7 @@ func TestReconcile(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
-			fc := &fakeCloud{table: clone(tc.table), putErr: tc.putErr}
+			fc := &fakeCloud{table: tc.table.Clone(), putErr: tc.putErr}
 			res := newTest(t, cfg, fc, tc.nodes...).Reconcile(context.Background())
 			if tc.wantErr != nil {
 				if !errors.Is(res.Err, tc.wantErr) {

@@ -31,20 +31,6 @@ type fakeCloud struct {
 
 func (f *fakeCloud) nextEtag() string { f.etagN++; return fmt.Sprintf(`W/"%d"`, f.etagN) }
 
-func clone(t *route.Table) *route.Table {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	c.Routes = append([]route.Route(nil), t.Routes...)
-	c.Tags = map[string]string{}
-	for k, v := range t.Tags {
-		c.Tags[k] = v
-	}
-	c.Subnets = append([]string(nil), t.Subnets...)
-	return &c
-}
-
 func (f *fakeCloud) GetRouteTable(_ context.Context, id string) (*route.Table, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -52,7 +38,7 @@ func (f *fakeCloud) GetRouteTable(_ context.Context, id string) (*route.Table, e
 	if f.table == nil || !armid.Same(f.table.ID, id) {
 		return nil, fmt.Errorf("route table %s: %w", id, cloud.ErrNotFound)
 	}
-	return clone(f.table), nil
+	return f.table.Clone(), nil
 }
 
 func (f *fakeCloud) PutRouteTable(_ context.Context, t *route.Table, etag string) (*route.Table, error) {
@@ -72,7 +58,7 @@ func (f *fakeCloud) PutRouteTable(_ context.Context, t *route.Table, etag string
 	case etag != "" && (f.table == nil || f.table.Etag != etag):
 		return nil, fmt.Errorf("stale etag: %w", cloud.ErrPreconditionFailed)
 	}
-	n := clone(t)
+	n := t.Clone()
 	n.Etag = f.nextEtag()
 	if f.table != nil {
 		n.Subnets = f.table.Subnets
@@ -84,28 +70,37 @@ func (f *fakeCloud) PutRouteTable(_ context.Context, t *route.Table, etag string
 		}
 	}
 	f.table = n
-	return clone(n), nil
+	return n.Clone(), nil
 }
 
 func (f *fakeCloud) GetSubnet(_ context.Context, id string) (*cloud.Subnet, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
+	s, err := f.subnet(id)
+	if err != nil {
+		return nil, err
+	}
+	c := *s
+	return &c, nil
+}
+
+// subnet is the subnet id, or cloud.ErrNotFound; f.mu must be held.
+func (f *fakeCloud) subnet(id string) (*cloud.Subnet, error) {
 	s, ok := f.subnets[strings.ToLower(id)]
 	if !ok {
 		return nil, fmt.Errorf("subnet %s: %w", id, cloud.ErrNotFound)
 	}
-	c := *s
-	return &c, nil
+	return s, nil
 }
 
 func (f *fakeCloud) SetSubnetRouteTable(_ context.Context, subnetID, tableID, etag string) (*cloud.Subnet, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	s, ok := f.subnets[strings.ToLower(subnetID)]
-	if !ok {
-		return nil, fmt.Errorf("subnet %s: %w", subnetID, cloud.ErrNotFound)
+	s, err := f.subnet(subnetID)
+	if err != nil {
+		return nil, err
 	}
 	if etag != "" && s.Etag != etag {
 		return nil, fmt.Errorf("subnet: %w", cloud.ErrPreconditionFailed)

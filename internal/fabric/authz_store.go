@@ -80,13 +80,7 @@ func (t *txn) bumpAuthzRev() error {
 func (t *txn) getAuthz(key string) (*authzRow, error) {
 	r := &authzRow{Key: key}
 	err := t.QueryRowContext(t.ctx, `SELECT kind, id, scope, doc FROM authz WHERE key = ?`, key).Scan(&r.Kind, &r.ID, &r.Scope, &r.Doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", key, err)
-	}
-	return r, nil
+	return found(r, err, key)
 }
 
 func (t *txn) authzRev() (int64, error) {

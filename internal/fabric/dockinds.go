@@ -50,6 +50,19 @@ var docKinds = map[string]docKind{
 	typeConnections:   {settle: settleGeneric, deleting: deletingGeneric},
 }
 
+// settleState settles the provisioning state and etag of a top-level SDK
+// document: Succeeded after a successful operation; Failed, with the new
+// etag, after a failed one. It reports whether the operation failed (the
+// children then keep their states).
+func settleState(etag string, docEtag **string, state **armnetwork.ProvisioningState) (failed bool) {
+	if etag != "" {
+		*docEtag, *state = ptr(etag), ptr(armnetwork.ProvisioningStateFailed)
+		return true
+	}
+	*state = ptr(armnetwork.ProvisioningStateSucceeded)
+	return false
+}
+
 // modelDoc is the docKind of a document decoded as a T: settle and
 // deleting change the decoded document, which is then encoded again.
 func modelDoc[T any](decode func([]byte) (*T, error), settle func(v *T, removeChild, etag string), deleting func(*T) (location string)) docKind {

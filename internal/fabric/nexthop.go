@@ -40,11 +40,7 @@ func decodeWatcher(doc []byte) (*armnetwork.Watcher, error) {
 
 // settleWatcher: see settleDoc.
 func settleWatcher(w *armnetwork.Watcher, _, etag string) {
-	st := armnetwork.ProvisioningStateSucceeded
-	if etag != "" {
-		w.Etag, st = ptr(etag), armnetwork.ProvisioningStateFailed
-	}
-	w.Properties.ProvisioningState = &st
+	settleState(etag, &w.Etag, &w.Properties.ProvisioningState)
 }
 
 var watcherKind = modelKind(typeNetworkWatchers, armTypeWatcher, decodeWatcher, renderPlain,

@@ -31,12 +31,9 @@ func decodeNIC(doc []byte) (*armnetwork.Interface, error) {
 
 // settleNIC: see settleDoc.
 func settleNIC(n *armnetwork.Interface, _, etag string) {
-	if etag != "" {
-		n.Etag = ptr(etag)
-		n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateFailed)
+	if settleState(etag, &n.Etag, &n.Properties.ProvisioningState) {
 		return
 	}
-	n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
 	for _, c := range n.Properties.IPConfigurations {
 		if c.Properties != nil {
 			c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)

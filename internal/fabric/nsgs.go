@@ -33,12 +33,9 @@ func decodeNSG(doc []byte) (*armnetwork.SecurityGroup, error) {
 }
 
 func settleNSG(g *armnetwork.SecurityGroup, removeChild, etag string) {
-	if etag != "" {
-		g.Etag = ptr(etag)
-		g.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateFailed)
+	if settleState(etag, &g.Etag, &g.Properties.ProvisioningState) {
 		return
 	}
-	g.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
 	rules := g.Properties.SecurityRules[:0]
 	for _, r := range g.Properties.SecurityRules {
 		if removeChild != "" && strings.EqualFold(str(r.Name), removeChild) {

@@ -266,13 +266,20 @@ func (t *txn) getRGByKey(k string) (*rgRow, error) {
 	r := &rgRow{Key: k}
 	err := t.QueryRowContext(t.ctx, `SELECT sub, name, location, tags, state FROM resource_groups WHERE key = ?`, k).
 		Scan(&r.Sub, &r.Name, &r.Location, &r.Tags, &r.State)
-	if errors.Is(err, sql.ErrNoRows) {
+	return found(r, err, "resource group "+k)
+}
+
+// found is what a query for one row returns: v when it found the row, nil
+// when there was none (sql.ErrNoRows), and err, saying what was read,
+// otherwise.
+func found[T any](v *T, err error, what string) (*T, error) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading resource group %s: %w", k, err)
-	}
-	return r, nil
+	return v, nil
 }
 
 func (t *txn) putRG(r *rgRow) error {
@@ -316,13 +323,7 @@ func (t *txn) getResource(k string) (*resourceRow, error) {
 	r := &resourceRow{Key: k}
 	err := t.QueryRowContext(t.ctx, `SELECT id, rg_key, sub_key, type, sort_key, doc, etag FROM resources WHERE key = ?`, k).
 		Scan(&r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading resource %s: %w", k, err)
-	}
-	return r, nil
+	return found(r, err, "resource "+k)
 }
 
 // getResourceForRead is getResource for read transactions: the document
@@ -333,11 +334,8 @@ func (t *txn) getResourceForRead(k string) (*resourceRow, error) {
 	var rev int64
 	err := t.QueryRowContext(t.ctx, `SELECT id, rg_key, sub_key, type, sort_key, etag, rev FROM resources WHERE key = ?`, k).
 		Scan(&r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Etag, &rev)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading resource %s: %w", k, err)
+	if r, err := found(r, err, "resource "+k); r == nil {
+		return nil, err
 	}
 	if doc, ok := t.store.docs.get(k, rev); ok {
 		r.Doc = doc
@@ -494,25 +492,13 @@ func (t *txn) putOp(o *operation) error {
 
 func (t *txn) getOp(id string) (*operation, error) {
 	o, err := scanOp(t.QueryRowContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE id = ?`, key(id)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading operation %s: %w", id, err)
-	}
-	return o, nil
+	return found(o, err, "operation "+id)
 }
 
 // runningOp returns the operation in progress on a resource, nil if none.
 func (t *txn) runningOp(resourceKey string) (*operation, error) {
 	o, err := scanOp(t.QueryRowContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE resource_key = ? AND status = 'InProgress' LIMIT 1`, resourceKey))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading operations of %s: %w", resourceKey, err)
-	}
-	return o, nil
+	return found(o, err, "operations of "+resourceKey)
 }
 
 // anyDue reports whether an operation has passed its end time unfinished.

@@ -21,12 +21,9 @@ func decodeVNet(doc []byte) (*armnetwork.VirtualNetwork, error) {
 
 // settleVNet: see settleDoc.
 func settleVNet(v *armnetwork.VirtualNetwork, removeChild, etag string) {
-	if etag != "" {
-		v.Etag = ptr(etag)
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateFailed)
+	if settleState(etag, &v.Etag, &v.Properties.ProvisioningState) {
 		return
 	}
-	v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
 	settlePeerings(v, removeChild)
 	subnets := v.Properties.Subnets[:0]
 	for _, sn := range v.Properties.Subnets {
