@@ -182,14 +182,7 @@ func targetNIC(tx *txn, sub, target, nicTarget string) (*armnetwork.Interface, e
 		want = target
 	}
 	if _, ok := parseTopID(want, typeNetworkInterfaces); ok {
-		row, err := tx.getResource(key(want))
-		if err != nil {
-			return nil, err
-		}
-		if row == nil {
-			return nil, newError(http.StatusNotFound, "NotFound", "Resource %s not found.", want)
-		}
-		return decodeNIC(row.Doc)
+		return getDoc(tx, want, decodeNIC, "Resource "+want+" not found.")
 	}
 	nics, err := allNICs(tx, sub)
 	if err != nil {
@@ -213,15 +206,21 @@ type nicRouting struct {
 
 // routingOfNIC reads the virtual network and the route table of the
 // primary IP configuration's subnet.
-func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
-	row, err := tx.getResource(key(nicID))
+// getDoc reads the resource id and decodes its document; a missing one is
+// ARM's 404 NotFound with the message notFound.
+func getDoc[T any](tx *txn, id string, decode func([]byte) (*T, error), notFound string) (*T, error) {
+	row, err := tx.getResource(key(id))
 	if err != nil {
 		return nil, err
 	}
 	if row == nil {
-		return nil, newError(http.StatusNotFound, "NotFound", "Resource %s not found.", nicID)
+		return nil, newError(http.StatusNotFound, "NotFound", "%s", notFound)
 	}
-	n, err := decodeNIC(row.Doc)
+	return decode(row.Doc)
+}
+
+func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
+	n, err := getDoc(tx, nicID, decodeNIC, "Resource "+nicID+" not found.")
 	if err != nil {
 		return nil, err
 	}
@@ -235,14 +234,7 @@ func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
 	if !ok {
 		return nil, fmt.Errorf("network interface %s: subnet %q is not a subnet ID", nicID, subnetID)
 	}
-	vrow, err := tx.getResource(key(a.parentID()))
-	if err != nil {
-		return nil, err
-	}
-	if vrow == nil {
-		return nil, newError(http.StatusNotFound, "NotFound", "Virtual network of subnet %s not found.", subnetID)
-	}
-	v, err := decodeVNet(vrow.Doc)
+	v, err := getDoc(tx, a.parentID(), decodeVNet, "Virtual network of subnet "+subnetID+" not found.")
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +243,7 @@ func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
 		return nil, err
 	}
 	// The address space, the peerings and the gateways' routes (around.go).
-	out := &nicRouting{network: ar.networkOf(vrow.ID)}
+	out := &nicRouting{network: ar.networkOf(str(v.ID))}
 	sn := findSubnet(v.Properties.Subnets, a.ChildName)
 	if sn == nil || sn.Properties == nil || sn.Properties.RouteTable == nil {
 		return out, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
@@ -145,27 +146,34 @@ func snapshotSubscription(ctx context.Context, c *armClient, sub string, opts *a
 	if err != nil {
 		return err
 	}
-	for pg := vnets.NewListAllPager(nil); pg.More(); {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("listing virtual networks of %s: %w", sub, describe(err))
-		}
+	err = eachPage(ctx, vnets.NewListAllPager(nil), "virtual networks of "+sub, func(page armnetwork.VirtualNetworksClientListAllResponse) {
 		for _, v := range page.Value {
 			st.VirtualNetworks = append(st.VirtualNetworks, stateVNet(sub, v))
 		}
+	})
+	if err != nil {
+		return err
 	}
 	tables, err := armnetwork.NewRouteTablesClient(sub, cred, opts)
 	if err != nil {
 		return err
 	}
-	for pg := tables.NewListAllPager(nil); pg.More(); {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("listing route tables of %s: %w", sub, describe(err))
-		}
+	return eachPage(ctx, tables.NewListAllPager(nil), "route tables of "+sub, func(page armnetwork.RouteTablesClientListAllResponse) {
 		for _, t := range page.Value {
 			st.RouteTables = append(st.RouteTables, stateTable(sub, t))
 		}
+	})
+}
+
+// eachPage hands every page of a pager to use; what names the list in the
+// error of a page that could not be read.
+func eachPage[T any](ctx context.Context, pg *runtime.Pager[T], what string, use func(T)) error {
+	for pg.More() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", what, describe(err))
+		}
+		use(page)
 	}
 	return nil
 }
