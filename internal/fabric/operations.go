@@ -135,12 +135,7 @@ func (s *Server) finish(tx *txn, o *operation) error {
 			}
 			break
 		}
-		doc, err := settleDoc(row.Type, row.Doc, "", "")
-		if err != nil {
-			return err
-		}
-		row.Doc = doc
-		if err := s.storeRow(tx, row); err != nil {
+		if err := s.settleRow(tx, row, ""); err != nil {
 			return err
 		}
 	case opChildDelete:
@@ -150,12 +145,7 @@ func (s *Server) finish(tx *txn, o *operation) error {
 			}
 			break
 		}
-		doc, err := settleDoc(row.Type, row.Doc, o.ChildName, "")
-		if err != nil {
-			return err
-		}
-		row.Doc = doc
-		if err := s.storeRow(tx, row); err != nil {
+		if err := s.settleRow(tx, row, o.ChildName); err != nil {
 			return err
 		}
 	case opDelete:
@@ -189,6 +179,18 @@ func (s *Server) finish(tx *txn, o *operation) error {
 // restore puts prev back as the resource's content, with provisioningState
 // Failed and a new etag, so a client reading back sees its change did not
 // land.
+// settleRow settles a resource after its operation succeeded (every
+// provisioning state Succeeded, the child removeChild, if any, dropped) and
+// stores it.
+func (s *Server) settleRow(tx *txn, row *resourceRow, removeChild string) error {
+	doc, err := settleDoc(row.Type, row.Doc, removeChild, "")
+	if err != nil {
+		return err
+	}
+	row.Doc = doc
+	return s.storeRow(tx, row)
+}
+
 func (s *Server) restore(tx *txn, row *resourceRow, prev []byte) error {
 	etag := newEtag()
 	doc, err := settleDoc(row.Type, prev, "", etag)

@@ -412,15 +412,7 @@ func (a *Allocator) release(node string, p netip.Prefix) {
 // CIDRs returns the CIDRs node holds, IPv4 first.
 func (a *Allocator) CIDRs(node string) []netip.Prefix {
 	out := slices.Clone(a.nodes[node])
-	slices.SortFunc(out, func(x, y netip.Prefix) int {
-		if x.Addr().Is4() != y.Addr().Is4() {
-			if x.Addr().Is4() {
-				return -1
-			}
-			return 1
-		}
-		return x.Addr().Compare(y.Addr())
-	})
+	SortByFamily(out)
 	return out
 }
 
