@@ -118,19 +118,26 @@ func TestThrottledWriteIsRetriedAfterRetryAfter(t *testing.T) {
 	synctest.Test(t, throttledWriteIsRetriedAfterRetryAfter)
 }
 
+// createTable creates newTable through c and reads it back.
+func createTable(ctx context.Context, t *testing.T, c *azure.Client) *route.Table {
+	t.Helper()
+	if _, err := c.PutRouteTable(ctx, newTable(), ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetRouteTable(ctx, fabrictest.KTHWTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func throttledWriteIsRetriedAfterRetryAfter(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
 	ctx := context.Background()
 	env.Server.SetFaults(fabric.Faults{WriteBucket: 1, WriteRefillPerSecond: 1})
 	_, w0 := env.Client.Calls()
 	start := time.Now()
-	if _, err := env.Client.PutRouteTable(ctx, newTable(), ""); err != nil {
-		t.Fatal(err)
-	}
-	got, err := env.Client.GetRouteTable(ctx, fabrictest.KTHWTable)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := createTable(ctx, t, env.Client)
 	got.Routes = []route.Route{va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20")}
 	if _, err := env.Client.PutRouteTable(ctx, got, got.Etag); err != nil {
 		t.Fatalf("second write, throttled then retried: %v", err)
@@ -157,13 +164,7 @@ func TestThrottlingBeyondTheRetryBudgetReportsRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PutRouteTable(ctx, newTable(), ""); err != nil {
-		t.Fatal(err)
-	}
-	got, err := c.GetRouteTable(ctx, fabrictest.KTHWTable)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := createTable(ctx, t, c)
 	_, err = c.PutRouteTable(ctx, got, got.Etag)
 	var te *cloud.ThrottledError
 	if !errors.As(err, &te) || !errors.Is(err, cloud.ErrThrottled) {
