@@ -309,23 +309,13 @@ func TestControlEndpoint(t *testing.T) {
 	if e.srv.Faults() != want {
 		t.Error("a refused PUT changed the faults")
 	}
-	r, err = e.hc.Get(e.endpoint + "/_fabric/nope")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != 404 {
-		t.Errorf("unknown control path = %d", r.StatusCode)
+	if code := e.getStatus(t, e.endpoint+"/_fabric/nope"); code != 404 {
+		t.Errorf("unknown control path = %d", code)
 	}
 	// The control endpoint needs no token and ignores the faults.
 	e.srv.SetFaults(Faults{ErrorRate: 1})
-	r, err = e.hc.Get(e.endpoint + "/_fabric/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != 200 {
-		t.Errorf("healthz under error rate 1 = %d", r.StatusCode)
+	if code := e.getStatus(t, e.endpoint+"/_fabric/healthz"); code != 200 {
+		t.Errorf("healthz under error rate 1 = %d", code)
 	}
 }
 

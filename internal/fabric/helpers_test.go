@@ -111,6 +111,18 @@ func eachTransport(t *testing.T, o Options, test func(ctx context.Context, t *te
 	}
 }
 
+// getStatus GETs url with e's HTTP client and returns the status code;
+// the body is discarded.
+func (e *env) getStatus(t *testing.T, url string) int {
+	t.Helper()
+	r, err := e.hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	return r.StatusCode
+}
+
 func newEnv(t *testing.T, mode string, o Options) *env {
 	t.Helper()
 	ctx := context.Background()

@@ -144,12 +144,7 @@ func TestTokenV2(t *testing.T) {
 			t.Errorf("%s: %d %v, want 400 %s", tc.name, code, m, tc.want)
 		}
 	}
-	resp, err := e.hc.Get(tokenV2URL(e.endpoint))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("GET token = %d", resp.StatusCode)
+	if code := e.getStatus(t, tokenV2URL(e.endpoint)); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET token = %d", code)
 	}
 }

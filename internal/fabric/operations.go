@@ -376,13 +376,23 @@ func (s *Server) lroHeaders(q *request, o *operation, withLocation bool) http.He
 	return h
 }
 
-// getOperation serves the Azure-AsyncOperation status endpoint.
-func (s *Server) getOperation(ctx context.Context, q *request) (*response, error) {
+// polledOp is the operation a poll of endpoint (operations,
+// operationResults) asks for, when the caller may see it.
+func (s *Server) polledOp(ctx context.Context, q *request, endpoint string) (*operation, error) {
 	o, err := s.loadOp(ctx, q.segs[7])
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizePoll(q, o, "operations"); err != nil {
+	if err := s.authorizePoll(q, o, endpoint); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// getOperation serves the Azure-AsyncOperation status endpoint.
+func (s *Server) getOperation(ctx context.Context, q *request) (*response, error) {
+	o, err := s.polledOp(ctx, q, "operations")
+	if err != nil {
 		return nil, err
 	}
 	h := http.Header{}
@@ -395,11 +405,8 @@ func (s *Server) getOperation(ctx context.Context, q *request) (*response, error
 // getOperationResult serves the Location URL of a DELETE: 202 while it
 // runs, 204 when it succeeded, the operation's error when it failed.
 func (s *Server) getOperationResult(ctx context.Context, q *request) (*response, error) {
-	o, err := s.loadOp(ctx, q.segs[7])
+	o, err := s.polledOp(ctx, q, "operationResults")
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizePoll(q, o, "operationResults"); err != nil {
 		return nil, err
 	}
 	return s.operationResult(q, o)
