@@ -131,6 +131,20 @@ func createTable(ctx context.Context, t *testing.T, c *azure.Client) *route.Tabl
 	return got
 }
 
+// tableAndSubnet creates newTable through c and reads the node subnet,
+// not yet associated with it.
+func tableAndSubnet(ctx context.Context, t *testing.T, c *azure.Client) *cloud.Subnet {
+	t.Helper()
+	if _, err := c.PutRouteTable(ctx, newTable(), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.GetSubnet(ctx, fabrictest.KTHWSubnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func throttledWriteIsRetriedAfterRetryAfter(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
 	ctx := context.Background()
@@ -178,13 +192,7 @@ func TestThrottlingBeyondTheRetryBudgetReportsRetryAfter(t *testing.T) {
 func TestSetSubnetRouteTable(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{OperationDuration: 10 * time.Millisecond}, fabrictest.KTHW)
 	ctx := context.Background()
-	if _, err := env.Client.PutRouteTable(ctx, newTable(), ""); err != nil {
-		t.Fatal(err)
-	}
-	before, err := env.Client.GetSubnet(ctx, fabrictest.KTHWSubnet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := tableAndSubnet(ctx, t, env.Client)
 	if before.RouteTableID != "" {
 		t.Fatalf("subnet starts associated with %s", before.RouteTableID)
 	}
@@ -238,13 +246,7 @@ func TestBadIDs(t *testing.T) {
 func TestSetSubnetRouteTableSendsTheSubnetAsRead(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
 	ctx := context.Background()
-	if _, err := env.Client.PutRouteTable(ctx, newTable(), ""); err != nil {
-		t.Fatal(err)
-	}
-	s, err := env.Client.GetSubnet(ctx, fabrictest.KTHWSubnet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := tableAndSubnet(ctx, t, env.Client)
 	r0, _ := env.Client.Calls()
 	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); err != nil {
 		t.Fatal(err)
