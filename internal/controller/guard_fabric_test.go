@@ -200,13 +200,9 @@ func scenarioSeed000ArticleOrderNoCreate(t *testing.T) {
 	cfg.Policy = assoc.Follow
 	cfg.CreateTable = false
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(3))
-	s.steady()
-	s.putTable("kubernetes-routes-v2", nil)
-	s.afterGuardCycle()
+	s.steadyWithSecondTable()
 	w0 := s.writes()
-	fault := time.Now()
-	s.associate(fabrictest.KTHWSubnet, "")
-	s.deleteTable("kubernetes-routes")
+	fault := s.moveAndDeleteOurs("")
 	s.rec.wait(t, fault, 5*time.Second, "the missing table reported", func(r *Result) bool {
 		a, ok := findAssoc(r, fabrictest.KTHWSubnet)
 		return ok && a.State == assoc.Detached && a.TableMissing
@@ -375,13 +371,9 @@ func scenarioNoUnattachedRecreation(t *testing.T) {
 	cfg.Policy = assoc.Report
 	cfg.Resync = guardInterval // reconciles keep coming
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
-	s.steady()
-	s.putTable("kubernetes-routes-v2", nil)
-	s.afterGuardCycle()
+	s.steadyWithSecondTable()
 	w0 := s.writes()
-	since := time.Now()
-	s.associate(fabrictest.KTHWSubnet, newTableID)
-	s.deleteTable("kubernetes-routes")
+	since := s.moveAndDeleteOurs(newTableID)
 	s.rec.wait(t, since, 5*time.Second, "a reconcile after the deletion", func(r *Result) bool { return !r.GuardOnly && r.Err != nil })
 	s.settle(3)
 	s.wantWrites(t, w0, 0, "")
@@ -409,12 +401,8 @@ func TestScenarioArticleSwapEnforceRecreates(t *testing.T) {
 func scenarioArticleSwapEnforceRecreates(t *testing.T) {
 	cfg := scenarioConfig()
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
-	s.steady()
-	s.putTable("kubernetes-routes-v2", nil)
-	s.afterGuardCycle()
-	fault := time.Now()
-	s.associate(fabrictest.KTHWSubnet, newTableID)
-	s.deleteTable("kubernetes-routes")
+	s.steadyWithSecondTable()
+	fault := s.moveAndDeleteOurs(newTableID)
 	res := s.rec.wait(t, fault, 5*time.Second, "the subnet back on a re-created, filled table", hasState(fabrictest.KTHWSubnet, assoc.Reassociated))
 	if a, _ := findAssoc(res, fabrictest.KTHWSubnet); !a.Recreated {
 		t.Errorf("association %+v, want Recreated", a)

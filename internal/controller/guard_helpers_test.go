@@ -240,6 +240,27 @@ func (s *scenario) afterGuardCycle() {
 	s.rec.wait(s.t, time.Now(), 5*time.Second, "a guard cycle", func(r *Result) bool { return r.GuardOnly })
 }
 
+// steadyWithSecondTable is steady with a second table,
+// kubernetes-routes-v2, made in the group and seen by one guard cycle: the
+// table a swap or a replacement moves the node subnet to.
+func (s *scenario) steadyWithSecondTable() {
+	s.t.Helper()
+	s.steady()
+	s.putTable("kubernetes-routes-v2", nil)
+	s.afterGuardCycle()
+}
+
+// moveAndDeleteOurs moves the node subnet to table ("" detaches it) and
+// deletes routekeeper's table, as a replacement of the table does; it
+// returns when the fault began.
+func (s *scenario) moveAndDeleteOurs(table string) time.Time {
+	s.t.Helper()
+	fault := time.Now()
+	s.associate(fabrictest.KTHWSubnet, table)
+	s.deleteTable("kubernetes-routes")
+	return fault
+}
+
 // settle waits for n more guard cycles.
 func (s *scenario) settle(n int) {
 	since := time.Now()
