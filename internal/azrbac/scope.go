@@ -1,6 +1,10 @@
 package azrbac
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
+)
 
 // RootScope is the scope above every management group and subscription.
 const RootScope = "/"
@@ -20,9 +24,9 @@ func NormalizeScope(s string) string {
 	return s
 }
 
-// SameScope reports whether two scopes name the same thing: ARM IDs
-// compare without regard to case.
-func SameScope(a, b string) bool { return strings.EqualFold(NormalizeScope(a), NormalizeScope(b)) }
+// SameScope reports whether two scopes name the same thing: normalized,
+// they compare as ARM IDs do (armid.Same).
+func SameScope(a, b string) bool { return armid.Same(NormalizeScope(a), NormalizeScope(b)) }
 
 // ScopeContains reports whether inner is at or under outer: the root scope
 // contains every scope, /subscriptions/s contains its resource groups and

@@ -187,7 +187,7 @@ func (a *applier) policyAssignment(ctx context.Context, pa TopologyPolicyAssignm
 	id := strings.TrimRight(scope, "/") + "/providers/Microsoft.Authorization/policyAssignments/" + pa.Name
 	return a.putIfChanged(ctx, "policyAssignment", id, id, policyAPIVersion, map[string]any{"properties": props}, func(cur map[string]any) bool {
 		p, _ := cur["properties"].(map[string]any)
-		return strings.EqualFold(fmt.Sprint(p["policyDefinitionId"]), def) && sameJSON(p["parameters"], params) &&
+		return armid.Same(fmt.Sprint(p["policyDefinitionId"]), def) && sameJSON(p["parameters"], params) &&
 			sameJSON(p["notScopes"], nonNilStrings(pa.NotScopes)) && strings.EqualFold(fmt.Sprint(p["enforcementMode"]), fmt.Sprint(props["enforcementMode"])) &&
 			p["displayName"] == nilIfEmpty(pa.DisplayName)
 	}, "definition "+armid.Name(def))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 )
 
@@ -379,7 +380,7 @@ func (s *Server) putRoleAssignment(ctx context.Context, q *request, e extRequest
 			return err
 		}
 		for _, d := range docs {
-			if strings.EqualFold(d.ID, e.id()) {
+			if armid.Same(d.ID, e.id()) {
 				if !strings.EqualFold(d.Properties.PrincipalID, p.PrincipalID) || !strings.EqualFold(azrbac.DefinitionName(d.Properties.RoleDefinitionID), role.Name) {
 					return badRequest("RoleAssignmentUpdateNotPermitted", "Tenant ID, application ID, principal ID, and scope are not allowed to be updated.")
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
 // TopologyNIC is a node's network interface: one IP configuration in a
@@ -94,7 +95,7 @@ func (a *applier) networkInterface(ctx context.Context, rg string, n TopologyNIC
 		}
 		first := nic.Properties.IPConfigurations[0]
 		var changes []string
-		if p := first.Properties; p == nil || p.Subnet == nil || !strings.EqualFold(str(p.Subnet.ID), subnetID) || str(p.PrivateIPAddress) != n.PrivateIPAddress {
+		if p := first.Properties; p == nil || p.Subnet == nil || !armid.Same(str(p.Subnet.ID), subnetID) || str(p.PrivateIPAddress) != n.PrivateIPAddress {
 			nic.Properties.IPConfigurations[0] = ipCfg(str(first.Name))
 			changes = append(changes, "ipConfiguration")
 		}
