@@ -95,9 +95,9 @@ func (r *Report) Errors() int {
 // routed now is not, or a subnet now on the table is not: for the main
 // table and for each mirror.
 func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
-	main := Mirror{Want: in.Want, Subnets: in.Subnets, Live: in.Live}
-	targets := append([]Mirror{main}, in.Mirrors...)
-	x := ids{subscription: armid.Subscription(main.table())}
+	// The main table and each mirror, judged alike.
+	targets := append([]Mirror{{Want: in.Want, Subnets: in.Subnets, Live: in.Live}}, in.Mirrors...)
+	x := ids{subscription: armid.Subscription(targets[0].table())}
 	rep := &Report{Live: in.Live != nil, Nodes: len(in.Want.Nodes), Findings: []Finding{}}
 	var base *memcloud.Cloud
 	if in.Live != nil {
