@@ -197,7 +197,7 @@ func checkTable(t *route.Table, p *plan.Plan, in Input, add addFunc) {
 	case p != nil && p.RefusedReason == plan.ReasonTableClaimed:
 		add(Error, CheckClaim, t.ID, "", "%s. Two clusters must not share a route table (their pod routes would fight); give this cluster its own table", p.Refused)
 	case p != nil && p.RefusedReason == plan.ReasonInvalidTable:
-		add(Error, CheckClaim, t.ID, "", "routekeeper refuses to write the table: %s", p.Refused)
+		add(Error, CheckTable, t.ID, "", "routekeeper refuses to write the table: %s", p.Refused)
 	case claimed:
 	case p != nil && p.Claim:
 		add(Info, CheckClaim, t.ID, "", "the table has no %s tag: routekeeper run claims it with its next write (routeTable.claim: true); then routes of nodes this cluster does not have are deleted", route.ClaimTag)
