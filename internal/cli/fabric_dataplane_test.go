@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -19,6 +17,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/flow"
+	"github.com/routekeeper/routekeeper/internal/testutil/nstest"
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
@@ -52,16 +51,7 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 	cfg := kthw(t)
 	dir := filepath.Dir(cfg)
 	db := filepath.Join(dir, "fabric.db")
-	lab := &dataplaneLab{t: t, prefix: fmt.Sprintf("rkt%06x", rand.Uint32()&0xffffff)}
-	t.Cleanup(func() {
-		removed, err := dataplane.CleanupNamespaces(context.Background(), lab.prefix)
-		if err != nil {
-			t.Errorf("cleaning up the data plane: %v", err)
-		}
-		if len(removed) > 0 && !t.Failed() {
-			t.Errorf("namespaces left after fabric serve stopped: %v", removed)
-		}
-	})
+	lab := &dataplaneLab{t: t, prefix: nstest.Prefix(t)}
 	wantExit(t, ExitOK, "fabric", "apply", "-f", filepath.Join(dir, "topology.yaml"), "--state", db)
 
 	serve := startCLI(&lab.serve, &lab.serve, nil, "fabric", "serve", "--state", db, "--listen", "127.0.0.1:0",
@@ -278,8 +268,7 @@ func TestFabricProbeAndCleanupCommands(t *testing.T) {
 		t.Errorf("probe to nobody: exit %d, want 1\n%s%s", res.code, res.stdout, res.stderr)
 	}
 
-	crashed := fmt.Sprintf("rkt%06x", rand.Uint32()&0xffffff)
-	t.Cleanup(func() { dataplane.CleanupNamespaces(context.Background(), crashed) })
+	crashed := nstest.Prefix(t) // fabric dataplane cleanup below must remove them
 	for _, ns := range []string{crashed + "-vnet-v", crashed + "-node-n"} {
 		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 			t.Fatalf("ip netns add %s: %v %s", ns, err, out)

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -34,6 +33,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
 	"github.com/routekeeper/routekeeper/internal/testutil/flow"
+	"github.com/routekeeper/routekeeper/internal/testutil/nstest"
 )
 
 var (
@@ -349,21 +349,12 @@ func startLab(ctx context.Context, t *testing.T, repo, tofuBin, provider string)
 	env := append(environ(), "XDG_STATE_HOME="+filepath.Join(dir, "xdg"))
 	args := []string{"--log-level", "debug", "fabric", "serve", "--tls", "--state", db, "--listen", "127.0.0.1:0"}
 	if err := dataplane.CheckPrivileges(); err == nil {
-		l.prefix = fmt.Sprintf("rkt%06x", rand.Uint32()&0xffffff)
+		// fabric serve removes its namespaces when it stops (its own
+		// cleanup, registered later, runs first); whatever is left is
+		// removed by nstest's, and reported.
+		l.prefix = nstest.Prefix(t)
 		args = append(args, "--dataplane", "--nodes", filepath.Join(repo, "examples", "kthw", "nodes.yaml"),
 			"--dataplane-prefix", l.prefix, "--dataplane-poll", "5ms")
-		t.Cleanup(func() {
-			// fabric serve removes its namespaces when it stops (its own
-			// cleanup, registered later, runs first); whatever is left is
-			// removed here, and reported.
-			removed, err := dataplane.CleanupNamespaces(context.Background(), l.prefix)
-			if err != nil {
-				t.Errorf("cleaning up the data plane: %v", err)
-			}
-			if len(removed) > 0 && !t.Failed() {
-				t.Errorf("namespaces left after fabric serve stopped: %v", removed)
-			}
-		})
 	} else if os.Getenv("ROUTEKEEPER_E2E") == "1" {
 		t.Fatalf("the data plane cannot run with ROUTEKEEPER_E2E=1: %v", err)
 	} else {
