@@ -108,21 +108,9 @@ func TestTofuKubernetesTheHardWay(t *testing.T) {
 
 	// 2. Hazard 1: the same code applied again. The subnet's route_table_id
 	// is not in it, so the plan "fixes" it: the VNet PUT detaches the table.
-	plan, js, changes = l.tf.plan(ctx, t, "detach-inline-subnets")
-	if !changes {
-		t.Fatal("detach: the re-apply of the inline subnets plans nothing: the hazard did not show")
-	}
-	checkDetachPlan(t, parsePlan(t, js))
-	l.tf.fixture(t, "detach-inline-subnets", js)
-	l.iacCheck(ctx, t, "detach-inline-subnets", js, "vnet-inline-subnet-detaches")
-	l.measure(ctx, t, "re-apply of the VNet with inline subnets (hazard 1)", true, func() {
-		l.tf.run(ctx, t, "detach-inline-subnets", []int{0}, "apply", "-input=false", "-no-color", plan)
-	})
-	// The state now says "no route table" and the subnet has one again: the
-	// diff is perpetual, every apply detaches again.
-	if _, _, changes := l.tf.plan(ctx, t, "perpetual-diff"); !changes {
-		t.Error("after routekeeper's repair the inline-subnets code plans nothing; expected the perpetual diff")
-	}
+	// After the repair the state says "no route table" and the subnet has
+	// one again: the diff is perpetual, every apply detaches again.
+	l.applyHazard(ctx, t, "detach-inline-subnets", "re-apply of the VNet with inline subnets (hazard 1)", "vnet-inline-subnet-detaches", checkDetachPlan)
 
 	// 3. Fix 1: lifecycle { ignore_changes = [subnet] } on the VNet.
 	l.tf.use(t, "fix-ignore-changes")
@@ -136,19 +124,7 @@ func TestTofuKubernetesTheHardWay(t *testing.T) {
 	// 5. Hazard 2: the table's routes inline. The apply PUTs the table with
 	// the inline route only: the pod routes are deleted.
 	l.tf.use(t, "inline-routes")
-	plan, js, changes = l.tf.plan(ctx, t, "inline-routes")
-	if !changes {
-		t.Fatal("inline-routes: the plan changes nothing: the hazard did not show")
-	}
-	checkInlineRoutesPlan(t, parsePlan(t, js))
-	l.tf.fixture(t, "inline-routes", js)
-	l.iacCheck(ctx, t, "inline-routes", js, "inline-routes-delete-pod-routes")
-	l.measure(ctx, t, "apply of a route table with inline routes (hazard 2)", true, func() {
-		l.tf.run(ctx, t, "inline-routes", []int{0}, "apply", "-input=false", "-no-color", plan)
-	})
-	if _, _, changes := l.tf.plan(ctx, t, "perpetual-diff-routes"); !changes {
-		t.Error("after routekeeper restored the pod routes the inline-routes code plans nothing; expected the perpetual diff")
-	}
+	l.applyHazard(ctx, t, "inline-routes", "apply of a route table with inline routes (hazard 2)", "inline-routes-delete-pod-routes", checkInlineRoutesPlan)
 
 	// 6. Fix 3: the routes left out of the code-managed table; the egress
 	// route an azurerm_route of its own.
@@ -159,6 +135,27 @@ func TestTofuKubernetesTheHardWay(t *testing.T) {
 	t.Logf("measured:\n  %s", strings.Join(l.results, "\n  "))
 	if probs := problemLines(l.fabric.out.String()); len(probs) > 0 {
 		t.Errorf("the fabric met requests it does not know (or failed):\n%s", strings.Join(probs, "\n"))
+	}
+}
+
+// applyHazard plans and applies a hazard: the plan changes something
+// (checkPlan says what it must change), iac check flags it with rule, the
+// apply breaks routing and routekeeper repairs it (measured as what), and
+// the plan right after changes something again: a perpetual diff.
+func (l *lab) applyHazard(ctx context.Context, t *testing.T, step, what, rule string, checkPlan func(*testing.T, planJSON)) {
+	t.Helper()
+	plan, js, changes := l.tf.plan(ctx, t, step)
+	if !changes {
+		t.Fatalf("%s: the plan changes nothing: the hazard did not show", step)
+	}
+	checkPlan(t, parsePlan(t, js))
+	l.tf.fixture(t, step, js)
+	l.iacCheck(ctx, t, step, js, rule)
+	l.measure(ctx, t, what, true, func() {
+		l.tf.run(ctx, t, step, []int{0}, "apply", "-input=false", "-no-color", plan)
+	})
+	if _, _, changes := l.tf.plan(ctx, t, step+"-perpetual-diff"); !changes {
+		t.Errorf("%s: after routekeeper's repair the same code plans nothing; expected the perpetual diff", step)
 	}
 }
 
