@@ -103,14 +103,11 @@ func (s *Server) namespaceOf(q *request) (string, []string) {
 	}
 	// A resource of a provider: .../providers/{namespace}/{type}...; the
 	// provider itself (.../providers/{namespace}[/register]) is served by
-	// Microsoft.Resources.
-	p := -1
-	switch {
-	case is(2, "providers"):
-		p = 2
-	case is(2, "resourcegroups") && is(4, "providers"):
-		p = 4
-	}
+	// Microsoft.Resources. An extension resource on another resource (a role
+	// assignment or lock on a route table:
+	// .../routeTables/rt/providers/Microsoft.Authorization/locks/l) is its
+	// own, last, provider's.
+	p := lastProviders(seg)
 	if p < 0 || len(seg) <= p+2 || (len(seg) == p+3 && is(p+2, "register")) {
 		return resourcesNamespace, resourcesAPIVersions
 	}
@@ -118,6 +115,17 @@ func (s *Server) namespaceOf(q *request) (string, []string) {
 		return networkNamespace, networkAPIVersions
 	}
 	return seg[p+1], nil // another provider: the router says whether it is served
+}
+
+// lastProviders is the index of the last "providers" segment of a path
+// below a subscription (at 2, 4 or later), -1 when there is none.
+func lastProviders(seg []string) int {
+	for i := len(seg) - 2; i >= 2; i-- {
+		if strings.EqualFold(seg[i], "providers") {
+			return i
+		}
+	}
+	return -1
 }
 
 // bodyTemplate is the model a request body is checked against: every
@@ -136,8 +144,8 @@ func bodyTemplate(q *request) any {
 			"properties": map[string]any{"provisioningState": ""}}
 	case n == 5 && is(2, "providers") && is(4, "register"):
 		return map[string]any{"thirdPartyProviderConsent": map[string]any{"consentToAuthorization": false}}
-	case n < 8 || !is(2, "resourcegroups") || !is(5, networkNamespace):
-		return nil
+	case n < 8 || !is(2, "resourcegroups") || !is(5, networkNamespace) || lastProviders(seg) != 4:
+		return nil // not a network resource (an extension resource on one is its provider's)
 	}
 	typ := strings.ToLower(seg[6])
 	if n == 10 {

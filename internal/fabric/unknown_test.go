@@ -65,4 +65,13 @@ func TestUnknownRequestsAreLogged(t *testing.T) {
 	if l := logs.Take(); l != "" {
 		t.Errorf("a known body in other case logged:\n%s", l)
 	}
+
+	// An extension resource on a network resource is its own provider's:
+	// a lock on the route table is not checked as a Microsoft.Network
+	// request (api-version, body).
+	e.do("PUT", rgPath+"/providers/Microsoft.Network/routeTables/rt/providers/Microsoft.Authorization/locks/l?api-version=2016-09-01",
+		`{"properties":{"level":"CanNotDelete","notes":"kept"}}`)
+	if l := logs.Take(); l != "" {
+		t.Errorf("a lock on a route table logged:\n%s", l)
+	}
 }
