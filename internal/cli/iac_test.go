@@ -167,3 +167,32 @@ func TestIacCheckMirrors(t *testing.T) {
 		}
 	}
 }
+
+// TestIacCheckUnreadableMirror: run as a principal that may read the node
+// table but not the gateway's mirror table, iac check judges the main
+// table and says that the mirror was not checked, instead of finding
+// nothing on it.
+func TestIacCheckUnreadableMirror(t *testing.T) {
+	cfg := kthwAppGW(t)
+	state := filepath.Join(filepath.Dir(cfg), "fabric.db")
+	wantExit(t, ExitOK, "fabric", "apply", "-f", "testdata/fabric/kthw-appgw-mirror-unreadable.yaml", "--state", state)
+	wantExit(t, ExitOK, "run", "--once", "--config", cfg)
+	res := runCLI(t, nil, "", "iac", "check", appGWPlan(t, ""), "--config", cfg, "--local-client-id", "iac-reader", "-o", "json")
+	if res.code != ExitFindings {
+		t.Fatalf("exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	var rep struct {
+		Live     bool
+		Findings []struct{ RouteTable string }
+		Notes    []string
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, res.stdout)
+	}
+	if !rep.Live || len(rep.Findings) != 1 || armid.Name(rep.Findings[0].RouteTable) != "kubernetes-routes" {
+		t.Errorf("want the cloud read and one finding on kubernetes-routes: %s", res.stdout)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "appgw-routes could not be read") || !strings.Contains(rep.Notes[0], "not checked") {
+		t.Errorf("notes %q; want one saying the mirror appgw-routes was not checked", rep.Notes)
+	}
+}
