@@ -109,9 +109,11 @@ func TestNodesRoutesAndConditions(t *testing.T) {
 		}
 		return ""
 	})
-	if c, _ := condition(ctx, t, client, "basic-2"); c.Status != corev1.ConditionFalse {
-		t.Errorf("basic-2 after its next hop moved: %+v", c)
-	}
+	// Between the new InternalIP and the write, a guard cycle may find
+	// the route pointing at the old address and say so (True,
+	// NoRouteCreated: traffic to the node's pods does go astray then);
+	// the pass that wrote the route sets it False again.
+	waitCondition(ctx, t, client, "basic-2", corev1.ConditionFalse, reason.RouteCreated)
 }
 
 // TestConflictsAreReportedOthersConverge: a pod CIDR outside the cluster
