@@ -20,8 +20,11 @@ import (
 //		...
 //	}
 //
-// Tests that share a control plane see each other's objects: give them
-// distinct names (the node helpers delete their nodes when the test ends).
+// Tests that share a control plane run one after another (no t.Parallel):
+// when each ends, its nodes, events and leases (not the API server's own)
+// are deleted, so the next test, or the same one again under -count, starts
+// from the same cluster. Namespaces stay (see Env.reset); give other
+// objects distinct names.
 // The zero value is ready to use.
 type Shared struct {
 	mu      sync.Mutex
@@ -52,6 +55,9 @@ func (s *Shared) Env(t testing.TB) *Env {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("kube-apiserver log (tail, shared by the package's tests):\n%s", env.apiserver.tail(logTailLines))
+		}
+		if err := env.reset(context.Background()); err != nil {
+			t.Errorf("resetting the shared control plane for the next test: %v", err)
 		}
 	})
 	return env
