@@ -22,7 +22,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -261,19 +260,13 @@ type node struct {
 }
 
 // createNode creates the node with its status in one request, as a
-// kubelet registers, and deletes it when the test ends.
+// kubelet registers. The shared control plane's reset deletes it when the
+// test ends, after the test's routekeeper has stopped (kubetest.Shared).
 func createNode(ctx context.Context, t testing.TB, client kubernetes.Interface, n node) {
 	t.Helper()
 	if err := registerNode(ctx, client, n); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := client.CoreV1().Nodes().Delete(ctx, n.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting node %s: %v", n.name, err)
-		}
-	})
 }
 
 // registerNode creates the node (with its status) and leaves it.
