@@ -23,7 +23,7 @@ func runConfigCmd(t *testing.T, env map[string]string, args ...string) (int, str
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	getenv := func(k string) string { return env[k] }
-	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: getenv}
+	a := &shell{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: getenv}
 	root := a.newRootCmd()
 	var got *config.Config
 	var cf configFlags

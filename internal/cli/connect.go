@@ -40,14 +40,14 @@ type connectOptions struct {
 
 // loadConfig reads a command's configuration: --config, then flags and
 // ROUTEKEEPER_* variables; errors are usage errors (exit 2).
-func (a *app) loadConfig(cmd *cobra.Command, cf *configFlags) (*config.Config, error) {
+func (a *shell) loadConfig(cmd *cobra.Command, cf *configFlags) (*config.Config, error) {
 	cf.getenv = a.getenv
 	return cf.load(cmd.Flags())
 }
 
 // session is loadConfig and a connection to the configured cloud. The
 // caller must close the connection.
-func (a *app) session(cmd *cobra.Command, cf *configFlags, o connectOptions) (*config.Config, *cloudConn, error) {
+func (a *shell) session(cmd *cobra.Command, cf *configFlags, o connectOptions) (*config.Config, *cloudConn, error) {
 	cfg, err := a.loadConfig(cmd, cf)
 	if err != nil {
 		return nil, nil, err
@@ -60,7 +60,7 @@ func (a *app) session(cmd *cobra.Command, cf *configFlags, o connectOptions) (*c
 }
 
 // connect builds the cloud client of cfg. The caller must call close.
-func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions) (*cloudConn, error) {
+func (a *shell) connect(ctx context.Context, cfg *config.Config, o connectOptions) (*cloudConn, error) {
 	if cfg.Cloud.Type == config.CloudAzure {
 		az := cfg.Cloud.Azure
 		cc := azure.CredentialConfig{
@@ -138,7 +138,7 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 // one another process just created) hold the network of a topology file.
 // A state that holds anything is left alone, so that what routekeeper (or
 // anyone) changed since, a stale route run deleted, stays changed.
-func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOptions) error {
+func (a *shell) applyTopology(ctx context.Context, path string, opts *arm.ClientOptions) error {
 	t, err := fabric.LoadTopology(path)
 	if err != nil {
 		return usageErrorf("cloud.local.topology: %w", err)
@@ -165,14 +165,14 @@ func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOp
 // fabricCA is the CA file of the fabric's default TLS directory: a served
 // fabric's https endpoint is trusted with it (besides the system's roots
 // and SSL_CERT_FILE) without any install.
-func (a *app) fabricCA() string {
+func (a *shell) fabricCA() string {
 	return filepath.Join(fabric.TLSDir(fabric.StatePath(a.getenv)), "ca.pem")
 }
 
 // connectEndpoint connects to a served fabric (cloud type local with
 // cloud.local.endpoint): its faults and intruder reach the command, and
 // nothing is opened locally.
-func (a *app) connectEndpoint(_ context.Context, cfg *config.Config, endpoint string, o connectOptions) (*cloudConn, error) {
+func (a *shell) connectEndpoint(_ context.Context, cfg *config.Config, endpoint string, o connectOptions) (*cloudConn, error) {
 	opts, err := fabric.EndpointClientOptions(endpoint, a.fabricCA())
 	if err != nil {
 		return nil, usageErrorf("cloud.local.endpoint: %w", err)

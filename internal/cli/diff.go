@@ -10,6 +10,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/verdict"
@@ -110,7 +111,7 @@ func newDiffOutput(res *controller.Result, observe bool) diffOutput {
 	return out
 }
 
-func (a *app) newDiffCmd() *cobra.Command {
+func (a *shell) newDiffCmd() *cobra.Command {
 	var cf configFlags
 	cmd := &cobra.Command{
 		Use:   "diff",
@@ -144,7 +145,7 @@ would fail with, after printing what was decided), 2 for bad input.`,
 				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date and every subnet is on it.\n", out.RouteTable)
 				return err
 			}
-			if err := a.print(out, func() table { return diffTable(out) }); err != nil {
+			if err := a.print(out, func() output.Table { return diffTable(out) }); err != nil {
 				return err
 			}
 			if a.humanOutput() {
@@ -168,12 +169,12 @@ would fail with, after printing what was decided), 2 for bad input.`,
 	return cmd
 }
 
-func diffTable(d diffOutput) table {
-	t := table{header: []string{"Action", "Name", "AddressPrefix", "NextHop", "Node", "Reason"}}
+func diffTable(d diffOutput) output.Table {
+	t := output.Table{Header: []string{"Action", "Name", "AddressPrefix", "NextHop", "Node", "Reason"}}
 	if d.Create {
-		t.rows = append(t.rows, []string{"create-table", d.RouteTable, "", "", "", "the route table does not exist"})
+		t.Rows = append(t.Rows, []string{"create-table", d.RouteTable, "", "", "", "the route table does not exist"})
 	} else if d.Claim {
-		t.rows = append(t.rows, []string{"claim-table", d.RouteTable, "", "", "", "tag the table as this cluster's"})
+		t.Rows = append(t.Rows, []string{"claim-table", d.RouteTable, "", "", "", "tag the table as this cluster's"})
 	}
 	adopted := map[string]bool{}
 	for _, c := range d.Changes {
@@ -192,17 +193,17 @@ func diffTable(d diffOutput) table {
 		case c.Adopts != "":
 			// An adoption is one rename: the old route goes in the same
 			// write that adds the new one.
-			t.rows = append(t.rows, []string{"rename", c.Adopts + " -> " + c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
+			t.Rows = append(t.Rows, []string{"rename", c.Adopts + " -> " + c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
 		case c.Kind == plan.Delete && adopted[c.Route.Name]:
 		default:
-			t.rows = append(t.rows, []string{c.Kind.String(), c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
+			t.Rows = append(t.Rows, []string{c.Kind.String(), c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
 		}
 	}
 	for _, c := range d.HeldDeletes {
-		t.rows = append(t.rows, []string{"held-delete", c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
+		t.Rows = append(t.Rows, []string{"held-delete", c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
 	}
 	for _, c := range d.Unclaimed {
-		t.rows = append(t.rows, []string{"keep-unclaimed", c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
+		t.Rows = append(t.Rows, []string{"keep-unclaimed", c.Route.Name, c.Route.AddressPrefix, hopOf(c), c.Node, c.Reason})
 	}
 	for _, s := range d.Associations {
 		if s.State == assoc.Associated && s.Action == assoc.None {
@@ -216,21 +217,21 @@ func diffTable(d diffOutput) table {
 		if s.Fix != "" {
 			reason += ". Fix: " + s.Fix
 		}
-		t.rows = append(t.rows, []string{action, shortID(s.Subnet), "", "", "", string(s.State) + ": " + reason})
+		t.Rows = append(t.Rows, []string{action, shortID(s.Subnet), "", "", "", string(s.State) + ": " + reason})
 	}
 	for _, c := range d.Conflicts {
 		prefix := ""
 		if c.Prefix.IsValid() {
 			prefix = c.Prefix.String()
 		}
-		t.rows = append(t.rows, []string{"not-routed", "", prefix, "", c.Node, string(c.Reason) + ": " + c.Message})
+		t.Rows = append(t.Rows, []string{"not-routed", "", prefix, "", c.Node, string(c.Reason) + ": " + c.Message})
 	}
 	for _, u := range d.Unrouted {
-		t.rows = append(t.rows, []string{"not-routed", "", "", "", u.Node, u.Reason + ": " + u.Message})
+		t.Rows = append(t.Rows, []string{"not-routed", "", "", "", u.Node, u.Reason + ": " + u.Message})
 	}
 	for _, a := range d.Refused {
 		_, why := a.Refused()
-		t.rows = append(t.rows, []string{"refused", a.Action, "", "", "", fmt.Sprintf("cannot %s: %s. Fix: %s", a.For, why, a.Fix)})
+		t.Rows = append(t.Rows, []string{"refused", a.Action, "", "", "", fmt.Sprintf("cannot %s: %s. Fix: %s", a.For, why, a.Fix)})
 	}
 	return t
 }

@@ -13,10 +13,11 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/overlay"
 )
 
-func (a *app) newDoctorCmd() *cobra.Command {
+func (a *shell) newDoctorCmd() *cobra.Command {
 	var cf configFlags
 	var of overlayFlags
 	cmd := &cobra.Command{
@@ -102,7 +103,7 @@ the cloud cannot be read, 2 for bad input.`,
 			rep.Findings = append(rep.Findings, mirrorDoctor(cfg, all[1:])...)
 			if a.humanOutput() && len(rep.Findings) == 0 {
 				fmt.Fprintln(a.stdout, "No problems found.")
-			} else if err := a.print(rep, func() table { return doctorTable(rep) }); err != nil {
+			} else if err := a.printFindings(findingsOutput{v: rep, findings: rep.Findings, tool: doctorTool}); err != nil {
 				return err
 			}
 			switch {
@@ -124,13 +125,8 @@ the cloud cannot be read, 2 for bad input.`,
 	return cmd
 }
 
-func doctorTable(r *doctor.Report) table {
-	t := table{header: []string{"Severity", "Check", "Resource", "Message", "Fix"}}
-	for _, f := range r.Findings {
-		t.rows = append(t.rows, []string{string(f.Severity), f.Check, shortID(f.Resource), f.Message, f.Fix})
-	}
-	return t
-}
+// doctorTool names doctor in its SARIF log.
+var doctorTool = finding.Tool{Name: "routekeeper doctor", InformationURI: docsURL("doctor.md")}
 
 // shortID keeps the part of an ARM ID after the provider for tables: the
 // subscription and resource group are the same on every row.

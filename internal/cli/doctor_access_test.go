@@ -19,7 +19,7 @@ func TestDoctorPermissions(t *testing.T) {
 		t.Helper()
 		wantExit(t, ExitOK, append(append([]string{"fabric", "incident"}, args...), "--state", state)...)
 	}
-	type finding struct{ Severity, Check, Resource, Message, Fix string }
+	type finding struct{ Severity, Rule, Resource, Message, Fix string }
 	doctor := func(t *testing.T) (int, []finding) {
 		t.Helper()
 		res := runCLI(t, nil, "", "doctor", "-o", "json", "--config", cfg, "--local-client-id", "routekeeper-app")
@@ -29,7 +29,7 @@ func TestDoctorPermissions(t *testing.T) {
 		}
 		var perms []finding
 		for _, f := range rep.Findings {
-			if f.Check == "permission" {
+			if f.Rule == "permission" {
 				perms = append(perms, f)
 			}
 		}

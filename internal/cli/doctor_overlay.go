@@ -10,7 +10,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
-	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/overlay"
 )
 
@@ -75,7 +75,7 @@ func family(p netip.Prefix) string {
 // overlayInput is the pre-flight's input from doctor's dry run: the main
 // table's verdict and observation, the mirrors' verdicts, the
 // configuration and what the cluster says of ip-masq-agent.
-func (a *app) overlayInput(ctx context.Context, cfg *config.Config, all []*controller.Result, target overlay.Target) (overlay.Input, error) {
+func (a *shell) overlayInput(ctx context.Context, cfg *config.Config, all []*controller.Result, target overlay.Target) (overlay.Input, error) {
 	res := all[0]
 	v := res.Verdict
 	st, err := res.Observation.RoutingState(res.SourceNodes())
@@ -100,7 +100,7 @@ func (a *app) overlayInput(ctx context.Context, cfg *config.Config, all []*contr
 
 // runOverlayPreflight prints the pre-flight and returns findings() when
 // it has an error: the move would fail or break traffic.
-func (a *app) runOverlayPreflight(in overlay.Input) error {
+func (a *shell) runOverlayPreflight(in overlay.Input) error {
 	rep, err := overlay.Check(in)
 	if err != nil {
 		return err
@@ -113,7 +113,8 @@ func (a *app) runOverlayPreflight(in overlay.Input) error {
 		fmt.Fprintf(a.stdout, "Pre-flight of the move to an overlay: target pod CIDR %s%s; %d nodes; route table %s.\n\n",
 			strings.Join(prefixes(rep.Target), ", "), kept, rep.Nodes, shortID(rep.Table))
 	}
-	if err := a.print(rep, func() table { return doctorTable(&doctor.Report{Findings: rep.Findings}) }); err != nil {
+	tool := finding.Tool{Name: "routekeeper doctor --target overlay", InformationURI: docsURL("aks-overlay.md")}
+	if err := a.printFindings(findingsOutput{v: rep, findings: rep.Findings, tool: tool}); err != nil {
 		return err
 	}
 	if a.humanOutput() {

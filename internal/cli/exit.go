@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/output"
 )
 
 // Exit codes shared by every command (see DESIGN.md, "CLI conventions").
@@ -58,6 +60,9 @@ func exitCode(err error) (int, string) {
 			return ee.code, ""
 		}
 		return ee.code, ee.err.Error()
+	}
+	if errors.Is(err, output.ErrUsage) {
+		return ExitUsage, err.Error()
 	}
 	// cobra's own errors (unknown command, bad arguments) are usage errors.
 	msg := err.Error()

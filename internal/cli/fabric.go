@@ -19,12 +19,13 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/output"
 )
 
 // defaultFabricListen is where `fabric serve` listens unless told otherwise.
 const defaultFabricListen = "127.0.0.1:8400"
 
-func (a *app) newFabricCmd() *cobra.Command {
+func (a *shell) newFabricCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fabric",
 		Short: "Run and inspect the local fabric, an Azure Resource Manager emulator for Microsoft.Network",
@@ -66,7 +67,7 @@ type fabricServeOptions struct {
 	dataplane   dataplaneOptions
 }
 
-func (a *app) newFabricServeCmd() *cobra.Command {
+func (a *shell) newFabricServeCmd() *cobra.Command {
 	var o fabricServeOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -125,7 +126,7 @@ func checkLoopback(listen string) error {
 	return nil
 }
 
-func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServeOptions) error {
+func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServeOptions) error {
 	if o.memory && cmd.Flags().Changed("state") {
 		return usageErrorf("flags --memory and --state: give one or the other")
 	}
@@ -316,7 +317,7 @@ func (t *fabricTarget) resolve(cmd *cobra.Command) error {
 // open returns SDK options that reach the fabric and a function that
 // releases it. With mustExist, a missing state file is an error rather
 // than an empty fabric.
-func (t *fabricTarget) open(ctx context.Context, a *app, cmd *cobra.Command, mustExist bool) (*arm.ClientOptions, func(), error) {
+func (t *fabricTarget) open(ctx context.Context, a *shell, cmd *cobra.Command, mustExist bool) (*arm.ClientOptions, func(), error) {
 	if err := t.resolve(cmd); err != nil {
 		return nil, nil, err
 	}
@@ -347,7 +348,7 @@ func (t *fabricTarget) open(ctx context.Context, a *app, cmd *cobra.Command, mus
 	return srv.ClientOptions(), func() { store.Close() }, nil
 }
 
-func (a *app) newFabricApplyCmd() *cobra.Command {
+func (a *shell) newFabricApplyCmd() *cobra.Command {
 	var target fabricTarget
 	var file string
 	cmd := &cobra.Command{
@@ -397,15 +398,15 @@ Applying the same file again writes nothing. The format is in docs/fabric.md:
 	return cmd
 }
 
-func (a *app) printApply(res fabric.ApplyResult) error {
+func (a *shell) printApply(res fabric.ApplyResult) error {
 	if res.Changes == nil {
 		res.Changes = []fabric.Change{}
 	}
-	if err := a.print(res, func() table {
-		t := table{header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}
+	if err := a.print(res, func() output.Table {
+		t := output.Table{Header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}
 		for _, c := range res.Changes {
 			rg, name := splitID(c.ID)
-			t.rows = append(t.rows, []string{c.Action, c.Kind, rg, name, c.Detail})
+			t.Rows = append(t.Rows, []string{c.Action, c.Kind, rg, name, c.Detail})
 		}
 		return t
 	}); err != nil {
@@ -444,7 +445,7 @@ func splitID(id string) (rg, name string) {
 	return rg, id
 }
 
-func (a *app) newFabricShowCmd() *cobra.Command {
+func (a *shell) newFabricShowCmd() *cobra.Command {
 	var target fabricTarget
 	var subs []string
 	cmd := &cobra.Command{
@@ -476,7 +477,7 @@ func (a *app) newFabricShowCmd() *cobra.Command {
 func writeState(w io.Writer, st *fabric.State) error {
 	sections := []struct {
 		title string
-		t     table
+		t     output.Table
 	}{
 		{"Resource groups", stateRGTable(st)},
 		{"Virtual networks", stateVNetTable(st)},
@@ -488,21 +489,21 @@ func writeState(w io.Writer, st *fabric.State) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintln(w, s.title)
-		if len(s.t.rows) == 0 {
+		if len(s.t.Rows) == 0 {
 			fmt.Fprintln(w, "(none)")
 			continue
 		}
-		if err := writeTable(w, s.t); err != nil {
+		if err := output.WriteTable(w, s.t); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func stateRGTable(st *fabric.State) table {
-	t := table{header: []string{"Name", "Location", "Subscription", "ProvisioningState"}}
+func stateRGTable(st *fabric.State) output.Table {
+	t := output.Table{Header: []string{"Name", "Location", "Subscription", "ProvisioningState"}}
 	for _, rg := range st.ResourceGroups {
-		t.rows = append(t.rows, []string{rg.Name, rg.Location, rg.Subscription, rg.ProvisioningState})
+		t.Rows = append(t.Rows, []string{rg.Name, rg.Location, rg.Subscription, rg.ProvisioningState})
 	}
 	return t
 }
@@ -517,26 +518,26 @@ func shortTable(id, rg string) string {
 	return trg + "/" + name
 }
 
-func stateVNetTable(st *fabric.State) table {
-	t := table{header: []string{"ResourceGroup", "VirtualNetwork", "AddressPrefixes", "Subnet", "SubnetPrefixes", "RouteTable", "ProvisioningState"}}
+func stateVNetTable(st *fabric.State) output.Table {
+	t := output.Table{Header: []string{"ResourceGroup", "VirtualNetwork", "AddressPrefixes", "Subnet", "SubnetPrefixes", "RouteTable", "ProvisioningState"}}
 	for _, v := range st.VirtualNetworks {
 		if len(v.Subnets) == 0 {
-			t.rows = append(t.rows, []string{v.ResourceGroup, v.Name, strings.Join(v.AddressPrefixes, ","), "", "", "", v.ProvisioningState})
+			t.Rows = append(t.Rows, []string{v.ResourceGroup, v.Name, strings.Join(v.AddressPrefixes, ","), "", "", "", v.ProvisioningState})
 		}
 		for _, sn := range v.Subnets {
 			rt := ""
 			if sn.RouteTable != "" {
 				rt = shortTable(sn.RouteTable, v.ResourceGroup)
 			}
-			t.rows = append(t.rows, []string{v.ResourceGroup, v.Name, strings.Join(v.AddressPrefixes, ","), sn.Name,
+			t.Rows = append(t.Rows, []string{v.ResourceGroup, v.Name, strings.Join(v.AddressPrefixes, ","), sn.Name,
 				strings.Join(sn.AddressPrefixes, ","), rt, sn.ProvisioningState})
 		}
 	}
 	return t
 }
 
-func stateTableTable(st *fabric.State) table {
-	t := table{header: []string{"ResourceGroup", "Name", "Location", "Routes", "Subnets", "ProvisioningState"}}
+func stateTableTable(st *fabric.State) output.Table {
+	t := output.Table{Header: []string{"ResourceGroup", "Name", "Location", "Routes", "Subnets", "ProvisioningState"}}
 	for _, rt := range st.RouteTables {
 		var subnets []string
 		for _, id := range rt.Subnets {
@@ -546,17 +547,17 @@ func stateTableTable(st *fabric.State) table {
 			}
 			subnets = append(subnets, name)
 		}
-		t.rows = append(t.rows, []string{rt.ResourceGroup, rt.Name, rt.Location, strconv.Itoa(len(rt.Routes)),
+		t.Rows = append(t.Rows, []string{rt.ResourceGroup, rt.Name, rt.Location, strconv.Itoa(len(rt.Routes)),
 			strings.Join(subnets, ","), rt.ProvisioningState})
 	}
 	return t
 }
 
-func stateRouteTable(st *fabric.State) table {
-	t := table{header: []string{"ResourceGroup", "RouteTable", "Name", "AddressPrefix", "NextHopType", "NextHopIpAddress", "ProvisioningState"}}
+func stateRouteTable(st *fabric.State) output.Table {
+	t := output.Table{Header: []string{"ResourceGroup", "RouteTable", "Name", "AddressPrefix", "NextHopType", "NextHopIpAddress", "ProvisioningState"}}
 	for _, rt := range st.RouteTables {
 		for _, r := range rt.Routes {
-			t.rows = append(t.rows, []string{rt.ResourceGroup, rt.Name, r.Name, r.AddressPrefix, r.NextHopType, r.NextHopIPAddress, r.ProvisioningState})
+			t.Rows = append(t.Rows, []string{rt.ResourceGroup, rt.Name, r.Name, r.AddressPrefix, r.NextHopType, r.NextHopIPAddress, r.ProvisioningState})
 		}
 	}
 	return t

@@ -26,7 +26,7 @@ type fabricAzOptions struct {
 	apply     bool
 }
 
-func (a *app) newFabricAzCmd() *cobra.Command {
+func (a *shell) newFabricAzCmd() *cobra.Command {
 	var o fabricAzOptions
 	cmd := &cobra.Command{
 		Use:   "az",
@@ -60,7 +60,7 @@ type azSteps struct {
 	commands [][]string
 }
 
-func (a *app) azSteps(o *fabricAzOptions) (azSteps, error) {
+func (a *shell) azSteps(o *fabricAzOptions) (azSteps, error) {
 	u, err := url.Parse(o.endpoint)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return azSteps{}, usageErrorf("flag --endpoint: %q is not an https:// URL: az sends tokens over https only (serve the fabric with --tls)", o.endpoint)
@@ -98,7 +98,7 @@ func (a *app) azSteps(o *fabricAzOptions) (azSteps, error) {
 	return s, nil
 }
 
-func (a *app) fabricAz(ctx context.Context, o *fabricAzOptions) error {
+func (a *shell) fabricAz(ctx context.Context, o *fabricAzOptions) error {
 	s, err := a.azSteps(o)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
+	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
 )
@@ -57,7 +58,7 @@ func dataplanePrefix(flag, state string) (string, error) {
 // the fabric's writes until the returned stop is called, which removes
 // every namespace it made. state is the state file ("" in memory).
 // info describes it for the server's banner.
-func (a *app) startDataplane(ctx context.Context, store *fabric.Store, state string, o *dataplaneOptions) (stop func(), info string, err error) {
+func (a *shell) startDataplane(ctx context.Context, store *fabric.Store, state string, o *dataplaneOptions) (stop func(), info string, err error) {
 	if !o.enabled {
 		return func() {}, "", nil
 	}
@@ -130,7 +131,7 @@ func (t *dataplaneTarget) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&t.state, "state", "", "state file of the fabric whose data plane it is (default: the fabric's default state file)")
 }
 
-func (t *dataplaneTarget) resolve(a *app) (string, error) {
+func (t *dataplaneTarget) resolve(a *shell) (string, error) {
 	if t.prefix != "" {
 		return dataplanePrefix(t.prefix, "")
 	}
@@ -141,7 +142,7 @@ func (t *dataplaneTarget) resolve(a *app) (string, error) {
 	return dataplanePrefix("", state)
 }
 
-func (a *app) newFabricProbeCmd() *cobra.Command {
+func (a *shell) newFabricProbeCmd() *cobra.Command {
 	var target dataplaneTarget
 	var o dataplane.ProbeOptions
 	cmd := &cobra.Command{
@@ -179,9 +180,9 @@ times the interval). Exit 3 when packets were lost. Needs root.`,
 			if err != nil {
 				return err
 			}
-			if err := a.print(probeView(res), func() table {
-				return table{header: []string{"Source", "Destination", "Sent", "Received", "Lost", "LongestLossWindow"},
-					rows: [][]string{{res.Src.String(), res.Dst.String(), strconv.Itoa(res.Sent), strconv.Itoa(res.Received),
+			if err := a.print(probeView(res), func() output.Table {
+				return output.Table{Header: []string{"Source", "Destination", "Sent", "Received", "Lost", "LongestLossWindow"},
+					Rows: [][]string{{res.Src.String(), res.Dst.String(), strconv.Itoa(res.Sent), strconv.Itoa(res.Received),
 						strconv.Itoa(res.Sent - res.Received), res.LongestLoss.String()}}}
 			}); err != nil {
 				return err
@@ -214,7 +215,7 @@ func probeView(r dataplane.ProbeResult) probeJSON {
 		IntervalMS: r.Interval.Milliseconds(), LongestLossMS: r.LongestLoss.Milliseconds(), LongestLossPacket: r.LongestLossRun}
 }
 
-func (a *app) newFabricDataplaneCmd() *cobra.Command {
+func (a *shell) newFabricDataplaneCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dataplane",
 		Short: "Manage the fabric's Linux data plane",

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/output"
 )
 
 // incidentOptions are the flags every incident verb shares.
@@ -16,7 +17,7 @@ type incidentOptions struct {
 	sub    string
 }
 
-func (a *app) newFabricIncidentCmd() *cobra.Command {
+func (a *shell) newFabricIncidentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "incident",
 		Short: "Break pod routing on purpose, as people and tools do in Azure: redeploy, detach, swap, delete-table, revoke-role, lock, deny-policy",
@@ -97,7 +98,7 @@ func onResource(typ string, run func(ctx context.Context, in *fabric.Incidents, 
 
 // incidentCmd is the command of verb v: it opens the fabric, runs v and
 // prints what it changed.
-func (a *app) incidentCmd(v incidentVerb) *cobra.Command {
+func (a *shell) incidentCmd(v incidentVerb) *cobra.Command {
 	var o incidentOptions
 	c := &cobra.Command{
 		Use:   v.use,
@@ -137,15 +138,15 @@ func (a *app) incidentCmd(v incidentVerb) *cobra.Command {
 }
 
 // printChanges prints what an incident changed, one row per resource.
-func (a *app) printChanges(changes []fabric.Change) error {
+func (a *shell) printChanges(changes []fabric.Change) error {
 	if changes == nil {
 		changes = []fabric.Change{}
 	}
-	return a.print(changes, func() table {
-		t := table{header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}
+	return a.print(changes, func() output.Table {
+		t := output.Table{Header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}
 		for _, c := range changes {
 			rg, name := splitID(c.ID)
-			t.rows = append(t.rows, []string{c.Action, c.Kind, rg, name, c.Detail})
+			t.Rows = append(t.Rows, []string{c.Action, c.Kind, rg, name, c.Detail})
 		}
 		return t
 	})

@@ -12,7 +12,7 @@ import (
 
 // The authorization incidents: the operator mistakes that take away
 // routekeeper's right to repair (fabric/incident_authz.go).
-func (a *app) addAuthzIncidentCmds(parent *cobra.Command) {
+func (a *shell) addAuthzIncidentCmds(parent *cobra.Command) {
 	// One variable per flag: cobra sets a flag's default when it is
 	// registered, so two verbs must not share one.
 	var role, scope, level, lockName, notes, hop, ruleFile, policyName string

@@ -5,18 +5,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/iac"
 	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
-func (a *app) newIacCmd() *cobra.Command {
+func (a *shell) newIacCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "iac",
 		Short: "Infrastructure as code: check a Terraform/OpenTofu plan before it is applied",
@@ -112,7 +111,7 @@ func readPlanFile(stdin io.Reader, name string) ([]byte, error) {
 // the main table and each mirror. The notes say what was not read when it
 // was wanted: the cloud, or a mirror table (the plan is then not checked
 // against that mirror).
-func (a *app) iacInput(cmd *cobra.Command, cfg *config.Config, offline bool) (iac.Input, []string, error) {
+func (a *shell) iacInput(cmd *cobra.Command, cfg *config.Config, offline bool) (iac.Input, []string, error) {
 	ctx := cmd.Context()
 	if !offline {
 		conn, err := a.connect(ctx, cfg, connectOptions{readOnly: true})
@@ -157,7 +156,7 @@ func (a *app) iacInput(cmd *cobra.Command, cfg *config.Config, offline bool) (ia
 
 // iacOffline is what the plan is judged with when the cloud is not read:
 // the configuration as written and the nodes.
-func (a *app) iacOffline(cmd *cobra.Command, cfg *config.Config) (iac.Input, error) {
+func (a *shell) iacOffline(cmd *cobra.Command, cfg *config.Config) (iac.Input, error) {
 	ctx := cmd.Context()
 	src, err := a.nodeSource(ctx, cfg, nil)
 	if err != nil {
@@ -176,47 +175,25 @@ func (a *app) iacOffline(cmd *cobra.Command, cfg *config.Config) (iac.Input, err
 	return in, nil
 }
 
-// printIac prints the report in the chosen format; sarif is this
-// command's own.
-func (a *app) printIac(rep *iac.Report, planFile string) error {
-	if a.out.format == "sarif" {
-		return writeJSON(a.stdout, rep.SARIF(planFile, buildVersion().Version))
-	}
+// printIac prints the report in the chosen format.
+func (a *shell) printIac(rep *iac.Report, planFile string) error {
 	if a.humanOutput() && len(rep.Findings) == 0 {
 		_, err := fmt.Fprintf(a.stdout, "No findings: the plan keeps every node's route and every node subnet on its table (%d nodes).\n", rep.Nodes)
 		a.printNotes(rep.Notes)
 		return err
 	}
-	if err := a.print(rep, func() table { return iacTable(rep) }); err != nil {
+	tool := finding.Tool{Name: "routekeeper iac check", InformationURI: docsURL("iac.md"), RuleText: iac.RuleText}
+	if err := a.printFindings(findingsOutput{v: rep, findings: rep.Findings, tool: tool, artifact: planFile}); err != nil {
 		return err
 	}
 	if a.humanOutput() {
-		for _, f := range rep.Findings {
-			fmt.Fprintf(a.stdout, "\nFix for %s (%s):\n%s\n", f.Address, f.Rule, f.Fix)
-		}
 		a.printNotes(rep.Notes)
 	}
 	return nil
 }
 
-func (a *app) printNotes(notes []string) {
+func (a *shell) printNotes(notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(a.stdout, "\nNote: %s\n", n)
 	}
-}
-
-func iacTable(r *iac.Report) table {
-	t := table{header: []string{"Severity", "Rule", "Resource", "Subnet", "Nodes", "Reason", "Message"}}
-	for _, f := range r.Findings {
-		sub := shortID(f.Subnet)
-		if f.Subnet == "" {
-			sub = "(" + shortID(f.Table) + ")"
-		}
-		nodes := strconv.Itoa(len(f.Nodes))
-		if len(f.Nodes) > 0 {
-			nodes += ": " + strings.Join(f.Nodes, ", ")
-		}
-		t.rows = append(t.rows, []string{f.Severity, f.Rule, f.Address, sub, nodes, string(f.Reason), f.Message})
-	}
-	return t
 }

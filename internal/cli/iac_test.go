@@ -147,14 +147,17 @@ func TestIacCheckMirrors(t *testing.T) {
 					t.Fatalf("exit %d, want 3\n%s%s", res.code, res.stdout, res.stderr)
 				}
 				var rep struct {
-					Findings []struct{ Rule, Subnet, RouteTable string }
+					Findings []struct {
+						Rule     string
+						Evidence struct{ Subnet, RouteTable string }
+					}
 				}
 				if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
 					t.Fatalf("%v\n%s", err, res.stdout)
 				}
 				var got []string
 				for _, f := range rep.Findings {
-					got = append(got, armid.Name(f.RouteTable)+"/"+armid.Name(f.Subnet))
+					got = append(got, armid.Name(f.Evidence.RouteTable)+"/"+armid.Name(f.Evidence.Subnet))
 				}
 				want := []string{"kubernetes-routes/kubernetes-subnet"}
 				if tc.mirror {
@@ -183,13 +186,15 @@ func TestIacCheckUnreadableMirror(t *testing.T) {
 	}
 	var rep struct {
 		Live     bool
-		Findings []struct{ RouteTable string }
-		Notes    []string
+		Findings []struct {
+			Evidence struct{ RouteTable string }
+		}
+		Notes []string
 	}
 	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, res.stdout)
 	}
-	if !rep.Live || len(rep.Findings) != 1 || armid.Name(rep.Findings[0].RouteTable) != "kubernetes-routes" {
+	if !rep.Live || len(rep.Findings) != 1 || armid.Name(rep.Findings[0].Evidence.RouteTable) != "kubernetes-routes" {
 		t.Errorf("want the cloud read and one finding on kubernetes-routes: %s", res.stdout)
 	}
 	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "appgw-routes could not be read") || !strings.Contains(rep.Notes[0], "not checked") {

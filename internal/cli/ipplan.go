@@ -20,7 +20,9 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/ipplan"
+	"github.com/routekeeper/routekeeper/internal/output"
 )
 
 // ipplanOptions are the flags of `routekeeper ipplan`.
@@ -64,7 +66,7 @@ var ipplanFlags = map[string]string{
 	"nodeCIDRMaskSizeIPv6": "node-cidr-mask-size-ipv6",
 }
 
-func (a *app) newIpplanCmd() *cobra.Command {
+func (a *shell) newIpplanCmd() *cobra.Command {
 	var o ipplanOptions
 	cmd := &cobra.Command{
 		Use:   "ipplan",
@@ -136,7 +138,7 @@ type planSource struct {
 	path string
 }
 
-func (a *app) runIpplan(cmd *cobra.Command, o *ipplanOptions) error {
+func (a *shell) runIpplan(cmd *cobra.Command, o *ipplanOptions) error {
 	if o.file != "" && o.configPath != "" {
 		return usageErrorf("flags -f and --config: give one of them, not both")
 	}
@@ -230,7 +232,7 @@ func (o *ipplanOptions) apply(cmd *cobra.Command, p *ipplan.Plan) {
 
 // readPlanFile reads a plan file strictly: an unknown field is an error, so
 // that a misspelt "podCidr" is not silently replaced by the default.
-func (a *app) readPlanFile(path string) (ipplan.Plan, error) {
+func (a *shell) readPlanFile(path string) (ipplan.Plan, error) {
 	var b []byte
 	var err error
 	if path == "-" {
@@ -250,7 +252,7 @@ func (a *app) readPlanFile(path string) (ipplan.Plan, error) {
 
 // planError turns an invalid plan into a usage error that names the flag, or
 // the file and field, that holds the bad value.
-func (a *app) planError(cmd *cobra.Command, src *planSource, err error) error {
+func (a *shell) planError(cmd *cobra.Command, src *planSource, err error) error {
 	var fe *ipplan.FieldError
 	if !errors.As(err, &fe) {
 		return err
@@ -261,21 +263,22 @@ func (a *app) planError(cmd *cobra.Command, src *planSource, err error) error {
 	return usageErrorf("%s %s: %s", src.kind, src.path, fe.Error())
 }
 
-func (a *app) printPlanReport(r ipplan.Report) error {
+func (a *shell) printPlanReport(r ipplan.Report) error {
 	if !a.humanOutput() {
-		return a.print(r, nil)
+		tool := finding.Tool{Name: "routekeeper ipplan", InformationURI: docsURL("ipplan.md")}
+		return a.printFindings(findingsOutput{v: r, findings: r.Findings, tool: tool})
 	}
 	w := a.stdout
-	if err := writeTable(w, rangesTable(r)); err != nil {
+	if err := output.WriteTable(w, rangesTable(r)); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	if err := writeTable(w, capacityTable(r)); err != nil {
+	if err := output.WriteTable(w, capacityTable(r)); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
 	if t, ok := ipv6Table(r); ok {
-		if err := writeTable(w, t); err != nil {
+		if err := output.WriteTable(w, t); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)
@@ -284,26 +287,26 @@ func (a *app) printPlanReport(r ipplan.Report) error {
 		_, err := fmt.Fprintln(w, "No findings.")
 		return err
 	}
-	return writeTable(w, findingsTable(r))
+	return a.printFindings(findingsOutput{v: r, findings: r.Findings})
 }
 
-func rangesTable(r ipplan.Report) table {
-	t := table{header: []string{"Kind", "Name", "Prefix", "First", "Last", "Addresses", "Usable"}}
+func rangesTable(r ipplan.Report) output.Table {
+	t := output.Table{Header: []string{"Kind", "Name", "Prefix", "First", "Last", "Addresses", "Usable"}}
 	for _, rg := range r.Ranges {
 		usable := ""
 		if rg.Kind == ipplan.KindSubnet && rg.Prefix.Addr().Is4() {
 			usable = ipplan.Thousands(rg.Usable)
 		}
-		t.rows = append(t.rows, []string{string(rg.Kind), rg.Name, rg.Prefix.String(),
+		t.Rows = append(t.Rows, []string{string(rg.Kind), rg.Name, rg.Prefix.String(),
 			rg.First.String(), rg.Last.String(), rg.Addresses.String(), usable})
 	}
 	return t
 }
 
-func capacityTable(r ipplan.Report) table {
-	t := table{header: []string{"Plugin", "PodsPerNode", "MaxNodes", "LimitedBy", "MaxPods"}}
+func capacityTable(r ipplan.Report) output.Table {
+	t := output.Table{Header: []string{"Plugin", "PodsPerNode", "MaxNodes", "LimitedBy", "MaxPods"}}
 	if r.Nodes > 0 {
-		t.header = append(t.header, "NodesWithSurge", "SubnetIPs", "SmallestSubnet", "PodCIDRIPs", "SmallestPodCIDR", "Fits")
+		t.Header = append(t.Header, "NodesWithSurge", "SubnetIPs", "SmallestSubnet", "PodCIDRIPs", "SmallestPodCIDR", "Fits")
 	}
 	opt := func(n *int64) string {
 		if n == nil {
@@ -331,17 +334,17 @@ func capacityTable(r ipplan.Report) table {
 			row = append(row, ipplan.Thousands(int64(c.NodesWithSurge)), ipplan.Thousands(c.AddressesConsumed),
 				prefix(c.SmallestSubnetPrefix), podIPs, prefix(c.SmallestPodCIDRPrefix), fits)
 		}
-		t.rows = append(t.rows, row)
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
 
 // ipv6Table is the capacity of a dual-stack plan's IPv6 pod CIDR: its
 // node ranges (one per node) under each plugin that uses it.
-func ipv6Table(r ipplan.Report) (table, bool) {
-	t := table{header: []string{"Plugin", "IPv6PodCIDR", "NodeRange", "NodeRanges"}}
+func ipv6Table(r ipplan.Report) (output.Table, bool) {
+	t := output.Table{Header: []string{"Plugin", "IPv6PodCIDR", "NodeRange", "NodeRanges"}}
 	if r.Nodes > 0 {
-		t.header = append(t.header, "SmallestPodCIDR", "Fits")
+		t.Header = append(t.Header, "SmallestPodCIDR", "Fits")
 	}
 	for _, c := range r.Capacity {
 		v := c.IPv6
@@ -356,21 +359,9 @@ func ipv6Table(r ipplan.Report) (table, bool) {
 			}
 			row = append(row, "/"+strconv.Itoa(v.SmallestPodCIDRPrefix), fits)
 		}
-		t.rows = append(t.rows, row)
+		t.Rows = append(t.Rows, row)
 	}
-	return t, len(t.rows) > 0
-}
-
-func findingsTable(r ipplan.Report) table {
-	t := table{header: []string{"Severity", "Rule", "Plugins", "Message"}}
-	for _, f := range r.Findings {
-		pl := make([]string, len(f.Plugins))
-		for i, p := range f.Plugins {
-			pl[i] = string(p)
-		}
-		t.rows = append(t.rows, []string{string(f.Severity), f.Rule, orDash(strings.Join(pl, ",")), f.Message})
-	}
-	return t
+	return t, len(t.Rows) > 0
 }
 
 func orDash(s string) string {
@@ -389,7 +380,7 @@ type subnetReader interface {
 // livePlan builds a plan from a live routekeeper config: the cluster's pod
 // and service ranges, its route limit and node range size from the config,
 // and the subnets and their VNets' address spaces read from the cloud.
-func (a *app) livePlan(cmd *cobra.Command, path, endpoint string) (ipplan.Plan, error) {
+func (a *shell) livePlan(cmd *cobra.Command, path, endpoint string) (ipplan.Plan, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return ipplan.Plan{}, usageError(err)

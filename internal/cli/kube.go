@@ -19,7 +19,7 @@ import (
 // kubeRESTConfig returns the Kubernetes client configuration of cfg: the
 // kubeconfig file when one is set, else in-cluster (a Pod's service
 // account), else $KUBECONFIG, else ~/.kube/config.
-func (a *app) kubeRESTConfig(cfg *config.Config) (*rest.Config, error) {
+func (a *shell) kubeRESTConfig(cfg *config.Config) (*rest.Config, error) {
 	k := cfg.Source.Kube
 	var rc *rest.Config
 	switch {
@@ -57,7 +57,7 @@ func (a *app) kubeRESTConfig(cfg *config.Config) (*rest.Config, error) {
 
 // kubeSource is the Kubernetes node source for one-shot commands: it lists
 // the nodes once (the daemon runs an informer instead).
-func (a *app) kubeSource(cfg *config.Config) (*kube.Source, error) {
+func (a *shell) kubeSource(cfg *config.Config) (*kube.Source, error) {
 	rc, err := a.kubeRESTConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (a *app) kubeSource(cfg *config.Config) (*kube.Source, error) {
 // podRef is routekeeper's own Pod as the downward API tells it (POD_NAME,
 // POD_NAMESPACE and optionally POD_UID in the environment), the object of
 // events about subnets and stale routes; nil outside a Pod.
-func (a *app) podRef() *corev1.ObjectReference {
+func (a *shell) podRef() *corev1.ObjectReference {
 	name, ns := a.getenv("POD_NAME"), a.getenv("POD_NAMESPACE")
 	if name == "" || ns == "" {
 		return nil

@@ -29,7 +29,7 @@ var masqConfigMaps = []struct {
 
 // readMasq reads the cluster's ip-masq-agent configuration for the
 // pre-flight, in Kubernetes mode only; note says why it was not read.
-func (a *app) readMasq(ctx context.Context, cfg *config.Config) (m *overlay.Masq, note string) {
+func (a *shell) readMasq(ctx context.Context, cfg *config.Config) (m *overlay.Masq, note string) {
 	if cfg.Source.Type != config.SourceKube {
 		return nil, "the nodes come from an inventory, so the cluster's ip-masq-agent configuration was not read; check its nonMasqueradeCIDRs by hand (kubectl -n kube-system get configmaps)"
 	}

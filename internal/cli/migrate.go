@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/migrate"
+	"github.com/routekeeper/routekeeper/internal/output"
 )
 
 // migrateOutput is what `migrate -o json|yaml` prints.
@@ -17,7 +18,7 @@ type migrateOutput struct {
 	*migrate.Plan
 }
 
-func (a *app) newMigrateCmd() *cobra.Command {
+func (a *shell) newMigrateCmd() *cobra.Command {
 	var (
 		cf        configFlags
 		to        string
@@ -106,7 +107,7 @@ region), 2 for bad input.`,
 			}
 			if p != nil {
 				out := migrateOutput{DryRun: dryRun, Complete: p.Complete(), Plan: p}
-				if perr := a.print(out, func() table { return migrateTable(p) }); perr != nil {
+				if perr := a.print(out, func() output.Table { return migrateTable(p) }); perr != nil {
 					return perr
 				}
 			}
@@ -136,17 +137,17 @@ region), 2 for bad input.`,
 
 // migrateTable lays the plan out as STEP, ACTION, RESOURCE, STATUS, DETAIL,
 // with the conflicts (if any) after the steps.
-func migrateTable(p *migrate.Plan) table {
-	t := table{header: []string{"Step", "Action", "Resource", "Status", "Detail"}}
+func migrateTable(p *migrate.Plan) output.Table {
+	t := output.Table{Header: []string{"Step", "Action", "Resource", "Status", "Detail"}}
 	for _, s := range p.Steps {
-		t.rows = append(t.rows, []string{strconv.Itoa(s.N), s.Action, shortID(s.Resource), string(s.Status), s.Detail})
+		t.Rows = append(t.Rows, []string{strconv.Itoa(s.N), s.Action, shortID(s.Resource), string(s.Status), s.Detail})
 	}
 	for _, c := range p.Conflicts {
 		res := shortID(c.Resource)
 		if c.Route != "" {
 			res += "/" + c.Route
 		}
-		t.rows = append(t.rows, []string{"-", "conflict", res, "refused", c.Message})
+		t.Rows = append(t.Rows, []string{"-", "conflict", res, "refused", c.Message})
 	}
 	return t
 }

@@ -6,18 +6,21 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/doctor"
-	"github.com/spf13/cobra"
+	"github.com/routekeeper/routekeeper/internal/finding"
+	"github.com/routekeeper/routekeeper/internal/output"
 )
 
 // mirrors returns the configured mirror tables (config `mirrors:`) for the
 // controller; a mirror to create without a location goes where its first
 // subnet's network is, unless the main table's location is known.
-func (a *app) mirrors(ctx context.Context, cfg *config.Config, c *azure.Client, main controller.Config) ([]controller.Mirror, error) {
+func (a *shell) mirrors(ctx context.Context, cfg *config.Config, c *azure.Client, main controller.Config) ([]controller.Mirror, error) {
 	out := make([]controller.Mirror, 0, len(cfg.Mirrors))
 	for i, m := range cfg.Mirrors {
 		cm := mirrorOf(m)
@@ -49,7 +52,7 @@ func mirrorOf(m config.Mirror) controller.Mirror {
 // newSet builds the controllers of cfg: the main table's and one per
 // mirror, on one node source. reporters go to the main controller only
 // (a node's status reflects the main table).
-func (a *app) newSet(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Set, error) {
+func (a *shell) newSet(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Set, error) {
 	ccfg, src, err := a.controllerParts(ctx, cfg, c)
 	if err != nil {
 		return nil, err
@@ -72,7 +75,7 @@ func (a *app) newSet(ctx context.Context, cfg *config.Config, c *azure.Client, r
 // sessionSet opens cmd's session (configuration and cloud client) and
 // builds the set of controllers of the configuration on it. The caller
 // must call closeConn.
-func (a *app) sessionSet(cmd *cobra.Command, cf *configFlags, o connectOptions) (cfg *config.Config, set *controller.Set, closeConn func(), err error) {
+func (a *shell) sessionSet(cmd *cobra.Command, cf *configFlags, o connectOptions) (cfg *config.Config, set *controller.Set, closeConn func(), err error) {
 	cfg, conn, err := a.session(cmd, cf, o)
 	if err != nil {
 		return nil, nil, nil, err
@@ -107,7 +110,7 @@ func mirrorFindings(results []*controller.Result) bool {
 }
 
 // logMirrors logs each mirror's summary line, with its table.
-func (a *app) logMirrors(results []*controller.Result) {
+func (a *shell) logMirrors(results []*controller.Result) {
 	for _, r := range results {
 		log := a.log.With("mirror", controller.TableName(r.TableID))
 		for name, nr := range r.Nodes {
@@ -135,7 +138,7 @@ func mirrorDiffs(results []*controller.Result) []diffOutput {
 
 // printMirrorDiffs prints each mirror's diff after the main table's, as a
 // table of its own under a heading.
-func (a *app) printMirrorDiffs(ds []diffOutput) error {
+func (a *shell) printMirrorDiffs(ds []diffOutput) error {
 	for _, d := range ds {
 		if !d.pending() && d.Error == "" {
 			if _, err := fmt.Fprintf(a.stdout, "\nMirror route table %s: no changes.\n", controller.TableName(d.RouteTable)); err != nil {
@@ -146,7 +149,7 @@ func (a *app) printMirrorDiffs(ds []diffOutput) error {
 		if _, err := fmt.Fprintf(a.stdout, "\nMirror route table %s:\n", controller.TableName(d.RouteTable)); err != nil {
 			return err
 		}
-		if err := a.print(d, func() table { return diffTable(d) }); err != nil {
+		if err := a.print(d, func() output.Table { return diffTable(d) }); err != nil {
 			return err
 		}
 		if d.Error != "" {
@@ -160,15 +163,15 @@ func (a *app) printMirrorDiffs(ds []diffOutput) error {
 
 // mirrorDoctor turns each mirror's dry run into doctor findings, their
 // messages starting with the mirror's table, to add to the main report.
-func mirrorDoctor(cfg *config.Config, results []*controller.Result) []doctor.Finding {
-	var out []doctor.Finding
+func mirrorDoctor(cfg *config.Config, results []*controller.Result) []finding.Finding {
+	var out []finding.Finding
 	for i, r := range results {
 		if i >= len(cfg.Mirrors) {
 			break
 		}
 		m := cfg.Mirrors[i]
 		if r.Verdict == nil {
-			out = append(out, doctor.Finding{Severity: doctor.Error, Check: doctor.CheckNodes, Resource: m.RouteTable,
+			out = append(out, finding.Finding{Severity: finding.Error, Rule: doctor.RuleNodes, Resource: m.RouteTable,
 				Message: fmt.Sprintf("mirror route table %s: %v", controller.TableName(m.RouteTable), r.Err)})
 			continue
 		}

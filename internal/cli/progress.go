@@ -28,7 +28,7 @@ func isTerminal(w io.Writer) bool {
 // "routekeeper: <what>..." finished by "done (1.2s)" or "failed" when the
 // returned function is called. Off a terminal (a pipe, a log collector,
 // tests) it shows nothing: the log has the outcome.
-func (a *app) progress(what string) (done func(error)) {
+func (a *shell) progress(what string) (done func(error)) {
 	if !a.tty || !a.progressOpen.CompareAndSwap(false, true) {
 		// A wait inside a step already shown (an operation of a migrate
 		// step) adds nothing to its line.
@@ -55,7 +55,7 @@ const credentialTimeout = 10 * time.Second
 // firstToken gets an ARM token before any ARM call, showing progress on a
 // terminal, so that a credential that cannot work fails within timeout with
 // the credential source named, rather than as the error of the first read.
-func (a *app) firstToken(ctx context.Context, cred azcore.TokenCredential, source, scope string, timeout time.Duration) error {
+func (a *shell) firstToken(ctx context.Context, cred azcore.TokenCredential, source, scope string, timeout time.Duration) error {
 	done := a.progress("getting an Azure token from " + source)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -85,7 +85,7 @@ func oneLine(s string) string {
 
 // waitProgress is the cloud client's Wait hook: long-running operations
 // show as progress on a terminal.
-func (a *app) waitProgress(what string) func(error) {
+func (a *shell) waitProgress(what string) func(error) {
 	if i := strings.Index(what, "/subscriptions/"); i >= 0 {
 		what = what[:i] + shortID(what[i:])
 	}

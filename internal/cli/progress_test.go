@@ -58,7 +58,7 @@ func TestFirstToken(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			a := &app{stderr: &stderr}
+			a := &shell{stderr: &stderr}
 			err := a.firstToken(context.Background(), tc.cred, source, "https://management.azure.com/.default", 50*time.Millisecond)
 			if err == nil {
 				t.Fatal("no error")
@@ -80,7 +80,7 @@ func TestFirstToken(t *testing.T) {
 
 func TestProgressOnTerminal(t *testing.T) {
 	var stderr bytes.Buffer
-	a := &app{stderr: &stderr, tty: true}
+	a := &shell{stderr: &stderr, tty: true}
 	done := a.progress("migrate step 2: copy routeTables/x")
 	inner := a.progress("waiting for the write of routeTables/x")
 	inner(nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/yamlfile"
 )
 
@@ -25,9 +26,10 @@ import (
 // --route-table becomes ROUTEKEEPER_ROUTE_TABLE.
 const envPrefix = "ROUTEKEEPER_"
 
-// app holds what every command shares: the streams, the environment and the
-// global flags. One app is made per Run, so tests can run commands in parallel.
-type app struct {
+// shell holds what every command shares: the streams, the environment and
+// the global flags. One shell is made per Run, so tests can run commands in
+// parallel.
+type shell struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
@@ -35,7 +37,7 @@ type app struct {
 	tty            bool        // stderr is a terminal: show progress
 	progressOpen   atomic.Bool // a progress line is open (progress.go)
 
-	out       outputOptions // -o and --query
+	out       output.Options // -o and --query
 	logLevel  string
 	logFormat string
 	log       *slog.Logger
@@ -54,7 +56,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // runWith is run with the whole environment as well, "NAME=value" strings,
 // to warn about ROUTEKEEPER_* variables that no flag reads.
 func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, environ []string) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, environ: environ, tty: isTerminal(stderr)}
+	a := &shell{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, environ: environ, tty: isTerminal(stderr)}
 	root := a.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -71,7 +73,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return code
 }
 
-func (a *app) newRootCmd() *cobra.Command {
+func (a *shell) newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "routekeeper",
 		Short: "Keep Kubernetes pod routes in Azure route tables, and the tables on their subnets",
@@ -97,8 +99,8 @@ against an embedded local fabric that behaves like Azure Resource Manager.`,
 	root.SetVersionTemplate("routekeeper {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(explainFlagError(err)) })
 	pf := root.PersistentFlags()
-	pf.StringVarP(&a.out.format, "output", "o", "table", "output format: table, json, yaml or tsv")
-	pf.StringVar(&a.out.query, "query", "", "JMESPath query applied to the JSON form of the result before -o renders it (see docs/cli.md)")
+	pf.StringVarP(&a.out.Format, "output", "o", "table", "output format: table, json, yaml or tsv")
+	pf.StringVar(&a.out.Query, "query", "", "JMESPath query applied to the JSON form of the result before -o renders it (see docs/cli.md)")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 
@@ -120,7 +122,7 @@ against an embedded local fabric that behaves like Azure Resource Manager.`,
 // bindEnv sets every flag that was not given on the command line from its
 // ROUTEKEEPER_* environment variable, so flags beat the environment and the
 // environment beats the config file.
-func (a *app) bindEnv(cmd *cobra.Command) error {
+func (a *shell) bindEnv(cmd *cobra.Command) error {
 	var errs []string
 	visit := func(f *pflag.Flag) {
 		if f.Changed {
@@ -150,8 +152,8 @@ func (a *app) bindEnv(cmd *cobra.Command) error {
 }
 
 // setup validates the global flags and makes the logger.
-func (a *app) setup() error {
-	if err := a.out.compile(); err != nil {
+func (a *shell) setup() error {
+	if err := a.out.Compile(); err != nil {
 		return err
 	}
 	var level slog.Level
@@ -188,7 +190,7 @@ var otherEnvPrefixes = []string{envPrefix + "E2E", envPrefix + "FABRIC_TEST_"}
 // warnUnknownEnv warns about each ROUTEKEEPER_* variable that no flag of
 // any command reads (a misspelling is otherwise silently ignored), with the
 // nearest known name.
-func (a *app) warnUnknownEnv(root *cobra.Command) {
+func (a *shell) warnUnknownEnv(root *cobra.Command) {
 	if a.environ == nil {
 		return
 	}

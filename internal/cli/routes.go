@@ -9,6 +9,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -54,21 +55,21 @@ func routeRows(t *route.Table, own route.Ownership) []routeRow {
 	return rows
 }
 
-func routesTable(rows []routeRow) table {
-	t := table{header: []string{"AddressPrefix", "Name", "NextHopIpAddress", "NextHopType", "ProvisioningState", "ResourceGroup", "Owner"}}
+func routesTable(rows []routeRow) output.Table {
+	t := output.Table{Header: []string{"AddressPrefix", "Name", "NextHopIpAddress", "NextHopType", "ProvisioningState", "ResourceGroup", "Owner"}}
 	for _, r := range rows {
-		t.rows = append(t.rows, []string{r.AddressPrefix, r.Name, r.NextHopIPAddress, r.NextHopType, r.ProvisioningState, r.ResourceGroup, r.Owner})
+		t.Rows = append(t.Rows, []string{r.AddressPrefix, r.Name, r.NextHopIPAddress, r.NextHopType, r.ProvisioningState, r.ResourceGroup, r.Owner})
 	}
 	return t
 }
 
 // printRoutes prints a route table the way `routes list` does.
-func (a *app) printRoutes(t *route.Table, own route.Ownership) error {
+func (a *shell) printRoutes(t *route.Table, own route.Ownership) error {
 	rows := routeRows(t, own)
-	return a.print(rows, func() table { return routesTable(rows) })
+	return a.print(rows, func() output.Table { return routesTable(rows) })
 }
 
-func (a *app) newRoutesCmd() *cobra.Command {
+func (a *shell) newRoutesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "routes",
 		Short: "Inspect the routes of the cluster's route table",

@@ -21,7 +21,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
-func (a *app) newRunCmd() *cobra.Command {
+func (a *shell) newRunCmd() *cobra.Command {
 	var (
 		cf   configFlags
 		once bool
@@ -99,7 +99,7 @@ func ownership(cfg *config.Config) route.Ownership {
 // runDaemon runs the controller until ctx ends: with the kube source, the
 // Node informer, node conditions, events and leader election; always the
 // metrics and health endpoints.
-func (a *app) runDaemon(ctx context.Context, cfg *config.Config) error {
+func (a *shell) runDaemon(ctx context.Context, cfg *config.Config) error {
 	m := metrics.New()
 	conn, err := a.connect(ctx, cfg, connectOptions{applyTopology: true, observer: m})
 	if err != nil {
@@ -141,7 +141,7 @@ func (a *app) runDaemon(ctx context.Context, cfg *config.Config) error {
 }
 
 // newController builds the controller of cfg on a cloud client.
-func (a *app) newController(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Controller, error) {
+func (a *shell) newController(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Controller, error) {
 	ccfg, src, err := a.controllerParts(ctx, cfg, c)
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func (a *app) newController(ctx context.Context, cfg *config.Config, c *azure.Cl
 
 // controllerParts are what a controller of cfg is made of: its
 // configuration and its node source.
-func (a *app) controllerParts(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Config, controller.Source, error) {
+func (a *shell) controllerParts(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Config, controller.Source, error) {
 	src, err := a.nodeSource(ctx, cfg, c)
 	if err != nil {
 		return controller.Config{}, nil, err
@@ -165,7 +165,7 @@ func (a *app) controllerParts(ctx context.Context, cfg *config.Config, c *azure.
 
 // controllerConfig is the controller's part of cfg; the location of a
 // table to create is looked up on the first subnet's network when unset.
-func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Config, error) {
+func (a *shell) controllerConfig(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Config, error) {
 	ccfg := baseControllerConfig(cfg)
 	if ccfg.CreateTable && ccfg.Location == "" && len(cfg.Subnets) > 0 {
 		// A created table goes where the node subnet's network is.
@@ -186,7 +186,7 @@ func (a *app) controllerConfig(ctx context.Context, cfg *config.Config, c *azure
 // pod CIDRs away from the routes of the table that are not ours (read
 // through c before each allocation pass) and from the address spaces of the
 // configured subnets' virtual networks (read once here).
-func (a *app) nodeSource(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Source, error) {
+func (a *shell) nodeSource(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Source, error) {
 	switch cfg.Source.Type {
 	case config.SourceInventory:
 		opts := inventory.Options{
@@ -212,7 +212,7 @@ func (a *app) nodeSource(ctx context.Context, cfg *config.Config, c *azure.Clien
 // vnetReservations are the address spaces of the configured subnets'
 // virtual networks, for IPAM to avoid; a network that cannot be read is
 // logged and skipped (the route table is still read on every pass).
-func (a *app) vnetReservations(ctx context.Context, cfg *config.Config, c *azure.Client) []ipam.Reservation {
+func (a *shell) vnetReservations(ctx context.Context, cfg *config.Config, c *azure.Client) []ipam.Reservation {
 	var out []ipam.Reservation
 	seen := map[string]bool{}
 	for _, sub := range cfg.Subnets {
@@ -248,7 +248,7 @@ func (s inventorySource) Nodes(ctx context.Context) ([]source.Node, error) {
 // logResult logs a reconcile's node problems, one line per reason with
 // the count and the first few names (the verdict's groups), and its
 // summary line.
-func (a *app) logResult(res *controller.Result) {
+func (a *shell) logResult(res *controller.Result) {
 	if res.Verdict != nil {
 		for _, g := range res.Verdict.Groups(5) {
 			a.log.Warn(g.String(), "table", res.TableID)

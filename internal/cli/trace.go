@@ -10,12 +10,13 @@ import (
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/doctor"
 	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
-func (a *app) newTraceCmd() *cobra.Command {
+func (a *shell) newTraceCmd() *cobra.Command {
 	var cf configFlags
 	cmd := &cobra.Command{
 		Use:   "trace SRC DST",
@@ -73,7 +74,7 @@ cloud cannot be read, 2 for bad input.`,
 				}
 			} else {
 				if res.Verdict != routing.NoSubnet { // no subnet, no next hop
-					if err := writeTable(a.stdout, nextHopTable(res.Result)); err != nil {
+					if err := output.WriteTable(a.stdout, nextHopTable(res.Result)); err != nil {
 						return err
 					}
 				}
@@ -154,30 +155,30 @@ func routingScope(cfg *config.Config, nics bool) observe.Scope {
 
 // nextHopTable is the answer laid out like `az network watcher
 // show-next-hop -o table`.
-func nextHopTable(r *routing.Result) table {
+func nextHopTable(r *routing.Result) output.Table {
 	ip := ""
 	if r.NextHopIP.IsValid() {
 		ip = r.NextHopIP.String()
 	}
-	return table{
-		header: []string{"NextHopIpAddress", "NextHopType", "RouteTableId"},
-		rows:   [][]string{{ip, string(r.NextHopType), shortID(r.NextHopRouteTable)}},
+	return output.Table{
+		Header: []string{"NextHopIpAddress", "NextHopType", "RouteTableId"},
+		Rows:   [][]string{{ip, string(r.NextHopType), shortID(r.NextHopRouteTable)}},
 	}
 }
 
 // writeTraceDetails prints, after the next hop, the routes that match DST
 // (the chosen one first), the chain of reasoning and the verdict.
-func writeTraceDetails(a *app, r *routing.Result) {
+func writeTraceDetails(a *shell, r *routing.Result) {
 	w := a.stdout
 	if r.Route != nil {
 		fmt.Fprintf(w, "\nEffective routes of %s that contain %s (the chosen one first):\n", r.Subnet, r.Destination.Addr)
-		t := table{header: []string{"Source", "State", "AddressPrefix", "NextHopType", "NextHopIpAddress", "Name", "Note"}}
+		t := output.Table{Header: []string{"Source", "State", "AddressPrefix", "NextHopType", "NextHopIpAddress", "Name", "Note"}}
 		row := func(rt routing.Route, mark string) {
 			ip := ""
 			if rt.NextHopIP.IsValid() {
 				ip = rt.NextHopIP.String()
 			}
-			t.rows = append(t.rows, []string{rt.Source, rt.State, rt.Prefix.String(), string(rt.NextHopType), ip, rt.Name, mark})
+			t.Rows = append(t.Rows, []string{rt.Source, rt.State, rt.Prefix.String(), string(rt.NextHopType), ip, rt.Name, mark})
 		}
 		row(*r.Route, "chosen")
 		for _, s := range r.Shadowed {
@@ -190,7 +191,7 @@ func writeTraceDetails(a *app, r *routing.Result) {
 			}
 			row(s, mark)
 		}
-		_ = writeTable(w, t)
+		_ = output.WriteTable(w, t)
 	}
 	if r.Verdict != routing.NoSubnet { // after the next hop table
 		fmt.Fprintln(w)

@@ -34,7 +34,7 @@ func buildVersion() versionInfo {
 	return v
 }
 
-func (a *app) newVersionCmd() *cobra.Command {
+func (a *shell) newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of routekeeper",

@@ -19,6 +19,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -26,49 +27,29 @@ import (
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
-// Severity of a finding.
-type Severity string
-
-// The severities. Errors make `routekeeper doctor` exit 3.
+// The rules, stable identifiers for scripts and docs.
 const (
-	Error   Severity = "error"
-	Warning Severity = "warning"
-	Info    Severity = "info"
-)
-
-// The checks, stable identifiers for scripts and docs.
-const (
-	CheckTable       = "route-table"
-	CheckClaim       = "table-claim"
-	CheckLimit       = "route-limit"
-	CheckAssociation = "subnet-association"
-	CheckNodeRoute   = "node-route"
-	CheckStaleRoute  = "stale-route"
-	CheckShadow      = "shadowing-route"
-	CheckNodes       = "nodes"
-	// CheckUnmanaged: a route routekeeper does not own carries a node's
+	RuleTable       = "route-table"
+	RuleClaim       = "table-claim"
+	RuleLimit       = "route-limit"
+	RuleAssociation = "subnet-association"
+	RuleNodeRoute   = "node-route"
+	RuleStaleRoute  = "stale-route"
+	RuleShadow      = "shadowing-route"
+	RuleNodes       = "nodes"
+	// RuleUnmanaged: a route routekeeper does not own carries a node's
 	// traffic (routeTable.adopt matching takes it over).
-	CheckUnmanaged = "unmanaged-route"
-	// CheckDeleteGuard: run would hold deletions back (controller.maxDeletes,
+	RuleUnmanaged = "unmanaged-route"
+	// RuleDeleteGuard: run would hold deletions back (controller.maxDeletes,
 	// controller.allowEmptySource).
-	CheckDeleteGuard = "delete-guard"
-	// CheckUnclaimedRoute: a route of a node this cluster does not have in
+	RuleDeleteGuard = "delete-guard"
+	// RuleUnclaimedRoute: a route of a node this cluster does not have in
 	// an unclaimed table; never deleted by routekeeper.
-	CheckUnclaimedRoute = "unclaimed-route"
-	// CheckPermission: an action routekeeper needs that the identity may
+	RuleUnclaimedRoute = "unclaimed-route"
+	// RulePermission: an action routekeeper needs that the identity may
 	// not do (or that Azure refused), with the role assignment that grants it.
-	CheckPermission = "permission"
+	RulePermission = "permission"
 )
-
-// Finding is one problem (or remark).
-type Finding struct {
-	Severity Severity `json:"severity"`
-	Check    string   `json:"check"`
-	Resource string   `json:"resource"`
-	Message  string   `json:"message"`
-	// Fix is the command (or setting) that resolves it, when there is one.
-	Fix string `json:"fix,omitempty"`
-}
 
 // Input is the cluster doctor checks.
 type Input struct {
@@ -90,29 +71,21 @@ type Input struct {
 type Report struct {
 	// Table is the table routekeeper keeps (after a migration or a followed
 	// swap, not the configured one).
-	Table    string    `json:"routeTable"`
-	Nodes    int       `json:"nodes"`
-	Routed   int       `json:"routed"`
-	Findings []Finding `json:"findings"`
+	Table    string            `json:"routeTable"`
+	Nodes    int               `json:"nodes"`
+	Routed   int               `json:"routed"`
+	Findings []finding.Finding `json:"findings"`
 }
 
 // Errors counts the error findings.
-func (r *Report) Errors() int {
-	n := 0
-	for _, f := range r.Findings {
-		if f.Severity == Error {
-			n++
-		}
-	}
-	return n
-}
+func (r *Report) Errors() int { return finding.Errors(r.Findings) }
 
 // Check turns a verdict into findings.
 func Check(in Input, v *verdict.Verdict) *Report {
 	nodes := v.SourceNodes()
 	r := &Report{Table: v.Table, Nodes: len(nodes)}
-	add := func(s Severity, check, resource, fix, format string, args ...any) {
-		r.Findings = append(r.Findings, Finding{Severity: s, Check: check, Resource: resource, Message: fmt.Sprintf(format, args...), Fix: fix})
+	add := func(s finding.Severity, check, resource, fix, format string, args ...any) {
+		r.Findings = append(r.Findings, finding.Finding{Severity: s, Rule: check, Resource: resource, Message: fmt.Sprintf(format, args...), Fix: fix})
 	}
 	d := v.Decision
 	checkDecision(in, d, add)
@@ -121,11 +94,11 @@ func Check(in Input, v *verdict.Verdict) *Report {
 		checkTable(t, v.Plan, in, add)
 	}
 	if v.Err != nil && d.TableExists && d.TableErr == nil && v.Plan != nil && v.Plan.Refused == "" {
-		add(Error, CheckTable, v.Table, "", "%v", v.Err)
+		add(finding.Error, RuleTable, v.Table, "", "%v", v.Err)
 	}
 	r.Routed = checkNodes(in, v, add)
 	checkAccess(v, add)
-	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return severityRank(a.Severity) - severityRank(b.Severity) })
+	finding.Sort(r.Findings)
 	return r
 }
 
@@ -134,21 +107,21 @@ func Check(in Input, v *verdict.Verdict) *Report {
 func checkDecision(in Input, d *assoc.Decision, add addFunc) {
 	switch d.Switch {
 	case assoc.Migrated:
-		add(Info, CheckTable, d.Table, "set routeTable.id: "+d.Table, "%s was migrated to this table: routekeeper run keeps it (the configuration still names the old one)", d.From)
+		add(finding.Info, RuleTable, d.Table, "set routeTable.id: "+d.Table, "%s was migrated to this table: routekeeper run keeps it (the configuration still names the old one)", d.From)
 	case assoc.Swapped:
-		add(Warning, CheckTable, d.Table, "set routeTable.id: "+d.Table+" (or use routekeeper migrate to swap tables)",
+		add(finding.Warning, RuleTable, d.Table, "set routeTable.id: "+d.Table+" (or use routekeeper migrate to swap tables)",
 			"the subnets were moved from %s to this table: routekeeper run (association policy follow) writes the node routes into it and keeps it", d.From)
 	}
 	switch {
 	case d.TableErr != nil:
-		add(Error, CheckTable, d.Table, "", "reading the route table failed: %v", d.TableErr)
+		add(finding.Error, RuleTable, d.Table, "", "reading the route table failed: %v", d.TableErr)
 	case !d.TableExists && d.Create:
-		add(Warning, CheckTable, d.Table, "routekeeper run", "the route table does not exist; routekeeper run will create it (tagged as this cluster's), fill it with the node routes, then associate it")
+		add(finding.Warning, RuleTable, d.Table, "routekeeper run", "the route table does not exist; routekeeper run will create it (tagged as this cluster's), fill it with the node routes, then associate it")
 	case !d.TableExists:
-		add(Error, CheckTable, d.Table, "", "the route table does not exist and routekeeper run will not create it: %s", d.CreateBlocked)
+		add(finding.Error, RuleTable, d.Table, "", "the route table does not exist and routekeeper run will not create it: %s", d.CreateBlocked)
 	}
 	if len(in.Subnets) == 0 {
-		add(Warning, CheckAssociation, d.Table, "subnets: [the node subnet IDs]", "no subnets are configured: nothing makes sure the table stays associated with the node subnet")
+		add(finding.Warning, RuleAssociation, d.Table, "subnets: [the node subnet IDs]", "no subnets are configured: nothing makes sure the table stays associated with the node subnet")
 	}
 	for _, s := range d.Subnets {
 		routes := ""
@@ -162,32 +135,22 @@ func checkDecision(in Input, d *assoc.Decision, add addFunc) {
 		switch {
 		case s.State == assoc.Associated:
 		case s.State == assoc.Migrating:
-			add(Warning, CheckAssociation, s.Subnet, s.Fix, "%s%s", s.Message, routes)
+			add(finding.Warning, RuleAssociation, s.Subnet, s.Fix, "%s%s", s.Message, routes)
 		case s.Outage():
 			msg := s.Message + routes
 			if !strings.Contains(msg, "dropped") {
 				msg += ": pod traffic to those nodes is dropped"
 			}
-			add(Error, CheckAssociation, s.Subnet, fix, "%s (it looks like DNS failures; see docs/association.md)%s", msg, then)
+			add(finding.Error, RuleAssociation, s.Subnet, fix, "%s (it looks like DNS failures; see docs/association.md)%s", msg, then)
 		case s.Action != assoc.None:
-			add(Warning, CheckAssociation, s.Subnet, fix, "%s%s%s", s.Message, routes, then)
+			add(finding.Warning, RuleAssociation, s.Subnet, fix, "%s%s%s", s.Message, routes, then)
 		default:
-			add(Error, CheckAssociation, s.Subnet, s.Fix, "%s%s", s.Message, routes)
+			add(finding.Error, RuleAssociation, s.Subnet, s.Fix, "%s%s", s.Message, routes)
 		}
 	}
 }
 
-func severityRank(s Severity) int {
-	switch s {
-	case Error:
-		return 0
-	case Warning:
-		return 1
-	}
-	return 2
-}
-
-type addFunc func(s Severity, check, resource, fix, format string, args ...any)
+type addFunc func(s finding.Severity, check, resource, fix, format string, args ...any)
 
 // checkTable reports the table as read. Whether routekeeper may write it
 // (the claim rule) is the plan's: doctor says what the verdict decided.
@@ -195,17 +158,17 @@ func checkTable(t *route.Table, p *plan.Plan, in Input, add addFunc) {
 	claimed := len(t.ClaimValues()) > 0
 	switch {
 	case p != nil && p.RefusedReason == plan.ReasonTableClaimed:
-		add(Error, CheckClaim, t.ID, "", "%s. Two clusters must not share a route table (their pod routes would fight); give this cluster its own table", p.Refused)
+		add(finding.Error, RuleClaim, t.ID, "", "%s. Two clusters must not share a route table (their pod routes would fight); give this cluster its own table", p.Refused)
 	case p != nil && p.RefusedReason == plan.ReasonInvalidTable:
-		add(Error, CheckTable, t.ID, "", "routekeeper refuses to write the table: %s", p.Refused)
+		add(finding.Error, RuleTable, t.ID, "", "routekeeper refuses to write the table: %s", p.Refused)
 	case claimed:
 	case p != nil && p.Claim:
-		add(Info, CheckClaim, t.ID, "", "the table has no %s tag: routekeeper run claims it with its next write (routeTable.claim: true); then routes of nodes this cluster does not have are deleted", route.ClaimTag)
+		add(finding.Info, RuleClaim, t.ID, "", "the table has no %s tag: routekeeper run claims it with its next write (routeTable.claim: true); then routes of nodes this cluster does not have are deleted", route.ClaimTag)
 	case !in.Claim:
-		add(Info, CheckClaim, t.ID, "routeTable.claim: true", "the table has no %s tag: routekeeper run manages its nodes' routes but deletes no route of a node this cluster does not have; set routeTable.claim: true to claim it", route.ClaimTag)
+		add(finding.Info, RuleClaim, t.ID, "routeTable.claim: true", "the table has no %s tag: routekeeper run manages its nodes' routes but deletes no route of a node this cluster does not have; set routeTable.claim: true to claim it", route.ClaimTag)
 	}
 	if t.ProvisioningState == "Failed" {
-		add(Error, CheckTable, t.ID, "", "the table's provisioning state is Failed: its last write did not complete; routekeeper run rewrites it")
+		add(finding.Error, RuleTable, t.ID, "", "the table's provisioning state is Failed: its last write did not complete; routekeeper run rewrites it")
 	}
 	limit := in.Limit
 	if limit <= 0 {
@@ -213,17 +176,17 @@ func checkTable(t *route.Table, p *plan.Plan, in Input, add addFunc) {
 	}
 	switch n := len(t.Routes); {
 	case n > limit:
-		add(Error, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d routes, over the limit of %d (routeTable.routeLimit; Azure allows 400 routes per route table: see docs/configuration.md, Route limit)", n, limit)
+		add(finding.Error, RuleLimit, t.ID, "routeTable.routeLimit", "the table holds %d routes, over the limit of %d (routeTable.routeLimit; Azure allows 400 routes per route table: see docs/configuration.md, Route limit)", n, limit)
 	case n*10 >= limit*9:
-		add(Warning, CheckLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure allows 400 routes per route table: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
+		add(finding.Warning, RuleLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; Azure allows 400 routes per route table: see docs/configuration.md, Route limit)", n, limit, n*100/limit)
 	}
 	for _, sn := range t.Subnets {
 		if !armid.Contains(in.Subnets, sn) {
-			add(Info, CheckAssociation, sn, "subnets: [..., "+sn+"]", "the subnet is associated with the table but not configured: routekeeper does not guard its association")
+			add(finding.Info, RuleAssociation, sn, "subnets: [..., "+sn+"]", "the subnet is associated with the table but not configured: routekeeper does not guard its association")
 		}
 	}
 	if t.DisableBGPRoutePropagation {
-		add(Info, CheckTable, t.ID, "", "BGP route propagation is disabled on the table (routes from a VPN or ExpressRoute gateway do not reach the subnet)")
+		add(finding.Info, RuleTable, t.ID, "", "BGP route propagation is disabled on the table (routes from a VPN or ExpressRoute gateway do not reach the subnet)")
 	}
 }
 
@@ -236,15 +199,15 @@ func checkNodes(in Input, v *verdict.Verdict, add addFunc) int {
 	p := v.Plan
 	if p != nil {
 		if p.HeldMessage != "" {
-			add(Warning, CheckDeleteGuard, v.Table, "", "%s", p.HeldMessage)
+			add(finding.Warning, RuleDeleteGuard, v.Table, "", "%s", p.HeldMessage)
 		}
 		for _, ch := range p.Unclaimed {
-			add(Warning, CheckUnclaimedRoute, ch.Route.Name, fmt.Sprintf("az network route-table route delete --ids %s/routes/%s", v.Table, ch.Route.Name),
+			add(finding.Warning, RuleUnclaimedRoute, ch.Route.Name, fmt.Sprintf("az network route-table route delete --ids %s/routes/%s", v.Table, ch.Route.Name),
 				"route %s (%s -> %s): %s", ch.Route.Name, ch.Route.AddressPrefix, hop(ch.Route), ch.Reason)
 		}
 	}
 	if len(nodes) == 0 {
-		add(Warning, CheckNodes, v.Table, "", "the node source returned no nodes")
+		add(finding.Warning, RuleNodes, v.Table, "", "the node source returned no nodes")
 		return 0
 	}
 	fix := "routekeeper run"
@@ -255,9 +218,9 @@ func checkNodes(in Input, v *verdict.Verdict, add addFunc) int {
 		nv := v.Nodes[name]
 		switch {
 		case nv.Routed && nv.Reason == reason.RouteNotManaged && nv.Actionable:
-			add(Warning, CheckUnmanaged, name, fix, "%s", nv.Message)
+			add(finding.Warning, RuleUnmanaged, name, fix, "%s", nv.Message)
 		case nv.Routed && nv.Reason == reason.RouteNotManaged:
-			add(Warning, CheckUnmanaged, name, "routeTable.adopt: matching", "%s", nv.Message)
+			add(finding.Warning, RuleUnmanaged, name, "routeTable.adopt: matching", "%s", nv.Message)
 		case nv.Routed:
 		case nv.Reason == reason.SubnetRouteTableLacksRoute, nv.Reason == reason.RouteTableDetached:
 			// the association finding says it
@@ -278,9 +241,9 @@ func checkNodes(in Input, v *verdict.Verdict, add addFunc) int {
 			case !nv.Actionable:
 				msg, f = nv.Message, ""
 			}
-			add(Error, CheckNodeRoute, name, f, "no correct route for the node's pod CIDR in %s (%s): %s", shortTable(v.Table), strings.Join(what, "; "), msg)
+			add(finding.Error, RuleNodeRoute, name, f, "no correct route for the node's pod CIDR in %s (%s): %s", shortTable(v.Table), strings.Join(what, "; "), msg)
 		default:
-			add(Error, CheckNodeRoute, name, "", "%s: %s", nv.Reason, nv.Message)
+			add(finding.Error, RuleNodeRoute, name, "", "%s: %s", nv.Reason, nv.Message)
 		}
 	}
 	if p != nil {
@@ -290,7 +253,7 @@ func checkNodes(in Input, v *verdict.Verdict, add addFunc) int {
 				if in.Observe {
 					msg = "the platform (AKS) should delete it; routekeeper observes only"
 				}
-				add(Warning, CheckStaleRoute, ch.Route.Name, fix, "stale route %s -> %s (%s): %s", ch.Route.AddressPrefix, hop(ch.Route), ch.Reason, msg)
+				add(finding.Warning, RuleStaleRoute, ch.Route.Name, fix, "stale route %s -> %s (%s): %s", ch.Route.AddressPrefix, hop(ch.Route), ch.Reason, msg)
 			}
 		}
 	}
@@ -316,7 +279,7 @@ func checkShadowing(t *route.Table, in Input, nodes []source.Node, add addFunc) 
 				if !ok || cls[i].Owner == route.OwnerThisCluster || p.Bits() <= pod.Bits() || !pod.Contains(p.Addr()) {
 					continue
 				}
-				add(Warning, CheckShadow, r.Name, "", "route %s (%s -> %s) is more specific than node %s's pod CIDR %s: traffic to those pods follows it, not the node route",
+				add(finding.Warning, RuleShadow, r.Name, "", "route %s (%s -> %s) is more specific than node %s's pod CIDR %s: traffic to those pods follows it, not the node route",
 					r.Name, r.AddressPrefix, hop(r), n.Name, pod)
 			}
 		}
@@ -338,12 +301,12 @@ func hop(r route.Route) string {
 func checkAccess(v *verdict.Verdict, add addFunc) {
 	for _, a := range v.Access {
 		if refused, why := a.Refused(); refused {
-			add(Error, CheckPermission, a.Scope, a.Fix, "routekeeper cannot %s: %s", a.For, why)
+			add(finding.Error, RulePermission, a.Scope, a.Fix, "routekeeper cannot %s: %s", a.For, why)
 		} else if a.Unknown != "" {
-			add(Warning, CheckPermission, a.Scope, "", "could not tell whether routekeeper may %s (%s on %s): %s", a.For, a.Action, a.Scope, a.Unknown)
+			add(finding.Warning, RulePermission, a.Scope, "", "could not tell whether routekeeper may %s (%s on %s): %s", a.For, a.Action, a.Scope, a.Unknown)
 		}
 	}
 	for _, d := range v.Denials {
-		add(Error, CheckPermission, d.Resource, d.Fix, "%s", d.Message())
+		add(finding.Error, RulePermission, d.Resource, d.Fix, "%s", d.Message())
 	}
 }

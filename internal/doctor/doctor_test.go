@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/finding"
+
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/doctor"
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -73,7 +75,7 @@ func healthy(t *testing.T, env *fabrictest.Env, extra ...route.Route) {
 
 func TestCheck(t *testing.T) {
 	type want struct {
-		sev   doctor.Severity
+		sev   finding.Severity
 		check string
 		res   string // substring of the resource
 		msg   string // substring of the message
@@ -88,14 +90,14 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "healthy", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env) }, routed: 2},
 		{name: "table missing, creation allowed", input: func(in *input) { in.CreateTable = true },
-			want: []want{{doctor.Warning, doctor.CheckTable, "kubernetes-routes", "will create it"}, {doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1},
+			want: []want{{finding.Warning, doctor.RuleTable, "kubernetes-routes", "will create it"}, {finding.Error, doctor.RuleAssociation, "kubernetes-subnet", "no route table"}}, errors: 1},
 		{name: "table missing, creation not allowed",
-			want: []want{{doctor.Error, doctor.CheckTable, "kubernetes-routes", "will not create it"}}, errors: 2},
+			want: []want{{finding.Error, doctor.RuleTable, "kubernetes-routes", "will not create it"}}, errors: 2},
 		{name: "seed 001: the IaC redeploy dropped the association", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env)
 			fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
 		},
-			want: []want{{doctor.Error, doctor.CheckAssociation, "kubernetes-subnet", "no route table"}}, errors: 1, routed: 0},
+			want: []want{{finding.Error, doctor.RuleAssociation, "kubernetes-subnet", "no route table"}}, errors: 1, routed: 0},
 		{name: "claimed by another cluster", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env)
 			tbl, _ := env.Client.GetRouteTable(context.Background(), fabrictest.KTHWTable)
@@ -103,26 +105,26 @@ func TestCheck(t *testing.T) {
 			if _, err := env.Client.PutRouteTable(context.Background(), tbl, tbl.Etag); err != nil {
 				t.Fatal(err)
 			}
-		}, want: []want{{doctor.Error, doctor.CheckClaim, "kubernetes-routes", `claimed by cluster "prod-east"`}}, errors: 1},
+		}, want: []want{{finding.Error, doctor.RuleClaim, "kubernetes-routes", `claimed by cluster "prod-east"`}}, errors: 1},
 		{name: "a node without its route and a stale route", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("worker-9____102009024", "10.200.9.0/24", "10.240.0.29"))
 		}, input: func(in *input) {
 			in.Nodes = append(in.Nodes, node("worker-2", "10.240.0.22", "10.200.2.0/24"))
 		}, want: []want{
-			{doctor.Error, doctor.CheckNodeRoute, "worker-2", "no correct route"},
-			{doctor.Warning, doctor.CheckStaleRoute, "worker-9____102009024", "stale route 10.200.9.0/24"},
+			{finding.Error, doctor.RuleNodeRoute, "worker-2", "no correct route"},
+			{finding.Warning, doctor.RuleStaleRoute, "worker-9____102009024", "stale route 10.200.9.0/24"},
 		}, errors: 1, routed: 2},
 		{name: "a node whose prefix is taken by a custom route", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("kubernetes-route-10-200-2-0-24", "10.200.2.0/24", "10.240.0.99"))
 		}, input: func(in *input) {
 			in.Nodes = append(in.Nodes, node("worker-2", "10.240.0.22", "10.200.2.0/24"))
-		}, want: []want{{doctor.Error, doctor.CheckNodeRoute, "worker-2", "PrefixConflict"}}, errors: 1, routed: 2},
+		}, want: []want{{finding.Error, doctor.RuleNodeRoute, "worker-2", "PrefixConflict"}}, errors: 1, routed: 2},
 		{name: "a custom route shadows part of a pod CIDR", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("inspect", "10.200.1.128/25", "10.240.0.4"))
-		}, want: []want{{doctor.Warning, doctor.CheckShadow, "inspect", "more specific than node worker-1"}}, routed: 2},
+		}, want: []want{{finding.Warning, doctor.RuleShadow, "inspect", "more specific than node worker-1"}}, routed: 2},
 		{name: "table close to its limit", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env) },
 			input: func(in *input) { in.Limit = 2 },
-			want:  []want{{doctor.Warning, doctor.CheckLimit, "kubernetes-routes", "2 of at most 2"}}, routed: 2},
+			want:  []want{{finding.Warning, doctor.RuleLimit, "kubernetes-routes", "2 of at most 2"}}, routed: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,8 +142,8 @@ func TestCheck(t *testing.T) {
 				t.Errorf("doctor wrote %d times; it must only read", w1-w0)
 			}
 			for _, w := range tt.want {
-				if !slices.ContainsFunc(rep.Findings, func(f doctor.Finding) bool {
-					return f.Severity == w.sev && f.Check == w.check && strings.Contains(f.Resource, w.res) && strings.Contains(f.Message, w.msg)
+				if !slices.ContainsFunc(rep.Findings, func(f finding.Finding) bool {
+					return f.Severity == w.sev && f.Rule == w.check && strings.Contains(f.Resource, w.res) && strings.Contains(f.Message, w.msg)
 				}) {
 					t.Errorf("no %s %s finding on %s mentioning %q in %+v", w.sev, w.check, w.res, w.msg, rep.Findings)
 				}
@@ -187,14 +189,14 @@ func TestUnclaimedTableAndAdoption(t *testing.T) {
 		if rep.Errors() != 0 || rep.Routed != 2 {
 			t.Errorf("adopt %v: %d errors, %d routed; want 0 and 2: %+v", adopt, rep.Errors(), rep.Routed, rep.Findings)
 		}
-		var unclaimed, unmanaged, stale []doctor.Finding
+		var unclaimed, unmanaged, stale []finding.Finding
 		for _, f := range rep.Findings {
-			switch f.Check {
-			case doctor.CheckUnclaimedRoute:
+			switch f.Rule {
+			case doctor.RuleUnclaimedRoute:
 				unclaimed = append(unclaimed, f)
-			case doctor.CheckUnmanaged:
+			case doctor.RuleUnmanaged:
 				unmanaged = append(unmanaged, f)
-			case doctor.CheckStaleRoute:
+			case doctor.RuleStaleRoute:
 				stale = append(stale, f)
 			}
 		}
@@ -202,7 +204,7 @@ func TestUnclaimedTableAndAdoption(t *testing.T) {
 			!strings.Contains(unclaimed[0].Fix, "az network route-table route delete --ids "+fabrictest.KTHWTable+"/routes/other-9____102009024") {
 			t.Errorf("adopt %v: unclaimed-route findings %+v", adopt, unclaimed)
 		}
-		if len(unmanaged) != 1 || unmanaged[0].Resource != "worker-1" || unmanaged[0].Severity != doctor.Warning {
+		if len(unmanaged) != 1 || unmanaged[0].Resource != "worker-1" || unmanaged[0].Severity != finding.Warning {
 			t.Errorf("adopt %v: unmanaged-route findings %+v", adopt, unmanaged)
 		}
 		if len(stale) != 0 {

@@ -6,18 +6,20 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/finding"
+
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
 // The checks of this file.
 const (
-	// CheckReachability: a node's pod CIDR traced from a guarded subnet
+	// RuleReachability: a node's pod CIDR traced from a guarded subnet
 	// with Azure's route selection (internal/routing) is not delivered.
-	CheckReachability = "pod-reachability"
-	// CheckIPForwarding: a node's NIC has IP forwarding off, so Azure drops
+	RuleReachability = "pod-reachability"
+	// RuleIPForwarding: a node's NIC has IP forwarding off, so Azure drops
 	// the pod traffic a VirtualAppliance route sends to it.
-	CheckIPForwarding = "ip-forwarding"
+	RuleIPForwarding = "ip-forwarding"
 )
 
 // NIC is what the IP forwarding check needs of a network interface.
@@ -47,8 +49,8 @@ const maxNamed = 5
 // CheckRouting traces every node's pod CIDRs from every guarded subnet and
 // reports what is not delivered, one finding per subnet and cause (the
 // nodes it hits are listed), and the node NICs without IP forwarding.
-func CheckRouting(in RoutingInput) []Finding {
-	var out []Finding
+func CheckRouting(in RoutingInput) []finding.Finding {
+	var out []finding.Finding
 	tr := routing.NewTracer(in.State)
 	for _, id := range in.Subnets {
 		sn := findSubnet(in.State.Subnets, id)
@@ -87,7 +89,7 @@ func CheckRouting(in RoutingInput) []Finding {
 		}
 		for _, k := range order {
 			g := groups[k]
-			out = append(out, Finding{Severity: Error, Check: CheckReachability, Resource: id,
+			out = append(out, finding.Finding{Severity: finding.Error, Rule: RuleReachability, Resource: id,
 				Message: reachabilityMessage(sn.Name, g.example, g.nodes),
 				Fix:     fmt.Sprintf("routekeeper trace %s %s", g.example.Source.Addr, g.example.Destination.Addr)})
 		}
@@ -110,12 +112,12 @@ func reachabilityMessage(subnet string, r *routing.Result, nodes []string) strin
 		subnet, len(nodes), r.Verdict, who, r.Source.Addr, r.Destination.Addr, strings.Join(why, "; "))
 }
 
-func checkForwarding(in RoutingInput) []Finding {
+func checkForwarding(in RoutingInput) []finding.Finding {
 	if !in.NICsRead {
 		if in.NICsError == "" {
 			return nil
 		}
-		return []Finding{{Severity: Info, Check: CheckIPForwarding, Resource: "",
+		return []finding.Finding{{Severity: finding.Info, Rule: RuleIPForwarding, Resource: "",
 			Message: "the network interfaces could not be read, so IP forwarding of the nodes' NICs was not checked (optional permission Microsoft.Network/networkInterfaces/read): " + in.NICsError}}
 	}
 	byIP := map[netip.Addr]*NIC{}
@@ -124,7 +126,7 @@ func checkForwarding(in RoutingInput) []Finding {
 			byIP[ip] = &in.NICs[i]
 		}
 	}
-	var out []Finding
+	var out []finding.Finding
 	seen := map[string]bool{}
 	for _, n := range in.State.Nodes {
 		if len(n.PodCIDRs) == 0 {
@@ -136,7 +138,7 @@ func checkForwarding(in RoutingInput) []Finding {
 				continue
 			}
 			seen[nic.ID] = true
-			out = append(out, Finding{Severity: Error, Check: CheckIPForwarding, Resource: nic.ID,
+			out = append(out, finding.Finding{Severity: finding.Error, Rule: RuleIPForwarding, Resource: nic.ID,
 				Message: fmt.Sprintf("node %s's NIC %s has IP forwarding disabled: Azure drops the pod traffic the route table sends to %s (next hop VirtualAppliance)",
 					n.Name, nic.Name, ip),
 				Fix: fmt.Sprintf("az network nic update --ids %s --ip-forwarding true", nic.ID)})
@@ -155,7 +157,7 @@ func findSubnet(subnets []routing.Subnet, id string) *routing.Subnet {
 
 // Add adds findings to the report, keeping errors before warnings before
 // remarks.
-func (r *Report) Add(fs ...Finding) {
+func (r *Report) Add(fs ...finding.Finding) {
 	r.Findings = append(r.Findings, fs...)
-	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return severityRank(a.Severity) - severityRank(b.Severity) })
+	finding.Sort(r.Findings)
 }

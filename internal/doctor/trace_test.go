@@ -66,7 +66,7 @@ func TestCheckRouting(t *testing.T) {
 				t.Fatalf("%d findings, want %d: %+v", len(got), len(tt.want), got)
 			}
 			for i, f := range got {
-				if s := f.Check + ": " + f.Message; !strings.Contains(s, tt.want[i]) {
+				if s := f.Rule + ": " + f.Message; !strings.Contains(s, tt.want[i]) {
 					t.Errorf("finding %d = %q, want it to contain %q", i, s, tt.want[i])
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/ipplan"
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
@@ -45,50 +46,43 @@ type Mirror struct {
 	Live *observe.Observation
 }
 
-// Severities of findings.
-const (
-	SeverityError   = "error"
-	SeverityWarning = "warning"
-)
-
-// Finding is one planned change that breaks pod routing.
-type Finding struct {
-	Rule     string `json:"rule"`
-	Severity string `json:"severity"`
-	// Address is the resource address of the change (azurerm_virtual_network.kubernetes).
-	Address string `json:"address"`
-	Subnet  string `json:"subnet,omitempty"`
-	Table   string `json:"routeTable,omitempty"`
+// hazard is one planned change that breaks pod routing, as it is
+// gathered: it becomes a finding whose resource is the change's address
+// (azurerm_virtual_network.kubernetes) and whose fix is the HCL that
+// avoids it.
+type hazard struct {
+	Rule     string
+	Severity finding.Severity
+	Address  string
+	Subnet   string
+	Table    string
 	// Nodes lose their route (PodCIDRs are theirs); Reason is the
 	// verdict's for them after the apply.
-	Nodes    []string      `json:"nodes"`
-	PodCIDRs []string      `json:"podCIDRs"`
-	Reason   reason.Reason `json:"reason,omitempty"`
-	Message  string        `json:"message"`
-	// Fix is the HCL that avoids it.
-	Fix string `json:"fix"`
+	Nodes    []string
+	PodCIDRs []string
+	Reason   reason.Reason
+}
+
+// finding is the hazard as a finding, with its message and fix.
+func (h *hazard) finding(message, fix string) finding.Finding {
+	return finding.Finding{
+		Severity: h.Severity, Rule: h.Rule, Resource: h.Address, Message: message, Fix: fix,
+		Evidence: &finding.Evidence{Subnet: h.Subnet, RouteTable: h.Table, Nodes: h.Nodes, PodCIDRs: h.PodCIDRs, Reason: h.Reason},
+	}
 }
 
 // Report is the outcome of Check.
 type Report struct {
 	// Live: the cloud was read; else it was rebuilt from the plan.
-	Live     bool      `json:"live"`
-	Nodes    int       `json:"nodes"`
-	Findings []Finding `json:"findings"`
+	Live     bool              `json:"live"`
+	Nodes    int               `json:"nodes"`
+	Findings []finding.Finding `json:"findings"`
 	// Notes say what the check assumed.
 	Notes []string `json:"notes,omitempty"`
 }
 
 // Errors counts the error findings.
-func (r *Report) Errors() int {
-	n := 0
-	for _, f := range r.Findings {
-		if f.Severity == SeverityError {
-			n++
-		}
-	}
-	return n
-}
+func (r *Report) Errors() int { return finding.Errors(r.Findings) }
 
 // Check judges the cloud as it stands and as the plan's apply leaves it,
 // and reports every planned change after which a node the verdict finds
@@ -98,7 +92,7 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 	// The main table and each mirror, judged alike.
 	targets := append([]Mirror{{Want: in.Want, Subnets: in.Subnets, Live: in.Live}}, in.Mirrors...)
 	x := ids{subscription: armid.Subscription(targets[0].table())}
-	rep := &Report{Live: in.Live != nil, Nodes: len(in.Want.Nodes), Findings: []Finding{}}
+	rep := &Report{Live: in.Live != nil, Nodes: len(in.Want.Nodes), Findings: []finding.Finding{}}
 	var base *memcloud.Cloud
 	if in.Live != nil {
 		var lives []*observe.Observation
@@ -152,19 +146,19 @@ func keepUnmanaged(base *memcloud.Cloud, t Mirror) string {
 }
 
 // judgeTable is the findings of one table: the main one or a mirror.
-func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror) []Finding {
+func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror) []finding.Finding {
 	want, table := t.Want, t.table()
 	scope := observe.Scope{Table: table, Subnets: t.Subnets, Networks: true}
 	now := verdict.Judge(observe.Observe(ctx, base, scope), want, nil)
 	then := verdict.Judge(observe.Observe(ctx, after, scope), want, nil)
 
-	groups := map[cause]*Finding{}
+	groups := map[cause]*hazard{}
 	var order []cause
-	finding := func(c cause, subnet string) *Finding {
+	hazardOf := func(c cause, subnet string) *hazard {
 		if f := groups[c]; f != nil {
 			return f
 		}
-		f := &Finding{Rule: c.Rule, Severity: SeverityError, Address: c.Address, Subnet: subnet, Table: table, Nodes: []string{}, PodCIDRs: []string{}}
+		f := &hazard{Rule: c.Rule, Severity: finding.Error, Address: c.Address, Subnet: subnet, Table: table, Nodes: []string{}, PodCIDRs: []string{}}
 		groups[c] = f
 		order = append(order, c)
 		return f
@@ -185,7 +179,7 @@ func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t 
 		default:
 			c, sub = cause{Rule: "node-unrouted", What: "after the apply"}, ""
 		}
-		f := finding(c, sub)
+		f := hazardOf(c, sub)
 		f.Nodes = append(f.Nodes, n.Name)
 		for _, p := range n.PodCIDRs {
 			f.PodCIDRs = append(f.PodCIDRs, p.String())
@@ -199,7 +193,7 @@ func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t 
 			continue
 		}
 		if c, ok := cs.subnet[armid.Key(s.Subnet)]; ok {
-			f := finding(c, s.Subnet)
+			f := hazardOf(c, s.Subnet)
 			if f.Reason == "" {
 				f.Reason = reason.RouteTableDetached
 			}
@@ -207,17 +201,15 @@ func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t 
 	}
 	// The table itself.
 	if c, ok := cs.table[armid.Key(table)]; ok {
-		finding(c, "")
+		hazardOf(c, "")
 	}
-	out := make([]Finding, 0, len(order))
+	out := make([]finding.Finding, 0, len(order))
 	for _, k := range order {
 		f := groups[k]
-		f.Message = message(k, f)
-		f.Fix = fix(k.Rule, k.Address)
 		if k.Rule == RuleAssociationReplaced {
-			f.Severity = SeverityWarning
+			f.Severity = finding.Warning
 		}
-		out = append(out, *f)
+		out = append(out, f.finding(message(k, f), fix(k.Rule, k.Address)))
 	}
 	return out
 }
@@ -255,7 +247,7 @@ func subnetOf(w *memcloud.Cloud, guarded []string, n source.Node) string {
 	return ""
 }
 
-func message(c cause, f *Finding) string {
+func message(c cause, f *hazard) string {
 	target := "route table " + armid.Name(f.Table)
 	if f.Subnet != "" {
 		target = "subnet " + armid.Name(f.Subnet) + " (" + target + ")"
@@ -276,8 +268,8 @@ func message(c cause, f *Finding) string {
 
 // spaceFindings are the address spaces the plan sets that overlap the pod
 // CIDRs, by ipplan's overlap rule.
-func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired) ([]Finding, error) {
-	var out []Finding
+func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired) ([]finding.Finding, error) {
+	var out []finding.Finding
 	var pods []string
 	for _, p := range want.ClusterCIDRs {
 		pods = append(pods, p.String())
@@ -299,10 +291,9 @@ func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired) ([]F
 			if a.Kind != ipplan.KindVNet || b.Kind != ipplan.KindPod {
 				continue
 			}
-			out = append(out, Finding{Rule: RuleAddressSpace, Severity: SeverityError, Address: c.Address, Table: want.Configured,
-				Nodes: []string{}, PodCIDRs: pods,
-				Message: fmt.Sprintf("%s %s: %s overlaps %s (shared: %s): traffic for those pod addresses would go to the wrong place", c.Address, c.What, a.Label(), b.Label(), o.Prefix)})
-			out[len(out)-1].Fix = fix(RuleAddressSpace, c.Address)
+			h := hazard{Rule: RuleAddressSpace, Severity: finding.Error, Address: c.Address, Table: want.Configured, Nodes: []string{}, PodCIDRs: pods}
+			out = append(out, h.finding(fmt.Sprintf("%s %s: %s overlaps %s (shared: %s): traffic for those pod addresses would go to the wrong place",
+				c.Address, c.What, a.Label(), b.Label(), o.Prefix), fix(RuleAddressSpace, c.Address)))
 		}
 	}
 	return out, nil

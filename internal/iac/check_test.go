@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
@@ -80,7 +81,7 @@ func TestRecordedPlans(t *testing.T) {
 				t.Fatalf("%d findings, want 1: %+v", len(rep.Findings), rep.Findings)
 			}
 			f := rep.Findings[0]
-			if f.Rule != tc.rule || f.Address != tc.address || f.Subnet != tc.subnet || len(f.Nodes) != tc.nodes || !strings.Contains(f.Fix, tc.fix) || f.Severity != SeverityError {
+			if f.Rule != tc.rule || f.Resource != tc.address || f.Evidence.Subnet != tc.subnet || len(f.Evidence.Nodes) != tc.nodes || !strings.Contains(f.Fix, tc.fix) || f.Severity != finding.Error {
 				t.Errorf("finding %+v; want rule %s on %s, subnet %q, %d nodes, fix with %q", f, tc.rule, tc.address, tc.subnet, tc.nodes, tc.fix)
 			}
 		})
@@ -176,7 +177,7 @@ func TestDerivedPlans(t *testing.T) {
 				}
 				return
 			}
-			if len(rep.Findings) != 1 || rep.Findings[0].Rule != tc.rule || len(rep.Findings[0].Nodes) != tc.nodes || rep.Findings[0].Fix == "" {
+			if len(rep.Findings) != 1 || rep.Findings[0].Rule != tc.rule || len(rep.Findings[0].Evidence.Nodes) != tc.nodes || rep.Findings[0].Fix == "" {
 				t.Errorf("findings %+v; want one %s losing %d nodes, with a fix", rep.Findings, tc.rule, tc.nodes)
 			}
 		})
@@ -238,7 +239,7 @@ func TestMirrors(t *testing.T) {
 			}
 			var got []string
 			for _, f := range rep.Findings {
-				got = append(got, f.Rule+" "+armid.Name(f.Table)+" "+armid.Name(f.Subnet))
+				got = append(got, f.Rule+" "+armid.Name(f.Evidence.RouteTable)+" "+armid.Name(f.Evidence.Subnet))
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("findings:\n%s\nwant:\n%s\n(%+v)", strings.Join(got, "\n"), strings.Join(tc.want, "\n"), rep.Findings)

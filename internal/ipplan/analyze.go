@@ -1,34 +1,13 @@
 package ipplan
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
+
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
-
-// Severity says how bad a finding is. Any Error makes `routekeeper ipplan`
-// exit 3.
-type Severity string
-
-// The severities, worst first.
-const (
-	Error   Severity = "error"
-	Warning Severity = "warning"
-	Info    Severity = "info"
-)
-
-func (s Severity) rank() int {
-	switch s {
-	case Error:
-		return 0
-	case Warning:
-		return 1
-	default:
-		return 2
-	}
-}
 
 // Rule IDs: stable, kebab-case, documented in docs/ipplan.md.
 const (
@@ -108,18 +87,6 @@ type Overlap struct {
 	Prefix netip.Prefix `json:"prefix"`
 }
 
-// Finding is one problem (or remark) about the plan.
-type Finding struct {
-	Severity Severity `json:"severity"`
-	Rule     string   `json:"rule"`
-	// Plugins are the plugins the finding is about; empty when it is about
-	// the plan whatever the plugin.
-	Plugins []Plugin `json:"plugins,omitempty"`
-	Message string   `json:"message"`
-	// Values are the offending values, by what they are.
-	Values map[string]string `json:"values,omitempty"`
-}
-
 // PluginCapacity is what the plan holds under one plugin.
 type PluginCapacity struct {
 	Plugin         Plugin `json:"plugin"`
@@ -185,23 +152,15 @@ type Report struct {
 	// NodeCIDRMaskSizeIPv6 is the IPv6 node range of a dual-stack plan.
 	NodeCIDRMaskSizeIPv6 int `json:"nodeCIDRMaskSizeIPv6,omitempty"`
 	// NodeSubnet is the index in Ranges of the node subnet, -1 when none.
-	NodeSubnet int              `json:"nodeSubnet"`
-	Ranges     []Range          `json:"ranges"`
-	Overlaps   []Overlap        `json:"overlaps"`
-	Findings   []Finding        `json:"findings"`
-	Capacity   []PluginCapacity `json:"capacity"`
+	NodeSubnet int               `json:"nodeSubnet"`
+	Ranges     []Range           `json:"ranges"`
+	Overlaps   []Overlap         `json:"overlaps"`
+	Findings   []finding.Finding `json:"findings"`
+	Capacity   []PluginCapacity  `json:"capacity"`
 }
 
-// Errors counts the findings of severity Error.
-func (r Report) Errors() int {
-	n := 0
-	for _, f := range r.Findings {
-		if f.Severity == Error {
-			n++
-		}
-	}
-	return n
-}
+// Errors counts the findings of severity finding.Error.
+func (r Report) Errors() int { return finding.Errors(r.Findings) }
 
 // reserved is a range no plan may use, and why.
 type reserved struct {
@@ -255,7 +214,7 @@ func Analyze(plan Plan) (Report, error) {
 		DNSServiceIP:     p.dns,
 		NodeSubnet:       -1,
 		Overlaps:         []Overlap{},
-		Findings:         []Finding{},
+		Findings:         []finding.Finding{},
 	}}
 	if p.dual() {
 		a.r.IPFamilies, a.r.NodeCIDRMaskSizeIPv6 = []string{"IPv4", "IPv6"}, p.nodeCIDRMaskSize6
@@ -270,9 +229,7 @@ func Analyze(plan Plan) (Report, error) {
 	a.checkFamilies()
 	a.capacity()
 	a.remarks()
-	slices.SortStableFunc(a.r.Findings, func(x, y Finding) int {
-		return cmp.Compare(x.Severity.rank(), y.Severity.rank())
-	})
+	finding.Sort(a.r.Findings)
 	return a.r, nil
 }
 
@@ -326,14 +283,18 @@ func (a *analysis) ranges() {
 // add records a finding. In compare mode an error about some plugins only is
 // lowered to a warning: it says which plugin the plan does not suit, not
 // that the plan is wrong.
-func (a *analysis) add(sev Severity, rule string, plugins []Plugin, values map[string]string, format string, args ...any) {
-	if a.p.compare && len(plugins) > 0 && sev == Error {
-		sev = Warning
+func (a *analysis) add(sev finding.Severity, rule string, plugins []Plugin, values map[string]string, format string, args ...any) {
+	if a.p.compare && len(plugins) > 0 && sev == finding.Error {
+		sev = finding.Warning
 	}
-	a.r.Findings = append(a.r.Findings, Finding{
-		Severity: sev, Rule: rule, Plugins: plugins,
-		Message: fmt.Sprintf(format, args...), Values: values,
-	})
+	f := finding.Finding{Severity: sev, Rule: rule, Message: fmt.Sprintf(format, args...)}
+	if len(plugins) > 0 || len(values) > 0 {
+		f.Evidence = &finding.Evidence{Values: values}
+		for _, p := range plugins {
+			f.Evidence.Plugins = append(f.Evidence.Plugins, string(p))
+		}
+	}
+	a.r.Findings = append(a.r.Findings, f)
 }
 
 // insideVNet reports whether the range lies inside one of the VNet's prefixes.
@@ -380,7 +341,7 @@ func (a *analysis) nodeCIDRBits(pl Plugin) int {
 
 func (a *analysis) checkMaxPods() {
 	if mp := a.p.maxPods; mp > 0 && (mp < MinMaxPods || mp > MaxMaxPods) {
-		a.add(Error, RuleMaxPodsRange, nil, map[string]string{"maxPods": strconv.Itoa(mp)},
+		a.add(finding.Error, RuleMaxPodsRange, nil, map[string]string{"maxPods": strconv.Itoa(mp)},
 			"max pods per node %d is outside %d–%d", mp, MinMaxPods, MaxMaxPods)
 	}
 	if a.uses(Kubenet) {
@@ -388,7 +349,7 @@ func (a *analysis) checkMaxPods() {
 		// host-local IPAM keeps the network, bridge (.1) and broadcast addresses.
 		room := int64(1)<<(32-bitsN) - 3
 		if mp := int64(a.maxPods(Kubenet)); mp > room {
-			a.add(Error, RuleNodeCIDRTooSmall, []Plugin{Kubenet},
+			a.add(finding.Error, RuleNodeCIDRTooSmall, []Plugin{Kubenet},
 				map[string]string{"maxPods": strconv.FormatInt(mp, 10), "nodeCIDRMaskSize": strconv.Itoa(bitsN)},
 				"a /%d node pod range holds %d pods, fewer than the %d max pods per node", bitsN, max(room, 0), mp)
 		}
@@ -396,7 +357,7 @@ func (a *analysis) checkMaxPods() {
 	if a.p.nodes > 0 {
 		for _, pl := range a.p.plugins {
 			if total := a.p.nodes * a.maxPods(pl); total < MinPoolPods {
-				a.add(Warning, RulePoolPodMinimum, []Plugin{pl},
+				a.add(finding.Warning, RulePoolPodMinimum, []Plugin{pl},
 					map[string]string{"nodes": strconv.Itoa(a.p.nodes), "maxPods": strconv.Itoa(a.maxPods(pl))},
 					"%d nodes × %d max pods = %d pods; AKS wants a node pool to hold at least %d",
 					a.p.nodes, a.maxPods(pl), total, MinPoolPods)
@@ -408,18 +369,18 @@ func (a *analysis) checkMaxPods() {
 // remarks adds the findings about what the plan leaves out.
 func (a *analysis) remarks() {
 	if a.p.nodes == 0 {
-		a.add(Info, RuleNodesNotGiven, nil, nil,
+		a.add(finding.Info, RuleNodesNotGiven, nil, nil,
 			"no node count given: only the capacity is shown; give one to check the subnet, pod CIDR and route limit")
 	} else if a.p.surge == 0 {
-		a.add(Warning, RuleNoSurge, nil, map[string]string{"surge": "0"},
+		a.add(finding.Warning, RuleNoSurge, nil, map[string]string{"surge": "0"},
 			"no surge: an upgrade adds at least one node (AKS default max surge 1); leave addresses for it")
 	}
 	if a.r.NodeSubnet < 0 {
-		a.add(Info, RuleNoNodeSubnet, nil, nil,
+		a.add(finding.Info, RuleNoNodeSubnet, nil, nil,
 			"no subnet given: capacity is not bounded by a node subnet; give one to check it")
 	}
 	if a.p.podCIDRGiven && !a.usesPodCIDR() {
-		a.add(Info, RulePodCIDRUnused, []Plugin{AzureCNI}, map[string]string{"podCIDR": a.p.pod.String()},
+		a.add(finding.Info, RulePodCIDRUnused, []Plugin{AzureCNI}, map[string]string{"podCIDR": a.p.pod.String()},
 			"Azure CNI takes pod addresses from the subnet; the pod CIDR %s is not used", a.p.pod)
 	}
 }

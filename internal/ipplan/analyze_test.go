@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
 func intp(n int) *int { return &n }
@@ -84,7 +86,7 @@ func TestMicrosoftWorkedExample(t *testing.T) {
 		if c.Fits == nil || *c.Fits != tt.fits {
 			t.Errorf("%s: fits = %v, want %v", tt.subnet, c.Fits, tt.fits)
 		}
-		if got := hasFinding(r, RuleSubnetTooSmall, Error); got == tt.fits {
+		if got := hasFinding(r, RuleSubnetTooSmall, finding.Error); got == tt.fits {
 			t.Errorf("%s: subnet-too-small error = %v, want %v", tt.subnet, got, !tt.fits)
 		}
 	}
@@ -138,7 +140,7 @@ func TestRequestedNodes(t *testing.T) {
 		t.Errorf("surge 33%% of 10: got %d", r.Surge)
 	}
 	r = analyze(t, Plan{Nodes: 10, Surge: "0"})
-	if r.Surge != 0 || !hasFinding(r, RuleNoSurge, Warning) {
+	if r.Surge != 0 || !hasFinding(r, RuleNoSurge, finding.Warning) {
 		t.Errorf("surge 0: got %d and %+v", r.Surge, r.Findings)
 	}
 }
@@ -154,8 +156,8 @@ func TestSmallestSubnet(t *testing.T) {
 	}
 }
 
-func hasFinding(r Report, rule string, sev Severity) bool {
-	return slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.Rule == rule && f.Severity == sev })
+func hasFinding(r Report, rule string, sev finding.Severity) bool {
+	return slices.ContainsFunc(r.Findings, func(f finding.Finding) bool { return f.Rule == rule && f.Severity == sev })
 }
 
 // goodBase is a sound kubenet plan; bad plans change one thing in it.
@@ -177,107 +179,107 @@ func TestBadPlans(t *testing.T) {
 		name     string
 		change   func(*Plan)
 		rule     string
-		severity Severity
+		severity finding.Severity
 		plugins  []Plugin // the finding's plugins; nil: plan-wide
 	}{
 		{"VNet in an AKS-reserved range", func(p *Plan) {
 			p.VNet = StringList{"172.31.0.0/16"}
 			p.Subnets = []Subnet{{Prefix: "172.31.0.0/24"}}
-		}, RuleForbiddenRange, Error, nil},
-		{"pod CIDR in link-local", func(p *Plan) { p.PodCIDR = StringList{"169.254.0.0/16"} }, RuleForbiddenRange, Error, nil},
+		}, RuleForbiddenRange, finding.Error, nil},
+		{"pod CIDR in link-local", func(p *Plan) { p.PodCIDR = StringList{"169.254.0.0/16"} }, RuleForbiddenRange, finding.Error, nil},
 		{"service CIDR over the documentation range", func(p *Plan) {
 			p.ServiceCIDR = StringList{"192.0.0.0/16"}
 			p.DNSServiceIP = "192.0.0.10"
-		}, RuleForbiddenRange, Error, nil},
+		}, RuleForbiddenRange, finding.Error, nil},
 		{"service CIDR in 172.30/16", func(p *Plan) {
 			p.ServiceCIDR = StringList{"172.30.0.0/16"}
 			p.DNSServiceIP = "172.30.0.10"
-		}, RuleForbiddenRange, Error, nil},
+		}, RuleForbiddenRange, finding.Error, nil},
 		{"subnet without VNet over Azure's platform address", func(p *Plan) {
 			p.VNet = nil
 			p.Subnets = []Subnet{{Prefix: "168.63.129.0/24"}}
-		}, RuleForbiddenRange, Error, nil},
-		{"public pod CIDR", func(p *Plan) { p.PodCIDR = StringList{"20.0.0.0/16"} }, RuleNonPrivateRange, Warning, nil},
-		{"pod CIDR overlaps the VNet", func(p *Plan) { p.PodCIDR = StringList{"172.16.0.0/16"} }, RuleOverlap, Error, nil},
-		{"pod CIDR overlaps the service CIDR", func(p *Plan) { p.PodCIDR = StringList{"10.0.0.0/16"} }, RuleOverlap, Error, nil},
-		{"pod CIDR overlaps on-premises 10/8", func(p *Plan) { p.OnPrem = StringList{"10.0.0.0/8"} }, RuleOverlap, Error, nil},
+		}, RuleForbiddenRange, finding.Error, nil},
+		{"public pod CIDR", func(p *Plan) { p.PodCIDR = StringList{"20.0.0.0/16"} }, RuleNonPrivateRange, finding.Warning, nil},
+		{"pod CIDR overlaps the VNet", func(p *Plan) { p.PodCIDR = StringList{"172.16.0.0/16"} }, RuleOverlap, finding.Error, nil},
+		{"pod CIDR overlaps the service CIDR", func(p *Plan) { p.PodCIDR = StringList{"10.0.0.0/16"} }, RuleOverlap, finding.Error, nil},
+		{"pod CIDR overlaps on-premises 10/8", func(p *Plan) { p.OnPrem = StringList{"10.0.0.0/8"} }, RuleOverlap, finding.Error, nil},
 		{"service CIDR overlaps the VNet", func(p *Plan) {
 			p.ServiceCIDR = StringList{"172.16.128.0/17"}
 			p.DNSServiceIP = "172.16.128.10"
-		}, RuleOverlap, Error, nil},
-		{"VNet overlaps a peered VNet", func(p *Plan) { p.OnPrem = StringList{"172.16.0.0/12"} }, RuleOverlap, Error, nil},
-		{"subnets overlap", func(p *Plan) { p.Subnets[1].Prefix = "172.16.0.128/27" }, RuleOverlap, Error, nil},
-		{"VNet prefixes overlap", func(p *Plan) { p.VNet = StringList{"172.16.0.0/16", "172.16.0.0/12"} }, RuleOverlap, Error, nil},
-		{"subnet outside the VNet", func(p *Plan) { p.Subnets[1].Prefix = "172.17.0.0/24" }, RuleSubnetOutsideVNet, Error, nil},
-		{"subnet smaller than /29", func(p *Plan) { p.Subnets[1].Prefix = "172.16.1.0/30" }, RuleSubnetTooSmall, Error, nil},
+		}, RuleOverlap, finding.Error, nil},
+		{"VNet overlaps a peered VNet", func(p *Plan) { p.OnPrem = StringList{"172.16.0.0/12"} }, RuleOverlap, finding.Error, nil},
+		{"subnets overlap", func(p *Plan) { p.Subnets[1].Prefix = "172.16.0.128/27" }, RuleOverlap, finding.Error, nil},
+		{"VNet prefixes overlap", func(p *Plan) { p.VNet = StringList{"172.16.0.0/16", "172.16.0.0/12"} }, RuleOverlap, finding.Error, nil},
+		{"subnet outside the VNet", func(p *Plan) { p.Subnets[1].Prefix = "172.17.0.0/24" }, RuleSubnetOutsideVNet, finding.Error, nil},
+		{"subnet smaller than /29", func(p *Plan) { p.Subnets[1].Prefix = "172.16.1.0/30" }, RuleSubnetTooSmall, finding.Error, nil},
 		{"service CIDR /12", func(p *Plan) {
 			p.ServiceCIDR = StringList{"10.16.0.0/12"}
 			p.DNSServiceIP = "10.16.0.10"
-		}, RuleServiceCIDRTooLarge, Error, nil},
-		{"DNS IP outside the service CIDR", func(p *Plan) { p.DNSServiceIP = "10.1.0.10" }, RuleDNSIPOutsideServiceCIDR, Error, nil},
-		{"DNS IP is the network address", func(p *Plan) { p.DNSServiceIP = "10.0.0.0" }, RuleDNSIPReserved, Error, nil},
-		{"DNS IP is the API server's .1", func(p *Plan) { p.DNSServiceIP = "10.0.0.1" }, RuleDNSIPReserved, Error, nil},
-		{"DNS IP is the broadcast address", func(p *Plan) { p.DNSServiceIP = "10.0.255.255" }, RuleDNSIPReserved, Error, nil},
-		{"DNS IP not .10", func(p *Plan) { p.DNSServiceIP = "10.0.0.53" }, RuleDNSIPNotTenth, Info, nil},
+		}, RuleServiceCIDRTooLarge, finding.Error, nil},
+		{"DNS IP outside the service CIDR", func(p *Plan) { p.DNSServiceIP = "10.1.0.10" }, RuleDNSIPOutsideServiceCIDR, finding.Error, nil},
+		{"DNS IP is the network address", func(p *Plan) { p.DNSServiceIP = "10.0.0.0" }, RuleDNSIPReserved, finding.Error, nil},
+		{"DNS IP is the API server's .1", func(p *Plan) { p.DNSServiceIP = "10.0.0.1" }, RuleDNSIPReserved, finding.Error, nil},
+		{"DNS IP is the broadcast address", func(p *Plan) { p.DNSServiceIP = "10.0.255.255" }, RuleDNSIPReserved, finding.Error, nil},
+		{"DNS IP not .10", func(p *Plan) { p.DNSServiceIP = "10.0.0.53" }, RuleDNSIPNotTenth, finding.Info, nil},
 
-		{"pod CIDR too small for the nodes", func(p *Plan) { p.PodCIDR = StringList{"10.244.0.0/20"} }, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
+		{"pod CIDR too small for the nodes", func(p *Plan) { p.PodCIDR = StringList{"10.244.0.0/20"} }, RulePodCIDRTooSmall, finding.Error, []Plugin{Kubenet}},
 		{"pod CIDR too small for the surge only", func(p *Plan) {
 			p.PodCIDR = StringList{"10.244.0.0/20"}
 			p.Nodes = 16
-		}, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
-		{"pod CIDR longer than a node range", func(p *Plan) { p.PodCIDR = StringList{"10.244.0.0/25"} }, RulePodCIDRTooSmall, Error, []Plugin{Kubenet}},
+		}, RulePodCIDRTooSmall, finding.Error, []Plugin{Kubenet}},
+		{"pod CIDR longer than a node range", func(p *Plan) { p.PodCIDR = StringList{"10.244.0.0/25"} }, RulePodCIDRTooSmall, finding.Error, []Plugin{Kubenet}},
 		{"more nodes than routes", func(p *Plan) {
 			p.Subnets[0].Prefix = "172.16.0.0/22"
 			p.Subnets[1].Prefix = "172.16.4.0/27"
 			p.PodCIDR = StringList{"10.244.0.0/14"}
 			p.Nodes = 450
-		}, RuleRouteLimit, Error, []Plugin{Kubenet}},
+		}, RuleRouteLimit, finding.Error, []Plugin{Kubenet}},
 		{"the surge node breaks the route limit", func(p *Plan) {
 			p.Subnets[0].Prefix = "172.16.0.0/22"
 			p.Subnets[1].Prefix = "172.16.4.0/27"
 			p.PodCIDR = StringList{"10.244.0.0/14"}
 			p.Nodes = 400
-		}, RuleRouteLimit, Error, []Plugin{Kubenet}},
-		{"max pods above 250", func(p *Plan) { p.MaxPods = intp(251) }, RuleMaxPodsRange, Error, nil},
-		{"max pods below 10", func(p *Plan) { p.MaxPods = intp(9) }, RuleMaxPodsRange, Error, nil},
-		{"max pods do not fit a /26 node range", func(p *Plan) { p.NodeCIDRMaskSize = 26 }, RuleNodeCIDRTooSmall, Error, []Plugin{Kubenet}},
+		}, RuleRouteLimit, finding.Error, []Plugin{Kubenet}},
+		{"max pods above 250", func(p *Plan) { p.MaxPods = intp(251) }, RuleMaxPodsRange, finding.Error, nil},
+		{"max pods below 10", func(p *Plan) { p.MaxPods = intp(9) }, RuleMaxPodsRange, finding.Error, nil},
+		{"max pods do not fit a /26 node range", func(p *Plan) { p.NodeCIDRMaskSize = 26 }, RuleNodeCIDRTooSmall, finding.Error, []Plugin{Kubenet}},
 		{"pool below 30 pods", func(p *Plan) {
 			p.Nodes = 2
 			p.MaxPods = intp(10)
-		}, RulePoolPodMinimum, Warning, []Plugin{Kubenet}},
-		{"node subnet too small for nodes + surge", func(p *Plan) { p.Nodes = 251 }, RuleSubnetTooSmall, Error, []Plugin{Kubenet}},
-		{"node subnet too small under Azure CNI", func(p *Plan) { p.Plugins = []Plugin{AzureCNI} }, RuleSubnetTooSmall, Error, []Plugin{AzureCNI}},
-		{"no surge", func(p *Plan) { p.Surge = "0" }, RuleNoSurge, Warning, nil},
-		{"no node count", func(p *Plan) { p.Nodes = 0 }, RuleNodesNotGiven, Info, nil},
-		{"no subnet", func(p *Plan) { p.Subnets = nil }, RuleNoNodeSubnet, Info, nil},
+		}, RulePoolPodMinimum, finding.Warning, []Plugin{Kubenet}},
+		{"node subnet too small for nodes + surge", func(p *Plan) { p.Nodes = 251 }, RuleSubnetTooSmall, finding.Error, []Plugin{Kubenet}},
+		{"node subnet too small under Azure CNI", func(p *Plan) { p.Plugins = []Plugin{AzureCNI} }, RuleSubnetTooSmall, finding.Error, []Plugin{AzureCNI}},
+		{"no surge", func(p *Plan) { p.Surge = "0" }, RuleNoSurge, finding.Warning, nil},
+		{"no node count", func(p *Plan) { p.Nodes = 0 }, RuleNodesNotGiven, finding.Info, nil},
+		{"no subnet", func(p *Plan) { p.Subnets = nil }, RuleNoNodeSubnet, finding.Info, nil},
 		{"pod CIDR with Azure CNI", func(p *Plan) {
 			p.Plugins = []Plugin{AzureCNI}
 			p.Nodes = 5
-		}, RulePodCIDRUnused, Info, []Plugin{AzureCNI}},
+		}, RulePodCIDRUnused, finding.Info, []Plugin{AzureCNI}},
 		// Without --plugin, a plugin-specific error is a warning.
-		{"compare mode: Azure CNI does not fit", func(p *Plan) { p.Plugins = nil }, RuleSubnetTooSmall, Warning, []Plugin{AzureCNI}},
+		{"compare mode: Azure CNI does not fit", func(p *Plan) { p.Plugins = nil }, RuleSubnetTooSmall, finding.Warning, []Plugin{AzureCNI}},
 		{"compare mode: pod CIDR too small", func(p *Plan) {
 			p.Plugins = nil
 			p.PodCIDR = StringList{"10.244.0.0/20"}
-		}, RulePodCIDRTooSmall, Warning, []Plugin{Kubenet, Overlay}},
+		}, RulePodCIDRTooSmall, finding.Warning, []Plugin{Kubenet, Overlay}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := goodBase()
 			tt.change(&p)
 			r := analyze(t, p)
-			i := slices.IndexFunc(r.Findings, func(f Finding) bool { return f.Rule == tt.rule })
+			i := slices.IndexFunc(r.Findings, func(f finding.Finding) bool { return f.Rule == tt.rule })
 			if i < 0 {
 				t.Fatalf("no %s finding; got %+v", tt.rule, r.Findings)
 			}
 			f := r.Findings[i]
-			if f.Severity != tt.severity || !slices.Equal(f.Plugins, tt.plugins) {
-				t.Errorf("got %s %v, want %s %v: %s", f.Severity, f.Plugins, tt.severity, tt.plugins, f.Message)
+			if f.Severity != tt.severity || !slices.Equal(pluginsOf(f), tt.plugins) {
+				t.Errorf("got %s %v, want %s %v: %s", f.Severity, pluginsOf(f), tt.severity, tt.plugins, f.Message)
 			}
 			if f.Message == "" {
 				t.Errorf("finding without a message: %+v", f)
 			}
-			if (tt.severity == Error) != (r.Errors() > 0) {
+			if (tt.severity == finding.Error) != (r.Errors() > 0) {
 				t.Errorf("Errors() = %d with a %s finding", r.Errors(), tt.severity)
 			}
 		})
@@ -347,7 +349,7 @@ func TestDNSInSmallServiceRange(t *testing.T) {
 		}
 	}
 	p.ServiceCIDR = StringList{"10.0.0.0/28"}
-	if !hasFinding(analyze(t, p), RuleDNSIPNotTenth, Info) {
+	if !hasFinding(analyze(t, p), RuleDNSIPNotTenth, finding.Info) {
 		t.Error("a /28 has a .10; want the remark")
 	}
 }
@@ -360,10 +362,10 @@ func TestFindingsSortedBySeverity(t *testing.T) {
 	r := analyze(t, p)
 	last := -1
 	for _, f := range r.Findings {
-		if f.Severity.rank() < last {
+		if f.Severity.Rank() < last {
 			t.Fatalf("findings not sorted by severity: %+v", r.Findings)
 		}
-		last = f.Severity.rank()
+		last = f.Severity.Rank()
 	}
 }
 
@@ -469,4 +471,15 @@ func BenchmarkAnalyze(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// pluginsOf are the plugins a finding is about.
+func pluginsOf(f finding.Finding) []Plugin {
+	var out []Plugin
+	if f.Evidence != nil {
+		for _, p := range f.Evidence.Plugins {
+			out = append(out, Plugin(p))
+		}
+	}
+	return out
 }

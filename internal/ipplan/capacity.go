@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/routekeeper/routekeeper/internal/addrnum"
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
 // routesPerNode is the number of pod routes a kubenet node needs: one per
@@ -120,7 +121,7 @@ func (a *analysis) capacity() {
 		if routes == 2 {
 			per = "two routes per node in a dual-stack cluster, one per IP family"
 		}
-		a.add(Error, RuleRouteLimit, []Plugin{Kubenet},
+		a.add(finding.Error, RuleRouteLimit, []Plugin{Kubenet},
 			map[string]string{"routes": strconv.Itoa(need * routes), "routeLimit": strconv.Itoa(a.p.routeLimit)},
 			"kubenet needs %s: %s need %s routes, more than the route table limit of %d",
 			per, a.nodesPhrase(), Thousands(int64(need*routes)), a.p.routeLimit)
@@ -142,7 +143,7 @@ func (a *analysis) capacity() {
 		if len(pls) == 1 && pls[0] == AzureCNI {
 			what = fmt.Sprintf(", %d per node (the node and its %d pods)", a.maxPods(AzureCNI)+1, a.maxPods(AzureCNI))
 		}
-		a.add(Error, RuleSubnetTooSmall, pls,
+		a.add(finding.Error, RuleSubnetTooSmall, pls,
 			map[string]string{"subnet": subnet.Prefix.String(), "usable": strconv.FormatInt(subnet.Usable, 10), "needed": strconv.FormatInt(n, 10)},
 			"%s has %s usable addresses (after Azure's %d reserved); %s need %s%s; smallest subnet: /%d",
 			subnet.Label(), Thousands(subnet.Usable), SubnetReserved, a.nodesPhrase(), Thousands(n), what, smallestSubnet(n))
@@ -151,7 +152,7 @@ func (a *analysis) capacity() {
 
 func (a *analysis) podCIDRTooSmall(pls []Plugin, p netip.Prefix, bitsN, need int) {
 	have := blocks(p, bitsN)
-	a.add(Error, RulePodCIDRTooSmall, pls,
+	a.add(finding.Error, RulePodCIDRTooSmall, pls,
 		map[string]string{"podCIDR": p.String(), "nodeRanges": strconv.FormatInt(have, 10), "needed": strconv.Itoa(need)},
 		"pod CIDR %s holds %s /%d node ranges; %s need %s; smallest pod CIDR: /%d",
 		p, Thousands(have), bitsN, a.nodesPhrase(), Thousands(int64(need)), bitsN-ceilLog2(int64(need)))

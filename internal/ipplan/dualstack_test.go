@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
 // dualBase is a sound dual-stack Overlay plan; bad plans change one thing.
@@ -28,7 +30,7 @@ func TestDualStackPlans(t *testing.T) {
 		name    string
 		change  func(*Plan)
 		rule    string // "" : no error finding
-		sev     Severity
+		sev     finding.Severity
 		plugins []Plugin
 		says    string
 	}{
@@ -38,31 +40,31 @@ func TestDualStackPlans(t *testing.T) {
 			p.PodCIDR, p.ServiceCIDR = StringList{"fd12:3456:789a::/64"}, StringList{"fd12:3456:789a:1::/108"}
 			p.DNSServiceIP = "fd12:3456:789a:1::a"
 		},
-			rule: RuleIPv6Only, sev: Error, says: "not IPv6-only ones"},
+			rule: RuleIPv6Only, sev: finding.Error, says: "not IPv6-only ones"},
 		{name: "families of pods and services differ", change: func(p *Plan) { p.ServiceCIDR = StringList{"172.17.0.0/16"} },
-			rule: RuleIPFamiliesMismatch, sev: Error, says: "not of the same IP families"},
+			rule: RuleIPFamiliesMismatch, sev: finding.Error, says: "not of the same IP families"},
 		{name: "VNet without IPv6", change: func(p *Plan) { p.VNet = StringList{"172.16.0.0/16"}; p.Subnets[0].Prefixes = []string{"172.16.0.0/23"} },
-			rule: RuleDualStackVNet, sev: Error, says: "has no IPv6 prefix"},
+			rule: RuleDualStackVNet, sev: finding.Error, says: "has no IPv6 prefix"},
 		{name: "node subnet without IPv6", change: func(p *Plan) { p.Subnets[0].Prefixes = []string{"172.16.0.0/23"} },
-			rule: RuleDualStackSubnet, sev: Error, says: "node subnet nodes 172.16.0.0/23 has no IPv6 prefix"},
+			rule: RuleDualStackSubnet, sev: finding.Error, says: "node subnet nodes 172.16.0.0/23 has no IPv6 prefix"},
 		{name: "IPv6 subnet not a /64", change: func(p *Plan) { p.Subnets[0].Prefixes[1] = "fd00:172:16::/72" },
-			rule: RuleSubnetIPv6Size, sev: Error, says: "exactly /64"},
+			rule: RuleSubnetIPv6Size, sev: finding.Error, says: "exactly /64"},
 		{name: "IPv6 subnet outside the VNet", change: func(p *Plan) { p.Subnets[0].Prefixes[1] = "fd00:1::/64" },
-			rule: RuleSubnetOutsideVNet, sev: Error, says: "fd00:1::/64"},
+			rule: RuleSubnetOutsideVNet, sev: finding.Error, says: "fd00:1::/64"},
 		{name: "IPv6 service range larger than /108", change: func(p *Plan) { p.ServiceCIDR[1] = "fd12:3456:789a:1::/96" },
-			rule: RuleServiceCIDRTooLarge, sev: Error, says: "no larger than /108"},
+			rule: RuleServiceCIDRTooLarge, sev: finding.Error, says: "no larger than /108"},
 		{name: "IPv6 pod range inside the VNet", change: func(p *Plan) { p.PodCIDR = StringList{"100.64.0.0/15", "fd00:172:16:1::/64"} },
-			rule: RuleOverlap, sev: Error, says: "vnet fd00:172:16::/48 overlaps pod fd00:172:16:1::/64"},
+			rule: RuleOverlap, sev: finding.Error, says: "vnet fd00:172:16::/48 overlaps pod fd00:172:16:1::/64"},
 		{name: "IPv6 pod range over an on-premises one", change: func(p *Plan) { p.OnPrem = StringList{"fd12::/16"} },
-			rule: RuleOverlap, sev: Error, says: "overlaps on-prem fd12::/16"},
+			rule: RuleOverlap, sev: finding.Error, says: "overlaps on-prem fd12::/16"},
 		{name: "IPv6 pod range too small", change: func(p *Plan) { p.PodCIDR[0] = "100.64.0.0/15,fd12:3456:789a::/76" },
-			rule: RulePodCIDRTooSmall, sev: Error, plugins: []Plugin{Overlay}, says: "holds 16 /80 node ranges; 300 nodes + 1 surge need 301; smallest pod CIDR: /71"},
+			rule: RulePodCIDRTooSmall, sev: finding.Error, plugins: []Plugin{Overlay}, says: "holds 16 /80 node ranges; 300 nodes + 1 surge need 301; smallest pod CIDR: /71"},
 		{name: "Azure CNI has no dual-stack", change: func(p *Plan) { p.Plugins = []Plugin{AzureCNI} },
-			rule: RulePluginIPv6, sev: Error, plugins: []Plugin{AzureCNI}, says: "use Azure CNI Overlay"},
+			rule: RulePluginIPv6, sev: finding.Error, plugins: []Plugin{AzureCNI}, says: "use Azure CNI Overlay"},
 		{name: "dual-stack kubenet: two routes a node", change: func(p *Plan) { p.Plugins = []Plugin{Kubenet} },
-			rule: RuleRouteLimit, sev: Error, plugins: []Plugin{Kubenet}, says: "two routes per node"},
+			rule: RuleRouteLimit, sev: finding.Error, plugins: []Plugin{Kubenet}, says: "two routes per node"},
 		{name: "IPv6 DNS service IP in the IPv6 range", change: func(p *Plan) { p.DNSServiceIP = "fd12:3456:789a:1::1" },
-			rule: RuleDNSIPReserved, sev: Error, says: "kubernetes API service"},
+			rule: RuleDNSIPReserved, sev: finding.Error, says: "kubernetes API service"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,12 +77,12 @@ func TestDualStackPlans(t *testing.T) {
 				}
 				return
 			}
-			i := slices.IndexFunc(r.Findings, func(f Finding) bool { return f.Rule == tt.rule && f.Severity == tt.sev })
+			i := slices.IndexFunc(r.Findings, func(f finding.Finding) bool { return f.Rule == tt.rule && f.Severity == tt.sev })
 			if i < 0 {
 				t.Fatalf("no %s %s finding in %+v", tt.sev, tt.rule, r.Findings)
 			}
 			f := r.Findings[i]
-			if !strings.Contains(f.Message, tt.says) || !slices.Equal(f.Plugins, tt.plugins) {
+			if !strings.Contains(f.Message, tt.says) || !slices.Equal(pluginsOf(f), tt.plugins) {
 				t.Errorf("finding %+v; want it to say %q, plugins %v", f, tt.says, tt.plugins)
 			}
 		})
@@ -111,7 +113,7 @@ func TestDualStackCapacity(t *testing.T) {
 	if c := capacityOf(t, r, Kubenet); deref(c.MaxNodes) != 200 || c.LimitedBy != "route-limit" || c.Routes != 302 {
 		t.Errorf("dual-stack kubenet: max %d by %s, %d routes", deref(c.MaxNodes), c.LimitedBy, c.Routes)
 	}
-	if !hasFinding(r, RuleKubenetDualStack, Warning) {
+	if !hasFinding(r, RuleKubenetDualStack, finding.Warning) {
 		t.Errorf("no kubenet-dual-stack warning: %+v", r.Findings)
 	}
 }

@@ -3,6 +3,8 @@ package ipplan
 import (
 	"strconv"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
 // checkFamilies applies the rules of IPv6 and dual-stack plans, each from
@@ -35,35 +37,35 @@ func (a *analysis) checkFamilies() {
 	}
 	switch {
 	case p.pod6.IsValid() && !p.pod.IsValid() && a.usesPodCIDR():
-		a.add(Error, RuleIPv6Only, nil, map[string]string{"podCIDR": p.pod6.String()},
+		a.add(finding.Error, RuleIPv6Only, nil, map[string]string{"podCIDR": p.pod6.String()},
 			"pod CIDR %s is IPv6 only; AKS runs IPv4 or dual-stack clusters (--ip-families ipv4 or ipv4,ipv6), not IPv6-only ones: add an IPv4 pod CIDR", p.pod6)
 	case p.service6.IsValid() && !p.service.IsValid():
-		a.add(Error, RuleIPv6Only, nil, map[string]string{"serviceCIDR": p.service6.String()},
+		a.add(finding.Error, RuleIPv6Only, nil, map[string]string{"serviceCIDR": p.service6.String()},
 			"service CIDR %s is IPv6 only; AKS runs IPv4 or dual-stack clusters, not IPv6-only ones: add an IPv4 service CIDR", p.service6)
 	}
 	if a.usesPodCIDR() && p.pod6.IsValid() != p.service6.IsValid() {
-		a.add(Error, RuleIPFamiliesMismatch, nil, map[string]string{"podCIDR": joinValid(p.pod, p.pod6), "serviceCIDR": joinValid(p.service, p.service6)},
+		a.add(finding.Error, RuleIPFamiliesMismatch, nil, map[string]string{"podCIDR": joinValid(p.pod, p.pod6), "serviceCIDR": joinValid(p.service, p.service6)},
 			"pod CIDRs %s and service CIDRs %s are not of the same IP families; AKS takes one of each per family of --ip-families",
 			joinValid(p.pod, p.pod6), joinValid(p.service, p.service6))
 	}
 	if len(p.vnet) > 0 && !hasIPv6(a.r.Ranges, KindVNet, "") {
-		a.add(Error, RuleDualStackVNet, nil, map[string]string{"vnet": joinRanges(a.r.Ranges, KindVNet)},
+		a.add(finding.Error, RuleDualStackVNet, nil, map[string]string{"vnet": joinRanges(a.r.Ranges, KindVNet)},
 			"the VNet %s has no IPv6 prefix; a dual-stack cluster needs a dual-stack VNet", joinRanges(a.r.Ranges, KindVNet))
 	}
 	if a.r.NodeSubnet >= 0 {
 		node := a.r.Ranges[a.r.NodeSubnet]
 		if !a.nodeSubnetHasIPv6() {
-			a.add(Error, RuleDualStackSubnet, nil, map[string]string{"subnet": node.Prefix.String()},
+			a.add(finding.Error, RuleDualStackSubnet, nil, map[string]string{"subnet": node.Prefix.String()},
 				"node %s has no IPv6 prefix; nodes of a dual-stack cluster get an IPv6 address from it", node.Label())
 		}
 	}
 	if a.uses(Kubenet) && p.pod6.IsValid() {
-		a.add(Warning, RuleKubenetDualStack, []Plugin{Kubenet}, map[string]string{"routeLimit": strconv.Itoa(p.routeLimit)},
+		a.add(finding.Warning, RuleKubenetDualStack, []Plugin{Kubenet}, map[string]string{"routeLimit": strconv.Itoa(p.routeLimit)},
 			"dual-stack kubenet needs two routes per node, one per IP family (at most %d nodes with a %d-route table), and AKS supports no Azure or Calico network policies, NAT Gateway, virtual nodes or Windows node pools with it",
 			p.routeLimit/2, p.routeLimit)
 	}
 	if a.uses(AzureCNI) {
-		a.add(Error, RulePluginIPv6, []Plugin{AzureCNI}, nil,
+		a.add(finding.Error, RulePluginIPv6, []Plugin{AzureCNI}, nil,
 			"Azure CNI (flat) gives pods addresses of the node's NIC, which holds one private IPv6 address: it has no dual-stack mode; use Azure CNI Overlay")
 	}
 }

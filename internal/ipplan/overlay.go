@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
 // OverlayTarget is what a move to Azure CNI Overlay is checked against
@@ -69,7 +71,7 @@ type OverlayCheck struct {
 	Conflicts []OverlayConflict `json:"conflicts"`
 	// Findings are the findings of the target plan (errors first): the
 	// conflicts again as overlap findings, sizes, IP families.
-	Findings []Finding `json:"findings"`
+	Findings []finding.Finding `json:"findings"`
 	// Report is the whole analysis (for output and SVG).
 	Report Report `json:"report"`
 }
@@ -117,13 +119,13 @@ func CheckOverlayTarget(t OverlayTarget) (OverlayCheck, error) {
 	}
 	noService := len(t.ServiceCIDRs) == 0
 	if noService { // the default service range is not the cluster's
-		report.Findings = slices.DeleteFunc(report.Findings, func(f Finding) bool {
-			_, svc := f.Values["service"]
+		report.Findings = slices.DeleteFunc(report.Findings, func(f finding.Finding) bool {
+			_, svc := f.Evidence.Value("service")
 			return svc || f.Rule == RuleServiceCIDRTooLarge || strings.HasPrefix(f.Rule, "dns-ip")
 		})
 	}
 	if !t.DNSServiceIP.IsValid() { // the default DNS IP is not the cluster's either
-		report.Findings = slices.DeleteFunc(report.Findings, func(f Finding) bool { return strings.HasPrefix(f.Rule, "dns-ip") })
+		report.Findings = slices.DeleteFunc(report.Findings, func(f finding.Finding) bool { return strings.HasPrefix(f.Rule, "dns-ip") })
 	}
 	out := OverlayCheck{Report: report, Findings: report.Findings, Conflicts: []OverlayConflict{}}
 	if len(report.Capacity) > 0 {

@@ -3,6 +3,8 @@ package ipplan
 import (
 	"net/netip"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
 // The rules between the ranges of a plan: reserved and private ranges,
@@ -27,7 +29,7 @@ func (a *analysis) checkForbidden() {
 				a.r.Ranges = append(a.r.Ranges, newRange(KindForbidden, f.why, f.prefix))
 			}
 			a.r.Overlaps = append(a.r.Overlaps, Overlap{A: i, B: j, Prefix: intersection(r.Prefix, f.prefix)})
-			a.add(Error, RuleForbiddenRange, nil,
+			a.add(finding.Error, RuleForbiddenRange, nil,
 				map[string]string{string(r.Kind): r.Prefix.String(), "reserved": f.prefix.String()},
 				"%s overlaps the reserved range %s (%s); no VNet, pod or service range may use it", r.Label(), f.prefix, f.why)
 		}
@@ -47,7 +49,7 @@ func (a *analysis) checkNonPrivate() {
 			}
 		}
 		if !private {
-			a.add(Warning, RuleNonPrivateRange, nil, map[string]string{string(r.Kind): r.Prefix.String()},
+			a.add(finding.Warning, RuleNonPrivateRange, nil, map[string]string{string(r.Kind): r.Prefix.String()},
 				"%s is not private address space (10/8, 172.16/12, 192.168/16, 100.64/10): "+
 					"the cluster could no longer reach whoever owns those addresses on the internet", r.Label())
 		}
@@ -81,7 +83,7 @@ func (a *analysis) checkOverlaps() {
 				kx, ky = kx+" 1", ky+" 2"
 			}
 			values := map[string]string{kx: x.Prefix.String(), ky: y.Prefix.String(), "shared": inter.String()}
-			a.add(Error, RuleOverlap, nil, values, "%s overlaps %s (shared: %s, %s addresses)%s",
+			a.add(finding.Error, RuleOverlap, nil, values, "%s overlaps %s (shared: %s, %s addresses)%s",
 				x.Label(), y.Label(), inter, size(inter), overlapWhy(x.Kind, y.Kind))
 		}
 	}
@@ -130,16 +132,16 @@ func (a *analysis) checkSubnets() {
 			for i, v := range a.p.vnet {
 				vs[i] = v.String()
 			}
-			a.add(Error, RuleSubnetOutsideVNet, nil,
+			a.add(finding.Error, RuleSubnetOutsideVNet, nil,
 				map[string]string{"subnet": r.Prefix.String(), "vnet": strings.Join(vs, ",")},
 				"%s is not inside the VNet address space %s", r.Label(), strings.Join(vs, ", "))
 		}
 		switch {
 		case r.Prefix.Addr().Is4() && r.Prefix.Bits() > SmallestAzureSubnet:
-			a.add(Error, RuleSubnetTooSmall, nil, map[string]string{"subnet": r.Prefix.String()},
+			a.add(finding.Error, RuleSubnetTooSmall, nil, map[string]string{"subnet": r.Prefix.String()},
 				"%s is smaller than /%d, the smallest subnet Azure accepts", r.Label(), SmallestAzureSubnet)
 		case r.Prefix.Addr().Is6() && r.Prefix.Bits() != IPv6SubnetBits:
-			a.add(Error, RuleSubnetIPv6Size, nil, map[string]string{"subnet": r.Prefix.String()},
+			a.add(finding.Error, RuleSubnetIPv6Size, nil, map[string]string{"subnet": r.Prefix.String()},
 				"%s is a /%d; Azure accepts IPv6 subnets of exactly /%d", r.Label(), r.Prefix.Bits(), IPv6SubnetBits)
 		}
 	}

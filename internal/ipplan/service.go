@@ -1,6 +1,10 @@
 package ipplan
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/routekeeper/routekeeper/internal/finding"
+)
 
 // checkService checks the service ranges and the DNS service IP: an IPv4
 // range must be smaller than a /12 (AKS), an IPv6 one no larger than a
@@ -9,11 +13,11 @@ import "net/netip"
 // on); the DNS IP must be a usable address of the range of its family.
 func (a *analysis) checkService() {
 	if svc := a.p.service; svc.IsValid() && svc.Bits() <= 12 {
-		a.add(Error, RuleServiceCIDRTooLarge, nil, map[string]string{"serviceCIDR": svc.String()},
+		a.add(finding.Error, RuleServiceCIDRTooLarge, nil, map[string]string{"serviceCIDR": svc.String()},
 			"service CIDR %s is /%d; it must be smaller than /12 (a prefix length of 13 or more)", svc, svc.Bits())
 	}
 	if svc := a.p.service6; svc.IsValid() && svc.Bits() < LargestIPv6ServiceCIDR {
-		a.add(Error, RuleServiceCIDRTooLarge, nil, map[string]string{"serviceCIDR": svc.String()},
+		a.add(finding.Error, RuleServiceCIDRTooLarge, nil, map[string]string{"serviceCIDR": svc.String()},
 			"IPv6 service CIDR %s is /%d; it can be no larger than /%d (AKS; kube-apiserver refuses more than 20 host bits)",
 			svc, svc.Bits(), LargestIPv6ServiceCIDR)
 	}
@@ -24,7 +28,7 @@ func (a *analysis) checkService() {
 	}
 	values := map[string]string{"dnsServiceIP": dns.String(), "serviceCIDR": svc.String()}
 	if !svc.IsValid() {
-		a.add(Error, RuleDNSIPOutsideServiceCIDR, nil, map[string]string{"dnsServiceIP": dns.String()},
+		a.add(finding.Error, RuleDNSIPOutsideServiceCIDR, nil, map[string]string{"dnsServiceIP": dns.String()},
 			"DNS service IP %s has no service CIDR of its IP family", dns)
 		return
 	}
@@ -33,19 +37,19 @@ func (a *analysis) checkService() {
 	v6 := dns.Is6()
 	switch {
 	case !svc.Contains(dns):
-		a.add(Error, RuleDNSIPOutsideServiceCIDR, nil, values,
+		a.add(finding.Error, RuleDNSIPOutsideServiceCIDR, nil, values,
 			"DNS service IP %s is outside the service CIDR %s", dns, svc)
 	case d == lo:
-		a.add(Error, RuleDNSIPReserved, nil, values,
+		a.add(finding.Error, RuleDNSIPReserved, nil, values,
 			"DNS service IP %s is the network address of the service CIDR %s", dns, svc)
 	case d == lo.Plus(1):
-		a.add(Error, RuleDNSIPReserved, nil, values,
+		a.add(finding.Error, RuleDNSIPReserved, nil, values,
 			"DNS service IP %s is the first address of the service CIDR %s, which the kubernetes API service takes", dns, svc)
 	case d == hi && !v6 && svc.Bits() < 31:
-		a.add(Error, RuleDNSIPReserved, nil, values,
+		a.add(finding.Error, RuleDNSIPReserved, nil, values,
 			"DNS service IP %s is the broadcast address of the service CIDR %s, which Kubernetes never hands out", dns, svc)
 	case d != lo.Plus(10) && lo.Plus(10).Cmp(hi) <= 0:
-		a.add(Info, RuleDNSIPNotTenth, nil, values,
+		a.add(finding.Info, RuleDNSIPNotTenth, nil, values,
 			"DNS service IP %s is valid, but by convention it is the .10 address of the service CIDR (%s)", dns, lo.Plus(10).Addr(v6))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/addrnum"
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
 // The picture's geometry, in SVG user units (pixels).
@@ -101,9 +102,9 @@ func summary(r Report) string {
 	var e, wn int
 	for _, f := range r.Findings {
 		switch f.Severity {
-		case Error:
+		case finding.Error:
 			e++
-		case Warning:
+		case finding.Warning:
 			wn++
 		}
 	}

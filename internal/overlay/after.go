@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/finding"
+
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/doctor"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
@@ -18,10 +19,10 @@ import (
 // deletion guard's finding (held until the stand-down is confirmed).
 // Nothing here is an error: the move is done, these are the operator's to
 // tidy.
-func Leftovers(in Input) []doctor.Finding {
-	var out []doctor.Finding
-	add := func(s doctor.Severity, resource, fix, format string, args ...any) {
-		out = append(out, doctor.Finding{Severity: s, Check: CheckStandDown, Resource: resource, Message: fmt.Sprintf(format, args...), Fix: fix})
+func Leftovers(in Input) []finding.Finding {
+	var out []finding.Finding
+	add := func(s finding.Severity, resource, fix, format string, args ...any) {
+		out = append(out, finding.Finding{Severity: s, Rule: RuleStandDown, Resource: resource, Message: fmt.Sprintf(format, args...), Fix: fix})
 	}
 	own := route.Ownership{Cluster: in.Cluster, ClusterCIDRs: in.ClusterCIDRs}
 	left := func(t *route.Table) (ours, others []string) {
@@ -37,14 +38,14 @@ func Leftovers(in Input) []doctor.Finding {
 	name := armid.Name(in.TableID)
 	switch t := in.Table; {
 	case t == nil:
-		add(doctor.Info, in.TableID, "", "route table %s no longer exists: nothing of routekeeper's is left in it", name)
+		add(finding.Info, in.TableID, "", "route table %s no longer exists: nothing of routekeeper's is left in it", name)
 	default:
 		ours, others := left(t)
 		if len(ours) > 0 {
 			break // held until confirmed: the deletion guard's finding names them
 		}
 		if len(t.Subnets) == 0 {
-			add(doctor.Info, in.TableID, "az network route-table delete --ids "+in.TableID+" (if nothing else needs it)",
+			add(finding.Info, in.TableID, "az network route-table delete --ids "+in.TableID+" (if nothing else needs it)",
 				"route table %s holds no route of this cluster and no subnet uses it%s", name, keptNote(others))
 			break
 		}
@@ -56,7 +57,7 @@ func Leftovers(in Input) []doctor.Finding {
 		if len(others) > 0 {
 			what = "holds no route of this cluster any more" + keptNote(others)
 		}
-		add(doctor.Info, in.TableID, fmt.Sprintf("az network vnet subnet update --ids %s --route-table \"\" (if its other routes are not needed)", t.Subnets[0]),
+		add(finding.Info, in.TableID, fmt.Sprintf("az network vnet subnet update --ids %s --route-table \"\" (if its other routes are not needed)", t.Subnets[0]),
 			"route table %s %s and is still associated with %s: an overlay needs no route table there; the association is yours to keep or remove", name, what, strings.Join(subnets, ", "))
 	}
 	for i, m := range in.Mirrors {
@@ -66,7 +67,7 @@ func Leftovers(in Input) []doctor.Finding {
 				continue // held until confirmed, like the main table's
 			}
 		}
-		add(doctor.Info, m.TableID, fmt.Sprintf("remove mirrors[%d] from the configuration", i),
+		add(finding.Info, m.TableID, fmt.Sprintf("remove mirrors[%d] from the configuration", i),
 			"mirror route table %s holds no route of this cluster any more and is still configured: its subnets reach no pod through it in an overlay; its own routes and its associations are yours", mname)
 	}
 	return out

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/finding"
+
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/doctor"
 	"github.com/routekeeper/routekeeper/internal/ipplan"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
@@ -19,13 +20,13 @@ const maxListed = 5
 // Check runs the pre-flight of the move to an overlay. It fails only when
 // the target cannot be planned at all (no pod CIDR).
 func Check(in Input) (*Report, error) {
-	r := &Report{Table: in.TableID, Nodes: len(in.Routing.Nodes), Reachers: []Reacher{}, Routes: []RouteFate{}, Findings: []doctor.Finding{}}
+	r := &Report{Table: in.TableID, Nodes: len(in.Routing.Nodes), Reachers: []Reacher{}, Routes: []RouteFate{}, Findings: []finding.Finding{}}
 	r.Target = in.Target.PodCIDRs
 	if len(r.Target) == 0 {
 		r.Target, r.KeptPodCIDR = in.ClusterCIDRs, true
 	}
-	add := func(s doctor.Severity, check, resource, fix, format string, args ...any) {
-		r.Findings = append(r.Findings, doctor.Finding{Severity: s, Check: check, Resource: resource, Message: fmt.Sprintf(format, args...), Fix: fix})
+	add := func(s finding.Severity, check, resource, fix, format string, args ...any) {
+		r.Findings = append(r.Findings, finding.Finding{Severity: s, Rule: check, Resource: resource, Message: fmt.Sprintf(format, args...), Fix: fix})
 	}
 	sharedTable(in, add)
 	reachability(in, r, add)
@@ -38,23 +39,13 @@ func Check(in Input) (*Report, error) {
 	masquerade(in, r.Target, add)
 	names(in, add)
 	for _, u := range in.Routing.Unread {
-		add(doctor.Info, CheckUnread, "", "", "not checked: %s could not be read, so who reaches pods from there and the ranges it holds are unknown to this pre-flight", u)
+		add(finding.Info, RuleUnread, "", "", "not checked: %s could not be read, so who reaches pods from there and the ranges it holds are unknown to this pre-flight", u)
 	}
-	slices.SortStableFunc(r.Findings, func(a, b doctor.Finding) int { return rank(a.Severity) - rank(b.Severity) })
+	finding.Sort(r.Findings)
 	return r, nil
 }
 
-type addFunc func(s doctor.Severity, check, resource, fix, format string, args ...any)
-
-func rank(s doctor.Severity) int {
-	switch s {
-	case doctor.Error:
-		return 0
-	case doctor.Warning:
-		return 1
-	}
-	return 2
-}
+type addFunc func(s finding.Severity, check, resource, fix, format string, args ...any)
 
 // sharedTable: the cluster's route table is associated with a subnet that
 // is not a node subnet (azure-aks-docs#334: an Application Gateway subnet
@@ -72,7 +63,7 @@ func sharedTable(in Input, add addFunc) {
 			why = "AKS's move to Overlay fails while the cluster's route table serves another subnet (an Application Gateway subnet: azure-aks-docs#334), and the move deletes the pod routes that subnet uses today"
 		}
 		name := armid.Name(in.TableID)
-		add(doctor.Error, CheckSharedTable, sn,
+		add(finding.Error, RuleSharedTable, sn,
 			fmt.Sprintf("give %s a route table of its own, without pod routes, before the move: az network route-table create -g %s -n %s-routes; az network vnet subnet update --ids %s --route-table %s-routes",
 				armid.Name(sn), resourceGroup(sn), armid.Name(sn), sn, armid.Name(sn)),
 			"migration blocker: route table %s is associated with subnet %s as well as with the node subnets: %s", name, armid.Name(sn), why)
@@ -89,7 +80,7 @@ func mirrors(in Input, add addFunc) {
 		for _, s := range m.Subnets {
 			subnets = append(subnets, armid.Name(s))
 		}
-		add(doctor.Warning, CheckMirror, m.TableID, fmt.Sprintf("after the move: routes: standDown with --confirm-stand-down, then remove mirrors[%d]", i),
+		add(finding.Warning, RuleMirror, m.TableID, fmt.Sprintf("after the move: routes: standDown with --confirm-stand-down, then remove mirrors[%d]", i),
 			"mirror route table %s keeps the pod routes for subnet(s) %s: in Overlay pod IPs are not reachable from outside the cluster, so those routes lead nowhere after the move. An Application Gateway there reaches pods only with Overlay support (AGIC detects an Overlay cluster and needs no route table; or Application Gateway for Containers); anything else must reach the pods through a Service",
 			armid.Name(m.TableID), strings.Join(subnets, ", "))
 	}
@@ -128,15 +119,15 @@ func routeFates(in Input, r *Report, add addFunc) {
 			kept = append(kept, rt.Name)
 		case isCIDR && rt.NextHopType == route.VirtualAppliance && nodeIPs[rt.NextHopIP] != "" && (coveredBy(p, in.ClusterCIDRs) || coveredBy(p, r.Target)):
 			f.Sense, f.Why = "no", fmt.Sprintf("sends pod addresses to node %s but is not the cluster's: the move keeps it, yet pods are not reached through route tables in an overlay", nodeIPs[rt.NextHopIP])
-			add(doctor.Warning, CheckForeignRoute, rt.Name, fmt.Sprintf("after the move: az network route-table route delete --ids %s/routes/%s", in.TableID, rt.Name),
+			add(finding.Warning, RuleForeignRoute, rt.Name, fmt.Sprintf("after the move: az network route-table route delete --ids %s/routes/%s", in.TableID, rt.Name),
 				"route %s (%s → %s) %s: remove it after the move", rt.Name, rt.AddressPrefix, hop(rt), f.Why)
 		case isCIDR && coveredBy(p, r.Target):
 			f.Sense, f.Why = "no", "covers part of the target pod CIDR: an overlay's pod traffic needs no route and must not be steered by one"
-			add(doctor.Warning, CheckForeignRoute, rt.Name, "remove it, or choose a --pod-cidr it does not cover",
+			add(finding.Warning, RuleForeignRoute, rt.Name, "remove it, or choose a --pod-cidr it does not cover",
 				"route %s (%s → %s) is kept by the move but %s", rt.Name, rt.AddressPrefix, hop(rt), f.Why)
 		case isCIDR && coveredBy(p, in.ClusterCIDRs):
 			f.Sense, f.Why = "no", "sends the old pod range somewhere: no pod uses that range after the move to the new pod CIDR"
-			add(doctor.Warning, CheckForeignRoute, rt.Name, fmt.Sprintf("after the move: az network route-table route delete --ids %s/routes/%s", in.TableID, rt.Name),
+			add(finding.Warning, RuleForeignRoute, rt.Name, fmt.Sprintf("after the move: az network route-table route delete --ids %s/routes/%s", in.TableID, rt.Name),
 				"route %s (%s → %s) is kept by the move but %s", rt.Name, rt.AddressPrefix, hop(rt), f.Why)
 		default:
 			f.Sense, f.Why = "yes", "not about pods: the move does not change it"
@@ -149,10 +140,10 @@ func routeFates(in Input, r *Report, add addFunc) {
 		if in.Platform {
 			what = "AKS's move deletes them (\"the routes which were being used to direct pod traffic to the correct node will automatically be deleted\"); set routes: standDown afterwards"
 		}
-		add(doctor.Info, CheckClusterRoutes, in.TableID, "", "route table %s holds %d route(s) of this cluster (%s): %s", armid.Name(in.TableID), len(ours), list(ours), what)
+		add(finding.Info, RuleClusterRoutes, in.TableID, "", "route table %s holds %d route(s) of this cluster (%s): %s", armid.Name(in.TableID), len(ours), list(ours), what)
 	}
 	if len(kept) > 0 {
-		add(doctor.Info, CheckForeignRoute, in.TableID, "", "route table %s keeps %d route(s) that are not the cluster's and still make sense after the move (%s)", armid.Name(in.TableID), len(kept), list(kept))
+		add(finding.Info, RuleForeignRoute, in.TableID, "", "route table %s keeps %d route(s) that are not the cluster's and still make sense after the move (%s)", armid.Name(in.TableID), len(kept), list(kept))
 	}
 }
 
@@ -206,7 +197,7 @@ func podCIDR(in Input, r *Report, add addFunc) error {
 		if s, ok := suggest(r.Target, chk.Report.Ranges, c.PodCIDR); ok {
 			fix = "--pod-cidr " + s.String() + " (clear of every range read)"
 		}
-		add(doctor.Error, CheckPodCIDR, c.PodCIDR.String(), fix,
+		add(finding.Error, RulePodCIDR, c.PodCIDR.String(), fix,
 			"target pod CIDR %s overlaps %s %s (shared %s): an overlay's pod CIDR must not overlap the cluster's virtual network, directly connected networks (peering, ExpressRoute, VPN) or the service range, or traffic for those addresses goes to the wrong place",
 			c.PodCIDR, what, c.Prefix, c.Shared)
 	}
@@ -214,13 +205,13 @@ func podCIDR(in Input, r *Report, add addFunc) error {
 		if f.Rule == ipplan.RuleOverlap || f.Rule == ipplan.RuleIPFamiliesMismatch && !in.Platform {
 			continue // the conflicts above; AKS's rule of one service range per family
 		}
-		sev := doctor.Warning
-		if f.Severity == ipplan.Error {
-			sev = doctor.Error
+		sev := finding.Warning
+		if f.Severity == finding.Error {
+			sev = finding.Error
 		}
-		add(sev, CheckCapacity, strings.Join(prefixStrings(r.Target), ","), "", "%s (%s)", f.Message, f.Rule)
+		add(sev, RuleCapacity, strings.Join(prefixStrings(r.Target), ","), "", "%s (%s)", f.Message, f.Rule)
 	}
-	add(doctor.Info, CheckCapacity, strings.Join(prefixStrings(r.Target), ","), "", "%s", capacityLine(r, chk.Capacity))
+	add(finding.Info, RuleCapacity, strings.Join(prefixStrings(r.Target), ","), "", "%s", capacityLine(r, chk.Capacity))
 	return nil
 }
 
@@ -313,11 +304,11 @@ func dualStack(in Input, target []netip.Prefix, add addFunc) {
 		return
 	}
 	if in.Platform {
-		add(doctor.Warning, CheckDualStack, "", "plan the move in a maintenance window",
+		add(finding.Warning, RuleDualStack, "", "plan the move in a maintenance window",
 			"the cluster is dual-stack: while AKS moves it to Overlay, IPv6 pod traffic breaks (the overlay's IPv6 node ranges do not match kubenet's routes in the table) until every node is reimaged (Azure/AKS#5120)")
 		return
 	}
-	add(doctor.Warning, CheckDualStack, "", "", "the cluster is dual-stack: configure the overlay CNI for both families before the stand-down removes the IPv6 pod routes with the IPv4 ones")
+	add(finding.Warning, RuleDualStack, "", "", "the cluster is dual-stack: configure the overlay CNI for both families before the stand-down removes the IPv6 pod routes with the IPv4 ones")
 }
 
 // masquerade: a custom ip-masq-agent configuration lets pods reach ranges
@@ -325,7 +316,7 @@ func dualStack(in Input, target []netip.Prefix, add addFunc) {
 // cluster nodes, so those ranges are lost (Upgrade Azure CNI, warning).
 func masquerade(in Input, target []netip.Prefix, add addFunc) {
 	if in.MasqNote != "" {
-		add(doctor.Info, CheckMasquerade, "", "", "ip-masq-agent not (fully) checked: %s", in.MasqNote)
+		add(finding.Info, RuleMasquerade, "", "", "ip-masq-agent not (fully) checked: %s", in.MasqNote)
 	}
 	if in.Masq == nil {
 		return
@@ -350,13 +341,13 @@ func masquerade(in Input, target []netip.Prefix, add addFunc) {
 		}
 		switch {
 		case len(beyond) > 0 && in.Platform:
-			add(doctor.Error, CheckMasquerade, "kube-system/"+c.Name, "remove those ranges from nonMasqueradeCIDRs before az aks update (pods then reach them SNATed to their node's IP)",
+			add(finding.Error, RuleMasquerade, "kube-system/"+c.Name, "remove those ranges from nonMasqueradeCIDRs before az aks update (pods then reach them SNATed to their node's IP)",
 				"the custom ip-masq-agent config %s lets pods reach %s with their own IPs: after the move connectivity to these ranges breaks, since Overlay pod IPs are not reachable by anything outside the cluster nodes", c.Name, strings.Join(beyond, ", "))
 		case len(beyond) > 0:
-			add(doctor.Warning, CheckMasquerade, "kube-system/"+c.Name, "let the overlay CNI masquerade traffic to them, or remove them from nonMasqueradeCIDRs",
+			add(finding.Warning, RuleMasquerade, "kube-system/"+c.Name, "let the overlay CNI masquerade traffic to them, or remove them from nonMasqueradeCIDRs",
 				"the ip-masq-agent config %s lets pods reach %s with their own IPs, which the pod routes carry back today: after the stand-down nothing routes replies to pod IPs", c.Name, strings.Join(beyond, ", "))
 		case in.Platform && c.Name == "azure-ip-masq-agent-config":
-			add(doctor.Warning, CheckMasquerade, "kube-system/"+c.Name, "kubectl -n kube-system delete configmap azure-ip-masq-agent-config (unless it is meant to be there)",
+			add(finding.Warning, RuleMasquerade, "kube-system/"+c.Name, "kubectl -n kube-system delete configmap azure-ip-masq-agent-config (unless it is meant to be there)",
 				"ConfigMap %s is left from an older azure-ip-masq-agent: delete it before az aks update unless it is intentionally in place", c.Name)
 		}
 	}
@@ -372,7 +363,7 @@ func names(in Input, add addFunc) {
 	for _, id := range in.Subnets {
 		for what, name := range map[string]string{"subnet": armid.Name(id), "virtual network": armid.Name(strings.TrimSuffix(id, "/subnets/"+armid.Name(id))), "resource group": resourceGroup(id)} {
 			if len(name) > 63 {
-				add(doctor.Error, CheckNames, id, "", "the %s name %s is %d characters long: Overlay labels the nodes with it, and a label value holds at most 63", what, name, len(name))
+				add(finding.Error, RuleNames, id, "", "the %s name %s is %d characters long: Overlay labels the nodes with it, and a label value holds at most 63", what, name, len(name))
 			}
 		}
 	}

@@ -44,7 +44,7 @@ package overlay
 import (
 	"net/netip"
 
-	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/ipplan"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
@@ -52,18 +52,18 @@ import (
 
 // The checks of the pre-flight and of the account after the stand-down.
 const (
-	CheckSharedTable   = "overlay-shared-table"
-	CheckReachability  = "overlay-reachability"
-	CheckMirror        = "overlay-mirror"
-	CheckClusterRoutes = "overlay-cluster-routes"
-	CheckForeignRoute  = "overlay-foreign-route"
-	CheckPodCIDR       = "overlay-pod-cidr"
-	CheckCapacity      = "overlay-capacity"
-	CheckDualStack     = "overlay-dual-stack"
-	CheckMasquerade    = "overlay-masquerade"
-	CheckNames         = "overlay-names"
-	CheckUnread        = "overlay-unread"
-	CheckStandDown     = "stand-down"
+	RuleSharedTable   = "overlay-shared-table"
+	RuleReachability  = "overlay-reachability"
+	RuleMirror        = "overlay-mirror"
+	RuleClusterRoutes = "overlay-cluster-routes"
+	RuleForeignRoute  = "overlay-foreign-route"
+	RulePodCIDR       = "overlay-pod-cidr"
+	RuleCapacity      = "overlay-capacity"
+	RuleDualStack     = "overlay-dual-stack"
+	RuleMasquerade    = "overlay-masquerade"
+	RuleNames         = "overlay-names"
+	RuleUnread        = "overlay-unread"
+	RuleStandDown     = "stand-down"
 )
 
 // Input is everything the pre-flight judges, read by the caller.
@@ -147,20 +147,12 @@ type Report struct {
 	// Reachers are who reaches pod IPs from outside the cluster today.
 	Reachers []Reacher `json:"reachers"`
 	// Routes are the table's routes with what the move does to them.
-	Routes   []RouteFate      `json:"routes"`
-	Findings []doctor.Finding `json:"findings"`
+	Routes   []RouteFate       `json:"routes"`
+	Findings []finding.Finding `json:"findings"`
 }
 
 // Errors counts the error findings.
-func (r *Report) Errors() int {
-	n := 0
-	for _, f := range r.Findings {
-		if f.Severity == doctor.Error {
-			n++
-		}
-	}
-	return n
-}
+func (r *Report) Errors() int { return finding.Errors(r.Findings) }
 
 // Reacher is a place outside the cluster that reaches pod IPs today.
 type Reacher struct {

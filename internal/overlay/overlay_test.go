@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/finding"
+
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -68,7 +69,7 @@ func kthw() Input {
 // want is a finding a case expects: its check, severity and words.
 type want struct {
 	check string
-	sev   doctor.Severity
+	sev   finding.Severity
 	words []string
 }
 
@@ -84,10 +85,10 @@ func TestCheck(t *testing.T) {
 			name: "kthw with the default target: clear",
 			in:   func(*Input) {},
 			wants: []want{
-				{CheckClusterRoutes, doctor.Info, []string{"2 route(s) of this cluster", "stand-down removes them"}},
-				{CheckCapacity, doctor.Info, []string{"the cluster's current one", "10.200.0.0/16", "/24 of up to 250 pods", "fit"}},
+				{RuleClusterRoutes, finding.Info, []string{"2 route(s) of this cluster", "stand-down removes them"}},
+				{RuleCapacity, finding.Info, []string{"the cluster's current one", "10.200.0.0/16", "/24 of up to 250 pods", "fit"}},
 			},
-			none: []string{CheckReachability, CheckSharedTable, CheckPodCIDR, CheckDualStack, CheckMasquerade, CheckNames},
+			none: []string{RuleReachability, RuleSharedTable, RulePodCIDR, RuleDualStack, RuleMasquerade, RuleNames},
 		},
 		{
 			name: "the App Gateway subnet on the node table: a migration blocker, and it reaches the pods",
@@ -97,8 +98,8 @@ func TestCheck(t *testing.T) {
 			},
 			errors: 2,
 			wants: []want{
-				{CheckSharedTable, doctor.Error, []string{"migration blocker", "kubernetes-routes", "appgw-subnet", "stand-down removes the pod routes"}},
-				{CheckReachability, doctor.Error, []string{"appgw-subnet", "2 of 2", "route table kubernetes-routes"}},
+				{RuleSharedTable, finding.Error, []string{"migration blocker", "kubernetes-routes", "appgw-subnet", "stand-down removes the pod routes"}},
+				{RuleReachability, finding.Error, []string{"appgw-subnet", "2 of 2", "route table kubernetes-routes"}},
 			},
 		},
 		{
@@ -109,8 +110,8 @@ func TestCheck(t *testing.T) {
 			},
 			errors: 1,
 			wants: []want{
-				{CheckSharedTable, doctor.Error, []string{"AKS's move to Overlay fails", "azure-aks-docs#334", "az network route-table create -g kubernetes -n appgw-subnet-routes"}},
-				{CheckClusterRoutes, doctor.Info, []string{"AKS's move deletes them"}},
+				{RuleSharedTable, finding.Error, []string{"AKS's move to Overlay fails", "azure-aks-docs#334", "az network route-table create -g kubernetes -n appgw-subnet-routes"}},
+				{RuleClusterRoutes, finding.Info, []string{"AKS's move deletes them"}},
 			},
 		},
 		{
@@ -122,15 +123,15 @@ func TestCheck(t *testing.T) {
 			},
 			errors: 1,
 			wants: []want{
-				{CheckReachability, doctor.Error, []string{"subnet appgw-subnet (10.240.2.0/24, in kubernetes-vnet)", "1 of 2", "route table appgw-routes", "Service"}},
-				{CheckMirror, doctor.Warning, []string{"appgw-routes", "appgw-subnet", "Overlay support"}},
+				{RuleReachability, finding.Error, []string{"subnet appgw-subnet (10.240.2.0/24, in kubernetes-vnet)", "1 of 2", "route table appgw-routes", "Service"}},
+				{RuleMirror, finding.Warning, []string{"appgw-routes", "appgw-subnet", "Overlay support"}},
 			},
 		},
 		{
 			name:   "a target inside the VNet",
 			in:     func(in *Input) { in.Target.PodCIDRs = []netip.Prefix{pfx("10.240.128.0/17")} },
 			errors: 1,
-			wants:  []want{{CheckPodCIDR, doctor.Error, []string{"10.240.128.0/17 overlaps the node virtual network's address space 10.240.0.0/16", "--pod-cidr 10.244.0.0/16"}}},
+			wants:  []want{{RulePodCIDR, finding.Error, []string{"10.240.128.0/17 overlaps the node virtual network's address space 10.240.0.0/16", "--pod-cidr 10.244.0.0/16"}}},
 		},
 		{
 			name: "a target over a peered VNet",
@@ -139,7 +140,7 @@ func TestCheck(t *testing.T) {
 				in.Target.PodCIDRs = []netip.Prefix{pfx("10.250.0.0/16")}
 			},
 			errors: 1,
-			wants:  []want{{CheckPodCIDR, doctor.Error, []string{"peered virtual network hub-vnet 10.250.0.0/16"}}},
+			wants:  []want{{RulePodCIDR, finding.Error, []string{"peered virtual network hub-vnet 10.250.0.0/16"}}},
 		},
 		{
 			name: "a target over a range a gateway learned",
@@ -148,7 +149,7 @@ func TestCheck(t *testing.T) {
 				in.Target.PodCIDRs = []netip.Prefix{pfx("192.168.0.0/16")}
 			},
 			errors: 1,
-			wants:  []want{{CheckPodCIDR, doctor.Error, []string{"learned by gateway vpn", "192.168.50.0/24"}}},
+			wants:  []want{{RulePodCIDR, finding.Error, []string{"learned by gateway vpn", "192.168.50.0/24"}}},
 		},
 		{
 			name: "a target over a range a route table sends on premises",
@@ -157,19 +158,19 @@ func TestCheck(t *testing.T) {
 				in.Target.PodCIDRs = []netip.Prefix{pfx("192.168.0.0/16")}
 			},
 			errors: 1,
-			wants:  []want{{CheckPodCIDR, doctor.Error, []string{"sent by route appgw-routes/to-onprem"}}},
+			wants:  []want{{RulePodCIDR, finding.Error, []string{"sent by route appgw-routes/to-onprem"}}},
 		},
 		{
 			name:   "a target over the service range",
 			in:     func(in *Input) { in.Target.PodCIDRs = []netip.Prefix{pfx("10.32.0.0/16")} },
 			errors: 1,
-			wants:  []want{{CheckPodCIDR, doctor.Error, []string{"the cluster's service range 10.32.0.0/24"}}},
+			wants:  []want{{RulePodCIDR, finding.Error, []string{"the cluster's service range 10.32.0.0/24"}}},
 		},
 		{
 			name:   "a target too small for the nodes",
 			in:     func(in *Input) { in.Target.PodCIDRs = []netip.Prefix{pfx("192.168.0.0/24")} },
 			errors: 1,
-			wants:  []want{{CheckCapacity, doctor.Error, []string{"pod-cidr"}}, {CheckCapacity, doctor.Info, []string{"do NOT fit"}}},
+			wants:  []want{{RuleCapacity, finding.Error, []string{"pod-cidr"}}, {RuleCapacity, finding.Info, []string{"do NOT fit"}}},
 		},
 		{
 			name: "foreign routes: a hand-made pod route makes no sense any more, a default route does",
@@ -177,8 +178,8 @@ func TestCheck(t *testing.T) {
 				in.Table.Routes = append(in.Table.Routes, va("kubernetes-route-10-200-2-0-24", "10.200.2.0/24", "10.240.0.21"), va("default-to-firewall", "0.0.0.0/0", "10.240.0.4"))
 			},
 			wants: []want{
-				{CheckForeignRoute, doctor.Warning, []string{"kubernetes-route-10-200-2-0-24", "to node worker-1", "remove it after the move"}},
-				{CheckForeignRoute, doctor.Info, []string{"1 route(s) that are not the cluster's and still make sense", "default-to-firewall"}},
+				{RuleForeignRoute, finding.Warning, []string{"kubernetes-route-10-200-2-0-24", "to node worker-1", "remove it after the move"}},
+				{RuleForeignRoute, finding.Info, []string{"1 route(s) that are not the cluster's and still make sense", "default-to-firewall"}},
 			},
 		},
 		{
@@ -188,7 +189,7 @@ func TestCheck(t *testing.T) {
 				in.Target.PodCIDRs = []netip.Prefix{pfx("192.168.0.0/16")}
 			},
 			errors: 1, // the remote range the route sends
-			wants:  []want{{CheckForeignRoute, doctor.Warning, []string{"to-lab", "covers part of the target pod CIDR"}}},
+			wants:  []want{{RuleForeignRoute, finding.Warning, []string{"to-lab", "covers part of the target pod CIDR"}}},
 		},
 		{
 			name: "dual-stack, self-managed",
@@ -196,13 +197,13 @@ func TestCheck(t *testing.T) {
 				in.ClusterCIDRs = append(in.ClusterCIDRs, pfx("fd00:10:200::/56"))
 				dualStackVNet(in)
 			},
-			wants: []want{{CheckDualStack, doctor.Warning, []string{"both families"}}},
+			wants: []want{{RuleDualStack, finding.Warning, []string{"both families"}}},
 		},
 		{
 			name:   "dual-stack on a VNet without IPv6: the target plan says so",
 			in:     func(in *Input) { in.ClusterCIDRs = append(in.ClusterCIDRs, pfx("fd00:10:200::/56")) },
 			errors: 2,
-			wants:  []want{{CheckCapacity, doctor.Error, []string{"dual-stack-vnet"}}, {CheckCapacity, doctor.Error, []string{"dual-stack-subnet"}}},
+			wants:  []want{{RuleCapacity, finding.Error, []string{"dual-stack-vnet"}}, {RuleCapacity, finding.Error, []string{"dual-stack-subnet"}}},
 		},
 		{
 			name: "dual-stack on AKS",
@@ -210,7 +211,7 @@ func TestCheck(t *testing.T) {
 				in.Platform = true
 				in.Routing.Nodes[0].PodCIDRs = append(in.Routing.Nodes[0].PodCIDRs, pfx("fd00:10:200::/64"))
 			},
-			wants: []want{{CheckDualStack, doctor.Warning, []string{"IPv6 pod traffic breaks", "Azure/AKS#5120"}}},
+			wants: []want{{RuleDualStack, finding.Warning, []string{"IPv6 pod traffic breaks", "Azure/AKS#5120"}}},
 		},
 		{
 			name: "AKS: a custom ip-masq-agent range outside the cluster breaks",
@@ -222,7 +223,7 @@ func TestCheck(t *testing.T) {
 				}}
 			},
 			errors: 1,
-			wants:  []want{{CheckMasquerade, doctor.Error, []string{"172.16.0.0/12", "connectivity to these ranges breaks"}}},
+			wants:  []want{{RuleMasquerade, finding.Error, []string{"172.16.0.0/12", "connectivity to these ranges breaks"}}},
 		},
 		{
 			name: "AKS: a leftover azure-ip-masq-agent-config",
@@ -230,19 +231,19 @@ func TestCheck(t *testing.T) {
 				in.Platform = true
 				in.Masq = &Masq{ConfigMaps: []MasqConfig{{Name: "azure-ip-masq-agent-config", Custom: true, NonMasqueradeCIDRs: []netip.Prefix{pfx("10.240.0.0/16")}}}}
 			},
-			wants: []want{{CheckMasquerade, doctor.Warning, []string{"left from an older azure-ip-masq-agent", "delete configmap"}}},
+			wants: []want{{RuleMasquerade, finding.Warning, []string{"left from an older azure-ip-masq-agent", "delete configmap"}}},
 		},
 		{
 			name: "self-managed: the ip-masq-agent range is a warning",
 			in: func(in *Input) {
 				in.Masq = &Masq{ConfigMaps: []MasqConfig{{Name: "ip-masq-agent", Custom: true, NonMasqueradeCIDRs: []netip.Prefix{pfx("172.16.0.0/12")}}}}
 			},
-			wants: []want{{CheckMasquerade, doctor.Warning, []string{"172.16.0.0/12", "after the stand-down"}}},
+			wants: []want{{RuleMasquerade, finding.Warning, []string{"172.16.0.0/12", "after the stand-down"}}},
 		},
 		{
 			name:  "ip-masq-agent not read",
 			in:    func(in *Input) { in.MasqNote = "the nodes come from an inventory" },
-			wants: []want{{CheckMasquerade, doctor.Info, []string{"not (fully) checked", "inventory"}}},
+			wants: []want{{RuleMasquerade, finding.Info, []string{"not (fully) checked", "inventory"}}},
 		},
 		{
 			name: "AKS: a node subnet name over 63 characters",
@@ -251,18 +252,18 @@ func TestCheck(t *testing.T) {
 				longName(in)
 			},
 			errors: 1,
-			wants:  []want{{CheckNames, doctor.Error, []string{"subnet name", "64 characters"}}},
+			wants:  []want{{RuleNames, finding.Error, []string{"subnet name", "64 characters"}}},
 		},
 		{
 			name:  "self-managed: long names do not matter",
 			in:    longName,
-			none:  []string{CheckNames},
+			none:  []string{RuleNames},
 			wants: []want{},
 		},
 		{
 			name:  "part of the network could not be read",
 			in:    func(in *Input) { in.Routing.Unread = []string{"the peerings of kubernetes-vnet"} },
-			wants: []want{{CheckUnread, doctor.Info, []string{"not checked: the peerings of kubernetes-vnet could not be read"}}},
+			wants: []want{{RuleUnread, finding.Info, []string{"not checked: the peerings of kubernetes-vnet could not be read"}}},
 		},
 		{
 			name: "on premises reaches the pods through the gateway",
@@ -274,7 +275,7 @@ func TestCheck(t *testing.T) {
 				in.Routing.VNets[0].Gateways = []routing.Gateway{{Name: "vpn", SubnetID: gwID, Learned: []netip.Prefix{pfx("10.9.0.0/16")}}}
 			},
 			errors: 1,
-			wants:  []want{{CheckReachability, doctor.Error, []string{"on premises 10.9.0.0/16 reaches 1 of 2", "gateway-routes"}}},
+			wants:  []want{{RuleReachability, finding.Error, []string{"on premises 10.9.0.0/16 reaches 1 of 2", "gateway-routes"}}},
 		},
 	}
 	for _, tt := range tests {
@@ -289,19 +290,19 @@ func TestCheck(t *testing.T) {
 				t.Errorf("%d errors, want %d:\n%s", rep.Errors(), tt.errors, dump(rep.Findings))
 			}
 			for _, w := range tt.wants {
-				if !slices.ContainsFunc(rep.Findings, func(f doctor.Finding) bool {
-					return f.Check == w.check && f.Severity == w.sev && containsAll(f.Message+" "+f.Fix, w.words)
+				if !slices.ContainsFunc(rep.Findings, func(f finding.Finding) bool {
+					return f.Rule == w.check && f.Severity == w.sev && containsAll(f.Message+" "+f.Fix, w.words)
 				}) {
 					t.Errorf("no %s %s finding with %q in:\n%s", w.sev, w.check, w.words, dump(rep.Findings))
 				}
 			}
 			for _, c := range tt.none {
-				if slices.ContainsFunc(rep.Findings, func(f doctor.Finding) bool { return f.Check == c }) {
+				if slices.ContainsFunc(rep.Findings, func(f finding.Finding) bool { return f.Rule == c }) {
 					t.Errorf("unexpected %s finding:\n%s", c, dump(rep.Findings))
 				}
 			}
 			for i := 1; i < len(rep.Findings); i++ {
-				if rank(rep.Findings[i].Severity) < rank(rep.Findings[i-1].Severity) {
+				if rep.Findings[i].Severity.Rank() < rep.Findings[i-1].Severity.Rank() {
 					t.Errorf("findings not sorted errors first:\n%s", dump(rep.Findings))
 				}
 			}
@@ -387,8 +388,8 @@ func TestLeftovers(t *testing.T) {
 				t.Fatalf("%d findings, want %d:\n%s", len(got), len(tt.wants), dump(got))
 			}
 			for i, w := range tt.wants {
-				if !strings.Contains(got[i].Message, w) || got[i].Check != CheckStandDown || got[i].Severity == doctor.Error {
-					t.Errorf("finding %d: %+v, want a %s remark with %q", i, got[i], CheckStandDown, w)
+				if !strings.Contains(got[i].Message, w) || got[i].Rule != RuleStandDown || got[i].Severity == finding.Error {
+					t.Errorf("finding %d: %+v, want a %s remark with %q", i, got[i], RuleStandDown, w)
 				}
 			}
 		})
@@ -421,10 +422,10 @@ func containsAll(s string, words []string) bool {
 	return true
 }
 
-func dump(fs []doctor.Finding) string {
+func dump(fs []finding.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
-		b.WriteString(string(f.Severity) + " " + f.Check + " " + f.Resource + ": " + f.Message + " [fix: " + f.Fix + "]\n")
+		b.WriteString(string(f.Severity) + " " + f.Rule + " " + f.Resource + ": " + f.Message + " [fix: " + f.Fix + "]\n")
 	}
 	return b.String()
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
@@ -92,7 +92,7 @@ func reachability(in Input, r *Report, add addFunc) {
 		if resource == "" {
 			resource = src.prefix.String()
 		}
-		add(doctor.Error, CheckReachability, resource, fmt.Sprintf("routekeeper trace %s %s", example.Source.Addr, example.Destination.Addr),
+		add(finding.Error, RuleReachability, resource, fmt.Sprintf("routekeeper trace %s %s", example.Source.Addr, example.Destination.Addr),
 			"%s reaches %d of %d node pod CIDRs today through %s (e.g. %s): in an overlay pod IPs are not reachable from outside the cluster, so an Application Gateway backend, a VM, a peered network or an on-premises client that talks to pods directly loses them at the move. Publish the pods as a Service (an internal LoadBalancer) or through an ingress with Overlay support, and point those clients there first",
 			where, len(rc.Reached), rc.Total, via, rc.Example)
 	}

@@ -1,8 +1,14 @@
-package cli
+// Package output renders a command's result the way the Azure CLI does:
+// -o table (columns laid out like `az ... -o table`), json, yaml and tsv,
+// with --query (JMESPath) applied to the result's JSON form first, keeping
+// the key order az keeps. Errors that are the caller's (a bad format or
+// query) wrap ErrUsage.
+package output
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -16,20 +22,34 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The output formats of -o, as the Azure CLI names them; sarif is iac
-// check's alone (SARIF 2.1.0, for code-scanning UIs).
-var outputFormats = []string{"table", "json", "yaml", "tsv", "sarif"}
+// Formats are the output formats of -o, as the Azure CLI names them, and
+// sarif (SARIF 2.1.0, for code-scanning UIs), which only commands that
+// report findings print (internal/finding).
+var Formats = []string{"table", "json", "yaml", "tsv", "sarif"}
 
-// table is what a command prints with -o table: a header and rows of cells.
-type table struct {
-	header []string
-	rows   [][]string
+// ErrUsage marks an error in the caller's -o or --query.
+var ErrUsage = errors.New("usage")
+
+// usageErrorf formats an error of the caller's flags; it wraps ErrUsage.
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
 }
 
-// outputOptions are the global -o and --query flags.
-type outputOptions struct {
-	format string // table, json, yaml or tsv
-	query  string // JMESPath, "" for none
+type usageError struct{ err error }
+
+func (e *usageError) Error() string   { return e.err.Error() }
+func (e *usageError) Unwrap() []error { return []error{e.err, ErrUsage} }
+
+// Table is what a command prints with -o table: a header and rows of cells.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Options are the global -o and --query flags.
+type Options struct {
+	Format string // table, json, yaml, tsv or sarif
+	Query  string // JMESPath, "" for none
 
 	compiled jmespath.JMESPath
 	// queryKeys are the keys of the query's multiselect hashes ({a: x, b:
@@ -37,21 +57,21 @@ type outputOptions struct {
 	queryKeys []string
 }
 
-// compile checks -o and --query; both errors name the flag and the value.
-func (o *outputOptions) compile() error {
-	if !slices.Contains(outputFormats, o.format) {
-		return usageErrorf("flag --output: %q is not one of %s", o.format, strings.Join(outputFormats, ", "))
+// Compile checks -o and --query; both errors name the flag and the value.
+func (o *Options) Compile() error {
+	if !slices.Contains(Formats, o.Format) {
+		return usageErrorf("flag --output: %q is not one of %s", o.Format, strings.Join(Formats, ", "))
 	}
-	if o.query == "" {
+	if o.Query == "" {
 		return nil
 	}
-	ast, err := jmespath.NewParser().Parse(o.query)
+	ast, err := jmespath.NewParser().Parse(o.Query)
 	if err != nil {
-		return usageErrorf("flag --query: %q is not a valid JMESPath expression: %v", o.query, err)
+		return usageErrorf("flag --query: %q is not a valid JMESPath expression: %v", o.Query, err)
 	}
-	c, err := jmespath.Compile(o.query)
+	c, err := jmespath.Compile(o.Query)
 	if err != nil {
-		return usageErrorf("flag --query: %q is not a valid JMESPath expression: %v", o.query, err)
+		return usageErrorf("flag --query: %q is not a valid JMESPath expression: %v", o.Query, err)
 	}
 	o.compiled = c
 	o.queryKeys = nil
@@ -70,31 +90,22 @@ func (o *outputOptions) compile() error {
 	return nil
 }
 
-// humanOutput reports whether the command prints for people (-o table
-// without --query): only then may it add prose around its result ("No
-// changes", totals). Everything else prints the result alone, for scripts.
-func (a *app) humanOutput() bool { return a.out.format == "table" && a.out.query == "" }
-
-// print writes v, the command's result, as -o and --query ask, with the
+// Write writes v, the command's result, as -o and --query ask, with the
 // Azure CLI's semantics: the query applies to v's JSON form, then the
 // chosen format renders what the query returned. For json and yaml without
 // a query, v is marshalled as it is (struct tags name the fields); for table
 // without a query, tbl lays it out like `az ... -o table` (nil: a generic
 // table of v's JSON form).
-func (a *app) print(v any, tbl func() table) error {
-	return writeOutput(a.stdout, a.out, v, tbl)
-}
-
-func writeOutput(w io.Writer, o outputOptions, v any, tbl func() table) error {
+func Write(w io.Writer, o Options, v any, tbl func() Table) error {
 	if o.compiled == nil {
-		switch o.format {
+		switch o.Format {
 		case "json":
-			return writeJSON(w, v)
+			return WriteJSON(w, v)
 		case "yaml":
 			return writeYAML(w, v)
 		case "table":
 			if tbl != nil {
-				return writeTable(w, tbl())
+				return WriteTable(w, tbl())
 			}
 		}
 	}
@@ -114,25 +125,25 @@ func writeOutput(w io.Writer, o outputOptions, v any, tbl func() table) error {
 	res := doc.value
 	if o.compiled != nil {
 		if res, err = o.compiled.Search(doc.value); err != nil {
-			return usageErrorf("flag --query: %q: %w", o.query, err)
+			return usageErrorf("flag --query: %q: %w", o.Query, err)
 		}
 	}
 	res = ordered(res, rank)
-	switch o.format {
+	switch o.Format {
 	case "sarif":
-		return usageErrorf("flag --output: sarif is the format of routekeeper iac check only")
+		return usageErrorf("flag --output: sarif is the format of the commands that report findings (doctor, iac check, ipplan)")
 	case "json":
-		return writeJSON(w, res)
+		return WriteJSON(w, res)
 	case "yaml":
 		return writeOrderedYAML(w, res)
 	case "tsv":
 		return writeTSV(w, res)
 	default:
-		return writeTable(w, genericTable(res))
+		return WriteTable(w, genericTable(res))
 	}
 }
 
-func writeJSON(w io.Writer, v any) error {
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // "->" in messages stays readable
@@ -389,12 +400,12 @@ func writeTSV(w io.Writer, v any) error {
 // does: a list of objects gets a column per key (the key with its first
 // letter upper-cased), nested objects and lists are left out; a scalar or a
 // list of scalars is one "Result" column.
-func genericTable(v any) table {
+func genericTable(v any) Table {
 	items, ok := v.([]any)
 	if !ok {
 		items = []any{v}
 	}
-	var t table
+	var t Table
 	var cols []string
 	for _, it := range items {
 		o, ok := it.(object)
@@ -408,16 +419,16 @@ func genericTable(v any) table {
 		}
 	}
 	if len(cols) == 0 {
-		t.header = []string{"Result"}
+		t.Header = []string{"Result"}
 		for _, it := range items {
 			if s, ok := scalar(it); ok {
-				t.rows = append(t.rows, []string{s})
+				t.Rows = append(t.Rows, []string{s})
 			}
 		}
 		return t
 	}
 	for _, c := range cols {
-		t.header = append(t.header, strings.ToUpper(c[:1])+c[1:])
+		t.Header = append(t.Header, strings.ToUpper(c[:1])+c[1:])
 	}
 	for _, it := range items {
 		o, ok := it.(object)
@@ -428,22 +439,22 @@ func genericTable(v any) table {
 		for i, c := range cols {
 			row[i], _ = scalar(o.m[c])
 		}
-		t.rows = append(t.rows, row)
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
 
-// writeTable lays out t the way the Azure CLI does for -o table: columns
+// WriteTable lays out t the way the Azure CLI does for -o table: columns
 // separated by two spaces, the header underlined with dashes.
-func writeTable(w io.Writer, t table) error {
-	if len(t.header) == 0 {
+func WriteTable(w io.Writer, t Table) error {
+	if len(t.Header) == 0 {
 		return nil
 	}
-	widths := make([]int, len(t.header))
-	for i, h := range t.header {
+	widths := make([]int, len(t.Header))
+	for i, h := range t.Header {
 		widths[i] = len(h)
 	}
-	for _, r := range t.rows {
+	for _, r := range t.Rows {
 		for i := 0; i < len(r) && i < len(widths); i++ {
 			widths[i] = max(widths[i], len(r[i]))
 		}
@@ -465,15 +476,20 @@ func writeTable(w io.Writer, t table) error {
 		b.WriteString(strings.TrimRight(l.String(), " "))
 		b.WriteByte('\n')
 	}
-	line(t.header)
+	line(t.Header)
 	dashes := make([]string, len(widths))
 	for i, wd := range widths {
 		dashes[i] = strings.Repeat("-", wd)
 	}
 	line(dashes)
-	for _, r := range t.rows {
+	for _, r := range t.Rows {
 		line(r)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// Human reports whether the output is for people (-o table without
+// --query): only then may a command add prose around its result ("No
+// changes", totals). Everything else prints the result alone, for scripts.
+func (o Options) Human() bool { return o.Format == "table" && o.Query == "" }
