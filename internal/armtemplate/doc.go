@@ -18,8 +18,11 @@
 // and hands it to the Deployer; WhatIf evaluates every resource without
 // deploying, leaving a property whose value needs reference() to a resource of
 // the same deployment as its unevaluated expression string, as Azure's
-// what-if does. Callers that need finer control use Prepare and
-// Deployment.Evaluate directly.
+// what-if does. A caller that PUTs resources itself uses the step-wise API:
+// Prepare (which is also ARM's validation) returns the steps in deployment
+// order; Deployment.Evaluate evaluates one step once its dependencies are
+// deployed, Deployment.Record stores what the deployment answered, and
+// Deployment.Outputs evaluates the outputs at the end.
 //
 // Errors are *Error values carrying ARM's error code (InvalidTemplate) and
 // ARM's wording, with line and column where ARM reports them.

@@ -410,3 +410,52 @@ func TestExpressionSyntax(t *testing.T) {
 		})
 	}
 }
+
+// TestStepwise drives a deployment step by step, as a provider that PUTs
+// resources itself would.
+func TestStepwise(t *testing.T) {
+	src := `{
+	  "resources": [
+	    {"type": "Microsoft.Network/networkInterfaces", "apiVersion": "2023-04-01", "name": "nic",
+	     "properties": {"subnet": "[reference('vnet').subnets[0].id]"}},
+	    {"type": "Microsoft.Network/virtualNetworks", "apiVersion": "2023-04-01", "name": "vnet", "properties": {}}
+	  ],
+	  "outputs": {"subnet": {"type": "string", "value": "[reference('nic').subnet]"}}
+	}`
+	ctx := context.Background()
+	d, err := Prepare(ctx, mustParse(t, src), testScope, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld()
+	for _, s := range d.Steps() {
+		r, err := d.Evaluate(ctx, s, w)
+		if err != nil {
+			t.Fatalf("Evaluate %s: %v", s.Name, err)
+		}
+		state, _ := w.Put(ctx, r)
+		if r.Name == "vnet" { // the provider fills in what the service computes
+			state["properties"].(map[string]any)["subnets"] = []any{map[string]any{"id": "sub-1"}}
+		}
+		d.Record(r.ID, state)
+	}
+	outs, err := d.Outputs(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs["subnet"].Value != "sub-1" || outs["subnet"].Type != "String" {
+		t.Errorf("outputs = %v", outs)
+	}
+	if diff := cmp.Diff([]string{"vnet", "nic"}, w.puts); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+func TestReferenceInNameIsRejected(t *testing.T) {
+	src := `{"resources": [{"type": "A.B/c", "apiVersion": "1", "name": "[reference('x').name]"}]}`
+	_, err := Prepare(context.Background(), mustParse(t, src), testScope, nil, Options{})
+	var ae *Error
+	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "The template function 'reference' is not expected at this location.") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -2,7 +2,6 @@ package armtemplate
 
 import (
 	"context"
-	"errors"
 	"strings"
 )
 
@@ -19,9 +18,6 @@ const (
 	// and leaves the rest unresolved.
 	modeWhatIf
 )
-
-// errNeedsRuntime is returned by reference() in modeStatic.
-var errNeedsRuntime = errors.New("expression needs the runtime state of a resource")
 
 // evaluator evaluates template values in one frame (a template with its
 // parameters and variables) and one copy context.

@@ -122,6 +122,31 @@ func prepare(ctx context.Context, t *Template, scope Scope, params map[string]an
 // Steps are the resources in deployment order.
 func (d *Deployment) Steps() []*Step { return d.steps }
 
+// Evaluate evaluates one step for a caller that drives the deployment
+// itself: call it for each step in order, after the step's dependencies
+// were deployed, and Record what each deployment answered. reference()
+// reads recorded states first, then world. It returns nil for a resource
+// whose condition is false. Nested deployment steps are not evaluated here:
+// templates with nested deployments are run with Deploy or WhatIf.
+func (d *Deployment) Evaluate(ctx context.Context, s *Step, world Resources) (*Resource, error) {
+	if s.Nested {
+		return nil, invalidf("The resource '%s' is a nested deployment; run templates with nested deployments through Deploy or WhatIf.", s.Name)
+	}
+	d.f.run.mode, d.f.run.reader = modeDeploy, world
+	return d.evaluate(ctx, s)
+}
+
+// Record stores a deployed resource's state for later reference() calls.
+func (d *Deployment) Record(id string, state map[string]any) {
+	d.f.run.states[strings.ToLower(strings.TrimSuffix(id, "/"))] = normalize(state).(map[string]any)
+}
+
+// Outputs evaluates the template's outputs once every step was deployed.
+func (d *Deployment) Outputs(ctx context.Context, world Resources) (map[string]Output, error) {
+	d.f.run.mode, d.f.run.reader = modeDeploy, world
+	return d.f.outputs(ctx)
+}
+
 // reference resolves reference(target, apiVersion, 'Full').
 func fnReference(ev *evaluator, name string, args []any) (any, error) {
 	if ev.where == "variables" || ev.where == "parameter default" {
@@ -145,7 +170,9 @@ func fnReference(ev *evaluator, name string, args []any) (any, error) {
 		full = strings.EqualFold(s, "full")
 	}
 	if ev.mode == modeStatic {
-		return nil, errNeedsRuntime
+		// Names, types, copy counts and dependsOn are fixed before anything
+		// is deployed.
+		return nil, notExpectedHere(name)
 	}
 	id := target
 	if !strings.HasPrefix(target, "/") {
