@@ -191,11 +191,8 @@ func (f *frame) instance(ctx context.Context, ev *evaluator, m map[string]any, l
 			if !isObj {
 				return nil, f.resourceError(invalidf("The child resource at index '%d' must be an object.", i), name, line, col)
 			}
-			cl, cc := line, col
-			if f.t.positions != nil {
-				cl, cc = 0, 0
-			}
-			if err := f.expandResource(ctx, cm, cl, cc, s, ev.copy); err != nil {
+			// A child is reported at its parent's position.
+			if err := f.expandResource(ctx, cm, line, col, s, ev.copy); err != nil {
 				return nil, err
 			}
 		}
