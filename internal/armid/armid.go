@@ -116,3 +116,15 @@ func ResourceGroupID(id string) string {
 	}
 	return "/subscriptions/" + r.SubscriptionID + "/resourceGroups/" + r.ResourceGroupName
 }
+
+// Short keeps the part of an ID after Microsoft.Network's provider
+// (routeTables/kubernetes-routes), for tables and messages where the
+// subscription and resource group are the same on every line; other IDs
+// are kept whole.
+func Short(id string) string {
+	const marker = "/providers/microsoft.network/"
+	if i := strings.Index(strings.ToLower(id), marker); i >= 0 {
+		return id[i+len(marker):]
+	}
+	return id
+}

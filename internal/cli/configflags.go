@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/routekeeper/routekeeper/internal/config"
@@ -180,4 +181,11 @@ func flagType(k config.Kind) string {
 	default:
 		return "string"
 	}
+}
+
+// loadConfig reads a command's configuration: --config, then flags and
+// ROUTEKEEPER_* variables; errors are usage errors (exit 2).
+func (a *shell) loadConfig(cmd *cobra.Command, cf *configFlags) (*config.Config, error) {
+	cf.getenv = a.getenv
+	return cf.load(cmd.Flags())
 }

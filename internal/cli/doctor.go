@@ -7,14 +7,11 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/routekeeper/routekeeper/internal/config"
-	"github.com/routekeeper/routekeeper/internal/doctor"
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/finding"
-	"github.com/routekeeper/routekeeper/internal/overlay"
 )
 
 func (a *shell) newDoctorCmd() *cobra.Command {
@@ -53,66 +50,33 @@ the cloud cannot be read, 2 for bad input.`,
 			if err != nil {
 				return err
 			}
-			cfg, set, closeConn, err := a.sessionSet(cmd, &cf, connectOptions{readOnly: true})
+			cfg, err := a.loadConfig(cmd, &cf)
 			if err != nil {
 				return err
 			}
-			defer closeConn()
-			ctx := cmd.Context()
-			// The same observation and verdict as run (with the networks
-			// around and the NICs for the routing checks): doctor has no
-			// rules of its own.
-			scope := routingScope(cfg, true)
-			scope.Access = target == nil // the pre-flight needs no permission reads
-			all := set.DryRun(ctx, scope)
-			res := all[0]
-			if res.Verdict == nil {
-				return res.Err
-			}
 			if target != nil {
-				in, err := a.overlayInput(ctx, cfg, all, *target)
+				rep, err := a.app.OverlayPreflight(cmd.Context(), cfg, *target)
 				if err != nil {
 					return err
 				}
-				return a.runOverlayPreflight(in)
+				return a.printOverlayPreflight(rep)
 			}
-			rep := doctor.Check(doctor.Input{
-				Cluster:      cfg.Cluster.Name,
-				ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
-				Limit:        cfg.RouteTable.RouteLimit,
-				TableID:      cfg.RouteTable.ID,
-				Subnets:      cfg.Subnets,
-				Observe:      cfg.Routes == config.RoutesObserve,
-				Claim:        cfg.RouteTable.Claim,
-			}, res.Verdict)
-			standDown := res.Verdict.StandingDown()
-			if standDown {
-				// No pod is reached through routes any more: say what is left.
-				in, err := a.overlayInput(ctx, cfg, all, overlay.Target{})
-				if err != nil {
-					return err
-				}
-				rep.Add(overlay.Leftovers(in)...)
-			} else {
-				rin, err := routingInput(res.Observation, cfg, res.SourceNodes())
-				if err != nil {
-					return err
-				}
-				rep.Add(doctor.CheckRouting(rin)...)
+			rep, err := a.app.Doctor(cmd.Context(), cfg)
+			if err != nil {
+				return err
 			}
-			rep.Findings = append(rep.Findings, mirrorDoctor(cfg, all[1:])...)
 			if a.humanOutput() && len(rep.Findings) == 0 {
 				fmt.Fprintln(a.stdout, "No problems found.")
-			} else if err := a.printFindings(findingsOutput{v: rep, findings: rep.Findings, tool: doctorTool}); err != nil {
+			} else if err := a.printFindings(findingsOutput{v: rep.Report, findings: rep.Findings, tool: doctorTool}); err != nil {
 				return err
 			}
 			switch {
-			case a.humanOutput() && standDown:
+			case a.humanOutput() && rep.StandDown:
 				fmt.Fprintf(a.stdout, "\nroutekeeper stands down from host routes: none of the %d nodes needs a route in %s; %d errors, %d findings in all.\n",
-					rep.Nodes, shortID(rep.Table), rep.Errors(), len(rep.Findings))
+					rep.Nodes, armid.Short(rep.Table), rep.Errors(), len(rep.Findings))
 			case a.humanOutput():
 				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table their subnet uses (routekeeper keeps %s); %d errors, %d findings in all.\n",
-					rep.Routed, rep.Nodes, shortID(rep.Table), rep.Errors(), len(rep.Findings))
+					rep.Routed, rep.Nodes, armid.Short(rep.Table), rep.Errors(), len(rep.Findings))
 			}
 			if rep.Errors() > 0 {
 				return findings()
@@ -127,13 +91,3 @@ the cloud cannot be read, 2 for bad input.`,
 
 // doctorTool names doctor in its SARIF log.
 var doctorTool = finding.Tool{Name: "routekeeper doctor", InformationURI: docsURL("doctor.md")}
-
-// shortID keeps the part of an ARM ID after the provider for tables: the
-// subscription and resource group are the same on every row.
-func shortID(id string) string {
-	const marker = "/providers/microsoft.network/"
-	if i := strings.Index(strings.ToLower(id), marker); i >= 0 {
-		return id[i+len(marker):]
-	}
-	return id
-}

@@ -1,15 +1,13 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/routekeeper/routekeeper/internal/config"
-	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/overlay"
 )
@@ -72,46 +70,16 @@ func family(p netip.Prefix) string {
 	return "IPv6"
 }
 
-// overlayInput is the pre-flight's input from doctor's dry run: the main
-// table's verdict and observation, the mirrors' verdicts, the
-// configuration and what the cluster says of ip-masq-agent.
-func (a *shell) overlayInput(ctx context.Context, cfg *config.Config, all []*controller.Result, target overlay.Target) (overlay.Input, error) {
-	res := all[0]
-	v := res.Verdict
-	st, err := res.Observation.RoutingState(res.SourceNodes())
-	if err != nil {
-		return overlay.Input{}, err
-	}
-	in := overlay.Input{
-		Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs, ServiceCIDRs: cfg.Cluster.ServiceCIDRs,
-		Platform: cfg.Routes == config.RoutesObserve, Subnets: cfg.Subnets,
-		TableID: v.Table, Table: v.Current, Routing: st, Target: target,
-	}
-	for i, m := range cfg.Mirrors {
-		om := overlay.Mirror{TableID: m.RouteTable, Subnets: m.Subnets}
-		if i+1 < len(all) && all[i+1].Verdict != nil {
-			om.Table = all[i+1].Verdict.Current
-		}
-		in.Mirrors = append(in.Mirrors, om)
-	}
-	in.Masq, in.MasqNote = a.readMasq(ctx, cfg)
-	return in, nil
-}
-
-// runOverlayPreflight prints the pre-flight and returns findings() when
+// printOverlayPreflight prints the pre-flight and returns findings() when
 // it has an error: the move would fail or break traffic.
-func (a *shell) runOverlayPreflight(in overlay.Input) error {
-	rep, err := overlay.Check(in)
-	if err != nil {
-		return err
-	}
+func (a *shell) printOverlayPreflight(rep *overlay.Report) error {
 	if a.humanOutput() {
 		kept := ""
 		if rep.KeptPodCIDR {
 			kept = ", the cluster's current one"
 		}
 		fmt.Fprintf(a.stdout, "Pre-flight of the move to an overlay: target pod CIDR %s%s; %d nodes; route table %s.\n\n",
-			strings.Join(prefixes(rep.Target), ", "), kept, rep.Nodes, shortID(rep.Table))
+			strings.Join(prefixes(rep.Target), ", "), kept, rep.Nodes, armid.Short(rep.Table))
 	}
 	tool := finding.Tool{Name: "routekeeper doctor --target overlay", InformationURI: docsURL("aks-overlay.md")}
 	if err := a.printFindings(findingsOutput{v: rep, findings: rep.Findings, tool: tool}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/app"
 	"github.com/routekeeper/routekeeper/internal/output"
 )
 
@@ -31,18 +32,12 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
-// usageError marks err as bad input: the command exits 2.
-func usageError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: ExitUsage, err: err}
-}
+// usageError marks err as bad input, as the application layer does: the
+// command exits 2.
+func usageError(err error) error { return app.BadInput(err) }
 
 // usageErrorf formats a bad-input error: the command exits 2.
-func usageErrorf(format string, args ...any) error {
-	return usageError(fmt.Errorf(format, args...))
-}
+func usageErrorf(format string, args ...any) error { return app.BadInputf(format, args...) }
 
 // findings makes the command exit 3 without printing an error: the findings
 // (or changes) were already printed as the command's result.
@@ -61,7 +56,7 @@ func exitCode(err error) (int, string) {
 		}
 		return ee.code, ee.err.Error()
 	}
-	if errors.Is(err, output.ErrUsage) {
+	if errors.Is(err, output.ErrUsage) || errors.Is(err, app.ErrBadInput) {
 		return ExitUsage, err.Error()
 	}
 	// cobra's own errors (unknown command, bad arguments) are usage errors.

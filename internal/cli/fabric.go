@@ -325,7 +325,7 @@ func (t *fabricTarget) open(ctx context.Context, a *shell, cmd *cobra.Command, m
 		if cmd.Flags().Changed("state") && cmd.Flags().Changed("endpoint") {
 			return nil, nil, usageErrorf("flags --state and --endpoint: give one or the other")
 		}
-		opts, err := fabric.EndpointClientOptions(t.endpoint, a.fabricCA())
+		opts, err := fabric.EndpointClientOptions(t.endpoint, a.app.FabricCA())
 		if err != nil {
 			return nil, nil, usageErrorf("flag --endpoint: %w", err)
 		}

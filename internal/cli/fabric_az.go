@@ -69,7 +69,7 @@ func (a *shell) azSteps(o *fabricAzOptions) (azSteps, error) {
 	stateDir := filepath.Dir(fabric.StatePath(a.getenv))
 	ca := o.ca
 	if ca == "" {
-		ca = a.fabricCA()
+		ca = a.app.FabricCA()
 	}
 	dir := o.configDir
 	if dir == "" {

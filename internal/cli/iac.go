@@ -8,11 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/routekeeper/routekeeper/internal/config"
-	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/iac"
-	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
 func (a *shell) newIacCmd() *cobra.Command {
@@ -63,18 +60,13 @@ for a plan that is not one (or bad input), 1 on errors.`,
 			if err != nil {
 				return err
 			}
-			in, notes, err := a.iacInput(cmd, cfg, offline)
-			if err != nil {
-				return err
-			}
-			rep, err := iac.Check(ctx, p, in)
+			rep, err := a.app.IacCheck(ctx, cfg, p, offline)
 			if errors.Is(err, iac.ErrBadValue) {
 				return usageErrorf("%s: %w", args[0], err)
 			}
 			if err != nil {
 				return err
 			}
-			rep.Notes = append(notes, rep.Notes...)
 			if err := a.printIac(rep, args[0]); err != nil {
 				return err
 			}
@@ -103,76 +95,6 @@ func readPlanFile(stdin io.Reader, name string) ([]byte, error) {
 		return nil, usageErrorf("plan file: %w", err)
 	}
 	return b, nil
-}
-
-// iacInput is what the plan is judged with: the configuration, the nodes
-// and, unless offline or unreachable, the cloud as it stands (run's
-// observation, with the networks and the tables every subnet uses), for
-// the main table and each mirror. The notes say what was not read when it
-// was wanted: the cloud, or a mirror table (the plan is then not checked
-// against that mirror).
-func (a *shell) iacInput(cmd *cobra.Command, cfg *config.Config, offline bool) (iac.Input, []string, error) {
-	ctx := cmd.Context()
-	if !offline {
-		conn, err := a.connect(ctx, cfg, connectOptions{readOnly: true})
-		if err == nil {
-			defer conn.close()
-			set, err := a.newSet(ctx, cfg, conn.client)
-			if err != nil {
-				return iac.Input{}, nil, err
-			}
-			res := set.Main.DryRun(ctx, observe.Scope{Routing: true})
-			if res.Verdict != nil && res.Verdict.Decision.TableErr == nil {
-				nodes := res.SourceNodes()
-				in := iac.Input{Want: set.Main.Desired(nodes), Subnets: cfg.Subnets, Live: res.Observation}
-				var notes []string
-				for i, m := range set.Mirrors {
-					mr := m.DryRun(ctx, observe.Scope{Routing: true})
-					if mr.Verdict == nil || mr.Verdict.Decision.TableErr != nil {
-						// Judged without its table, the mirror would look
-						// unassociated now and after: no finding, wrongly.
-						a.log.Warn("a mirror route table could not be read: the plan is not checked against it", "routeTable", cfg.Mirrors[i].RouteTable, "err", mr.Err)
-						notes = append(notes, fmt.Sprintf("mirror route table %s could not be read (%v): the plan was not checked against it", shortID(cfg.Mirrors[i].RouteTable), mr.Err))
-						continue
-					}
-					in.Mirrors = append(in.Mirrors, iac.Mirror{Want: m.Desired(nodes), Subnets: cfg.Mirrors[i].Subnets, Live: mr.Observation})
-				}
-				return in, notes, nil
-			}
-			err = res.Err
-		}
-		var ee *exitError
-		if errors.As(err, &ee) && ee.code == ExitUsage {
-			return iac.Input{}, nil, err
-		}
-		a.log.Warn("the cloud could not be read: the plan is judged against its own before-values", "err", err)
-		note := "the cloud could not be read (" + err.Error() + "): the plan was judged against its own before-values"
-		in, err := a.iacOffline(cmd, cfg)
-		return in, []string{note}, err
-	}
-	in, err := a.iacOffline(cmd, cfg)
-	return in, nil, err
-}
-
-// iacOffline is what the plan is judged with when the cloud is not read:
-// the configuration as written and the nodes.
-func (a *shell) iacOffline(cmd *cobra.Command, cfg *config.Config) (iac.Input, error) {
-	ctx := cmd.Context()
-	src, err := a.nodeSource(ctx, cfg, nil)
-	if err != nil {
-		return iac.Input{}, err
-	}
-	nodes, err := src.Nodes(ctx)
-	if err != nil {
-		return iac.Input{}, fmt.Errorf("reading the nodes: %w", err)
-	}
-	ccfg := baseControllerConfig(cfg)
-	in := iac.Input{Want: controller.New(ccfg, nil, nil, a.log).Desired(nodes), Subnets: cfg.Subnets}
-	for _, m := range cfg.Mirrors {
-		mc := controller.MirrorConfig(ccfg, mirrorOf(m))
-		in.Mirrors = append(in.Mirrors, iac.Mirror{Want: controller.New(mc, nil, nil, a.log).Desired(nodes), Subnets: m.Subnets})
-	}
-	return in, nil
 }
 
 // printIac prints the report in the chosen format.

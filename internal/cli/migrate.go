@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/app"
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/migrate"
 	"github.com/routekeeper/routekeeper/internal/output"
 )
@@ -52,56 +53,29 @@ next hop, a table claimed by another cluster, the route limit, another
 region), 2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if to == "" {
-				return usageErrorf("flag --to: the route table to migrate to is required (its ARM ID, or its name with --resource-group/-g)")
-			}
 			cfg, err := a.loadConfig(cmd, &cf)
 			if err != nil {
 				return err
 			}
-			toID, err := cfg.Scope().RouteTableID(to)
-			if err != nil {
-				return usageErrorf("flag --to: %q: %w", to, err)
-			}
-			to = toID
-			o := migrate.Options{
-				Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs,
-				From: cfg.RouteTable.ID, To: to, Subnets: cfg.Subnets,
-				Limit: cfg.RouteTable.RouteLimit, DeleteOld: deleteOld,
-			}
-			if err := o.Validate(); err != nil {
-				return usageErrorf("migrate: %w", err)
-			}
-			if err := refuseMirrorTarget(cfg, to); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			conn, err := a.connect(ctx, cfg, connectOptions{readOnly: dryRun})
-			if err != nil {
-				return err
-			}
-			defer conn.close()
-
 			// On a terminal each step shows as a progress line; the log
 			// keeps both ends of every step.
 			var stepDone func(error)
-			progress := func(s migrate.Step) error {
+			progress := func(s migrate.Step) {
 				if s.Status == migrate.Applied {
 					if stepDone != nil {
 						stepDone(nil)
 						stepDone = nil
 					}
 					a.log.Info("migrate: step done", "step", s.N, "action", s.Action, "resource", s.Resource)
-				} else {
-					a.log.Info("migrate: step starting", "step", s.N, "action", s.Action, "resource", s.Resource, "detail", s.Detail)
-					if stepDone != nil {
-						stepDone(nil)
-					}
-					stepDone = a.progress(fmt.Sprintf("migrate step %d: %s %s", s.N, s.Action, shortID(s.Resource)))
+					return
 				}
-				return nil
+				a.log.Info("migrate: step starting", "step", s.N, "action", s.Action, "resource", s.Resource, "detail", s.Detail)
+				if stepDone != nil {
+					stepDone(nil)
+				}
+				stepDone = a.progress(fmt.Sprintf("migrate step %d: %s %s", s.N, s.Action, armid.Short(s.Resource)))
 			}
-			p, err := migrate.Run(ctx, conn.client, o, migrate.RunOptions{DryRun: dryRun, Progress: progress})
+			p, err := a.app.Migrate(cmd.Context(), cfg, app.MigrateRequest{To: to, DryRun: dryRun, DeleteOld: deleteOld, Progress: progress})
 			if stepDone != nil {
 				stepDone(err)
 			}
@@ -112,18 +86,10 @@ region), 2 for bad input.`,
 				}
 			}
 			switch {
-			case errors.Is(err, migrate.ErrConflicts):
-				return fmt.Errorf("%w: %d conflict(s) with route table %s (listed above); nothing was written", err, len(p.Conflicts), to)
 			case err != nil:
-				if p != nil {
-					return fmt.Errorf("%w (run the same command again to continue)", err)
-				}
 				return err
 			case dryRun && !p.Complete():
 				return findings()
-			case !dryRun:
-				a.log.Info("migration complete: set routeTable.id to the new table in the configuration (until then routekeeper run follows the migrated-to tag)",
-					"routeTable", to, "writes", p.Writes)
 			}
 			return nil
 		},
@@ -140,10 +106,10 @@ region), 2 for bad input.`,
 func migrateTable(p *migrate.Plan) output.Table {
 	t := output.Table{Header: []string{"Step", "Action", "Resource", "Status", "Detail"}}
 	for _, s := range p.Steps {
-		t.Rows = append(t.Rows, []string{strconv.Itoa(s.N), s.Action, shortID(s.Resource), string(s.Status), s.Detail})
+		t.Rows = append(t.Rows, []string{strconv.Itoa(s.N), s.Action, armid.Short(s.Resource), string(s.Status), s.Detail})
 	}
 	for _, c := range p.Conflicts {
-		res := shortID(c.Resource)
+		res := armid.Short(c.Resource)
 		if c.Route != "" {
 			res += "/" + c.Route
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/routekeeper/routekeeper/internal/app"
 	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/yamlfile"
 )
@@ -41,6 +42,9 @@ type shell struct {
 	logLevel  string
 	logFormat string
 	log       *slog.Logger
+	// app is the application layer the commands run (built in setup,
+	// once the logger is).
+	app *app.App
 }
 
 // Run runs routekeeper with args (without the program name) and returns the
@@ -169,6 +173,7 @@ func (a *shell) setup() error {
 	default:
 		return usageErrorf("flag --log-format: %q is not one of text, json", a.logFormat)
 	}
+	a.app = &app.App{Log: a.log, Getenv: a.getenv, Progress: a.progress}
 	return nil
 }
 

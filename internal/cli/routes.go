@@ -1,26 +1,12 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/assoc"
-	"github.com/routekeeper/routekeeper/internal/controller"
-	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/app"
 	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/route"
-	"github.com/routekeeper/routekeeper/internal/source"
 )
-
-// createNote says what run would do about a missing table.
-func createNote(d *assoc.Decision) string {
-	if d.Create {
-		return "routekeeper run creates it"
-	}
-	return "routekeeper run will not create it: " + d.CreateBlocked
-}
 
 // routeRow is one row of `routes list`: the columns of `az network
 // route-table route list -o table`, plus who owns the route. JSON and YAML
@@ -92,48 +78,15 @@ With --table, list one of the configuration's mirror tables (config
 mirrors:), by name or ARM ID, the same way.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
+			cfg, err := a.loadConfig(cmd, &cf)
 			if err != nil {
 				return err
 			}
-			defer conn.close()
-			// The table run keeps: observe and decide like run (no nodes
-			// needed), so a migration or a followed swap is followed.
-			ccfg, err := a.controllerConfig(cmd.Context(), cfg, conn.client)
+			t, err := a.app.KeptTable(cmd.Context(), cfg, tableFlag)
 			if err != nil {
 				return err
 			}
-			ms, err := a.mirrors(cmd.Context(), cfg, conn.client, ccfg)
-			if err != nil {
-				return err
-			}
-			if ccfg, err = selectTable(cfg, ccfg, ms, tableFlag); err != nil {
-				return err
-			}
-			configured := ccfg.RouteTableID
-			// The nodes tell whether a subnet's table lacks the node
-			// routes (then run re-associates ours); without them only the
-			// table is listed.
-			var nodes []source.Node
-			if src, err := a.nodeSource(cmd.Context(), cfg, conn.client); err == nil {
-				if nodes, err = src.Nodes(cmd.Context()); err != nil {
-					a.log.Warn("the nodes could not be read; deciding without them", "err", err)
-				}
-			}
-			res := controller.New(ccfg, conn.client, nil, a.log).Inspect(cmd.Context(), nodes, observe.Scope{})
-			d := res.Decision
-			switch {
-			case d == nil:
-				return res.Err
-			case d.TableErr != nil:
-				return d.TableErr // it names the operation and the table
-			case res.Table == nil:
-				return fmt.Errorf("route table %s does not exist (%s)", d.Table, createNote(d))
-			}
-			if !armid.Same(d.Table, ccfg.RouteTableID) {
-				a.log.Info("listing the table routekeeper run keeps, not the configured one", "configured", configured, "table", d.Table, "why", string(d.Switch))
-			}
-			return a.printRoutes(res.Table, ownership(cfg))
+			return a.printRoutes(t, app.Ownership(cfg))
 		},
 	}
 	list.Flags().StringVar(&tableFlag, "table", "", "list this table of the configuration: the main one (default) or a mirror, by name or ARM ID")

@@ -2,17 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"net/netip"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/routekeeper/routekeeper/internal/config"
-	"github.com/routekeeper/routekeeper/internal/doctor"
-	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/routing"
-	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -38,35 +33,13 @@ cloud cannot be read, 2 for bad input.`,
   routekeeper trace worker-0/10.200.0.5 worker-1/10.200.1.7 -o json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, conn, err := a.session(cmd, &cf, connectOptions{readOnly: true})
+			cfg, err := a.loadConfig(cmd, &cf)
 			if err != nil {
 				return err
 			}
-			defer conn.close()
-			ctx := cmd.Context()
-			ctrl, err := a.newController(ctx, cfg, conn.client)
+			res, err := a.app.Trace(cmd.Context(), cfg, args[0], args[1])
 			if err != nil {
 				return err
-			}
-			// The observation and verdict of a dry run of the main
-			// table: the packet's path and, for a node at DST, the
-			// verdict run would give it.
-			pass := ctrl.DryRun(ctx, routingScope(cfg, false))
-			if pass.Verdict == nil {
-				return pass.Err
-			}
-			nodes := pass.SourceNodes()
-			from, to, err := resolveTraceArgs(nodes, args[0], args[1])
-			if err != nil {
-				return usageError(err)
-			}
-			st, err := pass.Observation.RoutingState(nodes)
-			if err != nil {
-				return err
-			}
-			res := traceResult{Result: routing.Trace(st, from, to)}
-			if nv, ok := pass.Verdict.Nodes[res.DestinationNode]; ok {
-				res.NodeVerdict = &nv
 			}
 			if !a.humanOutput() {
 				if err := a.print(res, nil); err != nil {
@@ -93,66 +66,6 @@ cloud cannot be read, 2 for bad input.`,
 	return cmd
 }
 
-// traceResult is what trace prints: the packet's path and, when DST is a
-// node's, the verdict run gives that node (the same reason as in its
-// condition, doctor and diff).
-type traceResult struct {
-	*routing.Result
-	NodeVerdict *verdict.Node `json:"nodeVerdict,omitempty"`
-}
-
-// resolveTraceArgs turns SRC and DST into endpoints, choosing for a node
-// name the address family of the other end.
-func resolveTraceArgs(nodes []source.Node, srcArg, dstArg string) (routing.Endpoint, routing.Endpoint, error) {
-	fam := func(arg string) int {
-		if _, ip, ok := strings.Cut(arg, "/"); ok {
-			arg = ip
-		}
-		if a, err := netip.ParseAddr(arg); err == nil {
-			if a.Unmap().Is4() {
-				return 4
-			}
-			return 6
-		}
-		return 0
-	}
-	f := fam(dstArg)
-	if f == 0 {
-		f = fam(srcArg)
-	}
-	dst, err := routing.Resolve(nodes, dstArg, true, f)
-	if err != nil && f != 0 {
-		dst, err = routing.Resolve(nodes, dstArg, true, 0)
-	}
-	if err != nil {
-		return routing.Endpoint{}, routing.Endpoint{}, fmt.Errorf("DST %w", err)
-	}
-	f = 4
-	if dst.Addr.Is6() {
-		f = 6
-	}
-	src, err := routing.Resolve(nodes, srcArg, false, f)
-	if err != nil {
-		src, err = routing.Resolve(nodes, srcArg, false, 0)
-	}
-	if err != nil {
-		return routing.Endpoint{}, routing.Endpoint{}, fmt.Errorf("SRC %w", err)
-	}
-	return src, dst, nil
-}
-
-// routingScope widens a dry run's observation for trace and doctor: the
-// networks of the node subnets and the mirrors' (an App Gateway subnet may
-// sit in another VNet: a trace can start in any of them) and the route
-// tables their subnets really use; nics adds the NICs (doctor).
-func routingScope(cfg *config.Config, nics bool) observe.Scope {
-	var more []string
-	for _, m := range cfg.Mirrors {
-		more = append(more, m.Subnets...)
-	}
-	return observe.Scope{Routing: true, RoutingSubnets: more, NICs: nics}
-}
-
 // nextHopTable is the answer laid out like `az network watcher
 // show-next-hop -o table`.
 func nextHopTable(r *routing.Result) output.Table {
@@ -162,7 +75,7 @@ func nextHopTable(r *routing.Result) output.Table {
 	}
 	return output.Table{
 		Header: []string{"NextHopIpAddress", "NextHopType", "RouteTableId"},
-		Rows:   [][]string{{ip, string(r.NextHopType), shortID(r.NextHopRouteTable)}},
+		Rows:   [][]string{{ip, string(r.NextHopType), armid.Short(r.NextHopRouteTable)}},
 	}
 }
 
@@ -227,28 +140,6 @@ func verdictLine(r *routing.Result) string {
 		return fmt.Sprintf("NOT delivered: reaches node %s, but the replies are lost", r.Node)
 	}
 	return string(r.Verdict)
-}
-
-// routingInput is doctor's input for the routing checks, from the
-// observation of its dry run: the network as trace sees it, and the NICs
-// when they could be read (the permission is optional: a failure to list
-// them is reported, not fatal).
-func routingInput(o *observe.Observation, cfg *config.Config, nodes []source.Node) (doctor.RoutingInput, error) {
-	st, err := o.RoutingState(nodes)
-	if err != nil {
-		return doctor.RoutingInput{}, err
-	}
-	in := doctor.RoutingInput{State: st, Subnets: cfg.Subnets}
-	nics, read, err := o.NICs()
-	if err != nil {
-		in.NICsError = err.Error()
-		return in, nil
-	}
-	in.NICsRead = read
-	for _, n := range nics {
-		in.NICs = append(in.NICs, doctor.NIC{ID: n.ID, Name: n.Name, IPs: n.IPs, IPForwarding: n.IPForwarding})
-	}
-	return in, nil
 }
 
 // nodeVerdictLine is a node's verdict in one line.

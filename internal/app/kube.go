@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"errors"
@@ -16,17 +16,17 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source/kube"
 )
 
-// kubeRESTConfig returns the Kubernetes client configuration of cfg: the
+// KubeRESTConfig returns the Kubernetes client configuration of cfg: the
 // kubeconfig file when one is set, else in-cluster (a Pod's service
 // account), else $KUBECONFIG, else ~/.kube/config.
-func (a *shell) kubeRESTConfig(cfg *config.Config) (*rest.Config, error) {
+func (a *App) KubeRESTConfig(cfg *config.Config) (*rest.Config, error) {
 	k := cfg.Source.Kube
 	var rc *rest.Config
 	switch {
 	case k.Kubeconfig != "":
 		c, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
 		if err != nil {
-			return nil, usageErrorf("source.kube.kubeconfig %s: %w", k.Kubeconfig, err)
+			return nil, BadInputf("source.kube.kubeconfig %s: %w", k.Kubeconfig, err)
 		}
 		rc = c
 	default:
@@ -34,7 +34,7 @@ func (a *shell) kubeRESTConfig(cfg *config.Config) (*rest.Config, error) {
 		if errors.Is(err, rest.ErrNotInCluster) {
 			rules := clientcmd.NewDefaultClientConfigLoadingRules()
 			rules.Precedence = nil
-			if env := a.getenv("KUBECONFIG"); env != "" {
+			if env := a.Getenv("KUBECONFIG"); env != "" {
 				rules.Precedence = filepath.SplitList(env)
 			}
 			if len(rules.Precedence) == 0 {
@@ -55,10 +55,9 @@ func (a *shell) kubeRESTConfig(cfg *config.Config) (*rest.Config, error) {
 	return rc, nil
 }
 
-// kubeSource is the Kubernetes node source for one-shot commands: it lists
-// the nodes once (the daemon runs an informer instead).
-func (a *shell) kubeSource(cfg *config.Config) (*kube.Source, error) {
-	rc, err := a.kubeRESTConfig(cfg)
+// kubeClient is a Kubernetes client for cfg.
+func (a *App) kubeClient(cfg *config.Config) (kubernetes.Interface, error) {
+	rc, err := a.KubeRESTConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -66,16 +65,26 @@ func (a *shell) kubeSource(cfg *config.Config) (*kube.Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", rc.Host, err)
 	}
-	return kube.New(client, kube.Options{Logger: a.log.With("component", "nodes")}), nil
+	return client, nil
+}
+
+// kubeSource is the Kubernetes node source for one-shot commands: it lists
+// the nodes once (the daemon runs an informer instead).
+func (a *App) kubeSource(cfg *config.Config) (*kube.Source, error) {
+	client, err := a.kubeClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return kube.New(client, kube.Options{Logger: a.Log.With("component", "nodes")}), nil
 }
 
 // podRef is routekeeper's own Pod as the downward API tells it (POD_NAME,
 // POD_NAMESPACE and optionally POD_UID in the environment), the object of
 // events about subnets and stale routes; nil outside a Pod.
-func (a *shell) podRef() *corev1.ObjectReference {
-	name, ns := a.getenv("POD_NAME"), a.getenv("POD_NAMESPACE")
+func (a *App) podRef() *corev1.ObjectReference {
+	name, ns := a.Getenv("POD_NAME"), a.Getenv("POD_NAMESPACE")
 	if name == "" || ns == "" {
 		return nil
 	}
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name, UID: types.UID(a.getenv("POD_UID"))}
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name, UID: types.UID(a.Getenv("POD_UID"))}
 }

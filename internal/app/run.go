@@ -1,0 +1,51 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/controller"
+)
+
+// Reconciled is one reconcile of every table of a configuration: the main
+// table's result and each mirror's.
+type Reconciled struct {
+	Main    *controller.Result
+	Mirrors []*controller.Result
+}
+
+// RunOnce is run --once: one reconcile of every table of cfg at once (a
+// failing mirror delays neither the main table nor the other mirrors).
+func (a *App) RunOnce(ctx context.Context, cfg *config.Config) (*Reconciled, error) {
+	s, err := a.OpenSession(ctx, cfg, ConnectOptions{ApplyTopology: true})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	all := s.Set.Reconcile(ctx)
+	return &Reconciled{Main: all[0], Mirrors: all[1:]}, nil
+}
+
+// MirrorErr is the mirrors' errors, each naming its mirror.
+func (r *Reconciled) MirrorErr() error {
+	var errs []error
+	for _, m := range r.Mirrors {
+		if m.Err != nil {
+			errs = append(errs, fmt.Errorf("mirror route table %s: %w", controller.TableName(m.TableID), m.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Unfinished reports whether a table is left with a node not routed in it
+// or a subnet off it.
+func (r *Reconciled) Unfinished() bool {
+	for _, res := range append([]*controller.Result{r.Main}, r.Mirrors...) {
+		if res.Unrouted() > 0 || res.AssociationProblems() > 0 {
+			return true
+		}
+	}
+	return false
+}
