@@ -3,9 +3,7 @@ package iac
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
-	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
@@ -71,13 +69,3 @@ func subnetPrefixes(m map[string]any) []string {
 	}
 	return nil
 }
-
-func vnetName(subnetID string) string {
-	v, err := armid.VNetOfSubnet(subnetID)
-	if err != nil {
-		return ""
-	}
-	return armid.Name(v)
-}
-
-func lower(s string) string { return strings.ToLower(s) }

@@ -29,7 +29,6 @@ func bounds(p netip.Prefix) (lo, hi addrnum.U128) {
 type Count struct{ v addrnum.U128 }
 
 func countOf(u addrnum.U128) Count { return Count{u} }
-func countInt(n int64) Count       { return Count{addrnum.U128{Lo: uint64(n)}} }
 func (c Count) IsZero() bool       { return c.v == addrnum.U128{} }
 func (c Count) big() *big.Int {
 	return new(big.Int).Or(new(big.Int).Lsh(new(big.Int).SetUint64(c.v.Hi), 64), new(big.Int).SetUint64(c.v.Lo))

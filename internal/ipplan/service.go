@@ -1,8 +1,6 @@
 package ipplan
 
 import (
-	"net/netip"
-
 	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
@@ -52,10 +50,4 @@ func (a *analysis) checkService() {
 		a.add(finding.Info, RuleDNSIPNotTenth, nil, values,
 			"DNS service IP %s is valid, but by convention it is the .10 address of the service CIDR (%s)", dns, lo.Plus(10).Addr(v6))
 	}
-}
-
-// tenth is the conventional DNS service IP of a service range.
-func tenth(svc netip.Prefix) netip.Addr {
-	lo, _ := bounds(svc)
-	return lo.Plus(10).Addr(svc.Addr().Is6())
 }

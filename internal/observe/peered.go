@@ -150,11 +150,6 @@ func (o *Observation) PeeredNetworks() []PeeredNetwork {
 	return append([]PeeredNetwork(nil), o.peered.networks...)
 }
 
-// PeeredUnread names the peered networks a next hop lies in that the
-// identity may not read: a node there is judged against the node networks
-// alone.
-func (o *Observation) PeeredUnread() []string { return append([]string(nil), o.peered.unread...) }
-
 // NodeNetworksNote says, for a NextHopOutsideVNet message, what the node
 // networks cover beyond the guarded networks: the peered networks read, or
 // the ones that could not be. "" when neither.

@@ -105,9 +105,3 @@ func ParseName(name string) (node, mangledCIDR string, ok bool) {
 	}
 	return name[:i], name[i+len(nameSeparator):], true
 }
-
-// NameMatches reports whether name is the scheme's name for node and prefix.
-// It compares case-insensitively, because ARM does.
-func NameMatches(name, node string, prefix netip.Prefix) bool {
-	return strings.EqualFold(name, Name(node, prefix))
-}

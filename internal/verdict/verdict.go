@@ -306,9 +306,6 @@ func CountUnrouted(nodes map[string]Node) int {
 // Routed is the number of routed nodes.
 func (v *Verdict) Routed() int { return len(v.Nodes) - v.Unrouted() }
 
-// SubnetProblems counts the subnets left in a state that needs attention.
-func (v *Verdict) SubnetProblems() int { return CountProblems(v.Subnets) }
-
 // Repairs counts the subnets the pass repaired.
 func (v *Verdict) Repairs() int { return CountRepaired(v.Subnets) }
 
@@ -373,9 +370,6 @@ func (v *Verdict) Mode() Mode { return v.mode }
 
 // SourceNodes are the nodes the verdict was judged on.
 func (v *Verdict) SourceNodes() []source.Node { return v.nodeList }
-
-// sameTable reports whether id is the table the verdict keeps.
-func (v *Verdict) sameTable(id string) bool { return armid.Same(id, v.Table) }
 
 // Judge returns the verdict of a pass. It is pure.
 func Judge(o *observe.Observation, want Desired, out *Outcome) *Verdict {

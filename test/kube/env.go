@@ -466,8 +466,3 @@ func (e *Env) ClientsetFor(t testing.TB, cfg *rest.Config) kubernetes.Interface 
 	}
 	return c
 }
-
-// Logs returns the last lines of the etcd and kube-apiserver logs.
-func (e *Env) Logs(lines int) (etcd, apiserver string) {
-	return e.etcd.tail(lines), e.apiserver.tail(lines)
-}

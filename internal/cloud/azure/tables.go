@@ -72,27 +72,6 @@ func (c *Client) DeleteRouteTable(ctx context.Context, id, etag string) error {
 	return nil
 }
 
-// ListRouteTables lists the route tables of a resource group, following
-// nextLink pages.
-func (c *Client) ListRouteTables(ctx context.Context, subscription, group string) ([]*route.Table, error) {
-	sc, err := c.clients(subscription)
-	if err != nil {
-		return nil, err
-	}
-	var out []*route.Table
-	pager := sc.tables.NewListPager(group, nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, classify(fmt.Sprintf("listing route tables of resource group %s", group), group, err)
-		}
-		for _, t := range page.Value {
-			out = append(out, tableFromARM(t, group))
-		}
-	}
-	return out, nil
-}
-
 func tableFromARM(t *armnetwork.RouteTable, group string) *route.Table {
 	out := &route.Table{
 		ID:            str(t.ID),
