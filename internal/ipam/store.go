@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // RecordVersion is the version of the allocations file format.
@@ -164,27 +166,25 @@ func hasFamily(ps []netip.Prefix, ipv4 bool) bool {
 	return false
 }
 
+// assign runs the steps of Assign on the allocator a, from the record
+// read: the allocations by node, the record to write and the errors of
+// the nodes that got nothing.
 func (s *Store) assign(a *Allocator, cfg Config, rec *Record, nodes []Request) (map[string][]netip.Prefix, *Record, error) {
 	nodes = slices.Clone(nodes)
-	slices.SortFunc(nodes, func(x, y Request) int {
-		switch {
-		case x.Name < y.Name:
-			return -1
-		case x.Name > y.Name:
-			return 1
-		}
-		return 0
-	})
-	explicit := map[string][]netip.Prefix{}
-	ips := map[string][]netip.Addr{}
-	for _, n := range nodes {
-		explicit[n.Name] = n.PodCIDRs
-		ips[n.Name] = n.InternalIPs
+	slices.SortFunc(nodes, func(x, y Request) int { return strings.Compare(x.Name, y.Name) })
+	errs := occupyExplicit(a, nodes)
+	out := map[string][]netip.Prefix{}
+	if rec != nil {
+		s.restoreRecorded(a, cfg, rec, nodes, out)
 	}
+	errs = append(errs, s.allocateMissing(a, nodes, out)...)
+	return out, newRecord(a, cfg, out), errors.Join(errs...)
+}
 
-	// 1. Explicit CIDRs win. Those outside the cluster CIDRs are the
-	// planner's business; overlaps were rejected by the inventory, but an
-	// allocator error here must not be ignored either.
+// occupyExplicit is step 1: explicit CIDRs win. Those outside the cluster
+// CIDRs are the planner's business; overlaps were rejected by the
+// inventory, but an allocator error here must not be ignored either.
+func occupyExplicit(a *Allocator, nodes []Request) []error {
 	var errs []error
 	for _, n := range nodes {
 		for _, p := range n.PodCIDRs {
@@ -193,76 +193,92 @@ func (s *Store) assign(a *Allocator, cfg Config, rec *Record, nodes []Request) (
 			}
 		}
 	}
+	return errs
+}
 
-	out := map[string][]netip.Prefix{}
-	// 2 and 3. Recorded allocations.
-	if rec != nil {
-		same := sameLayout(rec, a)
-		if !same {
-			s.log.Warn("cluster CIDRs or node mask changed since the pod CIDR allocations were recorded; records that no longer fit are dropped",
-				"file", s.path, "recordedClusterCIDRs", joinPrefixes(rec.ClusterCIDRs), "clusterCIDRs", joinPrefixes(cfg.ClusterCIDRs))
+// restoreRecorded is steps 2 and 3: the recorded allocations of the nodes
+// still there are kept in out unless they no longer fit, and the
+// round-robin goes on where it stopped when the layout is the same.
+func (s *Store) restoreRecorded(a *Allocator, cfg Config, rec *Record, nodes []Request, out map[string][]netip.Prefix) {
+	same := sameLayout(rec, a)
+	if !same {
+		s.log.Warn("cluster CIDRs or node mask changed since the pod CIDR allocations were recorded; records that no longer fit are dropped",
+			"file", s.path, "recordedClusterCIDRs", joinPrefixes(rec.ClusterCIDRs), "clusterCIDRs", joinPrefixes(cfg.ClusterCIDRs))
+	}
+	byName := make(map[string]*Request, len(nodes))
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
+	}
+	for _, name := range slices.Sorted(maps.Keys(rec.Allocations)) {
+		n, present := byName[name]
+		if !present {
+			s.log.Info("released pod CIDR of a node that left the inventory", "node", name, "podCIDRs", joinPrefixes(rec.Allocations[name]))
+			continue
 		}
-		names := make([]string, 0, len(rec.Allocations))
-		for name := range rec.Allocations {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			exp, present := explicit[name]
-			if !present {
-				s.log.Info("released pod CIDR of a node that left the inventory", "node", name, "podCIDRs", joinPrefixes(rec.Allocations[name]))
-				continue
-			}
-			seen := map[bool]bool{}
-			for _, p := range rec.Allocations[name] {
-				ipv4 := p.Addr().Is4()
-				why := ""
-				switch set := a.setFor(p); {
-				case hasFamily(exp, ipv4):
-					if !slices.Contains(exp, p) {
-						why = "the inventory now gives the node its own pod CIDR"
-					} else {
-						why = "-" // the same CIDR is now explicit: no record needed
-					}
-				case seen[ipv4]:
-					why = "a second recorded CIDR of the same IP family"
-				case !p.IsValid() || p != p.Masked():
-					why = "not a network address"
-				case set == nil || !set.cluster.Contains(p.Addr()) || p.Bits() < set.cluster.Bits():
-					why = "outside the cluster CIDRs " + joinPrefixes(cfg.ClusterCIDRs)
-				case p.Bits() != set.mask:
-					why = fmt.Sprintf("not a /%d (the node CIDR mask size)", set.mask)
-				default:
-					if r, blocked := a.Blocked(p, ips[name]); blocked {
-						s.log.Warn("released pod CIDR that became unroutable; the node gets a new one",
-							"node", name, "podCIDR", p, "reservedBy", r.String(), "reservedPrefix", r.Prefix, "file", s.path)
-						continue
-					}
-					if err := a.Occupy(name, p); err != nil {
-						why = err.Error()
-					}
-				}
-				if why == "-" {
-					continue
-				}
-				if why != "" {
-					s.log.Warn("dropped recorded pod CIDR; the node gets a new one", "node", name, "podCIDR", p, "reason", why, "file", s.path)
-					continue
-				}
-				seen[ipv4] = true
+		seen := map[bool]bool{}
+		for _, p := range rec.Allocations[name] {
+			why := s.recordedWhy(a, cfg, n, p, seen[p.Addr().Is4()])
+			switch why {
+			case "":
+				seen[p.Addr().Is4()] = true
 				out[name] = append(out[name], p)
-			}
-		}
-		if same {
-			for _, set := range a.sets {
-				if n, ok := rec.Next[set.cluster.String()]; ok && n >= 0 && n < set.n {
-					set.next = n
-				}
+			case keepNoRecord, releasedUnroutable:
+			default:
+				s.log.Warn("dropped recorded pod CIDR; the node gets a new one", "node", name, "podCIDR", p, "reason", why, "file", s.path)
 			}
 		}
 	}
+	if same {
+		for _, set := range a.sets {
+			if n, ok := rec.Next[set.cluster.String()]; ok && n >= 0 && n < set.n {
+				set.next = n
+			}
+		}
+	}
+}
 
-	// 4. Allocate what is missing, all or nothing per node.
+// What recordedWhy says of a recorded CIDR that is not kept but needs no
+// warning.
+const (
+	keepNoRecord       = "-" // the same CIDR is now explicit: no record needed
+	releasedUnroutable = "unroutable"
+)
+
+// recordedWhy says why node n's recorded CIDR p cannot be kept ("" when it
+// is, and then occupies it); another says n already kept one of p's family.
+func (s *Store) recordedWhy(a *Allocator, cfg Config, n *Request, p netip.Prefix, another bool) string {
+	ipv4 := p.Addr().Is4()
+	switch set := a.setFor(p); {
+	case hasFamily(n.PodCIDRs, ipv4):
+		if !slices.Contains(n.PodCIDRs, p) {
+			return "the inventory now gives the node its own pod CIDR"
+		}
+		return keepNoRecord
+	case another:
+		return "a second recorded CIDR of the same IP family"
+	case !p.IsValid() || p != p.Masked():
+		return "not a network address"
+	case set == nil || !set.cluster.Contains(p.Addr()) || p.Bits() < set.cluster.Bits():
+		return "outside the cluster CIDRs " + joinPrefixes(cfg.ClusterCIDRs)
+	case p.Bits() != set.mask:
+		return fmt.Sprintf("not a /%d (the node CIDR mask size)", set.mask)
+	}
+	if r, blocked := a.Blocked(p, n.InternalIPs); blocked {
+		s.log.Warn("released pod CIDR that became unroutable; the node gets a new one",
+			"node", n.Name, "podCIDR", p, "reservedBy", r.String(), "reservedPrefix", r.Prefix, "file", s.path)
+		return releasedUnroutable
+	}
+	if err := a.Occupy(n.Name, p); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// allocateMissing is step 4: the nodes still missing a CIDR of a family
+// get one, all or nothing per node; the errors are those of the nodes
+// left without.
+func (s *Store) allocateMissing(a *Allocator, nodes []Request, out map[string][]netip.Prefix) []error {
+	var errs []error
 	for _, n := range nodes {
 		var got []netip.Prefix
 		for _, set := range a.sets {
@@ -289,8 +305,12 @@ func (s *Store) assign(a *Allocator, cfg Config, rec *Record, nodes []Request) (
 			delete(out, n.Name)
 		}
 	}
+	return errs
+}
 
-	newRec := &Record{
+// newRecord is what the allocations file records after an Assign.
+func newRecord(a *Allocator, cfg Config, out map[string][]netip.Prefix) *Record {
+	rec := &Record{
 		Version:      RecordVersion,
 		ClusterCIDRs: slices.Clone(cfg.ClusterCIDRs),
 		Next:         map[string]int{},
@@ -298,17 +318,17 @@ func (s *Store) assign(a *Allocator, cfg Config, rec *Record, nodes []Request) (
 	}
 	for _, set := range a.sets {
 		if set.cluster.Addr().Is4() {
-			newRec.NodeMask.IPv4 = set.mask
+			rec.NodeMask.IPv4 = set.mask
 		} else {
-			newRec.NodeMask.IPv6 = set.mask
+			rec.NodeMask.IPv6 = set.mask
 		}
-		newRec.Next[set.cluster.String()] = set.next
+		rec.Next[set.cluster.String()] = set.next
 	}
 	for name, ps := range out {
 		SortByFamily(ps)
-		newRec.Allocations[name] = ps
+		rec.Allocations[name] = ps
 	}
-	return out, newRec, errors.Join(errs...)
+	return rec
 }
 
 // sameLayout reports whether rec was cut from the allocator's cluster CIDRs
