@@ -130,40 +130,17 @@ func Run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	k := kubeParts{src: o.Source}
 	reporters := []controller.Reporter{m}
-	src := o.Source
-	var client kubernetes.Interface
-	var ks *kube.Source
-	var rec kubestatus.Recorder
 	if o.Kube != nil {
-		cfg := rest.CopyConfig(o.Kube)
-		if cfg.QPS == 0 {
-			cfg.QPS, cfg.Burst = DefaultKubeQPS, DefaultKubeBurst
+		var err error
+		if k, err = startKube(ctx, o, log); err != nil {
+			return err
 		}
-		if cfg.UserAgent == "" {
-			cfg.UserAgent = "routekeeper"
-		}
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
-		}
-		client = c
-		ks = kube.New(client, kube.Options{Logger: log.With("component", "nodes")})
-		src = ks
-		var stop func()
-		rec, stop = kubestatus.NewEventRecorder(ctx, client)
-		defer stop()
-		reporters = append(reporters, kubestatus.New(client, kubestatus.Options{
-			Mode:          o.Controller.Mode,
-			Nodes:         ks,
-			Events:        rec,
-			Pod:           o.Pod,
-			EventInterval: o.EventInterval,
-			Grace:         o.EventGrace,
-			Logger:        log.With("component", "status"),
-		}))
+		defer k.stop()
+		reporters = append(reporters, k.status)
 	}
-	if src == nil {
+	if k.src == nil {
 		return errors.New("no node source")
 	}
 
@@ -176,35 +153,20 @@ func Run(ctx context.Context, o Options) error {
 	var ctrl *controller.Controller
 	var run func(context.Context) error
 	if len(o.Mirrors) > 0 {
-		set := mirrorSet(o, src, m, rec, log, reporters)
+		set := mirrorSet(o, k.src, m, k.events, log, reporters)
 		ctrl, run = set.Main, set.Run
 	} else {
-		ctrl = controller.New(o.Controller, o.Cloud, src, log, reporters...)
+		ctrl = controller.New(o.Controller, o.Cloud, k.src, log, reporters...)
 		run = ctrl.Run
 	}
 	var ready atomic.Bool
-	stopServer, err := serve(o, m, leHealth, ks, &ready, ctrl.SourceErr, log)
+	stopServer, err := serve(o, m, leHealth, k.nodes, &ready, ctrl.SourceErr, log)
 	if err != nil {
 		return err
 	}
 	defer stopServer()
 
-	// The informer runs on every replica, leader or not: a follower that
-	// takes over has its nodes at hand, and readiness says the cluster can
-	// be read (RBAC, connectivity) before it leads. The controller does not
-	// wait for it: its association guard needs no nodes, so a subnet
-	// detached while the API server is unreachable is still repaired.
-	var started chan error
-	if ks != nil {
-		started = make(chan error, 1)
-		go func() {
-			err := ks.Start(ctx)
-			if err == nil {
-				log.Info("node informer synced")
-			}
-			started <- err
-		}()
-	}
+	started := startInformer(ctx, k.nodes, log)
 	ready.Store(true)
 
 	rctx, rcancel := context.WithCancel(ctx)
@@ -218,7 +180,7 @@ func Run(ctx context.Context, o Options) error {
 			done <- run(rctx)
 			return
 		}
-		done <- lead(rctx, client, o.LeaderElection, leHealth, m, log, run)
+		done <- lead(rctx, k.client, o.LeaderElection, leHealth, m, log, run)
 	}()
 	for {
 		select {
@@ -234,6 +196,70 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+}
+
+// kubeParts are what the daemon runs on in Kubernetes mode: the client,
+// the Node informer as node source, the event recorder and the status
+// writer; outside it, only the node source.
+type kubeParts struct {
+	client kubernetes.Interface
+	nodes  *kube.Source
+	src    controller.Source
+	events kubestatus.Recorder
+	status controller.Reporter
+	stop   func()
+}
+
+// startKube makes the Kubernetes client of o.Kube, the Node informer (not
+// started yet), the event recorder and the status writer.
+func startKube(ctx context.Context, o Options, log *slog.Logger) (kubeParts, error) {
+	cfg := rest.CopyConfig(o.Kube)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = DefaultKubeQPS, DefaultKubeBurst
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "routekeeper"
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return kubeParts{}, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
+	}
+	k := kubeParts{client: client}
+	k.nodes = kube.New(client, kube.Options{Logger: log.With("component", "nodes")})
+	k.src = k.nodes
+	k.events, k.stop = kubestatus.NewEventRecorder(ctx, client)
+	k.status = kubestatus.New(client, kubestatus.Options{
+		Mode:          o.Controller.Mode,
+		Nodes:         k.nodes,
+		Events:        k.events,
+		Pod:           o.Pod,
+		EventInterval: o.EventInterval,
+		Grace:         o.EventGrace,
+		Logger:        log.With("component", "status"),
+	})
+	return k, nil
+}
+
+// startInformer starts the Node informer, when there is one; the channel
+// gets its outcome (nil: none, so it never fires). The informer runs on
+// every replica, leader or not: a follower that takes over has its nodes
+// at hand, and readiness says the cluster can be read (RBAC, connectivity)
+// before it leads. The controller does not wait for it: its association
+// guard needs no nodes, so a subnet detached while the API server is
+// unreachable is still repaired.
+func startInformer(ctx context.Context, ks *kube.Source, log *slog.Logger) chan error {
+	if ks == nil {
+		return nil
+	}
+	started := make(chan error, 1)
+	go func() {
+		err := ks.Start(ctx)
+		if err == nil {
+			log.Info("node informer synced")
+		}
+		started <- err
+	}()
+	return started
 }
 
 // lead runs run while this replica holds the lease. On shutdown the
