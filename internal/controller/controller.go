@@ -53,13 +53,6 @@ type Reporter interface {
 	Report(ctx context.Context, r *Result)
 }
 
-// Errors a pass ends with when it writes nothing to the table (the
-// verdict's).
-var (
-	ErrTableMissing = verdict.ErrTableMissing
-	ErrRefused      = verdict.ErrRefused
-)
-
 // Config is the controller's part of routekeeper's configuration.
 type Config struct {
 	Cluster      string
@@ -178,15 +171,6 @@ func New(cfg Config, c cloud.Cloud, src Source, log *slog.Logger, reporters ...R
 // Config returns the controller's configuration with defaults applied.
 func (c *Controller) Config() Config { return c.cfg }
 
-// NodeResult is the verdict on one node.
-type NodeResult = verdict.Node
-
-// Association is the verdict on one guarded subnet.
-type Association = verdict.Subnet
-
-// RouteCounts describe the route table against the nodes.
-type RouteCounts = verdict.RouteCounts
-
 // Result is the outcome of one pass: its verdict, and what the pass did.
 // The fields after Verdict are the verdict's own values, at hand.
 type Result struct {
@@ -222,10 +206,10 @@ type Result struct {
 	Plan                      *plan.Plan      `json:"-"`
 	Table                     *route.Table    `json:"-"`
 	Decision                  *assoc.Decision `json:"-"`
-	Nodes                     map[string]NodeResult
-	Associations              []Association `json:"associations,omitempty"`
-	Routes                    *RouteCounts  `json:"routes,omitempty"`
-	Wrote                     bool          `json:"wrote"`
+	Nodes                     map[string]verdict.Node
+	Associations              []verdict.Subnet     `json:"associations,omitempty"`
+	Routes                    *verdict.RouteCounts `json:"routes,omitempty"`
+	Wrote                     bool                 `json:"wrote"`
 	Created, Updated, Deleted int
 	Conflicts                 int
 }

@@ -107,13 +107,13 @@ func (r *recorder) guardCyclesBefore(since time.Time, res *Result) int {
 }
 
 // findAssoc returns the association of subnet in res.
-func findAssoc(res *Result, subnet string) (Association, bool) {
+func findAssoc(res *Result, subnet string) (verdict.Subnet, bool) {
 	for _, a := range res.Associations {
 		if armid.Same(a.Subnet, subnet) {
 			return a, true
 		}
 	}
-	return Association{}, false
+	return verdict.Subnet{}, false
 }
 
 func hasState(subnet string, state assoc.State) func(*Result) bool {

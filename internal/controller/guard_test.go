@@ -35,7 +35,7 @@ func TestAssociationReporting(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.state), func(t *testing.T) {
-			a := Association{SubnetDecision: assoc.SubnetDecision{State: tc.state}}
+			a := verdict.Subnet{SubnetDecision: assoc.SubnetDecision{State: tc.state}}
 			if a.Problem() != tc.problem || a.EventReason() != tc.reason {
 				t.Errorf("Problem=%v EventReason=%q, want %v %q", a.Problem(), a.EventReason(), tc.problem, tc.reason)
 			}

@@ -157,9 +157,9 @@ type addFunc func(s finding.Severity, check, resource, fix, format string, args 
 func checkTable(t *route.Table, p *plan.Plan, in Input, add addFunc) {
 	claimed := len(t.ClaimValues()) > 0
 	switch {
-	case p != nil && p.RefusedReason == plan.ReasonTableClaimed:
+	case p != nil && p.RefusedReason == reason.RouteTableClaimed:
 		add(finding.Error, RuleClaim, t.ID, "", "%s. Two clusters must not share a route table (their pod routes would fight); give this cluster its own table", p.Refused)
-	case p != nil && p.RefusedReason == plan.ReasonInvalidTable:
+	case p != nil && p.RefusedReason == reason.RouteTableInvalid:
 		add(finding.Error, RuleTable, t.ID, "", "routekeeper refuses to write the table: %s", p.Refused)
 	case claimed:
 	case p != nil && p.Claim:

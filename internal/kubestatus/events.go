@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // Recorder sends events; k8s.io/client-go/tools/events' recorder
@@ -139,7 +139,7 @@ func NewEventRecorder(ctx context.Context, client kubernetes.Interface) (Recorde
 // forgetNodesExcept drops what was sent about Nodes not in keep (deleted
 // nodes), so that the memory of a long-lived controller does not grow with
 // node churn.
-func (d *dedup) forgetNodesExcept(keep map[string]controller.NodeResult) {
+func (d *dedup) forgetNodesExcept(keep map[string]verdict.Node) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k := range d.sent {

@@ -95,7 +95,7 @@ type Reporter struct {
 
 	mu sync.Mutex
 	// nodes are the node verdicts of the last pass that judged them.
-	nodes map[string]controller.NodeResult
+	nodes map[string]verdict.Node
 	// pending are condition patches sent but not yet seen by the informer.
 	pending map[string]pendingPatch
 	// since is when each unrouted node was first seen with its reason.
@@ -174,7 +174,7 @@ type condition struct {
 
 // desired returns the condition a node with verdict nv should have, and
 // false when routekeeper leaves it alone.
-func desired(nv controller.NodeResult) (condition, bool) {
+func desired(nv verdict.Node) (condition, bool) {
 	switch {
 	case nv.Reason == reason.NoPodCIDR:
 		// Like the Kubernetes route controller: a node without a pod

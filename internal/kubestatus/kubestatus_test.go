@@ -118,12 +118,12 @@ func (e *env) patches() int {
 	return n
 }
 
-func routed() controller.NodeResult {
-	return controller.NodeResult{Routed: true, Reason: reason.RouteCreated, Message: "routekeeper created a route"}
+func routed() verdict.Node {
+	return verdict.Node{Routed: true, Reason: reason.RouteCreated, Message: "routekeeper created a route"}
 }
 
-func notRouted(why reason.Reason, msg string) controller.NodeResult {
-	return controller.NodeResult{Reason: why, Message: msg}
+func notRouted(why reason.Reason, msg string) verdict.Node {
+	return verdict.Node{Reason: why, Message: msg}
 }
 
 func TestConditions(t *testing.T) {
@@ -131,12 +131,12 @@ func TestConditions(t *testing.T) {
 	e := newEnv(t, verdict.Manage,
 		newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"), newNode("c", "10.240.0.12"),
 		newNode("d", "10.240.0.13"), newNode("full", "10.240.0.14"))
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{
 		"a":    routed(),
-		"b":    notRouted(plan.ReasonPrefixConflict, "route to-fw already holds 10.200.1.0/24"),
-		"c":    notRouted(plan.ReasonNoPodCIDR, "node has no pod CIDR"),
+		"b":    notRouted(reason.PrefixConflict, "route to-fw already holds 10.200.1.0/24"),
+		"c":    notRouted(reason.NoPodCIDR, "node has no pod CIDR"),
 		"d":    notRouted(reason.RouteWriteFailed, "no correct route in route table for 10.200.3.0/24"),
-		"full": notRouted(plan.ReasonRouteLimit, "the route table holds 400 routes, its limit"),
+		"full": notRouted(reason.RouteTableFull, "the route table holds 400 routes, its limit"),
 	}})
 	want := map[string]struct {
 		status corev1.ConditionStatus
@@ -177,10 +177,10 @@ func TestConditions(t *testing.T) {
 	// The same result again: nothing to patch, no event.
 	before := e.patches()
 	e.now = e.now.Add(time.Minute)
-	same := &controller.Result{Nodes: map[string]controller.NodeResult{
-		"a": routed(), "b": notRouted(plan.ReasonPrefixConflict, "route to-fw already holds 10.200.1.0/24"),
+	same := &controller.Result{Nodes: map[string]verdict.Node{
+		"a": routed(), "b": notRouted(reason.PrefixConflict, "route to-fw already holds 10.200.1.0/24"),
 		"d":    notRouted(reason.RouteWriteFailed, "no correct route in route table for 10.200.3.0/24"),
-		"full": notRouted(plan.ReasonRouteLimit, "the route table holds 400 routes, its limit"),
+		"full": notRouted(reason.RouteTableFull, "the route table holds 400 routes, its limit"),
 	}}
 	e.r.Report(ctx, same)
 	if n := e.patches() - before; n != 0 {
@@ -195,7 +195,7 @@ func TestConditions(t *testing.T) {
 	bBefore, _ := e.condition(t, "b")
 	e.now = e.now.Add(time.Minute)
 	same.Nodes["d"] = routed()
-	same.Nodes["b"] = notRouted(plan.ReasonOverlappingPodCIDR, "pod CIDR overlaps node x's")
+	same.Nodes["b"] = notRouted(reason.OverlappingPodCIDR, "pod CIDR overlaps node x's")
 	e.r.Report(ctx, same)
 	if d, _ := e.condition(t, "d"); d.Status != corev1.ConditionFalse || !d.LastTransitionTime.Time.Equal(e.now) {
 		t.Errorf("node d after its write succeeded: %+v, want False since %v", d, e.now)
@@ -220,9 +220,9 @@ func TestConditions(t *testing.T) {
 func TestTransientFailureKeepsConditions(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, verdict.Manage, newNode("a", "10.240.0.10"))
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed()}})
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed()}})
 	before := e.patches()
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{}, Err: fmt.Errorf("reading route table: %w", cloud.ErrNotFound)})
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{}, Err: fmt.Errorf("reading route table: %w", cloud.ErrNotFound)})
 	if n := e.patches() - before; n != 0 {
 		t.Errorf("a failed read patched %d nodes", n)
 	}
@@ -238,7 +238,7 @@ func TestPatchNotRepeatedBeforeTheInformerSeesIt(t *testing.T) {
 	n := newNode("a", "10.240.0.10")
 	client := fake.NewClientset(n)
 	r := New(client, Options{Nodes: staleLookup{"a": n.DeepCopy()}})
-	res := &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed()}}
+	res := &controller.Result{Nodes: map[string]verdict.Node{"a": routed()}}
 	r.Report(ctx, res)
 	r.Report(ctx, res)
 	patches := 0
@@ -257,10 +257,10 @@ func TestObserveModeNeverTouchesConditions(t *testing.T) {
 	e := newEnv(t, verdict.Observe, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"), newNode("c", "10.240.0.12"))
 	res := &controller.Result{
 		TableID: "/sub/rt",
-		Nodes: map[string]controller.NodeResult{
+		Nodes: map[string]verdict.Node{
 			"a": routed(),
 			"b": notRouted(reason.NoRouteCreated, "no correct route in route table for 10.200.1.0/24"),
-			"c": notRouted(plan.ReasonOutsideClusterCIDR, "pod CIDR 10.99.0.0/24 is outside the cluster CIDRs"),
+			"c": notRouted(reason.OutsideClusterCIDR, "pod CIDR 10.99.0.0/24 is outside the cluster CIDRs"),
 		},
 		Plan: &plan.Plan{Changes: []plan.Change{{Kind: plan.Delete, Route: routeNamed("gone____102000500024")}}},
 	}
@@ -297,7 +297,7 @@ func TestObserveModeNeverTouchesConditions(t *testing.T) {
 func TestNoNodeIPWaitsForTheGrace(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, verdict.Manage, newNode("new", "10.240.0.10"))
-	res := &controller.Result{Nodes: map[string]controller.NodeResult{"new": notRouted(plan.ReasonNoNodeIP, "node has no IPv4 InternalIP")}}
+	res := &controller.Result{Nodes: map[string]verdict.Node{"new": notRouted(reason.NoNodeIP, "node has no IPv4 InternalIP")}}
 	e.r.Report(ctx, res)
 	if c, _ := e.condition(t, "new"); c.Status != corev1.ConditionTrue || c.Reason != "NoNodeIP" {
 		t.Errorf("condition %+v, want True/NoNodeIP at once", c)
@@ -319,11 +319,11 @@ func TestNoNodeIPWaitsForTheGrace(t *testing.T) {
 func TestDetachedSubnet(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, verdict.Manage, newNode("in", "10.240.0.10"), newNode("out", "10.241.0.10"))
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"in": routed(), "out": routed()}})
-	detached := controller.NodeResult{Reason: reason.RouteTableDetached, Message: "the node's route exists, but subnet /sub/nodes has no route table: Azure does not use the route"}
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"in": routed(), "out": routed()}})
+	detached := verdict.Node{Reason: reason.RouteTableDetached, Message: "the node's route exists, but subnet /sub/nodes has no route table: Azure does not use the route"}
 	e.r.Report(ctx, &controller.Result{GuardOnly: true,
-		Nodes: map[string]controller.NodeResult{"in": detached, "out": routed()},
-		Associations: []controller.Association{
+		Nodes: map[string]verdict.Node{"in": detached, "out": routed()},
+		Associations: []verdict.Subnet{
 			{SubnetDecision: assoc.SubnetDecision{Subnet: "/sub/nodes", State: assoc.Detached, Action: assoc.None, Message: "subnet has no route table"}},
 		}})
 	if c, _ := e.condition(t, "in"); c.Status != corev1.ConditionTrue || c.Reason != string(reason.RouteTableDetached) || c.Message != detached.Message {
@@ -337,8 +337,8 @@ func TestDetachedSubnet(t *testing.T) {
 		t.Errorf("events %+v, want RouteTableDetached on the pod", evs)
 	}
 	e.r.Report(ctx, &controller.Result{GuardOnly: true,
-		Nodes: map[string]controller.NodeResult{"in": routed(), "out": routed()},
-		Associations: []controller.Association{
+		Nodes: map[string]verdict.Node{"in": routed(), "out": routed()},
+		Associations: []verdict.Subnet{
 			{SubnetDecision: assoc.SubnetDecision{Subnet: "/sub/nodes", State: assoc.Reassociated, Message: "re-associated"}, Repaired: true},
 		}})
 	if c, _ := e.condition(t, "in"); c.Status != corev1.ConditionFalse || c.Reason != string(reason.RouteCreated) {
@@ -356,8 +356,8 @@ func TestRoutedByUnmanagedRoute(t *testing.T) {
 	e := newEnv(t, verdict.Manage, newNode("kthw", "10.240.0.20"))
 	msg := "pod CIDR 10.200.0.0/24 of node kthw is routed to 10.240.0.20 by route kubernetes-route-10-200-0-0-24, which routekeeper does not own: traffic flows, route not managed; `--adopt matching` takes it over with no outage"
 	e.r.Report(ctx, &controller.Result{
-		Nodes: map[string]controller.NodeResult{"kthw": {Routed: true, Reason: plan.ReasonRouteNotManaged, Message: msg}},
-		Plan:  &plan.Plan{Conflicts: []plan.Conflict{{Node: "kthw", Prefix: netip.MustParsePrefix("10.200.0.0/24"), Reason: plan.ReasonRouteNotManaged, Forwarding: true}}},
+		Nodes: map[string]verdict.Node{"kthw": {Routed: true, Reason: reason.RouteNotManaged, Message: msg}},
+		Plan:  &plan.Plan{Conflicts: []plan.Conflict{{Node: "kthw", Prefix: netip.MustParsePrefix("10.200.0.0/24"), Reason: reason.RouteNotManaged, Forwarding: true}}},
 	})
 	c, ok := e.condition(t, "kthw")
 	if !ok || c.Status != corev1.ConditionFalse || c.Reason != string(reason.RouteNotManaged) || c.Message != msg {
@@ -378,7 +378,7 @@ func TestPatchRefusedForRecreatedNode(t *testing.T) {
 		return false, nil, nil
 	})
 	r := New(client, Options{Nodes: clientLookup{client}})
-	r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed()}})
+	r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed()}})
 	if !strings.Contains(body, `"uid":"uid-a"`) || !strings.Contains(body, `"type":"NetworkUnavailable"`) {
 		t.Errorf("patch %s does not carry the node's UID and the condition", body)
 	}
@@ -392,16 +392,16 @@ func routeNamed(name string) route.Route { return route.Route{Name: name} }
 func TestDeletedNodesAreForgotten(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, verdict.Manage, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"))
-	bad := notRouted(plan.ReasonPrefixConflict, "route x holds 10.200.1.0/24")
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed(), "b": bad}})
+	bad := notRouted(reason.PrefixConflict, "route x holds 10.200.1.0/24")
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed(), "b": bad}})
 	if evs := e.rec.take(); len(evs) != 1 {
 		t.Fatalf("events %+v, want one for b", evs)
 	}
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed()}})
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed()}})
 	if n := len(e.r.events.sent); n != 0 {
 		t.Errorf("%d objects remembered after b was deleted", n)
 	}
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": routed(), "b": bad}})
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed(), "b": bad}})
 	if evs := e.rec.take(); len(evs) != 1 || evs[0].name != "b" {
 		t.Errorf("events when b came back: %+v, want one for b", evs)
 	}

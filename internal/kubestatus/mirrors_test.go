@@ -11,6 +11,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // TestMirrorReporter: a mirror's failure, its nodes without routes and its
@@ -26,11 +27,11 @@ func TestMirrorReporter(t *testing.T) {
 	failed := &controller.Result{Err: errors.New("throttled by ARM, retry after 1m")}
 	r.Report(ctx, failed)
 	r.Report(ctx, failed) // the same: no second event
-	full := &controller.Result{Nodes: map[string]controller.NodeResult{
+	full := &controller.Result{Nodes: map[string]verdict.Node{
 		"a": {Routed: true}, "b": {Reason: "RouteTableFull"}, "c": {Reason: "NoPodCIDR"},
-	}, Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "appgw-subnet", State: assoc.Detached, Message: "no route table"}}}}
+	}, Associations: []verdict.Subnet{{SubnetDecision: assoc.SubnetDecision{Subnet: "appgw-subnet", State: assoc.Detached, Message: "no route table"}}}}
 	r.Report(ctx, full)
-	r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": {Routed: true}}})
+	r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": {Routed: true}}})
 	r.Report(ctx, failed) // came back: at once
 
 	got := rec.take()

@@ -19,12 +19,12 @@ import (
 func TestStandDownStatus(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, verdict.StandDown, newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11"))
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{
 		"a": routed(), "b": notRouted(reason.RouteWriteFailed, "no correct route in route table for 10.200.1.0/24"),
 	}})
 	e.rec.take()
-	notNeeded := controller.NodeResult{Routed: true, Reason: reason.HostRoutesNotNeeded, Message: "the cluster no longer uses host routes (routes: standDown): the node needs none"}
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]controller.NodeResult{"a": notNeeded, "b": notNeeded}})
+	notNeeded := verdict.Node{Routed: true, Reason: reason.HostRoutesNotNeeded, Message: "the cluster no longer uses host routes (routes: standDown): the node needs none"}
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": notNeeded, "b": notNeeded}})
 	for _, name := range []string{"a", "b"} {
 		c, ok := e.condition(t, name)
 		if !ok || c.Status != corev1.ConditionFalse || c.Reason != string(reason.HostRoutesNotNeeded) {

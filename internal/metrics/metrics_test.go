@@ -22,6 +22,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/testutil/promtest"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 func TestReport(t *testing.T) {
@@ -30,12 +31,12 @@ func TestReport(t *testing.T) {
 	start := time.Unix(1_800_000_000, 0)
 	m.Report(ctx, &controller.Result{
 		Start: start, Duration: 300 * time.Millisecond,
-		Nodes: map[string]controller.NodeResult{
+		Nodes: map[string]verdict.Node{
 			"a": {Routed: true}, "b": {Routed: true},
 			"c": {Reason: "PrefixConflict"}, "d": {Reason: "RouteLimit"}, "e": {Reason: "RouteLimit"},
 		},
-		Routes:       &controller.RouteCounts{Desired: 5, Present: 2, Owned: 3, Foreign: 1, Stale: 1},
-		Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}, {SubnetDecision: assoc.SubnetDecision{Subnet: "s2", State: assoc.Detached}}},
+		Routes:       &verdict.RouteCounts{Desired: 5, Present: 2, Owned: 3, Foreign: 1, Stale: 1},
+		Associations: []verdict.Subnet{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}, {SubnetDecision: assoc.SubnetDecision{Subnet: "s2", State: assoc.Detached}}},
 	})
 	const want = `
 # HELP routekeeper_nodes_not_routed Nodes without their correct route after the last reconcile, by reason.
@@ -75,7 +76,7 @@ routekeeper_association_problems{state="Detached"} 1
 
 	// A failed reconcile that never read the table: counted as an error;
 	// the last success, the routes and the nodes stay as they were.
-	m.Report(ctx, &controller.Result{Start: start.Add(time.Minute), Nodes: map[string]controller.NodeResult{}, Err: errors.New("throttled")})
+	m.Report(ctx, &controller.Result{Start: start.Add(time.Minute), Nodes: map[string]verdict.Node{}, Err: errors.New("throttled")})
 	if got := testutil.ToFloat64(m.reconciles.WithLabelValues("error")); got != 1 {
 		t.Errorf("errors = %v, want 1", got)
 	}
@@ -87,8 +88,8 @@ routekeeper_association_problems{state="Detached"} 1
 	}
 
 	// The next good reconcile routes everyone: the reasons disappear.
-	m.Report(ctx, &controller.Result{Start: start.Add(2 * time.Minute), Nodes: map[string]controller.NodeResult{"a": {Routed: true}},
-		Routes: &controller.RouteCounts{Desired: 1, Present: 1, Owned: 1}, Associations: []controller.Association{}})
+	m.Report(ctx, &controller.Result{Start: start.Add(2 * time.Minute), Nodes: map[string]verdict.Node{"a": {Routed: true}},
+		Routes: &verdict.RouteCounts{Desired: 1, Present: 1, Owned: 1}, Associations: []verdict.Subnet{}})
 	if n := testutil.CollectAndCount(m.notRouted); n != 0 {
 		t.Errorf("nodes_not_routed has %d series after every node was routed", n)
 	}
@@ -96,7 +97,7 @@ routekeeper_association_problems{state="Detached"} 1
 		t.Errorf("association_problems has %d series after the subnets were fixed", n)
 	}
 	// A guard check between reconciles counts its repair but no reconcile.
-	m.Report(ctx, &controller.Result{GuardOnly: true, Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}}})
+	m.Report(ctx, &controller.Result{GuardOnly: true, Associations: []verdict.Subnet{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}}})
 	if got := testutil.ToFloat64(m.repairs); got != 2 {
 		t.Errorf("repairs = %v, want 2", got)
 	}
@@ -113,11 +114,11 @@ func TestGuardMetrics(t *testing.T) {
 	m := New()
 	p := &plan.Plan{
 		HeldDeletes: []plan.Change{{Kind: plan.Delete}, {Kind: plan.Delete}, {Kind: plan.Delete}},
-		HeldReason:  plan.ReasonEmptySource,
+		HeldReason:  reason.EmptySource,
 		Unclaimed:   []plan.Change{{Kind: plan.Delete}},
-		Nodes:       map[string]plan.NodeStatus{"a": {State: plan.Routed, Reason: plan.ReasonRouteNotManaged}, "b": {State: plan.Routed}},
+		Nodes:       map[string]plan.NodeStatus{"a": {State: plan.Routed, Reason: reason.RouteNotManaged}, "b": {State: plan.Routed}},
 	}
-	m.Report(context.Background(), &controller.Result{Plan: p, Nodes: map[string]controller.NodeResult{"a": {Routed: true, Reason: reason.RouteNotManaged}, "b": {Routed: true}}})
+	m.Report(context.Background(), &controller.Result{Plan: p, Nodes: map[string]verdict.Node{"a": {Routed: true, Reason: reason.RouteNotManaged}, "b": {Routed: true}}})
 	const want = `
 # HELP routekeeper_deletes_held Route deletions the deletion guard held back in the last reconcile, by reason: TooManyDeletes (over controller.maxDeletes), EmptySource (the source returned no nodes), StandDownUnconfirmed (routes: standDown without controller.confirmStandDown).
 # TYPE routekeeper_deletes_held gauge
@@ -133,7 +134,7 @@ routekeeper_nodes_unmanaged_route 1
 		t.Error(err)
 	}
 	// The guard lets go: the series disappears.
-	m.Report(context.Background(), &controller.Result{Plan: &plan.Plan{}, Nodes: map[string]controller.NodeResult{}})
+	m.Report(context.Background(), &controller.Result{Plan: &plan.Plan{}, Nodes: map[string]verdict.Node{}})
 	if n := testutil.CollectAndCount(m.deletesHeld); n != 0 {
 		t.Errorf("deletes_held has %d series after nothing was held", n)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // TestMirrorReport: each mirror table has its own series (label table),
@@ -22,13 +23,13 @@ func TestMirrorReport(t *testing.T) {
 	appgw, hub := mm.ForTable("appgw-routes"), mm.ForTable("hub-routes")
 	appgw.Report(ctx, &controller.Result{
 		Start: time.Unix(1_800_000_000, 0), Duration: time.Second,
-		Nodes:        map[string]controller.NodeResult{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
-		Routes:       &controller.RouteCounts{Desired: 2, Present: 1, Owned: 1, Foreign: 399},
-		Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s", State: assoc.Detached}}},
+		Nodes:        map[string]verdict.Node{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
+		Routes:       &verdict.RouteCounts{Desired: 2, Present: 1, Owned: 1, Foreign: 399},
+		Associations: []verdict.Subnet{{SubnetDecision: assoc.SubnetDecision{Subnet: "s", State: assoc.Detached}}},
 	})
 	hub.Report(ctx, &controller.Result{Err: errors.New("throttled")})
 	// A later guard check of appgw with the subnet fixed clears its problem.
-	appgw.Report(ctx, &controller.Result{GuardOnly: true, Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s", State: assoc.Reassociated}, Repaired: true}}})
+	appgw.Report(ctx, &controller.Result{GuardOnly: true, Associations: []verdict.Subnet{{SubnetDecision: assoc.SubnetDecision{Subnet: "s", State: assoc.Reassociated}, Repaired: true}}})
 	const want = `
 # HELP routekeeper_mirror_reconciles_total Reconciles of a mirror route table, by table and result (success, error).
 # TYPE routekeeper_mirror_reconciles_total counter

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
@@ -71,12 +72,12 @@ func (pl *planner) finishNode(ni int32, routeNames []string, updates []Change) [
 		return updates
 	}
 	if len(n.PodCIDRs) == 0 {
-		reason, msg := ReasonNoPodCIDR, fmt.Sprintf("node %s has no pod CIDR yet (spec.podCIDRs is empty)", n.Name)
+		why, msg := reason.NoPodCIDR, fmt.Sprintf("node %s has no pod CIDR yet (spec.podCIDRs is empty)", n.Name)
 		if n.Problem != nil {
-			reason, msg = n.Problem.Reason, n.Problem.Message
+			why, msg = n.Problem.Reason, n.Problem.Message
 		}
-		p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Reason: reason, Message: msg})
-		p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: reason, Message: msg}
+		p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Reason: why, Message: msg})
+		p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: why, Message: msg}
 		return updates
 	}
 	st := NodeStatus{State: Routed}
@@ -86,7 +87,7 @@ func (pl *planner) finishNode(ni int32, routeNames []string, updates []Change) [
 	for i := s.lo; i < s.hi; i++ {
 		e := &pl.entries[i]
 		switch {
-		case e.reason == ReasonRouteNotManaged:
+		case e.reason == reason.RouteNotManaged:
 			d := pl.detailOf(e)
 			p.Conflicts = append(p.Conflicts, Conflict{Node: n.Name, Prefix: e.cidr, Reason: e.reason, Message: d.msg, Route: d.other, Forwarding: true})
 			if note == nil {
@@ -120,7 +121,7 @@ func (pl *planner) finishNode(ni int32, routeNames []string, updates []Change) [
 		st.Routes = routeNames[s.lo:k:k]
 	}
 	if note != nil && st.State != NotRouted {
-		st.Reason, st.Message = ReasonRouteNotManaged, note.msg
+		st.Reason, st.Message = reason.RouteNotManaged, note.msg
 	}
 	if n.Problem != nil && st.State != NotRouted {
 		st.State, st.Reason, st.Message = NotRouted, n.Problem.Reason, n.Problem.Message

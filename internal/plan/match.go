@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
@@ -126,7 +127,7 @@ func (pl *planner) overlaps() {
 					continue
 				}
 				e := &pl.entries[i]
-				pl.fail(e, ReasonOverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s, which keeps its route; give node %s a pod CIDR of its own", e.cidr, pl.nodeName(e), k.cidr, pl.nodeName(k), pl.nodeName(e)), pl.nodeName(k))
+				pl.fail(e, reason.OverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s, which keeps its route; give node %s a pod CIDR of its own", e.cidr, pl.nodeName(e), k.cidr, pl.nodeName(k), pl.nodeName(e)), pl.nodeName(k))
 			}
 			continue
 		}
@@ -136,7 +137,7 @@ func (pl *planner) overlaps() {
 			if i == g[0] {
 				o = &pl.entries[g[1]]
 			}
-			pl.fail(e, ReasonOverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s; no route is written for either until one of them changes", e.cidr, pl.nodeName(e), o.cidr, pl.nodeName(o)), pl.nodeName(o))
+			pl.fail(e, reason.OverlappingPodCIDR, fmt.Sprintf("pod CIDR %s of node %s overlaps pod CIDR %s of node %s; no route is written for either until one of them changes", e.cidr, pl.nodeName(e), o.cidr, pl.nodeName(o)), pl.nodeName(o))
 		}
 	}
 }
@@ -153,7 +154,7 @@ func (pl *planner) match() {
 			r, c := &pl.cur.Routes[e.exact], &pl.routes[e.exact]
 			if !c.owned {
 				cls := pl.classification(e.exact)
-				pl.fail(e, ReasonNameConflict, fmt.Sprintf("route %s already exists in %s with prefix %s and next hop %s, and routekeeper does not own it (%s: %s); rename or delete it to let routekeeper route node %s",
+				pl.fail(e, reason.NameConflict, fmt.Sprintf("route %s already exists in %s with prefix %s and next hop %s, and routekeeper does not own it (%s: %s); rename or delete it to let routekeeper route node %s",
 					r.Name, pl.table, r.AddressPrefix, hopText(r), cls.Owner, cls.Why, pl.nodeName(e)), r.Name)
 				pl.detailOf(e).forwarding = c.prefix == e.cidr && r.NextHopType == route.VirtualAppliance && r.NextHopIP == e.hop
 				continue
@@ -225,10 +226,10 @@ func (pl *planner) prefixConflict(e *entry, h int32) {
 	}
 	forwarding := pl.forwards(h, e)
 	if forwarding {
-		pl.fail(e, ReasonRouteNotManaged, fmt.Sprintf("pod CIDR %s of node %s is routed to %s by route %s, which routekeeper does not own (%s): traffic flows, route not managed; `--adopt matching` takes it over with no outage (renames it to %s in one write)",
+		pl.fail(e, reason.RouteNotManaged, fmt.Sprintf("pod CIDR %s of node %s is routed to %s by route %s, which routekeeper does not own (%s): traffic flows, route not managed; `--adopt matching` takes it over with no outage (renames it to %s in one write)",
 			e.cidr, pl.nodeName(e), e.hop, r.Name, why, schemeName(pl.nodeName(e), e.cidr)), r.Name)
 	} else {
-		pl.fail(e, ReasonPrefixConflict, fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
+		pl.fail(e, reason.PrefixConflict, fmt.Sprintf("pod CIDR %s of node %s is held by route %s (next hop %s), which routekeeper does not own (%s); Azure allows one route per prefix: delete that route to let routekeeper route node %s",
 			e.cidr, pl.nodeName(e), r.Name, hopText(r), why, pl.nodeName(e)), r.Name)
 	}
 	pl.detailOf(e).forwarding = forwarding
@@ -303,7 +304,7 @@ func (pl *planner) applyLimit() {
 				// Takes the slot of the stale route it replaces.
 			case !fits:
 				e.act = actNone
-				pl.fail(e, ReasonRouteLimit, fmt.Sprintf("%s is full: it may hold %d routes (routeTable.routeLimit) and node %s needs %d more; free room, give the cluster another table, or raise routeTable.routeLimit if it is below Azure's limit of 400 routes per route table", pl.table, pl.limit, pl.nodeName(e), need), "")
+				pl.fail(e, reason.RouteTableFull, fmt.Sprintf("%s is full: it may hold %d routes (routeTable.routeLimit) and node %s needs %d more; free room, give the cluster another table, or raise routeTable.routeLimit if it is below Azure's limit of 400 routes per route table", pl.table, pl.limit, pl.nodeName(e), need), "")
 			}
 		}
 	}

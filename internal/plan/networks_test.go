@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
@@ -112,7 +113,7 @@ func TestNextHopOutsideVNet(t *testing.T) {
 				NodeNetworks: []netip.Prefix{{}},
 			},
 			nodes:   map[string]string{"worker-0": "NotRouted/InvalidConfiguration"},
-			refused: ReasonInvalidInput,
+			refused: reason.InvalidConfiguration,
 		},
 	})
 }

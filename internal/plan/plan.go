@@ -99,6 +99,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -153,7 +154,7 @@ type entry struct {
 	// name is the scheme name; when a route of that name exists, ARM's
 	// spelling of it (names compare case-insensitively).
 	name      string
-	reason    Reason
+	reason    reason.Reason
 	node      int32 // index into Input.Nodes
 	exact     int32 // current route with exactly this name, -1
 	incumbent int32 // current owned route already serving this CIDR for this node, -1
@@ -203,7 +204,7 @@ func Compute(in Input) *Plan {
 	}
 	p := &Plan{Changes: []Change{}, Conflicts: []Conflict{}, Nodes: make(map[string]NodeStatus, len(in.Nodes)), Limit: limit}
 	if err := in.Validate(); err != nil {
-		return p.refuse(in.Nodes, ReasonInvalidInput, "invalid planner input: "+err.Error())
+		return p.refuse(in.Nodes, reason.InvalidConfiguration, "invalid planner input: "+err.Error())
 	}
 	pl := &planner{in: in, own: in.Ownership(), limit: limit, cur: in.Current, p: p}
 	if pl.cur == nil {
@@ -215,9 +216,9 @@ func Compute(in Input) *Plan {
 	claims := pl.cur.ClaimValues()
 	switch {
 	case len(claims) > 1:
-		return p.refuse(in.Nodes, ReasonInvalidTable, fmt.Sprintf("%s has claim tags %s for several clusters (%s); remove all but one", pl.table, route.ClaimTag, strings.Join(claims, ", ")))
+		return p.refuse(in.Nodes, reason.RouteTableInvalid, fmt.Sprintf("%s has claim tags %s for several clusters (%s); remove all but one", pl.table, route.ClaimTag, strings.Join(claims, ", ")))
 	case len(claims) == 1 && claims[0] != in.Cluster:
-		return p.refuse(in.Nodes, ReasonTableClaimed, fmt.Sprintf("%s is claimed by cluster %q (tag %s), not by this cluster %q; routekeeper writes nothing to it%s", pl.table, claims[0], route.ClaimTag, in.Cluster, CIDROverlap(pl.cur, claims[0], in.ClusterCIDRs)))
+		return p.refuse(in.Nodes, reason.RouteTableClaimed, fmt.Sprintf("%s is claimed by cluster %q (tag %s), not by this cluster %q; routekeeper writes nothing to it%s", pl.table, claims[0], route.ClaimTag, in.Cluster, CIDROverlap(pl.cur, claims[0], in.ClusterCIDRs)))
 	case len(claims) == 1:
 		pl.claim = in.Cluster
 	default:
@@ -231,7 +232,7 @@ func Compute(in Input) *Plan {
 		p.StandDown, p.Claim = true, false
 	}
 	if msg := pl.indexCurrent(); msg != "" {
-		return p.refuse(in.Nodes, ReasonInvalidTable, msg)
+		return p.refuse(in.Nodes, reason.RouteTableInvalid, msg)
 	}
 	pl.makeEntries()
 	pl.unclaimedRoutes()
@@ -274,12 +275,12 @@ func tableName(t *route.Table, create bool) string {
 }
 
 // refuse turns p into a plan that writes nothing, every node NotRouted.
-func (p *Plan) refuse(nodes []source.Node, reason Reason, msg string) *Plan {
-	p.Refused, p.RefusedReason = msg, reason
+func (p *Plan) refuse(nodes []source.Node, why reason.Reason, msg string) *Plan {
+	p.Refused, p.RefusedReason = msg, why
 	p.Changes, p.Conflicts, p.Desired, p.Claim, p.Create = []Change{}, []Conflict{}, nil, false, false
 	clear(p.Nodes)
 	for _, n := range nodes {
-		p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: reason, Message: msg}
+		p.Nodes[n.Name] = NodeStatus{State: NotRouted, Reason: why, Message: msg}
 	}
 	return p
 }
@@ -349,10 +350,10 @@ func (pl *planner) makeEntries() {
 			e := &pl.entries[len(pl.entries)-1]
 			switch {
 			case !cidr.IsValid():
-				pl.fail(e, ReasonNoPodCIDR, fmt.Sprintf("node %s has an invalid pod CIDR", n.Name), "")
+				pl.fail(e, reason.NoPodCIDR, fmt.Sprintf("node %s has an invalid pod CIDR", n.Name), "")
 				continue
 			case !pl.own.Contains(cidr):
-				pl.fail(e, ReasonOutsideClusterCIDR, fmt.Sprintf("pod CIDR %s of node %s is outside the cluster CIDRs %s", cidr, n.Name, prefixList(pl.in.ClusterCIDRs)), "")
+				pl.fail(e, reason.OutsideClusterCIDR, fmt.Sprintf("pod CIDR %s of node %s is outside the cluster CIDRs %s", cidr, n.Name, prefixList(pl.in.ClusterCIDRs)), "")
 				continue
 			}
 			e.inCluster = true
@@ -374,13 +375,13 @@ func (pl *planner) makeEntries() {
 			hop, ok := n.NextHop(cidr)
 			switch err := route.ValidateName(e.name); {
 			case pl.dup[ni]:
-				pl.fail(e, ReasonDuplicateNode, fmt.Sprintf("node name %s is used by more than one node (route names compare case-insensitively); none of them is routed", n.Name), "")
+				pl.fail(e, reason.DuplicateNode, fmt.Sprintf("node name %s is used by more than one node (route names compare case-insensitively); none of them is routed", n.Name), "")
 			case err != nil:
-				pl.fail(e, ReasonInvalidRouteName, fmt.Sprintf("the route for pod CIDR %s of node %s cannot be named: %v", cidr, n.Name, err), "")
+				pl.fail(e, reason.InvalidRouteName, fmt.Sprintf("the route for pod CIDR %s of node %s cannot be named: %v", cidr, n.Name, err), "")
 			case !ok || !hop.IsValid() || hop.IsUnspecified():
-				pl.fail(e, ReasonNoNodeIP, fmt.Sprintf("node %s has no internal %s address for pod CIDR %s", n.Name, family(cidr), cidr), "")
+				pl.fail(e, reason.NoNodeIP, fmt.Sprintf("node %s has no internal %s address for pod CIDR %s", n.Name, family(cidr), cidr), "")
 			case len(pl.in.NodeNetworks) > 0 && !inAny(pl.in.NodeNetworks, hop):
-				pl.fail(e, ReasonNextHopOutsideVNet, pl.outsideMessage(n.Name, hop, cidr), "")
+				pl.fail(e, reason.NextHopOutsideVNet, pl.outsideMessage(n.Name, hop, cidr), "")
 			default:
 				e.hop = hop
 			}
@@ -390,8 +391,8 @@ func (pl *planner) makeEntries() {
 			for j := lo; j < int32(len(pl.entries))-1; j++ {
 				if o := &pl.entries[j]; o.inCluster && strings.EqualFold(o.name, e.name) && !pl.dup[ni] {
 					msg := fmt.Sprintf("pod CIDRs %s and %s of node %s map to the same route name %s", o.cidr, cidr, n.Name, e.name)
-					pl.fail(o, ReasonNameConflict, msg, e.name)
-					pl.fail(e, ReasonNameConflict, msg, e.name)
+					pl.fail(o, reason.NameConflict, msg, e.name)
+					pl.fail(e, reason.NameConflict, msg, e.name)
 				}
 			}
 		}
@@ -423,7 +424,7 @@ func (pl *planner) outsideMessage(node string, hop netip.Addr, cidr netip.Prefix
 }
 
 // fail gives e a reason, unless it has one already.
-func (pl *planner) fail(e *entry, r Reason, msg, other string) {
+func (pl *planner) fail(e *entry, r reason.Reason, msg, other string) {
 	if e.reason != "" {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -26,7 +27,7 @@ type planCase struct {
 	conflicts []string
 	nodes     map[string]string
 	claim     bool
-	refused   Reason
+	refused   reason.Reason
 }
 
 func runCases(t *testing.T, cases []planCase) {
@@ -515,7 +516,7 @@ func TestClaim(t *testing.T) {
 				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24"), node("worker-1", "10.0.0.5", "10.244.1.0/24")},
 				Current: table("staging", ours("worker-0", "10.244.0.0/24", "10.0.0.9")),
 			},
-			refused: ReasonTableClaimed,
+			refused: reason.RouteTableClaimed,
 			nodes:   map[string]string{"worker-0": "NotRouted/RouteTableClaimed", "worker-1": "NotRouted/RouteTableClaimed"},
 		},
 		{
@@ -524,7 +525,7 @@ func TestClaim(t *testing.T) {
 				Nodes:   []source.Node{node("worker-0", "10.0.0.4", "10.244.0.0/24")},
 				Current: table("Prod"),
 			},
-			refused: ReasonTableClaimed,
+			refused: reason.RouteTableClaimed,
 		},
 		{
 			name: "claim tag keys compare case-insensitively",
@@ -560,7 +561,7 @@ func TestClaim(t *testing.T) {
 					return t
 				}(),
 			},
-			refused: ReasonInvalidTable,
+			refused: reason.RouteTableInvalid,
 		},
 		{
 			name: "table missing: planned against an empty table, created with the claim",
@@ -631,8 +632,8 @@ func TestClaim(t *testing.T) {
 				cur.Tags[route.ClusterCIDRsTag] = tc.theirs
 			}
 			p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Current: cur})
-			if p.RefusedReason != ReasonTableClaimed {
-				t.Fatalf("refused %q, want %s", p.RefusedReason, ReasonTableClaimed)
+			if p.RefusedReason != reason.RouteTableClaimed {
+				t.Fatalf("refused %q, want %s", p.RefusedReason, reason.RouteTableClaimed)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(p.Refused, w) {
@@ -850,17 +851,17 @@ func TestReasons(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	runCases(t, []planCase{
-		{name: "no cluster name", raw: true, in: Input{ClusterCIDRs: clusterCIDRs, Nodes: []source.Node{node("a")}}, refused: ReasonInvalidInput, nodes: map[string]string{"a": "NotRouted/InvalidConfiguration"}},
-		{name: "no cluster CIDRs", raw: true, in: Input{Cluster: cluster}, refused: ReasonInvalidInput},
-		{name: "invalid cluster CIDR", raw: true, in: Input{Cluster: cluster, ClusterCIDRs: []netip.Prefix{{}}}, refused: ReasonInvalidInput},
-		{name: "negative limit", in: Input{Limit: -1}, refused: ReasonInvalidInput},
+		{name: "no cluster name", raw: true, in: Input{ClusterCIDRs: clusterCIDRs, Nodes: []source.Node{node("a")}}, refused: reason.InvalidConfiguration, nodes: map[string]string{"a": "NotRouted/InvalidConfiguration"}},
+		{name: "no cluster CIDRs", raw: true, in: Input{Cluster: cluster}, refused: reason.InvalidConfiguration},
+		{name: "invalid cluster CIDR", raw: true, in: Input{Cluster: cluster, ClusterCIDRs: []netip.Prefix{{}}}, refused: reason.InvalidConfiguration},
+		{name: "negative limit", in: Input{Limit: -1}, refused: reason.InvalidConfiguration},
 		{
 			name: "two routes with one name (case-insensitively) in the table",
 			in: Input{
 				Nodes:   []source.Node{node("a", "10.0.0.4", "10.244.0.0/24")},
 				Current: table(cluster, rt("x", "10.1.0.0/16", "None"), rt("X", "10.2.0.0/16", "None")),
 			},
-			refused: ReasonInvalidTable,
+			refused: reason.RouteTableInvalid,
 			nodes:   map[string]string{"a": "NotRouted/RouteTableInvalid"},
 		},
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -88,11 +89,11 @@ func TestProperty(t *testing.T) {
 	// The generator must keep reaching every rule, or the property proves
 	// little: fail when a reason never shows up in a full run.
 	if *propIters >= 1000 && !t.Failed() {
-		for _, want := range []string{"creates", "updates", "deletes", "refused", "adoptions", "unclaimed", "stand-down", string(ReasonStandDownUnconfirmed),
-			string(ReasonRouteNotManaged), string(ReasonTooManyDeletes), string(ReasonEmptySource),
-			string(ReasonPrefixConflict), string(ReasonNameConflict), string(ReasonOverlappingPodCIDR),
-			string(ReasonOutsideClusterCIDR), string(ReasonRouteLimit), string(ReasonNoPodCIDR),
-			string(ReasonNoNodeIP), string(ReasonInvalidRouteName), string(ReasonDuplicateNode)} {
+		for _, want := range []string{"creates", "updates", "deletes", "refused", "adoptions", "unclaimed", "stand-down", string(reason.StandDownUnconfirmed),
+			string(reason.RouteNotManaged), string(reason.TooManyDeletes), string(reason.EmptySource),
+			string(reason.PrefixConflict), string(reason.NameConflict), string(reason.OverlappingPodCIDR),
+			string(reason.OutsideClusterCIDR), string(reason.RouteTableFull), string(reason.NoPodCIDR),
+			string(reason.NoNodeIP), string(reason.InvalidRouteName), string(reason.DuplicateNode)} {
 			if stats[want] == 0 {
 				t.Errorf("the generator never produced %s", want)
 			}
@@ -118,7 +119,7 @@ func checkStatusTruth(t *testing.T, in Input, p *Plan) {
 			t.Errorf("node %s has no status", n.Name)
 			continue
 		}
-		if (st.State == NotRouted) != (st.Reason != "" && st.Reason != ReasonRouteNotManaged) {
+		if (st.State == NotRouted) != (st.Reason != "" && st.Reason != reason.RouteNotManaged) {
 			t.Errorf("node %s: state %s with reason %q", n.Name, st.State, st.Reason)
 		}
 		if (st.State == NotNeeded) != p.StandDown {
@@ -131,7 +132,7 @@ func checkStatusTruth(t *testing.T, in Input, p *Plan) {
 			hop, _ := n.NextHop(cidr)
 			r, ok := byName[strings.ToLower(route.Name(n.Name, cidr))]
 			got, _ := r.CIDR()
-			if st.Reason == ReasonRouteNotManaged && (!ok || got != cidr.Masked()) {
+			if st.Reason == reason.RouteNotManaged && (!ok || got != cidr.Masked()) {
 				// Routed by a route of another name: it must carry
 				// the prefix to the node.
 				for _, x := range after.Routes {
@@ -146,7 +147,7 @@ func checkStatusTruth(t *testing.T, in Input, p *Plan) {
 		}
 	}
 	for _, c := range p.Conflicts {
-		if st := p.Nodes[c.Node]; st.State != NotRouted && c.Reason != ReasonRouteNotManaged {
+		if st := p.Nodes[c.Node]; st.State != NotRouted && c.Reason != reason.RouteNotManaged {
 			t.Errorf("conflict %+v but node %s is %s", c, c.Node, st.State)
 		}
 	}

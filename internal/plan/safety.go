@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
@@ -66,21 +67,21 @@ func (pl *planner) guardDeletes() {
 	case p.StandDown && pl.in.ConfirmStandDown:
 		return // the confirmed stand-down: every owned route goes at once
 	case p.StandDown:
-		p.HeldReason = ReasonStandDownUnconfirmed
+		p.HeldReason = reason.StandDownUnconfirmed
 		p.HeldMessage = fmt.Sprintf("routes: standDown: the cluster no longer uses host routes, and %s holds %d routes of this cluster (%s): none is removed until the stand-down is confirmed. Check that every node runs the overlay CNI, then run with --confirm-stand-down (controller.confirmStandDown: true) to remove them all in one write; routes routekeeper does not own, the claim and the subnet associations stay",
 			pl.table, dels, pl.heldNames())
 		if pl.claim == "" {
 			p.HeldMessage += fmt.Sprintf(". The table is not claimed (tag %s): on AKS these are the platform's routes, which its move to Overlay deletes itself; do not confirm before it", route.ClaimTag)
 		}
 	case PodCIDRsGone(pl.in.Nodes):
-		p.HeldReason = ReasonStandDownUnconfirmed
+		p.HeldReason = reason.StandDownUnconfirmed
 		p.HeldMessage = fmt.Sprintf("no node has a pod CIDR while %s holds %d routes of this cluster (%s): none is deleted. A new cluster whose IPAM has not assigned pod CIDRs yet looks the same; if the cluster moved to an overlay CNI (Azure CNI Overlay, Cilium, Calico VXLAN), set routes: standDown and confirm it (--confirm-stand-down) to remove them in one write (docs/aks-overlay.md)",
 			pl.table, dels, pl.heldNames())
 	case len(pl.in.Nodes) == 0 && !pl.in.AllowEmptySource:
-		p.HeldReason = ReasonEmptySource
+		p.HeldReason = reason.EmptySource
 		p.HeldMessage = fmt.Sprintf("the node source returned no nodes while %s holds %d routes of this cluster: none is deleted (an empty or wrong source must not empty the table); if the cluster really has no nodes, run with --allow-empty-source (controller.allowEmptySource: true)", pl.table, owned)
 	case capDeletes >= 0 && dels > capDeletes:
-		p.HeldReason = ReasonTooManyDeletes
+		p.HeldReason = reason.TooManyDeletes
 		p.HeldMessage = fmt.Sprintf("this pass would delete %d routes from %s, more than the %d allowed per pass (controller.maxDeletes; by default the larger of 10 and 10%% of the cluster's routes): none is deleted, creates and updates go through; check the node source, then run with --max-deletes %d to let them go", dels, pl.table, capDeletes, dels)
 	default:
 		return

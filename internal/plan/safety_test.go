@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -114,7 +115,7 @@ func TestAdoption(t *testing.T) {
 	})
 	t.Run("invalid adopt policy is refused", func(t *testing.T) {
 		p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Adopt: "all"})
-		if p.RefusedReason != ReasonInvalidInput || !strings.Contains(p.Refused, `"all"`) {
+		if p.RefusedReason != reason.InvalidConfiguration || !strings.Contains(p.Refused, `"all"`) {
 			t.Errorf("refused = %s %q", p.RefusedReason, p.Refused)
 		}
 	})
@@ -142,18 +143,18 @@ func TestDeleteGuard(t *testing.T) {
 		in        Input
 		deletes   int
 		held      int
-		heldWhy   Reason
+		heldWhy   reason.Reason
 		creates   int
 		maxApplie int
 	}{
 		{"default cap of 30 owned routes is 10: 10 deletes go", Input{Nodes: nodes[10:]}, 10, 0, "", 0, 10},
-		{"default cap: 11 deletes are all held", Input{Nodes: nodes[11:]}, 0, 11, ReasonTooManyDeletes, 0, 10},
-		{"held deletes do not stop creates", Input{Nodes: append([]source.Node{newNode}, nodes[11:]...)}, 0, 11, ReasonTooManyDeletes, 1, 10},
+		{"default cap: 11 deletes are all held", Input{Nodes: nodes[11:]}, 0, 11, reason.TooManyDeletes, 0, 10},
+		{"held deletes do not stop creates", Input{Nodes: append([]source.Node{newNode}, nodes[11:]...)}, 0, 11, reason.TooManyDeletes, 1, 10},
 		{"MaxDeletes raised lets them go", Input{Nodes: nodes[11:], MaxDeletes: 11}, 11, 0, "", 0, 11},
 		{"MaxDeletes negative: no cap", Input{Nodes: nodes[29:], MaxDeletes: -1}, 29, 0, "", 0, -1},
-		{"MaxDeletes 1", Input{Nodes: nodes[2:], MaxDeletes: 1}, 0, 2, ReasonTooManyDeletes, 0, 1},
-		{"empty source deletes nothing", Input{}, 0, 30, ReasonEmptySource, 0, 10},
-		{"empty source with AllowEmptySource is still capped", Input{AllowEmptySource: true}, 0, 30, ReasonTooManyDeletes, 0, 10},
+		{"MaxDeletes 1", Input{Nodes: nodes[2:], MaxDeletes: 1}, 0, 2, reason.TooManyDeletes, 0, 1},
+		{"empty source deletes nothing", Input{}, 0, 30, reason.EmptySource, 0, 10},
+		{"empty source with AllowEmptySource is still capped", Input{AllowEmptySource: true}, 0, 30, reason.TooManyDeletes, 0, 10},
 		{"empty source with AllowEmptySource and no cap deletes all", Input{AllowEmptySource: true, MaxDeletes: -1}, 30, 0, "", 0, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +172,7 @@ func TestDeleteGuard(t *testing.T) {
 					}
 				}
 				want := "--max-deletes"
-				if tc.heldWhy == ReasonEmptySource {
+				if tc.heldWhy == reason.EmptySource {
 					want = "--allow-empty-source"
 				}
 				if !strings.Contains(p.HeldMessage, want) {

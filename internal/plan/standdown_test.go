@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -37,14 +38,14 @@ func TestStandDown(t *testing.T) {
 		standDown bool
 		deletes   int
 		held      int
-		heldWhy   Reason
+		heldWhy   reason.Reason
 		nodeState NodeState
-		nodeWhy   Reason
+		nodeWhy   reason.Reason
 		msgWants  []string
 	}{
 		{name: "configured, not confirmed: every owned route held, nodes not needed",
 			in: Input{Current: small, Nodes: smallNodes, StandDown: true}, standDown: true,
-			held: 2, heldWhy: ReasonStandDownUnconfirmed, nodeState: NotNeeded,
+			held: 2, heldWhy: reason.StandDownUnconfirmed, nodeState: NotNeeded,
 			msgWants: []string{"2 routes", "worker-0____102440024, worker-1____102441024", "--confirm-stand-down", "controller.confirmStandDown: true"}},
 		{name: "configured and confirmed: every owned route goes in one write; foreign routes stay",
 			in: Input{Current: small, Nodes: smallNodes, StandDown: true, ConfirmStandDown: true}, standDown: true,
@@ -56,10 +57,10 @@ func TestStandDown(t *testing.T) {
 			in: Input{Current: small, StandDown: true, ConfirmStandDown: true}, standDown: true, deletes: 2},
 		{name: "not confirmed, many routes: held for the stand-down, listing five",
 			in: Input{Current: big, Nodes: bigNodes, StandDown: true}, standDown: true,
-			held: 30, heldWhy: ReasonStandDownUnconfirmed, nodeState: NotNeeded, msgWants: []string{"30 routes", "and 25 more"}},
+			held: 30, heldWhy: reason.StandDownUnconfirmed, nodeState: NotNeeded, msgWants: []string{"30 routes", "and 25 more"}},
 		{name: "no node has a pod CIDR, not confirmed: nothing deleted whatever the cap",
 			in:   Input{Current: small, Nodes: noCIDRs(smallNodes), MaxDeletes: -1},
-			held: 2, heldWhy: ReasonStandDownUnconfirmed, nodeState: NotRouted, nodeWhy: ReasonNoPodCIDR,
+			held: 2, heldWhy: reason.StandDownUnconfirmed, nodeState: NotRouted, nodeWhy: reason.NoPodCIDR,
 			msgWants: []string{"no node has a pod CIDR", "IPAM has not assigned", "routes: standDown", "--confirm-stand-down"}},
 		{name: "no node has a pod CIDR, confirmed: the plan stands down",
 			in: Input{Current: small, Nodes: noCIDRs(smallNodes), ConfirmStandDown: true}, standDown: true,

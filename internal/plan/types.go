@@ -36,7 +36,7 @@ type Input struct {
 	// internal IP may lie in: every subnet of the virtual networks whose
 	// subnets routekeeper guards, and of the table's (see NodeNetworks).
 	// When it is not empty, a pod CIDR whose next hop lies in none of them
-	// is not routed (ReasonNextHopOutsideVNet): no NIC can hold that
+	// is not routed (reason.NextHopOutsideVNet): no NIC can hold that
 	// address, so Azure would deliver the pod traffic nowhere. Empty means
 	// unknown: next hops are not checked.
 	NodeNetworks []netip.Prefix
@@ -50,7 +50,7 @@ type Input struct {
 	// Way's kubernetes-route-10-200-0-0-24, cloud-provider-azure's legacy
 	// <node> names, AKS routes of another node name in an unclaimed
 	// table): AdoptNone (the default, "") leaves it alone and the node
-	// counts as routed by it (ReasonRouteNotManaged); AdoptMatching
+	// counts as routed by it (reason.RouteNotManaged); AdoptMatching
 	// replaces it with the node's route in the same PUT, a rename in which
 	// the prefix never lacks its next hop.
 	Adopt AdoptPolicy
@@ -131,7 +131,7 @@ func (in Input) Ownership() route.Ownership {
 }
 
 // Validate checks the configuration part of the input; Compute refuses to
-// plan (ReasonInvalidInput) when it fails.
+// plan (reason.InvalidConfiguration) when it fails.
 func (in Input) Validate() error {
 	if in.Cluster == "" {
 		return fmt.Errorf("cluster name is empty: it is the value of the %s tag that claims the route table", route.ClaimTag)
@@ -217,75 +217,6 @@ type Change struct {
 // any more (not the old half of an adoption).
 func (c Change) Stale() bool { return c.Kind == Delete && c.AdoptedBy == "" }
 
-// Reason is why a node's route is not written, why the plan was refused,
-// or why deletions were held back: a word of routekeeper's one vocabulary
-// (internal/reason), so the planner's reasons are the ones the log, node
-// conditions, events, metrics and every command show.
-type Reason = reason.Reason
-
-// The planner's reasons (see internal/reason for the whole vocabulary).
-const (
-	// ReasonPrefixConflict: a route routekeeper does not own already holds
-	// the node's pod CIDR (a route typed by hand, a legacy route, another
-	// cluster's). Azure forbids two routes with one prefix.
-	ReasonPrefixConflict = reason.PrefixConflict
-	// ReasonNameConflict: a route routekeeper does not own already has the
-	// exact name the node's route needs (other prefix or next hop type), or
-	// two pod CIDRs map to one name.
-	ReasonNameConflict = reason.NameConflict
-	// ReasonOverlappingPodCIDR: two nodes have the same or overlapping pod
-	// CIDRs.
-	ReasonOverlappingPodCIDR = reason.OverlappingPodCIDR
-	// ReasonOutsideClusterCIDR: the pod CIDR is not inside any cluster CIDR.
-	ReasonOutsideClusterCIDR = reason.OutsideClusterCIDR
-	// ReasonRouteLimit: the table is full (RouteTableFull).
-	ReasonRouteLimit = reason.RouteTableFull
-	// ReasonNoPodCIDR: the node has no (valid) pod CIDR yet.
-	ReasonNoPodCIDR = reason.NoPodCIDR
-	// ReasonNoNodeIP: the node has no internal address of the pod CIDR's
-	// IP family.
-	ReasonNoNodeIP = reason.NoNodeIP
-	// ReasonNextHopOutsideVNet: the node's internal IP (the route's next
-	// hop) lies in no subnet of Input.NodeNetworks; no NIC can hold it, so
-	// a route to it would deliver nothing.
-	ReasonNextHopOutsideVNet = reason.NextHopOutsideVNet
-	// ReasonInvalidRouteName: the scheme name is not a valid Azure route
-	// name (usually a node name too long for 80 characters).
-	ReasonInvalidRouteName = reason.InvalidRouteName
-	// ReasonDuplicateNode: two nodes have the same name (compared
-	// case-insensitively, as Azure compares route names).
-	ReasonDuplicateNode = reason.DuplicateNode
-	// ReasonTableClaimed: the table is claimed by another cluster; the
-	// plan is refused (RouteTableClaimed).
-	ReasonTableClaimed = reason.RouteTableClaimed
-	// ReasonInvalidTable: the table as read breaks Azure's own rules (two
-	// routes with one name, disagreeing claim tags); the plan is refused
-	// (RouteTableInvalid).
-	ReasonInvalidTable = reason.RouteTableInvalid
-	// ReasonInvalidInput: Input.Validate failed; the plan is refused
-	// (InvalidConfiguration).
-	ReasonInvalidInput = reason.InvalidConfiguration
-
-	// ReasonRouteNotManaged: a route routekeeper does not own already
-	// sends the pod CIDR to the node. Traffic flows, so the node counts as
-	// routed (state Routed or Pending, with this reason as a note); with
-	// Input.Adopt matching the route is taken over instead.
-	ReasonRouteNotManaged = reason.RouteNotManaged
-
-	// Reasons of Plan.HeldReason: why deletions were held back.
-
-	// ReasonTooManyDeletes: the plan would delete more routes than
-	// Input.MaxDeletes allows.
-	ReasonTooManyDeletes = reason.TooManyDeletes
-	// ReasonEmptySource: the source returned no nodes and
-	// Input.AllowEmptySource is not set.
-	ReasonEmptySource = reason.EmptySource
-	// ReasonStandDownUnconfirmed: the plan stands down (Input.StandDown),
-	// or no node has a pod CIDR any more, and Input.ConfirmStandDown is
-	// not set.
-	ReasonStandDownUnconfirmed = reason.StandDownUnconfirmed
-)
-
 // Conflict is one desired route that the plan does not write, with why.
 // Besides conflicts proper (prefix, name, overlap, outside the cluster
 // CIDRs) it covers every other reason a node's route is not written (route
@@ -293,17 +224,17 @@ const (
 // the same way.
 type Conflict struct {
 	Node string `json:"node"`
-	// Prefix is the pod CIDR; invalid (omitted) for ReasonNoPodCIDR.
-	Prefix  netip.Prefix `json:"prefix,omitzero"`
-	Reason  Reason       `json:"reason"`
-	Message string       `json:"message"`
+	// Prefix is the pod CIDR; invalid (omitted) for reason.NoPodCIDR.
+	Prefix  netip.Prefix  `json:"prefix,omitzero"`
+	Reason  reason.Reason `json:"reason"`
+	Message string        `json:"message"`
 	// Route names the other party: the route holding the prefix or name,
 	// or the other node of an overlap.
 	Route string `json:"route,omitempty"`
 	// Forwarding is set when the route in the way already sends the
 	// prefix to this node's address: traffic flows, routekeeper just does
 	// not manage the route (a hand-made route of Kubernetes the Hard Way,
-	// for example). The reason is then ReasonRouteNotManaged, and the
+	// for example). The reason is then reason.RouteNotManaged, and the
 	// node is not NotRouted for it.
 	Forwarding bool `json:"forwarding,omitempty"`
 }
@@ -331,10 +262,10 @@ const (
 type NodeStatus struct {
 	State NodeState `json:"state"`
 	// Reason and Message say why a NotRouted node is not routed. On a
-	// Routed or Pending node they are a note: ReasonRouteNotManaged (a
+	// Routed or Pending node they are a note: reason.RouteNotManaged (a
 	// route routekeeper does not own carries the node's traffic).
-	Reason  Reason `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	Reason  reason.Reason `json:"reason,omitempty"`
+	Message string        `json:"message,omitempty"`
 	// Routes are the names of the node's routes in the table after the
 	// plan (kept, updated or created), in the node's pod CIDR order.
 	Routes []string `json:"routes,omitempty"`
@@ -365,8 +296,8 @@ type Plan struct {
 	// Refused is set when the plan writes nothing at all (table claimed by
 	// another cluster, invalid input or table); RefusedReason is its reason
 	// and every node is NotRouted with it.
-	Refused       string `json:"refused,omitempty"`
-	RefusedReason Reason `json:"refusedReason,omitempty"`
+	Refused       string        `json:"refused,omitempty"`
+	RefusedReason reason.Reason `json:"refusedReason,omitempty"`
 	// StandDown: the plan stands down from host routes (Input.StandsDown):
 	// no route is wanted, every node is NotNeeded, and every route this
 	// cluster owns is deleted (confirmed) or held.
@@ -378,11 +309,11 @@ type Plan struct {
 	// HeldDeletes are the deletions the guard held back (Input.MaxDeletes,
 	// Input.AllowEmptySource): Kind Delete, in the order Changes would
 	// list them. None of them is in Changes or missing from Desired.
-	// HeldReason is ReasonTooManyDeletes or ReasonEmptySource and
+	// HeldReason is reason.TooManyDeletes or reason.EmptySource and
 	// HeldMessage says the number and the override.
-	HeldDeletes []Change `json:"heldDeletes,omitempty"`
-	HeldReason  Reason   `json:"heldReason,omitempty"`
-	HeldMessage string   `json:"heldMessage,omitempty"`
+	HeldDeletes []Change      `json:"heldDeletes,omitempty"`
+	HeldReason  reason.Reason `json:"heldReason,omitempty"`
+	HeldMessage string        `json:"heldMessage,omitempty"`
 	// Unclaimed are routes in the naming scheme for nodes this cluster
 	// does not have, in a table not claimed yet: they may be another
 	// cluster's, so they are reported (Kind Delete, Reason with the

@@ -149,7 +149,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 		case len(rs.missing) > 0:
 			v.Nodes[n.Name] = Node{Reason: missing, Message: "no correct route in route table for " + strings.Join(rs.missing, ", ") + why,
 				Actionable: writes && writesNode(p, n.Name)}
-		case fwd || st.Reason == plan.ReasonRouteNotManaged || len(rs.foreign) > 0:
+		case fwd || st.Reason == reason.RouteNotManaged || len(rs.foreign) > 0:
 			msg := st.Message
 			if fwd {
 				msg = note

@@ -54,7 +54,7 @@ func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
 
 	r := start(t, daemon.Options{Controller: cfg, Cloud: f.client(t, nil), Kube: adminConfig(env)})
 	eventually(t, 30*time.Second, func() string {
-		if v := gauge(t, r.metrics, "routekeeper_deletes_held", "reason", string(plan.ReasonEmptySource)); v != 3 {
+		if v := gauge(t, r.metrics, "routekeeper_deletes_held", "reason", string(reason.EmptySource)); v != 3 {
 			return fmt.Sprintf("deletes_held{EmptySource} = %v, want 3", v)
 		}
 		return ""

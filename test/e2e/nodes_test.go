@@ -13,7 +13,6 @@ import (
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
-	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
 )
 
@@ -132,7 +131,7 @@ func TestConflictsAreReportedOthersConverge(t *testing.T) {
 	for _, name := range []string{"conflicts-ok-0", "conflicts-ok-1"} {
 		waitCondition(ctx, t, client, name, corev1.ConditionFalse, reason.RouteCreated)
 	}
-	c := waitCondition(ctx, t, client, "conflicts-outside", corev1.ConditionTrue, plan.ReasonOutsideClusterCIDR)
+	c := waitCondition(ctx, t, client, "conflicts-outside", corev1.ConditionTrue, reason.OutsideClusterCIDR)
 	if !strings.Contains(c.Message, "10.99.0.0/24") {
 		t.Errorf("outside-CIDR condition message %q does not name the pod CIDR", c.Message)
 	}
@@ -141,7 +140,7 @@ func TestConflictsAreReportedOthersConverge(t *testing.T) {
 		t.Errorf("event %s %s %q from %q, want a Warning whose note starts with the reason", ev.Type, ev.Reason, ev.Note, ev.ReportingController)
 	}
 	for _, name := range []string{"conflicts-shared-a", "conflicts-shared-b"} {
-		waitCondition(ctx, t, client, name, corev1.ConditionTrue, plan.ReasonOverlappingPodCIDR)
+		waitCondition(ctx, t, client, name, corev1.ConditionTrue, reason.OverlappingPodCIDR)
 		waitEvent(ctx, t, client, "default", "Node", name, kubestatus.EventFailedToCreateRoute)
 	}
 	routes := f.routes(t)

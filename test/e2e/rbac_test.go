@@ -20,7 +20,6 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/daemon"
 	"github.com/routekeeper/routekeeper/internal/kubestatus"
-	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/deployrender"
@@ -254,7 +253,7 @@ func checkRBAC(t *testing.T, env *kubetest.Env, objs []deployrender.Object, mode
 		createNode(ctx, t, admin, node{name: inside, podCIDRs: []string{podCIDR(n)}, ips: []string{nodeIP(n)}, networkUnavailable: true})
 		createNode(ctx, t, admin, node{name: outside, podCIDRs: []string{fmt.Sprintf("10.98.%d.0/24", n)}, ips: []string{nodeIP(n + 1)}, networkUnavailable: true})
 		waitCondition(ctx, t, admin, inside, corev1.ConditionFalse, reason.RouteCreated)
-		waitCondition(ctx, t, admin, outside, corev1.ConditionTrue, plan.ReasonOutsideClusterCIDR)
+		waitCondition(ctx, t, admin, outside, corev1.ConditionTrue, reason.OutsideClusterCIDR)
 		waitEvent(ctx, t, admin, "default", "Node", outside, kubestatus.EventFailedToCreateRoute)
 	}
 

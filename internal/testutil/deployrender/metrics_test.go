@@ -18,6 +18,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/plan"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -35,11 +36,11 @@ func knownMetrics(t *testing.T) map[string][]string {
 	m.ObserveTableARMCall("kubernetes-routes", "GET")
 	m.Report(context.Background(), &controller.Result{
 		Start: time.Now(), Duration: time.Second,
-		Nodes:        map[string]controller.NodeResult{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
-		Routes:       &controller.RouteCounts{Desired: 2, Present: 1, Owned: 1},
-		Associations: []controller.Association{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}, {SubnetDecision: assoc.SubnetDecision{Subnet: "s2", State: assoc.Detached}}},
+		Nodes:        map[string]verdict.Node{"a": {Routed: true}, "b": {Reason: "RouteLimit"}},
+		Routes:       &verdict.RouteCounts{Desired: 2, Present: 1, Owned: 1},
+		Associations: []verdict.Subnet{{SubnetDecision: assoc.SubnetDecision{Subnet: "s1", State: assoc.Reassociated}, Repaired: true}, {SubnetDecision: assoc.SubnetDecision{Subnet: "s2", State: assoc.Detached}}},
 		// A held deletion, so that deletes_held has a sample.
-		Plan: &plan.Plan{HeldDeletes: []plan.Change{{}}, HeldReason: plan.ReasonTooManyDeletes},
+		Plan: &plan.Plan{HeldDeletes: []plan.Change{{}}, HeldReason: reason.TooManyDeletes},
 		// A refused association, so that writes_denied has one.
 		Verdict: &verdict.Verdict{Denials: []verdict.Denial{{Op: verdict.OpSubnetWrite, Resource: "s2", Code: "AuthorizationFailed"}}},
 	})
