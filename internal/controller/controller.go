@@ -247,7 +247,7 @@ func (r *Result) AssociationProblems() int { return verdict.CountProblems(r.Asso
 func (r *Result) Repairs() int { return verdict.CountRepaired(r.Associations) }
 
 // Unrouted returns the number of nodes the verdict found not routed.
-func (r *Result) Unrouted() int { return verdict.CountUnrouted(r.Nodes) }
+func (r *Result) Unrouted() int { return verdict.CountNodes(r.Nodes).NotRouted }
 
 // Summary is the one line that ends every pass.
 func (r *Result) Summary() string {
@@ -302,6 +302,7 @@ func (c *Controller) forTable(ctx context.Context) context.Context {
 
 // report hands res to every reporter, one result at a time.
 func (c *Controller) report(ctx context.Context, res *Result) {
+	c.rememberRouted(res.Nodes)
 	c.reportMu.Lock()
 	defer c.reportMu.Unlock()
 	for _, r := range c.reporters {

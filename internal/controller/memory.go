@@ -32,6 +32,27 @@ type memory struct {
 	networks *observe.Observation
 	// problems are the subnets' problems last logged (newProblem).
 	problems map[string]string
+	// routed are the nodes the last reported verdict found routed
+	// (verdict.Desired.Routed): a node routed before stays routed while
+	// another writer's operation holds its route.
+	routed map[string]bool
+}
+
+// rememberRouted keeps the routed nodes of a reported verdict; a pass
+// that said nothing of the nodes (nil) leaves what is known.
+func (c *Controller) rememberRouted(nodes map[string]verdict.Node) {
+	if nodes == nil {
+		return
+	}
+	routed := make(map[string]bool, len(nodes))
+	for name, n := range nodes {
+		if n.Routed {
+			routed[name] = true
+		}
+	}
+	c.mu.Lock()
+	c.mem.routed = routed
+	c.mu.Unlock()
 }
 
 // Desired is the verdict's input besides the cloud: the configuration,
@@ -66,6 +87,7 @@ func (c *Controller) desired(nodes []source.Node) verdict.Desired {
 		FollowedFrom:     c.mem.followedFrom,
 		TableExisted:     c.mem.everExisted,
 		Nodes:            nodes,
+		Routed:           c.mem.routed,
 	}
 }
 

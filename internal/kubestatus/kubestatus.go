@@ -211,12 +211,6 @@ func (r *Reporter) syncConditions(ctx context.Context) {
 			continue
 		}
 		cur := findCondition(node)
-		if want.Status == corev1.ConditionFalse && r.nodes[name].Pending && (cur == nil || cur.Status != corev1.ConditionFalse) {
-			// A correct route under another writer's operation keeps a
-			// node routed but never makes it routed: False only after
-			// our write was read back or the route read Succeeded.
-			continue
-		}
 		if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
 			delete(r.pending, name)
 			continue

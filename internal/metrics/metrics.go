@@ -39,7 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
-	"github.com/routekeeper/routekeeper/internal/reason"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 const namespace = "routekeeper"
@@ -220,27 +220,17 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 			m.deletesHeld.WithLabelValues(string(p.HeldReason)).Set(float64(len(p.HeldDeletes)))
 		}
 		m.unclaimed.Set(float64(len(p.Unclaimed)))
-		unmanaged := 0
-		for _, nv := range res.Nodes {
-			if nv.Routed && nv.Reason == reason.RouteNotManaged {
-				unmanaged++
-			}
-		}
-		m.unmanaged.Set(float64(unmanaged))
+		m.unmanaged.Set(float64(verdict.CountNodes(res.Nodes).Unmanaged))
 	}
 }
 
 // setNodes sets the node gauges from a result's node results.
 func (m *Metrics) setNodes(res *controller.Result) {
-	routed := 0
+	c := verdict.CountNodes(res.Nodes)
 	m.notRouted.Reset()
-	for _, nr := range res.Nodes {
-		if nr.Routed {
-			routed++
-			continue
-		}
-		m.notRouted.WithLabelValues(string(nr.Reason)).Inc()
+	for r, n := range c.ByReason {
+		m.notRouted.WithLabelValues(string(r)).Set(float64(n))
 	}
-	m.nodes.WithLabelValues("routed").Set(float64(routed))
-	m.nodes.WithLabelValues("not_routed").Set(float64(len(res.Nodes) - routed))
+	m.nodes.WithLabelValues("routed").Set(float64(c.Routed))
+	m.nodes.WithLabelValues("not_routed").Set(float64(c.NotRouted))
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // Mirrors are the metrics of the mirror tables (config mirrors:), one
@@ -87,10 +88,8 @@ func (r mirrorReporter) Report(_ context.Context, res *controller.Result) {
 	}
 	if len(res.Nodes) > 0 || res.Routes != nil {
 		mm.notRouted.DeletePartialMatch(t)
-		for _, nr := range res.Nodes {
-			if !nr.Routed {
-				mm.notRouted.WithLabelValues(r.table, string(nr.Reason)).Inc()
-			}
+		for why, n := range verdict.CountNodes(res.Nodes).ByReason {
+			mm.notRouted.WithLabelValues(r.table, string(why)).Set(float64(n))
 		}
 	}
 }

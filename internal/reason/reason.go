@@ -30,6 +30,14 @@
 //	NoRouteCreated               no      verdict           the route is not in the table (not written yet; observe: the platform's)
 //	RouteTableDetached           no      verdict           the node's subnet has no route table: Azure ignores the route
 //	SubnetRouteTableLacksRoute   no      verdict           the node's subnet uses another table without the route
+//	RouteProvisioning            no      verdict           the route is right but not Succeeded yet (another writer's operation), and the node was not routed before
+//
+// Three reasons say what stops the pod traffic of a node whose route
+// exists (verdict.Reach), judged when the network and the NICs were read:
+// PodTrafficNotDelivered (Azure's route selection does not deliver it from
+// a guarded subnet), PodCIDRShadowed (a more specific route takes part of
+// the pod CIDR elsewhere) and IPForwardingDisabled (the node's NIC drops
+// what a VirtualAppliance route sends it).
 //
 // Three more reasons say why deletions were held back (plan.HeldReason),
 // not why a node is unrouted: TooManyDeletes, EmptySource and
@@ -69,6 +77,11 @@ const (
 
 	RouteTableDetached         Reason = "RouteTableDetached"
 	SubnetRouteTableLacksRoute Reason = "SubnetRouteTableLacksRoute"
+	RouteProvisioning          Reason = "RouteProvisioning"
+
+	PodTrafficNotDelivered Reason = "PodTrafficNotDelivered"
+	PodCIDRShadowed        Reason = "PodCIDRShadowed"
+	IPForwardingDisabled   Reason = "IPForwardingDisabled"
 
 	TooManyDeletes       Reason = "TooManyDeletes"
 	EmptySource          Reason = "EmptySource"
@@ -82,7 +95,8 @@ var All = []Reason{
 	NameConflict, PrefixConflict, NextHopOutsideVNet, RouteTableFull, RouteTableClaimed,
 	RouteTableInvalid, InvalidConfiguration,
 	RouteTableMissing, RouteWriteFailed, RouteWriteDenied, RouteNotReadBack, NoRouteCreated,
-	RouteTableDetached, SubnetRouteTableLacksRoute,
+	RouteTableDetached, SubnetRouteTableLacksRoute, RouteProvisioning,
+	PodTrafficNotDelivered, PodCIDRShadowed, IPForwardingDisabled,
 	TooManyDeletes, EmptySource, StandDownUnconfirmed,
 }
 

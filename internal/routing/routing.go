@@ -134,7 +134,10 @@ func System(n Network) []Route {
 // table holding udrs (nil when the subnet has no route table): the system
 // routes, then the user routes. A system or BGP route whose prefix a user
 // route also has is Invalid. User routes whose prefix is a service tag rather than
-// a CIDR are left out: they cannot be resolved offline.
+// a CIDR are left out: they cannot be resolved offline. So are user routes
+// whose provisioning state is Failed: their write did not complete, and
+// routekeeper's verdict does not count them either (a route Updating under
+// another writer's operation still carries traffic).
 func Effective(n Network, udrs []route.Route) []Route {
 	sys := System(n)
 	for _, p := range n.Gateway {
@@ -144,7 +147,7 @@ func Effective(n Network, udrs []route.Route) []Route {
 	byPrefix := map[netip.Prefix]bool{}
 	for _, r := range udrs {
 		p, ok := udrPrefix(r)
-		if !ok {
+		if !ok || r.ProvisioningState == "Failed" {
 			continue
 		}
 		byPrefix[p] = true

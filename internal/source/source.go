@@ -20,6 +20,13 @@ type Node struct {
 	// assigned yet.
 	PodCIDRs []netip.Prefix    `json:"podCIDRs,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
+	// NetworkAvailable: the cluster holds the node's network available
+	// (its NetworkUnavailable condition is False), so its route was in
+	// effect when it was last judged. The verdict keeps such a node routed
+	// while another writer's operation holds its route (Updating); a node
+	// not routed before becomes routed only once its route reads
+	// Succeeded.
+	NetworkAvailable bool `json:"networkAvailable,omitempty"`
 	// Problem is set when the source could not make the node complete
 	// (the inventory's IPAM had no free pod CIDR for it). The node stays
 	// in the list: the planner reports it NotRouted with the problem and

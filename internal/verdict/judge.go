@@ -22,7 +22,7 @@ type judge struct {
 }
 
 func (j *judge) run() *Verdict {
-	v := &Verdict{mode: j.want.Mode, Nodes: map[string]Node{}, acted: j.out != nil, nodeList: j.want.Nodes}
+	v := &Verdict{mode: j.want.Mode, Nodes: map[string]Node{}, acted: j.out != nil, nodeList: j.want.Nodes, want: j.want}
 	j.v = v
 	d := j.standDownDecision(assoc.Decide(j.assocInput()))
 	v.Decision, v.Table = d, d.Table
@@ -86,6 +86,7 @@ func (j *judge) run() *Verdict {
 	j.subnetTruth()
 	v.Routes = countRoutes(after, j.wantedNodes(), route.Ownership{Cluster: j.want.Cluster, ClusterCIDRs: j.want.ClusterCIDRs})
 	v.Access = j.access()
+	j.reach()
 	return v
 }
 
@@ -137,6 +138,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 	}
 	writes := v.write != nil
 	owned := owners(after, j.want)
+	ownedBefore := owners(cur, j.want)
 	for _, n := range j.want.Nodes {
 		st := p.Nodes[n.Name]
 		fwd, note := forwardedOnly(p, n.Name)
@@ -160,13 +162,34 @@ func (j *judge) nodes(cur, after *route.Table) {
 					msg += "; routekeeper run takes it over with no outage (routeTable.adopt: matching)"
 				}
 			}
-			v.Nodes[n.Name] = Node{Routed: true, Pending: len(rs.pending) > 0, Reason: reason.RouteNotManaged, Message: msg}
+			v.Nodes[n.Name] = j.pending(n, rs, cur, ownedBefore, Node{Routed: true, Reason: reason.RouteNotManaged, Message: msg})
 		default:
 			// The message stays the same while another writer's operation
 			// is in progress, so that the node's condition is not rewritten.
-			v.Nodes[n.Name] = Node{Routed: true, Pending: len(rs.pending) > 0, Reason: reason.RouteCreated, Message: "routekeeper created a route"}
+			v.Nodes[n.Name] = j.pending(n, rs, cur, ownedBefore, Node{Routed: true, Reason: reason.RouteCreated, Message: "routekeeper created a route"})
 		}
 	}
+}
+
+// pending applies invariant 4 to a node whose routes are right by content
+// (nv): with a route not read Succeeded (another writer's operation), a
+// node routed before stays routed, and one that was not is not routed yet.
+// Routed before: the cluster says so (NetworkAvailable), the controller
+// remembers it, or its routes read Succeeded in before (the table as this
+// pass observed it, before its own write).
+func (j *judge) pending(n source.Node, rs routes, before *route.Table, owned map[string]route.Owner, nv Node) Node {
+	if len(rs.pending) == 0 {
+		return nv
+	}
+	nv.Pending = true
+	if n.NetworkAvailable || j.want.Routed[n.Name] {
+		return nv
+	}
+	if b := routeState(n, before, nil, owned); len(b.missing) == 0 && len(b.pending) == 0 {
+		return nv
+	}
+	return Node{Pending: true, Reason: reason.RouteProvisioning,
+		Message: "the route is in the table but not provisioned yet (" + strings.Join(rs.pending, ", ") + "): another writer's operation is in progress; the node counts as routed once its route reads Succeeded"}
 }
 
 // owners classifies the routes of t (nil: none) with this cluster's
@@ -386,8 +409,8 @@ func (j *judge) subnetTruth() {
 				v.Nodes[n.Name] = Node{Reason: reason.SubnetRouteTableLacksRoute, Actionable: pending, Message: fmt.Sprintf(
 					"the node's subnet %s uses route table %s, which lacks its route for %s", s.Subnet, orNone(s.Table), strings.Join(rs.missing, ", "))}
 			case len(rs.foreign) > 0:
-				v.Nodes[n.Name] = Node{Routed: true, Pending: nv.Pending || len(rs.pending) > 0, Reason: reason.RouteNotManaged, Message: fmt.Sprintf(
-					"traffic flows, route not managed: the node's subnet %s uses route table %s, where route %s, which routekeeper does not own, carries it", s.Subnet, s.Table, strings.Join(rs.foreign, ", "))}
+				v.Nodes[n.Name] = j.pending(n, rs, uses, owners(uses, j.want), Node{Routed: true, Reason: reason.RouteNotManaged, Message: fmt.Sprintf(
+					"traffic flows, route not managed: the node's subnet %s uses route table %s, where route %s, which routekeeper does not own, carries it", s.Subnet, s.Table, strings.Join(rs.foreign, ", "))})
 			}
 		}
 	}

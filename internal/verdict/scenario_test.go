@@ -47,7 +47,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	                        table NAME [claim=C] [tag=K:V] [missing] [unreadable]
 //	                          route NAME PREFIX HOP|TYPE [state=S]
 //	                        peering NAME vnet=V remote=R space=PREFIX[,PREFIX] [state=S]
-//	nodes                 NAME IP[,IP] [CIDR[,CIDR]] [problem=REASON]
+//	nodes                 NAME IP[,IP] [CIDR[,CIDR]] [problem=REASON] [available]
+//	                      (available: its NetworkUnavailable condition is
+//	                      False, the cluster holds it routed)
 //	judge                 observe the cloud and judge with no outcome yet
 //	outcome               the writes of the last judged verdict's actions:
 //	                        table ok|412|denied|failed
@@ -177,6 +179,20 @@ type world struct {
 	obs       *observe.Observation
 	last      *verdict.Verdict
 	out       *verdict.Outcome
+	// routed are the nodes the last verdict found routed: what the
+	// controller remembers for its next pass (verdict.Desired.Routed).
+	routed map[string]bool
+}
+
+// remember keeps the nodes v found routed for the next pass, as the
+// controller does.
+func (w *world) remember(v *verdict.Verdict) {
+	w.routed = map[string]bool{}
+	for name, n := range v.Nodes {
+		if n.Routed {
+			w.routed[name] = true
+		}
+	}
 }
 
 func (w *world) do(s step) (string, error) {
@@ -197,7 +213,9 @@ func (w *world) do(s step) (string, error) {
 	case "judge":
 		w.obs = observe.Observe(context.Background(), w.cloud, observe.Scope{Table: cmp.Or(w.want.Table, w.want.Configured), Subnets: w.subnets(), Networks: true,
 			NextHops: observe.NextHops(w.want.Nodes)})
+		w.want.Routed = w.routed
 		w.last, w.out = verdict.Judge(w.obs, w.want, nil), nil
+		w.remember(w.last)
 		return render(w.last, true), checkVocabulary(w.last)
 	case "outcome":
 		if w.last == nil {
@@ -209,6 +227,7 @@ func (w *world) do(s step) (string, error) {
 		}
 		w.out = out
 		v := verdict.Judge(w.obs, w.want, out)
+		w.remember(v)
 		return render(v, false), checkVocabulary(v)
 	case "apply":
 		return "", w.apply()
@@ -450,6 +469,10 @@ func parseNodes(lines []string) ([]source.Node, error) {
 			n.InternalIPs = append(n.InternalIPs, a)
 		}
 		for _, x := range f[2:] {
+			if x == "available" {
+				n.NetworkAvailable = true
+				continue
+			}
 			if p, ok := strings.CutPrefix(x, "problem="); ok {
 				n.Problem = &source.Problem{Reason: reason.Reason(p), Message: "the source could not complete the node: " + p}
 				continue

@@ -48,6 +48,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
@@ -117,6 +118,10 @@ type Desired struct {
 	TableExisted bool
 	// Nodes are the desired state.
 	Nodes []source.Node
+	// Routed are the nodes routed when last judged (the controller's
+	// memory); with a node's own NetworkAvailable, a node routed before
+	// stays routed while another writer's operation holds its route.
+	Routed map[string]bool
 }
 
 // Outcome is what the writes of a pass did. A nil *Outcome means nothing
@@ -180,10 +185,17 @@ type Verdict struct {
 	// Access is every action routekeeper needs checked against what the
 	// identity may do, when the observation read permissions (doctor).
 	Access []Access `json:"access,omitempty"`
+	// Reach is what stops pod traffic to nodes whose route exists
+	// (reach.go); ReachUnknown says what of it could not be checked.
+	Reach        []Reach `json:"reach,omitempty"`
+	ReachUnknown string  `json:"reachUnknown,omitempty"`
 	// Err is what the pass ends with: the table could not be read, is
 	// missing and not created, the plan was refused, or the write failed.
 	Err error `json:"-"`
 
+	want     Desired
+	routing  *routing.State
+	tracer   *routing.Tracer
 	mode     Mode
 	write    *route.Table // the table to PUT; nil when none
 	etag     string
@@ -196,9 +208,10 @@ type Node struct {
 	// Routed: every pod CIDR of the node has its correct route in the
 	// table its subnet uses.
 	Routed bool `json:"routed"`
-	// Pending: routed by its routes' content, but some route is not (yet)
-	// read Succeeded: another writer's operation is in progress. It keeps
-	// a routed status, but does not make a node routed for the first time.
+	// Pending: its routes are right by content, but some route is not
+	// (yet) read Succeeded: another writer's operation is in progress. A
+	// node routed before stays routed; one that was not is not routed yet
+	// (RouteProvisioning). Every status writer reads Routed alone.
 	Pending bool          `json:"pending,omitempty"`
 	Reason  reason.Reason `json:"reason,omitempty"`
 	Message string        `json:"message,omitempty"`
@@ -290,17 +303,35 @@ type RouteCounts struct {
 func (rc RouteCounts) Missing() int { return rc.Desired - rc.Present }
 
 // Unrouted is the number of nodes not routed.
-func (v *Verdict) Unrouted() int { return CountUnrouted(v.Nodes) }
+func (v *Verdict) Unrouted() int { return CountNodes(v.Nodes).NotRouted }
 
-// CountUnrouted counts the nodes not routed.
-func CountUnrouted(nodes map[string]Node) int {
-	n := 0
+// NodeCounts count node verdicts: the one count every status writer,
+// metric and summary line reads.
+type NodeCounts struct {
+	Routed, NotRouted int
+	// Unmanaged counts the routed nodes whose route routekeeper does not
+	// own (RouteNotManaged).
+	Unmanaged int
+	// ByReason counts the nodes not routed, by reason.
+	ByReason map[reason.Reason]int
+}
+
+// CountNodes counts node verdicts.
+func CountNodes(nodes map[string]Node) NodeCounts {
+	c := NodeCounts{ByReason: map[reason.Reason]int{}}
 	for _, nv := range nodes {
-		if !nv.Routed {
-			n++
+		switch {
+		case nv.Routed && nv.Reason == reason.RouteNotManaged:
+			c.Routed++
+			c.Unmanaged++
+		case nv.Routed:
+			c.Routed++
+		default:
+			c.NotRouted++
+			c.ByReason[nv.Reason]++
 		}
 	}
-	return n
+	return c
 }
 
 // Routed is the number of routed nodes.

@@ -329,6 +329,11 @@ func Convert(n *corev1.Node) source.Node {
 			out.InternalIPs = append(out.InternalIPs, ip.Unmap())
 		}
 	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionFalse {
+			out.NetworkAvailable = true
+		}
+	}
 	return out
 }
 
