@@ -10,7 +10,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
-	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/verdict"
@@ -26,7 +26,7 @@ func (a *App) Diff(ctx context.Context, cfg *config.Config) (*DiffResult, error)
 		return nil, err
 	}
 	defer s.Close()
-	all := s.Set.DryRun(ctx, observe.Scope{Access: true})
+	all := s.Set.DryRun(ctx, judgeScope(cfg, true))
 	res := all[0]
 	if res.Decision == nil && res.Err != nil {
 		return nil, res.Err
@@ -35,6 +35,7 @@ func (a *App) Diff(ctx context.Context, cfg *config.Config) (*DiffResult, error)
 	for _, r := range all[1:] {
 		out.Mirrors = append(out.Mirrors, newDiffResult(r, false))
 	}
+	out.Findings = Findings(cfg, all)
 	return &out, res.Err
 }
 
@@ -61,33 +62,15 @@ type DiffResult struct {
 	Error   string           `json:"error,omitempty"`
 	// Mirrors are the mirror tables' diffs (config mirrors:).
 	Mirrors []DiffResult `json:"mirrors,omitempty"`
+	// Findings are what the verdicts leave to do (every table's; diff
+	// exits 3 when there is one, as run --once would leave them).
+	Findings []finding.Finding `json:"findings,omitempty"`
 }
 
 type UnroutedNode struct {
 	Node    string `json:"node"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
-}
-
-// Pending reports whether run --once would change something or leave a
-// finding: diff then exits 3, as run --once would.
-func (d DiffResult) Pending() bool {
-	if d.Create || d.Claim || len(d.Changes) > 0 || len(d.Conflicts) > 0 || len(d.Unrouted) > 0 ||
-		len(d.HeldDeletes) > 0 || len(d.Unclaimed) > 0 || len(d.Refused) > 0 {
-		return true
-	}
-	for _, m := range d.Mirrors {
-		if m.Pending() {
-			return true
-		}
-	}
-	for _, a := range d.Associations {
-		// Adopting a table is bookkeeping: what it writes is in Changes.
-		if a.Action != assoc.None && a.Action != assoc.Adopt || a.Problem() {
-			return true
-		}
-	}
-	return false
 }
 
 // newDiffResult is the diff of one table's dry run; observe: the
@@ -133,6 +116,23 @@ func newDiffResult(res *controller.Result, observe bool) DiffResult {
 		out.Error = res.Err.Error()
 	}
 	return out
+}
+
+// Empty reports whether the diff of its own table (not its mirrors')
+// shows nothing: no write, no association, no node or write left with a
+// finding.
+func (d DiffResult) Empty() bool {
+	if d.Create || d.Claim || len(d.Changes) > 0 || len(d.Conflicts) > 0 || len(d.Unrouted) > 0 ||
+		len(d.HeldDeletes) > 0 || len(d.Unclaimed) > 0 || len(d.Refused) > 0 {
+		return false
+	}
+	for _, a := range d.Associations {
+		// Adopting a table is bookkeeping: what it writes is in Changes.
+		if a.Action != assoc.None && a.Action != assoc.Adopt || a.Problem() {
+			return false
+		}
+	}
+	return true
 }
 
 // MirrorErr is the mirrors' errors, each naming its mirror.

@@ -24,15 +24,17 @@ func (a *App) dryRun(ctx context.Context, cfg *config.Config, scope observe.Scop
 	return all, s.Close, nil
 }
 
-// routingScope widens a dry run's observation for trace, doctor and the
-// pre-flight: the networks of the node subnets and the mirrors' (an App
-// Gateway subnet may sit in another VNet: a trace can start in any of
-// them) and the route tables their subnets really use; nics adds the NICs
-// (doctor), access the caller's permissions, the locks and the policies.
-func routingScope(cfg *config.Config, nics, access bool) observe.Scope {
+// judgeScope is what every command that gives an exit code observes, so
+// that one state gets one answer: the networks of the node subnets and the
+// mirrors' (an App Gateway subnet may sit in another VNet: a trace can
+// start in any of them), the route tables their subnets really use and the
+// NICs, which the verdict's reachability needs; access adds the caller's
+// permissions, the locks and the policies (doctor and diff, which say what
+// routekeeper may not do).
+func judgeScope(cfg *config.Config, access bool) observe.Scope {
 	var more []string
 	for _, m := range cfg.Mirrors {
 		more = append(more, m.Subnets...)
 	}
-	return observe.Scope{Routing: true, RoutingSubnets: more, NICs: nics, Access: access}
+	return observe.Scope{Routing: true, RoutingSubnets: more, NICs: true, Access: access}
 }

@@ -17,7 +17,7 @@ import (
 // OverlayPreflight is doctor --target overlay: the pre-flight of a move
 // from host routes to an overlay CNI, from the same dry run as doctor.
 func (a *App) OverlayPreflight(ctx context.Context, cfg *config.Config, target overlay.Target) (*overlay.Report, error) {
-	all, closeConn, err := a.dryRun(ctx, cfg, routingScope(cfg, true, false))
+	all, closeConn, err := a.dryRun(ctx, cfg, judgeScope(cfg, false))
 	if err != nil {
 		return nil, err
 	}

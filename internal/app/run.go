@@ -7,13 +7,15 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
+	"github.com/routekeeper/routekeeper/internal/finding"
 )
 
 // Reconciled is one reconcile of every table of a configuration: the main
-// table's result and each mirror's.
+// table's result and each mirror's, and what their verdicts leave to do.
 type Reconciled struct {
-	Main    *controller.Result
-	Mirrors []*controller.Result
+	Main     *controller.Result
+	Mirrors  []*controller.Result
+	Findings []finding.Finding
 }
 
 // RunOnce is run --once: one reconcile of every table of cfg at once (a
@@ -24,8 +26,8 @@ func (a *App) RunOnce(ctx context.Context, cfg *config.Config) (*Reconciled, err
 		return nil, err
 	}
 	defer s.Close()
-	all := s.Set.Reconcile(ctx)
-	return &Reconciled{Main: all[0], Mirrors: all[1:]}, nil
+	all := s.Set.Reconcile(ctx, judgeScope(cfg, true))
+	return &Reconciled{Main: all[0], Mirrors: all[1:], Findings: Findings(cfg, all)}, nil
 }
 
 // MirrorErr is the mirrors' errors, each naming its mirror.
@@ -37,15 +39,4 @@ func (r *Reconciled) MirrorErr() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Unfinished reports whether a table is left with a node not routed in it
-// or a subnet off it.
-func (r *Reconciled) Unfinished() bool {
-	for _, res := range append([]*controller.Result{r.Main}, r.Mirrors...) {
-		if res.Unrouted() > 0 || res.AssociationProblems() > 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/config"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/verdict"
@@ -17,30 +18,22 @@ import (
 // of the main table with the networks around it; for a node at dst, the
 // verdict run gives that node.
 func (a *App) Trace(ctx context.Context, cfg *config.Config, src, dst string) (*TraceResult, error) {
-	conn, err := a.Connect(ctx, cfg, ConnectOptions{ReadOnly: true})
+	all, closeConn, err := a.dryRun(ctx, cfg, judgeScope(cfg, true))
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	ctrl, err := a.NewController(ctx, cfg, conn.Client)
-	if err != nil {
-		return nil, err
-	}
-	pass := ctrl.DryRun(ctx, routingScope(cfg, false, false))
-	if pass.Verdict == nil {
-		return nil, pass.Err
-	}
-	nodes := pass.SourceNodes()
-	from, to, err := resolveTraceArgs(nodes, src, dst)
+	defer closeConn()
+	v := all[0].Verdict
+	from, to, err := resolveTraceArgs(v.SourceNodes(), src, dst)
 	if err != nil {
 		return nil, BadInput(err)
 	}
-	st, err := pass.Observation.RoutingState(nodes)
-	if err != nil {
-		return nil, err
+	r, ok := v.Trace(from, to)
+	if !ok {
+		return nil, fmt.Errorf("the network could not be read, so the packet cannot be traced: %s", v.ReachUnknown)
 	}
-	res := &TraceResult{Result: routing.Trace(st, from, to)}
-	if nv, ok := pass.Verdict.Nodes[res.DestinationNode]; ok {
+	res := &TraceResult{Result: r, Findings: Findings(cfg, all)}
+	if nv, ok := v.Nodes[res.DestinationNode]; ok {
 		res.NodeVerdict = &nv
 	}
 	return res, nil
@@ -52,6 +45,9 @@ func (a *App) Trace(ctx context.Context, cfg *config.Config, src, dst string) (*
 type TraceResult struct {
 	*routing.Result
 	NodeVerdict *verdict.Node `json:"nodeVerdict,omitempty"`
+	// Findings are what the verdicts leave to do: trace exits 3 when there
+	// is one, whatever the packet does, as every command does on the state.
+	Findings []finding.Finding `json:"findings,omitempty"`
 }
 
 // resolveTraceArgs turns SRC and DST into endpoints, choosing for a node

@@ -36,7 +36,7 @@ would fail with, after printing what was decided), 2 for bad input.`,
 			if out == nil {
 				return runErr
 			}
-			if a.humanOutput() && !out.Pending() && runErr == nil && out.MirrorErr() == nil {
+			if a.humanOutput() && len(out.Findings) == 0 && runErr == nil && out.MirrorErr() == nil {
 				_, err := fmt.Fprintf(a.stdout, "No changes: route table %s is up to date and every subnet is on it.\n", out.RouteTable)
 				return err
 			}
@@ -47,6 +47,7 @@ would fail with, after printing what was decided), 2 for bad input.`,
 				if err := a.printMirrorDiffs(out.Mirrors); err != nil {
 					return err
 				}
+				a.printFindingsBelow(out.Findings)
 			}
 			if runErr != nil {
 				return runErr
@@ -54,7 +55,7 @@ would fail with, after printing what was decided), 2 for bad input.`,
 			if err := out.MirrorErr(); err != nil {
 				return err
 			}
-			if out.Pending() {
+			if len(out.Findings) > 0 {
 				return findings()
 			}
 			return nil

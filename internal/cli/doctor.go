@@ -78,7 +78,7 @@ the cloud cannot be read, 2 for bad input.`,
 				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table their subnet uses (routekeeper keeps %s); %d errors, %d findings in all.\n",
 					rep.Routed, rep.Nodes, armid.Short(rep.Table), rep.Errors(), len(rep.Findings))
 			}
-			if rep.Errors() > 0 {
+			if rep.Problems() > 0 {
 				return findings()
 			}
 			return nil

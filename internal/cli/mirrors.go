@@ -29,7 +29,7 @@ func (a *shell) logMirrors(results []*controller.Result) {
 // table of its own under a heading.
 func (a *shell) printMirrorDiffs(ds []app.DiffResult) error {
 	for _, d := range ds {
-		if !d.Pending() && d.Error == "" {
+		if d.Empty() && d.Error == "" {
 			if _, err := fmt.Fprintf(a.stdout, "\nMirror route table %s: no changes.\n", controller.TableName(d.RouteTable)); err != nil {
 				return err
 			}

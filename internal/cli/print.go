@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
@@ -57,4 +59,32 @@ func (a *shell) printFindings(o findingsOutput) error {
 // docsURL is where a command's findings are explained.
 func docsURL(page string) string {
 	return "https://github.com/routekeeper/routekeeper/blob/main/docs/" + page
+}
+
+// printFindingsBelow prints, under a command's own result, what the
+// verdicts leave to do: the findings its exit code comes from.
+func (a *shell) printFindingsBelow(fs []finding.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stdout, "\nFindings (%d: exit status 3; routekeeper doctor explains each):\n", len(fs))
+	header, rows, long := finding.Table(fs, armid.Short)
+	_ = output.WriteTable(a.stdout, output.Table{Header: header, Rows: rows})
+	for _, f := range long {
+		fmt.Fprintf(a.stdout, "\nFix for %s (%s):\n%s\n", f.Resource, f.Rule, strings.TrimRight(f.Fix, "\n"))
+	}
+}
+
+// logFindings logs, in one line, what a reconcile leaves to do (the
+// lines above it say each node's reason; doctor explains every finding).
+func (a *shell) logFindings(fs []finding.Finding) {
+	by := map[string]int{}
+	for _, f := range fs {
+		by[f.Rule]++
+	}
+	var rules []string
+	for _, r := range slices.Sorted(maps.Keys(by)) {
+		rules = append(rules, fmt.Sprintf("%s=%d", r, by[r]))
+	}
+	a.log.Warn(fmt.Sprintf("the reconcile leaves %d finding(s) (exit status 3): %s; routekeeper doctor explains each", len(fs), strings.Join(rules, " ")))
 }

@@ -61,7 +61,8 @@ doctor make the same observation and decision without writing.`,
 			if err := r.MirrorErr(); err != nil {
 				return err
 			}
-			if r.Unfinished() {
+			if len(r.Findings) > 0 {
+				a.logFindings(r.Findings)
 				return findings()
 			}
 			return nil

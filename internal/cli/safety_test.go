@@ -161,9 +161,13 @@ func TestEmptyInventoryDeletesNothing(t *testing.T) {
 	if !strings.Contains(res.stdout, "held-delete") || strings.Contains(res.stdout, "\ndelete") {
 		t.Errorf("diff with an empty inventory:\n%s", res.stdout)
 	}
+	// The held deletions are a finding: run, diff and doctor all exit 3.
+	if diff := runCLI(t, nil, "", "diff", "--config", cfg); diff.code != ExitFindings {
+		t.Errorf("diff with deletions held: exit %d, want 3", diff.code)
+	}
 	res = runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitOK || reconcileWrites(t, res.stderr) != 0 {
-		t.Fatalf("run with an empty inventory: exit %d, want 0 and no write\n%s", res.code, res.stderr)
+	if res.code != ExitFindings || reconcileWrites(t, res.stderr) != 0 {
+		t.Fatalf("run with an empty inventory: exit %d, want 3 (deletions held) and no write\n%s", res.code, res.stderr)
 	}
 	if l := linesWith(res.stderr, "--allow-empty-source"); len(l) != 1 {
 		t.Errorf("want one warning naming --allow-empty-source, got %q", l)
@@ -172,8 +176,8 @@ func TestEmptyInventoryDeletesNothing(t *testing.T) {
 		t.Fatalf("routes after an empty source: %v, want both kept", got)
 	}
 	res = runCLI(t, nil, "", "doctor", "--config", cfg)
-	if !strings.Contains(res.stdout, "delete-guard") {
-		t.Errorf("doctor does not report the guard:\n%s", res.stdout)
+	if !strings.Contains(res.stdout, "delete-guard") || res.code != ExitFindings {
+		t.Errorf("doctor does not report the guard with exit 3 (exit %d):\n%s", res.code, res.stdout)
 	}
 	res = wantExit(t, ExitOK, "run", "--once", "--allow-empty-source", "--config", cfg)
 	if got := tableRoutes(t, cfg); len(got) != 0 {
@@ -200,7 +204,7 @@ func TestMoreDeletionsThanAllowedDeleteNothingCreatesGo(t *testing.T) {
 	mustRun(t, cfg)
 	// 11 nodes go (the default allows 10), one comes.
 	writeInventory(t, cfg, 11, 12, "  - {name: new, internalIP: 10.240.0.99, podCIDR: 10.200.99.0/24}\n")
-	res := mustRun(t, cfg)
+	res := wantExit(t, ExitFindings, "run", "--once", "--config", cfg) // the held deletions are a finding
 	got := tableRoutes(t, cfg)
 	if len(got) != 13 || got["new____1020099024"] != "10.200.99.0/24" {
 		t.Errorf("table = %v, want the 12 routes kept and the new node's added", got)

@@ -19,14 +19,16 @@ var reconcileSummary = regexp.MustCompile(`reconcile ok: routes created=(\d+) up
 // the confirmation nothing is removed and no node is unrouted; with it
 // one write per table removes every route of the cluster from the node
 // table and the mirror, and keeps the foreign routes, the claim and the
-// associations; doctor then says what is left and exits 0.
+// associations; doctor then says what is left and exits 0. Before the
+// confirmation every command exits 3: the held removal is a finding.
 func TestStandDown(t *testing.T) {
 	cfg := kthwAppGW(t)
 	mustRun(t, cfg)
 	f, _ := sdkFactory(t, cfg)
 	putRoute(t, f, "kubernetes-routes", "default-to-firewall", "0.0.0.0/0", armnetwork.RouteNextHopTypeVirtualAppliance, "10.240.0.4")
 
-	held := mustRun(t, cfg, "--routes", "standDown")
+	// Unconfirmed, the stand-down holds every deletion: a finding.
+	held := wantExit(t, ExitFindings, "run", "--once", "--config", cfg, "--routes", "standDown")
 	for _, m := range reconcileSummary.FindAllStringSubmatch(held.stderr, -1) {
 		if m[3] != "0" || m[4] != "0" {
 			t.Errorf("unconfirmed stand-down: %s; want nothing deleted, no node unrouted", m[0])
@@ -39,7 +41,7 @@ func TestStandDown(t *testing.T) {
 		t.Errorf("node table after the unconfirmed stand-down: %s", got)
 	}
 	doc := runCLI(t, nil, "", "doctor", "--routes", "standDown", "--config", cfg)
-	if doc.code != ExitOK || !strings.Contains(doc.stdout, "StandDownUnconfirmed") && !strings.Contains(doc.stdout, "until the stand-down is confirmed") {
+	if doc.code != ExitFindings || !strings.Contains(doc.stdout, "StandDownUnconfirmed") && !strings.Contains(doc.stdout, "until the stand-down is confirmed") {
 		t.Errorf("doctor before the confirmation: exit %d\n%s%s", doc.code, doc.stdout, doc.stderr)
 	}
 	golden(t, filepath.Join("testdata", "doctor", "stand-down-held.golden"), []byte(doc.stdout))

@@ -56,7 +56,10 @@ cloud cannot be read, 2 for bad input.`,
 					fmt.Fprintf(a.stdout, "Node %s: %s\n", res.DestinationNode, nodeVerdictLine(*v))
 				}
 			}
-			if !res.OK() {
+			if a.humanOutput() {
+				a.printFindingsBelow(res.Findings)
+			}
+			if len(res.Findings) > 0 {
 				return findings()
 			}
 			return nil

@@ -80,9 +80,10 @@ func (s *Set) All() []*Controller {
 
 // Reconcile reconciles every table once, all at the same time, from one
 // read of the nodes; results[0] is the main table's, then the mirrors' in
-// order. A failing mirror shows in its own result only.
-func (s *Set) Reconcile(ctx context.Context) []*Result {
-	return s.each(ctx, false, observe.Scope{})
+// order. A failing mirror shows in its own result only. more widens the
+// main table's observation (run --once judges what doctor judges).
+func (s *Set) Reconcile(ctx context.Context, more observe.Scope) []*Result {
+	return s.each(ctx, false, more)
 }
 
 // DryRun is Reconcile without writes (diff, doctor, trace); more widens

@@ -10,6 +10,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -71,7 +72,7 @@ func BenchmarkMirrorBurst400(b *testing.B) {
 			set.Mirrors = append(set.Mirrors, New(MirrorConfig(cfg, m), pc, src, nil))
 		}
 		b.StartTimer()
-		for _, r := range set.Reconcile(ctx) {
+		for _, r := range set.Reconcile(ctx, observe.Scope{}) {
 			if r.Err != nil || r.Unrouted() != 0 {
 				b.Fatalf("%s: %s: %v", TableName(r.TableID), r.Summary(), r.Err)
 			}

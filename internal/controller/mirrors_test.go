@@ -18,6 +18,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -115,7 +116,7 @@ func TestMirrorFollowsNodes(t *testing.T) {
 	for i, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			src.Set(st.nodes)
-			res := set.Reconcile(ctx)
+			res := set.Reconcile(ctx, observe.Scope{})
 			for _, r := range res {
 				if r.Err != nil {
 					t.Fatalf("%s: %v", r.TableID, r.Err)
@@ -217,7 +218,7 @@ func TestMirrorNeverChangesForeignRoutes(t *testing.T) {
 			s.putTable("appgw-routes", nil, foreign...)
 			set := mirrorSet(env, scenarioConfig(), nodesource.New(nodes...), appGWMirror())
 			for pass := range 2 {
-				for _, r := range set.Reconcile(context.Background()) {
+				for _, r := range set.Reconcile(context.Background(), observe.Scope{}) {
 					if r.Err != nil {
 						t.Fatalf("pass %d, %s: %v", pass, TableName(r.TableID), r.Err)
 					}
@@ -281,7 +282,7 @@ func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 			tc.setup(s)
 			nodes := workers(3)
 			set := mirrorSet(env, scenarioConfig(), nodesource.New(nodes...), appGWMirror(), Mirror{RouteTableID: hubTable, Policy: assoc.Enforce})
-			res := set.Reconcile(context.Background())
+			res := set.Reconcile(context.Background(), observe.Scope{})
 			main, appgw, hub := res[0], res[1], res[2]
 
 			// The main table and the other mirror: written in this pass.

@@ -63,7 +63,7 @@ func TestSetPassesWhileItsLoopsRun(t *testing.T) {
 		}
 		for name, res := range map[string][]*Result{
 			"DryRun":    set.DryRun(marked, observe.Scope{}),
-			"Reconcile": set.Reconcile(marked),
+			"Reconcile": set.Reconcile(marked, observe.Scope{}),
 		} {
 			if len(res) != 2 || res[0] == nil || res[1] == nil {
 				t.Fatalf("%s: %d results %v, want one per table (2)", name, len(res), res)

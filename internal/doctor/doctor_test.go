@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/finding"
+	"github.com/routekeeper/routekeeper/internal/verdict"
 
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/doctor"
@@ -29,29 +30,34 @@ func va(name, prefix, hop string) route.Route {
 
 // input is the cluster doctor checks, and what run would work from.
 type input struct {
-	doctor.Input
-	CreateTable bool
-	Adopt       plan.AdoptPolicy
-	Nodes       []source.Node
+	Cluster      string
+	ClusterCIDRs []netip.Prefix
+	Limit        int
+	TableID      string
+	Subnets      []string
+	CreateTable  bool
+	Adopt        plan.AdoptPolicy
+	Nodes        []source.Node
 }
 
 func defaultInput() input {
-	return input{Input: doctor.Input{
+	return input{
 		Cluster:      "kthw",
 		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
 		TableID:      fabrictest.KTHWTable,
 		Subnets:      []string{fabrictest.KTHWSubnet},
-	}, Nodes: []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")}}
+		Nodes:        []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")},
+	}
 }
 
 // check is `routekeeper doctor`: the controller's observe and decide (a
-// dry run), then the findings.
+// dry run), then the verdict's report.
 func check(env *fabrictest.Env, in input) *doctor.Report {
 	c := controller.New(controller.Config{
 		Cluster: in.Cluster, ClusterCIDRs: in.ClusterCIDRs, RouteLimit: in.Limit, RouteTableID: in.TableID,
 		CreateTable: in.CreateTable, Subnets: in.Subnets, Location: "eastus", Adopt: in.Adopt,
 	}, env.Client, nil, nil)
-	return doctor.Check(in.Input, c.Inspect(context.Background(), in.Nodes, observe.Scope{}).Verdict)
+	return doctor.Check(c.Inspect(context.Background(), in.Nodes, observe.Scope{}).Verdict)
 }
 
 // healthy makes the seed 003 cluster as routekeeper leaves it: table
@@ -90,14 +96,14 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "healthy", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env) }, routed: 2},
 		{name: "table missing, creation allowed", input: func(in *input) { in.CreateTable = true },
-			want: []want{{finding.Warning, doctor.RuleTable, "kubernetes-routes", "will create it"}, {finding.Error, doctor.RuleAssociation, "kubernetes-subnet", "no route table"}}, errors: 1},
+			want: []want{{finding.Warning, verdict.RuleTable, "kubernetes-routes", "will create it"}, {finding.Error, verdict.RuleAssociation, "kubernetes-subnet", "no route table"}}, errors: 1},
 		{name: "table missing, creation not allowed",
-			want: []want{{finding.Error, doctor.RuleTable, "kubernetes-routes", "will not create it"}}, errors: 2},
+			want: []want{{finding.Error, verdict.RuleTable, "kubernetes-routes", "will not create it"}}, errors: 2},
 		{name: "seed 001: the IaC redeploy dropped the association", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env)
 			fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
 		},
-			want: []want{{finding.Error, doctor.RuleAssociation, "kubernetes-subnet", "no route table"}}, errors: 1, routed: 0},
+			want: []want{{finding.Error, verdict.RuleAssociation, "kubernetes-subnet", "no route table"}}, errors: 1, routed: 0},
 		{name: "claimed by another cluster", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env)
 			tbl, _ := env.Client.GetRouteTable(context.Background(), fabrictest.KTHWTable)
@@ -105,26 +111,26 @@ func TestCheck(t *testing.T) {
 			if _, err := env.Client.PutRouteTable(context.Background(), tbl, tbl.Etag); err != nil {
 				t.Fatal(err)
 			}
-		}, want: []want{{finding.Error, doctor.RuleClaim, "kubernetes-routes", `claimed by cluster "prod-east"`}}, errors: 1},
+		}, want: []want{{finding.Error, verdict.RuleClaim, "kubernetes-routes", `claimed by cluster "prod-east"`}}, errors: 1},
 		{name: "a node without its route and a stale route", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("worker-9____102009024", "10.200.9.0/24", "10.240.0.29"))
 		}, input: func(in *input) {
 			in.Nodes = append(in.Nodes, node("worker-2", "10.240.0.22", "10.200.2.0/24"))
 		}, want: []want{
-			{finding.Error, doctor.RuleNodeRoute, "worker-2", "no correct route"},
-			{finding.Warning, doctor.RuleStaleRoute, "worker-9____102009024", "stale route 10.200.9.0/24"},
+			{finding.Error, verdict.RuleNodeRoute, "worker-2", "no correct route"},
+			{finding.Warning, verdict.RuleStaleRoute, "worker-9____102009024", "stale route 10.200.9.0/24"},
 		}, errors: 1, routed: 2},
 		{name: "a node whose prefix is taken by a custom route", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("kubernetes-route-10-200-2-0-24", "10.200.2.0/24", "10.240.0.99"))
 		}, input: func(in *input) {
 			in.Nodes = append(in.Nodes, node("worker-2", "10.240.0.22", "10.200.2.0/24"))
-		}, want: []want{{finding.Error, doctor.RuleNodeRoute, "worker-2", "PrefixConflict"}}, errors: 1, routed: 2},
+		}, want: []want{{finding.Error, verdict.RuleNodeRoute, "worker-2", "PrefixConflict"}}, errors: 1, routed: 2},
 		{name: "a custom route shadows part of a pod CIDR", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env, va("inspect", "10.200.1.128/25", "10.240.0.4"))
-		}, want: []want{{finding.Warning, doctor.RuleShadow, "inspect", "more specific than node worker-1"}}, routed: 2},
+		}, want: []want{{finding.Warning, verdict.RuleShadow, "inspect", "more specific than node worker-1"}}, routed: 2},
 		{name: "table close to its limit", setup: func(t *testing.T, env *fabrictest.Env) { healthy(t, env) },
 			input: func(in *input) { in.Limit = 2 },
-			want:  []want{{finding.Warning, doctor.RuleLimit, "kubernetes-routes", "2 of at most 2"}}, routed: 2},
+			want:  []want{{finding.Info, verdict.RuleLimit, "kubernetes-routes", "2 of at most 2"}}, routed: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,11 +198,11 @@ func TestUnclaimedTableAndAdoption(t *testing.T) {
 		var unclaimed, unmanaged, stale []finding.Finding
 		for _, f := range rep.Findings {
 			switch f.Rule {
-			case doctor.RuleUnclaimedRoute:
+			case verdict.RuleUnclaimedRoute:
 				unclaimed = append(unclaimed, f)
-			case doctor.RuleUnmanaged:
+			case verdict.RuleUnmanaged:
 				unmanaged = append(unmanaged, f)
-			case doctor.RuleStaleRoute:
+			case verdict.RuleStaleRoute:
 				stale = append(stale, f)
 			}
 		}
@@ -204,7 +210,7 @@ func TestUnclaimedTableAndAdoption(t *testing.T) {
 			!strings.Contains(unclaimed[0].Fix, "az network route-table route delete --ids "+fabrictest.KTHWTable+"/routes/other-9____102009024") {
 			t.Errorf("adopt %v: unclaimed-route findings %+v", adopt, unclaimed)
 		}
-		if len(unmanaged) != 1 || unmanaged[0].Resource != "worker-1" || unmanaged[0].Severity != finding.Warning {
+		if len(unmanaged) != 1 || unmanaged[0].Resource != "worker-1" || unmanaged[0].Severity != finding.Info {
 			t.Errorf("adopt %v: unmanaged-route findings %+v", adopt, unmanaged)
 		}
 		if len(stale) != 0 {

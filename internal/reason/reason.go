@@ -31,13 +31,13 @@
 //	RouteTableDetached           no      verdict           the node's subnet has no route table: Azure ignores the route
 //	SubnetRouteTableLacksRoute   no      verdict           the node's subnet uses another table without the route
 //	RouteProvisioning            no      verdict           the route is right but not Succeeded yet (another writer's operation), and the node was not routed before
+//	PodTrafficNotDelivered       reach   verdict           Azure's route selection does not deliver the pod traffic from a guarded subnet (the network was read)
+//	PodCIDRShadowed              reach   verdict           a route routekeeper does not own, more specific than the pod CIDR, takes part of it elsewhere
+//	IPForwardingDisabled         reach   verdict           the node's NIC has IP forwarding off: Azure drops what a VirtualAppliance route sends it (the NICs were read)
 //
-// Three reasons say what stops the pod traffic of a node whose route
-// exists (verdict.Reach), judged when the network and the NICs were read:
-// PodTrafficNotDelivered (Azure's route selection does not deliver it from
-// a guarded subnet), PodCIDRShadowed (a more specific route takes part of
-// the pod CIDR elsewhere) and IPForwardingDisabled (the node's NIC drops
-// what a VirtualAppliance route sends it).
+// The three "reach" reasons say what stops the pod traffic of a node whose
+// route exists (verdict.Reach): the node stays routed, and each is a
+// finding.
 //
 // Three more reasons say why deletions were held back (plan.HeldReason),
 // not why a node is unrouted: TooManyDeletes, EmptySource and

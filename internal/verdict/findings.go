@@ -116,7 +116,7 @@ func (v *Verdict) reportDecision(add addFunc) {
 	case !d.TableExists && !d.Create:
 		add(finding.Error, RuleTable, d.Table, "", "the route table does not exist and routekeeper run will not create it: %s", d.CreateBlocked)
 	}
-	if len(v.Subnets) == 0 {
+	if len(v.guarded) == 0 {
 		add(finding.Info, RuleAssociation, d.Table, "subnets: [the node subnet IDs]", "no subnets are configured: nothing makes sure the table stays associated with the node subnet")
 	}
 	for _, s := range v.Subnets {
@@ -136,7 +136,10 @@ func (v *Verdict) reportSubnet(s Subnet, add addFunc) {
 		fix, then = "routekeeper run", fmt.Sprintf("; routekeeper run will %s", s.Action)
 	}
 	switch {
+	case s.State == assoc.Associated:
 	case s.State.OnTable() && !s.RepairFailed:
+		// Followed, re-associated: information.
+		add(finding.Info, RuleAssociation, s.Subnet, "", "%s%s", s.Message, routes)
 	case s.State == assoc.Migrating:
 		add(finding.Warning, RuleAssociation, s.Subnet, s.Fix, "%s%s", s.Message, routes)
 	case s.Outage():
@@ -186,7 +189,7 @@ func (v *Verdict) reportTable(t *route.Table, add addFunc) {
 		add(finding.Info, RuleLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; see docs/configuration.md, Route limit)", n, limit, n*100/limit)
 	}
 	for _, sn := range t.Subnets {
-		if !slices.ContainsFunc(v.Subnets, func(s Subnet) bool { return armid.Same(s.Subnet, sn) }) {
+		if !armid.Contains(v.guarded, sn) {
 			add(finding.Info, RuleAssociation, sn, "subnets: [..., "+sn+"]", "the subnet is associated with the table but not configured: routekeeper does not guard its association")
 		}
 	}
@@ -202,10 +205,21 @@ func (v *Verdict) reportWrite(add addFunc) {
 	}
 	var what []string
 	creates, updates, deletes := v.Plan.Counts()
+	// An adoption is a create (or update) of our route and the delete of
+	// the one it renames, in the same write: one rename.
+	adoptingCreates, renames := 0, 0
+	for _, ch := range v.Plan.Changes {
+		switch {
+		case ch.Kind == plan.Create && ch.Adopts != "":
+			adoptingCreates++
+		case ch.Kind == plan.Delete && ch.AdoptedBy != "":
+			renames++
+		}
+	}
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{creates, "create"}, {updates, "update"}, {deletes, "delete"}} {
+	}{{creates - adoptingCreates, "create"}, {updates, "update"}, {renames, "rename"}, {deletes - renames, "delete"}} {
 		if c.n > 0 {
 			what = append(what, fmt.Sprintf("%d %s(s)", c.n, c.what))
 		}
@@ -273,7 +287,7 @@ func (v *Verdict) reportNodes(add addFunc) {
 			add(finding.Error, RuleNodeRoute, name, "", "%s: %s", nv.Reason, nv.Message)
 		}
 	}
-	if p != nil {
+	if p != nil && !v.Wrote { // a write that succeeded deleted them
 		for _, ch := range p.Changes {
 			if ch.Stale() {
 				msg := "routekeeper run deletes it"

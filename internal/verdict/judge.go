@@ -22,7 +22,7 @@ type judge struct {
 }
 
 func (j *judge) run() *Verdict {
-	v := &Verdict{mode: j.want.Mode, Nodes: map[string]Node{}, acted: j.out != nil, nodeList: j.want.Nodes, want: j.want}
+	v := &Verdict{mode: j.want.Mode, Nodes: map[string]Node{}, acted: j.out != nil, nodeList: j.want.Nodes, want: j.want, guarded: j.o.Scope().Subnets}
 	j.v = v
 	d := j.standDownDecision(assoc.Decide(j.assocInput()))
 	v.Decision, v.Table = d, d.Table

@@ -53,10 +53,8 @@ const maxNamed = 5
 // what could not be checked.
 func (j *judge) reach() {
 	v := j.v
-	if j.standingDown() || len(j.want.Nodes) == 0 {
-		return
-	}
-	if t := v.Current; t != nil {
+	judged := !j.standingDown() && len(j.want.Nodes) > 0 // no host route is wanted: nothing to judge
+	if t := v.Current; t != nil && judged {
 		v.Reach = append(v.Reach, shadowing(t, j.want)...)
 	}
 	if !j.o.Scope().Routing {
@@ -68,8 +66,12 @@ func (j *judge) reach() {
 		return
 	}
 	st.ConfiguredTableID = v.Table
+	ourWrites(&st, v)
 	v.routing = &st
 	v.tracer = routing.NewTracer(st)
+	if !judged {
+		return
+	}
 	for _, s := range v.Subnets {
 		v.Reach = append(v.Reach, j.delivery(s.Subnet)...)
 	}
@@ -82,8 +84,9 @@ func (j *judge) reach() {
 	}
 }
 
-// delivery traces every node's pod CIDRs from a guarded subnet and groups
-// what is not delivered by cause (verdict, node, route).
+// delivery traces the routed nodes' pod CIDRs from a guarded subnet and
+// groups what is not delivered by cause (verdict, node, route); a node not
+// routed is its own verdict's finding.
 func (j *judge) delivery(subnetID string) []Reach {
 	t := j.v.tracer
 	i := slices.IndexFunc(j.v.routing.Subnets, func(s routing.Subnet) bool { return armid.Same(s.ID, subnetID) })
@@ -98,6 +101,9 @@ func (j *judge) delivery(subnetID string) []Reach {
 	var order []string
 	groups := map[string]*group{}
 	for _, n := range j.want.Nodes {
+		if !j.v.Nodes[n.Name].Routed {
+			continue // its own verdict says why: one finding per cause
+		}
 		for _, pod := range n.PodCIDRs {
 			src, ok := sn.FirstAddr(pod.Addr().Is4())
 			if !ok {
@@ -229,4 +235,30 @@ func (v *Verdict) Trace(src, dst routing.Endpoint) (*routing.Result, bool) {
 		return nil, false
 	}
 	return v.tracer.Trace(src, dst), true
+}
+
+// ourWrites makes st, read before this pass's writes, what they left: our
+// table as read back, and the subnets the pass associated with it.
+func ourWrites(st *routing.State, v *Verdict) {
+	if !v.acted {
+		return
+	}
+	if v.Current != nil {
+		i := slices.IndexFunc(st.Tables, func(t *route.Table) bool { return armid.Same(t.ID, v.Table) })
+		if i < 0 {
+			st.Tables = append(st.Tables, v.Current)
+		} else {
+			st.Tables[i] = v.Current
+		}
+	}
+	for _, s := range v.Subnets {
+		if !s.Repaired {
+			continue
+		}
+		for i := range st.Subnets {
+			if armid.Same(st.Subnets[i].ID, s.Subnet) {
+				st.Subnets[i].RouteTableID = v.Table
+			}
+		}
+	}
 }

@@ -194,6 +194,7 @@ type Verdict struct {
 	Err error `json:"-"`
 
 	want     Desired
+	guarded  []string // the configured subnets (the observation's scope)
 	routing  *routing.State
 	tracer   *routing.Tracer
 	mode     Mode

@@ -24,6 +24,10 @@ type Cloud struct {
 	Tables  map[string]*route.Table
 	Subnets map[string]*cloud.Subnet
 	VNets   map[string]*cloud.VirtualNetwork
+	// NICs are the network interfaces (of every subscription); NICsErr,
+	// when set, is what listing them fails with.
+	NICs    []cloud.NetworkInterface
+	NICsErr error
 	// Unreadable holds, by key, the error a read of that table or subnet
 	// fails with (a cloud that answers 500 for it).
 	Unreadable map[string]error
@@ -75,6 +79,9 @@ func (c *Cloud) add(o *observe.Observation) {
 			c.Subnets[armid.Key(s.ID)] = &cp
 		}
 	}
+	if nics, read, err := o.NICs(); read || err != nil {
+		c.NICs, c.NICsErr = slices.Clone(nics), err
+	}
 }
 
 // Clone returns a deep copy of the cloud, with no reads counted.
@@ -94,6 +101,7 @@ func (c *Cloud) Clone() *Cloud {
 		n.VNets[k] = &cp
 	}
 	maps.Copy(n.Unreadable, c.Unreadable)
+	n.NICs, n.NICsErr = slices.Clone(c.NICs), c.NICsErr
 	return n
 }
 
@@ -150,10 +158,13 @@ func (c *Cloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualN
 	return &cp, nil
 }
 
-// ListNetworkInterfaces implements observe.Reader: the cloud holds no
-// NICs.
+// ListNetworkInterfaces implements observe.Reader: the cloud's NICs.
 func (c *Cloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
-	return nil, nil
+	c.reads++
+	if c.NICsErr != nil {
+		return nil, fmt.Errorf("listing network interfaces: %w", c.NICsErr)
+	}
+	return slices.Clone(c.NICs), nil
 }
 
 // Calls implements observe.Reader: the reads so far; it never writes.
