@@ -46,21 +46,21 @@ import (
 
 // The rules of the findings, stable identifiers for scripts and docs.
 const (
-	RuleTable           = "route-table"
-	RuleClaim           = "table-claim"
-	RuleTableWrite      = "table-write"
-	RuleLimit           = "route-limit"
-	RuleAssociation     = "subnet-association"
-	RuleNodeRoute       = "node-route"
-	RuleStaleRoute      = "stale-route"
-	RuleShadow          = "shadowing-route"
-	RuleNodes           = "nodes"
-	RuleUnmanaged       = "unmanaged-route"
-	RuleDeleteGuard     = "delete-guard"
-	RuleUnclaimedRoute  = "unclaimed-route"
-	RulePermission      = "permission"
-	RuleReachability    = "pod-reachability"
-	RuleIPForwarding    = "ip-forwarding"
+	RuleTable          = "route-table"
+	RuleClaim          = "table-claim"
+	RuleTableWrite     = "table-write"
+	RuleLimit          = "route-limit"
+	RuleAssociation    = "subnet-association"
+	RuleNodeRoute      = "node-route"
+	RuleStaleRoute     = "stale-route"
+	RuleShadow         = "shadowing-route"
+	RuleNodes          = "nodes"
+	RuleUnmanaged      = "unmanaged-route"
+	RuleDeleteGuard    = "delete-guard"
+	RuleUnclaimedRoute = "unclaimed-route"
+	RulePermission     = "permission"
+	RuleReachability   = "pod-reachability"
+	RuleIPForwarding   = "ip-forwarding"
 )
 
 // Findings are what the verdict leaves for someone to do: its errors and
