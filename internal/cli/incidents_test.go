@@ -125,11 +125,11 @@ func (l *lab) readOnly(args ...string) readOnly {
 	return ro
 }
 
-// TestIncidentsAgree replays each incident of issue 9 through the CLI
-// against the fabric state file and checks that run --once, diff, doctor
-// and routes list agree: the same table, the same findings, consistent
-// exit codes; and that after run --once the read-only commands find
-// nothing left to do.
+// TestIncidentsAgree replays each incident that breaks pod routing through
+// the CLI against the fabric state file and checks that run --once, diff,
+// doctor and routes list agree: the same table, the same findings,
+// consistent exit codes; and that after run --once the read-only commands
+// find nothing left to do.
 func TestIncidentsAgree(t *testing.T) {
 	v2 := fabrictest.KTHWTable2
 	old := fabrictest.KTHWTable
@@ -191,7 +191,7 @@ func TestIncidentsAgree(t *testing.T) {
 			table: old, diff: ExitFindings, doctor: ExitFindings, run: ExitOK, doctorSays: "routekeeper migrate --to " + v2,
 		},
 		{
-			name:     "seed 001: the redeploy detached the subnet",
+			name:     "the IaC redeploy detached the subnet",
 			incident: func(l *lab) { fabrictest.RedeployKTHWVNet(l.t, l.opts.ClientOptions()) },
 			table:    old, diff: ExitFindings, doctor: ExitFindings, run: ExitOK, doctorSays: "no route table",
 		},
