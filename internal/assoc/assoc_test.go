@@ -113,7 +113,7 @@ func TestDecideTable(t *testing.T) {
 				"follow", "Followed adopt new"),
 		},
 		{
-			name: "swapped, old table deleted (the route-table swap article)", subnet: newID,
+			name: "swapped to a new empty table, old table deleted", subnet: newID,
 			tables: map[string]TableRead{oldID: gone, newID: table(newID, false)},
 			want: with(all("OtherTable create-then-associate old"),
 				"follow", "Followed adopt new",

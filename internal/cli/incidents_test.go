@@ -165,7 +165,7 @@ func TestIncidentsAgree(t *testing.T) {
 			table: v2, diff: ExitFindings, doctor: ExitFindings, run: ExitOK, doctorSays: "routekeeper run (association policy follow) writes the node routes",
 		},
 		{
-			name: "the article's swap: new empty table, old deleted (enforce)",
+			name: "swap to a new empty table, old deleted (enforce)",
 			incident: func(l *lab) {
 				l.putTable("kubernetes-routes-v2")
 				l.associate(v2)
@@ -174,7 +174,7 @@ func TestIncidentsAgree(t *testing.T) {
 			table: old, diff: ExitFindings, doctor: ExitFindings, run: ExitOK, listMissing: true, doctorSays: "holds 0 of 2 node routes",
 		},
 		{
-			name: "the article's swap under follow", args: []string{"--association-policy", "follow"},
+			name: "swap to a new empty table, old deleted (follow)", args: []string{"--association-policy", "follow"},
 			incident: func(l *lab) {
 				l.putTable("kubernetes-routes-v2")
 				l.associate(v2)

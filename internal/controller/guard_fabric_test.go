@@ -191,15 +191,14 @@ func TestScenarioSwapFollowed(t *testing.T) {
 	}
 }
 
-// The route-table swap in the order of the article that reported it (detach
-// and delete the old table, then associate the new one), with creation not
-// allowed: the old table does not come back, and the new one gets the
-// routes.
-func TestScenarioSwapArticleOrderNoCreate(t *testing.T) {
-	synctest.Test(t, scenarioSwapArticleOrderNoCreate)
+// The route-table swap with the old table deleted first (detach and delete
+// the old table, then associate the new one), with creation not allowed:
+// the old table does not come back, and the new one gets the routes.
+func TestScenarioSwapOldDeletedFirstNoCreate(t *testing.T) {
+	synctest.Test(t, scenarioSwapOldDeletedFirstNoCreate)
 }
 
-func scenarioSwapArticleOrderNoCreate(t *testing.T) {
+func scenarioSwapOldDeletedFirstNoCreate(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Policy = assoc.Follow
 	cfg.CreateTable = false
@@ -226,10 +225,9 @@ func scenarioSwapArticleOrderNoCreate(t *testing.T) {
 
 // The route-table swap under enforce: with restore, our table is put back
 // (one subnet PUT) and the other table is not touched. Without restore, a
-// swap to a table lacking the node routes (the article's empty table) is an
-// outage: our table is put back too, with advice to use routekeeper
-// migrate; a swap to a table that holds them is reported and nothing is
-// written.
+// swap to a table lacking the node routes (a new, empty one) is an outage:
+// our table is put back too, with advice to use routekeeper migrate; a swap
+// to a table that holds them is reported and nothing is written.
 func TestScenarioSwapEnforce(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -396,14 +394,14 @@ func scenarioNoUnattachedRecreation(t *testing.T) {
 	}
 }
 
-// The article's swap under the default policy (new empty table associated,
-// old table deleted): the outage is not left in place. Our table is
-// re-created, filled, then associated.
-func TestScenarioArticleSwapEnforceRecreates(t *testing.T) {
-	synctest.Test(t, scenarioArticleSwapEnforceRecreates)
+// The swap to a new, empty table with the old table deleted, under the
+// default policy: the outage is not left in place. Our table is re-created,
+// filled, then associated.
+func TestScenarioSwapOldDeletedEnforceRecreates(t *testing.T) {
+	synctest.Test(t, scenarioSwapOldDeletedEnforceRecreates)
 }
 
-func scenarioArticleSwapEnforceRecreates(t *testing.T) {
+func scenarioSwapOldDeletedEnforceRecreates(t *testing.T) {
 	cfg := scenarioConfig()
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 	s.steadyWithSecondTable()
