@@ -20,9 +20,9 @@ type DoctorResult struct {
 	StandDown bool
 }
 
-// Doctor is routekeeper doctor: the verdict of a dry run of every table
-// of cfg (the main one, with the networks around it, the NICs and the
-// caller's access; each mirror) turned into findings.
+// Doctor is routekeeper doctor: the verdict of a dry run of every table of
+// cfg (the main one, with its interconnect, the NICs and the caller's
+// access; each mirror) turned into findings.
 func (a *App) Doctor(ctx context.Context, cfg *config.Config) (*DoctorResult, error) {
 	all, closeConn, err := a.dryRun(ctx, cfg, routingScope(cfg, true, true))
 	if err != nil {
