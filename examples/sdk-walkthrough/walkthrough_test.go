@@ -15,9 +15,9 @@ import (
 )
 
 // TestWalkthroughAgainstFabricServe builds routekeeper, serves the fabric
-// on a free loopback port, walks through seed 003 with nothing but the
-// SDK, restarts the server on the same state file and checks that the
-// lab's result survived.
+// on a free loopback port, walks through Kubernetes the Hard Way's pod
+// network routes lab with nothing but the SDK, restarts the server on the
+// same state file and checks that the lab's result survived.
 func TestWalkthroughAgainstFabricServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs routekeeper")

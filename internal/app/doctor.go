@@ -19,9 +19,9 @@ type DoctorResult struct {
 	StandDown bool
 }
 
-// Doctor is routekeeper doctor: the verdict of a dry run of every table
-// of cfg (the main one, with the network around it, the NICs and the
-// caller's access; each mirror) laid out as one report.
+// Doctor is routekeeper doctor: the verdict of a dry run of every table of
+// cfg (the main one, with its interconnect, the NICs and the caller's
+// access; each mirror) laid out as one report.
 func (a *App) Doctor(ctx context.Context, cfg *config.Config) (*DoctorResult, error) {
 	all, closeConn, err := a.dryRun(ctx, cfg, judgeScope(cfg, true))
 	if err != nil {

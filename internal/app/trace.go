@@ -15,8 +15,8 @@ import (
 
 // Trace is routekeeper trace: where Azure sends a packet from src to dst
 // (an IP address, a node name or node/pod-ip each) and why, from a dry run
-// of the main table with the networks around it; for a node at dst, the
-// verdict run gives that node.
+// of the main table with its interconnect (peered networks, gateways); for
+// a node at dst, the verdict run gives that node.
 func (a *App) Trace(ctx context.Context, cfg *config.Config, src, dst string) (*TraceResult, error) {
 	all, closeConn, err := a.dryRun(ctx, cfg, judgeScope(cfg, true))
 	if err != nil {

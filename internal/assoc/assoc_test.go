@@ -93,7 +93,7 @@ func TestDecideTable(t *testing.T) {
 			want:   all("Associated none old"),
 		},
 		{
-			name: "detached (seed 001)", subnet: "",
+			name: "detached (IaC redeploy)", subnet: "",
 			tables: map[string]TableRead{oldID: table(oldID, true, mine...)},
 			want: with(all("Detached associate old"),
 				"report", "Detached none old", "observe/report", "Detached none old"),
@@ -113,7 +113,7 @@ func TestDecideTable(t *testing.T) {
 				"follow", "Followed adopt new"),
 		},
 		{
-			name: "swapped, old table deleted (the article)", subnet: newID,
+			name: "swapped to a new empty table, old table deleted", subnet: newID,
 			tables: map[string]TableRead{oldID: gone, newID: table(newID, false)},
 			want: with(all("OtherTable create-then-associate old"),
 				"follow", "Followed adopt new",
@@ -203,8 +203,8 @@ func TestDecideTable(t *testing.T) {
 }
 
 // A missing table that no subnet would be associated with is not created
-// (the resurrected, unattached table of seed 000), and the reason names
-// each subnet.
+// (the resurrected, unattached table of the route-table swap), and the
+// reason names each subnet.
 func TestDecideNoUnattachedCreate(t *testing.T) {
 	in := Input{
 		Cluster: "kthw", Policy: Report, CreateAllowed: true, Table: oldID,

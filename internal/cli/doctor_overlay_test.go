@@ -62,8 +62,8 @@ func ranOnce(mk func(*testing.T) string) func(*testing.T) string {
 }
 
 // TestDoctorOverlay is the pre-flight of the move to an overlay through the
-// CLI, against the fabric through the real SDK: the examples, the network
-// around them, and the target pod CIDR.
+// CLI, against the fabric through the real SDK: the examples, their
+// interconnect, and the target pod CIDR.
 func TestDoctorOverlay(t *testing.T) {
 	tests := []struct {
 		name  string

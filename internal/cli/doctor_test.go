@@ -20,8 +20,8 @@ func TestDoctor(t *testing.T) {
 	res := wantExit(t, ExitOK, "doctor", "--config", cfg)
 	golden(t, filepath.Join("testdata", "doctor", "healthy.golden"), []byte(res.stdout))
 
-	// Seed 001: the IaC redeploy's VNet PUT drops the association, and
-	// someone types a route over part of worker-1's pods.
+	// The IaC redeploy's VNet PUT drops the association, and someone types a
+	// route over part of worker-1's pods.
 	routes, _ := sdkRoutes(t, cfg)
 	ctx := context.Background()
 	p, err := routes.BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", "inspect", armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{

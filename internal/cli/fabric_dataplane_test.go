@@ -211,11 +211,12 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 
 // TestDataPlaneLossWindows runs the Hard Way lab on the data plane with
 // routekeeper run (policy follow, guard every second) and breaks pod 0 →
-// pod 1 three ways: seed 001's redeploy (the VNet PUT drops the subnet's
-// table), seed 000's swap (a new empty table on the subnet) and a deleted
-// route. Each time packets are dropped while the route is missing and flow
-// again after routekeeper's repair; the loss window at 100 packets/s is
-// logged beside the ARM timing (docs/performance.md). Needs root.
+// pod 1 three ways: an IaC redeploy (the VNet PUT drops the subnet's
+// table), a route-table swap (a new empty table on the subnet) and a
+// deleted route. Each time packets are dropped while the route is missing
+// and flow again after routekeeper's repair; the loss window at 100
+// packets/s is logged beside the ARM timing (docs/performance.md). Needs
+// root.
 func TestDataPlaneLossWindows(t *testing.T) {
 	lab := startDataplaneLab(t, "follow")
 	ctx := context.Background()

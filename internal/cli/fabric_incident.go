@@ -25,9 +25,9 @@ func (a *shell) newFabricIncidentCmd() *cobra.Command {
 API of the fabric (a state file, or a served fabric with --endpoint), and prints
 what it changed. routekeeper run meets them as it would meet them in Azure.
 
-  redeploy VNET                    a VNet PUT without the subnets' route tables (ARM/Terraform redeploy, seed 001)
+  redeploy VNET                    a VNet PUT without the subnets' route tables (an ARM/Terraform redeploy)
   detach VNET/SUBNET               the subnet loses its route table (someone in the portal)
-  swap VNET/SUBNET --to TABLE      the subnet points at another table (seed 000); --delete-old deletes the old one
+  swap VNET/SUBNET --to TABLE      the subnet points at another table (a table swap); --delete-old deletes the old one
   delete-table TABLE               the table is detached from its subnets and deleted
   revoke-role PRINCIPAL            the principal's role assignments are removed (--role, --scope: only those)
   lock [SCOPE] --level LEVEL       a CanNotDelete or ReadOnly management lock on the scope (default: the group -g)

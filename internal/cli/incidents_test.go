@@ -125,11 +125,11 @@ func (l *lab) readOnly(args ...string) readOnly {
 	return ro
 }
 
-// TestIncidentsAgree replays each incident of issue 9 through the CLI
-// against the fabric state file and checks that run --once, diff, doctor
-// and routes list agree: the same table, the same findings, consistent
-// exit codes; and that after run --once the read-only commands find
-// nothing left to do.
+// TestIncidentsAgree replays each incident that breaks pod routing through
+// the CLI against the fabric state file and checks that run --once, diff,
+// doctor and routes list agree: the same table, the same findings,
+// consistent exit codes; and that after run --once the read-only commands
+// find nothing left to do.
 func TestIncidentsAgree(t *testing.T) {
 	v2 := fabrictest.KTHWTable2
 	old := fabrictest.KTHWTable
@@ -165,7 +165,7 @@ func TestIncidentsAgree(t *testing.T) {
 			table: v2, diff: ExitFindings, doctor: ExitFindings, run: ExitOK, doctorSays: "routekeeper run (association policy follow) writes the node routes",
 		},
 		{
-			name: "the article's swap: new empty table, old deleted (enforce)",
+			name: "swap to a new empty table, old deleted (enforce)",
 			incident: func(l *lab) {
 				l.putTable("kubernetes-routes-v2")
 				l.associate(v2)
@@ -174,7 +174,7 @@ func TestIncidentsAgree(t *testing.T) {
 			table: old, diff: ExitFindings, doctor: ExitFindings, run: ExitOK, listMissing: true, doctorSays: "holds 0 of 2 node routes",
 		},
 		{
-			name: "the article's swap under follow", args: []string{"--association-policy", "follow"},
+			name: "swap to a new empty table, old deleted (follow)", args: []string{"--association-policy", "follow"},
 			incident: func(l *lab) {
 				l.putTable("kubernetes-routes-v2")
 				l.associate(v2)
@@ -191,7 +191,7 @@ func TestIncidentsAgree(t *testing.T) {
 			table: old, diff: ExitFindings, doctor: ExitFindings, run: ExitOK, doctorSays: "routekeeper migrate --to " + v2,
 		},
 		{
-			name:     "seed 001: the redeploy detached the subnet",
+			name:     "the IaC redeploy detached the subnet",
 			incident: func(l *lab) { fabrictest.RedeployKTHWVNet(l.t, l.opts.ClientOptions()) },
 			table:    old, diff: ExitFindings, doctor: ExitFindings, run: ExitOK, doctorSays: "no route table",
 		},

@@ -26,10 +26,11 @@ func TestIpplanGolden(t *testing.T) {
 		args []string
 		code int
 	}{
-		// Seed 004: the article's own command, a /24 node subnet.
-		{"seed004", []string{"ipplan", "--vnet", "192.168.0.0/16", "--subnet", "myAKSSubnet=192.168.1.0/24",
+		// The AKS kubenet article ("Use kubenet networking with your own IP
+		// address ranges"): its own command, a /24 node subnet.
+		{"aks-kubenet-article", []string{"ipplan", "--vnet", "192.168.0.0/16", "--subnet", "myAKSSubnet=192.168.1.0/24",
 			"--pod-cidr", "10.244.0.0/16", "--service-cidr", "10.0.0.0/16", "--dns-service-ip", "10.0.0.10"}, ExitOK},
-		{"seed004-json", []string{"ipplan", "-o", "json", "--vnet", "192.168.0.0/16", "--subnet", "myAKSSubnet=192.168.1.0/24"}, ExitOK},
+		{"aks-kubenet-article-json", []string{"ipplan", "-o", "json", "--vnet", "192.168.0.0/16", "--subnet", "myAKSSubnet=192.168.1.0/24"}, ExitOK},
 		// Microsoft's worked example: 50 nodes + 1 surge at 30 pods, Azure CNI.
 		{"microsoft-worked-example", []string{"ipplan", "--plugin", "azure", "--nodes", "50", "--surge", "1", "--max-pods", "30"}, ExitOK},
 		{"microsoft-worked-example-22", []string{"ipplan", "--plugin", "azure", "--nodes", "50", "--max-pods", "30",
@@ -58,8 +59,10 @@ func TestIpplanGolden(t *testing.T) {
 	}
 }
 
-// The numbers of the issue, read from the JSON output rather than the
-// golden text, so a regenerated golden file cannot hide a wrong number.
+// The numbers the articles give (the AKS kubenet article's /24 subnet,
+// Microsoft's Azure CNI worked example), read from the JSON output rather
+// than the golden text, so a regenerated golden file cannot hide a wrong
+// number.
 func TestIpplanNumbers(t *testing.T) {
 	type capacity struct {
 		Plugin               string `json:"plugin"`
@@ -81,11 +84,11 @@ func TestIpplanNumbers(t *testing.T) {
 		}
 		return m
 	}
-	seed := decode(t, "--subnet", "192.168.1.0/24")
+	article := decode(t, "--subnet", "192.168.1.0/24")
 	for plugin, want := range map[string][2]int64{"kubenet": {251, 27_610}, "azure": {8, 240}} {
-		c := seed[plugin]
+		c := article[plugin]
 		if c.MaxNodes == nil || c.MaxPods == nil || *c.MaxNodes != want[0] || *c.MaxPods != want[1] {
-			t.Errorf("seed 004 %s: got %+v, want %d nodes, %d pods", plugin, c, want[0], want[1])
+			t.Errorf("the AKS kubenet article's /24 subnet, %s: got %+v, want %d nodes, %d pods", plugin, c, want[0], want[1])
 		}
 	}
 	ms := decode(t, "--plugin", "azure", "--nodes", "50", "--surge", "1", "--max-pods", "30")["azure"]
@@ -329,7 +332,7 @@ func TestIpplanDocsQuoteCurrentOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"seed004", "microsoft-worked-example", "microsoft-worked-example-22", "example", "example-fixed", "dual-stack", "dual-stack-mistakes"} {
+	for _, name := range []string{"aks-kubenet-article", "microsoft-worked-example", "microsoft-worked-example-22", "example", "example-fixed", "dual-stack", "dual-stack-mistakes"} {
 		out, err := os.ReadFile(filepath.Join("testdata", "ipplan", name+".golden"))
 		if err != nil {
 			t.Fatal(err)

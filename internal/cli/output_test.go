@@ -160,8 +160,9 @@ func TestHelpListsOnlyUsedFlags(t *testing.T) {
 	}{
 		{[]string{"run", "--help"}, append([]string{"--route-table", "--resource-group", "--inventory", "--use-managed-identity", "--association-policy"}, controllerOnly...), nil},
 		{[]string{"diff", "--help"}, []string{"--route-table", "-g, --resource-group", "--inventory", "--association-policy", "--subscription"}, controllerOnly},
-		// doctor and routes list make run's observe and decide (issue 9):
-		// the association policy, the nodes and the plan settings are theirs too.
+		// doctor and routes list make run's observe and decide, so that the
+		// commands agree: the association policy, the nodes and the plan
+		// settings are theirs too.
 		{[]string{"doctor", "--help"}, []string{"--route-table", "--inventory", "--kubeconfig", "--subscription", "--route-limit", "--association-policy"}, append([]string{"--topology", "--operation-duration"}, controllerOnly...)},
 		{[]string{"routes", "list", "--help"}, []string{"-n, --route-table", "--cluster-cidr", "--state", "--inventory", "--association-policy"}, append([]string{"--topology", "--operation-duration"}, controllerOnly...)},
 		{[]string{"migrate", "--help"}, []string{"--to", "--route-table", "--subnet", "--route-limit", "--operation-duration"}, append([]string{"--inventory", "--association-policy", "--topology"}, controllerOnly...)},

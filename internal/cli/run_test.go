@@ -155,7 +155,8 @@ func TestOutOfBandRoutesAreNeverTouched(t *testing.T) {
 	routes, _ := sdkRoutes(t, cfg)
 	ctx := context.Background()
 	foreign := map[string]armnetwork.RoutePropertiesFormat{
-		// The firewall default route of seed 000's custom route tables.
+		// A default route to a firewall, as the custom tables of the
+		// route-table swap article have.
 		"default-to-firewall": {AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.4")},
 		// A route named for another cluster's node, outside our cluster CIDR.
 		"other-worker-0____102500024": {AddressPrefix: to.Ptr("10.250.0.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.50")},

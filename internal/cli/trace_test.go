@@ -51,8 +51,8 @@ func putRoute(t *testing.T, f *armnetwork.ClientFactory, table, name, prefix str
 	fabrictest.MustPoll(t, p, err)
 }
 
-// swapTable replays seed 000: someone creates rt-new (empty) and points
-// the subnet at it.
+// swapTable replays the route-table swap: someone creates rt-new (empty)
+// and points the subnet at it.
 func swapTable(t *testing.T, f *armnetwork.ClientFactory) {
 	t.Helper()
 	associateNewTable(t, f, "rt-new")
@@ -164,7 +164,7 @@ func TestTrace(t *testing.T) {
 			},
 		},
 		{
-			name: "detached subnet (seed 001)",
+			name: "detached subnet (IaC redeploy)",
 			setup: func(t *testing.T) string {
 				cfg := ranKTHW(t)
 				_, srv := sdkFactory(t, cfg)
@@ -174,7 +174,7 @@ func TestTrace(t *testing.T) {
 			steps: []step{{"detached", []string{"worker-0", "worker-1"}, ExitFindings}},
 		},
 		{
-			name: "swapped table (seed 000)",
+			name: "swapped table",
 			setup: func(t *testing.T) string {
 				cfg := ranKTHW(t)
 				f, _ := sdkFactory(t, cfg)

@@ -17,10 +17,10 @@ import (
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
-// governed is the KTHW network split the way many organisations split
-// it: the network in group net, the route table in group kubernetes.
-// routekeeper reads everything (Reader on the subscription) and writes
-// only where roles let it (seed 002's missing permission).
+// governed is the KTHW network split the way many organisations split it:
+// the network in group net, the route table in group kubernetes.
+// routekeeper reads everything (Reader on the subscription) and writes only
+// where roles let it (the missing permission on the network's group).
 const governed = kthw.SplitGroups + `        routes:
           - {name: worker-0____102000024, addressPrefix: 10.200.0.0/24, nextHopType: VirtualAppliance, nextHopIpAddress: 10.240.0.20}
 authorization:
@@ -54,12 +54,12 @@ func governedController(t *testing.T, env *fabrictest.Env) (*Controller, *time.T
 	return c, &clock
 }
 
-// Network Contributor on the table's group only (the seed's case): the
-// table write goes through, the association is refused with the finding
-// that names the missing action and the command that grants it; the
-// refused write is not retried at every guard cycle, but after a wait that
-// doubles; once the role is granted the next attempt repairs it, with no
-// restart.
+// Network Contributor on the table's group only (the case of the missing
+// permission): the table write goes through, the association is refused
+// with the finding that names the missing action and the command that
+// grants it; the refused write is not retried at every guard cycle, but
+// after a wait that doubles; once the role is granted the next attempt
+// repairs it, with no restart.
 func TestRefusedAssociationBacksOffAndConverges(t *testing.T) {
 	ctx := context.Background()
 	env := fabrictest.New(t, fabric.Options{}, governed)

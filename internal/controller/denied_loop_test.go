@@ -14,10 +14,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
-// While Azure refuses the association (seed 002's missing permission), the
-// running controller tries it again only when each wait is over: the guard
-// cycles in between neither write, nor kick a full reconcile (five reads),
-// nor log the same problem again. 60 guard cycles see 7 tries, not 60.
+// While Azure refuses the association (the missing permission on the
+// network's group), the running controller tries it again only when each
+// wait is over: the guard cycles in between neither write, nor kick a full
+// reconcile (five reads), nor log the same problem again. 60 guard cycles
+// see 7 tries, not 60.
 func TestRefusedAssociationIsNotAHotLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := fabrictest.New(t, fabric.Options{}, governed)

@@ -19,15 +19,16 @@ import (
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
-// The scenarios replay the two incidents of the seeds (000: a route table
-// swapped on the subnet; 001: an IaC redeploy drops the association) and
-// the other ways a subnet loses its table, against the in-process fabric
-// through the real SDK, with the controller's own Run loop. Each asserts
-// that the repair came within one guard interval (no guard cycle started
-// after the fault without repairing it) and the exact number of ARM writes
-// routekeeper made, and logs the time to repair (docs/performance.md). Each
-// runs in a synctest bubble (see bubble): the time to repair they log is
-// the bubble's, made of the guard interval and the fabric's operations.
+// The scenarios replay the two incidents routekeeper was made for (the
+// route-table swap: a new table put on the subnet; the IaC redeploy that
+// detaches the table: a VNet PUT drops the association) and the other ways
+// a subnet loses its table, against the in-process fabric through the real
+// SDK, with the controller's own Run loop. Each asserts that the repair
+// came within one guard interval (no guard cycle started after the fault
+// without repairing it) and the exact number of ARM writes routekeeper
+// made, and logs the time to repair (docs/performance.md). Each runs in a
+// synctest bubble (see bubble): the time to repair they log is the
+// bubble's, made of the guard interval and the fabric's operations.
 
 // logRepair logs the time from the fault to the end of the repair (at most
 // one guard interval of waiting plus the repair itself), the repair's own
@@ -38,14 +39,15 @@ func logRepair(t *testing.T, name string, fault time.Time, res *Result, writes i
 		name, repairTime(fault, res).Round(time.Millisecond), res.Duration.Round(100*time.Microsecond), writes, guardInterval)
 }
 
-// Seed 001: a VNet PUT without the association (what a Terraform or ARM
-// redeploy sends) detaches the table; the guard puts it back at its next
-// cycle with one subnet PUT, and the routes are untouched.
-func TestScenarioSeed001RedeployDropsAssociation(t *testing.T) {
-	synctest.Test(t, scenarioSeed001RedeployDropsAssociation)
+// The IaC redeploy that detaches the table: a VNet PUT without the
+// association (what a Terraform or ARM redeploy sends) detaches it; the
+// guard puts it back at its next cycle with one subnet PUT, and the routes
+// are untouched.
+func TestScenarioRedeployDropsAssociation(t *testing.T) {
+	synctest.Test(t, scenarioRedeployDropsAssociation)
 }
 
-func scenarioSeed001RedeployDropsAssociation(t *testing.T) {
+func scenarioRedeployDropsAssociation(t *testing.T) {
 	s := newScenario(t, fabrictest.KTHWTwoSubnets, func() Config {
 		c := scenarioConfig()
 		c.Subnets = []string{fabrictest.KTHWSubnet, pool2Subnet}
@@ -88,7 +90,7 @@ func scenarioSeed001RedeployDropsAssociation(t *testing.T) {
 	if res.Repairs() != 2 || res.AssociationProblems() != 0 {
 		t.Errorf("result counts repairs=%d problems=%d, want 2 and 0", res.Repairs(), res.AssociationProblems())
 	}
-	logRepair(t, "seed 001 (VNet redeploy, 2 subnets)", fault, res, writes)
+	logRepair(t, "IaC redeploy (VNet PUT, 2 subnets)", fault, res, writes)
 }
 
 // The subnet PUT of a repair keeps every other property of the subnet.
@@ -130,10 +132,11 @@ func scenarioRepairKeepsSubnetProperties(t *testing.T) {
 	}
 }
 
-// Seed 000 under follow: a new, empty table is put on the subnet. The node
-// routes are in it within one guard interval (one PUT, keeping its own
-// routes), and the old table is neither written nor re-created.
-func TestScenarioSeed000SwapFollowed(t *testing.T) {
+// The route-table swap under follow: a new, empty table is put on the
+// subnet. The node routes are in it within one guard interval (one PUT,
+// keeping its own routes), and the old table is neither written nor
+// re-created.
+func TestScenarioSwapFollowed(t *testing.T) {
 	for _, deleteOld := range []bool{false, true} {
 		name := "old table kept"
 		if deleteOld {
@@ -183,19 +186,19 @@ func TestScenarioSeed000SwapFollowed(t *testing.T) {
 			if !a.Repaired || a.EventReason() != verdict.EventSwapFollowed || !armid.Same(a.RouteTable, newTableID) {
 				t.Errorf("association reported as %+v", a)
 			}
-			logRepair(t, "seed 000 follow ("+name+")", fault, res, writes)
+			logRepair(t, "swap followed ("+name+")", fault, res, writes)
 		}))
 	}
 }
 
-// Seed 000 in the order of the article (detach and delete the old table,
-// then associate the new one), with creation not allowed: the old table
-// does not come back, and the new one gets the routes.
-func TestScenarioSeed000ArticleOrderNoCreate(t *testing.T) {
-	synctest.Test(t, scenarioSeed000ArticleOrderNoCreate)
+// The route-table swap with the old table deleted first (detach and delete
+// the old table, then associate the new one), with creation not allowed:
+// the old table does not come back, and the new one gets the routes.
+func TestScenarioSwapOldDeletedFirstNoCreate(t *testing.T) {
+	synctest.Test(t, scenarioSwapOldDeletedFirstNoCreate)
 }
 
-func scenarioSeed000ArticleOrderNoCreate(t *testing.T) {
+func scenarioSwapOldDeletedFirstNoCreate(t *testing.T) {
 	cfg := scenarioConfig()
 	cfg.Policy = assoc.Follow
 	cfg.CreateTable = false
@@ -220,12 +223,12 @@ func scenarioSeed000ArticleOrderNoCreate(t *testing.T) {
 	}
 }
 
-// Seed 000 under enforce: with restore, our table is put back (one subnet
-// PUT) and the other table is not touched. Without restore, a swap to a
-// table lacking the node routes (the article's empty table) is an outage:
+// The route-table swap under enforce: with restore, our table is put back
+// (one subnet PUT) and the other table is not touched. Without restore, a
+// swap to a table lacking the node routes (a new, empty one) is an outage:
 // our table is put back too, with advice to use routekeeper migrate; a swap
 // to a table that holds them is reported and nothing is written.
-func TestScenarioSeed000Enforce(t *testing.T) {
+func TestScenarioSwapEnforce(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		restore, copy bool
@@ -271,7 +274,7 @@ func TestScenarioSeed000Enforce(t *testing.T) {
 				if !tc.restore && !strings.Contains(a.Message, "routekeeper migrate --to") {
 					t.Errorf("the repair does not say how to swap safely: %s", a.Message)
 				}
-				logRepair(t, "seed 000 enforce "+tc.name, fault, res, writes)
+				logRepair(t, "swap under enforce, "+tc.name, fault, res, writes)
 				return
 			}
 			if !a.Problem() || a.EventReason() != verdict.EventOtherTable || a.EventType() != "Warning" || !strings.Contains(a.Fix, "association-restore") {
@@ -359,9 +362,9 @@ func TestScenarioTableDeletedOutOfBand(t *testing.T) {
 	}
 }
 
-// Seed 000's resurrection, avoided: the subnet is on another table (enforce,
-// no restore) and ours is deleted. Creation is allowed, but a table nothing
-// would use is not created.
+// The old table's resurrection after a route-table swap, avoided: the
+// subnet is on another table (enforce, no restore) and ours is deleted.
+// Creation is allowed, but a table nothing would use is not created.
 func TestScenarioNoUnattachedRecreation(t *testing.T) {
 	synctest.Test(t, scenarioNoUnattachedRecreation)
 }
@@ -391,14 +394,14 @@ func scenarioNoUnattachedRecreation(t *testing.T) {
 	}
 }
 
-// The article's swap under the default policy (new empty table associated,
-// old table deleted): the outage is not left in place. Our table is
-// re-created, filled, then associated.
-func TestScenarioArticleSwapEnforceRecreates(t *testing.T) {
-	synctest.Test(t, scenarioArticleSwapEnforceRecreates)
+// The swap to a new, empty table with the old table deleted, under the
+// default policy: the outage is not left in place. Our table is re-created,
+// filled, then associated.
+func TestScenarioSwapOldDeletedEnforceRecreates(t *testing.T) {
+	synctest.Test(t, scenarioSwapOldDeletedEnforceRecreates)
 }
 
-func scenarioArticleSwapEnforceRecreates(t *testing.T) {
+func scenarioSwapOldDeletedEnforceRecreates(t *testing.T) {
 	cfg := scenarioConfig()
 	s := newScenario(t, fabrictest.KTHW, cfg, workers(2))
 	s.steadyWithSecondTable()
@@ -582,9 +585,9 @@ func scenarioMigrationNotFought(t *testing.T) {
 }
 
 // AKS with kubenet (routes: observe): the platform writes the routes into
-// its own table. The guard re-associates that table after a redeploy
-// (seed 001), and reports a swap instead of following it (seed 000), since
-// the platform would keep writing the old table.
+// its own table. The guard re-associates that table after an IaC redeploy
+// detached it, and reports a swap instead of following it, since the
+// platform would keep writing the old table.
 func TestScenarioObserveMode(t *testing.T) {
 	t.Run("redeploy repaired", bubble(func(t *testing.T) {
 		cfg := scenarioConfig()

@@ -358,8 +358,9 @@ func (s *scenario) subnetTable(subnet string) string {
 }
 
 // redeployVNet is what an ARM template or Terraform redeploy of the VNet
-// sends (seed 001): the VNet with its inline subnets, none of them
-// carrying the routeTable the IaC code does not know about.
+// sends (the IaC redeploy that detaches the table): the VNet with its
+// inline subnets, none of them carrying the routeTable the IaC code does
+// not know about.
 func (s *scenario) redeployVNet(subnets ...[2]string) {
 	s.t.Helper()
 	fabrictest.RedeployKTHWVNet(s.t, s.env.Server.ClientOptions(), subnets...)

@@ -14,9 +14,9 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
-// Issue 10, defect 2: the daemon logs why a node is unrouted once, when it
-// becomes unrouted, not on every pass; beyond ten nodes one line per reason
-// with the count and the first names.
+// The daemon logs why a node is unrouted once, when it becomes unrouted,
+// not on every pass; beyond ten nodes one line per reason with the count
+// and the first names.
 func TestUnroutedReasonsLoggedOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

@@ -16,10 +16,11 @@ import (
 )
 
 // Mirror is another route table that holds the cluster's pod routes beside
-// its own routes (issue 15, docs/mirrors.md): an Application Gateway
-// subnet's table, a hub subnet's. Each mirror is kept by a controller of
-// its own, made with MirrorConfig, so that a throttled, missing, full or
-// conflicting mirror never delays the main table or the other mirrors.
+// its own routes (mirror route tables, docs/mirrors.md): an Application
+// Gateway subnet's table, a hub subnet's. Each mirror is kept by a
+// controller of its own, made with MirrorConfig, so that a throttled,
+// missing, full or conflicting mirror never delays the main table or the
+// other mirrors.
 type Mirror struct {
 	RouteTableID string
 	// Subnets must stay associated with the mirror table.

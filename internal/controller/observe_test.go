@@ -44,10 +44,11 @@ func (r *readCounter) GetSubnet(ctx context.Context, id string) (*cloud.Subnet, 
 	return r.Cloud.GetSubnet(ctx, id)
 }
 
-// Each subnet and each table is read at most once per pass (issue 9: a
-// first reconcile under follow with two subnets read the same subnet five
-// times), in the incidents that make a pass read the most: a swap under
-// follow, a migration with the old table deleted, the article's swap.
+// Each subnet and each table is read at most once per pass (one pass
+// observes once for all its steps; before, a first reconcile under follow
+// with two subnets read the same subnet five times), in the incidents that
+// make a pass read the most: a swap under follow, a migration with the old
+// table deleted, a swap to a new, empty table with the old one deleted.
 func TestEachResourceReadOncePerPass(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -58,7 +59,7 @@ func TestEachResourceReadOncePerPass(t *testing.T) {
 			s.putTable("kubernetes-routes-v2", nil)
 			s.associate(fabrictest.KTHWSubnet, newTableID)
 		}},
-		{"the article's swap under enforce", assoc.Enforce, func(s *scenario) {
+		{"swap to a new empty table, old deleted (enforce)", assoc.Enforce, func(s *scenario) {
 			s.putTable("kubernetes-routes-v2", nil)
 			s.associate(fabrictest.KTHWSubnet, newTableID)
 			s.associate(pool2Subnet, newTableID)

@@ -11,11 +11,12 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
-// Issue 10, defect 1: another client's long-running PUT of the table (one
-// custom route added; the operation takes 30 s) leaves every route reading
-// provisioningState Updating. The routes' content is intact, so every node
-// stays routed (DESIGN invariant 8), marked Pending: not confirmed, so a
-// node never becomes routed for the first time on such a read (invariant 4).
+// A foreign long-running operation does not withdraw routed: another
+// client's long-running PUT of the table (one custom route added; the
+// operation takes 30 s) leaves every route reading provisioningState
+// Updating. The routes' content is intact, so every node stays routed
+// (DESIGN invariant 8), marked Pending: not confirmed, so a node never
+// becomes routed for the first time on such a read (invariant 4).
 func TestForeignLongOperationKeepsNodesRouted(t *testing.T) {
 	ctx := context.Background()
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)

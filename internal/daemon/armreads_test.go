@@ -48,17 +48,17 @@ func tableGets(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	return out
 }
 
-// TestSteadyGuardARMReads is issue 24's done-when: the daemon on the
-// Kubernetes-the-Hard-Way example (examples/kthw: its configuration,
+// TestSteadyGuardARMReads holds the guard to one read per table: the daemon
+// on the Kubernetes-the-Hard-Way example (examples/kthw: its configuration,
 // topology and inventory, on the in-process fabric through the real SDK)
-// with the association guard every second makes at most 12 ARM GETs in
-// 10 s of steady state, as its own routekeeper_arm_requests_total says: one
-// read of the route table per guard cycle (the table lists the subnet, so
-// the subnet is not read), not two. With the Application Gateway example
+// with the association guard every second makes at most 12 ARM GETs in 10 s
+// of steady state, as its own routekeeper_arm_requests_total says: one read
+// of the route table per guard cycle (the table lists the subnet, so the
+// subnet is not read), not two. With the Application Gateway example
 // (examples/kthw-appgw: the same plus a mirror table) each table's guard
-// reads its own table once per cycle, and routekeeper_table_arm_requests_total
-// tells the tables apart although their guards run at the same instants
-// on one client.
+// reads its own table once per cycle, and
+// routekeeper_table_arm_requests_total tells the tables apart although
+// their guards run at the same instants on one client.
 //
 // It runs in a synctest bubble: the daemon's tickers, the SDK's pollers
 // and the fabric's operations all run on the bubble's clock, so the 10 s

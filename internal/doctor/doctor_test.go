@@ -60,8 +60,8 @@ func check(env *fabrictest.Env, in input) *doctor.Report {
 	return doctor.Check(c.Inspect(context.Background(), in.Nodes, observe.Scope{}).Verdict)
 }
 
-// healthy makes the seed 003 cluster as routekeeper leaves it: table
-// claimed, both routes, associated.
+// healthy makes the Kubernetes the Hard Way cluster as routekeeper leaves
+// it: table claimed, both routes, associated.
 func healthy(t *testing.T, env *fabrictest.Env, extra ...route.Route) {
 	t.Helper()
 	ctx := context.Background()
@@ -99,7 +99,7 @@ func TestCheck(t *testing.T) {
 			want: []want{{finding.Warning, verdict.RuleTable, "kubernetes-routes", "will create it"}, {finding.Error, verdict.RuleAssociation, "kubernetes-subnet", "no route table"}}, errors: 1},
 		{name: "table missing, creation not allowed",
 			want: []want{{finding.Error, verdict.RuleTable, "kubernetes-routes", "will not create it"}}, errors: 2},
-		{name: "seed 001: the IaC redeploy dropped the association", setup: func(t *testing.T, env *fabrictest.Env) {
+		{name: "the IaC redeploy dropped the association", setup: func(t *testing.T, env *fabrictest.Env) {
 			healthy(t, env)
 			fabrictest.RedeployKTHWVNet(t, env.Server.ClientOptions())
 		},

@@ -40,9 +40,11 @@ func deref(n *int64) int64 {
 	return *n
 }
 
-// Seed 004: a /24 node subnet holds 251 kubenet nodes (27,610 pods at 110)
-// but only 8 Azure CNI nodes (240 pods at 30).
-func TestCapacitySeed004(t *testing.T) {
+// The AKS kubenet article's /24 subnet ("Use kubenet networking with your
+// own IP address ranges": VNet 192.168.0.0/16, myAKSSubnet 192.168.1.0/24)
+// holds 251 kubenet nodes (27,610 pods at 110) but only 8 Azure CNI nodes
+// (240 pods at 30).
+func TestCapacityKubenetArticleSubnet(t *testing.T) {
 	r := analyze(t, Plan{VNet: StringList{"192.168.0.0/16"}, Subnets: []Subnet{{Name: "myAKSSubnet", Prefix: "192.168.1.0/24"}}})
 	tests := []struct {
 		plugin            Plugin
@@ -64,7 +66,7 @@ func TestCapacitySeed004(t *testing.T) {
 		})
 	}
 	if n := r.Errors(); n != 0 {
-		t.Errorf("seed 004's plan has %d errors: %+v", n, r.Findings)
+		t.Errorf("the kubenet article's plan has %d errors: %+v", n, r.Findings)
 	}
 }
 
@@ -292,7 +294,7 @@ func TestGoodPlans(t *testing.T) {
 		plan Plan
 	}{
 		{"kubenet base", goodBase()},
-		{"seed 004 with its 3 nodes", Plan{VNet: StringList{"192.168.0.0/16"}, Subnets: []Subnet{{Prefix: "192.168.1.0/24"}}, Nodes: 3}},
+		{"the kubenet article's /24 with its 3 nodes", Plan{VNet: StringList{"192.168.0.0/16"}, Subnets: []Subnet{{Prefix: "192.168.1.0/24"}}, Nodes: 3}},
 		{"azure CNI in a /21", Plan{VNet: StringList{"10.1.0.0/16"}, Subnets: []Subnet{{Prefix: "10.1.0.0/21"}}, ServiceCIDR: StringList{"10.2.0.0/16"},
 			DNSServiceIP: "10.2.0.10", Nodes: 50, MaxPods: intp(30), Plugins: []Plugin{AzureCNI}}},
 		{"overlay 1000 nodes", Plan{VNet: StringList{"10.1.0.0/16"}, Subnets: []Subnet{{Prefix: "10.1.0.0/21"}}, PodCIDR: StringList{"100.64.0.0/13"},

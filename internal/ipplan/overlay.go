@@ -12,11 +12,12 @@ import (
 
 // OverlayTarget is what a move to Azure CNI Overlay is checked against
 // (`routekeeper doctor --target overlay`): the target pod CIDR, the
-// cluster's size, and the ranges of the network around the cluster that
-// pods must not shadow. Azure's rule: the pod CIDR "must not overlap with
-// the cluster subnet range" nor "with directly connected networks (like
-// VNet peering, ExpressRoute, or VPN)" (AKS, "Azure CNI Overlay networking
-// overview", IP address planning).
+// cluster's size, and the ranges pods must not shadow: the cluster's own
+// (VNet, node subnets, services) and its interconnect's (peered networks,
+// on-premises prefixes behind gateways). Azure's rule: the pod CIDR "must
+// not overlap with the cluster subnet range" nor "with directly connected
+// networks (like VNet peering, ExpressRoute, or VPN)" (AKS, "Azure CNI
+// Overlay networking overview", IP address planning).
 type OverlayTarget struct {
 	// PodCIDRs is the target pod CIDR: one per IP family, IPv4 first-class
 	// (AKS runs no IPv6-only cluster).
@@ -52,7 +53,8 @@ type NamedRange struct {
 }
 
 // OverlayConflict is a target pod CIDR sharing addresses with a range of
-// the network around: packets for those addresses would not reach it.
+// the cluster's networks or their interconnect: packets for those addresses
+// would not reach it.
 type OverlayConflict struct {
 	PodCIDR netip.Prefix `json:"podCIDR"`
 	// Kind is vnet, subnet, service, peered or on-prem; Name is the named
@@ -67,7 +69,8 @@ type OverlayConflict struct {
 type OverlayCheck struct {
 	// Capacity is Overlay's, with the IPv6 pod CIDR's when dual-stack.
 	Capacity PluginCapacity `json:"capacity"`
-	// Conflicts are the target pod CIDRs' overlaps with the network around.
+	// Conflicts are the target pod CIDRs' overlaps with the cluster's
+	// networks and their interconnect.
 	Conflicts []OverlayConflict `json:"conflicts"`
 	// Findings are the findings of the target plan (errors first): the
 	// conflicts again as overlap findings, sizes, IP families.
@@ -80,8 +83,9 @@ type OverlayCheck struct {
 func (c OverlayCheck) OK() bool { return c.Report.Errors() == 0 }
 
 // CheckOverlayTarget checks a target pod CIDR for Azure CNI Overlay against
-// the cluster's size and the network around it. It is pure: the caller
-// reads the network (peerings, gateways' learned prefixes) and passes it.
+// the cluster's size, its networks and their interconnect. It is pure: the
+// caller reads the network (peerings, gateways' learned prefixes) and
+// passes it.
 func CheckOverlayTarget(t OverlayTarget) (OverlayCheck, error) {
 	if len(t.PodCIDRs) == 0 {
 		return OverlayCheck{}, errors.New("overlay target: no pod CIDR given")

@@ -6,11 +6,11 @@
 //
 // It is pure: the caller hands in a Plan (from flags, a plan file or a live
 // config) and gets back a Report with findings, capacity per plugin and the
-// ranges on the address axis, which SVG draws. Plans are IPv4 or
-// dual-stack (IPv4 and IPv6, as AKS's --ip-families ipv4,ipv6): one pod
-// and one service range per family, IPv6 prefixes on the VNet and its
-// subnets. CheckOverlayTarget (overlay.go) is the check of a move to Azure
-// CNI Overlay against the network around a cluster.
+// ranges on the address axis, which SVG draws. Plans are IPv4 or dual-stack
+// (IPv4 and IPv6, as AKS's --ip-families ipv4,ipv6): one pod and one
+// service range per family, IPv6 prefixes on the VNet and its subnets.
+// CheckOverlayTarget (overlay.go) is the check of a move to Azure CNI
+// Overlay against a cluster's networks and their interconnect.
 package ipplan
 
 import (

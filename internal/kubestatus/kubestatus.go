@@ -319,7 +319,8 @@ func (r *Reporter) nodeEvents(res *controller.Result) {
 		}
 		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}
 		// A node routed by a route routekeeper does not own still gets
-		// its RouteNotManaged event (issue 11).
+		// its RouteNotManaged event (routekeeper writes only the routes
+		// it claims).
 		if nr.Routed && nr.Reason != reason.RouteNotManaged || nr.Reason == reason.NoPodCIDR {
 			r.events.forget(ref)
 			delete(r.since, name)
@@ -363,9 +364,9 @@ func (r *Reporter) staleEvent(res *controller.Result) {
 	now := r.now()
 	stale := map[string]time.Time{}
 	var names []string
-	// issue 11: in observe mode nothing is deleted anyway; routes the
-	// deletion guard holds back and, in the platform's unclaimed table,
-	// routes of nodes the cluster does not have are stale all the same.
+	// In observe mode nothing is deleted anyway; routes the deletion guard
+	// holds back and, in the platform's unclaimed table, routes of nodes the
+	// cluster does not have are stale all the same.
 	for _, c := range res.Plan.Stale() {
 		at, ok := r.staleSince[c.Route.Name]
 		if !ok {

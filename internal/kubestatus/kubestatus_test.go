@@ -350,7 +350,8 @@ func TestDetachedSubnet(t *testing.T) {
 }
 
 // TestRoutedByUnmanagedRoute: the planner counts a node routed by a route
-// routekeeper does not own (issue 11): the condition is False and says so.
+// routekeeper does not own (it writes only the routes it claims): the
+// condition is False and says so.
 func TestRoutedByUnmanagedRoute(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, verdict.Manage, newNode("kthw", "10.240.0.20"))

@@ -63,11 +63,12 @@ type Metrics struct {
 	assocProblems     *prometheus.GaugeVec
 	leader            prometheus.Gauge
 	leading           atomic.Bool
-	// issue 11: the planner's guards.
+	// The planner's guards: deletions held back, routes left in an
+	// unclaimed table, nodes routed by a route routekeeper does not own.
 	deletesHeld *prometheus.GaugeVec
 	unclaimed   prometheus.Gauge
 	unmanaged   prometheus.Gauge
-	// issue 22: writes Azure refuses, by resource (denials.go).
+	// Writes Azure refuses (RBAC, locks, policy), by resource (denials.go).
 	requestsDenied *prometheus.GaugeVec
 	denied         denials
 }

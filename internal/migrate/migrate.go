@@ -1,6 +1,6 @@
 // Package migrate moves a cluster's pod routes, and the subnets that use
 // them, from one route table to another without a moment where a subnet
-// points to a table that lacks a node route: the swap of seed 000 done
+// points to a table that lacks a node route: the route-table swap done
 // right.
 //
 // A migration is a list of steps computed from the live state by Compute,

@@ -154,8 +154,9 @@ type Observation struct {
 	nics         []cloud.NetworkInterface
 	nicsRead     bool
 	nicsErr      error
-	// around is the network around (Scope.Routing).
-	around around
+	// interconnect is the peered networks, peerings and gateways read
+	// for Scope.Routing.
+	interconnect interconnect
 	// permissions are the caller's, by scope (Scope.Access).
 	permissions map[string]PermissionsRead
 	principal   cloud.Principal
@@ -217,7 +218,7 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 		o.peered = earlier.peered
 	}
 	if scope.Routing {
-		o.readAround(ctx, c)
+		o.readInterconnect(ctx, c)
 		for _, k := range o.networkOrder {
 			n := o.networks[k]
 			if n.Network == nil {
@@ -323,7 +324,7 @@ func (o *Observation) ReadListed(ctx context.Context, c Reader, ids []string) *O
 	r0, _ := c.Calls()
 	n := &Observation{
 		scope: o.scope, tables: maps.Clone(o.tables), subnets: maps.Clone(o.subnets), networks: o.networks,
-		networkOrder: o.networkOrder, nics: o.nics, nicsRead: o.nicsRead, nicsErr: o.nicsErr, around: o.around,
+		networkOrder: o.networkOrder, nics: o.nics, nicsRead: o.nicsRead, nicsErr: o.nicsErr, interconnect: o.interconnect,
 		permissions: o.permissions, principal: o.principal, reads: o.reads,
 	}
 	for _, id := range todo {

@@ -29,7 +29,7 @@ import (
 
 // PeeredNetwork is a network peered (Connected) with a node network whose
 // subnets were read, because a next hop lay in its address space or the
-// network around was read (Scope.Routing).
+// interconnect was read (Scope.Routing).
 type PeeredNetwork struct {
 	Network *cloud.VirtualNetwork
 	// From is the node network's name, Peering the name of its peering.
@@ -82,7 +82,7 @@ func (o *Observation) readPeered(ctx context.Context, c Reader) {
 				continue
 			}
 			read[armid.Key(p.RemoteVNetID)] = true
-			if s := o.aroundSubnets(p.RemoteVNetID); s != nil {
+			if s := o.interconnectNetwork(p.RemoteVNetID); s != nil {
 				// Scope.Routing read it already.
 				o.peered.networks = append(o.peered.networks, PeeredNetwork{Network: s, From: n.Network.Name, Peering: p.Name})
 				continue
@@ -103,11 +103,11 @@ func (o *Observation) readPeered(ctx context.Context, c Reader) {
 	}
 }
 
-// aroundSubnets is the peered network id as the network around holds it
-// (Scope.Routing), nil when it was not read there.
-func (o *Observation) aroundSubnets(id string) *cloud.VirtualNetwork {
+// interconnectNetwork is the peered network id, with its subnets, as the
+// interconnect holds it (Scope.Routing), nil when it was not read there.
+func (o *Observation) interconnectNetwork(id string) *cloud.VirtualNetwork {
 	var v *cloud.VirtualNetwork
-	for _, an := range o.around.vnets {
+	for _, an := range o.interconnect.vnets {
 		if armid.Same(an.ID, id) {
 			v = &cloud.VirtualNetwork{ID: an.ID, Name: an.Name}
 		}
@@ -115,7 +115,7 @@ func (o *Observation) aroundSubnets(id string) *cloud.VirtualNetwork {
 	if v == nil {
 		return nil
 	}
-	for _, s := range o.around.subnets {
+	for _, s := range o.interconnect.subnets {
 		if armid.Same(s.VNetID, id) {
 			sn := cloud.Subnet{ID: s.ID, Name: s.Name, RouteTableID: s.RouteTableID}
 			for _, p := range s.Prefixes {

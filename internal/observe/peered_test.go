@@ -107,8 +107,8 @@ func TestPeeredNextHopReads(t *testing.T) {
 }
 
 // With Scope.Routing (trace, doctor) the peered networks were read with
-// the network around: a next hop in them costs no further read.
-func TestPeeredNextHopFromAround(t *testing.T) {
+// the interconnect: a next hop in them costs no further read.
+func TestPeeredNextHopFromInterconnect(t *testing.T) {
 	env := hubSpoke(t)
 	scope := observe.Scope{Table: fabrictest.KTHWTable, Subnets: []string{fabrictest.KTHWSubnet}, Networks: true, Routing: true}
 	base := observe.Observe(context.Background(), env.Client, scope)

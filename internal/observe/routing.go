@@ -26,12 +26,12 @@ func (o *Observation) RoutingState(nodes []source.Node) (routing.State, error) {
 			st.Subnets = append(st.Subnets, RoutingSubnets(n.Network)...)
 		}
 	}
-	if o.around.err != nil {
-		return st, o.around.err
+	if o.interconnect.err != nil {
+		return st, o.interconnect.err
 	}
-	st.Subnets = append(st.Subnets, o.around.subnets...)
-	st.VNets = slices.Clone(o.around.vnets)
-	st.Unread = slices.Clone(o.around.unread)
+	st.Subnets = append(st.Subnets, o.interconnect.subnets...)
+	st.VNets = slices.Clone(o.interconnect.vnets)
+	st.Unread = slices.Clone(o.interconnect.unread)
 	for _, t := range o.Tables() {
 		switch {
 		case t.Err != nil:

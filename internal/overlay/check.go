@@ -148,7 +148,8 @@ func routeFates(in Input, r *Report, add addFunc) {
 }
 
 // podCIDR checks the target pod CIDR with internal/ipplan: its overlaps
-// with the network around and the plan's capacity.
+// with the cluster's networks and their interconnect (peered networks,
+// on-premises prefixes), and the plan's capacity.
 func podCIDR(in Input, r *Report, add addFunc) error {
 	t := ipplan.OverlayTarget{PodCIDRs: r.Target, ServiceCIDRs: in.ServiceCIDRs, Nodes: len(in.Routing.Nodes), MaxPods: in.Target.MaxPods}
 	seenVNet := map[string]bool{}

@@ -5,10 +5,10 @@
 // what is left once routekeeper stood down (`routekeeper doctor --target
 // overlay`, docs/aks-overlay.md). It reads nothing: the caller hands it
 // what one dry run observed and judged (the route table as it stands, the
-// network around it as internal/routing sees it, the nodes) with the
-// configuration's facts and the target, and it returns findings. The
-// rules, each with the Azure document or known issue it rests on (the
-// docs cite them in full):
+// interconnect as internal/routing sees it, the nodes) with the
+// configuration's facts and the target, and it returns findings. The rules,
+// each with the Azure document or known issue it rests on (the docs cite
+// them in full):
 //
 //	check                   severity  rule                                                  source
 //	overlay-shared-table    error     the cluster's route table is associated with another  azure-aks-docs#334; Upgrade Azure CNI

@@ -11,9 +11,9 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
-// TestStandDown is the stand-down from host routes (issue 23 part 3): the
-// configured one (Input.StandDown) and the one the nodes imply (no node
-// with a pod CIDR), confirmed or not.
+// TestStandDown is the stand-down from host routes after a move to an
+// overlay: the configured one (Input.StandDown) and the one the nodes imply
+// (no node with a pod CIDR), confirmed or not.
 func TestStandDown(t *testing.T) {
 	const foreignDefault = "default-to-firewall"
 	withForeign := func(t *route.Table) *route.Table {

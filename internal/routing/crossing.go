@@ -7,10 +7,10 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
-// What a trace finds about the network around the source and the
-// destination (see network.go for Azure's rules): where an on-premises
-// source enters Azure, the peering the packet crosses to its next hop, and
-// the way the pod's replies take back.
+// What a trace finds about the interconnect between the source and the
+// destination (the peerings and gateways; see network.go for Azure's
+// rules): where an on-premises source enters Azure, the peering the packet
+// crosses to its next hop, and the way the pod's replies take back.
 
 // entry is where an on-premises source enters Azure: the GatewaySubnet of
 // a gateway that learned a prefix holding it.
@@ -84,11 +84,11 @@ func (t *Tracer) subnetByID(id string) *Subnet {
 	return nil
 }
 
-// around applies the rules of the network around to a decided result:
-// a next hop in another network must be reached through a Connected
-// peering that accepts the packet, and a pod's replies to a source outside
-// its network must find their way back.
-func (t *Tracer) around(r *Result, f *facts) {
+// applyInterconnect applies the rules of peerings and gateways (network.go)
+// to a decided result: a next hop in another network must be reached
+// through a Connected peering that accepts the packet, and a pod's replies
+// to a source outside its network must find their way back.
+func (t *Tracer) applyInterconnect(r *Result, f *facts) {
 	if tb := t.table(f.subnet.RouteTableID); tb != nil && tb.DisableBGPRoutePropagation && len(f.subnet.VNet.Gateway) > 0 {
 		f.noBGPIn = tb.Name
 		if f.noBGPIn == "" {

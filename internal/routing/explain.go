@@ -70,7 +70,7 @@ func (t *Tracer) explain(r *Result, f facts) []string {
 	if f.noBGPIn != "" {
 		why("%s disables gateway route propagation: the routes the gateway learned are not in %s", f.noBGPIn, s.Name)
 	}
-	if t.st.ConfiguredTableID != "" && s.RouteTableID != "" && !s.Around && !armid.Same(s.RouteTableID, t.st.ConfiguredTableID) {
+	if t.st.ConfiguredTableID != "" && s.RouteTableID != "" && !s.Peered && !armid.Same(s.RouteTableID, t.st.ConfiguredTableID) {
 		why("%s is not the configured route table %s", tableName, armid.Name(t.st.ConfiguredTableID))
 	}
 	for _, sh := range r.Shadowed {

@@ -7,11 +7,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 )
 
-// The network around a cluster: virtual networks with their peerings and
-// their virtual network gateways. A State that carries them (State.VNets)
-// lets a trace start in a peered virtual network (or on premises, behind a
-// gateway) and cross peerings the way Azure does. The rules and their
-// sources:
+// The interconnect of a cluster: the virtual networks peered with its own,
+// with their peerings and their virtual network gateways. A State that
+// carries them (State.VNets) lets a trace start in a peered virtual network
+// (or on premises, behind a gateway) and cross peerings the way Azure does.
+// The rules and their sources:
 //
 //   - A Connected peering adds a system route (source Default, next hop
 //     VNetPeering) for each prefix of the remote address space as peered

@@ -23,8 +23,8 @@ const (
 	poolTable = sub + "routeTables/pool-routes"
 )
 
-// aroundOpts vary the hub-and-spoke network of aroundState.
-type aroundOpts struct {
+// interconnectOpts vary the hub-and-spoke network of interconnectState.
+type interconnectOpts struct {
 	hubForwarded  bool // hub's peering to the cluster allows forwarded traffic
 	poolForwarded bool // pool's peering to the cluster allows forwarded traffic
 	toPoolFwd     bool // the cluster's peering to the pool allows forwarded traffic
@@ -34,14 +34,14 @@ type aroundOpts struct {
 	noGatewayUDRs bool // the GatewaySubnet has no route table
 }
 
-// aroundState is a cluster network (kubernetes-vnet 10.240/16, worker-0
-// and worker-1 with the pod routes) peered with a hub (hub-vnet 10.250/16:
-// a shared subnet whose table routes the pod CIDRs to the nodes, and a VPN
-// gateway that learned on-premises 10.9/16 and 192.168.50/24) and with a
-// second node pool's network (pool-vnet 10.241/16, worker-9 with pod CIDR
-// 10.200.9.0/24). stray-vnet (10.242/16, worker-x) is peered with nobody.
-// The cluster uses the hub's gateway (useRemoteGateways).
-func aroundState(o aroundOpts) State {
+// interconnectState is a cluster network (kubernetes-vnet 10.240/16,
+// worker-0 and worker-1 with the pod routes) peered with a hub (hub-vnet
+// 10.250/16: a shared subnet whose table routes the pod CIDRs to the nodes,
+// and a VPN gateway that learned on-premises 10.9/16 and 192.168.50/24) and
+// with a second node pool's network (pool-vnet 10.241/16, worker-9 with pod
+// CIDR 10.200.9.0/24). stray-vnet (10.242/16, worker-x) is peered with
+// nobody. The cluster uses the hub's gateway (useRemoteGateways).
+func interconnectState(o interconnectOpts) State {
 	nodes := append(kthwNodes(),
 		source.Node{Name: "worker-9", InternalIPs: []netip.Addr{addr("10.241.0.9")}, PodCIDRs: []netip.Prefix{pfx("10.200.9.0/24")}},
 		source.Node{Name: "worker-x", InternalIPs: []netip.Addr{addr("10.242.0.9")}, PodCIDRs: []netip.Prefix{pfx("10.200.10.0/24")}})
@@ -102,10 +102,10 @@ func aroundState(o aroundOpts) State {
 	}
 }
 
-func TestTraceAround(t *testing.T) {
+func TestTraceInterconnect(t *testing.T) {
 	tests := []struct {
 		name    string
-		o       aroundOpts
+		o       interconnectOpts
 		src     string
 		dst     string
 		verdict Verdict
@@ -113,7 +113,7 @@ func TestTraceAround(t *testing.T) {
 		peering string
 		reasons []string // each must be in some line of the reasons
 	}{
-		{name: "hub VM to a pod, the hub accepts forwarded replies", o: aroundOpts{hubForwarded: true}, src: "10.250.1.10", dst: "10.200.1.5",
+		{name: "hub VM to a pod, the hub accepts forwarded replies", o: interconnectOpts{hubForwarded: true}, src: "10.250.1.10", dst: "10.200.1.5",
 			verdict: Delivered, node: "worker-1", peering: "hub-vnet/to-cluster", reasons: []string{
 				"the next hop 10.240.0.21 is in kubernetes-vnet, peered with hub-vnet (peering to-cluster, Connected): Azure accepts a virtual appliance in a peered virtual network",
 				"replies from 10.200.1.5 to 10.250.1.10 leave kubernetes-subnet by the system route 10.250.0.0/16 → VNetPeering",
@@ -124,27 +124,27 @@ func TestTraceAround(t *testing.T) {
 				"the replies are lost: their source 10.200.1.5 is outside kubernetes-vnet's address space (the node forwards them), and hub-vnet's peering to-cluster does not allow forwarded traffic"}},
 		{name: "hub VM to a node", src: "10.250.1.10", dst: "10.240.0.21", verdict: Delivered, node: "worker-1", peering: "hub-vnet/to-cluster",
 			reasons: []string{"10.240.0.21 is in kubernetes-vnet, peered with hub-vnet (peering to-cluster, Connected)"}},
-		{name: "one-sided peering carries nothing", o: aroundOpts{hubOneSided: true}, src: "10.250.1.10", dst: "10.200.1.5", verdict: Unreachable,
+		{name: "one-sided peering carries nothing", o: interconnectOpts{hubOneSided: true}, src: "10.250.1.10", dst: "10.200.1.5", verdict: Unreachable,
 			reasons: []string{"the next hop 10.240.0.21 is in kubernetes-vnet, which is not peered with hub-vnet (both sides need a peering): Azure cannot reach it"}},
 		{name: "on premises through the hub gateway", src: "10.9.1.1", dst: "10.200.1.5", verdict: Delivered, node: "worker-1", peering: "hub-vnet/to-cluster",
 			reasons: []string{
 				"10.9.1.1 is on premises: gateway hub-gw learned 10.9.0.0/16; it enters Azure through hub-gw in GatewaySubnet (10.250.255.0/27) of hub-vnet",
 				"replies from 10.200.1.5 to 10.9.1.1 leave kubernetes-subnet by the BGP route 10.9.0.0/16 → VirtualNetworkGateway"}},
-		{name: "on premises, the cluster's table drops the gateway's routes", o: aroundOpts{disableBGP: true}, src: "10.9.1.1", dst: "10.200.1.5", verdict: NoReturn, node: "worker-1", peering: "hub-vnet/to-cluster",
+		{name: "on premises, the cluster's table drops the gateway's routes", o: interconnectOpts{disableBGP: true}, src: "10.9.1.1", dst: "10.200.1.5", verdict: NoReturn, node: "worker-1", peering: "hub-vnet/to-cluster",
 			reasons: []string{"replies from 10.200.1.5 to 10.9.1.1 leave kubernetes-subnet by the system route 10.0.0.0/8 → None", "the replies are lost: that route does not lead back to 10.9.1.1"}},
-		{name: "on premises, no gateway transit", o: aroundOpts{noTransit: true}, src: "10.9.1.1", dst: "10.200.1.5", verdict: NoReturn, node: "worker-1", peering: "hub-vnet/to-cluster"},
-		{name: "on premises, GatewaySubnet without pod routes", o: aroundOpts{noGatewayUDRs: true}, src: "10.9.1.1", dst: "10.200.1.5", verdict: Dropped,
+		{name: "on premises, no gateway transit", o: interconnectOpts{noTransit: true}, src: "10.9.1.1", dst: "10.200.1.5", verdict: NoReturn, node: "worker-1", peering: "hub-vnet/to-cluster"},
+		{name: "on premises, GatewaySubnet without pod routes", o: interconnectOpts{noGatewayUDRs: true}, src: "10.9.1.1", dst: "10.200.1.5", verdict: Dropped,
 			reasons: []string{"GatewaySubnet has no route table: 10.200.1.0/24 matches the system route 10.0.0.0/8 → None"}},
 		{name: "on premises, unknown prefix", src: "172.20.0.1", dst: "10.200.1.5", verdict: NoSubnet},
 		{name: "pod to a node pool in a peered network that refuses forwarded traffic", src: "10.200.0.5", dst: "10.200.9.5", verdict: NotForwarded,
 			reasons: []string{"dropped at the peering: its source 10.200.0.5 is outside kubernetes-vnet's address space (traffic forwarded by a node), and pool-vnet's peering to-cluster does not allow forwarded traffic (allowForwardedTraffic)"}},
-		{name: "pod to a node pool in a peered network that accepts it", o: aroundOpts{poolForwarded: true}, src: "10.200.0.5", dst: "10.200.9.5", verdict: Delivered, node: "worker-9",
+		{name: "pod to a node pool in a peered network that accepts it", o: interconnectOpts{poolForwarded: true}, src: "10.200.0.5", dst: "10.200.9.5", verdict: Delivered, node: "worker-9",
 			peering: "kubernetes-vnet/to-pool", reasons: []string{
 				"its source 10.200.0.5 is outside kubernetes-vnet's address space (traffic forwarded by a node); pool-vnet's peering to-cluster allows forwarded traffic",
 				"the trace does not follow the appliance 10.240.0.20 further"}},
 		{name: "node to a pod in a peered network: the replies are forwarded", src: "10.240.0.20", dst: "10.200.9.5", verdict: NoReturn, node: "worker-9", peering: "kubernetes-vnet/to-pool",
 			reasons: []string{"the replies are lost: their source 10.200.9.5 is outside pool-vnet's address space (the node forwards them), and kubernetes-vnet's peering to-pool does not allow forwarded traffic"}},
-		{name: "node to a pod in a peered network that may reply", o: aroundOpts{toPoolFwd: true}, src: "10.240.0.20", dst: "10.200.9.5", verdict: Delivered, node: "worker-9", peering: "kubernetes-vnet/to-pool",
+		{name: "node to a pod in a peered network that may reply", o: interconnectOpts{toPoolFwd: true}, src: "10.240.0.20", dst: "10.200.9.5", verdict: Delivered, node: "worker-9", peering: "kubernetes-vnet/to-pool",
 			reasons: []string{"they cross back into kubernetes-vnet as traffic forwarded by the node; kubernetes-vnet's peering to-pool allows forwarded traffic"}},
 		{name: "a next hop in a network nobody peered", src: "10.240.0.20", dst: "10.200.10.5", verdict: Unreachable,
 			reasons: []string{"the next hop 10.242.0.9 is in stray-vnet, which is not peered with kubernetes-vnet"}},
@@ -152,7 +152,7 @@ func TestTraceAround(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Trace(aroundState(tt.o), Endpoint{Addr: addr(tt.src)}, Endpoint{Addr: addr(tt.dst)})
+			r := Trace(interconnectState(tt.o), Endpoint{Addr: addr(tt.src)}, Endpoint{Addr: addr(tt.dst)})
 			if r.Verdict != tt.verdict || r.Node != tt.node || r.Peering != tt.peering {
 				t.Errorf("verdict %s node %q peering %q, want %s %q %q\n%s", r.Verdict, r.Node, r.Peering, tt.verdict, tt.node, tt.peering, strings.Join(r.Reasons, "\n"))
 			}
@@ -161,7 +161,7 @@ func TestTraceAround(t *testing.T) {
 					t.Errorf("no reason says %q:\n%s", want, strings.Join(r.Reasons, "\n"))
 				}
 			}
-			if fast := NewTracer(aroundState(tt.o)).Verdict(Endpoint{Addr: addr(tt.src)}, Endpoint{Addr: addr(tt.dst)}); fast.Verdict != r.Verdict {
+			if fast := NewTracer(interconnectState(tt.o)).Verdict(Endpoint{Addr: addr(tt.src)}, Endpoint{Addr: addr(tt.dst)}); fast.Verdict != r.Verdict {
 				t.Errorf("Verdict says %s, Trace says %s", fast.Verdict, r.Verdict)
 			}
 		})
@@ -169,7 +169,7 @@ func TestTraceAround(t *testing.T) {
 }
 
 func TestNetworkOf(t *testing.T) {
-	st := aroundState(aroundOpts{})
+	st := interconnectState(interconnectOpts{})
 	tests := []struct {
 		name string
 		st   State
@@ -186,9 +186,9 @@ func TestNetworkOf(t *testing.T) {
 			Gateway:      []netip.Prefix{pfx("10.9.0.0/16"), pfx("192.168.50.0/24")}}},
 		{name: "pool: no useRemoteGateways, no gateway routes", st: st, id: poolID, want: Network{
 			AddressSpace: []netip.Prefix{pfx("10.241.0.0/16")}, Peerings: []netip.Prefix{pfx("10.240.0.0/16")}}},
-		{name: "no transit allowed by the hub", st: aroundState(aroundOpts{noTransit: true}), id: clusterID, want: Network{
+		{name: "no transit allowed by the hub", st: interconnectState(interconnectOpts{noTransit: true}), id: clusterID, want: Network{
 			AddressSpace: []netip.Prefix{pfx("10.240.0.0/16")}, Peerings: []netip.Prefix{pfx("10.250.0.0/16"), pfx("10.241.0.0/16")}}},
-		{name: "an Initiated peering adds nothing", st: aroundState(aroundOpts{hubOneSided: true}), id: clusterID, want: Network{
+		{name: "an Initiated peering adds nothing", st: interconnectState(interconnectOpts{hubOneSided: true}), id: clusterID, want: Network{
 			AddressSpace: []netip.Prefix{pfx("10.240.0.0/16")}, Peerings: []netip.Prefix{pfx("10.241.0.0/16")}}},
 	}
 	for _, tt := range tests {
@@ -206,7 +206,7 @@ func TestNetworkOf(t *testing.T) {
 		t.Error("NetworkOf found a network that is not there")
 	}
 	// A network with a gateway of its own does not use a remote one.
-	own := aroundState(aroundOpts{})
+	own := interconnectState(interconnectOpts{})
 	own.VNets[0].Gateways = []Gateway{{Name: "own", Learned: []netip.Prefix{pfx("172.20.0.0/16")}}}
 	if n, _ := NetworkOf(own.VNets, clusterID); !slices.Equal(n.Gateway, []netip.Prefix{pfx("172.20.0.0/16")}) {
 		t.Errorf("with its own gateway: %v, want only its own gateway's routes", n.Gateway)

@@ -24,9 +24,10 @@ type Subnet struct {
 	// holds that network, VNet is derived from it (NetworkOf): its peerings
 	// and gateways.
 	VNetID string
-	// Around: the subnet is in a network around the cluster's (a peered
-	// one), so its route table is not expected to be the configured one.
-	Around bool
+	// Peered: the subnet is in a peered network, not one of the
+	// cluster's, so its route table is not expected to be the configured
+	// one.
+	Peered bool
 	// RouteTableID is the table the subnet is associated with, "" for none.
 	RouteTableID string
 }
@@ -60,12 +61,12 @@ type State struct {
 	// ConfiguredTableID is the table routekeeper keeps the pod routes in;
 	// a subnet that uses another one is pointed out.
 	ConfiguredTableID string
-	// VNets are the virtual networks of the subnets and around them, with
-	// their peerings and gateways (network.go). Optional: without them a
+	// VNets are the virtual networks of the subnets and those peered with them,
+	// with their peerings and gateways (network.go). Optional: without them a
 	// subnet's routes are its VNet field's, and no peering is crossed.
 	VNets []VNet
-	// Unread names what of the network around could not be read (a
-	// permission is missing); the reasons of a trace mention it.
+	// Unread names what of the interconnect could not be read (a permission is
+	// missing); the reasons of a trace mention it.
 	Unread []string
 }
 
@@ -304,8 +305,8 @@ type facts struct {
 	dstCIDR   netip.Prefix
 	tableRead bool
 	dstNodeIP bool // dst is the address of Node
-	// The network around (crossing.go): where an on-premises source
-	// enters, the peering the packet crosses, the replies' way back.
+	// The interconnect (crossing.go): where an on-premises source enters, the
+	// peering the packet crosses, the replies' way back.
 	onPrem  *entry
 	cross   *crossing
 	reply   *reply
@@ -380,6 +381,6 @@ func (t *Tracer) decide(src, dst Endpoint, shadowed bool) (*Result, facts) {
 			r.Node, r.Verdict, f.dstNodeIP = n.Name, Delivered, true
 		}
 	}
-	t.around(r, &f)
+	t.applyInterconnect(r, &f)
 	return r, f
 }

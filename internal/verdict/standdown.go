@@ -7,11 +7,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
-// The stand-down from host routes (issue 23 part 3): the cluster moved to
-// an overlay CNI (Azure CNI Overlay, Cilium, Calico VXLAN) and no longer
-// needs a route per node. It is asked for by Mode StandDown (routes:
-// standDown), or implied by nodes that all lack a pod CIDR and confirmed
-// (plan.Input.StandsDown). Standing down:
+// The stand-down from host routes: the cluster moved to an overlay CNI
+// (Azure CNI Overlay, Cilium, Calico VXLAN) and no longer needs a route per
+// node. It is asked for by Mode StandDown (routes: standDown), or implied
+// by nodes that all lack a pod CIDR and confirmed (plan.Input.StandsDown).
+// Standing down:
 //
 //	every node                       routed, HostRoutesNotNeeded: no status says it lacks a route
 //	the routes this cluster owns     removed in one write once confirmed (held, StandDownUnconfirmed, before)

@@ -11,11 +11,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
-// TestForeignLongOperationLeavesConditionsFalse (issue 10, defect 1):
-// another client PUTs the table with one extra custom route, and its
-// operation takes 30 s; every route reads Updating meanwhile. The nodes'
-// routes are intact, so through every resync of that time their
-// NetworkUnavailable condition stays False.
+// TestForeignLongOperationLeavesConditionsFalse: a foreign long-running
+// operation does not withdraw routed. Another client PUTs the table with
+// one extra custom route, and its operation takes 30 s; every route reads
+// Updating meanwhile. The nodes' routes are intact, so through every resync
+// of that time their NetworkUnavailable condition stays False.
 func TestForeignLongOperationLeavesConditionsFalse(t *testing.T) {
 	env, ctx, client, f := kubeScenario(t)
 	cfg := controllerConfig("foreignop")

@@ -21,8 +21,8 @@ import (
 
 // TestEmptyKubeSourceDeletesNothing: routekeeper pointed at a cluster with
 // no nodes while the table holds three routes of the cluster deletes none
-// of them (deletion guard, issue 11), says so in a metric, and deletes them
-// only with AllowEmptySource.
+// of them (the deletion guard), says so in a metric, and deletes them only
+// with AllowEmptySource.
 func TestEmptyKubeSourceDeletesNothing(t *testing.T) {
 	env, ctx, client, f := kubeScenario(t)
 	cfg := controllerConfig("emptysrc")

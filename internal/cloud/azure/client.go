@@ -89,7 +89,7 @@ type subClients struct {
 	subnets *armnetwork.SubnetsClient
 	vnets   *armnetwork.VirtualNetworksClient
 	nics    *armnetwork.InterfacesClient
-	// peerings and gateways read the network around (around.go).
+	// peerings and gateways read the interconnect (interconnect.go).
 	peerings *armnetwork.VirtualNetworkPeeringsClient
 	gateways *armnetwork.VirtualNetworkGatewaysClient
 }

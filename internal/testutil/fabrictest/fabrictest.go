@@ -28,9 +28,9 @@ type Env struct {
 	Client *azure.Client
 }
 
-// KTHW is the network of Kubernetes the Hard Way (seed 003): resource group
-// kubernetes, VNet kubernetes-vnet 10.240.0.0/16, subnet kubernetes-subnet
-// 10.240.0.0/24, no route table.
+// KTHW is the network of Kubernetes the Hard Way's pod network routes lab:
+// resource group kubernetes, VNet kubernetes-vnet 10.240.0.0/16, subnet
+// kubernetes-subnet 10.240.0.0/24, no route table.
 const KTHW = kthw.Topology
 
 // KTHWTwoSubnets is the KTHW network with a second node subnet, pool-2
@@ -78,11 +78,11 @@ func New(t testing.TB, opts fabric.Options, topology string) *Env {
 	return &Env{Server: srv, Store: store, Client: c}
 }
 
-// RedeployKTHWVNet replays seed 001 on the KTHW network: the VNet PUT an ARM
-// template or Terraform redeploy sends, carrying its inline subnets without
-// the routeTable the IaC code does not know about. subnets are name and
-// prefix pairs; none means KTHW's one subnet. opts reach the fabric (for
-// example Server.ClientOptions()).
+// RedeployKTHWVNet replays the IaC redeploy that detaches the table on the
+// KTHW network: the VNet PUT an ARM template or Terraform redeploy sends,
+// carrying its inline subnets without the routeTable the IaC code does not
+// know about. subnets are name and prefix pairs; none means KTHW's one
+// subnet. opts reach the fabric (for example Server.ClientOptions()).
 func RedeployKTHWVNet(tb testing.TB, opts *arm.ClientOptions, subnets ...[2]string) {
 	tb.Helper()
 	if len(subnets) == 0 {

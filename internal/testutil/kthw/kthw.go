@@ -1,8 +1,8 @@
-// Package kthw is the network of Kubernetes the Hard Way (seed 003) as
-// fabric topology YAML, with the ARM IDs of its resources, for the tests
-// of any package: it imports nothing, so the fabric's own tests and pure
-// unit tests use it as well as those that run a fabric through
-// fabrictest. A test appends what its scenario adds.
+// Package kthw is the network of Kubernetes the Hard Way's pod network
+// routes lab as fabric topology YAML, with the ARM IDs of its resources,
+// for the tests of any package: it imports nothing, so the fabric's own
+// tests and pure unit tests use it as well as those that run a fabric
+// through fabrictest. A test appends what its scenario adds.
 package kthw
 
 // Sub is the subscription of the IDs: the fabric's default subscription.
@@ -60,10 +60,11 @@ const NICs = `    networkInterfaces:
         privateIPAddress: 10.240.0.21
 `
 
-// SplitGroups is seed 002's layout of the KTHW network: the network in
-// group net, the route table kubernetes-routes (claimed by cluster kthw,
-// no routes) in group kubernetes. A test appends the table's routes and
-// the authorization.
+// SplitGroups is the KTHW network split between two groups, where the
+// permission on the network's group goes missing: the network in group net,
+// the route table kubernetes-routes (claimed by cluster kthw, no routes) in
+// group kubernetes. A test appends the table's routes and the
+// authorization.
 const SplitGroups = `
 location: eastus
 resourceGroups:

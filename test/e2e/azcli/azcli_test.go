@@ -1,8 +1,9 @@
 // Package azcli is the end-to-end test of the Azure CLI against the fabric:
-// Debian's az walks the Kubernetes-the-Hard-Way route lab (seed 003)
+// Debian's az walks Kubernetes the Hard Way's pod network routes lab
 // verbatim against `fabric serve --tls`, then routekeeper meets an IaC
-// redeploy through the same served fabric. It runs with ROUTEKEEPER_E2E_AZ=1
-// (scripts/test.sh installs azure-cli then) and is skipped otherwise.
+// redeploy through the same served fabric. It runs with
+// ROUTEKEEPER_E2E_AZ=1 (scripts/test.sh installs azure-cli then) and is
+// skipped otherwise.
 package azcli
 
 import (
@@ -103,8 +104,9 @@ class _ConfigAlias(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _ConfigAlias())
 `
 
-// The lab's commands, verbatim: the network of "Provisioning Compute
-// Resources", then seed 003's "Provisioning Pod Network Routes".
+// The lab's commands, verbatim: the network of Kubernetes the Hard Way's
+// "Provisioning Compute Resources", then its "Provisioning Pod Network
+// Routes".
 const (
 	labNetwork = `az group create -n kubernetes -l eastus
 az network vnet create -g kubernetes \
@@ -129,7 +131,7 @@ az network route-table route create -g kubernetes \
 done
 `
 	labList = `az network route-table route list -g kubernetes --route-table-name kubernetes-routes -o table`
-	// labTable is what seed 003 shows the list printing.
+	// labTable is what the lab shows the list printing.
 	labTable = `AddressPrefix    Name                            NextHopIpAddress    NextHopType       ProvisioningState    ResourceGroup
 ---------------  ------------------------------  ------------------  ----------------  -------------------  ---------------
 10.200.0.0/24    kubernetes-route-10-200-0-0-24  10.240.0.20         VirtualAppliance  Succeeded            kubernetes
@@ -174,7 +176,7 @@ func TestAzureCLIHardWayLab(t *testing.T) {
 		t.Error("routekeeper run used the config's state file instead of the endpoint")
 	}
 
-	// Seed 001: an IaC redeploy drops the association; az sees it gone.
+	// The IaC redeploy that detaches the table: az sees it gone.
 	if code, out, stderr := routekeeper(t, "fabric", "incident", "redeploy", "kubernetes-vnet"); code != cli.ExitOK || !strings.Contains(out, "kubernetes-routes dropped") {
 		t.Fatalf("fabric incident redeploy = %d:\n%s\n%s", code, out, stderr)
 	}
@@ -446,10 +448,11 @@ func TestAzureCLIAuthorization(t *testing.T) {
 	}
 }
 
-// seedTopology is seed 002's missing permission: the network in group net,
-// the table in group kubernetes; routekeeper reads everything and may
-// write only the table's group (Network Contributor there).
-const seedTopology = kthw.SplitGroups + `authorization:
+// missingPermissionTopology is the missing permission on the network's
+// group: the network in group net, the table in group kubernetes;
+// routekeeper reads everything and may write only the table's group
+// (Network Contributor there).
+const missingPermissionTopology = kthw.SplitGroups + `authorization:
   principals:
     - {name: routekeeper, clientId: routekeeper-app, objectId: ` + rkObjectID + `}
   roleAssignments:
@@ -457,14 +460,15 @@ const seedTopology = kthw.SplitGroups + `authorization:
     - {principal: routekeeper, role: Network Contributor, resourceGroup: kubernetes}
 `
 
-// TestSeedMissingPermission: seed 002 end to end. With Network
-// Contributor on the table's group only, routekeeper's association of the
-// node subnet is refused; it says so with the command that grants the
-// right; that command, run through az, is enough: the next pass repairs.
-func TestSeedMissingPermission(t *testing.T) {
+// TestMissingPermissionOnNetworkGroup: the missing permission on the
+// network's group, end to end. With Network Contributor on the table's
+// group only, routekeeper's association of the node subnet is refused; it
+// says so with the command that grants the right; that command, run through
+// az, is enough: the next pass repairs.
+func TestMissingPermissionOnNetworkGroup(t *testing.T) {
 	endpoint, dir, az := startFabricAz(t)
-	topo := filepath.Join(dir, "seed.yaml")
-	if err := os.WriteFile(topo, []byte(seedTopology), 0o644); err != nil {
+	topo := filepath.Join(dir, "missing-permission.yaml")
+	if err := os.WriteFile(topo, []byte(missingPermissionTopology), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, stderr := routekeeper(t, "fabric", "apply", "-f", topo, "--endpoint", endpoint); code != cli.ExitOK {

@@ -93,9 +93,9 @@ func TestTofuKubernetesTheHardWay(t *testing.T) {
 	}
 	l := startLab(ctx, t, repo, tofuBin, provider)
 
-	// 1. The network of the seeds' users: a VNet with its subnet inline,
-	// no route table in the code. routekeeper then creates its table,
-	// writes the pod routes and associates it.
+	// 1. The network as the post-mortems' users write it (docs/iac.md): a VNet
+	// with its subnet inline, no route table in the code. routekeeper then
+	// creates its table, writes the pod routes and associates it.
 	l.tf.use(t, "inline-subnets")
 	plan, js, changes := l.tf.plan(ctx, t, "create")
 	if !changes {

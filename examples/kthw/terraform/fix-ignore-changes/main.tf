@@ -1,8 +1,8 @@
-# Fix 1 (seeds 001 and 002, the azurerm provider's documentation): keep
-# the inline subnet, but tell OpenTofu/Terraform that the subnets are not
-# only this code's: `lifecycle { ignore_changes = [subnet] }` on the virtual
-# network. A later apply no longer plans a change when someone else
-# associates a route table, so it never PUTs the subnet without it. The
+# Fix 1 (the remedy of the post-mortems' blog post, and the azurerm provider's
+# documentation): keep the inline subnet, but tell OpenTofu/Terraform that the
+# subnets are not only this code's: `lifecycle { ignore_changes = [subnet] }`
+# on the virtual network. A later apply no longer plans a change when someone
+# else associates a route table, so it never PUTs the subnet without it. The
 # price: changes to the subnets in this file are ignored too (edit them, then
 # remove the line for one apply, or move to fix-association-resource).
 

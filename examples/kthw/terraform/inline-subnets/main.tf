@@ -1,8 +1,8 @@
 # The network of Kubernetes the Hard Way on Azure, written the way the
-# post-mortems' users write it (seeds 001 and 002): the virtual network
-# declares its subnet inline, and nobody tells it about the route table,
-# because the route table is made later by someone else (AKS, the lab's
-# `az network route-table create`, or routekeeper).
+# post-mortems' users write it ("The case of the missing AKS route table
+# assignment", Azure/AKS#400): the virtual network declares its subnet inline,
+# and nobody tells it about the route table, which someone else makes later
+# (AKS, the lab's `az network route-table create`, or routekeeper).
 #
 # HAZARD: the first apply is fine. Every later apply (of any change, or
 # of nothing at all) sees the subnet's route_table_id set by someone else,

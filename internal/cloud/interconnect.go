@@ -2,9 +2,10 @@ package cloud
 
 import "net/netip"
 
-// The network around a cluster's virtual networks, which trace and the
+// The interconnect of a cluster's virtual networks: the peerings, gateways
+// and connections that link them with other networks, which trace and the
 // doctor's pre-flights read (optional rights: see internal/cloud/azure's
-// around.go).
+// interconnect.go).
 
 // Peering is one side of a virtual network peering, as ARM shows it.
 type Peering struct {

@@ -14,10 +14,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cloud"
 )
 
-// The network around a cluster: the peerings of a virtual network and its
-// virtual network gateways with what they learned from on premises. Both
-// are optional reads for routekeeper (trace, doctor's pre-flights): they
-// need Microsoft.Network/virtualNetworks/virtualNetworkPeerings/read and
+// The interconnect of a cluster's networks: the peerings of a virtual
+// network and its virtual network gateways with what they learned from on
+// premises. Both are optional reads for routekeeper (trace, doctor's
+// pre-flights): they need
+// Microsoft.Network/virtualNetworks/virtualNetworkPeerings/read and
 // Microsoft.Network/virtualNetworkGateways/read (and .../getLearnedRoutes/
 // action), which routekeeper's role does not grant by default; a refusal
 // comes back as an error IsForbidden recognises.

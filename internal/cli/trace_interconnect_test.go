@@ -13,10 +13,10 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
-// hubSpoke is the KTHW example, routed by `run --once`, with the network
-// around it of the fabric's hub-spoke topology: a hub peered with the
-// cluster's network, whose VPN gateway reaches the datacenter (10.9/16,
-// and 192.168.50.0/24 by BGP) and whose subnets route the pod CIDRs.
+// hubSpoke is the KTHW example, routed by `run --once`, interconnected as
+// in the fabric's hub-spoke topology: a hub peered with the cluster's
+// network, whose VPN gateway reaches the datacenter (10.9/16, and
+// 192.168.50.0/24 by BGP) and whose subnets route the pod CIDRs.
 func hubSpoke(t *testing.T) string {
 	t.Helper()
 	cfg := ranKTHW(t)
@@ -31,7 +31,7 @@ func hubSpoke(t *testing.T) string {
 	return cfg
 }
 
-func TestTraceAround(t *testing.T) {
+func TestTraceInterconnect(t *testing.T) {
 	type step = traceStep
 	tests := []struct {
 		name  string
@@ -79,7 +79,7 @@ func TestTraceAround(t *testing.T) {
 
 // The JSON result says where an on-premises source entered and which
 // peering the packet crossed, for the pre-flight to read.
-func TestTraceAroundJSON(t *testing.T) {
+func TestTraceInterconnectJSON(t *testing.T) {
 	cfg := hubSpoke(t)
 	res := runCLI(t, nil, "", "trace", "--config", cfg, "10.9.1.1", "10.200.1.5", "-o", "json")
 	var r struct {

@@ -12,60 +12,61 @@ import (
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
-// AroundReader is the optional part of a Reader that reads the network
-// around the cluster's virtual networks: their peerings and gateways
-// (internal/cloud/azure has it). Reading them takes rights routekeeper's
+// InterconnectReader is the optional part of a Reader that reads the
+// interconnect of the cluster's virtual networks: their peerings and
+// gateways (internal/cloud/azure has it). Reading them takes rights routekeeper's
 // role does not grant by default: a refusal is noted, not fatal.
-type AroundReader interface {
+type InterconnectReader interface {
 	ListPeerings(ctx context.Context, vnetID string) ([]cloud.Peering, error)
 	VirtualNetworkGateways(ctx context.Context, vnetID string, notOnPremises []string) ([]cloud.Gateway, error)
 }
 
-// around is the network around the cluster's networks, as read.
-type around struct {
+// interconnect is what links the cluster's networks with others, as read:
+// the peered networks, the peerings and the gateways.
+type interconnect struct {
 	// vnets are the cluster's networks and their peers, with peerings and
 	// gateways, in the order they were met.
 	vnets []routing.VNet
-	// subnets are the peered networks' subnets (Around set).
+	// subnets are the peered networks' subnets (Peered set).
 	subnets []routing.Subnet
 	// unread names what the identity may not read.
 	unread []string
 	err    error
 }
 
-// readAround reads, for Scope.Routing, each network's peerings, the
+// readInterconnect reads, for Scope.Routing, each network's peerings, the
 // subnets (and the route tables they use) of the peered networks, and the
 // gateways of all of them with the on-premises prefixes they learned, so
 // that a trace can start in a peered network or on premises and cross
 // peerings as Azure does. Peers of peers are not read. A read the
 // identity may not do is named in unread; a network that is gone is left
 // out; any other error is kept for RoutingState.
-func (o *Observation) readAround(ctx context.Context, c Reader) {
-	ar, ok := c.(AroundReader)
+func (o *Observation) readInterconnect(ctx context.Context, c Reader) {
+	ir, ok := c.(InterconnectReader)
 	if !ok {
 		return
 	}
-	a := &o.around
+	ic := &o.interconnect
 	index := map[string]int{}
 	add := func(id, name string, space []netip.Prefix) int {
 		k := armid.Key(id)
 		if i, ok := index[k]; ok {
 			return i
 		}
-		index[k] = len(a.vnets)
-		a.vnets = append(a.vnets, routing.VNet{ID: id, Name: name, AddressSpace: space})
+		index[k] = len(ic.vnets)
+		ic.vnets = append(ic.vnets, routing.VNet{ID: id, Name: name, AddressSpace: space})
 		return index[k]
 	}
 	skip := func(what string, err error) bool {
 		if errors.Is(err, cloud.ErrDenied) {
-			a.unread = append(a.unread, what)
+			ic.unread = append(ic.unread, what)
 			return true
 		}
 		return errors.Is(err, cloud.ErrNotFound)
 	}
 	peerings := func(i int) error {
-		v := &a.vnets[i]
-		ps, err := ar.ListPeerings(ctx, v.ID)
+		v := &ic.vnets[i]
+		ps, err := ir.ListPeerings(ctx, v.ID)
 		switch {
 		case skip("the peerings of "+v.Name, err):
 			return nil
@@ -85,12 +86,12 @@ func (o *Observation) readAround(ctx context.Context, c Reader) {
 			add(n.Network.ID, n.Network.Name, parsePrefixes(n.Network.AddressPrefixes))
 		}
 	}
-	cluster := len(a.vnets)
+	cluster := len(ic.vnets)
 	for i := range cluster {
-		if a.err = peerings(i); a.err != nil {
+		if ic.err = peerings(i); ic.err != nil {
 			return
 		}
-		for _, p := range slices.Clone(a.vnets[i].Peerings) {
+		for _, p := range slices.Clone(ic.vnets[i].Peerings) {
 			if _, seen := index[armid.Key(p.RemoteVNetID)]; seen {
 				continue
 			}
@@ -99,26 +100,26 @@ func (o *Observation) readAround(ctx context.Context, c Reader) {
 			case skip("virtual network "+p.RemoteVNetID, err):
 				continue
 			case err != nil:
-				a.err = fmt.Errorf("reading virtual network %s peered with %s: %w", p.RemoteVNetID, a.vnets[i].Name, err)
+				ic.err = fmt.Errorf("reading virtual network %s peered with %s: %w", p.RemoteVNetID, ic.vnets[i].Name, err)
 				return
 			}
 			peer := add(rv.ID, rv.Name, parsePrefixes(rv.AddressPrefixes))
 			for _, s := range RoutingSubnets(rv) {
-				s.VNetID, s.Around = rv.ID, true
-				a.subnets = append(a.subnets, s)
+				s.VNetID, s.Peered = rv.ID, true
+				ic.subnets = append(ic.subnets, s)
 				if s.RouteTableID != "" {
 					if t := o.readTable(ctx, c, s.RouteTableID); skip("route table "+s.RouteTableID, t.Err) {
 						delete(o.tables, armid.Key(s.RouteTableID))
 					}
 				}
 			}
-			if a.err = peerings(peer); a.err != nil {
+			if ic.err = peerings(peer); ic.err != nil {
 				return
 			}
 		}
 	}
-	for i := range a.vnets {
-		v := &a.vnets[i]
+	for i := range ic.vnets {
+		v := &ic.vnets[i]
 		var notOnPrem []string
 		for _, p := range v.AddressSpace {
 			notOnPrem = append(notOnPrem, p.String())
@@ -128,12 +129,12 @@ func (o *Observation) readAround(ctx context.Context, c Reader) {
 				notOnPrem = append(notOnPrem, q.String())
 			}
 		}
-		gws, err := ar.VirtualNetworkGateways(ctx, v.ID, notOnPrem)
+		gws, err := ir.VirtualNetworkGateways(ctx, v.ID, notOnPrem)
 		switch {
 		case skip("the gateways of "+v.Name, err):
 			continue
 		case err != nil:
-			a.err = err
+			ic.err = err
 			return
 		}
 		for _, g := range gws {
