@@ -3,7 +3,8 @@
 //
 //   - lets a write reach the server and be applied, then loses its answer
 //     as the real transport reports a connection reset (a *url.Error
-//     around a *net.OpError around ECONNRESET), for a share of the writes;
+//     around a *net.OpError around ECONNRESET), for a share of the writes
+//     (whatever the server answered);
 //   - throttles a share of the requests with 429 and Retry-After before
 //     they reach the server;
 //   - plays scripted faults on the next matching requests: an answer lost
@@ -13,8 +14,8 @@
 //     became of it.
 //
 // With the log a test asserts what invariant 2 asks: a conditional write
-// whose answer was lost is never sent again with the same If-Match
-// (Blind), and the next write of a resource whose write had an unknown
+// whose answer was lost is never sent again with the same If-Match before
+// the resource was read (Blind), and the next write of a resource whose write had an unknown
 // outcome follows a read of it (Unread).
 package lossy
 
@@ -38,9 +39,9 @@ import (
 
 // Rates are the random faults, each a probability between 0 and 1.
 type Rates struct {
-	// LoseWrites: a write (PUT, PATCH, DELETE, POST) the server answered
-	// 2xx — it was applied, or its long-running operation started — has
-	// its answer lost.
+	// LoseWrites: a write (PUT, PATCH, DELETE, POST) reaches the server,
+	// which applies it (or starts its long-running operation, or refuses
+	// it), and its answer is lost, whatever it was.
 	LoseWrites float64
 	// Throttle: a request is answered 429 with Retry-After (RetryAfter,
 	// 1 s when 0) without reaching the server.
@@ -159,13 +160,13 @@ func isWrite(method string) bool {
 
 // plan decides what to do with req: a scripted fault first, else the
 // random ones.
-func (t *Transport) plan(req *http.Request) (Fault, bool) {
+func (t *Transport) plan(req *http.Request) Fault {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, f := range t.script {
 		if (f.Method == "" || f.Method == req.Method) && strings.Contains(strings.ToLower(req.URL.Path), strings.ToLower(f.Path)) {
 			t.script = append(t.script[:i:i], t.script[i+1:]...)
-			return f, true
+			return f
 		}
 	}
 	if t.rates.Throttle > 0 && t.rng.Float64() < t.rates.Throttle {
@@ -173,12 +174,12 @@ func (t *Transport) plan(req *http.Request) (Fault, bool) {
 		if after <= 0 {
 			after = time.Second
 		}
-		return Fault{Status: http.StatusTooManyRequests, RetryAfter: after}, true
+		return Fault{Status: http.StatusTooManyRequests, RetryAfter: after}
 	}
 	if isWrite(req.Method) && t.rates.LoseWrites > 0 && t.rng.Float64() < t.rates.LoseWrites {
-		return Fault{Lose: true}, false // only when the server answers 2xx
+		return Fault{Lose: true}
 	}
-	return Fault{}, false
+	return Fault{}
 }
 
 // Do implements policy.Transporter.
@@ -187,8 +188,8 @@ func (t *Transport) Do(req *http.Request) (*http.Response, error) {
 	if v := req.Header.Get("If-None-Match"); r.IfMatch == "" && v != "" {
 		r.IfMatch = "!" + v
 	}
-	f, scripted := t.plan(req)
-	resp, err := t.play(req, f, scripted, &r)
+	f := t.plan(req)
+	resp, err := t.play(req, f, &r)
 	if resp != nil {
 		r.RetryAfter = resp.Header.Get("Retry-After") != "" || resp.Header.Get("Retry-After-Ms") != ""
 	}
@@ -199,7 +200,7 @@ func (t *Transport) Do(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func (t *Transport) play(req *http.Request, f Fault, scripted bool, r *Request) (*http.Response, error) {
+func (t *Transport) play(req *http.Request, f Fault, r *Request) (*http.Response, error) {
 	switch {
 	case f.Dial:
 		drain(req)
@@ -220,7 +221,7 @@ func (t *Transport) play(req *http.Request, f Fault, scripted bool, r *Request) 
 		discard(resp)
 		r.Outcome, r.Status = Forwarded, f.Status
 		return answer(req, f), nil
-	case f.Lose && (scripted || resp.StatusCode < 300):
+	case f.Lose:
 		discard(resp)
 		r.Outcome = Lost
 		return nil, resetError(req)
@@ -317,18 +318,30 @@ func (t *Transport) Sent(method, path, ifMatch string) []Request {
 }
 
 // Blind returns the conditional writes sent again, with the same method,
-// path and If-Match, after a request with them whose answer was lost:
-// writes re-sent without knowing whether the first one took effect. A
-// resource the lost write changed has a new etag, so such a write can only
-// be refused (412); one it did not change would be overwritten blind.
+// path and If-Match, after a request with them whose answer was lost and
+// before any successful read of the resource: writes re-sent without
+// knowing whether the first one took effect. When it did, the etag moved
+// and the re-sent write can only be refused (412) after its wait; when
+// another writer's change came between, only the etag stands in its way.
 func Blind(log []Request) []Request {
 	lost := map[string]bool{}
 	var out []Request
 	for _, r := range log {
-		if !r.Write() || r.IfMatch == "" {
+		path := strings.ToLower(r.Path)
+		if !r.Write() {
+			if r.Outcome == Answered && r.Status < 300 {
+				for k := range lost {
+					if strings.HasPrefix(k, path+" ") {
+						delete(lost, k)
+					}
+				}
+			}
 			continue
 		}
-		k := r.Method + " " + strings.ToLower(r.Path) + " " + r.IfMatch
+		if r.IfMatch == "" {
+			continue
+		}
+		k := path + " " + r.Method + " " + r.IfMatch
 		if lost[k] {
 			out = append(out, r)
 		}
