@@ -378,7 +378,12 @@ func Unread(log []Request) []Request {
 // Summary counts a log: requests, reads, writes, lost answers and
 // throttled answers.
 type Summary struct {
-	Requests, Reads, Writes, Lost, Throttled, Blind int
+	Requests  int `json:"requests"`
+	Reads     int `json:"reads"`
+	Writes    int `json:"writes"`
+	Lost      int `json:"lost"`
+	Throttled int `json:"throttled"`
+	Blind     int `json:"blind"`
 }
 
 // Summarize counts log.
