@@ -5,8 +5,8 @@
 //     as the real transport reports a connection reset (a *url.Error
 //     around a *net.OpError around ECONNRESET), for a share of the writes
 //     (whatever the server answered);
-//   - throttles a share of the requests with 429 and Retry-After before
-//     they reach the server;
+//   - throttles a share of the requests with 429 and Retry-After, and
+//     answers a share of the writes 5xx, before they reach the server;
 //   - plays scripted faults on the next matching requests: an answer lost
 //     after the server applied the request, a status answered by a front
 //     (before or after forwarding), a dial error (never sent);
@@ -47,6 +47,10 @@ type Rates struct {
 	// 1 s when 0) without reaching the server.
 	Throttle   float64
 	RetryAfter time.Duration
+	// FailWrites: a write is answered FailStatus (500 when 0) by the front
+	// without reaching the server.
+	FailWrites float64
+	FailStatus int
 }
 
 // Fault is one scripted fault, played on the next request that matches
@@ -80,7 +84,9 @@ const (
 
 // Request is one request as the transport saw it.
 type Request struct {
-	Seq          int
+	Seq int
+	// At is when the request ended (its answer, or its error, was given).
+	At           time.Time
 	Method, Path string
 	// IfMatch is If-Match, or "!" + If-None-Match when that is sent instead.
 	IfMatch string
@@ -176,6 +182,13 @@ func (t *Transport) plan(req *http.Request) Fault {
 		}
 		return Fault{Status: http.StatusTooManyRequests, RetryAfter: after}
 	}
+	if isWrite(req.Method) && t.rates.FailWrites > 0 && t.rng.Float64() < t.rates.FailWrites {
+		status := t.rates.FailStatus
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		return Fault{Status: status}
+	}
 	if isWrite(req.Method) && t.rates.LoseWrites > 0 && t.rng.Float64() < t.rates.LoseWrites {
 		return Fault{Lose: true}
 	}
@@ -193,6 +206,7 @@ func (t *Transport) Do(req *http.Request) (*http.Response, error) {
 	if resp != nil {
 		r.RetryAfter = resp.Header.Get("Retry-After") != "" || resp.Header.Get("Retry-After-Ms") != ""
 	}
+	r.At = time.Now()
 	t.mu.Lock()
 	r.Seq = len(t.log)
 	t.log = append(t.log, r)

@@ -56,6 +56,8 @@ func TestFaults(t *testing.T) {
 		{name: "front 502 without forwarding", fault: Fault{Status: 502}, method: http.MethodPut, wantOutcome: Front, wantStatus: 502},
 		{name: "front 502 after forwarding", fault: Fault{Status: 502, Forward: true}, method: http.MethodPut, wantReached: 1, wantOutcome: Forwarded, wantStatus: 502},
 		{name: "throttled", rates: Rates{Throttle: 1}, method: http.MethodGet, wantOutcome: Front, wantStatus: 429},
+		{name: "writes failed by the front", rates: Rates{FailWrites: 1}, method: http.MethodPut, wantOutcome: Front, wantStatus: 500},
+		{name: "reads not failed by FailWrites", rates: Rates{FailWrites: 1, FailStatus: 502}, method: http.MethodGet, wantReached: 1, wantOutcome: Answered, wantStatus: 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &server{status: 200}
