@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -78,26 +79,50 @@ type lossyRound struct {
 	Unread int `json:"unread"`
 }
 
-// lossyRounds starts the daemon's loops with routekeeper's own defaults
-// (SDK retries: 6, up to 60 s apart; polls every second; guard every 5 s;
-// batch window 200 ms) against an in-process fabric whose operations take
-// 500 ms (fabric serve's default), behind a lossy path with issue 31's
-// faults, and makes n rounds of node changes: each adds a node and moves
-// another one's next hop. It must run in a synctest bubble. Each round
-// waits for a pass that finds every node routed (at most timeout) and
-// checks the table in the fabric.
-func lossyRounds(t *testing.T, n int, seed uint64, timeout time.Duration) []lossyRound {
+// lossyOptions configure a lossyDaemon.
+type lossyOptions struct {
+	Seed uint64
+	// SDKDefaults: the client runs with routekeeper's own SDK retries (6,
+	// 0.8 s doubling, at most 60 s apart) and polls every second, as the
+	// daemon does; else with the fabric's quick test retries (4, 50 ms
+	// doubling, at most 5 s apart) and polls every 10 ms.
+	SDKDefaults bool
+	// OperationDuration is the fabric's (fabric serve's default: 500 ms).
+	OperationDuration time.Duration
+	// Config, if set, changes the controller's configuration (routekeeper's
+	// defaults but for the KTHW network: guard every 5 s, batch window
+	// 200 ms, retry backoff 1 s doubling to 2 min).
+	Config func(*Config)
+}
+
+// lossyDaemon is the daemon's loops (Run) on a client behind a lossy path
+// to an in-process fabric, the node source notifying its changes as the
+// Kubernetes informer does.
+type lossyDaemon struct {
+	*scenario
+	proxy  *lossy.Transport
+	src    *watchedSource
+	logger *slog.Logger
+}
+
+// newLossyDaemon sets the KTHW network up, starts the daemon with nodes
+// and waits for its first clean reconcile; no fault is on yet. It must run
+// in a synctest bubble.
+func newLossyDaemon(t *testing.T, o lossyOptions, nodes []source.Node) *lossyDaemon {
 	t.Helper()
-	env := fabrictest.New(t, fabric.Options{OperationDuration: 500 * time.Millisecond, Seed: seed}, fabrictest.KTHW)
-	proxy := lossy.New(env.Server.Transporter(), seed)
+	env := fabrictest.New(t, fabric.Options{OperationDuration: o.OperationDuration, Seed: o.Seed}, fabrictest.KTHW)
+	proxy := lossy.New(env.Server.Transporter(), o.Seed)
 	opts := env.Server.ClientOptions()
 	opts.Transport = proxy
-	opts.Retry = policy.RetryOptions{} // routekeeper's defaults, as the daemon runs
-	client, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: opts, PollFrequency: time.Second})
+	poll := 10 * time.Millisecond
+	if o.SDKDefaults {
+		opts.Retry = policy.RetryOptions{} // routekeeper's defaults, as the daemon runs
+		poll = time.Second
+	}
+	client, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: opts, PollFrequency: poll})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := workers(3)
 	cfg := Config{
 		Cluster:      "kthw",
 		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
@@ -106,40 +131,73 @@ func lossyRounds(t *testing.T, n int, seed uint64, timeout time.Duration) []loss
 		CreateTable:  true,
 		Subnets:      []string{fabrictest.KTHWSubnet},
 	}
-	src := &watchedSource{Static: nodesource.New(nodes...)}
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	d := &lossyDaemon{proxy: proxy, src: &watchedSource{Static: nodesource.New(nodes...)}}
+	if os.Getenv("ROUTEKEEPER_LOSSY_DEBUG") != "" {
+		d.logger = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	rec := &recorder{}
-	ctrl := New(cfg, client, src, nil, rec)
-	s := &scenario{t: t, env: env, ctrl: ctrl, rec: rec, nodes: nodes}
-	s.start()
-	rec.wait(t, time.Time{}, timeout, "a first clean reconcile", func(r *Result) bool {
+	d.scenario = &scenario{t: t, env: env, ctrl: New(cfg, client, d.src, d.logger, rec), rec: rec, nodes: nodes}
+	d.start()
+	rec.wait(t, time.Time{}, time.Minute, "a first clean reconcile", func(r *Result) bool {
 		return !r.GuardOnly && r.Err == nil && r.Unrouted() == 0
 	})
+	return d
+}
 
-	proxy.SetRates(issue31Rates)
-	env.Server.SetFaults(issue31Faults)
+// set makes the source serve nodes, and tells the daemon.
+func (d *lossyDaemon) set(nodes []source.Node) {
+	d.nodes = nodes
+	d.src.set(nodes)
+}
+
+// nextRound is the change of round i (from 0): a node added, another's
+// next hop moved.
+func nextRound(nodes []source.Node, i int) []source.Node {
+	next := slices.Clone(nodes)
+	moved := i % len(next)
+	next[moved] = node(next[moved].Name, fmt.Sprintf("10.240.0.%d", 100+i), next[moved].PodCIDRs[0].String())
+	return append(next, node(fmt.Sprintf("worker-%d", len(next)), fmt.Sprintf("10.240.0.%d", 20+len(next)), fmt.Sprintf("10.200.%d.0/24", len(next))))
+}
+
+// rounds turns issue 31's faults on and makes n rounds of node changes
+// (nextRound). Each waits, at most timeout, for a pass that finds every
+// node routed; at the end the faults go off and the table in the fabric
+// must hold every node's route.
+func (d *lossyDaemon) rounds(n int, timeout time.Duration) []lossyRound {
+	t := d.t
+	t.Helper()
+	d.proxy.SetRates(issue31Rates)
+	d.env.Server.SetFaults(issue31Faults)
 	var out []lossyRound
 	for i := range n {
-		next := slices.Clone(nodes)
-		moved := i % len(next)
-		next[moved] = node(next[moved].Name, fmt.Sprintf("10.240.0.%d", 100+i), next[moved].PodCIDRs[0].String())
-		next = append(next, node(fmt.Sprintf("worker-%d", len(next)), fmt.Sprintf("10.240.0.%d", 20+len(next)), fmt.Sprintf("10.200.%d.0/24", len(next))))
-		nodes = next
-		log0 := len(proxy.Requests())
+		nodes := nextRound(d.nodes, i)
+		log0 := len(d.proxy.Requests())
 		t0 := time.Now()
-		src.set(nodes)
-		res := rec.wait(t, t0, timeout, fmt.Sprintf("round %d: every node routed", i+1), everyNodeRouted(nodes))
+		if d.logger != nil {
+			fmt.Printf("ROUND %d at %s\n", i+1, t0.Format("15:04:05.000"))
+		}
+		d.set(nodes)
+		res := d.rec.wait(t, t0, timeout, fmt.Sprintf("round %d: every node routed", i+1), everyNodeRouted(nodes))
 		took := res.Start.Add(res.Duration).Sub(t0)
-		log := proxy.Requests()[log0:]
+		log := d.proxy.Requests()[log0:]
+		if d.logger != nil && took > 10*time.Second {
+			for _, r := range log {
+				fmt.Printf("  %s +%6.2fs %s\n", r.At.Format("15:04:05.000"), r.At.Sub(t0).Seconds(), r)
+			}
+		}
 		out = append(out, lossyRound{Round: i + 1, Seconds: took.Seconds(), Summary: lossy.Summarize(log), Unread: len(lossy.Unread(log))})
 	}
 	// The table as the fabric holds it, read without faults.
-	proxy.SetRates(lossy.Rates{})
-	env.Server.SetFaults(fabric.Faults{})
-	got, err := env.Client.GetRouteTable(context.Background(), fabrictest.KTHWTable)
+	d.proxy.SetRates(lossy.Rates{})
+	d.env.Server.SetFaults(fabric.Faults{})
+	got, err := d.env.Client.GetRouteTable(context.Background(), fabrictest.KTHWTable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, nd := range nodes {
+	for _, nd := range d.nodes {
 		if !tableCarries(got, nd) {
 			t.Errorf("after %d rounds the table lacks the route of %s to %s", n, nd.Name, nd.InternalIPs[0])
 		}
@@ -191,7 +249,8 @@ func TestLossyRoundsProgram(t *testing.T) {
 	}
 	seed, _ := strconv.ParseUint(os.Getenv("ROUTEKEEPER_LOSSY_SEED"), 10, 64)
 	synctest.Test(t, func(t *testing.T) {
-		for _, r := range lossyRounds(t, n, seed+31, 30*time.Minute) {
+		d := newLossyDaemon(t, lossyOptions{Seed: seed + 31, SDKDefaults: true, OperationDuration: 500 * time.Millisecond}, workers(3))
+		for _, r := range d.rounds(n, 30*time.Minute) {
 			b, _ := json.Marshal(r)
 			fmt.Printf("LOSSY %s\n", b)
 		}
@@ -201,7 +260,9 @@ func TestLossyRoundsProgram(t *testing.T) {
 // BenchmarkLossyRounds measures issue 31: 20 rounds of node changes (a
 // node added, another's next hop moved) with the daemon's loops running,
 // under lost answers for half of the writes, 10 % 429, 10 % 5xx and 10 %
-// failed operations (lossyRounds). The rounds run in a synctest bubble in
+// failed operations (lossyDaemon.rounds, with routekeeper's own SDK
+// retries and poll frequency, and the fabric's operations taking 500 ms as
+// fabric serve's do). The rounds run in a synctest bubble in
 // a child process (this test binary, TestLossyRoundsProgram): the times
 // are the bubble's clock, the waits routekeeper and the SDK chose, which
 // is what a user waits; minutes of them take a second of the machine.
