@@ -188,15 +188,16 @@ func classifyWrite(op, resource string, err error) error {
 
 // classifyPoll is classify for the error of following a write's
 // long-running operation, which ARM accepted: unless the operation ended
-// Failed or Canceled (a known outcome) or the caller gave up (its
-// context), the write's outcome is unknown.
+// Failed or Canceled (a known outcome), the poll was refused (a missing
+// right to read the operation: a finding of its own, with its fix) or the
+// caller gave up (its context), the write's outcome is unknown.
 func classifyPoll(op, resource string, err error) error {
 	if err == nil {
 		return nil
 	}
 	out := classify(op, resource, err)
 	var failed *cloud.OperationFailedError
-	if errors.As(out, &failed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.As(out, &failed) || errors.Is(out, cloud.ErrDenied) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return out
 	}
 	return &cloud.OutcomeUnknownError{Resource: resource, Op: op, Err: out}
