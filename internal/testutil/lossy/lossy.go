@@ -54,8 +54,9 @@ type Rates struct {
 }
 
 // Fault is one scripted fault, played on the next request that matches
-// Method (exactly; "" any) and whose path contains Path
-// (case-insensitively; "" any).
+// Method (exactly; "" any) and whose path followed by "/" contains Path
+// (case-insensitively; "" any): "/routeTables/" matches every table,
+// "/routeTables/rt/" the table rt only.
 type Fault struct {
 	Method, Path string
 	// Lose: the request is forwarded and its answer lost (connection reset).
@@ -170,7 +171,7 @@ func (t *Transport) plan(req *http.Request) Fault {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, f := range t.script {
-		if (f.Method == "" || f.Method == req.Method) && strings.Contains(strings.ToLower(req.URL.Path), strings.ToLower(f.Path)) {
+		if (f.Method == "" || f.Method == req.Method) && strings.Contains(strings.ToLower(req.URL.Path)+"/", strings.ToLower(f.Path)) {
 			t.script = append(t.script[:i:i], t.script[i+1:]...)
 			return f
 		}

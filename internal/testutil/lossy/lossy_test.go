@@ -131,3 +131,17 @@ func TestBlindAndUnread(t *testing.T) {
 		t.Errorf("Summarize = %+v, want %+v", got, want)
 	}
 }
+
+// TestScriptPath: a fault's path ending in "/" names one resource, not
+// every resource whose name starts the same.
+func TestScriptPath(t *testing.T) {
+	srv := &server{status: 200}
+	tr := New(srv, 1)
+	tr.Script(Fault{Method: http.MethodPut, Path: "/routeTables/rt/", Status: 500})
+	if resp, err := do(t, tr, http.MethodPut, "/routeTables/rt-v2", ""); err != nil || resp.StatusCode != 200 {
+		t.Errorf("PUT rt-v2: %v %v, want it untouched by rt's fault", resp, err)
+	}
+	if resp, err := do(t, tr, http.MethodPut, "/routeTables/rt", ""); err != nil || resp.StatusCode != 500 {
+		t.Errorf("PUT rt: %v %v, want rt's fault", resp, err)
+	}
+}
