@@ -241,7 +241,10 @@ func everyNodeRouted(nodes []source.Node) func(*Result) bool {
 
 // TestLossyRoundsProgram is BenchmarkLossyRounds' program: it runs only
 // when ROUTEKEEPER_LOSSY_ROUNDS says how many rounds, and prints one
-// "LOSSY {json}" line per round.
+// "LOSSY {json}" line per round. ROUTEKEEPER_LOSSY_QUICK=1 runs the client
+// with the fabric's quick test retries instead of routekeeper's (what
+// TestConvergesUnderIssue31Faults does): the rounds then show
+// routekeeper's own waits, without the SDK's backoff on reads.
 func TestLossyRoundsProgram(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("ROUTEKEEPER_LOSSY_ROUNDS"))
 	if n <= 0 {
@@ -249,7 +252,8 @@ func TestLossyRoundsProgram(t *testing.T) {
 	}
 	seed, _ := strconv.ParseUint(os.Getenv("ROUTEKEEPER_LOSSY_SEED"), 10, 64)
 	synctest.Test(t, func(t *testing.T) {
-		d := newLossyDaemon(t, lossyOptions{Seed: seed + 31, SDKDefaults: true, OperationDuration: 500 * time.Millisecond}, workers(3))
+		quick := os.Getenv("ROUTEKEEPER_LOSSY_QUICK") != ""
+		d := newLossyDaemon(t, lossyOptions{Seed: seed + 31, SDKDefaults: !quick, OperationDuration: 500 * time.Millisecond}, workers(3))
 		for _, r := range d.rounds(n, 30*time.Minute) {
 			b, _ := json.Marshal(r)
 			fmt.Printf("LOSSY %s\n", b)
@@ -269,6 +273,7 @@ func TestLossyRoundsProgram(t *testing.T) {
 // Each op is one run of 20 rounds, seeded by its index.
 //
 //	go test ./internal/controller -run '^$' -bench LossyRounds -benchtime 10x
+//	ROUTEKEEPER_LOSSY_QUICK=1 go test ./internal/controller -run '^$' -bench LossyRounds -benchtime 50x
 func BenchmarkLossyRounds(b *testing.B) {
 	const rounds = 20
 	var all []lossyRound
