@@ -9,12 +9,11 @@
 // the pass reports. A 412 means someone else wrote: the pass observes
 // again, a bounded number of times with jitter. A write whose answer was
 // lost (cloud.ErrOutcomeUnknown) is handled the same way: the pass
-// observes again at once and plans from what is there, and when the
-// table reads mid-operation it is read again until the operation ended
-// (settle), as the lost answer's poller would have done. The controller has no
-// routing rules of its own: it carries out a verdict's actions and
-// remembers what a verdict needs from earlier passes (the table it
-// followed, the nodes last seen).
+// observes again at once and plans from what is there, and while the table
+// reads mid-operation it reads it again until the operation ended, as the
+// lost answer's poller would have. The controller has no routing rules of
+// its own: it carries out a verdict's actions and remembers what a verdict
+// needs from earlier passes (the table it followed, the nodes last seen).
 //
 // The daemon (Run) debounces node events (a short batch window, capped by a
 // maximum delay), resyncs periodically to catch out-of-band drift, backs off
