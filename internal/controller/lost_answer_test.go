@@ -197,7 +197,9 @@ func TestLostAssociationAnswerIsReadBack(t *testing.T) {
 // go through again the table converges within that wait and one pass.
 func TestLostAnswersBackOffInSeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newLossyDaemon(t, lossyOptions{Seed: 7, OperationDuration: 5 * time.Millisecond}, workers(2))
+		// No resync during the outage: it would start a reconcile
+		// whatever the backoff, which is not what this test measures.
+		d := newLossyDaemon(t, lossyOptions{Seed: 7, OperationDuration: 5 * time.Millisecond, Config: func(c *Config) { c.Resync = time.Hour }}, workers(2))
 		const outage = 70 * time.Second
 		d.proxy.SetRates(lossy.Rates{FailWrites: 1})
 		i0 := len(d.proxy.Requests())
