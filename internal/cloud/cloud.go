@@ -1,7 +1,8 @@
 // Package cloud holds what the cloud back-ends share with their callers:
 // the errors that steer the controller (not found, precondition failed,
-// throttled, a failed long-running operation, a refusal by RBAC, a lock or a
-// policy: DeniedError) and the subnet view. The ARM
+// throttled, a failed long-running operation, a write whose outcome is
+// unknown, a refusal by RBAC, a lock or a policy: DeniedError) and the
+// subnet view. The ARM
 // implementation is in cloud/azure; callers declare the interfaces they use.
 package cloud
 
@@ -22,7 +23,33 @@ var (
 	ErrConflict = errors.New("another operation is in progress")
 	// ErrThrottled: ARM answered 429 and the retry budget is spent.
 	ErrThrottled = errors.New("throttled")
+	// ErrOutcomeUnknown: a write was sent and its answer was lost (the
+	// connection reset or timed out after the request went out, a front
+	// answered 5xx after it may have forwarded it, or the long-running
+	// operation it started could not be followed to its end). It may or
+	// may not have been applied: read the resource back and plan from what
+	// is there; never send the same conditional write again blind.
+	ErrOutcomeUnknown = errors.New("outcome unknown: the answer to the write was lost")
 )
+
+// OutcomeUnknownError is a write whose outcome is unknown
+// (ErrOutcomeUnknown): which resource, which write, and why.
+type OutcomeUnknownError struct {
+	// Resource is the ARM ID of the resource written.
+	Resource string
+	// Op is the write, e.g. "writing route table <ID>".
+	Op string
+	// Err is the cause: the transport's error, or ARM's (or a front's)
+	// answer.
+	Err error
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	return fmt.Sprintf("%s: outcome unknown, the answer was lost (%v); the resource must be read back before it is written again", e.Op, e.Err)
+}
+
+func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
+func (e *OutcomeUnknownError) Unwrap() error        { return e.Err }
 
 // ThrottledError is returned when ARM throttles and the client gave up; it
 // says when to try again.

@@ -7,10 +7,13 @@
 // most one PUT carrying If-Match, then the subnets to associate; and the
 // verdict is judged again with the outcome of those writes, which is what
 // the pass reports. A 412 means someone else wrote: the pass observes
-// again, a bounded number of times with jitter. The controller has no
-// routing rules of its own: it carries out a verdict's actions and
-// remembers what a verdict needs from earlier passes (the table it
-// followed, the nodes last seen).
+// again, a bounded number of times with jitter. A write whose answer was
+// lost (cloud.ErrOutcomeUnknown) is handled the same way: the pass
+// observes again at once and plans from what is there, and while the table
+// reads mid-operation it reads it again until the operation ended, as the
+// lost answer's poller would have. The controller has no routing rules of
+// its own: it carries out a verdict's actions and remembers what a verdict
+// needs from earlier passes (the table it followed, the nodes last seen).
 //
 // The daemon (Run) debounces node events (a short batch window, capped by a
 // maximum delay), resyncs periodically to catch out-of-band drift, backs off
@@ -22,6 +25,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -91,7 +95,8 @@ type Config struct {
 	MaxBatchDelay time.Duration
 	// Resync is the period of full reconciles that catch drift (default 60s).
 	Resync time.Duration
-	// MaxAttempts bounds the re-plans after 412 or 409 (default 5).
+	// MaxAttempts bounds the re-plans after 412, 409 or a lost answer
+	// (default 5).
 	MaxAttempts int
 	// RetryBackoff is the first delay after a failed reconcile; it doubles
 	// up to MaxRetryBackoff (defaults 1s and 2m).
@@ -193,8 +198,13 @@ type Result struct {
 	NeedsWrite bool `json:"needsWrite,omitempty"`
 	// WriteHeld: that table write is not tried before an earlier refusal
 	// of it has been waited out.
-	WriteHeld bool  `json:"writeHeld,omitempty"`
-	Err       error `json:"-"`
+	WriteHeld bool `json:"writeHeld,omitempty"`
+	// LostAnswers counts the pass's writes whose answer was lost
+	// (cloud.ErrOutcomeUnknown), by write (verdict.OpTableWrite,
+	// verdict.OpSubnetWrite): each was followed by a fresh read of the
+	// resource, never sent again as it was.
+	LostAnswers map[string]int `json:"lostAnswers,omitempty"`
+	Err         error          `json:"-"`
 
 	// Observation is what the pass's last attempt read; the verdict was
 	// judged from it.
@@ -263,8 +273,39 @@ func (r *Result) Summary() string {
 		return fmt.Sprintf("association guard %s: subnets=%d repaired=%d problems=%d unrouted=%d routes missing=%d arm reads=%d writes=%d duration=%s",
 			status, len(r.Associations), r.Repairs(), r.AssociationProblems(), r.Unrouted(), missing, r.Reads, r.Writes, r.Duration.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("reconcile %s: routes created=%d updated=%d deleted=%d conflicts=%d unrouted=%d subnets repaired=%d problems=%d arm reads=%d writes=%d attempts=%d duration=%s",
-		status, r.Created, r.Updated, r.Deleted, r.Conflicts, r.Unrouted(), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, r.Attempts, r.Duration.Round(time.Millisecond))
+	lost := ""
+	if n := r.Lost(); n > 0 {
+		lost = fmt.Sprintf(" answers lost=%d", n)
+	}
+	return fmt.Sprintf("reconcile %s: routes created=%d updated=%d deleted=%d conflicts=%d unrouted=%d subnets repaired=%d problems=%d arm reads=%d writes=%d%s attempts=%d duration=%s",
+		status, r.Created, r.Updated, r.Deleted, r.Conflicts, r.Unrouted(), r.Repairs(), r.AssociationProblems(), r.Reads, r.Writes, lost, r.Attempts, r.Duration.Round(time.Millisecond))
+}
+
+// Lost returns the number of the pass's writes whose answer was lost.
+func (r *Result) Lost() int {
+	n := 0
+	for _, c := range r.LostAnswers {
+		n += c
+	}
+	return n
+}
+
+// countLost adds the writes of out whose answer was lost to LostAnswers.
+func (r *Result) countLost(out *verdict.Outcome) {
+	add := func(write string) {
+		if r.LostAnswers == nil {
+			r.LostAnswers = map[string]int{}
+		}
+		r.LostAnswers[write]++
+	}
+	if out.Table != nil && out.Table.Lost {
+		add(verdict.OpTableWrite)
+	}
+	for _, w := range out.Subnets {
+		if w.Lost {
+			add(verdict.OpSubnetWrite)
+		}
+	}
 }
 
 // Reconcile makes the route table match the nodes, once.
@@ -342,28 +383,62 @@ func (c *Controller) pass(ctx context.Context, nodes []source.Node, srcErr error
 }
 
 func (c *Controller) reconcile(ctx context.Context, nodes []source.Node, res *Result) error {
-	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
-		res.Attempts = attempt
+	replans, settles := 1, 0
+	for {
+		res.Attempts++
 		retry, err := c.attempt(ctx, nodes, res, false, observe.Scope{})
-		if err == nil || !retry {
+		var d time.Duration
+		switch {
+		case retry && replans == c.cfg.MaxAttempts:
+			return fmt.Errorf("route table %s kept changing under us or losing our writes' answers: gave up after %d attempts: %w", res.TableID, replans, err)
+		case retry:
+			// Jittered, growing pause so two writers do not keep
+			// colliding, and a path that keeps losing answers is not
+			// hammered.
+			d = time.Duration(replans) * (50*time.Millisecond + rand.N(200*time.Millisecond))
+			replans++
+			if errors.Is(err, cloud.ErrOutcomeUnknown) {
+				c.log.Info("the answer to the route table write was lost; reading the table back and planning from what is there", "table", res.TableID, "attempt", res.Attempts, "wait", d)
+			} else {
+				c.log.Info("route table changed since it was read; re-reading and re-planning", "table", res.TableID, "attempt", res.Attempts, "wait", d, "cause", err)
+			}
+		case err == nil && settles < maxSettles && res.settling():
+			// Our write's answer was lost, and the table read back is
+			// mid-operation (that write's, most likely): its nodes are
+			// pending. Read it again until the operation ended, as the
+			// lost answer's poller would have: Succeeded routes them,
+			// Failed makes the next plan write again.
+			d = settlePause
+			settles++
+			c.log.Debug("the route table whose write's answer was lost is still being updated; reading it again", "table", res.TableID, "state", res.Table.ProvisioningState, "wait", d)
+		default:
 			return err
 		}
-		if attempt == c.cfg.MaxAttempts {
-			return fmt.Errorf("route table %s kept changing under us: gave up after %d attempts: %w", res.TableID, attempt, err)
-		}
-		// Jittered, growing pause so two writers do not keep colliding.
-		d := time.Duration(attempt) * (50*time.Millisecond + rand.N(200*time.Millisecond))
-		c.log.Info("route table changed since it was read; re-reading and re-planning", "table", res.TableID, "attempt", attempt, "wait", d, "cause", err)
 		if err := c.sleep(ctx, d); err != nil {
 			return err
 		}
 	}
-	return nil
+}
+
+// A table read back after a lost answer while its operation runs is read
+// again every settlePause, at most maxSettles times (one default guard
+// interval); then the pass ends and the guard follows the table.
+const (
+	settlePause = 500 * time.Millisecond
+	maxSettles  = 10
+)
+
+// settling reports whether the pass lost the answer to a table write and
+// its last observation found the table mid-operation with nothing to
+// write: the outcome is still being decided.
+func (r *Result) settling() bool {
+	return r.LostAnswers[verdict.OpTableWrite] > 0 && !r.Wrote && !r.NeedsWrite && r.Table != nil &&
+		r.Table.ProvisioningState != "" && r.Table.ProvisioningState != "Succeeded" && r.Table.ProvisioningState != "Failed"
 }
 
 // attempt is one observe, judge, act, judge pass (observe and judge when
-// dryRun). retry reports whether the error is a concurrent change worth
-// observing again for (412, 409).
+// dryRun). retry reports whether the error is a concurrent change (412,
+// 409) or a lost answer worth observing again for.
 func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool, more observe.Scope) (retry bool, err error) {
 	want := c.desired(nodes)
 	more.Table, more.Subnets, more.Networks = want.Table, c.cfg.Subnets, true
@@ -383,6 +458,7 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 		return false, v.Err
 	}
 	out, retry := c.act(ctx, o, v, true)
+	res.countLost(out)
 	if retry {
 		res.set(verdict.Judge(o, want, out))
 		return true, out.Table.Err
@@ -404,8 +480,8 @@ func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Resu
 // node routes; then one PUT per subnet to associate, with If-Match of the
 // version decided on, only when our table exists. The guard acts without
 // the table write (writeTable false): route writes are the reconcile's.
-// retry: the table write met another writer (412, 409), so the pass must
-// observe again.
+// retry: the table write met another writer (412, 409) or its answer was
+// lost (outcome unknown), so the pass must observe again.
 func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict.Verdict, writeTable bool) (out *verdict.Outcome, retry bool) {
 	out = &verdict.Outcome{Subnets: map[string]verdict.Write{}}
 	exists := v.Current != nil
@@ -416,7 +492,7 @@ func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict
 			written, err := c.cloud.PutRouteTable(ctx, t, etag)
 			out.Table = &verdict.TableWrite{Write: outcome(err), ReadBack: written}
 			c.wrote(verdict.OpTableWrite, v.Table, err)
-			if out.Table.Raced {
+			if out.Table.Raced || out.Table.Lost {
 				return out, true
 			}
 			exists = exists || err == nil

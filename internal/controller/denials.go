@@ -53,13 +53,25 @@ func heldOutcome(err error) verdict.Write {
 }
 
 // wrote records the outcome of a write of id: a refusal starts (or
-// doubles) its wait, anything else ends it.
+// doubles) its wait, a lost answer is logged and changes nothing, anything
+// else ends the wait.
 func (c *Controller) wrote(write, id string, err error) {
+	w := outcome(err)
+	if w.Lost {
+		// Sent, and nothing known of it: a refusal waited out stays as
+		// it was until an answer says more.
+		cause := err
+		if ue := (*cloud.OutcomeUnknownError)(nil); errors.As(err, &ue) {
+			cause = ue.Err
+		}
+		c.log.Warn("the answer to a write was lost, so its outcome is unknown: reading the resource back and planning from what is there instead of sending the write again",
+			"write", write, "resource", id, "cause", cause)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := armid.Key(id)
 	r := c.refusals[key]
-	w := outcome(err)
 	if w.Refused == nil {
 		if r != nil {
 			delete(c.refusals, key)
@@ -85,8 +97,12 @@ func (c *Controller) wrote(write, id string, err error) {
 }
 
 // outcome classifies a write's error for the verdict: raced (412, 409: the
-// pass observes again) or refused (what ARM's refusal named).
+// pass observes again), lost (sent, its answer lost: the pass observes
+// again, invariant 2) or refused (what ARM's refusal named).
 func outcome(err error) verdict.Write {
+	if errors.Is(err, cloud.ErrOutcomeUnknown) {
+		return verdict.Write{Err: err, Lost: true}
+	}
 	return verdict.Write{Err: err, Raced: errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict),
 		Refused: observe.RefusalOf(err)}
 }

@@ -59,6 +59,7 @@ func (c *Controller) Guard(ctx context.Context) *Result {
 		res.Nodes, res.Associations = nil, nil
 	default:
 		out, _ := c.act(ctx, o, v, false)
+		res.countLost(out)
 		v = verdict.Judge(o, want, out)
 		res.set(v)
 		c.logSubnets(v)

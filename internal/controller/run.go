@@ -15,9 +15,16 @@ import (
 // node status must say what happened) but not forever.
 const shutdownGrace = 30 * time.Second
 
+// lostAnswerMaxWait caps the wait after a reconcile that gave up on lost
+// answers (each of its attempts read the table back first): the backoff
+// still doubles, so a path that keeps losing answers costs a pass of at
+// most MaxAttempts reads and writes every few seconds.
+const lostAnswerMaxWait = 5 * time.Second
+
 // Run is the daemon: it reconciles at start, after node changes, every
 // Resync, and after a failure with growing backoff (or after ARM's
-// Retry-After when throttled). It returns nil when ctx is cancelled, after
+// Retry-After when throttled; at most lostAnswerMaxWait when the writes'
+// answers were lost). It returns nil when ctx is cancelled, after
 // the reconcile in flight has finished.
 //
 // Node changes are debounced: each one pushes the reconcile BatchWindow
@@ -99,8 +106,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		wait := backoff
 		var te *cloud.ThrottledError
-		if errors.As(res.Err, &te) && te.RetryAfter > wait {
+		switch {
+		case errors.As(res.Err, &te) && te.RetryAfter > wait:
 			wait = te.RetryAfter
+		case errors.Is(res.Err, cloud.ErrOutcomeUnknown):
+			// A lost answer says nothing of the next one: however many
+			// passes in a row lost theirs, the next starts from a fresh
+			// read seconds later, not minutes.
+			wait = min(wait, lostAnswerMaxWait)
 		}
 		c.log.Error("reconcile failed; will retry", "err", res.Err, "retry_in", wait)
 		retry = time.After(wait)

@@ -15,6 +15,7 @@
 //	arm_request_duration_seconds{method}      histogram of ARM request durations
 //	arm_throttled_total                       ARM answers 429 (throttled)
 //	arm_precondition_failed_total             ARM answers 412 (someone else wrote the table first)
+//	write_outcome_unknown_total{op}           writes whose answer was lost (outcome unknown; read back, never re-sent blind), by operation (route table write, subnet association)
 //	routes{kind}                              routes after the last reconcile: desired, present, missing, owned, foreign, stale
 //	nodes{state}                              nodes after the last reconcile: routed, not_routed
 //	nodes_not_routed{reason}                  nodes without their route, by reason
@@ -56,13 +57,15 @@ type Metrics struct {
 	armDuration       *prometheus.HistogramVec
 	armThrottled      prometheus.Counter
 	armPrecondition   prometheus.Counter
-	routes            *prometheus.GaugeVec
-	nodes             *prometheus.GaugeVec
-	notRouted         *prometheus.GaugeVec
-	repairs           prometheus.Counter
-	assocProblems     *prometheus.GaugeVec
-	leader            prometheus.Gauge
-	leading           atomic.Bool
+	// Writes whose answer was lost (outcome unknown).
+	outcomeUnknown *prometheus.CounterVec
+	routes         *prometheus.GaugeVec
+	nodes          *prometheus.GaugeVec
+	notRouted      *prometheus.GaugeVec
+	repairs        prometheus.Counter
+	assocProblems  *prometheus.GaugeVec
+	leader         prometheus.Gauge
+	leading        atomic.Bool
 	// The planner's guards: deletions held back, routes left in an
 	// unclaimed table, nodes routed by a route routekeeper does not own.
 	deletesHeld *prometheus.GaugeVec
@@ -104,8 +107,9 @@ func New() *Metrics {
 		unclaimed:       gauge("routes_unclaimed", "Routes in the naming scheme for nodes this cluster does not have, left in a route table not claimed yet: never deleted until routeTable.claim."),
 		unmanaged:       gauge("nodes_unmanaged_route", "Nodes whose traffic flows through a route routekeeper does not own (routeTable.adopt matching takes it over with no outage)."),
 	}
+	m.outcomeUnknown = counterVec("write_outcome_unknown_total", "Writes whose answer was lost (a connection reset or timeout after sending, or a 5xx from a front that may have forwarded it), by operation (route table write, subnet association): each was followed by a fresh read of the resource and a new plan, never sent again as it was.", "op")
 	m.requestsDenied = gaugeVec("requests_denied", "Requests Azure refuses now for who routekeeper is or what governs the scope (a missing role or join, a lock, a deny policy), by operation and ARM error code; doctor and the log say what to grant.", "op", "code")
-	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged, m.requestsDenied)
+	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged, m.requestsDenied, m.outcomeUnknown)
 	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.tableRequests, m.armDuration,
 		m.armThrottled, m.armPrecondition, m.routes, m.nodes, m.notRouted, m.repairs, m.assocProblems, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -113,6 +117,9 @@ func New() *Metrics {
 	// the first scrape.
 	for _, r := range []string{"success", "error"} {
 		m.reconciles.WithLabelValues(r)
+	}
+	for _, op := range []string{verdict.OpTableWrite, verdict.OpSubnetWrite} {
+		m.outcomeUnknown.WithLabelValues(op)
 	}
 	return m
 }
@@ -175,6 +182,9 @@ func (m *Metrics) ObserveTableARMCall(table, method string) {
 
 // Report implements controller.Reporter.
 func (m *Metrics) Report(_ context.Context, res *controller.Result) {
+	for op, n := range res.LostAnswers {
+		m.outcomeUnknown.WithLabelValues(op).Add(float64(n))
+	}
 	m.denied.update(res)
 	m.denied.set(m.requestsDenied)
 	m.repairs.Add(float64(res.Repairs()))

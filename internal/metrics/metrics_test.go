@@ -20,6 +20,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/lossy"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/testutil/promtest"
 	"github.com/routekeeper/routekeeper/internal/verdict"
@@ -243,5 +244,42 @@ func TestTableRequests(t *testing.T) {
 	}
 	if got, want := testutil.ToFloat64(m.tableRequests.WithLabelValues("kubernetes-routes", "GET")), total("GET")-1; got != want {
 		t.Errorf("a GET made outside the controller was counted for the table: %v, want %v", got, want)
+	}
+}
+
+// TestLostAnswersCounted: a table PUT whose answer is lost (through the
+// real SDK, behind a lossy path to the fabric) is counted once, as what
+// it is: write_outcome_unknown_total{op="route table write"}, and the
+// request that got no answer as arm_requests_total{PUT,0}. Both ops start
+// at 0.
+func TestLostAnswersCounted(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	m := New()
+	proxy := lossy.New(env.Server.Transporter(), 1)
+	opts := env.Server.ClientOptions()
+	opts.Transport = proxy
+	client, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: opts, PollFrequency: 10 * time.Millisecond, Observer: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{verdict.OpTableWrite, verdict.OpSubnetWrite} {
+		if got := testutil.ToFloat64(m.outcomeUnknown.WithLabelValues(op)); got != 0 {
+			t.Errorf("write_outcome_unknown_total{op=%q} = %v before any write, want 0", op, got)
+		}
+	}
+	nodes := nodesource.New(source.Node{Name: "worker-0", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}})
+	ctrl := controller.New(controller.Config{
+		Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
+		RouteTableID: fabrictest.KTHWTable, Location: "eastus", CreateTable: true, Subnets: []string{fabrictest.KTHWSubnet},
+	}, client, nodes, nil, m)
+	proxy.Script(lossy.Fault{Method: http.MethodPut, Path: "/routeTables/", Lose: true})
+	if res := ctrl.Reconcile(context.Background()); res.Err != nil {
+		t.Fatalf("reconcile after a lost answer: %s: %v", res.Summary(), res.Err)
+	}
+	if got := testutil.ToFloat64(m.outcomeUnknown.WithLabelValues(verdict.OpTableWrite)); got != 1 {
+		t.Errorf(`write_outcome_unknown_total{op="route table write"} = %v, want 1`, got)
+	}
+	if got := testutil.ToFloat64(m.armRequests.WithLabelValues("PUT", "0")); got != 1 {
+		t.Errorf(`arm_requests_total{PUT,0} = %v, want 1 (the PUT whose answer was lost)`, got)
 	}
 }

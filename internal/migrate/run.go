@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
@@ -27,8 +28,26 @@ var (
 	ErrVerify = errors.New("the new route table does not hold the copied routes")
 )
 
-// maxRetries bounds the re-reads after a concurrent write (412) in one run.
+// maxRetries bounds the re-reads after a concurrent write (412), an
+// operation in progress (409) or a lost answer (cloud.ErrOutcomeUnknown) in
+// one run.
 const maxRetries = 8
+
+// settlePause is the first pause before reading again after a lost answer
+// or a 409; it grows by as much with each retry (at most 18 s in all).
+const settlePause = 500 * time.Millisecond
+
+// pause waits d, or until ctx is done.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // RunOptions tune Run.
 type RunOptions struct {
@@ -142,10 +161,26 @@ func Run(ctx context.Context, c Cloud, o Options, ro RunOptions) (*Plan, error) 
 		}
 		err = runStep(ctx, c, o, p, st, step)
 		switch {
-		case errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict) || errors.Is(err, errStale):
+		case errors.Is(err, cloud.ErrOutcomeUnknown) || errors.Is(err, cloud.ErrConflict):
+			// The write was sent and its answer lost, or an operation
+			// (ours, whose answer was lost, most likely) is still running
+			// on the resource: give ARM a moment to finish it, then read
+			// again; the next plan says whether the step is done or still
+			// pending. A write is never sent again blind.
+			if retries++; retries > maxRetries {
+				return finish(p), fmt.Errorf("step %d %s %s: gave up after %d concurrent changes or lost answers: %w", step.N, step.Action, step.Resource, retries-1, err)
+			}
+			if errors.Is(err, cloud.ErrOutcomeUnknown) {
+				applied[step.key()] = step // shown as applied if the read finds it done
+			}
+			if err := pause(ctx, time.Duration(retries)*settlePause); err != nil {
+				return finish(p), err
+			}
+			continue
+		case errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, errStale):
 			// Someone wrote meanwhile (a running controller): read again.
 			if retries++; retries > maxRetries {
-				return finish(p), fmt.Errorf("step %d %s %s: gave up after %d concurrent changes: %w", step.N, step.Action, step.Resource, retries-1, err)
+				return finish(p), fmt.Errorf("step %d %s %s: gave up after %d concurrent changes or lost answers: %w", step.N, step.Action, step.Resource, retries-1, err)
 			}
 			continue
 		case err != nil:

@@ -25,6 +25,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/lossy"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 	"github.com/routekeeper/routekeeper/internal/testutil/watchlist"
 )
@@ -539,4 +540,60 @@ func (r *results) wait(t *testing.T, what string, ok func(*controller.Result) bo
 			t.Fatalf("no %s within a minute", what)
 		}
 	}
+}
+
+// TestLostAnswersDoNotStopTheMigration: each write of the migration
+// reaches ARM and loses its answer (a connection reset). Each is read back,
+// after a pause that lets its operation end, instead of sent again: the
+// run finishes with one write per step, none re-sent blind, and the end
+// state is the migrated one. (A synctest bubble: the pauses cost no time.)
+func TestLostAnswersDoNotStopTheMigration(t *testing.T) {
+	synctest.Test(t, lostAnswersDoNotStopTheMigration)
+}
+
+func lostAnswersDoNotStopTheMigration(t *testing.T) {
+	w := newWorld(t, 3)
+	proxy := lossy.New(w.env.Server.Transporter(), 1)
+	opts := w.env.Server.ClientOptions()
+	opts.Transport = proxy
+	mig, err := azure.New(azure.Options{Credential: fabric.Credential{}, ClientOptions: opts, PollFrequency: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mig = mig
+	proxy.Script(
+		lossy.Fault{Method: http.MethodPut, Path: "/routeTables/kubernetes-routes-v2/", Lose: true}, // copy
+		lossy.Fault{Method: http.MethodPut, Path: "/subnets/", Lose: true},                          // associate
+		lossy.Fault{Method: http.MethodPut, Path: "/routeTables/kubernetes-routes/", Lose: true},    // mark
+		lossy.Fault{Method: http.MethodDelete, Path: "/routeTables/kubernetes-routes/", Lose: true}, // delete
+	)
+	p, err := Run(context.Background(), mig, w.opts(true), RunOptions{})
+	if err != nil {
+		t.Fatalf("migration with lost answers: %v", err)
+	}
+	if left := proxy.Pending(); len(left) > 0 {
+		t.Errorf("faults not played: %v", left)
+	}
+	log := proxy.Requests()
+	if b := lossy.Blind(log); len(b) > 0 {
+		t.Errorf("writes re-sent blind: %v", b)
+	}
+	if u := lossy.Unread(log); len(u) > 0 {
+		t.Errorf("writes after an unknown outcome without a read: %v", u)
+	}
+	if w.writes() != 5 {
+		t.Errorf("writes = %d, want 5 (copy, associate x2, mark, delete), each once:\n%s", w.writes(), dumpLog(log))
+	}
+	if !p.Complete() {
+		t.Errorf("plan not complete: %v", statuses(p))
+	}
+	w.checkMigrated(true)
+}
+
+func dumpLog(log []lossy.Request) string {
+	var b strings.Builder
+	for _, r := range log {
+		b.WriteString("  " + r.String() + "\n")
+	}
+	return b.String()
 }

@@ -341,6 +341,10 @@ func (j *judge) outcome(s *Subnet, after *route.Table, created bool) {
 		s.RepairFailed, s.Err = true, w.Err
 		s.Message += "; the subnet changed while being repaired: checked again at the next cycle"
 		return
+	case w.Lost:
+		s.RepairFailed, s.Err = true, w.Err
+		s.Message += "; the answer to the association was lost, so whether it was made is unknown: the subnet is read again before any other write"
+		return
 	case w.Refused != nil:
 		s.RepairFailed, s.RepairHeld, s.Err = true, w.Held, w.Err
 		d := Deny(OpSubnetWrite, s.Subnet, *w.Refused)

@@ -350,7 +350,7 @@ func (w *world) outcome(lines []string) (*verdict.Outcome, error) {
 			} else if w, ok := writeOutcome(f[1], t.ID); ok {
 				tw.Write = w
 			} else {
-				return nil, fmt.Errorf("outcome %q: want ok, 412, failed, denied, linked, locked or policy", l)
+				return nil, fmt.Errorf("outcome %q: want ok, 412, lost, failed, denied, linked, locked or policy", l)
 			}
 			out.Table = tw
 		case f[0] == "subnet" && len(f) == 3:
@@ -365,7 +365,7 @@ func (w *world) outcome(lines []string) (*verdict.Outcome, error) {
 			if f[2] != "ok" {
 				var ok bool
 				if w, ok = writeOutcome(f[2], id); !ok {
-					return nil, fmt.Errorf("outcome %q: want ok, 412, failed, denied, linked, locked or policy", l)
+					return nil, fmt.Errorf("outcome %q: want ok, 412, lost, failed, denied, linked, locked or policy", l)
 				}
 			}
 			out.Subnets[armid.Key(id)] = w
@@ -377,7 +377,7 @@ func (w *world) outcome(lines []string) (*verdict.Outcome, error) {
 }
 
 // writeOutcome is the outcome of a write of id that ended as kind: 412,
-// failed (500), or one of ARM's refusals (denied, linked, locked, policy)
+// lost (sent, its answer lost: outcome unknown), failed (500), or one of ARM's refusals (denied, linked, locked, policy)
 // with what its message names, as the controller hands them over.
 func writeOutcome(kind, id string) (verdict.Write, bool) {
 	const oid = "11111111-2222-3333-4444-555555555555"
@@ -389,6 +389,8 @@ func writeOutcome(kind, id string) (verdict.Write, bool) {
 	switch kind {
 	case "412":
 		return verdict.Write{Err: fmt.Errorf("writing %s: 412 PreconditionFailed", short(id)), Raced: true}, true
+	case "lost":
+		return verdict.Write{Err: fmt.Errorf("writing %s: outcome unknown, the answer was lost (read: connection reset by peer)", short(id)), Lost: true}, true
 	case "failed":
 		return verdict.Write{Err: fmt.Errorf("writing %s: 500 InternalServerError", short(id))}, true
 	case "denied":

@@ -140,6 +140,10 @@ type Write struct {
 	Err error
 	// Raced: another writer came first (412, 409): the pass observes again.
 	Raced bool
+	// Lost: the write was sent and its answer lost, so it may or may not
+	// have been applied (invariant 2): the pass observes again, and the
+	// resource is written next only from that fresh read.
+	Lost bool
 	// Refused: ARM refused it for who routekeeper is or what governs the
 	// scope (Err is the refusal); nil otherwise.
 	Refused *observe.Refusal

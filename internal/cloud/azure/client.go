@@ -7,7 +7,11 @@
 // Writes of a route table are whole-table PUTs carrying If-Match; a 412 comes
 // back as cloud.ErrPreconditionFailed for the caller to re-read and re-plan.
 // Long-running operations are awaited; one that ends Failed is returned as a
-// *cloud.OperationFailedError, never as success.
+// *cloud.OperationFailedError, never as success. A write is re-sent as it
+// is only when ARM did not take it (429, 503 with Retry-After) or it never
+// left; one whose answer was lost comes back at once as a
+// *cloud.OutcomeUnknownError for the caller to read the resource back
+// (outcome.go).
 package azure
 
 import (
@@ -142,8 +146,15 @@ func New(opts Options) (*Client, error) {
 		c.opts.Retry.MaxRetryDelay = 60 * time.Second
 	}
 	c.opts.DisableRPRegistration = true
+	// Writes are re-sent only when ARM did not take them (outcome.go);
+	// reads keep the SDK's rule, or the caller's.
+	read := c.opts.Retry.ShouldRetry
+	if read == nil {
+		read = readRetryable(c.opts.Retry.StatusCodes)
+	}
+	c.opts.Retry.ShouldRetry = shouldRetry(read)
 	counter := &countingPolicy{stats: &c.stats, observer: opts.Observer}
-	c.opts.PerRetryPolicies = append(append([]policy.Policy(nil), c.opts.PerRetryPolicies...), counter)
+	c.opts.PerRetryPolicies = append(append([]policy.Policy(nil), c.opts.PerRetryPolicies...), answerPolicy{}, counter)
 	return c, nil
 }
 

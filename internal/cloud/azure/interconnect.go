@@ -163,6 +163,8 @@ func (c *Client) GatewayLearnedRoutes(ctx context.Context, gatewayID string) ([]
 	if err != nil {
 		return nil, err
 	}
+	// A POST that only reads: retried as a read (outcome.go).
+	ctx = readOnly(ctx)
 	p, err := sc.gateways.BeginGetLearnedRoutes(ctx, r.ResourceGroupName, r.Name, nil)
 	if err != nil {
 		return nil, classify("asking gateway "+gatewayID+" for its learned routes", gatewayID, err)

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -36,6 +37,18 @@ func (c *Client) getSubnet(ctx context.Context, id string) (*cloud.Subnet, *armn
 	return subnetFromARM(&resp.Subnet), &resp.Subnet, nil
 }
 
+// subnetWriteFailed returns err, the error of a write of subnet id, after
+// forgetting the body kept from a read of it when the write's outcome is
+// unknown: the next write of the subnet must follow a fresh read.
+func (c *Client) subnetWriteFailed(id string, err error) error {
+	if errors.Is(err, cloud.ErrOutcomeUnknown) {
+		c.mu.Lock()
+		delete(c.subnets, armid.Key(id))
+		c.mu.Unlock()
+	}
+	return err
+}
+
 // takeSubnet returns (and forgets) the subnet's body as last read when it
 // is the version etag.
 func (c *Client) takeSubnet(id, etag string) *armnetwork.Subnet {
@@ -56,7 +69,9 @@ func (c *Client) takeSubnet(id, etag string) *armnetwork.Subnet {
 // (cloud.ErrPreconditionFailed) and nothing is written. Otherwise the
 // subnet is read again, and if it changed since, cloud.ErrPreconditionFailed
 // is returned without a write. The PUT carries every other property of the
-// subnet as read, so nothing else on the subnet changes.
+// subnet as read, so nothing else on the subnet changes. A write whose
+// answer was lost returns a *cloud.OutcomeUnknownError and leaves no body
+// kept: the next one reads the subnet first.
 func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error) {
 	raw := c.takeSubnet(subnetID, etag)
 	curEtag := etag
@@ -85,11 +100,11 @@ func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID
 	}
 	poller, err := sc.subnets.BeginCreateOrUpdate(withIfMatch(ctx, curEtag), ref.group, ref.vnet, ref.name, *raw, nil)
 	if err != nil {
-		return nil, classify("writing subnet "+subnetID, subnetID, err)
+		return nil, c.subnetWriteFailed(subnetID, classifyWrite("writing subnet "+subnetID, subnetID, err))
 	}
 	resp, err := pollUntilDone(ctx, c, "the write of subnet "+subnetID, poller)
 	if err != nil {
-		return nil, classify("waiting for the write of subnet "+subnetID, subnetID, err)
+		return nil, c.subnetWriteFailed(subnetID, classifyPoll("waiting for the write of subnet "+subnetID, subnetID, err))
 	}
 	return subnetFromARM(&resp.Subnet), nil
 }

@@ -31,7 +31,9 @@ func (c *Client) GetRouteTable(ctx context.Context, id string) (*route.Table, er
 // long-running operation. etag is the version the table was planned from and
 // is sent as If-Match; "" means the table must not exist yet (If-None-Match: *).
 // It returns the table as ARM holds it after the operation succeeded (the
-// SDK reads it back once the operation is done).
+// SDK reads it back once the operation is done). A PUT whose answer was
+// lost, or whose operation could not be followed to its end, returns a
+// *cloud.OutcomeUnknownError: read the table before writing it again.
 func (c *Client) PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error) {
 	ref, sc, err := c.resolve(t.ID, armid.RouteTable)
 	if err != nil {
@@ -43,11 +45,11 @@ func (c *Client) PutRouteTable(ctx context.Context, t *route.Table, etag string)
 	}
 	poller, err := sc.tables.BeginCreateOrUpdate(withIfMatch(ctx, etag), ref.group, ref.name, body, nil)
 	if err != nil {
-		return nil, classify("writing route table "+t.ID, t.ID, err)
+		return nil, classifyWrite("writing route table "+t.ID, t.ID, err)
 	}
 	resp, err := pollUntilDone(ctx, c, "the write of route table "+t.ID, poller)
 	if err != nil {
-		return nil, classify("waiting for the write of route table "+t.ID, t.ID, err)
+		return nil, classifyPoll("waiting for the write of route table "+t.ID, t.ID, err)
 	}
 	return tableFromARM(&resp.RouteTable, ref.group), nil
 }
@@ -64,10 +66,10 @@ func (c *Client) DeleteRouteTable(ctx context.Context, id, etag string) error {
 	}
 	poller, err := sc.tables.BeginDelete(ctx, ref.group, ref.name, nil)
 	if err != nil {
-		return classify("deleting route table "+id, id, err)
+		return classifyWrite("deleting route table "+id, id, err)
 	}
 	if _, err := pollUntilDone(context.WithoutCancel(ctx), c, "the deletion of route table "+id, poller); err != nil {
-		return classify("waiting for the deletion of route table "+id, id, err)
+		return classifyPoll("waiting for the deletion of route table "+id, id, err)
 	}
 	return nil
 }
