@@ -10,15 +10,15 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/ipplan"
+	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
 // subnetReader is what `ipplan --config` reads from the cloud.
 type subnetReader interface {
-	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
+	GetSubnet(ctx context.Context, id string) (*observe.Subnet, error)
 	GetVirtualNetwork(ctx context.Context, id string) (*azure.VirtualNetwork, error)
 }
 

@@ -8,8 +8,6 @@ package armid
 import (
 	"fmt"
 	"strings"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 )
 
 // Key is the canonical form of an ID for maps: lower case, no trailing slash.
@@ -56,18 +54,75 @@ var kinds = map[string]struct{ what, form string }{
 	Subnet:         {"subnet", "/subscriptions/<sub>/resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<name>"},
 }
 
+// ID is a parsed ID of a resource in a resource group: its
+// subscription, group, provider namespace, and the types and names from
+// the top-level resource down to it (one of each for a route table, two
+// for a subnet: virtualNetworks/v, subnets/s).
+type ID struct {
+	Subscription  string
+	ResourceGroup string
+	Namespace     string
+	Types, Names  []string
+}
+
+// Type is the resource's full type (Microsoft.Network/virtualNetworks/subnets).
+func (r *ID) Type() string { return r.Namespace + "/" + strings.Join(r.Types, "/") }
+
+// Name is the resource's own name.
+func (r *ID) Name() string { return r.Names[len(r.Names)-1] }
+
+// ParentName is the name of the resource's parent (a subnet's network),
+// "" for a top-level resource.
+func (r *ID) ParentName() string {
+	if len(r.Names) < 2 {
+		return ""
+	}
+	return r.Names[len(r.Names)-2]
+}
+
+// parse takes apart /subscriptions/{s}/resourceGroups/{g}/providers/{ns}/{type}/{name}[/{type}/{name}...];
+// the keywords compare without regard to case, as ARM compares them.
+func parse(id string) (*ID, error) {
+	segs := strings.Split(strings.Trim(id, "/"), "/")
+	if !strings.HasPrefix(id, "/") || len(segs) < 2 || !strings.EqualFold(segs[0], "subscriptions") || segs[1] == "" {
+		return nil, fmt.Errorf("not an ARM resource ID: it starts with /subscriptions/<subscription>")
+	}
+	r := &ID{Subscription: segs[1]}
+	rest := segs[2:]
+	if len(rest) >= 2 && strings.EqualFold(rest[0], "resourceGroups") {
+		r.ResourceGroup, rest = rest[1], rest[2:]
+		if r.ResourceGroup == "" {
+			return nil, fmt.Errorf("not an ARM resource ID: an empty resource group name")
+		}
+	}
+	if len(rest) == 0 {
+		return r, nil
+	}
+	if len(rest) < 4 || !strings.EqualFold(rest[0], "providers") || len(rest[2:])%2 != 0 {
+		return nil, fmt.Errorf("not an ARM resource ID: want .../providers/<namespace>/<type>/<name>")
+	}
+	r.Namespace = rest[1]
+	for i := 2; i < len(rest); i += 2 {
+		if rest[i] == "" || rest[i+1] == "" {
+			return nil, fmt.Errorf("not an ARM resource ID: an empty type or name")
+		}
+		r.Types, r.Names = append(r.Types, rest[i]), append(r.Names, rest[i+1])
+	}
+	return r, nil
+}
+
 // Parse parses the ID of a resource of type typ (RouteTable, Subnet, ...)
 // in a resource group; the error names the type and shows the form.
-func Parse(id, typ string) (*arm.ResourceID, error) {
+func Parse(id, typ string) (*ID, error) {
 	k, ok := kinds[typ]
 	if !ok {
 		k.what, k.form = typ, "an ID of a "+typ
 	}
-	r, err := arm.ParseResourceID(id)
+	r, err := parse(id)
 	if err != nil {
 		return nil, fmt.Errorf("%s ID %q: %w", k.what, id, err)
 	}
-	if !strings.EqualFold(r.ResourceType.String(), typ) || r.Parent == nil || r.SubscriptionID == "" || r.ResourceGroupName == "" {
+	if len(r.Types) == 0 || !strings.EqualFold(r.Type(), typ) || r.ResourceGroup == "" {
 		return nil, fmt.Errorf("%s ID %q: want %s", k.what, id, k.form)
 	}
 	return r, nil
@@ -79,7 +134,7 @@ func VNetOfSubnet(subnetID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", r.SubscriptionID, r.ResourceGroupName, r.Parent.Name), nil
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", r.Subscription, r.ResourceGroup, r.ParentName()), nil
 }
 
 // ScopeOf returns the scope an extension resource of provider (a
@@ -99,22 +154,22 @@ func ScopeOf(id, provider string) (scope string, ok bool) {
 
 // Subscription returns the subscription of an ID, "" when it has none.
 func Subscription(id string) string {
-	r, err := arm.ParseResourceID(id)
+	r, err := parse(id)
 	if err != nil {
 		return ""
 	}
-	return r.SubscriptionID
+	return r.Subscription
 }
 
 // ResourceGroupID returns the ID of the resource group that holds id
 // ("/subscriptions/<s>/resourceGroups/<g>"), "" when id names none: a
 // subscription scope, or not an ID.
 func ResourceGroupID(id string) string {
-	r, err := arm.ParseResourceID(strings.TrimSuffix(id, "/"))
-	if err != nil || r.ResourceGroupName == "" || r.SubscriptionID == "" {
+	r, err := parse(strings.TrimSuffix(id, "/"))
+	if err != nil || r.ResourceGroup == "" {
 		return ""
 	}
-	return "/subscriptions/" + r.SubscriptionID + "/resourceGroups/" + r.ResourceGroupName
+	return "/subscriptions/" + r.Subscription + "/resourceGroups/" + r.ResourceGroup
 }
 
 // Short keeps the part of an ID after Microsoft.Network's provider

@@ -88,8 +88,8 @@ func TestParse(t *testing.T) {
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("Parse(%q, %s): %v", tc.id, tc.typ, err)
-		case tc.err == "" && !strings.EqualFold(r.ResourceType.String(), tc.typ):
-			t.Errorf("Parse(%q, %s) is a %s", tc.id, tc.typ, r.ResourceType)
+		case tc.err == "" && !strings.EqualFold(r.Type(), tc.typ):
+			t.Errorf("Parse(%q, %s) is a %s", tc.id, tc.typ, r.Type())
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("Parse(%q, %s) = %v, want an error containing %q", tc.id, tc.typ, err, tc.err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 )
 
@@ -68,12 +68,12 @@ func TestFabricAuthzIncidents(t *testing.T) {
 		wantCode string // the refusal the rewrite meets, "" for none
 		undo     []string
 	}{
-		{"deny-policy", []string{"deny-policy", "--next-hop", "VirtualAppliance"}, "VirtualAppliance", cloud.CodeRequestDisallowedByPolicy, nil},
+		{"deny-policy", []string{"deny-policy", "--next-hop", "VirtualAppliance"}, "VirtualAppliance", armerr.CodeRequestDisallowedByPolicy, nil},
 		{"deny-policy-other-hop", nil, "VnetLocal", "", nil},
-		{"lock", []string{"lock", table, "--level", "ReadOnly", "--name", "freeze"}, "VnetLocal", cloud.CodeScopeLocked,
+		{"lock", []string{"lock", table, "--level", "ReadOnly", "--name", "freeze"}, "VnetLocal", armerr.CodeScopeLocked,
 			[]string{"DELETE", table + "/providers/Microsoft.Authorization/locks/freeze?api-version=2016-09-01"}},
-		{"revoke-role", []string{"revoke-role", "routekeeper-app", "--role", "routekeeper"}, "VnetLocal", cloud.CodeAuthorizationFailed, nil},
-		{"revoke-role-nothing", []string{"revoke-role", "routekeeper", "--role", "routekeeper"}, "VnetLocal", cloud.CodeAuthorizationFailed, nil},
+		{"revoke-role", []string{"revoke-role", "routekeeper-app", "--role", "routekeeper"}, "VnetLocal", armerr.CodeAuthorizationFailed, nil},
+		{"revoke-role-nothing", []string{"revoke-role", "routekeeper", "--role", "routekeeper"}, "VnetLocal", armerr.CodeAuthorizationFailed, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.args != nil {

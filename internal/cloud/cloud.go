@@ -1,96 +1,43 @@
-// Package cloud holds what the cloud back-ends share with their callers:
-// the errors that steer the controller (not found, precondition failed,
-// throttled, a failed long-running operation, a write whose outcome is
-// unknown, a refusal by RBAC, a lock or a policy: DeniedError) and the
-// subnet view. The ARM
-// implementation is in cloud/azure; callers declare the interfaces they use.
+// Package cloud is the boundary between routekeeper and a cloud back-end:
+// the Cloud interface the controller and the observer work against
+// (internal/cloud/azure implements it, for real Azure and for the local
+// fabric alike) and the marking of a request with the table it is made
+// for. The resources it reads are internal/observe's; the errors it
+// answers with are internal/armerr's.
 package cloud
 
 import (
-	"errors"
-	"fmt"
-	"time"
+	"context"
+
+	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/route"
 )
 
-// Sentinel errors; the back-end wraps them with the resource and the ARM code.
-var (
-	// ErrNotFound: the resource (or its resource group) does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrPreconditionFailed: an If-Match etag no longer matches; someone
-	// else wrote the resource. Re-read and re-plan.
-	ErrPreconditionFailed = errors.New("precondition failed (etag mismatch)")
-	// ErrConflict: another operation on the resource is still running.
-	ErrConflict = errors.New("another operation is in progress")
-	// ErrThrottled: ARM answered 429 and the retry budget is spent.
-	ErrThrottled = errors.New("throttled")
-	// ErrOutcomeUnknown: a write was sent and its answer was lost (the
-	// connection reset or timed out after the request went out, a front
-	// answered 5xx after it may have forwarded it, or the long-running
-	// operation it started could not be followed to its end). It may or
-	// may not have been applied: read the resource back and plan from what
-	// is there; never send the same conditional write again blind.
-	ErrOutcomeUnknown = errors.New("outcome unknown: the answer to the write was lost")
-)
-
-// OutcomeUnknownError is a write whose outcome is unknown
-// (ErrOutcomeUnknown): which resource, which write, and why.
-type OutcomeUnknownError struct {
-	// Resource is the ARM ID of the resource written.
-	Resource string
-	// Op is the write, e.g. "writing route table <ID>".
-	Op string
-	// Err is the cause: the transport's error, or ARM's (or a front's)
-	// answer.
-	Err error
+// Cloud is the cloud back-end the controller and the observer work
+// against: internal/cloud/azure implements it, for real Azure and for the
+// local fabric alike. Nothing above this interface knows which.
+type Cloud interface {
+	TablesAndSubnets
+	GetVirtualNetwork(ctx context.Context, id string) (*observe.VirtualNetwork, error)
+	// ListNetworkInterfaces lists a subscription's NICs (optional rights:
+	// an error is reported, not fatal).
+	ListNetworkInterfaces(ctx context.Context, subscription string) ([]observe.NetworkInterface, error)
 }
 
-func (e *OutcomeUnknownError) Error() string {
-	return fmt.Sprintf("%s: outcome unknown, the answer was lost (%v); the resource must be read back before it is written again", e.Op, e.Err)
-}
-
-func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
-func (e *OutcomeUnknownError) Unwrap() error        { return e.Err }
-
-// ThrottledError is returned when ARM throttles and the client gave up; it
-// says when to try again.
-type ThrottledError struct {
-	RetryAfter time.Duration
-	Err        error
-}
-
-func (e *ThrottledError) Error() string {
-	return fmt.Sprintf("throttled by ARM, retry after %s: %v", e.RetryAfter, e.Err)
-}
-
-func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
-func (e *ThrottledError) Unwrap() error        { return e.Err }
-
-// OperationFailedError is a long-running operation that ended Failed or
-// Canceled: never a success.
-type OperationFailedError struct {
-	Resource string
-	Status   string
-	Code     string
-	Message  string
-}
-
-func (e *OperationFailedError) Error() string {
-	return fmt.Sprintf("operation on %s ended %s: %s: %s", e.Resource, e.Status, e.Code, e.Message)
-}
-
-// Subnet is routekeeper's view of a subnet: where it is and which route
-// table it is associated with.
-type Subnet struct {
-	ID              string   `json:"id"`
-	Name            string   `json:"name"`
-	AddressPrefixes []string `json:"addressPrefixes"`
-	// RouteTableID is the associated route table, "" when none.
-	RouteTableID string `json:"routeTableId,omitempty"`
-	// NetworkSecurityGroupID and NATGatewayID are the other resources the
-	// subnet references, "" when none: a write of the subnet needs their
-	// join/action too (ARM's linked authorization).
-	NetworkSecurityGroupID string `json:"networkSecurityGroupId,omitempty"`
-	NATGatewayID           string `json:"natGatewayId,omitempty"`
-	Etag                   string `json:"etag,omitempty"`
-	ProvisioningState      string `json:"provisioningState,omitempty"`
+// TablesAndSubnets is the part of Cloud that reads and writes route
+// tables and the subnets' associations with them: what the controller
+// keeps and a migration moves.
+type TablesAndSubnets interface {
+	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
+	// PutRouteTable writes the whole table with If-Match etag ("" = create
+	// only) and returns the table read back after the operation succeeded.
+	PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error)
+	GetSubnet(ctx context.Context, id string) (*observe.Subnet, error)
+	// SetSubnetRouteTable points the subnet to a route table with
+	// If-Match etag ("" = unconditionally), sending back the body of the
+	// subnet as last read; armerr.ErrPreconditionFailed when the subnet
+	// changed since etag.
+	SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*observe.Subnet, error)
+	// Calls returns the number of ARM reads and writes made so far.
+	Calls() (reads, writes int64)
 }

@@ -8,7 +8,7 @@
 // verdict is judged again with the outcome of those writes, which is what
 // the pass reports. A 412 means someone else wrote: the pass observes
 // again, a bounded number of times with jitter. A write whose answer was
-// lost (cloud.ErrOutcomeUnknown) is handled the same way: the pass
+// lost (armerr.ErrOutcomeUnknown) is handled the same way: the pass
 // observes again at once and plans from what is there, and while the table
 // reads mid-operation it reads it again until the operation ended, as the
 // lost answer's poller would have. The controller has no routing rules of
@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/cloud"
@@ -200,7 +201,7 @@ type Result struct {
 	// of it has been waited out.
 	WriteHeld bool `json:"writeHeld,omitempty"`
 	// LostAnswers counts the pass's writes whose answer was lost
-	// (cloud.ErrOutcomeUnknown), by write (verdict.OpTableWrite,
+	// (armerr.ErrOutcomeUnknown), by write (verdict.OpTableWrite,
 	// verdict.OpSubnetWrite): each was followed by a fresh read of the
 	// resource, never sent again as it was.
 	LostAnswers map[string]int `json:"lostAnswers,omitempty"`
@@ -397,7 +398,7 @@ func (c *Controller) reconcile(ctx context.Context, nodes []source.Node, res *Re
 			// hammered.
 			d = time.Duration(replans) * (50*time.Millisecond + rand.N(200*time.Millisecond))
 			replans++
-			if errors.Is(err, cloud.ErrOutcomeUnknown) {
+			if errors.Is(err, armerr.ErrOutcomeUnknown) {
 				c.log.Info("the answer to the route table write was lost; reading the table back and planning from what is there", "table", res.TableID, "attempt", res.Attempts, "wait", d)
 			} else {
 				c.log.Info("route table changed since it was read; re-reading and re-planning", "table", res.TableID, "attempt", res.Attempts, "wait", d, "cause", err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -74,7 +74,7 @@ func TestReconcile(t *testing.T) {
 			name:       "a failed write leaves the nodes unrouted",
 			table:      &route.Table{ID: testTable, Etag: `W/"x"`, Tags: map[string]string{route.ClaimTag: "kthw"}, Routes: []route.Route{custom}},
 			nodes:      workers,
-			putErr:     &cloud.OperationFailedError{Resource: testTable, Status: "Failed", Code: "InternalServerError"},
+			putErr:     &armerr.OperationFailedError{Resource: testTable, Status: "Failed", Code: "InternalServerError"},
 			wantPuts:   1,
 			wantRouted: map[string]bool{"worker-0": false, "worker-1": false},
 			wantReason: map[string]reason.Reason{"worker-0": reason.RouteWriteFailed},
@@ -168,7 +168,7 @@ func TestReconcileGivesUpAfterMaxAttempts(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxAttempts = 3
 	res := newTest(t, cfg, fc, node("worker-0", "10.240.0.20", "10.200.0.0/24")).Reconcile(context.Background())
-	if !errors.Is(res.Err, cloud.ErrPreconditionFailed) || res.Attempts != 3 || fc.puts != 3 {
+	if !errors.Is(res.Err, armerr.ErrPreconditionFailed) || res.Attempts != 3 || fc.puts != 3 {
 		t.Fatalf("err = %v, attempts = %d, puts = %d; want precondition failure after 3", res.Err, res.Attempts, fc.puts)
 	}
 	if res.Nodes["worker-0"].Routed {

@@ -4,14 +4,14 @@ import (
 	"errors"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 // A write Azure refuses for who routekeeper is or what governs the scope
-// (cloud.ErrDenied: a missing role, a missing join, a lock, a deny
+// (armerr.ErrDenied: a missing role, a missing join, a lock, a deny
 // policy) fails the same way until someone grants, unlocks or exempts, so
 // it is not retried at every guard cycle: the refused resource waits, a
 // guard interval first and twice as long each time it is refused again
@@ -61,7 +61,7 @@ func (c *Controller) wrote(write, id string, err error) {
 		// Sent, and nothing known of it: a refusal waited out stays as
 		// it was until an answer says more.
 		cause := err
-		if ue := (*cloud.OutcomeUnknownError)(nil); errors.As(err, &ue) {
+		if ue := (*armerr.OutcomeUnknownError)(nil); errors.As(err, &ue) {
 			cause = ue.Err
 		}
 		c.log.Warn("the answer to a write was lost, so its outcome is unknown: reading the resource back and planning from what is there instead of sending the write again",
@@ -100,9 +100,9 @@ func (c *Controller) wrote(write, id string, err error) {
 // pass observes again), lost (sent, its answer lost: the pass observes
 // again, invariant 2) or refused (what ARM's refusal named).
 func outcome(err error) verdict.Write {
-	if errors.Is(err, cloud.ErrOutcomeUnknown) {
+	if errors.Is(err, armerr.ErrOutcomeUnknown) {
 		return verdict.Write{Err: err, Lost: true}
 	}
-	return verdict.Write{Err: err, Raced: errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, cloud.ErrConflict),
+	return verdict.Write{Err: err, Raced: errors.Is(err, armerr.ErrPreconditionFailed) || errors.Is(err, armerr.ErrConflict),
 		Refused: observe.RefusalOf(err)}
 }

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -18,7 +19,7 @@ import (
 type fakeCloud struct {
 	mu      sync.Mutex
 	table   *route.Table
-	subnets map[string]*cloud.Subnet
+	subnets map[string]*observe.Subnet
 	etagN   int
 	reads   int64
 	writes  int64
@@ -36,7 +37,7 @@ func (f *fakeCloud) GetRouteTable(_ context.Context, id string) (*route.Table, e
 	defer f.mu.Unlock()
 	f.reads++
 	if f.table == nil || !armid.Same(f.table.ID, id) {
-		return nil, fmt.Errorf("route table %s: %w", id, cloud.ErrNotFound)
+		return nil, fmt.Errorf("route table %s: %w", id, armerr.ErrNotFound)
 	}
 	return f.table.Clone(), nil
 }
@@ -54,9 +55,9 @@ func (f *fakeCloud) PutRouteTable(_ context.Context, t *route.Table, etag string
 	}
 	switch {
 	case etag == "" && f.table != nil:
-		return nil, fmt.Errorf("create: %w", cloud.ErrPreconditionFailed)
+		return nil, fmt.Errorf("create: %w", armerr.ErrPreconditionFailed)
 	case etag != "" && (f.table == nil || f.table.Etag != etag):
-		return nil, fmt.Errorf("stale etag: %w", cloud.ErrPreconditionFailed)
+		return nil, fmt.Errorf("stale etag: %w", armerr.ErrPreconditionFailed)
 	}
 	n := t.Clone()
 	n.Etag = f.nextEtag()
@@ -73,7 +74,7 @@ func (f *fakeCloud) PutRouteTable(_ context.Context, t *route.Table, etag string
 	return n.Clone(), nil
 }
 
-func (f *fakeCloud) GetSubnet(_ context.Context, id string) (*cloud.Subnet, error) {
+func (f *fakeCloud) GetSubnet(_ context.Context, id string) (*observe.Subnet, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
@@ -85,16 +86,16 @@ func (f *fakeCloud) GetSubnet(_ context.Context, id string) (*cloud.Subnet, erro
 	return &c, nil
 }
 
-// subnet is the subnet id, or cloud.ErrNotFound; f.mu must be held.
-func (f *fakeCloud) subnet(id string) (*cloud.Subnet, error) {
+// subnet is the subnet id, or armerr.ErrNotFound; f.mu must be held.
+func (f *fakeCloud) subnet(id string) (*observe.Subnet, error) {
 	s, ok := f.subnets[strings.ToLower(id)]
 	if !ok {
-		return nil, fmt.Errorf("subnet %s: %w", id, cloud.ErrNotFound)
+		return nil, fmt.Errorf("subnet %s: %w", id, armerr.ErrNotFound)
 	}
 	return s, nil
 }
 
-func (f *fakeCloud) SetSubnetRouteTable(_ context.Context, subnetID, tableID, etag string) (*cloud.Subnet, error) {
+func (f *fakeCloud) SetSubnetRouteTable(_ context.Context, subnetID, tableID, etag string) (*observe.Subnet, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
@@ -103,7 +104,7 @@ func (f *fakeCloud) SetSubnetRouteTable(_ context.Context, subnetID, tableID, et
 		return nil, err
 	}
 	if etag != "" && s.Etag != etag {
-		return nil, fmt.Errorf("subnet: %w", cloud.ErrPreconditionFailed)
+		return nil, fmt.Errorf("subnet: %w", armerr.ErrPreconditionFailed)
 	}
 	s.RouteTableID = tableID
 	s.Etag = f.nextEtag()
@@ -125,10 +126,10 @@ func node(name, ip, cidr string) source.Node {
 	return n
 }
 
-func (f *fakeCloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualNetwork, error) {
-	return nil, fmt.Errorf("virtual network %s: %w", id, cloud.ErrNotFound)
+func (f *fakeCloud) GetVirtualNetwork(_ context.Context, id string) (*observe.VirtualNetwork, error) {
+	return nil, fmt.Errorf("virtual network %s: %w", id, armerr.ErrNotFound)
 }
 
-func (f *fakeCloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
+func (f *fakeCloud) ListNetworkInterfaces(context.Context, string) ([]observe.NetworkInterface, error) {
 	return nil, nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
@@ -57,7 +57,7 @@ type racingCloud struct {
 	raced bool
 }
 
-func (r *racingCloud) SetSubnetRouteTable(ctx context.Context, subnetID, tableID, etag string) (*cloud.Subnet, error) {
+func (r *racingCloud) SetSubnetRouteTable(ctx context.Context, subnetID, tableID, etag string) (*observe.Subnet, error) {
 	if !r.raced {
 		r.raced = true
 		r.mu.Lock()
@@ -74,7 +74,7 @@ func (r *racingCloud) SetSubnetRouteTable(ctx context.Context, subnetID, tableID
 func TestGuardDoesNotOverwriteAConcurrentSubnetChange(t *testing.T) {
 	fc := &fakeCloud{
 		table:   &route.Table{ID: testTable, Etag: `W/"t"`, Tags: map[string]string{route.ClaimTag: "kthw"}},
-		subnets: map[string]*cloud.Subnet{strings.ToLower(testSubnet): {ID: testSubnet, Etag: `W/"s"`}},
+		subnets: map[string]*observe.Subnet{strings.ToLower(testSubnet): {ID: testSubnet, Etag: `W/"s"`}},
 	}
 	rc := &racingCloud{fakeCloud: fc}
 	cfg := testConfig()
@@ -106,23 +106,23 @@ func TestGuardResultNeedsReconcile(t *testing.T) {
 	tests := []struct {
 		name   string
 		table  *route.Table
-		subnet cloud.Subnet
+		subnet observe.Subnet
 		policy assoc.Policy
 		state  assoc.State
 		needs  bool
 		writes int64
 	}{
-		{"associated", &route.Table{ID: testTable}, cloud.Subnet{RouteTableID: testTable}, assoc.Enforce, assoc.Associated, false, 0},
-		{"detached, enforce", &route.Table{ID: testTable}, cloud.Subnet{}, assoc.Enforce, assoc.Reassociated, false, 1},
-		{"detached, report", &route.Table{ID: testTable}, cloud.Subnet{}, assoc.Report, assoc.Detached, false, 0},
-		{"detached, table missing", nil, cloud.Subnet{}, assoc.Enforce, assoc.Detached, true, 0},
-		{"our table claimed by another cluster", &route.Table{ID: testTable, Tags: map[string]string{route.ClaimTag: "blue"}}, cloud.Subnet{}, assoc.Enforce, assoc.Conflict, false, 0},
+		{"associated", &route.Table{ID: testTable}, observe.Subnet{RouteTableID: testTable}, assoc.Enforce, assoc.Associated, false, 0},
+		{"detached, enforce", &route.Table{ID: testTable}, observe.Subnet{}, assoc.Enforce, assoc.Reassociated, false, 1},
+		{"detached, report", &route.Table{ID: testTable}, observe.Subnet{}, assoc.Report, assoc.Detached, false, 0},
+		{"detached, table missing", nil, observe.Subnet{}, assoc.Enforce, assoc.Detached, true, 0},
+		{"our table claimed by another cluster", &route.Table{ID: testTable, Tags: map[string]string{route.ClaimTag: "blue"}}, observe.Subnet{}, assoc.Enforce, assoc.Conflict, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sn := tc.subnet
 			sn.ID, sn.Etag = testSubnet, `W/"s"`
-			fc := &fakeCloud{table: tc.table, subnets: map[string]*cloud.Subnet{strings.ToLower(testSubnet): &sn}}
+			fc := &fakeCloud{table: tc.table, subnets: map[string]*observe.Subnet{strings.ToLower(testSubnet): &sn}}
 			cfg := testConfig()
 			cfg.Subnets, cfg.Policy = []string{testSubnet}, tc.policy
 			rec := &recorder{}

@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/reason"
@@ -167,7 +167,7 @@ func TestLostAssociationAnswerIsReadBack(t *testing.T) {
 			t.Errorf("lost answers of the association counted: %d, want 1", n)
 		}
 		a, ok := findAssoc(g, fabrictest.KTHWSubnet)
-		if !ok || !a.RepairFailed || !errors.Is(a.Err, cloud.ErrOutcomeUnknown) || !strings.Contains(a.Message, "answer to the association was lost") {
+		if !ok || !a.RepairFailed || !errors.Is(a.Err, armerr.ErrOutcomeUnknown) || !strings.Contains(a.Message, "answer to the association was lost") {
 			t.Errorf("guard's subnet verdict: %+v; want a repair not known to be made", a)
 		}
 		if !g.NeedsReconcile() {
@@ -223,7 +223,7 @@ func TestLostAnswersBackOffInSeconds(t *testing.T) {
 			t.Fatalf("%d reconciles during the outage, want several", len(failed))
 		}
 		for i, r := range failed[:len(failed)-1] {
-			if !errors.Is(r.Err, cloud.ErrOutcomeUnknown) {
+			if !errors.Is(r.Err, armerr.ErrOutcomeUnknown) {
 				t.Errorf("reconcile %d during the outage: err = %v, want an unknown outcome", i, r.Err)
 			}
 			gap := failed[i+1].Start.Sub(r.Start.Add(r.Duration))

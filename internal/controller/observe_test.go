@@ -39,7 +39,7 @@ func (r *readCounter) GetRouteTable(ctx context.Context, id string) (*route.Tabl
 	return r.Cloud.GetRouteTable(ctx, id)
 }
 
-func (r *readCounter) GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error) {
+func (r *readCounter) GetSubnet(ctx context.Context, id string) (*observe.Subnet, error) {
 	r.count(id)
 	return r.Cloud.GetSubnet(ctx, id)
 }

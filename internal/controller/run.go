@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 )
 
 // shutdownGrace bounds the reconcile that is in flight when Run is asked to
@@ -105,11 +105,11 @@ func (c *Controller) Run(ctx context.Context) error {
 			continue
 		}
 		wait := backoff
-		var te *cloud.ThrottledError
+		var te *armerr.ThrottledError
 		switch {
 		case errors.As(res.Err, &te) && te.RetryAfter > wait:
 			wait = te.RetryAfter
-		case errors.Is(res.Err, cloud.ErrOutcomeUnknown):
+		case errors.Is(res.Err, armerr.ErrOutcomeUnknown):
 			// A lost answer says nothing of the next one: however many
 			// passes in a row lost theirs, the next starts from a fresh
 			// read seconds later, not minutes.

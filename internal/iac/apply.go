@@ -8,7 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -63,10 +63,10 @@ func beforeWorld(p *Plan, x ids) *memcloud.Cloud {
 			w.Tables[armid.Key(id)] = tableOf(id, b)
 		case "azurerm_virtual_network":
 			id := x.of(b, "virtualNetworks")
-			w.VNets[armid.Key(id)] = &cloud.VirtualNetwork{ID: id, Name: str(b, "name"), Location: str(b, "location"), AddressPrefixes: strs(b, "address_space")}
+			w.VNets[armid.Key(id)] = &observe.VirtualNetwork{ID: id, Name: str(b, "name"), Location: str(b, "location"), AddressPrefixes: strs(b, "address_space")}
 			for _, s := range objects(b, "subnet") {
 				sid := id + "/subnets/" + str(s, "name")
-				w.Subnets[armid.Key(sid)] = &cloud.Subnet{ID: sid, Name: str(s, "name"), AddressPrefixes: subnetPrefixes(s), RouteTableID: str(s, "route_table_id"), NetworkSecurityGroupID: str(s, "security_group")}
+				w.Subnets[armid.Key(sid)] = &observe.Subnet{ID: sid, Name: str(s, "name"), AddressPrefixes: subnetPrefixes(s), RouteTableID: str(s, "route_table_id"), NetworkSecurityGroupID: str(s, "security_group")}
 			}
 		}
 	}
@@ -82,7 +82,7 @@ func beforeWorld(p *Plan, x ids) *memcloud.Cloud {
 			id := subnetID(x, b)
 			s := w.Subnets[armid.Key(id)]
 			if s == nil {
-				s = &cloud.Subnet{ID: id, Name: str(b, "name")}
+				s = &observe.Subnet{ID: id, Name: str(b, "name")}
 				w.Subnets[armid.Key(id)] = s
 			}
 			s.AddressPrefixes = subnetPrefixes(b)
@@ -169,7 +169,7 @@ func applyVNet(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 	}
 	v := w.VNets[armid.Key(id)]
 	if v == nil {
-		v = &cloud.VirtualNetwork{ID: id, Name: str(c.After, "name"), Location: str(c.After, "location")}
+		v = &observe.VirtualNetwork{ID: id, Name: str(c.After, "name"), Location: str(c.After, "location")}
 		w.VNets[armid.Key(id)] = v
 	}
 	if !unknown(c.AfterUnknown, "address_space") {
@@ -188,7 +188,7 @@ func applyVNet(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 		unk := unknownAt(c.AfterUnknown, "subnet", i)
 		cur := w.Subnets[armid.Key(sid)]
 		if cur == nil {
-			cur = &cloud.Subnet{ID: sid, Name: str(s, "name")}
+			cur = &observe.Subnet{ID: sid, Name: str(s, "name")}
 			w.Subnets[armid.Key(sid)] = cur
 		}
 		if !unknown(unk, "address_prefixes") && !unknown(unk, "address_prefix") {
@@ -273,14 +273,14 @@ func applySubnet(w *memcloud.Cloud, cs *causes, rc ResourceChange, x ids) {
 		cs.subnet[key] = cause{rc.Address, RuleSubnetDestroyed, "destroys subnet " + armid.Name(id)}
 		return
 	case kindReplace:
-		s := &cloud.Subnet{ID: id, Name: armid.Name(id), AddressPrefixes: subnetPrefixes(c.After), RouteTableID: str(c.After, "route_table_id")}
+		s := &observe.Subnet{ID: id, Name: armid.Name(id), AddressPrefixes: subnetPrefixes(c.After), RouteTableID: str(c.After, "route_table_id")}
 		w.Subnets[key] = s
 		cs.subnet[key] = cause{rc.Address, RuleSubnetDestroyed, "replaces subnet " + s.Name + " (destroys it and creates it again, without its route table until an association is made)"}
 		return
 	}
 	s := w.Subnets[key]
 	if s == nil {
-		s = &cloud.Subnet{ID: id, Name: armid.Name(id)}
+		s = &observe.Subnet{ID: id, Name: armid.Name(id)}
 		w.Subnets[key] = s
 	}
 	if !unknown(c.AfterUnknown, "address_prefixes") {

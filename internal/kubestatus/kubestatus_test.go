@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/assoc"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
@@ -222,7 +222,7 @@ func TestTransientFailureKeepsConditions(t *testing.T) {
 	e := newEnv(t, verdict.Manage, newNode("a", "10.240.0.10"))
 	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed()}})
 	before := e.patches()
-	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{}, Err: fmt.Errorf("reading route table: %w", cloud.ErrNotFound)})
+	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{}, Err: fmt.Errorf("reading route table: %w", armerr.ErrNotFound)})
 	if n := e.patches() - before; n != 0 {
 		t.Errorf("a failed read patched %d nodes", n)
 	}

@@ -41,7 +41,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -169,7 +169,7 @@ func (p *Plan) Complete() bool { return len(p.Conflicts) == 0 && len(p.Pending()
 // SubnetState is a subnet as read; Subnet is nil when it does not exist.
 type SubnetState struct {
 	ID     string
-	Subnet *cloud.Subnet
+	Subnet *observe.Subnet
 }
 
 // State is the live state a plan is computed from.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
@@ -53,7 +53,7 @@ func table(id, claim string, routes ...route.Route) *route.Table {
 }
 
 func on(id, tableID string) SubnetState {
-	return SubnetState{ID: id, Subnet: &cloud.Subnet{ID: id, RouteTableID: tableID, Etag: `W/"s"`}}
+	return SubnetState{ID: id, Subnet: &observe.Subnet{ID: id, RouteTableID: tableID, Etag: `W/"s"`}}
 }
 
 // statuses renders the steps as "action:status" for comparison.

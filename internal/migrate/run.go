@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -29,7 +30,7 @@ var (
 )
 
 // maxRetries bounds the re-reads after a concurrent write (412), an
-// operation in progress (409) or a lost answer (cloud.ErrOutcomeUnknown) in
+// operation in progress (409) or a lost answer (armerr.ErrOutcomeUnknown) in
 // one run.
 const maxRetries = 8
 
@@ -88,7 +89,7 @@ func Read(ctx context.Context, c Cloud, o Options) (State, error) {
 	for _, id := range ids {
 		s, err := c.GetSubnet(ctx, id)
 		switch {
-		case errors.Is(err, cloud.ErrNotFound):
+		case errors.Is(err, armerr.ErrNotFound):
 			s = nil
 		case err != nil:
 			return st, err // it names the operation and the subnet
@@ -101,7 +102,7 @@ func Read(ctx context.Context, c Cloud, o Options) (State, error) {
 func getTable(ctx context.Context, c Cloud, id string) (*route.Table, error) {
 	t, err := c.GetRouteTable(ctx, id)
 	switch {
-	case errors.Is(err, cloud.ErrNotFound):
+	case errors.Is(err, armerr.ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, err // it names the operation and the table
@@ -161,7 +162,7 @@ func Run(ctx context.Context, c Cloud, o Options, ro RunOptions) (*Plan, error) 
 		}
 		err = runStep(ctx, c, o, p, st, step)
 		switch {
-		case errors.Is(err, cloud.ErrOutcomeUnknown) || errors.Is(err, cloud.ErrConflict):
+		case errors.Is(err, armerr.ErrOutcomeUnknown) || errors.Is(err, armerr.ErrConflict):
 			// The write was sent and its answer lost, or an operation
 			// (ours, whose answer was lost, most likely) is still running
 			// on the resource: give ARM a moment to finish it, then read
@@ -170,14 +171,14 @@ func Run(ctx context.Context, c Cloud, o Options, ro RunOptions) (*Plan, error) 
 			if retries++; retries > maxRetries {
 				return finish(p), fmt.Errorf("step %d %s %s: gave up after %d concurrent changes or lost answers: %w", step.N, step.Action, step.Resource, retries-1, err)
 			}
-			if errors.Is(err, cloud.ErrOutcomeUnknown) {
+			if errors.Is(err, armerr.ErrOutcomeUnknown) {
 				applied[step.key()] = step // shown as applied if the read finds it done
 			}
 			if err := pause(ctx, time.Duration(retries)*settlePause); err != nil {
 				return finish(p), err
 			}
 			continue
-		case errors.Is(err, cloud.ErrPreconditionFailed) || errors.Is(err, errStale):
+		case errors.Is(err, armerr.ErrPreconditionFailed) || errors.Is(err, errStale):
 			// Someone wrote meanwhile (a running controller): read again.
 			if retries++; retries > maxRetries {
 				return finish(p), fmt.Errorf("step %d %s %s: gave up after %d concurrent changes or lost answers: %w", step.N, step.Action, step.Resource, retries-1, err)
@@ -266,7 +267,7 @@ func runStep(ctx context.Context, c Cloud, o Options, p *Plan, st State, s Step)
 			return fmt.Errorf("the old table is still associated with %s; not deleting it", strings.Join(st.Old.Subnets, ", "))
 		}
 		err := c.DeleteRouteTable(ctx, o.From, st.Old.Etag)
-		if errors.Is(err, cloud.ErrNotFound) {
+		if errors.Is(err, armerr.ErrNotFound) {
 			return nil
 		}
 		return err

@@ -18,10 +18,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -260,7 +260,7 @@ func (c *crashingCloud) PutRouteTable(ctx context.Context, t *route.Table, etag 
 	return r, err
 }
 
-func (c *crashingCloud) SetSubnetRouteTable(ctx context.Context, s, t, etag string) (*cloud.Subnet, error) {
+func (c *crashingCloud) SetSubnetRouteTable(ctx context.Context, s, t, etag string) (*observe.Subnet, error) {
 	r, err := c.Cloud.SetSubnetRouteTable(ctx, s, t, etag)
 	if err == nil {
 		err = c.crash()

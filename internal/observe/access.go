@@ -5,7 +5,6 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 )
 
 // AccessReader is the optional part of a Reader that reads what the
@@ -14,7 +13,7 @@ import (
 type AccessReader interface {
 	Permissions(ctx context.Context, scope string) (azrbac.Set, error)
 	// Principal is who the client authenticates as (from its token).
-	Principal(ctx context.Context) (cloud.Principal, error)
+	Principal(ctx context.Context) (Principal, error)
 }
 
 // PermissionsRead is what the permissions API answered at one scope.
@@ -85,4 +84,4 @@ func (o *Observation) Permissions(scope string) (PermissionsRead, bool) {
 func (o *Observation) AccessRead() bool { return o.permissions != nil }
 
 // Principal is who the caller is, as its token says (Scope.Access).
-func (o *Observation) Principal() cloud.Principal { return o.principal }
+func (o *Observation) Principal() Principal { return o.principal }

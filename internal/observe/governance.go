@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 )
 
 // GovernanceReader is the optional part of a Reader that reads the
@@ -13,15 +12,15 @@ import (
 // Reading them takes Microsoft.Authorization/*/read, which a Reader has
 // and routekeeper's own role does not: a refusal is noted, not fatal.
 type GovernanceReader interface {
-	Locks(ctx context.Context, scope string) ([]cloud.Lock, error)
-	PolicyAssignments(ctx context.Context, scope string) ([]cloud.PolicyAssignment, error)
-	PolicyDefinition(ctx context.Context, id string) (*cloud.PolicyDefinition, error)
+	Locks(ctx context.Context, scope string) ([]Lock, error)
+	PolicyAssignments(ctx context.Context, scope string) ([]PolicyAssignment, error)
+	PolicyDefinition(ctx context.Context, id string) (*PolicyDefinition, error)
 }
 
 // GovernanceRead is what was read of the governance at one scope.
 type GovernanceRead struct {
 	Scope string
-	Locks []cloud.Lock
+	Locks []Lock
 	// Policies are the policy assignments that apply at Scope, each with
 	// its definition (nil when it could not be read: DefinitionErr).
 	Policies []PolicyRead
@@ -32,8 +31,8 @@ type GovernanceRead struct {
 
 // PolicyRead is a policy assignment with its definition.
 type PolicyRead struct {
-	Assignment    cloud.PolicyAssignment
-	Definition    *cloud.PolicyDefinition
+	Assignment    PolicyAssignment
+	Definition    *PolicyDefinition
 	DefinitionErr error
 }
 
@@ -62,7 +61,7 @@ func (o *Observation) readGovernance(ctx context.Context, c Reader) {
 		}
 		g := GovernanceRead{Scope: scope}
 		g.Locks, g.LocksErr = gr.Locks(ctx, scope)
-		var as []cloud.PolicyAssignment
+		var as []PolicyAssignment
 		as, g.PoliciesErr = gr.PolicyAssignments(ctx, scope)
 		for _, a := range as {
 			p, seen := defs[armid.Key(a.DefinitionID)]

@@ -7,8 +7,8 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
@@ -17,8 +17,8 @@ import (
 // gateways (internal/cloud/azure has it). Reading them takes rights routekeeper's
 // role does not grant by default: a refusal is noted, not fatal.
 type InterconnectReader interface {
-	ListPeerings(ctx context.Context, vnetID string) ([]cloud.Peering, error)
-	VirtualNetworkGateways(ctx context.Context, vnetID string, notOnPremises []string) ([]cloud.Gateway, error)
+	ListPeerings(ctx context.Context, vnetID string) ([]Peering, error)
+	VirtualNetworkGateways(ctx context.Context, vnetID string, notOnPremises []string) ([]Gateway, error)
 }
 
 // interconnect is what links the cluster's networks with others, as read:
@@ -58,11 +58,11 @@ func (o *Observation) readInterconnect(ctx context.Context, c Reader) {
 		return index[k]
 	}
 	skip := func(what string, err error) bool {
-		if errors.Is(err, cloud.ErrDenied) {
+		if errors.Is(err, armerr.ErrDenied) {
 			ic.unread = append(ic.unread, what)
 			return true
 		}
-		return errors.Is(err, cloud.ErrNotFound)
+		return errors.Is(err, armerr.ErrNotFound)
 	}
 	peerings := func(i int) error {
 		v := &ic.vnets[i]

@@ -5,18 +5,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/routekeeper/routekeeper/internal/cloud"
 )
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 func TestNodeNetworks(t *testing.T) {
 	got, err := NodeNetworks(
-		cloud.Subnet{ID: "/s/a", AddressPrefixes: []string{"10.0.1.0/24", "fd00:0:0:1::/64"}},
-		cloud.Subnet{ID: "/s/b", AddressPrefixes: []string{"10.0.0.0/24"}},
-		cloud.Subnet{ID: "/s/c", AddressPrefixes: []string{" 10.0.1.0/24"}}, // listed by two VNets' reads
-		cloud.Subnet{ID: "/s/d"}, // no prefix yet
+		Subnet{ID: "/s/a", AddressPrefixes: []string{"10.0.1.0/24", "fd00:0:0:1::/64"}},
+		Subnet{ID: "/s/b", AddressPrefixes: []string{"10.0.0.0/24"}},
+		Subnet{ID: "/s/c", AddressPrefixes: []string{" 10.0.1.0/24"}}, // listed by two VNets' reads
+		Subnet{ID: "/s/d"}, // no prefix yet
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +23,7 @@ func TestNodeNetworks(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("NodeNetworks = %v, want %v", got, want)
 	}
-	_, err = NodeNetworks(cloud.Subnet{ID: "/s/bad", AddressPrefixes: []string{"10.0.0.0/24", "10.0.300.0/24"}})
+	_, err = NodeNetworks(Subnet{ID: "/s/bad", AddressPrefixes: []string{"10.0.0.0/24", "10.0.300.0/24"}})
 	if err == nil || !strings.Contains(err.Error(), "/s/bad") || !strings.Contains(err.Error(), `addressPrefixes[1] "10.0.300.0/24"`) {
 		t.Errorf("bad prefix: err = %v, want it to name the subnet, field and value", err)
 	}

@@ -30,17 +30,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
 // Reader is what the observer reads of the cloud (cloud.Cloud has it).
 type Reader interface {
 	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
-	GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error)
-	GetVirtualNetwork(ctx context.Context, id string) (*cloud.VirtualNetwork, error)
-	ListNetworkInterfaces(ctx context.Context, subscription string) ([]cloud.NetworkInterface, error)
+	GetSubnet(ctx context.Context, id string) (*Subnet, error)
+	GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetwork, error)
+	ListNetworkInterfaces(ctx context.Context, subscription string) ([]NetworkInterface, error)
 	Calls() (reads, writes int64)
 }
 
@@ -109,7 +109,7 @@ func (r TableRead) Exists() bool { return r.Table != nil }
 // SubnetRead is one subnet as read.
 type SubnetRead struct {
 	ID       string
-	Subnet   *cloud.Subnet
+	Subnet   *Subnet
 	NotFound bool
 	Err      error
 	Refused  *Refusal
@@ -134,7 +134,7 @@ func (r SubnetRead) Prefixes() []netip.Prefix {
 // earlier pass (Scope.Earlier), not this one.
 type NetworkRead struct {
 	ID       string
-	Network  *cloud.VirtualNetwork
+	Network  *VirtualNetwork
 	NotFound bool
 	Err      error
 	Refused  *Refusal
@@ -151,7 +151,7 @@ type Observation struct {
 	networks map[string]NetworkRead
 	// order of the networks read (for deterministic routing states).
 	networkOrder []string
-	nics         []cloud.NetworkInterface
+	nics         []NetworkInterface
 	nicsRead     bool
 	nicsErr      error
 	// interconnect is the peered networks, peerings and gateways read
@@ -159,7 +159,7 @@ type Observation struct {
 	interconnect interconnect
 	// permissions are the caller's, by scope (Scope.Access).
 	permissions map[string]PermissionsRead
-	principal   cloud.Principal
+	principal   Principal
 	// governance is the locks and policies, by scope (Scope.Access).
 	governance map[string]GovernanceRead
 	// peered are the peered networks read for next hops (peered.go).
@@ -252,7 +252,7 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 // neither when err is nil.
 func failed(err error) (notFound bool, readErr error, refused *Refusal) {
 	switch {
-	case errors.Is(err, cloud.ErrNotFound):
+	case errors.Is(err, armerr.ErrNotFound):
 		return true, nil, nil
 	case err != nil:
 		return false, err, RefusalOf(err)
@@ -415,7 +415,7 @@ func (o *Observation) Networks() []NetworkRead {
 
 // NICs returns the network interfaces listed; read is false when they
 // were not (not asked for, or err says why).
-func (o *Observation) NICs() (nics []cloud.NetworkInterface, read bool, err error) {
+func (o *Observation) NICs() (nics []NetworkInterface, read bool, err error) {
 	return o.nics, o.nicsRead, o.nicsErr
 }
 
@@ -433,7 +433,7 @@ func (o *Observation) NodeNetworks() ([]netip.Prefix, error) {
 	if err != nil || own == nil || len(o.peered.networks) == 0 {
 		return own, err
 	}
-	var subnets []cloud.Subnet
+	var subnets []Subnet
 	for _, p := range o.peered.networks {
 		subnets = append(subnets, p.Network.Subnets...)
 	}
@@ -450,7 +450,7 @@ func (o *Observation) NodeNetworks() ([]netip.Prefix, error) {
 
 // ownNodeNetworks are the prefixes of the guarded subnets' networks alone.
 func (o *Observation) ownNodeNetworks() ([]netip.Prefix, error) {
-	var subnets []cloud.Subnet
+	var subnets []Subnet
 	read := false
 	for _, id := range o.scope.Subnets {
 		vid, err := armid.VNetOfSubnet(id)
@@ -477,7 +477,7 @@ func (o *Observation) ownNodeNetworks() ([]netip.Prefix, error) {
 // NodeNetworks returns the address prefixes of subnets, masked, sorted and
 // without duplicates. A prefix that is not a CIDR is an error naming the
 // subnet and the value.
-func NodeNetworks(subnets ...cloud.Subnet) ([]netip.Prefix, error) {
+func NodeNetworks(subnets ...Subnet) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, s := range subnets {
 		for i, a := range s.AddressPrefixes {
@@ -496,7 +496,7 @@ func NodeNetworks(subnets ...cloud.Subnet) ([]netip.Prefix, error) {
 
 // Network returns the network that holds the subnet id, nil when it was
 // not read.
-func (o *Observation) Network(subnetID string) *cloud.VirtualNetwork {
+func (o *Observation) Network(subnetID string) *VirtualNetwork {
 	vid, err := armid.VNetOfSubnet(subnetID)
 	if err != nil {
 		return nil

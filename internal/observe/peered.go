@@ -7,8 +7,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
@@ -31,7 +31,7 @@ import (
 // subnets were read, because a next hop lay in its address space or the
 // interconnect was read (Scope.Routing).
 type PeeredNetwork struct {
-	Network *cloud.VirtualNetwork
+	Network *VirtualNetwork
 	// From is the node network's name, Peering the name of its peering.
 	From, Peering string
 }
@@ -89,10 +89,10 @@ func (o *Observation) readPeered(ctx context.Context, c Reader) {
 			}
 			v, err := c.GetVirtualNetwork(ctx, p.RemoteVNetID)
 			switch {
-			case errors.Is(err, cloud.ErrDenied):
+			case errors.Is(err, armerr.ErrDenied):
 				o.peered.unread = append(o.peered.unread, "virtual network "+armid.Name(p.RemoteVNetID))
 				continue
-			case errors.Is(err, cloud.ErrNotFound):
+			case errors.Is(err, armerr.ErrNotFound):
 				continue
 			case err != nil:
 				o.peered.err = fmt.Errorf("reading virtual network %s, peered with %s: %w", p.RemoteVNetID, n.Network.Name, err)
@@ -105,11 +105,11 @@ func (o *Observation) readPeered(ctx context.Context, c Reader) {
 
 // interconnectNetwork is the peered network id, with its subnets, as the
 // interconnect holds it (Scope.Routing), nil when it was not read there.
-func (o *Observation) interconnectNetwork(id string) *cloud.VirtualNetwork {
-	var v *cloud.VirtualNetwork
+func (o *Observation) interconnectNetwork(id string) *VirtualNetwork {
+	var v *VirtualNetwork
 	for _, an := range o.interconnect.vnets {
 		if armid.Same(an.ID, id) {
-			v = &cloud.VirtualNetwork{ID: an.ID, Name: an.Name}
+			v = &VirtualNetwork{ID: an.ID, Name: an.Name}
 		}
 	}
 	if v == nil {
@@ -117,7 +117,7 @@ func (o *Observation) interconnectNetwork(id string) *cloud.VirtualNetwork {
 	}
 	for _, s := range o.interconnect.subnets {
 		if armid.Same(s.VNetID, id) {
-			sn := cloud.Subnet{ID: s.ID, Name: s.Name, RouteTableID: s.RouteTableID}
+			sn := Subnet{ID: s.ID, Name: s.Name, RouteTableID: s.RouteTableID}
 			for _, p := range s.Prefixes {
 				sn.AddressPrefixes = append(sn.AddressPrefixes, p.String())
 			}
@@ -168,7 +168,7 @@ func (o *Observation) NodeNetworksNote() string {
 	return b.String()
 }
 
-func connected(p cloud.Peering) bool { return strings.EqualFold(p.State, "Connected") }
+func connected(p Peering) bool { return strings.EqualFold(p.State, "Connected") }
 
 func inAny(ps []netip.Prefix, a netip.Addr) bool {
 	for _, p := range ps {

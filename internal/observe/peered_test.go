@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -141,22 +141,22 @@ func (c *peerCloud) GetRouteTable(context.Context, string) (*route.Table, error)
 	return &route.Table{ID: pcTable, Name: "rt"}, nil
 }
 
-func (c *peerCloud) GetSubnet(context.Context, string) (*cloud.Subnet, error) {
+func (c *peerCloud) GetSubnet(context.Context, string) (*observe.Subnet, error) {
 	c.reads++
-	return &cloud.Subnet{ID: pcSubnet, Name: "nodes", AddressPrefixes: []string{"10.240.0.0/24"}, RouteTableID: pcTable}, nil
+	return &observe.Subnet{ID: pcSubnet, Name: "nodes", AddressPrefixes: []string{"10.240.0.0/24"}, RouteTableID: pcTable}, nil
 }
 
-func (c *peerCloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualNetwork, error) {
+func (c *peerCloud) GetVirtualNetwork(_ context.Context, id string) (*observe.VirtualNetwork, error) {
 	c.reads++
 	if armid.Same(id, pcHub) {
 		return nil, c.err
 	}
-	return &cloud.VirtualNetwork{ID: pcVNet, Name: "v", AddressPrefixes: []string{"10.240.0.0/16"},
-		Subnets:  []cloud.Subnet{{ID: pcSubnet, Name: "nodes", AddressPrefixes: []string{"10.240.0.0/24"}}},
-		Peerings: []cloud.Peering{{Name: "to-hub", RemoteVNetID: pcHub, State: "Connected", RemoteAddressPrefixes: []string{"10.250.0.0/16"}}}}, nil
+	return &observe.VirtualNetwork{ID: pcVNet, Name: "v", AddressPrefixes: []string{"10.240.0.0/16"},
+		Subnets:  []observe.Subnet{{ID: pcSubnet, Name: "nodes", AddressPrefixes: []string{"10.240.0.0/24"}}},
+		Peerings: []observe.Peering{{Name: "to-hub", RemoteVNetID: pcHub, State: "Connected", RemoteAddressPrefixes: []string{"10.250.0.0/16"}}}}, nil
 }
 
-func (c *peerCloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
+func (c *peerCloud) ListNetworkInterfaces(context.Context, string) ([]observe.NetworkInterface, error) {
 	return nil, nil
 }
 
@@ -170,9 +170,9 @@ func TestPeeredUnreadable(t *testing.T) {
 		note     string
 		wantsErr string
 	}{
-		{name: "denied", err: fmt.Errorf("reading hub: 403 AuthorizationFailed: %w", cloud.ErrDenied), nets: true,
+		{name: "denied", err: fmt.Errorf("reading hub: 403 AuthorizationFailed: %w", armerr.ErrDenied), nets: true,
 			note: "; virtual network hub could not be read (Microsoft.Network/virtualNetworks/read), so a node there is not recognised"},
-		{name: "gone", err: fmt.Errorf("hub: %w", cloud.ErrNotFound), nets: true},
+		{name: "gone", err: fmt.Errorf("hub: %w", armerr.ErrNotFound), nets: true},
 		{name: "failing", err: errors.New("500 InternalServerError"), wantsErr: "peered with v: 500"},
 	}
 	for _, tt := range tests {

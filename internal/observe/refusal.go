@@ -3,7 +3,7 @@ package observe
 import (
 	"errors"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 )
 
 // Refusal is what ARM's refusal of a request named: internal/cloud's
@@ -27,10 +27,10 @@ const (
 	CodeRequestDisallowedByPolicy = "RequestDisallowedByPolicy"
 )
 
-// RefusalOf returns what a refusal of ARM (cloud.ErrDenied) named, nil
+// RefusalOf returns what a refusal of ARM (armerr.ErrDenied) named, nil
 // for any other error.
 func RefusalOf(err error) *Refusal {
-	var de *cloud.DeniedError
+	var de *armerr.DeniedError
 	if !errors.As(err, &de) {
 		return nil
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
@@ -44,7 +43,7 @@ func (o *Observation) RoutingState(nodes []source.Node) (routing.State, error) {
 }
 
 // RoutingSubnets are a network's subnets for routing.
-func RoutingSubnets(v *cloud.VirtualNetwork) []routing.Subnet {
+func RoutingSubnets(v *VirtualNetwork) []routing.Subnet {
 	n := routing.Network{AddressSpace: parsePrefixes(v.AddressPrefixes)}
 	out := make([]routing.Subnet, 0, len(v.Subnets))
 	for _, s := range v.Subnets {

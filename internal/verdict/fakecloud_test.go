@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -29,7 +29,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 				return nil, fmt.Errorf("%q: want vnet NAME PREFIXES", l)
 			}
 			id := vnetID(f[1])
-			c.VNets[armid.Key(id)] = &cloud.VirtualNetwork{ID: id, Name: f[1], Location: "eastus", AddressPrefixes: strings.Split(f[2], ",")}
+			c.VNets[armid.Key(id)] = &observe.VirtualNetwork{ID: id, Name: f[1], Location: "eastus", AddressPrefixes: strings.Split(f[2], ",")}
 		case "subnet":
 			if len(f) < 3 {
 				return nil, fmt.Errorf("%q: want subnet NAME PREFIX [vnet=V] [table=T]", l)
@@ -56,7 +56,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 				c.Unreadable[armid.Key(id)] = errUnreadable
 			}
 			if !del {
-				c.Subnets[armid.Key(id)] = &cloud.Subnet{ID: id, Name: f[1], AddressPrefixes: strings.Split(f[2], ","), RouteTableID: tbl, Etag: `W/"` + f[1] + `"`}
+				c.Subnets[armid.Key(id)] = &observe.Subnet{ID: id, Name: f[1], AddressPrefixes: strings.Split(f[2], ","), RouteTableID: tbl, Etag: `W/"` + f[1] + `"`}
 			}
 		case "table":
 			if len(f) < 2 {
@@ -109,7 +109,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 			if len(f) < 2 {
 				return nil, fmt.Errorf("%q: want peering NAME vnet=V remote=R space=PREFIXES [state=S]", l)
 			}
-			p := cloud.Peering{Name: f[1], State: "Connected"}
+			p := observe.Peering{Name: f[1], State: "Connected"}
 			vnet := scnVNet
 			for _, x := range f[2:] {
 				k, v, _ := strings.Cut(x, "=")

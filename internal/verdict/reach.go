@@ -26,8 +26,8 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/finding"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
@@ -181,8 +181,8 @@ func shadowing(t *route.Table, want Desired) []Reach {
 }
 
 // forwarding finds the nodes whose NIC has IP forwarding off.
-func forwarding(want Desired, nics []cloud.NetworkInterface) []Reach {
-	byIP := map[netip.Addr]*cloud.NetworkInterface{}
+func forwarding(want Desired, nics []observe.NetworkInterface) []Reach {
+	byIP := map[netip.Addr]*observe.NetworkInterface{}
 	for i := range nics {
 		for _, ip := range nics[i].IPs {
 			byIP[ip] = &nics[i]

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -21,14 +20,14 @@ import (
 // routes, and the two workers' NICs.
 func reachCloud(table string, fwd1 bool, routes ...route.Route) *memcloud.Cloud {
 	c := memcloud.New()
-	c.VNets[armid.Key(vnetID(scnVNet))] = &cloud.VirtualNetwork{ID: vnetID(scnVNet), Name: scnVNet, AddressPrefixes: []string{"10.240.0.0/16"}}
-	sn := &cloud.Subnet{ID: subnetID(scnVNet, "nodes"), Name: "nodes", AddressPrefixes: []string{"10.240.0.0/24"}}
+	c.VNets[armid.Key(vnetID(scnVNet))] = &observe.VirtualNetwork{ID: vnetID(scnVNet), Name: scnVNet, AddressPrefixes: []string{"10.240.0.0/16"}}
+	sn := &observe.Subnet{ID: subnetID(scnVNet, "nodes"), Name: "nodes", AddressPrefixes: []string{"10.240.0.0/24"}}
 	if table != "" {
 		sn.RouteTableID = tableID(table)
 	}
 	c.Subnets[armid.Key(sn.ID)] = sn
 	c.Tables[armid.Key(tableID("rt"))] = &route.Table{ID: tableID("rt"), Name: "rt", Tags: map[string]string{route.ClaimTag: "kthw"}, Routes: routes}
-	c.NICs = []cloud.NetworkInterface{
+	c.NICs = []observe.NetworkInterface{
 		{ID: "nic0", Name: "worker-0-nic", IPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, IPForwarding: true},
 		{ID: scnPrefix + "networkInterfaces/worker-1-nic", Name: "worker-1-nic", IPs: []netip.Addr{netip.MustParseAddr("10.240.0.21")}, IPForwarding: fwd1},
 	}

@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/daemon"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source/kube"
@@ -208,7 +209,7 @@ func (c *memCloud) GetRouteTable(_ context.Context, id string) (*route.Table, er
 	defer c.mu.Unlock()
 	c.reads++
 	if c.table == nil {
-		return nil, fmt.Errorf("route table %s: %w", id, cloud.ErrNotFound)
+		return nil, fmt.Errorf("route table %s: %w", id, armerr.ErrNotFound)
 	}
 	t := *c.table
 	t.Routes = slices.Clone(c.table.Routes)
@@ -220,7 +221,7 @@ func (c *memCloud) PutRouteTable(_ context.Context, t *route.Table, etag string)
 	defer c.mu.Unlock()
 	c.writes++
 	if c.table != nil && etag != c.table.Etag || c.table == nil && etag != "" {
-		return nil, fmt.Errorf("etag: %w", cloud.ErrPreconditionFailed)
+		return nil, fmt.Errorf("etag: %w", armerr.ErrPreconditionFailed)
 	}
 	n := *t
 	n.Routes = slices.Clone(t.Routes)
@@ -235,12 +236,12 @@ func (c *memCloud) PutRouteTable(_ context.Context, t *route.Table, etag string)
 	return &out, nil
 }
 
-func (c *memCloud) GetSubnet(_ context.Context, id string) (*cloud.Subnet, error) {
-	return nil, fmt.Errorf("subnet %s: %w", id, cloud.ErrNotFound)
+func (c *memCloud) GetSubnet(_ context.Context, id string) (*observe.Subnet, error) {
+	return nil, fmt.Errorf("subnet %s: %w", id, armerr.ErrNotFound)
 }
 
-func (c *memCloud) SetSubnetRouteTable(_ context.Context, id, _, _ string) (*cloud.Subnet, error) {
-	return nil, fmt.Errorf("subnet %s: %w", id, cloud.ErrNotFound)
+func (c *memCloud) SetSubnetRouteTable(_ context.Context, id, _, _ string) (*observe.Subnet, error) {
+	return nil, fmt.Errorf("subnet %s: %w", id, armerr.ErrNotFound)
 }
 
 func (c *memCloud) Calls() (int64, int64) {
@@ -249,11 +250,11 @@ func (c *memCloud) Calls() (int64, int64) {
 	return c.reads, c.writes
 }
 
-func (c *memCloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualNetwork, error) {
-	return nil, fmt.Errorf("virtual network %s: %w", id, cloud.ErrNotFound)
+func (c *memCloud) GetVirtualNetwork(_ context.Context, id string) (*observe.VirtualNetwork, error) {
+	return nil, fmt.Errorf("virtual network %s: %w", id, armerr.ErrNotFound)
 }
 
-func (c *memCloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
+func (c *memCloud) ListNetworkInterfaces(context.Context, string) ([]observe.NetworkInterface, error) {
 	return nil, nil
 }
 

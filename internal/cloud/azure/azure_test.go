@@ -10,10 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -35,7 +36,7 @@ func TestRouteTableRoundTrip(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{OperationDuration: 30 * time.Millisecond}, fabrictest.KTHW)
 	ctx := context.Background()
 
-	if _, err := env.Client.GetRouteTable(ctx, fabrictest.KTHWTable); !errors.Is(err, cloud.ErrNotFound) {
+	if _, err := env.Client.GetRouteTable(ctx, fabrictest.KTHWTable); !errors.Is(err, armerr.ErrNotFound) {
 		t.Fatalf("GET of a missing table: err = %v, want ErrNotFound", err)
 	}
 	in := newTable(
@@ -69,7 +70,7 @@ func TestRouteTableRoundTrip(t *testing.T) {
 	}
 
 	// A second create must not overwrite: If-None-Match: *.
-	if _, err := env.Client.PutRouteTable(ctx, in, ""); !errors.Is(err, cloud.ErrPreconditionFailed) {
+	if _, err := env.Client.PutRouteTable(ctx, in, ""); !errors.Is(err, armerr.ErrPreconditionFailed) {
 		t.Fatalf("create over an existing table: err = %v, want ErrPreconditionFailed", err)
 	}
 	// A write planned from an old version is refused: If-Match.
@@ -78,7 +79,7 @@ func TestRouteTableRoundTrip(t *testing.T) {
 	if _, err := env.Client.PutRouteTable(ctx, &upd, created.Etag); err != nil {
 		t.Fatalf("update with the current etag: %v", err)
 	}
-	if _, err := env.Client.PutRouteTable(ctx, &upd, created.Etag); !errors.Is(err, cloud.ErrPreconditionFailed) {
+	if _, err := env.Client.PutRouteTable(ctx, &upd, created.Etag); !errors.Is(err, armerr.ErrPreconditionFailed) {
 		t.Fatalf("update with a stale etag: err = %v, want ErrPreconditionFailed", err)
 	}
 }
@@ -94,9 +95,9 @@ func TestFailedOperationIsAnError(t *testing.T) {
 	upd := *created
 	upd.Routes = []route.Route{va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20")}
 	_, err = env.Client.PutRouteTable(ctx, &upd, created.Etag)
-	var ofe *cloud.OperationFailedError
+	var ofe *armerr.OperationFailedError
 	if !errors.As(err, &ofe) {
-		t.Fatalf("write whose operation failed: err = %v (%T), want *cloud.OperationFailedError", err, err)
+		t.Fatalf("write whose operation failed: err = %v (%T), want *armerr.OperationFailedError", err, err)
 	}
 	if ofe.Status != "Failed" || ofe.Code != "InternalServerError" {
 		t.Errorf("operation error = %+v, want status Failed, code InternalServerError", ofe)
@@ -133,7 +134,7 @@ func createTable(ctx context.Context, t *testing.T, c *azure.Client) *route.Tabl
 
 // tableAndSubnet creates newTable through c and reads the node subnet,
 // not yet associated with it.
-func tableAndSubnet(ctx context.Context, t *testing.T, c *azure.Client) *cloud.Subnet {
+func tableAndSubnet(ctx context.Context, t *testing.T, c *azure.Client) *observe.Subnet {
 	t.Helper()
 	if _, err := c.PutRouteTable(ctx, newTable(), ""); err != nil {
 		t.Fatal(err)
@@ -180,8 +181,8 @@ func TestThrottlingBeyondTheRetryBudgetReportsRetryAfter(t *testing.T) {
 	}
 	got := createTable(ctx, t, c)
 	_, err = c.PutRouteTable(ctx, got, got.Etag)
-	var te *cloud.ThrottledError
-	if !errors.As(err, &te) || !errors.Is(err, cloud.ErrThrottled) {
+	var te *armerr.ThrottledError
+	if !errors.As(err, &te) || !errors.Is(err, armerr.ErrThrottled) {
 		t.Fatalf("err = %v, want a ThrottledError", err)
 	}
 	if te.RetryAfter < 30*time.Second {
@@ -215,13 +216,13 @@ func TestSetSubnetRouteTable(t *testing.T) {
 	}
 	// Decided on an old read: refused without writing.
 	_, w0 := env.Client.Calls()
-	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, "", before.Etag); !errors.Is(err, cloud.ErrPreconditionFailed) {
+	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, "", before.Etag); !errors.Is(err, armerr.ErrPreconditionFailed) {
 		t.Fatalf("stale subnet etag: err = %v, want ErrPreconditionFailed", err)
 	}
 	if _, w1 := env.Client.Calls(); w1 != w0 {
 		t.Errorf("a stale association change sent %d writes, want none", w1-w0)
 	}
-	if _, err := env.Client.GetSubnet(ctx, fabrictest.KTHWVNet+"/subnets/nope"); !errors.Is(err, cloud.ErrNotFound) {
+	if _, err := env.Client.GetSubnet(ctx, fabrictest.KTHWVNet+"/subnets/nope"); !errors.Is(err, armerr.ErrNotFound) {
 		t.Errorf("missing subnet: err = %v, want ErrNotFound", err)
 	}
 }
@@ -276,7 +277,7 @@ func TestSetSubnetRouteTableSendsTheSubnetAsRead(t *testing.T) {
 	if _, err := other.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, "", o.Etag); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); !errors.Is(err, cloud.ErrPreconditionFailed) {
+	if _, err := env.Client.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); !errors.Is(err, armerr.ErrPreconditionFailed) {
 		t.Fatalf("stale body: err = %v, want ErrPreconditionFailed", err)
 	}
 	if now, err := env.Client.GetSubnet(ctx, fabrictest.KTHWSubnet); err != nil || now.RouteTableID != "" {

@@ -5,12 +5,12 @@
 // serialization, pollers and retry policy.
 //
 // Writes of a route table are whole-table PUTs carrying If-Match; a 412 comes
-// back as cloud.ErrPreconditionFailed for the caller to re-read and re-plan.
+// back as armerr.ErrPreconditionFailed for the caller to re-read and re-plan.
 // Long-running operations are awaited; one that ends Failed is returned as a
-// *cloud.OperationFailedError, never as success. A write is re-sent as it
+// *armerr.OperationFailedError, never as success. A write is re-sent as it
 // is only when ARM did not take it (429, 503 with Retry-After) or it never
 // left; one whose answer was lost comes back at once as a
-// *cloud.OutcomeUnknownError for the caller to read the resource back
+// *armerr.OutcomeUnknownError for the caller to read the resource back
 // (outcome.go).
 package azure
 

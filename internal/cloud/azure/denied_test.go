@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -60,7 +60,7 @@ func clientAs(t *testing.T, env *fabrictest.Env, clientID string) *azure.Client 
 }
 
 // TestDeniedErrors: each refusal of ARM, through the real SDK, comes back
-// as a *cloud.DeniedError with what ARM's message names.
+// as a *armerr.DeniedError with what ARM's message names.
 func TestDeniedErrors(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, deniedTopology)
 	ctx := context.Background()
@@ -75,9 +75,9 @@ func TestDeniedErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		call func() error
-		want cloud.DeniedError
+		want armerr.DeniedError
 	}{
-		{"GET without read", func() error { return read(rk, other) }, cloud.DeniedError{Status: 403, Code: cloud.CodeAuthorizationFailed,
+		{"GET without read", func() error { return read(rk, other) }, armerr.DeniedError{Status: 403, Code: armerr.CodeAuthorizationFailed,
 			Client: "rk-client", Principal: "00000000-0000-0000-0000-00000000a001", Action: "Microsoft.Network/routeTables/read", Scope: other}},
 		{"PUT without write", func() error {
 			cur, err := reader.GetRouteTable(ctx, fabrictest.KTHWTable)
@@ -86,7 +86,7 @@ func TestDeniedErrors(t *testing.T) {
 			}
 			_, err = reader.PutRouteTable(ctx, cur, cur.Etag)
 			return err
-		}, cloud.DeniedError{Status: 403, Code: cloud.CodeAuthorizationFailed, Client: "reader-client", Principal: "reader-client",
+		}, armerr.DeniedError{Status: 403, Code: armerr.CodeAuthorizationFailed, Client: "reader-client", Principal: "reader-client",
 			Action: "Microsoft.Network/routeTables/write", Scope: fabrictest.KTHWTable}},
 		{"association without join", func() error {
 			sn, err := rk.GetSubnet(ctx, fabrictest.KTHWSubnet)
@@ -95,7 +95,7 @@ func TestDeniedErrors(t *testing.T) {
 			}
 			_, err = rk.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, sn.Etag)
 			return err
-		}, cloud.DeniedError{Status: 403, Code: cloud.CodeLinkedAuthorizationFailed, Client: "rk-client", Principal: "00000000-0000-0000-0000-00000000a001",
+		}, armerr.DeniedError{Status: 403, Code: armerr.CodeLinkedAuthorizationFailed, Client: "rk-client", Principal: "00000000-0000-0000-0000-00000000a001",
 			Action: "Microsoft.Network/virtualNetworks/subnets/write", Scope: fabrictest.KTHWSubnet,
 			LinkedAction: "Microsoft.Network/routeTables/join/action", LinkedScope: fabrictest.KTHWTable}},
 		{"write under a ReadOnly lock", func() error {
@@ -105,20 +105,20 @@ func TestDeniedErrors(t *testing.T) {
 			}
 			_, err = env.Client.PutRouteTable(ctx, cur, cur.Etag)
 			return err
-		}, cloud.DeniedError{Status: 409, Code: cloud.CodeScopeLocked, Operation: "write", Scope: locked, Lock: locked}},
+		}, armerr.DeniedError{Status: 409, Code: armerr.CodeScopeLocked, Operation: "write", Scope: locked, Lock: locked}},
 		{"delete under a ReadOnly lock", func() error { return env.Client.DeleteRouteTable(ctx, locked, "") },
-			cloud.DeniedError{Status: 409, Code: cloud.CodeScopeLocked, Operation: "delete", Scope: locked, Lock: locked}},
+			armerr.DeniedError{Status: 409, Code: armerr.CodeScopeLocked, Operation: "delete", Scope: locked, Lock: locked}},
 		{"deny policy", func() error {
 			_, err := env.Client.PutRouteTable(ctx, tbl(other, va("r", "10.244.0.0/24", "10.240.0.4")), "")
 			return err
-		}, cloud.DeniedError{Status: 403, Code: cloud.CodeRequestDisallowedByPolicy, Target: "rt",
+		}, armerr.DeniedError{Status: 403, Code: armerr.CodeRequestDisallowedByPolicy, Target: "rt",
 			PolicyAssignment: "/subscriptions/" + fabrictest.Sub + "/resourceGroups/other/providers/Microsoft.Authorization/policyAssignments/no-nva",
 			PolicyDefinition: "/subscriptions/" + fabrictest.Sub + "/providers/Microsoft.Authorization/policyDefinitions/no-nva"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
-			var d *cloud.DeniedError
-			if !errors.Is(err, cloud.ErrDenied) || !errors.As(err, &d) {
+			var d *armerr.DeniedError
+			if !errors.Is(err, armerr.ErrDenied) || !errors.As(err, &d) {
 				t.Fatalf("err = %v, want a DeniedError", err)
 			}
 			got := *d
@@ -140,9 +140,9 @@ func TestDeniedErrors(t *testing.T) {
 	}
 	cur.Tags = map[string]string{"x": "y"}
 	_, err = env.Client.PutRouteTable(ctx, cur, cur.Etag)
-	var d *cloud.DeniedError
-	var of *cloud.OperationFailedError
-	if !errors.As(err, &d) || d.Code != cloud.CodeScopeLocked || d.Status != 0 || !errors.As(err, &of) {
+	var d *armerr.DeniedError
+	var of *armerr.OperationFailedError
+	if !errors.As(err, &d) || d.Code != armerr.CodeScopeLocked || d.Status != 0 || !errors.As(err, &of) {
 		t.Errorf("failed operation with ScopeLocked: %v", err)
 	}
 }

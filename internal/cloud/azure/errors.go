@@ -12,7 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 )
 
 // armError is a short, one-line error for an ARM error answer; azcore's own
@@ -60,7 +60,7 @@ func classify(op, resource string, err error) error {
 		if status == "" {
 			status = "Failed"
 		}
-		of := &cloud.OperationFailedError{Resource: resource, Status: status, Code: code, Message: message}
+		of := &armerr.OperationFailedError{Resource: resource, Status: status, Code: code, Message: message}
 		if d := denied(0, code, &body); d != nil {
 			d.Err = of
 			return d
@@ -74,17 +74,17 @@ func classify(op, resource string, err error) error {
 	}
 	switch {
 	case re.StatusCode == http.StatusNotFound:
-		ae.kind = cloud.ErrNotFound
+		ae.kind = armerr.ErrNotFound
 	case re.StatusCode == http.StatusPreconditionFailed:
-		ae.kind = cloud.ErrPreconditionFailed
+		ae.kind = armerr.ErrPreconditionFailed
 	case re.StatusCode == http.StatusConflict && strings.EqualFold(code, "AnotherOperationInProgress"):
-		ae.kind = cloud.ErrConflict
+		ae.kind = armerr.ErrConflict
 	case re.StatusCode == http.StatusTooManyRequests:
 		var after time.Duration
 		if re.RawResponse != nil {
 			after = retryAfter(re.RawResponse.Header)
 		}
-		return &cloud.ThrottledError{RetryAfter: after, Err: ae}
+		return &armerr.ThrottledError{RetryAfter: after, Err: ae}
 	}
 	return ae
 }

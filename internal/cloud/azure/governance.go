@@ -12,7 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
 // The governance of a scope: its management locks and policy assignments
@@ -21,7 +21,7 @@ import (
 // may read them all: Microsoft.Authorization/locks/read,
 // policyAssignments/read and policyDefinitions/read are in */read.
 // routekeeper's own role (deploy/azure/routekeeper-role.json) does not
-// grant them: a refusal comes back as a *cloud.DeniedError.
+// grant them: a refusal comes back as a *armerr.DeniedError.
 
 // The api-versions asked for: Azure's REST reference documents both
 // (Management Locks 2016-09-01, Policy 2023-04-01), and the fabric's apply
@@ -34,9 +34,9 @@ const (
 // Lock, PolicyAssignment and PolicyDefinition are the cloud package's
 // (nothing above the adapter imports it).
 type (
-	Lock             = cloud.Lock
-	PolicyAssignment = cloud.PolicyAssignment
-	PolicyDefinition = cloud.PolicyDefinition
+	Lock             = observe.Lock
+	PolicyAssignment = observe.PolicyAssignment
+	PolicyDefinition = observe.PolicyDefinition
 )
 
 // Locks lists the management locks that apply at scope (a subscription,
@@ -100,7 +100,7 @@ func (c *Client) PolicyAssignments(ctx context.Context, scope string) ([]PolicyA
 // {name}, or under a management group) or a built-in
 // (/providers/Microsoft.Authorization/policyDefinitions/{guid}). A policy
 // set definition (initiative) ID is refused: azpolicy does not evaluate
-// initiatives. A definition that does not exist is cloud.ErrNotFound.
+// initiatives. A definition that does not exist is armerr.ErrNotFound.
 func (c *Client) PolicyDefinition(ctx context.Context, id string) (*PolicyDefinition, error) {
 	id = "/" + strings.Trim(strings.TrimSpace(id), "/")
 	if !strings.Contains(strings.ToLower(id), "/providers/microsoft.authorization/policydefinitions/") {

@@ -9,11 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -82,32 +83,32 @@ func TestLocks(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, governanceTopology)
 	ctx := context.Background()
 	reader := env.As(t, "reader-client")
-	lock := func(name, level, scope, notes string) cloud.Lock {
-		return cloud.Lock{ID: scope + "/providers/Microsoft.Authorization/locks/" + name, Name: name, Level: level, Scope: scope, Notes: notes}
+	lock := func(name, level, scope, notes string) observe.Lock {
+		return observe.Lock{ID: scope + "/providers/Microsoft.Authorization/locks/" + name, Name: name, Level: level, Scope: scope, Notes: notes}
 	}
-	subKeep := lock("sub-keep", cloud.LockCanNotDelete, govSub, "subscription")
-	groupKeep := lock("group-keep", cloud.LockCanNotDelete, govGroup, "")
+	subKeep := lock("sub-keep", observe.LockCanNotDelete, govSub, "subscription")
+	groupKeep := lock("group-keep", observe.LockCanNotDelete, govGroup, "")
 	for _, tc := range []struct {
 		name   string
 		client *azure.Client
 		scope  string
-		want   []cloud.Lock
+		want   []observe.Lock
 	}{
-		{"subscription", reader, govSub, []cloud.Lock{subKeep}},
-		{"group", reader, govGroup, []cloud.Lock{subKeep, groupKeep}},
-		{"route table", reader, fabrictest.KTHWTable, []cloud.Lock{subKeep, groupKeep, lock("frozen", cloud.LockReadOnly, fabrictest.KTHWTable, "change freeze")}},
-		{"subnet", reader, fabrictest.KTHWSubnet, []cloud.Lock{subKeep, groupKeep, lock("subnet-frozen", cloud.LockReadOnly, fabrictest.KTHWSubnet, "")}},
-		{"the VNet holds a locked subnet: not listed", reader, fabrictest.KTHWVNet, []cloud.Lock{subKeep, groupKeep}},
-		{"a route of the table", reader, fabrictest.KTHWTable + "/routes/r", []cloud.Lock{subKeep, groupKeep, lock("frozen", cloud.LockReadOnly, fabrictest.KTHWTable, "change freeze")}},
-		{"a Reader of the group only", env.As(t, "group-reader-client"), fabrictest.KTHWTable + "/", []cloud.Lock{subKeep, groupKeep, lock("frozen", cloud.LockReadOnly, fabrictest.KTHWTable, "change freeze")}},
+		{"subscription", reader, govSub, []observe.Lock{subKeep}},
+		{"group", reader, govGroup, []observe.Lock{subKeep, groupKeep}},
+		{"route table", reader, fabrictest.KTHWTable, []observe.Lock{subKeep, groupKeep, lock("frozen", observe.LockReadOnly, fabrictest.KTHWTable, "change freeze")}},
+		{"subnet", reader, fabrictest.KTHWSubnet, []observe.Lock{subKeep, groupKeep, lock("subnet-frozen", observe.LockReadOnly, fabrictest.KTHWSubnet, "")}},
+		{"the VNet holds a locked subnet: not listed", reader, fabrictest.KTHWVNet, []observe.Lock{subKeep, groupKeep}},
+		{"a route of the table", reader, fabrictest.KTHWTable + "/routes/r", []observe.Lock{subKeep, groupKeep, lock("frozen", observe.LockReadOnly, fabrictest.KTHWTable, "change freeze")}},
+		{"a Reader of the group only", env.As(t, "group-reader-client"), fabrictest.KTHWTable + "/", []observe.Lock{subKeep, groupKeep, lock("frozen", observe.LockReadOnly, fabrictest.KTHWTable, "change freeze")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.client.Locks(ctx, tc.scope)
 			if err != nil {
 				t.Fatal(err)
 			}
-			slices.SortFunc(got, func(a, b cloud.Lock) int { return strings.Compare(a.ID, b.ID) })
-			slices.SortFunc(tc.want, func(a, b cloud.Lock) int { return strings.Compare(a.ID, b.ID) })
+			slices.SortFunc(got, func(a, b observe.Lock) int { return strings.Compare(a.ID, b.ID) })
+			slices.SortFunc(tc.want, func(a, b observe.Lock) int { return strings.Compare(a.ID, b.ID) })
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("locks (-want +got):\n%s", diff)
 			}
@@ -163,11 +164,11 @@ func TestPolicyAssignments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]cloud.PolicyAssignment{}
+	byName := map[string]observe.PolicyAssignment{}
 	for _, a := range got {
 		byName[a.Name] = a
 	}
-	want := cloud.PolicyAssignment{ID: assignment("no-nva", govGroup), Name: "no-nva", DisplayName: "No NVA here", Scope: govGroup,
+	want := observe.PolicyAssignment{ID: assignment("no-nva", govGroup), Name: "no-nva", DisplayName: "No NVA here", Scope: govGroup,
 		NotScopes: []string{govTable2}, DefinitionID: noNVA, EnforcementMode: "Default"}
 	gotNoNVA := byName["no-nva"]
 	gotNoNVA.Document = nil
@@ -236,26 +237,26 @@ func TestPolicyDefinition(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name, client, id string
-		want             *cloud.PolicyDefinition // Document not compared
+		want             *observe.PolicyDefinition // Document not compared
 		err              error
 		code             string // DeniedError code
 	}{
 		{"custom, by a Reader", "reader-client", noNVA,
-			&cloud.PolicyDefinition{ID: noNVA, Name: "no-nva", DisplayName: "No virtual appliance next hops", PolicyType: "Custom", Mode: "All"}, nil, ""},
+			&observe.PolicyDefinition{ID: noNVA, Name: "no-nva", DisplayName: "No virtual appliance next hops", PolicyType: "Custom", Mode: "All"}, nil, ""},
 		{"built-in, by a Reader", "reader-client", allowedLocs,
-			&cloud.PolicyDefinition{ID: allowedLocs, Name: "e56962a6-4747-49cd-b67b-bf8b01975c4c", DisplayName: "Allowed locations", PolicyType: "BuiltIn", Mode: "Indexed"}, nil, ""},
+			&observe.PolicyDefinition{ID: allowedLocs, Name: "e56962a6-4747-49cd-b67b-bf8b01975c4c", DisplayName: "Allowed locations", PolicyType: "BuiltIn", Mode: "Indexed"}, nil, ""},
 		{"built-in, by a principal with no role", "nobody-client", strings.ToLower(allowedLocs),
-			&cloud.PolicyDefinition{ID: allowedLocs, Name: "e56962a6-4747-49cd-b67b-bf8b01975c4c", DisplayName: "Allowed locations", PolicyType: "BuiltIn", Mode: "Indexed"}, nil, ""},
-		{"custom at the subscription, by a Reader of the group", "group-reader-client", noNVA, nil, cloud.ErrDenied, cloud.CodeAuthorizationFailed},
-		{"missing custom", "reader-client", govSub + "/providers/Microsoft.Authorization/policyDefinitions/nope", nil, cloud.ErrNotFound, ""},
-		{"missing built-in", "reader-client", "/providers/Microsoft.Authorization/policyDefinitions/00000000-0000-0000-0000-000000000000", nil, cloud.ErrNotFound, ""},
+			&observe.PolicyDefinition{ID: allowedLocs, Name: "e56962a6-4747-49cd-b67b-bf8b01975c4c", DisplayName: "Allowed locations", PolicyType: "BuiltIn", Mode: "Indexed"}, nil, ""},
+		{"custom at the subscription, by a Reader of the group", "group-reader-client", noNVA, nil, armerr.ErrDenied, armerr.CodeAuthorizationFailed},
+		{"missing custom", "reader-client", govSub + "/providers/Microsoft.Authorization/policyDefinitions/nope", nil, armerr.ErrNotFound, ""},
+		{"missing built-in", "reader-client", "/providers/Microsoft.Authorization/policyDefinitions/00000000-0000-0000-0000-000000000000", nil, armerr.ErrNotFound, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := env.As(t, tc.client).PolicyDefinition(ctx, tc.id)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err = %v, want %v", err, tc.err)
 			}
-			var d *cloud.DeniedError
+			var d *armerr.DeniedError
 			if tc.code != "" && (!errors.As(err, &d) || d.Code != tc.code) {
 				t.Fatalf("err = %v, want a DeniedError %s", err, tc.code)
 			}
@@ -297,8 +298,8 @@ func TestGovernanceDenied(t *testing.T) {
 		} {
 			t.Run(client+" "+tc.name, func(t *testing.T) {
 				err := tc.call()
-				var d *cloud.DeniedError
-				if !errors.As(err, &d) || d.Code != cloud.CodeAuthorizationFailed || d.Action != tc.action {
+				var d *armerr.DeniedError
+				if !errors.As(err, &d) || d.Code != armerr.CodeAuthorizationFailed || d.Action != tc.action {
 					t.Fatalf("err = %v, want AuthorizationFailed on %s", err, tc.action)
 				}
 			})

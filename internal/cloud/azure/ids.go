@@ -15,9 +15,9 @@ func parseRef(id, typ string) (resourceRef, error) {
 	if err != nil {
 		return resourceRef{}, err
 	}
-	ref := resourceRef{id: id, subscription: r.SubscriptionID, group: r.ResourceGroupName, name: r.Name}
+	ref := resourceRef{id: id, subscription: r.Subscription, group: r.ResourceGroup, name: r.Name()}
 	if typ == armid.Subnet {
-		ref.vnet = r.Parent.Name
+		ref.vnet = r.ParentName()
 	}
 	return ref, nil
 }

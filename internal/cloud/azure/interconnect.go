@@ -10,8 +10,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
 // The interconnect of a cluster's networks: the peerings of a virtual
@@ -26,9 +27,9 @@ import (
 // Peering, Gateway and GatewayRoute are the cloud package's (the
 // observer reads them; nothing above the adapter imports it).
 type (
-	Peering      = cloud.Peering
-	Gateway      = cloud.Gateway
-	GatewayRoute = cloud.GatewayRoute
+	Peering      = observe.Peering
+	Gateway      = observe.Gateway
+	GatewayRoute = observe.GatewayRoute
 )
 
 // ListPeerings lists the peerings of a virtual network (its side of each).

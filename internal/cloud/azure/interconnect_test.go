@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -51,7 +51,7 @@ func TestListPeerings(t *testing.T) {
 		t.Errorf("hub peerings: %+v %v", hub, err)
 	}
 	_, err = env.Client.ListPeerings(ctx, "/subscriptions/"+fabrictest.Sub+"/resourceGroups/hub/providers/Microsoft.Network/virtualNetworks/nope")
-	if !errors.Is(err, cloud.ErrNotFound) {
+	if !errors.Is(err, armerr.ErrNotFound) {
 		t.Errorf("missing network: %v, want ErrNotFound", err)
 	}
 }

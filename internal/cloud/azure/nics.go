@@ -4,11 +4,11 @@ import (
 	"context"
 	"net/netip"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
-// NetworkInterface is cloud.NetworkInterface.
-type NetworkInterface = cloud.NetworkInterface
+// NetworkInterface is observe.NetworkInterface.
+type NetworkInterface = observe.NetworkInterface
 
 // ListNetworkInterfaces lists the NICs of a subscription. Reading NICs is
 // optional for routekeeper (doctor's IP forwarding check); it needs

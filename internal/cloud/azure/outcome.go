@@ -12,7 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 )
 
 // The retry rule (invariant 2: a write whose answer is lost has an
@@ -29,7 +29,7 @@ import (
 // it, the etag may have moved already, so the same conditional PUT can
 // only be refused (412) after minutes of backoff, while the table itself
 // says at once what happened. Such a write is not retried: the caller gets
-// a *cloud.OutcomeUnknownError and reads the resource back.
+// a *armerr.OutcomeUnknownError and reads the resource back.
 //
 // Long-running operations are polled with GETs, which are reads: a poll
 // whose answer is lost is polled again by the same rule, and the
@@ -173,7 +173,7 @@ func sentUnanswered(err error) bool {
 }
 
 // classifyWrite is classify for the error of sending a write: one whose
-// outcome is unknown (sentUnanswered) becomes a *cloud.OutcomeUnknownError
+// outcome is unknown (sentUnanswered) becomes a *armerr.OutcomeUnknownError
 // around the classified cause.
 func classifyWrite(op, resource string, err error) error {
 	if err == nil {
@@ -181,7 +181,7 @@ func classifyWrite(op, resource string, err error) error {
 	}
 	out := classify(op, resource, err)
 	if sentUnanswered(err) {
-		return &cloud.OutcomeUnknownError{Resource: resource, Op: op, Err: out}
+		return &armerr.OutcomeUnknownError{Resource: resource, Op: op, Err: out}
 	}
 	return out
 }
@@ -196,9 +196,9 @@ func classifyPoll(op, resource string, err error) error {
 		return nil
 	}
 	out := classify(op, resource, err)
-	var failed *cloud.OperationFailedError
-	if errors.As(out, &failed) || errors.Is(out, cloud.ErrDenied) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var failed *armerr.OperationFailedError
+	if errors.As(out, &failed) || errors.Is(out, armerr.ErrDenied) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return out
 	}
-	return &cloud.OutcomeUnknownError{Resource: resource, Op: op, Err: out}
+	return &armerr.OutcomeUnknownError{Resource: resource, Op: op, Err: out}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 )
 
 // TestRetryRule is the retry rule of outcome.go as a table: what the SDK
@@ -97,7 +97,7 @@ func TestRetryRule(t *testing.T) {
 				}
 				wantUnknown := tc.err != nil || tc.status == 408 || tc.status >= 500
 				if e != nil {
-					got := errors.Is(classifyWrite("writing x", "x", e), cloud.ErrOutcomeUnknown)
+					got := errors.Is(classifyWrite("writing x", "x", e), armerr.ErrOutcomeUnknown)
 					if got != wantUnknown {
 						t.Errorf("outcome unknown = %v, want %v", got, wantUnknown)
 					}

@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
@@ -35,9 +35,9 @@ func lossyClient(t *testing.T, env *fabrictest.Env) (*azure.Client, *lossy.Trans
 // wantUnknown fails t unless err is an unknown outcome of a write of id.
 func wantUnknown(t *testing.T, err error, id string) {
 	t.Helper()
-	var ue *cloud.OutcomeUnknownError
-	if !errors.Is(err, cloud.ErrOutcomeUnknown) || !errors.As(err, &ue) {
-		t.Fatalf("err = %v (%T), want a *cloud.OutcomeUnknownError", err, err)
+	var ue *armerr.OutcomeUnknownError
+	if !errors.Is(err, armerr.ErrOutcomeUnknown) || !errors.As(err, &ue) {
+		t.Fatalf("err = %v (%T), want a *armerr.OutcomeUnknownError", err, err)
 	}
 	if !armid.Same(ue.Resource, id) {
 		t.Errorf("unknown outcome of %s, want of %s", ue.Resource, id)
@@ -95,7 +95,7 @@ func TestLostSubnetAnswerIsAnUnknownOutcome(t *testing.T) {
 		proxy.Script(lossy.Fault{Method: http.MethodPut, Path: "/subnets/", Lose: true})
 		_, err = c.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag)
 		wantUnknown(t, err, fabrictest.KTHWSubnet)
-		if _, err := c.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); !errors.Is(err, cloud.ErrPreconditionFailed) {
+		if _, err := c.SetSubnetRouteTable(ctx, fabrictest.KTHWSubnet, fabrictest.KTHWTable, s.Etag); !errors.Is(err, armerr.ErrPreconditionFailed) {
 			t.Errorf("association decided on the read before the lost write: err = %v, want ErrPreconditionFailed", err)
 		}
 		if n := len(proxy.Sent(http.MethodPut, fabrictest.KTHWSubnet, s.Etag)); n != 1 {
@@ -263,8 +263,8 @@ func TestOperationFailedIsKnown(t *testing.T) {
 	upd := *got
 	upd.Routes = []route.Route{va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20")}
 	_, err := env.Client.PutRouteTable(ctx, &upd, got.Etag)
-	var ofe *cloud.OperationFailedError
-	if !errors.As(err, &ofe) || errors.Is(err, cloud.ErrOutcomeUnknown) {
+	var ofe *armerr.OperationFailedError
+	if !errors.As(err, &ofe) || errors.Is(err, armerr.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v, want a failed operation, a known outcome", err)
 	}
 	if !strings.Contains(err.Error(), "Failed") {

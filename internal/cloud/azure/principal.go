@@ -10,7 +10,7 @@ import (
 	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
 // Principal reads who the client authenticates as from the claims of its
@@ -18,22 +18,22 @@ import (
 // appid or azp, the tenant in tid): doctor names it in the role
 // assignment that fixes a missing permission. The token is the one the
 // client uses anyway (the credential caches it).
-func (c *Client) Principal(ctx context.Context) (cloud.Principal, error) {
+func (c *Client) Principal(ctx context.Context) (observe.Principal, error) {
 	aud := c.opts.Cloud.Services[azcloud.ResourceManager].Audience
 	if aud == "" {
 		aud = azcloud.AzurePublic.Services[azcloud.ResourceManager].Audience
 	}
 	tok, err := c.cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{strings.TrimSuffix(aud, "/") + "/.default"}})
 	if err != nil {
-		return cloud.Principal{}, fmt.Errorf("getting a token to read who routekeeper is: %w", err)
+		return observe.Principal{}, fmt.Errorf("getting a token to read who routekeeper is: %w", err)
 	}
 	parts := strings.Split(tok.Token, ".")
 	if len(parts) < 2 {
-		return cloud.Principal{}, fmt.Errorf("the ARM token is not a JWT")
+		return observe.Principal{}, fmt.Errorf("the ARM token is not a JWT")
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
 	if err != nil {
-		return cloud.Principal{}, fmt.Errorf("decoding the ARM token's claims: %w", err)
+		return observe.Principal{}, fmt.Errorf("decoding the ARM token's claims: %w", err)
 	}
 	var claims struct {
 		OID   string `json:"oid"`
@@ -42,9 +42,9 @@ func (c *Client) Principal(ctx context.Context) (cloud.Principal, error) {
 		TID   string `json:"tid"`
 	}
 	if err := json.Unmarshal(payload, &claims); err != nil {
-		return cloud.Principal{}, fmt.Errorf("decoding the ARM token's claims: %w", err)
+		return observe.Principal{}, fmt.Errorf("decoding the ARM token's claims: %w", err)
 	}
-	p := cloud.Principal{ObjectID: claims.OID, ClientID: claims.AppID, TenantID: claims.TID}
+	p := observe.Principal{ObjectID: claims.OID, ClientID: claims.AppID, TenantID: claims.TID}
 	if p.ClientID == "" {
 		p.ClientID = claims.AZP
 	}

@@ -8,17 +8,18 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
 // GetSubnet reads a subnet: its prefixes, its route table and its etag.
-func (c *Client) GetSubnet(ctx context.Context, id string) (*cloud.Subnet, error) {
+func (c *Client) GetSubnet(ctx context.Context, id string) (*observe.Subnet, error) {
 	s, _, err := c.getSubnet(ctx, id)
 	return s, err
 }
 
-func (c *Client) getSubnet(ctx context.Context, id string) (*cloud.Subnet, *armnetwork.Subnet, error) {
+func (c *Client) getSubnet(ctx context.Context, id string) (*observe.Subnet, *armnetwork.Subnet, error) {
 	ref, sc, err := c.resolve(id, armid.Subnet)
 	if err != nil {
 		return nil, nil, err
@@ -41,7 +42,7 @@ func (c *Client) getSubnet(ctx context.Context, id string) (*cloud.Subnet, *armn
 // forgetting the body kept from a read of it when the write's outcome is
 // unknown: the next write of the subnet must follow a fresh read.
 func (c *Client) subnetWriteFailed(id string, err error) error {
-	if errors.Is(err, cloud.ErrOutcomeUnknown) {
+	if errors.Is(err, armerr.ErrOutcomeUnknown) {
 		c.mu.Lock()
 		delete(c.subnets, armid.Key(id))
 		c.mu.Unlock()
@@ -66,13 +67,13 @@ func (c *Client) takeSubnet(id, etag string) *armnetwork.Subnet {
 // the association). etag is the subnet version the caller decided on. When
 // this client's last read of the subnet was that version, its body is sent
 // back as read, with If-Match: a newer version makes ARM answer 412
-// (cloud.ErrPreconditionFailed) and nothing is written. Otherwise the
-// subnet is read again, and if it changed since, cloud.ErrPreconditionFailed
+// (armerr.ErrPreconditionFailed) and nothing is written. Otherwise the
+// subnet is read again, and if it changed since, armerr.ErrPreconditionFailed
 // is returned without a write. The PUT carries every other property of the
 // subnet as read, so nothing else on the subnet changes. A write whose
-// answer was lost returns a *cloud.OutcomeUnknownError and leaves no body
+// answer was lost returns a *armerr.OutcomeUnknownError and leaves no body
 // kept: the next one reads the subnet first.
-func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*cloud.Subnet, error) {
+func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*observe.Subnet, error) {
 	raw := c.takeSubnet(subnetID, etag)
 	curEtag := etag
 	if raw == nil {
@@ -82,7 +83,7 @@ func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID
 		}
 		c.takeSubnet(subnetID, cur.Etag) // used now: not kept
 		if etag != "" && cur.Etag != etag {
-			return nil, fmt.Errorf("subnet %s changed since it was read (etag %s, now %s): %w", subnetID, etag, cur.Etag, cloud.ErrPreconditionFailed)
+			return nil, fmt.Errorf("subnet %s changed since it was read (etag %s, now %s): %w", subnetID, etag, cur.Etag, armerr.ErrPreconditionFailed)
 		}
 		raw, curEtag = r, cur.Etag
 	}
@@ -109,9 +110,9 @@ func (c *Client) SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID
 	return subnetFromARM(&resp.Subnet), nil
 }
 
-// VirtualNetwork is cloud.VirtualNetwork (kept under this name for the
+// VirtualNetwork is observe.VirtualNetwork (kept under this name for the
 // adapter's callers and tests).
-type VirtualNetwork = cloud.VirtualNetwork
+type VirtualNetwork = observe.VirtualNetwork
 
 // GetVirtualNetwork reads a virtual network with its inline subnets.
 func (c *Client) GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetwork, error) {
@@ -144,8 +145,8 @@ func (c *Client) GetVirtualNetwork(ctx context.Context, id string) (*VirtualNetw
 	return v, nil
 }
 
-func subnetFromARM(s *armnetwork.Subnet) *cloud.Subnet {
-	out := &cloud.Subnet{ID: str(s.ID), Name: str(s.Name), Etag: str(s.Etag)}
+func subnetFromARM(s *armnetwork.Subnet) *observe.Subnet {
+	out := &observe.Subnet{ID: str(s.ID), Name: str(s.Name), Etag: str(s.Etag)}
 	if p := s.Properties; p != nil {
 		if p.AddressPrefix != nil {
 			out.AddressPrefixes = append(out.AddressPrefixes, *p.AddressPrefix)

@@ -14,7 +14,7 @@ import (
 )
 
 // GetRouteTable reads a route table with its etag. A missing table (or
-// resource group) is an error wrapping cloud.ErrNotFound.
+// resource group) is an error wrapping armerr.ErrNotFound.
 func (c *Client) GetRouteTable(ctx context.Context, id string) (*route.Table, error) {
 	ref, sc, err := c.resolve(id, armid.RouteTable)
 	if err != nil {
@@ -33,7 +33,7 @@ func (c *Client) GetRouteTable(ctx context.Context, id string) (*route.Table, er
 // It returns the table as ARM holds it after the operation succeeded (the
 // SDK reads it back once the operation is done). A PUT whose answer was
 // lost, or whose operation could not be followed to its end, returns a
-// *cloud.OutcomeUnknownError: read the table before writing it again.
+// *armerr.OutcomeUnknownError: read the table before writing it again.
 func (c *Client) PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error) {
 	ref, sc, err := c.resolve(t.ID, armid.RouteTable)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -22,11 +22,11 @@ import (
 // Subnets are not kept: reads make them from the subnets, as ARM does.
 type Cloud struct {
 	Tables  map[string]*route.Table
-	Subnets map[string]*cloud.Subnet
-	VNets   map[string]*cloud.VirtualNetwork
+	Subnets map[string]*observe.Subnet
+	VNets   map[string]*observe.VirtualNetwork
 	// NICs are the network interfaces (of every subscription); NICsErr,
 	// when set, is what listing them fails with.
-	NICs    []cloud.NetworkInterface
+	NICs    []observe.NetworkInterface
 	NICsErr error
 	// Unreadable holds, by key, the error a read of that table or subnet
 	// fails with (a cloud that answers 500 for it).
@@ -38,8 +38,8 @@ type Cloud struct {
 func New() *Cloud {
 	return &Cloud{
 		Tables:     map[string]*route.Table{},
-		Subnets:    map[string]*cloud.Subnet{},
-		VNets:      map[string]*cloud.VirtualNetwork{},
+		Subnets:    map[string]*observe.Subnet{},
+		VNets:      map[string]*observe.VirtualNetwork{},
 		Unreadable: map[string]error{},
 	}
 }
@@ -114,7 +114,7 @@ func (c *Cloud) GetRouteTable(_ context.Context, id string) (*route.Table, error
 	}
 	t := c.Tables[armid.Key(id)]
 	if t == nil {
-		return nil, fmt.Errorf("route table %s: %w", id, cloud.ErrNotFound)
+		return nil, fmt.Errorf("route table %s: %w", id, armerr.ErrNotFound)
 	}
 	t = t.Clone()
 	t.Subnets = nil
@@ -127,14 +127,14 @@ func (c *Cloud) GetRouteTable(_ context.Context, id string) (*route.Table, error
 }
 
 // GetSubnet implements observe.Reader.
-func (c *Cloud) GetSubnet(_ context.Context, id string) (*cloud.Subnet, error) {
+func (c *Cloud) GetSubnet(_ context.Context, id string) (*observe.Subnet, error) {
 	c.reads++
 	if err := c.Unreadable[armid.Key(id)]; err != nil {
 		return nil, fmt.Errorf("reading subnet %s: %w", id, err)
 	}
 	s := c.Subnets[armid.Key(id)]
 	if s == nil {
-		return nil, fmt.Errorf("subnet %s: %w", id, cloud.ErrNotFound)
+		return nil, fmt.Errorf("subnet %s: %w", id, armerr.ErrNotFound)
 	}
 	cp := *s
 	return &cp, nil
@@ -142,11 +142,11 @@ func (c *Cloud) GetSubnet(_ context.Context, id string) (*cloud.Subnet, error) {
 
 // GetVirtualNetwork implements observe.Reader: the network with its
 // subnets.
-func (c *Cloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualNetwork, error) {
+func (c *Cloud) GetVirtualNetwork(_ context.Context, id string) (*observe.VirtualNetwork, error) {
 	c.reads++
 	v := c.VNets[armid.Key(id)]
 	if v == nil {
-		return nil, fmt.Errorf("virtual network %s: %w", id, cloud.ErrNotFound)
+		return nil, fmt.Errorf("virtual network %s: %w", id, armerr.ErrNotFound)
 	}
 	cp := *v
 	cp.Subnets = nil
@@ -159,7 +159,7 @@ func (c *Cloud) GetVirtualNetwork(_ context.Context, id string) (*cloud.VirtualN
 }
 
 // ListNetworkInterfaces implements observe.Reader: the cloud's NICs.
-func (c *Cloud) ListNetworkInterfaces(context.Context, string) ([]cloud.NetworkInterface, error) {
+func (c *Cloud) ListNetworkInterfaces(context.Context, string) ([]observe.NetworkInterface, error) {
 	c.reads++
 	if c.NICsErr != nil {
 		return nil, fmt.Errorf("listing network interfaces: %w", c.NICsErr)

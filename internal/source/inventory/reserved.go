@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/ipam"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
@@ -26,7 +26,7 @@ func TableReservations(r TableReader, tableID string, own route.Ownership, fixed
 	return func(ctx context.Context) ([]ipam.Reservation, error) {
 		out := append([]ipam.Reservation(nil), fixed...)
 		t, err := r.GetRouteTable(ctx, tableID)
-		if errors.Is(err, cloud.ErrNotFound) {
+		if errors.Is(err, armerr.ErrNotFound) {
 			return out, nil
 		}
 		if err != nil {

@@ -1,4 +1,4 @@
-package cloud
+package armerr
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package cloud
+package observe
 
 import "net/netip"
 
