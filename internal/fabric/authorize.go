@@ -384,7 +384,7 @@ func scopeOfExtension(id string) string {
 // status"). A role at the resource alone thus writes but cannot see the
 // write finish.
 func (s *Server) authorizePoll(q *request, o *operation, kind string) error {
-	st := q.authz
+	st, _ := q.authz.(*authzState)
 	if st == nil || !st.enforced() || q.caller.admin() {
 		return nil
 	}

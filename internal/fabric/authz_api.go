@@ -51,13 +51,13 @@ func (s *Server) authorizationAPI(ctx context.Context, q *request) (*response, e
 		if e.name == "" {
 			return nil, errNoRoute(q)
 		}
-		return s.methods(q, hs)(ctx, q)
+		return methods(q, hs)(ctx, q)
 	}
 	list := func(h handler) (*response, error) {
 		if e.name != "" {
 			return nil, errNoRoute(q)
 		}
-		return s.methods(q, map[string]handler{"GET": h})(ctx, q)
+		return methods(q, map[string]handler{"GET": h})(ctx, q)
 	}
 	with := func(f func(context.Context, *request, extRequest) (*response, error)) handler {
 		return func(ctx context.Context, q *request) (*response, error) { return f(ctx, q, e) }
@@ -187,7 +187,7 @@ func (s *Server) readState(ctx context.Context, fn func(*authzState) (*response,
 // blocks that apply at the scope, one per role assignment (Owner's for the
 // fabric's administrator, everything while the fabric enforces no RBAC).
 func (s *Server) listPermissions(ctx context.Context, q *request, e extRequest) (*response, error) {
-	st := q.authz
+	st, _ := q.authz.(*authzState)
 	if st == nil {
 		var err error
 		if st, err = s.authzState(ctx); err != nil {

@@ -247,21 +247,3 @@ func (p *childPut[In, P, C]) write(s *Server, w *putWrite) (*response, error) {
 	o := s.newOp(opPut, w.rg.Sub, k.parent.location(p.parent), w.row.Key, w.row.ID, "", prevDoc)
 	return s.acceptPut(w.tx, w.q, o, !p.exists, p.etag, next)
 }
-
-// inlineNames are the names of the children a PUT lists inline (a route
-// table's routes, a network's subnets, ...), as they are checked.
-type inlineNames map[string]bool
-
-// add checks the next child's name: valid, and not the name of an earlier
-// one (Azure's DuplicateResourceName; dupFormat says so, with the
-// parent's name and then the child's).
-func (seen inlineNames) add(name, dupFormat, parent string) error {
-	if !validName(name) {
-		return errInvalidName(name)
-	}
-	if seen[key(name)] {
-		return badRequest("DuplicateResourceName", dupFormat, parent, name)
-	}
-	seen[key(name)] = true
-	return nil
-}

@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,8 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,85 +107,6 @@ func (s *Server) Store() *Store { return s.store }
 // RouteLimit is the number of routes the server allows per table.
 func (s *Server) RouteLimit() int { return s.routeLimit }
 
-// request is a parsed ARM request.
-type request struct {
-	r          *http.Request
-	method     string
-	base       string // scheme://host of the request, for absolute URLs
-	apiVersion string
-	segs       []string // path segments
-	body       []byte
-	query      url.Values
-	out        http.Header // the response headers, for the pipeline to add to
-	caller     caller      // who asks, from the bearer token (authorize.go)
-	authz      *authzState // the authorization state the request was checked against
-}
-
-// response is what a handler answers.
-type response struct {
-	status int
-	body   any // marshalled as JSON; nil for no body
-	header http.Header
-}
-
-func (q *request) header(name string) string { return q.r.Header.Get(name) }
-
-// baseURL is the scheme and host the client used: absolute URLs in
-// Azure-AsyncOperation, Location and nextLink must point back at us, over
-// loopback, through the in-process transport, or through a proxy that
-// terminates TLS and says so in Forwarded or X-Forwarded-Proto/-Host.
-func baseURL(r *http.Request) string {
-	scheme := r.URL.Scheme
-	if scheme == "" {
-		scheme = "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-	}
-	host := r.Host
-	if host == "" {
-		host = r.URL.Host
-	}
-	fwdProto, fwdHost := forwarded(r.Header)
-	if fwdProto == "http" || fwdProto == "https" {
-		scheme = fwdProto
-	}
-	if fwdHost != "" {
-		host = fwdHost
-	}
-	if host == "" {
-		host = "localhost"
-	}
-	return scheme + "://" + host
-}
-
-// forwarded reads the protocol and host a client used from the first hop of
-// a Forwarded header (RFC 7239), else from X-Forwarded-Proto/-Host.
-func forwarded(h http.Header) (proto, host string) {
-	if f := h.Get("Forwarded"); f != "" {
-		first, _, _ := strings.Cut(f, ",")
-		for _, pair := range strings.Split(first, ";") {
-			k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
-			if !ok {
-				continue
-			}
-			v = strings.Trim(v, `"`)
-			switch strings.ToLower(k) {
-			case "proto":
-				proto = strings.ToLower(v)
-			case "host":
-				host = v
-			}
-		}
-		return proto, host
-	}
-	first := func(v string) string {
-		v, _, _ = strings.Cut(v, ",")
-		return strings.TrimSpace(v)
-	}
-	return strings.ToLower(first(h.Get("X-Forwarded-Proto"))), first(h.Get("X-Forwarded-Host"))
-}
-
 // ServeHTTP serves the ARM paths of Microsoft.Network (see docs/fabric.md)
 // and the control endpoint under /_fabric/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -262,14 +180,6 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 	return s.route(r.Context(), q)
 }
 
-func isWrite(method string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return false
-	}
-	return true
-}
-
 func checkAuth(r *http.Request) error {
 	a := r.Header.Get("Authorization")
 	if a == "" {
@@ -327,28 +237,13 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *response, e
 	return resp.status
 }
 
-// pathSegments splits the escaped path, then unescapes each segment: a
-// name holding %2F stays one segment (and fails the name rules) rather
-// than becoming a path separator.
-func pathSegments(u *url.URL) ([]string, error) {
-	segs := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
-	for i, s := range segs {
-		d, err := url.PathUnescape(s)
-		if err != nil {
-			return nil, badRequest("InvalidRequestUri", "The request URI path segment %q is not valid: %v", s, err)
-		}
-		segs[i] = d
-	}
-	return segs, nil
-}
-
 // route dispatches on the path. Fixed segments compare case-insensitively.
 func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 	seg := q.segs
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
 	n := len(seg)
 	if is(0, "tenants") && n == 1 {
-		return s.methods(q, map[string]handler{"GET": s.listTenants})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.listTenants})(ctx, q)
 	}
 	if authorizationIndex(seg) >= 0 {
 		return s.authorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
@@ -358,42 +253,42 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 	}
 	switch {
 	case n == 1:
-		return s.methods(q, map[string]handler{"GET": s.listSubscriptions})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.listSubscriptions})(ctx, q)
 	case n == 2:
-		return s.methods(q, map[string]handler{"GET": s.getSubscription})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.getSubscription})(ctx, q)
 	case n == 3 && is(2, "locations"):
-		return s.methods(q, map[string]handler{"GET": s.listLocations})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.listLocations})(ctx, q)
 	case n == 3 && is(2, "resources"):
-		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
 	case n == 3 && is(2, "providers"):
-		return s.methods(q, map[string]handler{"GET": s.listProviders})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.listProviders})(ctx, q)
 	case n == 4 && is(2, "providers"):
-		return s.methods(q, map[string]handler{"GET": s.getProvider})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.getProvider})(ctx, q)
 	case n == 5 && is(2, "providers") && is(4, "register"):
-		return s.methods(q, map[string]handler{"POST": s.registerProvider})(ctx, q)
+		return methods(q, map[string]handler{"POST": s.registerProvider})(ctx, q)
 	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
-		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
-		return s.methods(q, map[string]handler{"GET": s.listResourceGroups})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.listResourceGroups})(ctx, q)
 	case is(2, "resourcegroups") && n == 4:
-		return s.methods(q, map[string]handler{
+		return methods(q, map[string]handler{
 			"GET": s.getResourceGroup, "HEAD": s.headResourceGroup, "PUT": s.putResourceGroup,
 			"PATCH": s.patchResourceGroup, "DELETE": s.deleteResourceGroup,
 		})(ctx, q)
 	case is(2, "operationresults") && n == 4:
-		return s.methods(q, map[string]handler{"GET": s.getRGOperationResult})(ctx, q)
+		return methods(q, map[string]handler{"GET": s.getRGOperationResult})(ctx, q)
 	case is(2, "providers") && n >= 4:
 		if !is(3, networkNamespace) {
 			return nil, errNamespace(q, seg[3])
 		}
 		if t, ok := lookupFold(s.types, seg[4]); ok && n == 5 && t.inSubscription {
-			return s.methods(q, map[string]handler{"GET": t.list})(ctx, q)
+			return methods(q, map[string]handler{"GET": t.list})(ctx, q)
 		}
 		switch {
 		case n == 8 && is(4, "locations") && is(6, "operations"):
-			return s.methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
+			return methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operationResults"):
-			return s.methods(q, map[string]handler{"GET": s.getOperationResult})(ctx, q)
+			return methods(q, map[string]handler{"GET": s.getOperationResult})(ctx, q)
 		}
 		if n >= 5 {
 			return nil, errResourceType(q, seg[4])
@@ -416,112 +311,3 @@ func (s *Server) route(ctx context.Context, q *request) (*response, error) {
 	}
 	return nil, errNoRoute(q)
 }
-
-type handler func(context.Context, *request) (*response, error)
-
-// methods picks the handler for the request method: 405 when there is none.
-func (s *Server) methods(q *request, hs map[string]handler) handler {
-	if h, ok := hs[q.method]; ok {
-		return h
-	}
-	return func(context.Context, *request) (*response, error) {
-		var allowed []string
-		for m := range hs {
-			allowed = append(allowed, m)
-		}
-		e := newError(http.StatusMethodNotAllowed, "HttpMethodNotSupported",
-			"The requested resource does not support http method '%s'.", q.method)
-		e.header = http.Header{"Allow": {strings.Join(slices.Sorted(slices.Values(allowed)), ", ")}}
-		return nil, e
-	}
-}
-
-func errNoRoute(q *request) *apiError {
-	return newError(http.StatusNotFound, "InvalidRequestUri",
-		"The request URI '%s' is not valid: the routekeeper fabric serves only the Microsoft.Network paths of docs/fabric.md.", q.r.URL.Path)
-}
-
-func errNamespace(q *request, ns string) *apiError {
-	return badRequest("InvalidResourceNamespace", "The resource namespace '%s' is invalid.", ns)
-}
-
-func errResourceType(q *request, typ string) *apiError {
-	return newError(http.StatusNotFound, "InvalidResourceType",
-		"The resource type '%s' could not be found in the namespace 'Microsoft.Network' for api version '%s'.", typ, q.apiVersion)
-}
-
-// decodeObject unmarshals a JSON object body into v, with Azure's error
-// for anything that is not one.
-func decodeObject(body []byte, v any) error {
-	t := bytes.TrimSpace(body)
-	if len(t) == 0 {
-		return errInvalidContent(errors.New("the request body is empty"))
-	}
-	if t[0] != '{' {
-		return errInvalidContent(errors.New("the request body is not a JSON object"))
-	}
-	if err := json.Unmarshal(t, v); err != nil {
-		return errInvalidContent(err)
-	}
-	return nil
-}
-
-func newEtag() string { return `W/"` + uuid.NewString() + `"` }
-
-// etagMatches compares etags the way a client means them: with or without
-// the weak prefix and quotes.
-func etagMatches(a, b string) bool {
-	norm := func(s string) string {
-		s = strings.TrimSpace(s)
-		s = strings.TrimPrefix(s, "W/")
-		return strings.Trim(s, `"`)
-	}
-	return norm(a) != "" && norm(a) == norm(b)
-}
-
-// checkPreconditions applies If-Match and If-None-Match to a write of the
-// resource with the current etag (exists false when there is none).
-func checkPreconditions(q *request, id string, exists bool, current string) error {
-	if m := q.header("If-Match"); m != "" {
-		if strings.TrimSpace(m) == "*" {
-			if !exists {
-				return errPreconditionFailed(m, "", id)
-			}
-		} else if !exists || !anyEtagMatches(m, current) {
-			return errPreconditionFailed(m, current, id)
-		}
-	}
-	if m := q.header("If-None-Match"); m != "" && exists {
-		if strings.TrimSpace(m) == "*" || anyEtagMatches(m, current) {
-			return errIfNoneMatch(id)
-		}
-	}
-	return nil
-}
-
-func anyEtagMatches(list, current string) bool {
-	for _, e := range strings.Split(list, ",") {
-		if etagMatches(e, current) {
-			return true
-		}
-	}
-	return false
-}
-
-// pageURL is the nextLink for a list continuing after token.
-func pageURL(q *request, token string) *string {
-	v := url.Values{}
-	v.Set("api-version", q.apiVersion)
-	v.Set("$skiptoken", token)
-	u := q.base + q.r.URL.EscapedPath() + "?" + v.Encode()
-	return &u
-}
-
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -159,18 +159,3 @@ func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string,
 	})
 	return resp, err
 }
-
-// decodeTags reads the body of a PATCH of the tags ({"tags": {...}}) and
-// applies Azure's tag rules.
-func decodeTags(body []byte) (map[string]*string, error) {
-	var in struct {
-		Tags map[string]*string `json:"tags"`
-	}
-	if err := decodeObject(body, &in); err != nil {
-		return nil, err
-	}
-	if err := checkTags(in.Tags); err != nil {
-		return nil, err
-	}
-	return in.Tags, nil
-}

@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"context"
-	"strings"
 )
 
 // resourceType is how the paths of one top-level Microsoft.Network type
@@ -148,36 +147,24 @@ func (s *Server) resourceTypes() map[string]*resourceType {
 	}
 }
 
-// lookupFold finds k in m without regard to case, as ARM matches the
-// fixed segments of a path.
-func lookupFold[V any](m map[string]V, k string) (V, bool) {
-	for name, v := range m {
-		if strings.EqualFold(name, k) {
-			return v, true
-		}
-	}
-	var zero V
-	return zero, false
-}
-
 // serveType serves a path of n segments below a resource group's
 // .../providers/Microsoft.Network/{type} of type t.
 func (s *Server) serveType(ctx context.Context, q *request, t *resourceType, n int) (*response, error) {
 	seg := q.segs
 	switch {
 	case n == 7 && t.list != nil:
-		return s.methods(q, map[string]handler{"GET": t.list})(ctx, q)
+		return methods(q, map[string]handler{"GET": t.list})(ctx, q)
 	case n == 8:
-		return s.methods(q, t.item)(ctx, q)
+		return methods(q, t.item)(ctx, q)
 	case n == 9 || n == 10:
 		if c, ok := lookupFold(t.children, seg[8]); ok {
 			if n == 9 {
-				return s.methods(q, map[string]handler{"GET": c.list})(ctx, q)
+				return methods(q, map[string]handler{"GET": c.list})(ctx, q)
 			}
-			return s.methods(q, c.item)(ctx, q)
+			return methods(q, c.item)(ctx, q)
 		}
 		if a, ok := lookupFold(t.actions, seg[8]); ok && n == 9 {
-			return s.methods(q, map[string]handler{"POST": a})(ctx, q)
+			return methods(q, map[string]handler{"POST": a})(ctx, q)
 		}
 	}
 	if n >= 9 {
