@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Change is one resource Apply looked at.
@@ -69,20 +70,20 @@ func Apply(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcor
 	if err := t.Validate(); err != nil {
 		return ApplyResult{}, err
 	}
-	sub := cmp.Or(t.Subscription, DefaultSubscription)
+	sub := cmp.Or(t.Subscription, api.DefaultSubscription)
 	a, err := newApplier(sub, opts, cred)
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	for _, rg := range t.ResourceGroups {
-		if err := a.resourceGroup(ctx, rg.Name, rg.Tags, normalizeLocation(cmp.Or(rg.Location, t.Location))); err != nil {
+		if err := a.resourceGroup(ctx, rg.Name, rg.Tags, api.NormalizeLocation(cmp.Or(rg.Location, t.Location))); err != nil {
 			return a.res, err
 		}
 	}
 	for _, rg := range t.ResourceGroups {
 		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, rt := range rg.RouteTables {
-			if err := a.routeTable(ctx, rg.Name, rt, normalizeLocation(cmp.Or(rt.Location, rgLoc))); err != nil {
+			if err := a.routeTable(ctx, rg.Name, rt, api.NormalizeLocation(cmp.Or(rt.Location, rgLoc))); err != nil {
 				return a.res, err
 			}
 		}
@@ -90,7 +91,7 @@ func Apply(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcor
 	for _, rg := range t.ResourceGroups {
 		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, vn := range rg.VirtualNetworks {
-			if err := a.virtualNetwork(ctx, rg.Name, vn, normalizeLocation(cmp.Or(vn.Location, rgLoc))); err != nil {
+			if err := a.virtualNetwork(ctx, rg.Name, vn, api.NormalizeLocation(cmp.Or(vn.Location, rgLoc))); err != nil {
 				return a.res, err
 			}
 		}
@@ -153,7 +154,7 @@ func (a *applier) resourceGroup(ctx context.Context, name string, tags map[strin
 	if err != nil && status != http.StatusNotFound {
 		return fmt.Errorf("reading resource group %s: %w", name, err)
 	}
-	id := rgID(a.sub, name)
+	id := api.RGID(a.sub, name)
 	if status == http.StatusNotFound {
 		if _, err := a.arm.do(ctx, http.MethodPut, path, map[string]any{"location": loc, "tags": tags}, nil); err != nil {
 			return fmt.Errorf("creating resource group %s: %w", name, err)
@@ -162,7 +163,7 @@ func (a *applier) resourceGroup(ctx context.Context, name string, tags map[strin
 		a.record(ActionCreate, "resourceGroup", id, loc)
 		return nil
 	}
-	if normalizeLocation(cur.Location) != loc {
+	if api.NormalizeLocation(cur.Location) != loc {
 		return fmt.Errorf("resource group %s exists in %s, not in %s as the topology says", name, cur.Location, loc)
 	}
 	merged, changed := mergeTags(cur.Tags, tags)
@@ -210,18 +211,18 @@ func sdkTags(m map[string]string) map[string]*string {
 	}
 	out := make(map[string]*string, len(m))
 	for k, v := range m {
-		out[k] = ptr(v)
+		out[k] = api.Ptr(v)
 	}
 	return out
 }
 
 func sdkRouteOf(r TopologyRoute) *armnetwork.Route {
 	hop, _ := canonicalHop(r.NextHopType)
-	p := &armnetwork.RoutePropertiesFormat{AddressPrefix: ptr(r.AddressPrefix), NextHopType: ptr(hop)}
+	p := &armnetwork.RoutePropertiesFormat{AddressPrefix: api.Ptr(r.AddressPrefix), NextHopType: api.Ptr(hop)}
 	if r.NextHopIPAddress != "" {
-		p.NextHopIPAddress = ptr(r.NextHopIPAddress)
+		p.NextHopIPAddress = api.Ptr(r.NextHopIPAddress)
 	}
-	return &armnetwork.Route{Name: ptr(r.Name), Properties: p}
+	return &armnetwork.Route{Name: api.Ptr(r.Name), Properties: p}
 }
 
 // sameSDKRoute compares a declared route with an existing one the way ARM
@@ -230,23 +231,23 @@ func sameSDKRoute(want TopologyRoute, have *armnetwork.Route) bool {
 	if have.Properties == nil || have.Properties.NextHopType == nil {
 		return false
 	}
-	if prefixKey(want.AddressPrefix) != prefixKey(str(have.Properties.AddressPrefix)) {
+	if prefixKey(want.AddressPrefix) != prefixKey(api.Str(have.Properties.AddressPrefix)) {
 		return false
 	}
 	if !strings.EqualFold(want.NextHopType, string(*have.Properties.NextHopType)) {
 		return false
 	}
 	w, _ := netip.ParseAddr(want.NextHopIPAddress)
-	h, _ := netip.ParseAddr(str(have.Properties.NextHopIPAddress))
+	h, _ := netip.ParseAddr(api.Str(have.Properties.NextHopIPAddress))
 	return w == h
 }
 
 func (a *applier) routeTable(ctx context.Context, rg string, rt TopologyRouteTable, loc string) error {
-	id := resourceID(a.sub, rg, typeRouteTables, rt.Name)
+	id := api.ResourceID(a.sub, rg, api.TypeRouteTables, rt.Name)
 	for attempt := 0; ; attempt++ {
 		cur, err := a.tables.Get(ctx, rg, rt.Name, nil)
 		if isStatus(err, http.StatusNotFound) {
-			t := armnetwork.RouteTable{Location: ptr(loc), Tags: sdkTags(rt.Tags), Properties: &armnetwork.RouteTablePropertiesFormat{
+			t := armnetwork.RouteTable{Location: api.Ptr(loc), Tags: sdkTags(rt.Tags), Properties: &armnetwork.RouteTablePropertiesFormat{
 				DisableBgpRoutePropagation: rt.DisableBgpRoutePropagation}}
 			for _, r := range rt.Routes {
 				t.Properties.Routes = append(t.Properties.Routes, sdkRouteOf(r))
@@ -259,7 +260,7 @@ func (a *applier) routeTable(ctx context.Context, rg string, rt TopologyRouteTab
 			}
 			a.record(ActionCreate, "routeTable", id, loc)
 			for _, r := range rt.Routes {
-				a.record(ActionCreate, "route", childID(id, childRoutes, r.Name), routeDetail(r))
+				a.record(ActionCreate, "route", api.ChildID(id, api.ChildRoutes, r.Name), routeDetail(r))
 			}
 			return nil
 		}
@@ -267,8 +268,8 @@ func (a *applier) routeTable(ctx context.Context, rg string, rt TopologyRouteTab
 			return fmt.Errorf("reading route table %s: %w", rt.Name, describe(err))
 		}
 		t := cur.RouteTable
-		if normalizeLocation(str(t.Location)) != loc {
-			return fmt.Errorf("route table %s exists in %s, not in %s as the topology says", rt.Name, str(t.Location), loc)
+		if api.NormalizeLocation(api.Str(t.Location)) != loc {
+			return fmt.Errorf("route table %s exists in %s, not in %s as the topology says", rt.Name, api.Str(t.Location), loc)
 		}
 		if t.Properties == nil {
 			t.Properties = &armnetwork.RouteTablePropertiesFormat{}
@@ -281,12 +282,12 @@ func (a *applier) routeTable(ctx context.Context, rg string, rt TopologyRouteTab
 			tableChanges = append(tableChanges, "tags")
 		}
 		if b := rt.DisableBgpRoutePropagation; b != nil && (t.Properties.DisableBgpRoutePropagation == nil || *t.Properties.DisableBgpRoutePropagation != *b) {
-			t.Properties.DisableBgpRoutePropagation = ptr(*b)
+			t.Properties.DisableBgpRoutePropagation = api.Ptr(*b)
 			tableChanges = append(tableChanges, "disableBgpRoutePropagation")
 		}
 		for _, r := range rt.Routes {
-			rid := childID(id, childRoutes, r.Name)
-			i := slices.IndexFunc(t.Properties.Routes, func(h *armnetwork.Route) bool { return strings.EqualFold(str(h.Name), r.Name) })
+			rid := api.ChildID(id, api.ChildRoutes, r.Name)
+			i := slices.IndexFunc(t.Properties.Routes, func(h *armnetwork.Route) bool { return strings.EqualFold(api.Str(h.Name), r.Name) })
 			switch {
 			case i < 0:
 				t.Properties.Routes = append(t.Properties.Routes, sdkRouteOf(r))
@@ -302,7 +303,7 @@ func (a *applier) routeTable(ctx context.Context, rg string, rt TopologyRouteTab
 		}
 		writing := len(tableChanges) > 0 || slices.ContainsFunc(changes, func(c Change) bool { return c.Action != ActionUnchanged })
 		if writing {
-			if err := a.putTable(withIfMatch(ctx, str(t.Etag)), rg, rt.Name, t); err != nil {
+			if err := a.putTable(withIfMatch(ctx, api.Str(t.Etag)), rg, rt.Name, t); err != nil {
 				if isStatus(err, http.StatusPreconditionFailed) && attempt < applyRetries {
 					continue
 				}
@@ -337,7 +338,7 @@ func (a *applier) tableRef(rg, ref string) string {
 	if strings.HasPrefix(ref, "/") {
 		return ref
 	}
-	return resourceID(a.sub, rg, typeRouteTables, ref)
+	return api.ResourceID(a.sub, rg, api.TypeRouteTables, ref)
 }
 
 func subnetPrefixList(sn TopologySubnet) []string {
@@ -366,7 +367,7 @@ func existingSubnetPrefixes(sn *armnetwork.Subnet) []string {
 	if len(sn.Properties.AddressPrefixes) > 0 {
 		out := make([]string, 0, len(sn.Properties.AddressPrefixes))
 		for _, p := range sn.Properties.AddressPrefixes {
-			out = append(out, str(p))
+			out = append(out, api.Str(p))
 		}
 		return out
 	}
@@ -378,33 +379,33 @@ func existingSubnetPrefixes(sn *armnetwork.Subnet) []string {
 
 func setSubnetPrefixes(p *armnetwork.SubnetPropertiesFormat, sn TopologySubnet) {
 	if sn.AddressPrefix != "" {
-		p.AddressPrefix, p.AddressPrefixes = ptr(sn.AddressPrefix), nil
+		p.AddressPrefix, p.AddressPrefixes = api.Ptr(sn.AddressPrefix), nil
 		return
 	}
 	p.AddressPrefix, p.AddressPrefixes = nil, nil
 	for _, s := range sn.AddressPrefixes {
-		p.AddressPrefixes = append(p.AddressPrefixes, ptr(s))
+		p.AddressPrefixes = append(p.AddressPrefixes, api.Ptr(s))
 	}
 }
 
 func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirtualNetwork, loc string) error {
-	id := resourceID(a.sub, rg, typeVirtualNetworks, vn.Name)
+	id := api.ResourceID(a.sub, rg, api.TypeVirtualNetworks, vn.Name)
 	var cur armnetwork.VirtualNetwork
 	for attempt := 0; ; attempt++ {
 		got, err := a.vnets.Get(ctx, rg, vn.Name, nil)
 		if isStatus(err, http.StatusNotFound) {
-			v := armnetwork.VirtualNetwork{Location: ptr(loc), Tags: sdkTags(vn.Tags), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			v := armnetwork.VirtualNetwork{Location: api.Ptr(loc), Tags: sdkTags(vn.Tags), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
 				AddressSpace: &armnetwork.AddressSpace{}}}
 			for _, p := range vn.AddressPrefixes {
-				v.Properties.AddressSpace.AddressPrefixes = append(v.Properties.AddressSpace.AddressPrefixes, ptr(p))
+				v.Properties.AddressSpace.AddressPrefixes = append(v.Properties.AddressSpace.AddressPrefixes, api.Ptr(p))
 			}
 			for _, sn := range vn.Subnets {
 				p := &armnetwork.SubnetPropertiesFormat{}
 				setSubnetPrefixes(p, sn)
 				if sn.RouteTable != "" {
-					p.RouteTable = &armnetwork.RouteTable{ID: ptr(a.tableRef(rg, sn.RouteTable))}
+					p.RouteTable = &armnetwork.RouteTable{ID: api.Ptr(a.tableRef(rg, sn.RouteTable))}
 				}
-				v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: ptr(sn.Name), Properties: p})
+				v.Properties.Subnets = append(v.Properties.Subnets, &armnetwork.Subnet{Name: api.Ptr(sn.Name), Properties: p})
 			}
 			if err := a.putVNet(withIfNoneMatch(ctx), rg, vn.Name, v); err != nil {
 				if isStatus(err, http.StatusPreconditionFailed) && attempt < applyRetries {
@@ -418,7 +419,7 @@ func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirt
 				if sn.RouteTable != "" {
 					d += " route table " + sn.RouteTable
 				}
-				a.record(ActionCreate, "subnet", childID(id, childSubnets, sn.Name), d)
+				a.record(ActionCreate, "subnet", api.ChildID(id, api.ChildSubnets, sn.Name), d)
 			}
 			return nil
 		}
@@ -426,8 +427,8 @@ func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirt
 			return fmt.Errorf("reading virtual network %s: %w", vn.Name, describe(err))
 		}
 		cur = got.VirtualNetwork
-		if normalizeLocation(str(cur.Location)) != loc {
-			return fmt.Errorf("virtual network %s exists in %s, not in %s as the topology says", vn.Name, str(cur.Location), loc)
+		if api.NormalizeLocation(api.Str(cur.Location)) != loc {
+			return fmt.Errorf("virtual network %s exists in %s, not in %s as the topology says", vn.Name, api.Str(cur.Location), loc)
 		}
 		if cur.Properties == nil {
 			cur.Properties = &armnetwork.VirtualNetworkPropertiesFormat{}
@@ -437,8 +438,8 @@ func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirt
 		}
 		var added []string
 		for _, p := range vn.AddressPrefixes {
-			if !slices.ContainsFunc(cur.Properties.AddressSpace.AddressPrefixes, func(h *string) bool { return prefixKey(str(h)) == prefixKey(p) }) {
-				cur.Properties.AddressSpace.AddressPrefixes = append(cur.Properties.AddressSpace.AddressPrefixes, ptr(p))
+			if !slices.ContainsFunc(cur.Properties.AddressSpace.AddressPrefixes, func(h *string) bool { return prefixKey(api.Str(h)) == prefixKey(p) }) {
+				cur.Properties.AddressSpace.AddressPrefixes = append(cur.Properties.AddressSpace.AddressPrefixes, api.Ptr(p))
 				added = append(added, p)
 			}
 		}
@@ -451,7 +452,7 @@ func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirt
 			break
 		}
 		// The PUT carries every subnet as it is, associations included.
-		if err := a.putVNet(withIfMatch(ctx, str(cur.Etag)), rg, vn.Name, cur); err != nil {
+		if err := a.putVNet(withIfMatch(ctx, api.Str(cur.Etag)), rg, vn.Name, cur); err != nil {
 			if isStatus(err, http.StatusPreconditionFailed) && attempt < applyRetries {
 				continue
 			}
@@ -476,7 +477,7 @@ func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirt
 }
 
 func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn TopologySubnet) error {
-	id := childID(vnetID, childSubnets, sn.Name)
+	id := api.ChildID(vnetID, api.ChildSubnets, sn.Name)
 	for attempt := 0; ; attempt++ {
 		var body armnetwork.Subnet
 		action, etag := ActionCreate, ""
@@ -487,7 +488,7 @@ func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn Topolo
 		case err != nil:
 			return fmt.Errorf("reading subnet %s/%s: %w", vnet, sn.Name, describe(err))
 		default:
-			action, etag = ActionUpdate, str(got.Etag)
+			action, etag = ActionUpdate, api.Str(got.Etag)
 			body = got.Subnet
 			if body.Properties == nil {
 				body.Properties = &armnetwork.SubnetPropertiesFormat{}
@@ -500,8 +501,8 @@ func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn Topolo
 		}
 		if sn.RouteTable != "" {
 			want := a.tableRef(rg, sn.RouteTable)
-			if body.Properties.RouteTable == nil || !armid.Same(str(body.Properties.RouteTable.ID), want) {
-				body.Properties.RouteTable = &armnetwork.RouteTable{ID: ptr(want)}
+			if body.Properties.RouteTable == nil || !armid.Same(api.Str(body.Properties.RouteTable.ID), want) {
+				body.Properties.RouteTable = &armnetwork.RouteTable{ID: api.Ptr(want)}
 				d = append(d, "route table "+sn.RouteTable)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
@@ -45,16 +46,16 @@ func newAround() *around {
 // ignored.
 func (a *around) add(typ, id string, doc []byte) error {
 	switch typ {
-	case typeVirtualNetworks:
+	case api.TypeVirtualNetworks:
 		v, err := decodeVNet(doc)
 		if err != nil {
 			return err
 		}
 		if v.ID == nil {
-			v.ID = ptr(id)
+			v.ID = api.Ptr(id)
 		}
-		a.vnets[key(id)] = v
-		a.order = append(a.order, key(id))
+		a.vnets[api.Key(id)] = v
+		a.order = append(a.order, api.Key(id))
 	case typeVNetGateways:
 		d, err := decodeGateway(doc)
 		if err != nil {
@@ -67,7 +68,7 @@ func (a *around) add(typ, id string, doc []byte) error {
 		if err != nil {
 			return err
 		}
-		a.sitesBy[key(id)] = l
+		a.sitesBy[api.Key(id)] = l
 	case typeConnections:
 		c, err := decodeConnection(doc)
 		if err != nil {
@@ -81,7 +82,7 @@ func (a *around) add(typ, id string, doc []byte) error {
 // readAround reads the network around from a transaction.
 func readAround(tx *txn) (*around, error) {
 	rows, err := tx.QueryContext(tx.ctx, `SELECT id, type, doc FROM resources WHERE type IN (?, ?, ?, ?) ORDER BY key`,
-		typeVirtualNetworks, typeVNetGateways, typeLocalGateways, typeConnections)
+		api.TypeVirtualNetworks, typeVNetGateways, typeLocalGateways, typeConnections)
 	if err != nil {
 		return nil, fmt.Errorf("reading the network around: %w", err)
 	}
@@ -102,7 +103,7 @@ func readAround(tx *txn) (*around, error) {
 
 func (a *around) gateway(id string) *aroundGateway {
 	for _, g := range a.gateways {
-		if key(g.id) == key(id) {
+		if api.Key(g.id) == api.Key(id) {
 			return g
 		}
 	}
@@ -116,16 +117,16 @@ func (a *around) sites(g *aroundGateway) []site {
 	for _, c := range a.conns {
 		p := c.Properties
 		if p.ConnectionType == nil || *p.ConnectionType != armnetwork.VirtualNetworkGatewayConnectionTypeIPsec ||
-			p.VirtualNetworkGateway1 == nil || key(str(p.VirtualNetworkGateway1.ID)) != key(g.id) || p.LocalNetworkGateway2 == nil {
+			p.VirtualNetworkGateway1 == nil || api.Key(api.Str(p.VirtualNetworkGateway1.ID)) != api.Key(g.id) || p.LocalNetworkGateway2 == nil {
 			continue
 		}
-		l := a.sitesBy[key(str(p.LocalNetworkGateway2.ID))]
+		l := a.sitesBy[api.Key(api.Str(p.LocalNetworkGateway2.ID))]
 		if l == nil {
 			continue
 		}
-		s := site{address: str(l.Properties.GatewayIPAddress)}
+		s := site{address: api.Str(l.Properties.GatewayIPAddress)}
 		if s.address == "" {
-			s.address = str(l.Properties.Fqdn)
+			s.address = api.Str(l.Properties.Fqdn)
 		}
 		for _, sp := range spaceOf(l.Properties.LocalNetworkAddressSpace) {
 			if pf, err := netip.ParsePrefix(sp); err == nil {
@@ -155,16 +156,16 @@ func (a *around) routingVNets() []routing.VNet {
 	out := make([]routing.VNet, 0, len(a.order))
 	for _, k := range a.order {
 		v := a.vnets[k]
-		rv := routing.VNet{ID: str(v.ID), Name: str(v.Name), AddressSpace: vnetSpace(v)}
+		rv := routing.VNet{ID: api.Str(v.ID), Name: api.Str(v.Name), AddressSpace: vnetSpace(v)}
 		for _, p := range v.Properties.VirtualNetworkPeerings {
 			if p == nil {
 				continue
 			}
-			viewPeering(v, p, a.vnets[key(peeringRemote(p))])
+			viewPeering(v, p, a.vnets[api.Key(peeringRemote(p))])
 			rv.Peerings = append(rv.Peerings, routingPeering(p))
 		}
 		for _, g := range a.gateways {
-			if key(g.vnetID) != k {
+			if api.Key(g.vnetID) != k {
 				continue
 			}
 			typ := ""
@@ -181,7 +182,7 @@ func (a *around) routingVNets() []routing.VNet {
 func routingPeering(p *armnetwork.VirtualNetworkPeering) routing.Peering {
 	pp := p.Properties
 	flag := func(b *bool) bool { return b != nil && *b }
-	out := routing.Peering{Name: str(p.Name), RemoteVNetID: peeringRemote(p),
+	out := routing.Peering{Name: api.Str(p.Name), RemoteVNetID: peeringRemote(p),
 		AllowVirtualNetworkAccess: flag(pp.AllowVirtualNetworkAccess), AllowForwardedTraffic: flag(pp.AllowForwardedTraffic),
 		AllowGatewayTransit: flag(pp.AllowGatewayTransit), UseRemoteGateways: flag(pp.UseRemoteGateways)}
 	if pp.PeeringState != nil {
@@ -200,7 +201,7 @@ func routingPeering(p *armnetwork.VirtualNetworkPeering) routing.Peering {
 func (a *around) networkOf(vnetID string) routing.Network {
 	n, ok := routing.NetworkOf(a.routingVNets(), vnetID)
 	if !ok {
-		if v := a.vnets[key(vnetID)]; v != nil {
+		if v := a.vnets[api.Key(vnetID)]; v != nil {
 			n.AddressSpace = vnetSpace(v)
 		}
 	}
@@ -228,7 +229,7 @@ func (a *around) stateGateways() []StateGateway {
 func (a *around) fill(st *State) {
 	for i := range st.VirtualNetworks {
 		sv := &st.VirtualNetworks[i]
-		v := a.vnets[key(sv.ID)]
+		v := a.vnets[api.Key(sv.ID)]
 		if v == nil {
 			continue
 		}
@@ -237,7 +238,7 @@ func (a *around) fill(st *State) {
 			if p == nil {
 				continue
 			}
-			viewPeering(v, p, a.vnets[key(peeringRemote(p))])
+			viewPeering(v, p, a.vnets[api.Key(peeringRemote(p))])
 			sv.Peerings = append(sv.Peerings, statePeering(p))
 		}
 	}
@@ -297,7 +298,7 @@ func (st *State) RoutingVNets() []routing.VNet {
 // addDoc is add for a document whose ID is its "id" property.
 func (a *around) addDoc(typ string, doc []byte) error {
 	switch typ {
-	case typeVirtualNetworks, typeVNetGateways, typeLocalGateways, typeConnections:
+	case api.TypeVirtualNetworks, typeVNetGateways, typeLocalGateways, typeConnections:
 	default:
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // ARM's checks before a request reaches a resource provider, in ARM's
@@ -43,7 +44,7 @@ type armOp struct {
 var typeSpelling = map[string]string{}
 
 func init() {
-	for _, t := range []string{typeRouteTables, childRoutes, typeVirtualNetworks, childSubnets, typeNetworkInterfaces,
+	for _, t := range []string{api.TypeRouteTables, api.ChildRoutes, api.TypeVirtualNetworks, api.ChildSubnets, typeNetworkInterfaces,
 		typeNetworkWatchers, typeNatGateways, "networkSecurityGroups", "securityRules", "virtualNetworkPeerings",
 		"publicIPAddresses", "locations", "operations", "operationResults", "resourceGroups", "subscriptions",
 		"roleAssignments", "roleDefinitions", "locks", "policyAssignments", "policyDefinitions", "permissions"} {
@@ -63,14 +64,14 @@ func spell(seg string) string {
 // status endpoints (anyone holding an operation's URL may poll it), the
 // permissions API (it answers for the caller), the built-in policy
 // definitions (public in the tenant), and paths the router refuses anyway.
-func classifyRequest(q *request) *armOp {
-	seg := q.segs
+func classifyRequest(q *api.Request) *armOp {
+	seg := q.Segs
 	n := len(seg)
 	is := func(i int, want string) bool { return i < n && strings.EqualFold(seg[i], want) }
 	path := "/" + strings.Join(seg, "/")
 	verb := func(typ string) *armOp {
 		op := &armOp{scope: path}
-		switch q.method {
+		switch q.Method {
 		case http.MethodGet, http.MethodHead:
 			op.action = typ + "/read"
 		case http.MethodPut, http.MethodPatch:
@@ -83,7 +84,7 @@ func classifyRequest(q *request) *armOp {
 		return op
 	}
 	if i := authorizationIndex(seg); i >= 0 {
-		if i+2 >= n || is(i+2, "permissions") || isBuiltinPolicyRead(q.method, seg) {
+		if i+2 >= n || is(i+2, "permissions") || isBuiltinPolicyRead(q.Method, seg) {
 			return nil
 		}
 		op := verb("Microsoft.Authorization/" + spell(seg[i+2]))
@@ -130,7 +131,7 @@ func classifyRequest(q *request) *armOp {
 // classifyProvider classifies the paths under a resource group's
 // providers/{namespace}: lists, resources, child resources and POST
 // actions.
-func classifyProvider(q *request, seg []string, verb func(string) *armOp) *armOp {
+func classifyProvider(q *api.Request, seg []string, verb func(string) *armOp) *armOp {
 	n := len(seg)
 	ns, typ := seg[5], spell(seg[6])
 	switch {
@@ -146,7 +147,7 @@ func classifyProvider(q *request, seg []string, verb func(string) *armOp) *armOp
 			op.resourceType, op.name = ns+"/"+typ, seg[7]
 		}
 		return op
-	case n == 9 && q.method == http.MethodPost: // a POST action on a resource
+	case n == 9 && q.Method == http.MethodPost: // a POST action on a resource
 		return &armOp{action: ns + "/" + typ + "/" + seg[8] + "/action", scope: "/" + strings.Join(seg, "/"), change: "write"}
 	case n == 9 || n == 10:
 		op := verb(ns + "/" + typ + "/" + spell(seg[8]))
@@ -170,29 +171,29 @@ func authorizationIndex(seg []string) int {
 }
 
 // authorize runs ARM's checks for a request and records its caller.
-func (s *Server) authorize(ctx context.Context, q *request) error {
+func (s *Server) authorize(ctx context.Context, q *api.Request) error {
 	st, err := s.authzState(ctx)
 	if err != nil {
 		return err
 	}
-	q.caller = st.callerOf(q.r)
-	q.authz = st
+	q.Caller = st.callerOf(q.HTTP)
+	q.Authz = st
 	if st.empty() {
 		return nil
 	}
 	op := classifyRequest(q)
-	if st.enforced() && !q.caller.known {
-		return newError(http.StatusUnauthorized, "InvalidAuthenticationToken",
+	if st.enforced() && !q.Caller.Known {
+		return api.NewError(http.StatusUnauthorized, "InvalidAuthenticationToken",
 			"The access token is invalid. The fabric enforces role-based access control: use a token of its token endpoint, or fabric.Credential.")
 	}
 	if op == nil {
 		return nil
 	}
 	if st.enforced() && op.action != "" {
-		if !st.permissions(q.caller, op.scope).Allows(op.action) {
-			return errAuthorizationFailed(q.caller, op.action, op.scope)
+		if !st.permissions(q.Caller, op.scope).Allows(op.action) {
+			return errAuthorizationFailed(q.Caller, op.action, op.scope)
 		}
-		if op.change == "write" && q.method != http.MethodPost {
+		if op.change == "write" && q.Method != http.MethodPost {
 			if err := st.checkLinked(q, op); err != nil {
 				return err
 			}
@@ -204,7 +205,7 @@ func (s *Server) authorize(ctx context.Context, q *request) error {
 	if err := st.checkLocks(op); err != nil {
 		return err
 	}
-	if op.resourceType != "" && (q.method == http.MethodPut || q.method == http.MethodPatch) {
+	if op.resourceType != "" && (q.Method == http.MethodPut || q.Method == http.MethodPatch) {
 		return s.checkPolicies(ctx, st, q, op)
 	}
 	return nil
@@ -213,18 +214,18 @@ func (s *Server) authorize(ctx context.Context, q *request) error {
 // permissions are the permission blocks that apply to a caller at scope:
 // its role assignments' (the administrator holds Owner at "/"), or, while
 // the fabric enforces no RBAC, everything.
-func (st *authzState) permissions(c caller, scope string) azrbac.Set {
+func (st *authzState) permissions(c api.Caller, scope string) azrbac.Set {
 	all := azrbac.Set{{Actions: []string{"*"}, NotActions: []string{}, DataActions: []string{}, NotDataActions: []string{}}}
-	if !st.enforced() || c.admin() {
+	if !st.enforced() || c.Admin() {
 		return all
 	}
-	return azrbac.Effective(c.objectID, scope, st.assignments, st.role)
+	return azrbac.Effective(c.ObjectID, scope, st.assignments, st.role)
 }
 
-func errAuthorizationFailed(c caller, action, scope string) *apiError {
-	return newError(http.StatusForbidden, "AuthorizationFailed",
+func errAuthorizationFailed(c api.Caller, action, scope string) *api.Error {
+	return api.NewError(http.StatusForbidden, "AuthorizationFailed",
 		"The client '%s' with object id '%s' does not have authorization to perform action '%s' over scope '%s' or the scope is invalid. If access was recently granted, please refresh your credentials.",
-		c.display(), c.objectID, action, scope)
+		c.Display(), c.ObjectID, action, scope)
 }
 
 // linkedRef is a resource a write references, and the action ARM checks
@@ -235,10 +236,10 @@ type linkedRef struct{ action, scope string }
 // another resource needs its join action (a subnet's route table, network
 // security group and NAT gateway; a network interface's subnets and
 // security group), whether the reference is new or sent again as it was.
-func (st *authzState) checkLinked(q *request, op *armOp) error {
+func (st *authzState) checkLinked(q *api.Request, op *armOp) error {
 	var missing []linkedRef
 	for _, ref := range linkedRefs(q, op) {
-		if !st.permissions(q.caller, ref.scope).Allows(ref.action) {
+		if !st.permissions(q.Caller, ref.scope).Allows(ref.action) {
 			missing = append(missing, ref)
 		}
 	}
@@ -260,15 +261,15 @@ func (st *authzState) checkLinked(q *request, op *armOp) error {
 		}
 		what = fmt.Sprintf("action(s) '%s' on the linked scope(s) '%s' (respectively)", strings.Join(actions, ","), strings.Join(scopes, ","))
 	}
-	return newError(http.StatusForbidden, "LinkedAuthorizationFailed",
+	return api.NewError(http.StatusForbidden, "LinkedAuthorizationFailed",
 		"The client '%s' with object id '%s' has permission to perform action '%s' on scope '%s'; however, it does not have permission to perform %s or the linked scope(s) are invalid.",
-		q.caller.display(), q.caller.objectID, op.action, op.scope, what)
+		q.Caller.Display(), q.Caller.ObjectID, op.action, op.scope, what)
 }
 
 // linkedRefs reads the references of a write's body.
-func linkedRefs(q *request, op *armOp) []linkedRef {
+func linkedRefs(q *api.Request, op *armOp) []linkedRef {
 	var body map[string]any
-	if json.Unmarshal(q.body, &body) != nil {
+	if json.Unmarshal(q.Body, &body) != nil {
 		return nil
 	}
 	var out []linkedRef
@@ -357,7 +358,7 @@ func (st *authzState) checkLocks(op *armOp) error {
 	if len(locked) == 0 {
 		return nil
 	}
-	return newError(http.StatusConflict, "ScopeLocked",
+	return api.NewError(http.StatusConflict, "ScopeLocked",
 		"The scope '%s' cannot perform %s operation because following scope(s) are locked: '%s'. Please remove the lock and try again.",
 		op.scope, op.change, strings.Join(locked, ","))
 }
@@ -383,20 +384,20 @@ func scopeOfExtension(id string) string {
 // Track asynchronous Azure operations, "Permission for tracking async
 // status"). A role at the resource alone thus writes but cannot see the
 // write finish.
-func (s *Server) authorizePoll(q *request, o *operation, kind string) error {
-	st, _ := q.authz.(*authzState)
-	if st == nil || !st.enforced() || q.caller.admin() {
+func (s *Server) authorizePoll(q *api.Request, o *operation, kind string) error {
+	st, _ := q.Authz.(*authzState)
+	if st == nil || !st.enforced() || q.Caller.Admin() {
 		return nil
 	}
 	scope := "/subscriptions/" + o.Sub
 	if id, err := parseResourceGroupOf(o.ResourceID); err == nil {
 		scope = id
 	}
-	action := networkNamespace + "/locations/" + kind + "/read"
-	if st.permissions(q.caller, scope).Allows(action) {
+	action := api.NetworkNamespace + "/locations/" + kind + "/read"
+	if st.permissions(q.Caller, scope).Allows(action) {
 		return nil
 	}
-	return errAuthorizationFailed(q.caller, action, "/"+strings.Join(q.segs, "/"))
+	return errAuthorizationFailed(q.Caller, action, "/"+strings.Join(q.Segs, "/"))
 }
 
 // parseResourceGroupOf returns the ID of the resource group of a resource
@@ -406,5 +407,5 @@ func parseResourceGroupOf(id string) (string, error) {
 	if len(segs) < 4 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") {
 		return "", fmt.Errorf("%q names no resource group", id)
 	}
-	return rgID(segs[1], segs[3]), nil
+	return api.RGID(segs[1], segs[3]), nil
 }

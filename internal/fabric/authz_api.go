@@ -11,6 +11,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Microsoft.Authorization at every scope: role definitions, role
@@ -34,71 +35,71 @@ func (e extRequest) id() string {
 }
 
 // authorizationAPI routes a Microsoft.Authorization request.
-func (s *Server) authorizationAPI(ctx context.Context, q *request) (*response, error) {
-	i := authorizationIndex(q.segs)
-	n := len(q.segs)
+func (s *Server) authorizationAPI(ctx context.Context, q *api.Request) (*api.Response, error) {
+	i := authorizationIndex(q.Segs)
+	n := len(q.Segs)
 	if n < i+3 || n > i+4 {
-		return nil, errNoRoute(q)
+		return nil, api.NoRoute(q)
 	}
-	e := extRequest{scope: "/" + strings.Join(q.segs[:i], "/"), kind: spell(q.segs[i+2])}
+	e := extRequest{scope: "/" + strings.Join(q.Segs[:i], "/"), kind: spell(q.Segs[i+2])}
 	if n == i+4 {
-		e.name = q.segs[i+3]
+		e.name = q.Segs[i+3]
 	}
 	if err := checkExtScope(q, e); err != nil {
 		return nil, err
 	}
-	one := func(hs map[string]handler) (*response, error) {
+	one := func(hs map[string]api.Handler) (*api.Response, error) {
 		if e.name == "" {
-			return nil, errNoRoute(q)
+			return nil, api.NoRoute(q)
 		}
-		return methods(q, hs)(ctx, q)
+		return api.Methods(q, hs)(ctx, q)
 	}
-	list := func(h handler) (*response, error) {
+	list := func(h api.Handler) (*api.Response, error) {
 		if e.name != "" {
-			return nil, errNoRoute(q)
+			return nil, api.NoRoute(q)
 		}
-		return methods(q, map[string]handler{"GET": h})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": h})(ctx, q)
 	}
-	with := func(f func(context.Context, *request, extRequest) (*response, error)) handler {
-		return func(ctx context.Context, q *request) (*response, error) { return f(ctx, q, e) }
+	with := func(f func(context.Context, *api.Request, extRequest) (*api.Response, error)) api.Handler {
+		return func(ctx context.Context, q *api.Request) (*api.Response, error) { return f(ctx, q, e) }
 	}
 	switch e.kind {
 	case "roleDefinitions":
 		if e.name == "" {
 			return list(with(s.listRoleDefinitions))
 		}
-		return one(map[string]handler{"GET": with(s.getRoleDefinition), "PUT": with(s.putRoleDefinition), "DELETE": with(s.deleteRoleDefinition)})
+		return one(map[string]api.Handler{"GET": with(s.getRoleDefinition), "PUT": with(s.putRoleDefinition), "DELETE": with(s.deleteRoleDefinition)})
 	case "roleAssignments":
 		if e.name == "" {
 			return list(with(s.listRoleAssignments))
 		}
-		return one(map[string]handler{"GET": with(s.getRoleAssignment), "PUT": with(s.putRoleAssignment), "DELETE": with(s.deleteRoleAssignment)})
+		return one(map[string]api.Handler{"GET": with(s.getRoleAssignment), "PUT": with(s.putRoleAssignment), "DELETE": with(s.deleteRoleAssignment)})
 	case "locks":
 		if e.name == "" {
 			return list(with(s.listLocks))
 		}
-		return one(map[string]handler{"GET": with(s.getLock), "PUT": with(s.putLock), "DELETE": with(s.deleteLock)})
+		return one(map[string]api.Handler{"GET": with(s.getLock), "PUT": with(s.putLock), "DELETE": with(s.deleteLock)})
 	case "policyDefinitions":
 		if e.name == "" {
 			return list(with(s.listPolicyDefinitions))
 		}
-		return one(map[string]handler{"GET": with(s.getPolicyDefinition), "PUT": with(s.putPolicyDefinition), "DELETE": with(s.deletePolicyDefinition)})
+		return one(map[string]api.Handler{"GET": with(s.getPolicyDefinition), "PUT": with(s.putPolicyDefinition), "DELETE": with(s.deletePolicyDefinition)})
 	case "policyAssignments":
 		if e.name == "" {
 			return list(with(s.listPolicyAssignments))
 		}
-		return one(map[string]handler{"GET": with(s.getPolicyAssignment), "PUT": with(s.putPolicyAssignment), "DELETE": with(s.deletePolicyAssignment)})
+		return one(map[string]api.Handler{"GET": with(s.getPolicyAssignment), "PUT": with(s.putPolicyAssignment), "DELETE": with(s.deletePolicyAssignment)})
 	case "permissions":
 		return list(with(s.listPermissions))
 	}
-	return nil, newError(http.StatusNotFound, "InvalidResourceType",
-		"The resource type '%s' could not be found in the namespace 'Microsoft.Authorization' for api version '%s'.", q.segs[i+2], q.apiVersion)
+	return nil, api.NewError(http.StatusNotFound, "InvalidResourceType",
+		"The resource type '%s' could not be found in the namespace 'Microsoft.Authorization' for api version '%s'.", q.Segs[i+2], q.APIVersion)
 }
 
 // checkExtScope accepts the scopes ARM serves extension resources at:
 // the root (role and policy definitions only), a subscription, a resource
 // group, or a resource under a resource group.
-func checkExtScope(q *request, e extRequest) error {
+func checkExtScope(q *api.Request, e extRequest) error {
 	segs := strings.Split(strings.Trim(e.scope, "/"), "/")
 	switch {
 	case e.scope == "/":
@@ -113,7 +114,7 @@ func checkExtScope(q *request, e extRequest) error {
 		strings.EqualFold(segs[2], "resourceGroups") && strings.EqualFold(segs[4], "providers"):
 		return nil
 	}
-	return badRequest("InvalidScope", "The scope '%s' is not valid for %s: use a subscription, resource group or resource ID.", e.scope, e.kind)
+	return api.BadRequest("InvalidScope", "The scope '%s' is not valid for %s: use a subscription, resource group or resource ID.", e.scope, e.kind)
 }
 
 // requireScope checks that the scope of an extension resource being
@@ -131,12 +132,12 @@ func requireScope(tx *txn, scope string) error {
 		return nil
 	}
 	top := "/" + strings.Join(segs[:8], "/")
-	row, err := tx.getResource(key(top))
+	row, err := tx.getResource(api.Key(top))
 	if err != nil {
 		return err
 	}
 	if row == nil {
-		return errResourceNotFound(segs[5]+"/"+segs[6], segs[7], segs[3])
+		return api.ResourceNotFound(segs[5]+"/"+segs[6], segs[7], segs[3])
 	}
 	if len(segs) >= 10 {
 		var doc map[string]any
@@ -150,7 +151,7 @@ func requireScope(tx *txn, scope string) error {
 			name, _ := azpolicy.Field(m, "name").(string)
 			return strings.EqualFold(name, segs[9])
 		}) {
-			return errChildNotFound(segs[6], segs[7], segs[8], segs[9], segs[3])
+			return api.ChildNotFound(segs[6], segs[7], segs[8], segs[9], segs[3])
 		}
 	}
 	return nil
@@ -173,7 +174,7 @@ func nowStamp(s *Server) string { return s.now().UTC().Format(time.RFC3339Nano) 
 
 // readState runs fn with the authorization state read in a fresh snapshot
 // (so that a list sees this process's own last write).
-func (s *Server) readState(ctx context.Context, fn func(*authzState) (*response, error)) (*response, error) {
+func (s *Server) readState(ctx context.Context, fn func(*authzState) (*api.Response, error)) (*api.Response, error) {
 	st, err := s.authzState(ctx)
 	if err != nil {
 		return nil, err
@@ -186,8 +187,8 @@ func (s *Server) readState(ctx context.Context, fn func(*authzState) (*response,
 // listPermissions is ARM's permissions API: the caller's permission
 // blocks that apply at the scope, one per role assignment (Owner's for the
 // fabric's administrator, everything while the fabric enforces no RBAC).
-func (s *Server) listPermissions(ctx context.Context, q *request, e extRequest) (*response, error) {
-	st, _ := q.authz.(*authzState)
+func (s *Server) listPermissions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	st, _ := q.Authz.(*authzState)
 	if st == nil {
 		var err error
 		if st, err = s.authzState(ctx); err != nil {
@@ -195,8 +196,8 @@ func (s *Server) listPermissions(ctx context.Context, q *request, e extRequest) 
 		}
 	}
 	var set azrbac.Set
-	if st.enforced() && !q.caller.admin() {
-		set = azrbac.Effective(q.caller.objectID, e.scope, st.assignments, st.role)
+	if st.enforced() && !q.Caller.Admin() {
+		set = azrbac.Effective(q.Caller.ObjectID, e.scope, st.assignments, st.role)
 	} else {
 		owner, _ := azrbac.BuiltInRole(azrbac.OwnerID)
 		set = owner.Set()
@@ -205,5 +206,5 @@ func (s *Server) listPermissions(ctx context.Context, q *request, e extRequest) 
 	for _, p := range set {
 		out = append(out, p)
 	}
-	return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": out}}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Lock levels.
@@ -22,9 +23,9 @@ const (
 // list holds every lock in it, as `az lock delete` expects); with
 // $filter=atScope() the locks at the scope and above, those that apply
 // to it.
-func (s *Server) listLocks(ctx context.Context, q *request, e extRequest) (*response, error) {
-	_, atScope := parseFilter(q.query.Get("$filter"))["atscope"]
-	return s.readState(ctx, func(st *authzState) (*response, error) {
+func (s *Server) listLocks(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	_, atScope := parseFilter(q.Query.Get("$filter"))["atscope"]
+	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		out := []any{}
 		for _, l := range st.locks {
 			ls := l.scope()
@@ -32,46 +33,46 @@ func (s *Server) listLocks(ctx context.Context, q *request, e extRequest) (*resp
 				out = append(out, l)
 			}
 		}
-		return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+		return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": out}}, nil
 	})
 }
 
-func (s *Server) getLock(ctx context.Context, q *request, e extRequest) (*response, error) {
-	return s.getExt(ctx, e, kindLock, func() *apiError {
-		return newError(http.StatusNotFound, "LockNotFound", "The lock '%s' could not be found.", e.name)
+func (s *Server) getLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	return s.getExt(ctx, e, kindLock, func() *api.Error {
+		return api.NewError(http.StatusNotFound, "LockNotFound", "The lock '%s' could not be found.", e.name)
 	})
 }
 
 // getExt answers the stored document of an extension resource.
-func (s *Server) getExt(ctx context.Context, e extRequest, kind string, notFound func() *apiError) (*response, error) {
-	var resp *response
+func (s *Server) getExt(ctx context.Context, e extRequest, kind string, notFound func() *api.Error) (*api.Response, error) {
+	var resp *api.Response
 	err := s.store.read(ctx, func(tx *txn) error {
-		row, err := tx.getAuthz(key(e.id()))
+		row, err := tx.getAuthz(api.Key(e.id()))
 		if err != nil {
 			return err
 		}
 		if row == nil || row.Kind != kind {
 			return notFound()
 		}
-		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc)}
+		resp = &api.Response{Status: http.StatusOK, Body: json.RawMessage(row.Doc)}
 		return nil
 	})
 	return resp, err
 }
 
 // putLock creates or updates a management lock (az lock create).
-func (s *Server) putLock(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) putLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var in struct {
 		Properties *lockProps `json:"properties"`
 	}
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := api.DecodeObject(q.Body, &in); err != nil {
 		return nil, err
 	}
 	if !extNameRE.MatchString(e.name) {
-		return nil, badRequest("InvalidLockName", "The lock name '%s' is invalid: at most 260 characters, none of <, >, *, %%, &, :, \\, ?, /, +, not ending with a space or '.'.", e.name)
+		return nil, api.BadRequest("InvalidLockName", "The lock name '%s' is invalid: at most 260 characters, none of <, >, *, %%, &, :, \\, ?, /, +, not ending with a space or '.'.", e.name)
 	}
 	if in.Properties == nil {
-		return nil, badRequest("InvalidRequestContent", "The lock has no properties: give properties.level (CanNotDelete or ReadOnly).")
+		return nil, api.BadRequest("InvalidRequestContent", "The lock has no properties: give properties.level (CanNotDelete or ReadOnly).")
 	}
 	p := *in.Properties
 	switch {
@@ -80,28 +81,28 @@ func (s *Server) putLock(ctx context.Context, q *request, e extRequest) (*respon
 	case strings.EqualFold(p.Level, lockReadOnly):
 		p.Level = lockReadOnly
 	default:
-		return nil, badRequest("LockLevelInvalid", "The lock level '%s' is invalid: it must be CanNotDelete or ReadOnly.", p.Level)
+		return nil, api.BadRequest("LockLevelInvalid", "The lock level '%s' is invalid: it must be CanNotDelete or ReadOnly.", p.Level)
 	}
 	if len(p.Notes) > 512 {
-		return nil, badRequest("LockNotesTooLong", "The notes of lock '%s' are longer than 512 characters.", e.name)
+		return nil, api.BadRequest("LockNotesTooLong", "The notes of lock '%s' are longer than 512 characters.", e.name)
 	}
-	var resp *response
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
 		if err := requireScope(tx, e.scope); err != nil {
 			return err
 		}
-		prev, err := tx.getAuthz(key(e.id()))
+		prev, err := tx.getAuthz(api.Key(e.id()))
 		if err != nil {
 			return err
 		}
 		l := lockDoc{ID: e.id(), Name: e.name, Type: "Microsoft.Authorization/locks", Properties: p}
-		resp, err = storeExt(tx, key(l.ID), kindLock, l.ID, e.scope, l, prev == nil)
+		resp, err = storeExt(tx, api.Key(l.ID), kindLock, l.ID, e.scope, l, prev == nil)
 		return err
 	})
 	return resp, err
 }
 
-func (s *Server) deleteLock(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) deleteLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindLock)
 }
 
@@ -112,8 +113,8 @@ func policyDefinitionsAt(scope string) bool {
 	return len(segs) == 2 && strings.EqualFold(segs[0], "subscriptions")
 }
 
-func (s *Server) listPolicyDefinitions(ctx context.Context, q *request, e extRequest) (*response, error) {
-	return s.readState(ctx, func(st *authzState) (*response, error) {
+func (s *Server) listPolicyDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		var defs []*policyDefinition
 		for _, d := range st.policyDefs {
 			at := scopeOfExtension(d.ID)
@@ -126,44 +127,44 @@ func (s *Server) listPolicyDefinitions(ctx context.Context, q *request, e extReq
 			}
 			defs = append(defs, d)
 		}
-		slices.SortFunc(defs, func(a, b *policyDefinition) int { return strings.Compare(key(a.ID), key(b.ID)) })
+		slices.SortFunc(defs, func(a, b *policyDefinition) int { return strings.Compare(api.Key(a.ID), api.Key(b.ID)) })
 		out := []any{}
 		for _, d := range defs {
 			out = append(out, d)
 		}
-		return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+		return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": out}}, nil
 	})
 }
 
-func errPolicyDefinitionNotFound(name string) *apiError {
-	return newError(http.StatusNotFound, "PolicyDefinitionNotFound", "The policy definition '%s' could not be found.", name)
+func errPolicyDefinitionNotFound(name string) *api.Error {
+	return api.NewError(http.StatusNotFound, "PolicyDefinitionNotFound", "The policy definition '%s' could not be found.", name)
 }
 
 // getPolicyDefinition answers a definition: a custom one at a
 // subscription, a built-in at the tenant scope.
-func (s *Server) getPolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) getPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if e.scope == azrbac.RootScope {
 		d := builtinPolicyDefinition(e.id())
 		if d == nil {
 			return nil, errPolicyDefinitionNotFound(e.name)
 		}
-		return &response{status: http.StatusOK, body: d}, nil
+		return &api.Response{Status: http.StatusOK, Body: d}, nil
 	}
-	return s.getExt(ctx, e, kindPolicyDefinition, func() *apiError { return errPolicyDefinitionNotFound(e.name) })
+	return s.getExt(ctx, e, kindPolicyDefinition, func() *api.Error { return errPolicyDefinitionNotFound(e.name) })
 }
 
 // putPolicyDefinition creates or updates a custom policy definition at a
 // subscription; the rule must keep to the subset policy.go supports.
-func (s *Server) putPolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) putPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if !policyDefinitionsAt(e.scope) {
-		return nil, badRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'.", e.scope)
+		return nil, api.BadRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'.", e.scope)
 	}
 	var d policyDefinition
-	if err := decodeObject(q.body, &d); err != nil {
+	if err := api.DecodeObject(q.Body, &d); err != nil {
 		return nil, err
 	}
 	if !extNameRE.MatchString(e.name) {
-		return nil, badRequest("InvalidPolicyDefinitionName", "The policy definition name '%s' is invalid.", e.name)
+		return nil, api.BadRequest("InvalidPolicyDefinitionName", "The policy definition name '%s' is invalid.", e.name)
 	}
 	d.ID, d.Name, d.Type = e.id(), e.name, "Microsoft.Authorization/policyDefinitions"
 	if d.Properties.PolicyType == "" {
@@ -183,21 +184,21 @@ func (s *Server) putPolicyDefinition(ctx context.Context, q *request, e extReque
 	if err := d.compile(); err != nil {
 		return nil, err
 	}
-	var resp *response
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
-		prev, err := tx.getAuthz(key(d.ID))
+		prev, err := tx.getAuthz(api.Key(d.ID))
 		if err != nil {
 			return err
 		}
-		resp, err = storeExt(tx, key(d.ID), kindPolicyDefinition, d.ID, e.scope, &d, prev == nil)
+		resp, err = storeExt(tx, api.Key(d.ID), kindPolicyDefinition, d.ID, e.scope, &d, prev == nil)
 		return err
 	})
 	return resp, err
 }
 
-func (s *Server) deletePolicyDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) deletePolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if !policyDefinitionsAt(e.scope) {
-		return nil, badRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'; built-in definitions cannot be deleted.", e.scope)
+		return nil, api.BadRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'; built-in definitions cannot be deleted.", e.scope)
 	}
 	return s.deleteExt(ctx, e, kindPolicyDefinition)
 }
@@ -206,9 +207,9 @@ func (s *Server) deletePolicyDefinition(ctx context.Context, q *request, e extRe
 
 // listPolicyAssignments lists the assignments that apply at the scope
 // (at or above it) and those below it; $filter=atScope() keeps the first.
-func (s *Server) listPolicyAssignments(ctx context.Context, q *request, e extRequest) (*response, error) {
-	_, atScope := parseFilter(q.query.Get("$filter"))["atscope"]
-	return s.readState(ctx, func(st *authzState) (*response, error) {
+func (s *Server) listPolicyAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	_, atScope := parseFilter(q.Query.Get("$filter"))["atscope"]
+	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		out := []any{}
 		for _, a := range st.policies {
 			above := azrbac.ScopeContains(a.Properties.Scope, e.scope)
@@ -217,25 +218,25 @@ func (s *Server) listPolicyAssignments(ctx context.Context, q *request, e extReq
 				out = append(out, a)
 			}
 		}
-		return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+		return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": out}}, nil
 	})
 }
 
-func (s *Server) getPolicyAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
-	return s.getExt(ctx, e, kindPolicyAssignment, func() *apiError {
-		return newError(http.StatusNotFound, "PolicyAssignmentNotFound", "The policy assignment '%s' is not found.", e.name)
+func (s *Server) getPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	return s.getExt(ctx, e, kindPolicyAssignment, func() *api.Error {
+		return api.NewError(http.StatusNotFound, "PolicyAssignmentNotFound", "The policy assignment '%s' is not found.", e.name)
 	})
 }
 
 // putPolicyAssignment assigns a policy definition at a scope (az policy
 // assignment create).
-func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) putPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var a policyAssignment
-	if err := decodeObject(q.body, &a); err != nil {
+	if err := api.DecodeObject(q.Body, &a); err != nil {
 		return nil, err
 	}
 	if !extNameRE.MatchString(e.name) || len(e.name) > 64 {
-		return nil, badRequest("InvalidPolicyAssignmentName", "The policy assignment name '%s' is invalid: at most 64 characters, none of <, >, *, %%, &, :, \\, ?, /, +.", e.name)
+		return nil, api.BadRequest("InvalidPolicyAssignmentName", "The policy assignment name '%s' is invalid: at most 64 characters, none of <, >, *, %%, &, :, \\, ?, /, +.", e.name)
 	}
 	a.ID, a.Name, a.Type = e.id(), e.name, "Microsoft.Authorization/policyAssignments"
 	a.Properties.Scope = e.scope
@@ -248,16 +249,16 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extReque
 	case strings.EqualFold(a.Properties.EnforcementMode, "DoNotEnforce"):
 		a.Properties.EnforcementMode = "DoNotEnforce"
 	default:
-		return nil, badRequest("InvalidPolicyAssignment", "enforcementMode '%s' is not Default or DoNotEnforce.", a.Properties.EnforcementMode)
+		return nil, api.BadRequest("InvalidPolicyAssignment", "enforcementMode '%s' is not Default or DoNotEnforce.", a.Properties.EnforcementMode)
 	}
-	var resp *response
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
 		if err := requireScope(tx, e.scope); err != nil {
 			return err
 		}
 		d := builtinPolicyDefinition(a.Properties.PolicyDefinitionID)
 		if d == nil {
-			row, err := tx.getAuthz(key(a.Properties.PolicyDefinitionID))
+			row, err := tx.getAuthz(api.Key(a.Properties.PolicyDefinitionID))
 			if err != nil {
 				return err
 			}
@@ -274,22 +275,22 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *request, e extReque
 		}
 		missing, undefined := d.compiled.CheckParameters(a.compiled)
 		if len(missing) > 0 {
-			return badRequest("MissingPolicyParameter", "The policy assignment '%s' is missing the parameter(s) '%s' as defined in the policy definition '%s'.",
+			return api.BadRequest("MissingPolicyParameter", "The policy assignment '%s' is missing the parameter(s) '%s' as defined in the policy definition '%s'.",
 				a.Name, strings.Join(missing, ", "), d.Name)
 		}
 		if len(undefined) > 0 {
-			return badRequest("UndefinedPolicyParameter", "The policy assignment '%s' has the parameter '%s' which is not defined in the policy definition '%s'.", a.Name, undefined[0], d.Name)
+			return api.BadRequest("UndefinedPolicyParameter", "The policy assignment '%s' has the parameter '%s' which is not defined in the policy definition '%s'.", a.Name, undefined[0], d.Name)
 		}
-		prev, err := tx.getAuthz(key(a.ID))
+		prev, err := tx.getAuthz(api.Key(a.ID))
 		if err != nil {
 			return err
 		}
-		resp, err = storeExt(tx, key(a.ID), kindPolicyAssignment, a.ID, e.scope, &a, prev == nil)
+		resp, err = storeExt(tx, api.Key(a.ID), kindPolicyAssignment, a.ID, e.scope, &a, prev == nil)
 		return err
 	})
 	return resp, err
 }
 
-func (s *Server) deletePolicyAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) deletePolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindPolicyAssignment)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Role definitions and role assignments of Microsoft.Authorization
@@ -59,9 +60,9 @@ func roleDoc(d azrbac.RoleDefinition, scope string) roleDefinitionDoc {
 	}}
 }
 
-func (s *Server) listRoleDefinitions(ctx context.Context, q *request, e extRequest) (*response, error) {
-	return s.readState(ctx, func(st *authzState) (*response, error) {
-		f := parseFilter(q.query.Get("$filter"))
+func (s *Server) listRoleDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
+		f := parseFilter(q.Query.Get("$filter"))
 		var out []any
 		keep := func(d azrbac.RoleDefinition) bool {
 			if v, ok := f["rolename"]; ok && !strings.EqualFold(v, d.RoleName) {
@@ -85,7 +86,7 @@ func (s *Server) listRoleDefinitions(ctx context.Context, q *request, e extReque
 				out = append(out, roleDoc(d, e.scope))
 			}
 		}
-		return &response{status: http.StatusOK, body: map[string]any{"value": nonNil(out)}}, nil
+		return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": nonNil(out)}}, nil
 	})
 }
 
@@ -133,53 +134,53 @@ func nonNil(v []any) []any {
 	return v
 }
 
-func errRoleDefinitionNotFound(name string) *apiError {
-	return newError(http.StatusNotFound, "RoleDefinitionDoesNotExist", "The specified role definition with ID '%s' does not exist.", name)
+func errRoleDefinitionNotFound(name string) *api.Error {
+	return api.NewError(http.StatusNotFound, "RoleDefinitionDoesNotExist", "The specified role definition with ID '%s' does not exist.", name)
 }
 
-func (s *Server) getRoleDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
-	return s.readState(ctx, func(st *authzState) (*response, error) {
+func (s *Server) getRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		d, ok := st.role(e.name)
 		if !ok {
 			return nil, errRoleDefinitionNotFound(e.name)
 		}
-		return &response{status: http.StatusOK, body: roleDoc(d, e.scope)}, nil
+		return &api.Response{Status: http.StatusOK, Body: roleDoc(d, e.scope)}, nil
 	})
 }
 
 // putRoleDefinition creates or updates a custom role (az role definition
 // create/update).
-func (s *Server) putRoleDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) putRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if _, ok := azrbac.BuiltInRole(e.name); ok {
-		return nil, newError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be changed.", e.name)
+		return nil, api.NewError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be changed.", e.name)
 	}
 	if _, err := uuid.Parse(e.name); err != nil {
-		return nil, badRequest("InvalidRoleDefinitionId", "The role definition ID '%s' is not valid: it must be a GUID.", e.name)
+		return nil, api.BadRequest("InvalidRoleDefinitionId", "The role definition ID '%s' is not valid: it must be a GUID.", e.name)
 	}
 	var in struct {
 		Properties json.RawMessage `json:"properties"`
 	}
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := api.DecodeObject(q.Body, &in); err != nil {
 		return nil, err
 	}
 	if len(in.Properties) == 0 {
-		return nil, badRequest("InvalidRoleDefinition", "The role definition has no properties.")
+		return nil, api.BadRequest("InvalidRoleDefinition", "The role definition has no properties.")
 	}
 	d, err := azrbac.ParseRoleDefinition(append(append([]byte(`{"properties":`), in.Properties...), '}'))
 	if err != nil {
-		return nil, badRequest("InvalidRoleDefinition", "The role definition is not valid: %v.", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return nil, api.BadRequest("InvalidRoleDefinition", "The role definition is not valid: %v.", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	d.Name, d.RoleType = strings.ToLower(e.name), azrbac.TypeCustomRole
 	d.ID = strings.TrimRight(e.scope, "/") + "/providers/Microsoft.Authorization/roleDefinitions/" + d.Name
 	if e.scope == "/" {
-		return nil, badRequest("InvalidScope", "Custom role definitions are created under a subscription.")
+		return nil, api.BadRequest("InvalidScope", "Custom role definitions are created under a subscription.")
 	}
 	for _, p := range d.Permissions {
 		if len(p.Actions) == 0 && len(p.DataActions) == 0 {
-			return nil, badRequest("InvalidRoleDefinition", "The role definition '%s' grants no action: give Actions or DataActions.", d.RoleName)
+			return nil, api.BadRequest("InvalidRoleDefinition", "The role definition '%s' grants no action: give Actions or DataActions.", d.RoleName)
 		}
 	}
-	var resp *response
+	var resp *api.Response
 	err = s.store.write(ctx, func(tx *txn) error {
 		prev, err := tx.getAuthz(roleDefinitionKey(d.Name))
 		if err != nil {
@@ -191,14 +192,14 @@ func (s *Server) putRoleDefinition(ctx context.Context, q *request, e extRequest
 		}
 		for _, o := range st.roles {
 			if strings.EqualFold(o.RoleName, d.RoleName) && !strings.EqualFold(o.Name, d.Name) {
-				return newError(http.StatusConflict, "RoleDefinitionWithSameNameExists", "A custom role with the same name '%s' already exists in this directory. Use a different name.", d.RoleName)
+				return api.NewError(http.StatusConflict, "RoleDefinitionWithSameNameExists", "A custom role with the same name '%s' already exists in this directory. Use a different name.", d.RoleName)
 			}
 		}
 		if _, ok := azrbac.BuiltInRole(d.RoleName); ok {
-			return newError(http.StatusConflict, "RoleDefinitionWithSameNameExists", "A role with the same name '%s' already exists: it is a built-in role.", d.RoleName)
+			return api.NewError(http.StatusConflict, "RoleDefinitionWithSameNameExists", "A role with the same name '%s' already exists: it is a built-in role.", d.RoleName)
 		}
 		doc := roleDoc(d, e.scope)
-		now, by := nowStamp(s), q.caller.objectID
+		now, by := nowStamp(s), q.Caller.ObjectID
 		doc.Properties.CreatedOn, doc.Properties.UpdatedOn = now, now
 		doc.Properties.CreatedBy, doc.Properties.UpdatedBy = &by, &by
 		if prev != nil {
@@ -215,18 +216,18 @@ func (s *Server) putRoleDefinition(ctx context.Context, q *request, e extRequest
 
 func roleDefinitionKey(guid string) string { return "roledefinition:" + strings.ToLower(guid) }
 
-func (s *Server) deleteRoleDefinition(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) deleteRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if _, ok := azrbac.BuiltInRole(e.name); ok {
-		return nil, newError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be deleted.", e.name)
+		return nil, api.NewError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be deleted.", e.name)
 	}
-	var resp *response
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
 		row, err := tx.getAuthz(roleDefinitionKey(e.name))
 		if err != nil {
 			return err
 		}
 		if row == nil {
-			resp = &response{status: http.StatusNoContent}
+			resp = &api.Response{Status: http.StatusNoContent}
 			return nil
 		}
 		st, err := loadAuthz(tx, 0)
@@ -235,13 +236,13 @@ func (s *Server) deleteRoleDefinition(ctx context.Context, q *request, e extRequ
 		}
 		for _, a := range st.assignments {
 			if strings.EqualFold(azrbac.DefinitionName(a.RoleDefinitionID), e.name) {
-				return badRequest("RoleDefinitionHasAssignments", "There are existing role assignments referencing role '%s'; delete them first.", e.name)
+				return api.BadRequest("RoleDefinitionHasAssignments", "There are existing role assignments referencing role '%s'; delete them first.", e.name)
 			}
 		}
 		if err := tx.deleteAuthz(row.Key); err != nil {
 			return err
 		}
-		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc)}
+		resp = &api.Response{Status: http.StatusOK, Body: json.RawMessage(row.Doc)}
 		return nil
 	})
 	return resp, err
@@ -297,8 +298,8 @@ func assignmentDocs(tx *txn) ([]roleAssignmentDoc, error) {
 	return out, nil
 }
 
-func (s *Server) listRoleAssignments(ctx context.Context, q *request, e extRequest) (*response, error) {
-	f := parseFilter(q.query.Get("$filter"))
+func (s *Server) listRoleAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	f := parseFilter(q.Query.Get("$filter"))
 	principal := cmp.Or(f["principalid"], f["assignedto"])
 	_, atScope := f["atscope"]
 	var out []any
@@ -323,17 +324,17 @@ func (s *Server) listRoleAssignments(ctx context.Context, q *request, e extReque
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: map[string]any{"value": nonNil(out)}}, nil
+	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": nonNil(out)}}, nil
 }
 
-func (s *Server) getRoleAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
-	return s.getExt(ctx, e, kindRoleAssignment, func() *apiError {
-		return newError(http.StatusNotFound, "RoleAssignmentNotFound", "The role assignment '%s' is not found.", e.name)
+func (s *Server) getRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+	return s.getExt(ctx, e, kindRoleAssignment, func() *api.Error {
+		return api.NewError(http.StatusNotFound, "RoleAssignmentNotFound", "The role assignment '%s' is not found.", e.name)
 	})
 }
 
 // putRoleAssignment creates a role assignment (az role assignment create).
-func (s *Server) putRoleAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) putRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var in struct {
 		Properties struct {
 			RoleDefinitionID string  `json:"roleDefinitionId"`
@@ -344,20 +345,20 @@ func (s *Server) putRoleAssignment(ctx context.Context, q *request, e extRequest
 			ConditionVersion *string `json:"conditionVersion"`
 		} `json:"properties"`
 	}
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := api.DecodeObject(q.Body, &in); err != nil {
 		return nil, err
 	}
 	p := in.Properties
 	if _, err := uuid.Parse(e.name); err != nil {
-		return nil, badRequest("InvalidRoleAssignmentId", "The role assignment ID '%s' is not valid. The role assignment ID must be a GUID.", e.name)
+		return nil, api.BadRequest("InvalidRoleAssignmentId", "The role assignment ID '%s' is not valid. The role assignment ID must be a GUID.", e.name)
 	}
 	if strings.TrimSpace(p.PrincipalID) == "" {
-		return nil, badRequest("InvalidPrincipalId", "A valid principal ID must be provided for role assignment.")
+		return nil, api.BadRequest("InvalidPrincipalId", "A valid principal ID must be provided for role assignment.")
 	}
 	if p.PrincipalType == "" {
 		p.PrincipalType = "User" // ARM's default when none is given
 	}
-	var resp *response
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
 		if err := requireScope(tx, e.scope); err != nil {
 			return err
@@ -368,10 +369,10 @@ func (s *Server) putRoleAssignment(ctx context.Context, q *request, e extRequest
 		}
 		role, ok := st.role(p.RoleDefinitionID)
 		if !ok {
-			return badRequest("RoleDefinitionDoesNotExist", "The specified role definition with ID '%s' does not exist.", azrbac.DefinitionName(p.RoleDefinitionID))
+			return api.BadRequest("RoleDefinitionDoesNotExist", "The specified role definition with ID '%s' does not exist.", azrbac.DefinitionName(p.RoleDefinitionID))
 		}
 		if !role.AssignableAt(e.scope) {
-			return badRequest("RoleAssignmentScopeNotAssignable", "The role '%s' is not available for assignment at the requested scope '%s': its assignable scopes are %s.",
+			return api.BadRequest("RoleAssignmentScopeNotAssignable", "The role '%s' is not available for assignment at the requested scope '%s': its assignable scopes are %s.",
 				role.RoleName, e.scope, strings.Join(role.AssignableScopes, ", "))
 		}
 		roleID := roleDoc(role, e.scope).ID
@@ -382,36 +383,36 @@ func (s *Server) putRoleAssignment(ctx context.Context, q *request, e extRequest
 		for _, d := range docs {
 			if armid.Same(d.ID, e.id()) {
 				if !strings.EqualFold(d.Properties.PrincipalID, p.PrincipalID) || !strings.EqualFold(azrbac.DefinitionName(d.Properties.RoleDefinitionID), role.Name) {
-					return badRequest("RoleAssignmentUpdateNotPermitted", "Tenant ID, application ID, principal ID, and scope are not allowed to be updated.")
+					return api.BadRequest("RoleAssignmentUpdateNotPermitted", "Tenant ID, application ID, principal ID, and scope are not allowed to be updated.")
 				}
-				resp = &response{status: http.StatusCreated, body: d}
+				resp = &api.Response{Status: http.StatusCreated, Body: d}
 				return nil
 			}
 			if azrbac.SameScope(d.Properties.Scope, e.scope) && strings.EqualFold(d.Properties.PrincipalID, p.PrincipalID) &&
 				strings.EqualFold(azrbac.DefinitionName(d.Properties.RoleDefinitionID), role.Name) {
-				return newError(http.StatusConflict, "RoleAssignmentExists", "The role assignment already exists.")
+				return api.NewError(http.StatusConflict, "RoleAssignmentExists", "The role assignment already exists.")
 			}
 		}
-		now, by := nowStamp(s), q.caller.objectID
+		now, by := nowStamp(s), q.Caller.ObjectID
 		d := roleAssignmentDoc{ID: e.id(), Name: strings.ToLower(e.name), Type: "Microsoft.Authorization/roleAssignments", Properties: roleAssignmentProp{
 			RoleDefinitionID: roleID, PrincipalID: p.PrincipalID, PrincipalType: p.PrincipalType, Scope: e.scope,
 			Description: p.Description, Condition: p.Condition, ConditionVersion: p.ConditionVersion,
 			CreatedOn: now, UpdatedOn: now, CreatedBy: &by, UpdatedBy: &by,
 		}}
-		resp, err = storeExt(tx, key(d.ID), kindRoleAssignment, d.ID, e.scope, d, true)
+		resp, err = storeExt(tx, api.Key(d.ID), kindRoleAssignment, d.ID, e.scope, d, true)
 		return err
 	})
 	return resp, err
 }
 
-func (s *Server) deleteRoleAssignment(ctx context.Context, q *request, e extRequest) (*response, error) {
+func (s *Server) deleteRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindRoleAssignment)
 }
 
 // storeExt stores v as the document of an extension resource (of kind,
 // with its ID and scope, under k) and answers it: 201 when it is new,
 // else 200.
-func storeExt(tx *txn, k, kind, id, scope string, v any, created bool) (*response, error) {
+func storeExt(tx *txn, k, kind, id, scope string, v any, created bool) (*api.Response, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -423,26 +424,26 @@ func storeExt(tx *txn, k, kind, id, scope string, v any, created bool) (*respons
 	if created {
 		status = http.StatusCreated
 	}
-	return &response{status: status, body: json.RawMessage(b)}, nil
+	return &api.Response{Status: status, Body: json.RawMessage(b)}, nil
 }
 
 // deleteExt deletes an extension resource: 200 with what it was, 204
 // when there was none.
-func (s *Server) deleteExt(ctx context.Context, e extRequest, kind string) (*response, error) {
-	var resp *response
+func (s *Server) deleteExt(ctx context.Context, e extRequest, kind string) (*api.Response, error) {
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
-		row, err := tx.getAuthz(key(e.id()))
+		row, err := tx.getAuthz(api.Key(e.id()))
 		if err != nil {
 			return err
 		}
 		if row == nil || row.Kind != kind {
-			resp = &response{status: http.StatusNoContent}
+			resp = &api.Response{Status: http.StatusNoContent}
 			return nil
 		}
 		if err := tx.deleteAuthz(row.Key); err != nil {
 			return err
 		}
-		resp = &response{status: http.StatusOK, body: json.RawMessage(row.Doc)}
+		resp = &api.Response{Status: http.StatusOK, Body: json.RawMessage(row.Doc)}
 		return nil
 	})
 	return resp, err

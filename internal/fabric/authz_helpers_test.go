@@ -13,9 +13,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
-const sub0 = DefaultSubscription
+const sub0 = api.DefaultSubscription
 
 // authzEnv is a fabric (in process, operations finishing at once) with a
 // topology applied by the administrator, and clients that authenticate as
@@ -156,4 +157,4 @@ func putSubnet(c *clients, rg, vnet, name, prefix string, props func(*armnetwork
 	return err
 }
 
-func netID(rg, typ, name string) string { return resourceID(sub0, rg, typ, name) }
+func netID(rg, typ, name string) string { return api.ResourceID(sub0, rg, typ, name) }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // serveBGP serves /_fabric/bgp?gateway=<gateway ID>: what the on-premises
@@ -18,7 +20,7 @@ func (s *Server) serveBGP(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) { writeControlJSON(w, status, v) }
 	fail := func(status int, code, msg string) { failControl(w, status, code, msg) }
 	id := r.URL.Query().Get("gateway")
-	gw, ok := parseTopID(id, typeVNetGateways)
+	gw, ok := api.ParseTopID(id, typeVNetGateways)
 	if !ok {
 		fail(http.StatusBadRequest, "InvalidGateway", "give ?gateway=<the ID of a virtual network gateway>")
 		return
@@ -55,7 +57,7 @@ func (s *Server) serveBGP(w http.ResponseWriter, r *http.Request) {
 	var out *bgpAdvertisement
 	notFound := false
 	err := s.store.write(r.Context(), func(tx *txn) error {
-		row, err := tx.getResource(key(gw.parentID()))
+		row, err := tx.getResource(api.Key(gw.ParentID()))
 		if err != nil || row == nil || row.Type != typeVNetGateways {
 			notFound = row == nil
 			return err

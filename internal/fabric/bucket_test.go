@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // TestRetryAfterProperty checks the Retry-After of a 429 for refill rates
@@ -62,7 +64,7 @@ func TestRetryAfterProperty(t *testing.T) {
 			t.Fatalf("refill %g/s: Retry-After %q, want whole seconds in [1, %d]", refill, resp.Header.Get("Retry-After"), MaxRetryAfter)
 		}
 		e.srv.mu.Lock()
-		tokens := e.srv.buckets["read/"+key(testSub)].tokens
+		tokens := e.srv.buckets["read/"+api.Key(testSub)].tokens
 		e.srv.mu.Unlock()
 		trueWait := (1 - tokens) / refill
 		capped := !(trueWait <= MaxRetryAfter)

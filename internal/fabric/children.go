@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Children kept inline in their parent's document — routes in a route
@@ -25,10 +27,10 @@ type parentKind[P any] struct {
 }
 
 // load decodes the parent of a child request: 404 when it does not exist.
-func (k *parentKind[P]) load(row *resourceRow, t target) (P, error) {
+func (k *parentKind[P]) load(row *resourceRow, t api.Target) (P, error) {
 	if row == nil {
 		var zero P
-		return zero, errResourceNotFound(k.armType, t.name, t.rg)
+		return zero, api.ResourceNotFound(k.armType, t.Name, t.RG)
 	}
 	return k.decode(row.Doc)
 }
@@ -37,7 +39,7 @@ func (k *parentKind[P]) load(row *resourceRow, t target) (P, error) {
 // document of row with etag (and provisioning state Updating).
 func (k *parentKind[P]) store(s *Server, tx *txn, row *resourceRow, parent P, etag string) error {
 	k.updating(parent, etag)
-	doc, err := encode(parent)
+	doc, err := api.Encode(parent)
 	if err != nil {
 		return err
 	}
@@ -99,22 +101,24 @@ func (k *childKind[P, C]) viewed(tx *txn, parent P, c C) error {
 
 // The handlers of a collection of children of kind k.
 
-func (k *childKind[P, C]) handleList(s *Server) handler {
-	return func(ctx context.Context, q *request) (*response, error) { return listChildren(s, ctx, q, k) }
+func (k *childKind[P, C]) handleList(s *Server) api.Handler {
+	return func(ctx context.Context, q *api.Request) (*api.Response, error) { return listChildren(s, ctx, q, k) }
 }
 
-func (k *childKind[P, C]) handleGet(s *Server) handler {
-	return func(ctx context.Context, q *request) (*response, error) { return getChild(s, ctx, q, k) }
+func (k *childKind[P, C]) handleGet(s *Server) api.Handler {
+	return func(ctx context.Context, q *api.Request) (*api.Response, error) { return getChild(s, ctx, q, k) }
 }
 
 // handleDelete is DELETE; check may refuse it (nil: never).
-func (k *childKind[P, C]) handleDelete(s *Server, check func(tx *txn, rg *rgRow, c C) error) handler {
-	return func(ctx context.Context, q *request) (*response, error) { return deleteChild(s, ctx, q, k, check) }
+func (k *childKind[P, C]) handleDelete(s *Server, check func(tx *txn, rg *rgRow, c C) error) api.Handler {
+	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
+		return deleteChild(s, ctx, q, k, check)
+	}
 }
 
 // readParent reads the parent of a child GET (404 when it or its group is
 // missing) and hands fn the decoded document.
-func readParent[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C], fn func(tx *txn, parent P) error) error {
+func readParent[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C], fn func(tx *txn, parent P) error) error {
 	return s.readTop(ctx, q, k.parent.typ, k.parent.armType, func(tx *txn, row *resourceRow) error {
 		parent, err := k.parent.decode(row.Doc)
 		if err != nil {
@@ -125,14 +129,14 @@ func readParent[P, C any](s *Server, ctx context.Context, q *request, k *childKi
 }
 
 // listChildren serves GET of a collection of children, a page at a time.
-func listChildren[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C]) (*response, error) {
+func listChildren[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
 	var items []json.RawMessage
 	err := readParent(s, ctx, q, k, func(tx *txn, parent P) error {
 		for _, c := range *k.items(parent) {
 			if err := k.viewed(tx, parent, c); err != nil {
 				return err
 			}
-			b, err := encode(c)
+			b, err := api.Encode(c)
 			if err != nil {
 				return err
 			}
@@ -143,23 +147,23 @@ func listChildren[P, C any](s *Server, ctx context.Context, q *request, k *child
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: s.pageChildren(q, items)}, nil
+	return &api.Response{Status: http.StatusOK, Body: s.pageChildren(q, items)}, nil
 }
 
 // getChild serves GET of one child: 404 ChildResourceNotFound when the
 // parent holds none of that name.
-func getChild[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C]) (*response, error) {
-	t := q.target()
-	var resp *response
+func getChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
+	t := q.Target()
+	var resp *api.Response
 	err := readParent(s, ctx, q, k, func(tx *txn, parent P) error {
-		c, ok := k.find(parent, t.childName)
+		c, ok := k.find(parent, t.ChildName)
 		if !ok {
-			return errChildNotFound(k.parent.typ, t.name, k.child, t.childName, t.rg)
+			return api.ChildNotFound(k.parent.typ, t.Name, k.child, t.ChildName, t.RG)
 		}
 		if err := k.viewed(tx, parent, c); err != nil {
 			return err
 		}
-		resp = &response{status: http.StatusOK, body: c, header: withEtag(k.etag(c))}
+		resp = &api.Response{Status: http.StatusOK, Body: c, Header: api.WithEtag(k.etag(c))}
 		return nil
 	})
 	return resp, err
@@ -168,24 +172,24 @@ func getChild[P, C any](s *Server, ctx context.Context, q *request, k *childKind
 // deleteChild starts the deletion of a child: 404 without the parent, 204
 // when there is no such child, else 202 with the parent's operation, at
 // whose end the child is gone. check may refuse (nil: never).
-func deleteChild[P, C any](s *Server, ctx context.Context, q *request, k *childKind[P, C], check func(tx *txn, rg *rgRow, c C) error) (*response, error) {
-	t := q.target()
-	var resp *response
+func deleteChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C], check func(tx *txn, rg *rgRow, c C) error) (*api.Response, error) {
+	t := q.Target()
+	var resp *api.Response
 	err := s.writeTop(ctx, q, k.parent.typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
 		parent, err := k.parent.load(row, t)
 		if err != nil {
 			return err
 		}
-		c, ok := k.find(parent, t.childName)
+		c, ok := k.find(parent, t.ChildName)
 		etag := ""
 		if ok {
 			etag = k.etag(c)
 		}
-		if err := checkPreconditions(q, childID(row.ID, k.child, t.childName), ok, etag); err != nil {
+		if err := api.CheckPreconditions(q, api.ChildID(row.ID, k.child, t.ChildName), ok, etag); err != nil {
 			return err
 		}
 		if !ok {
-			resp = &response{status: http.StatusNoContent}
+			resp = &api.Response{Status: http.StatusNoContent}
 			return nil
 		}
 		if check != nil {
@@ -195,14 +199,14 @@ func deleteChild[P, C any](s *Server, ctx context.Context, q *request, k *childK
 		}
 		prevDoc := row.Doc
 		k.deleting(c)
-		if err := k.parent.store(s, tx, row, parent, newEtag()); err != nil {
+		if err := k.parent.store(s, tx, row, parent, api.NewEtag()); err != nil {
 			return err
 		}
 		o := s.newOp(opChildDelete, rg.Sub, k.parent.location(parent), row.Key, row.ID, k.opPrefix+k.name(c), prevDoc)
 		if err := s.record(tx, o); err != nil {
 			return err
 		}
-		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		resp = &api.Response{Status: http.StatusAccepted, Header: s.lroHeaders(q, o, true)}
 		return nil
 	})
 	return resp, err

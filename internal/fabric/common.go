@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // requireRG returns the resource group of a request: 404 when it does not
@@ -15,45 +17,45 @@ func requireRG(tx *txn, sub, rg string, write bool) (*rgRow, error) {
 		return nil, err
 	}
 	if row == nil {
-		return nil, errResourceGroupNotFound(rg)
+		return nil, api.ResourceGroupNotFound(rg)
 	}
 	if write && row.State == "Deleting" {
-		return nil, errResourceGroupBeingDeleted(row.Name)
+		return nil, api.ResourceGroupBeingDeleted(row.Name)
 	}
 	return row, nil
 }
 
 // newRow makes the row of a new top-level resource.
 func newRow(rg *rgRow, typ, name string) *resourceRow {
-	id := resourceID(rg.Sub, rg.Name, typ, name)
+	id := api.ResourceID(rg.Sub, rg.Name, typ, name)
 	return &resourceRow{
-		Key: key(id), ID: id, RGKey: rg.Key, SubKey: key(rg.Sub), Type: typ,
-		SortKey: key(rg.Name) + "/" + key(name),
+		Key: api.Key(id), ID: id, RGKey: rg.Key, SubKey: api.Key(rg.Sub), Type: typ,
+		SortKey: api.Key(rg.Name) + "/" + api.Key(name),
 	}
 }
 
 // listTop lists top-level resources of a type, in a group (rg != "") or
 // the whole subscription, one page at a time; the skip token is the sort
 // key of the last item served.
-func (s *Server) listTop(ctx context.Context, q *request, typ string, render renderFunc) (*response, error) {
-	sub := q.segs[1]
+func (s *Server) listTop(ctx context.Context, q *api.Request, typ string, render renderFunc) (*api.Response, error) {
+	sub := q.Segs[1]
 	rgKey := ""
-	page := listPage{Value: []json.RawMessage{}}
+	page := api.ListPage{Value: []json.RawMessage{}}
 	err := s.view(ctx, func(tx *txn) error {
-		if len(q.segs) > 3 && len(q.segs) >= 7 {
-			rg, err := requireRG(tx, sub, q.segs[3], false)
+		if len(q.Segs) > 3 && len(q.Segs) >= 7 {
+			rg, err := requireRG(tx, sub, q.Segs[3], false)
 			if err != nil {
 				return err
 			}
 			rgKey = rg.Key
 		}
-		rows, err := tx.listResources(key(sub), rgKey, typ, q.query.Get("$skiptoken"), s.pageSize+1)
+		rows, err := tx.listResources(api.Key(sub), rgKey, typ, q.Query.Get("$skiptoken"), s.pageSize+1)
 		if err != nil {
 			return err
 		}
 		if len(rows) > s.pageSize {
 			rows = rows[:s.pageSize]
-			page.NextLink = pageURL(q, rows[len(rows)-1].SortKey)
+			page.NextLink = api.PageURL(q, rows[len(rows)-1].SortKey)
 		}
 		for _, row := range rows {
 			b, err := render(tx, row)
@@ -67,21 +69,21 @@ func (s *Server) listTop(ctx context.Context, q *request, typ string, render ren
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: page}, nil
+	return &api.Response{Status: http.StatusOK, Body: page}, nil
 }
 
 // pageChildren cuts a page out of a list of children; the skip token is
 // the offset of the next item.
-func (s *Server) pageChildren(q *request, items []json.RawMessage) listPage {
-	off, _ := strconv.Atoi(q.query.Get("$skiptoken"))
+func (s *Server) pageChildren(q *api.Request, items []json.RawMessage) api.ListPage {
+	off, _ := strconv.Atoi(q.Query.Get("$skiptoken"))
 	if off < 0 || off > len(items) {
 		off = len(items)
 	}
-	page := listPage{Value: []json.RawMessage{}}
+	page := api.ListPage{Value: []json.RawMessage{}}
 	end := min(off+s.pageSize, len(items))
 	page.Value = append(page.Value, items[off:end]...)
 	if end < len(items) {
-		page.NextLink = pageURL(q, strconv.Itoa(end))
+		page.NextLink = api.PageURL(q, strconv.Itoa(end))
 	}
 	return page
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // docKind is how the operations of a resource type change its stored
@@ -20,25 +21,25 @@ type docKind struct {
 }
 
 var docKinds = map[string]docKind{
-	typeRouteTables: modelDoc(decodeTable, settleTable, func(t *tableDoc) string {
+	api.TypeRouteTables: modelDoc(decodeTable, settleTable, func(t *tableDoc) string {
 		t.Properties.ProvisioningState = stateDeleting
 		return t.Location
 	}),
-	typeVirtualNetworks: modelDoc(decodeVNet, settleVNet, func(v *armnetwork.VirtualNetwork) string {
-		v.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		return str(v.Location)
+	api.TypeVirtualNetworks: modelDoc(decodeVNet, settleVNet, func(v *armnetwork.VirtualNetwork) string {
+		v.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
+		return api.Str(v.Location)
 	}),
 	typeNetworkSecurityGroups: modelDoc(decodeNSG, settleNSG, func(g *armnetwork.SecurityGroup) string {
-		g.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		return str(g.Location)
+		g.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
+		return api.Str(g.Location)
 	}),
 	typeNetworkInterfaces: modelDoc(decodeNIC, settleNIC, func(n *armnetwork.Interface) string {
-		n.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		return str(n.Location)
+		n.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
+		return api.Str(n.Location)
 	}),
 	typeNetworkWatchers: modelDoc(decodeWatcher, settleWatcher, func(w *armnetwork.Watcher) string {
-		w.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
-		return str(w.Location)
+		w.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
+		return api.Str(w.Location)
 	}),
 	typeNatGateways: modelDoc(decodeNatGateway, settleNatGateway, func(g *natGatewayDoc) string {
 		g.Properties.ProvisioningState = stateDeleting
@@ -56,10 +57,10 @@ var docKinds = map[string]docKind{
 // children then keep their states).
 func settleState(etag string, docEtag **string, state **armnetwork.ProvisioningState) (failed bool) {
 	if etag != "" {
-		*docEtag, *state = ptr(etag), ptr(armnetwork.ProvisioningStateFailed)
+		*docEtag, *state = api.Ptr(etag), api.Ptr(armnetwork.ProvisioningStateFailed)
 		return true
 	}
-	*state = ptr(armnetwork.ProvisioningStateSucceeded)
+	*state = api.Ptr(armnetwork.ProvisioningStateSucceeded)
 	return false
 }
 
@@ -73,7 +74,7 @@ func modelDoc[T any](decode func([]byte) (*T, error), settle func(v *T, removeCh
 				return nil, err
 			}
 			settle(v, removeChild, etag)
-			return encode(v)
+			return api.Encode(v)
 		},
 		deleting: func(doc []byte) (string, []byte, error) {
 			v, err := decode(doc)
@@ -81,7 +82,7 @@ func modelDoc[T any](decode func([]byte) (*T, error), settle func(v *T, removeCh
 				return "", nil, err
 			}
 			loc := deleting(v)
-			out, err := encode(v)
+			out, err := api.Encode(v)
 			return loc, out, err
 		},
 	}

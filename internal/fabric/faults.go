@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Faults are the failures a Server injects. The zero value injects none.
@@ -226,9 +227,9 @@ const (
 )
 
 // subOf is the subscription a request path names ("" for none).
-func subOf(q *request) string {
-	if len(q.segs) > 1 && strings.EqualFold(q.segs[0], "subscriptions") {
-		return q.segs[1]
+func subOf(q *api.Request) string {
+	if len(q.Segs) > 1 && strings.EqualFold(q.Segs[0], "subscriptions") {
+		return q.Segs[1]
 	}
 	return ""
 }
@@ -236,7 +237,7 @@ func subOf(q *request) string {
 // quotaHeaders sets the remaining-quota headers without taking a token:
 // the bucket's tokens when throttling is on, the classic hourly quota
 // otherwise.
-func (s *Server) quotaHeaders(q *request, write bool) {
+func (s *Server) quotaHeaders(q *api.Request, write bool) {
 	s.mu.Lock()
 	kind, capacity, refill, left := "read", s.faults.ReadBucket, s.faults.ReadRefillPerSecond, classicReads
 	if write {
@@ -244,22 +245,22 @@ func (s *Server) quotaHeaders(q *request, write bool) {
 	}
 	if capacity > 0 {
 		left = capacity
-		if b := s.buckets[kind+"/"+key(subOf(q))]; b != nil {
+		if b := s.buckets[kind+"/"+api.Key(subOf(q))]; b != nil {
 			now := s.now()
 			left = int(refilled(b.tokens, now.Sub(b.last), capacity, refill))
 		}
 	}
 	s.mu.Unlock()
-	q.out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
-	q.out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
+	q.Out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
+	q.Out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
 }
 
 // injectFaults applies latency, throttling and random 5xx to one ARM
 // request, and sets the remaining-quota headers of the answer.
-func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error {
+func (s *Server) injectFaults(ctx context.Context, q *api.Request, write bool) error {
 	s.mu.Lock()
 	f := s.faults
-	if !f.targets(q.r.URL.Path) {
+	if !f.targets(q.HTTP.URL.Path) {
 		f = Faults{}
 	}
 	now := s.now()
@@ -269,7 +270,7 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 	}
 	throttled, retry := false, 0
 	if capacity > 0 {
-		bk := kind + "/" + key(subOf(q))
+		bk := kind + "/" + api.Key(subOf(q))
 		b := s.buckets[bk]
 		if b == nil {
 			b = &bucket{tokens: float64(capacity), last: now}
@@ -292,21 +293,21 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 		case <-t.C:
 		}
 	}
-	q.out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
-	q.out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
+	q.Out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
+	q.Out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
 	if throttled {
-		return errThrottled(kind, subOf(q), retry)
+		return api.Throttled(kind, subOf(q), retry)
 	}
 	if failNow {
 		switch errKind {
 		case 0:
-			return newError(http.StatusInternalServerError, "InternalServerError",
+			return api.NewError(http.StatusInternalServerError, "InternalServerError",
 				"Encountered internal server error (injected by the routekeeper fabric: error-rate).")
 		case 1:
-			return newError(http.StatusBadGateway, "BadGateway",
+			return api.NewError(http.StatusBadGateway, "BadGateway",
 				"The gateway did not receive a response from 'Microsoft.Network' within the specified time period (injected by the routekeeper fabric: error-rate).")
 		default:
-			return newError(http.StatusServiceUnavailable, "ServiceUnavailable",
+			return api.NewError(http.StatusServiceUnavailable, "ServiceUnavailable",
 				"The server (leased) is currently unavailable (injected by the routekeeper fabric: error-rate).")
 		}
 	}
@@ -382,7 +383,7 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 				}
 			}
 		}
-		etag := newEtag()
+		etag := api.NewEtag()
 		canAdd := len(t.Properties.Routes) < s.routeLimit
 		if len(mine) > 0 && (coin == 0 || !canAdd) {
 			r := mine[0]
@@ -415,7 +416,7 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 			}
 			name := fmt.Sprintf("intruder-%d", maxN+1)
 			t.Properties.Routes = append(t.Properties.Routes, &routeDoc{
-				ID: childID(row.ID, childRoutes, name), Name: name, Type: armTypeRoute, Etag: etag,
+				ID: api.ChildID(row.ID, api.ChildRoutes, name), Name: name, Type: api.ArmTypeRoute, Etag: etag,
 				Properties: routeProps{
 					ProvisioningState: stateSucceeded, AddressPrefix: prefix.String(),
 					NextHopType: string(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: "10.255.255.1",
@@ -425,7 +426,7 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 			return nil
 		}
 		t.Etag = etag
-		doc, err := encode(t)
+		doc, err := api.Encode(t)
 		if err != nil {
 			return err
 		}

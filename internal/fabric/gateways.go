@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Virtual network gateways and what they learn from on premises, with
@@ -83,7 +84,7 @@ func decodeGateway(doc []byte) (*gatewayDoc, error) {
 // encodeGateway is the stored document of a gateway: the ARM document
 // with the fabric's part.
 func encodeGateway(d *gatewayDoc) ([]byte, error) {
-	b, err := encode(d.gw)
+	b, err := api.Encode(d.gw)
 	if err != nil || d.bgp == nil {
 		return b, err
 	}
@@ -117,8 +118,8 @@ func gatewayVNet(g *armnetwork.VirtualNetworkGateway) (vnetID, subnetID string) 
 		if c == nil || c.Properties == nil || c.Properties.Subnet == nil {
 			continue
 		}
-		if a, ok := parseNetworkID(str(c.Properties.Subnet.ID)); ok && a.Child == childSubnets {
-			return a.parentID(), str(c.Properties.Subnet.ID)
+		if a, ok := api.ParseNetworkID(api.Str(c.Properties.Subnet.ID)); ok && a.Child == api.ChildSubnets {
+			return a.ParentID(), api.Str(c.Properties.Subnet.ID)
 		}
 	}
 	return "", ""
@@ -127,11 +128,11 @@ func gatewayVNet(g *armnetwork.VirtualNetworkGateway) (vnetID, subnetID string) 
 // gatewaysOfVNet returns the gateways whose GatewaySubnet is in the
 // network with ID vnetID.
 func gatewaysOfVNet(tx *txn, vnetID string) ([]*armnetwork.VirtualNetworkGateway, error) {
-	a, ok := parseNetworkID(vnetID)
+	a, ok := api.ParseNetworkID(vnetID)
 	if !ok {
 		return nil, nil
 	}
-	rows, err := tx.listResources(key(a.Sub), "", typeVNetGateways, "", 1<<30)
+	rows, err := tx.listResources(api.Key(a.Sub), "", typeVNetGateways, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func gatewaysOfVNet(tx *txn, vnetID string) ([]*armnetwork.VirtualNetworkGateway
 		if err != nil {
 			return nil, err
 		}
-		if v, _ := gatewayVNet(d.gw); key(v) == key(vnetID) {
+		if v, _ := gatewayVNet(d.gw); api.Key(v) == api.Key(vnetID) {
 			out = append(out, d.gw)
 		}
 	}
@@ -151,7 +152,7 @@ func gatewaysOfVNet(tx *txn, vnetID string) ([]*armnetwork.VirtualNetworkGateway
 // checkSubnetsFreeOfGateways refuses to delete a subnet that holds a
 // gateway's IP configuration (gone: lower-case subnet IDs).
 func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) error {
-	rows, err := tx.listResources(key(sub), "", typeVNetGateways, "", 1<<30)
+	rows, err := tx.listResources(api.Key(sub), "", typeVNetGateways, "", 1<<30)
 	if err != nil {
 		return err
 	}
@@ -161,8 +162,8 @@ func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) err
 			return err
 		}
 		if _, subnetID := gatewayVNet(d.gw); subnetID != "" {
-			if id, ok := gone[key(subnetID)]; ok {
-				return badRequest("InUseSubnetCannotBeDeleted",
+			if id, ok := gone[api.Key(subnetID)]; ok {
+				return api.BadRequest("InUseSubnetCannotBeDeleted",
 					"Subnet %s is in use by %s and cannot be deleted. In order to delete the subnet, delete all the resources within the subnet. See aka.ms/deletesubnet.",
 					armid.Name(id), r.ID)
 			}
@@ -181,16 +182,16 @@ func notConnected(code, format string) func(*txn, *resourceRow) error {
 			return err
 		}
 		if len(conns) > 0 {
-			return badRequest(code, format, row.ID, str(conns[0].ID))
+			return api.BadRequest(code, format, row.ID, api.Str(conns[0].ID))
 		}
 		return nil
 	}
 }
 
 var gatewayKind = topKind[armnetwork.VirtualNetworkGateway, *gatewayDoc]{
-	typ: typeVNetGateways, armType: armTypeVNetGateway, render: renderGateway, body: decodeModel, stored: decodeGateway,
+	typ: typeVNetGateways, armType: armTypeVNetGateway, render: renderGateway, body: api.DecodeModel, stored: decodeGateway,
 	meta:  func(g *armnetwork.VirtualNetworkGateway) (*string, map[string]*string) { return g.Location, g.Tags },
-	where: func(d *gatewayDoc) string { return str(d.gw.Location) },
+	where: func(d *gatewayDoc) string { return api.Str(d.gw.Location) },
 }
 
 type gatewayPut = topPut[armnetwork.VirtualNetworkGateway, *gatewayDoc]
@@ -200,7 +201,7 @@ type gatewayPut = topPut[armnetwork.VirtualNetworkGateway, *gatewayDoc]
 // a subnet named GatewaySubnet of a network in the gateway's location; one
 // gateway of each type per network; none in a network whose peering uses
 // a remote gateway.
-func (s *Server) buildGateway(p *gatewayPut) (*response, error) {
+func (s *Server) buildGateway(p *gatewayPut) (*api.Response, error) {
 	out, vnetID, err := gatewayProperties(p.tx, p.id, p.loc, p.in.Properties, p.cur)
 	if err != nil {
 		return nil, err
@@ -209,8 +210,8 @@ func (s *Server) buildGateway(p *gatewayPut) (*response, error) {
 		return nil, err
 	}
 	d := &gatewayDoc{gw: &armnetwork.VirtualNetworkGateway{
-		ID: ptr(p.id), Name: ptr(armid.Name(p.id)), Type: ptr(armTypeVNetGateway), Location: ptr(p.loc),
-		Tags: tagsOf(p.in.Tags), Etag: ptr(newEtag()), Properties: out,
+		ID: api.Ptr(p.id), Name: api.Ptr(armid.Name(p.id)), Type: api.Ptr(armTypeVNetGateway), Location: api.Ptr(p.loc),
+		Tags: api.TagsOf(p.in.Tags), Etag: api.Ptr(api.NewEtag()), Properties: out,
 	}}
 	if p.cur != nil {
 		d.bgp = p.cur.bgp // the on-premises side's advertisement is not the client's to change
@@ -219,10 +220,10 @@ func (s *Server) buildGateway(p *gatewayPut) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.store(s, str(d.gw.Etag), json.RawMessage(doc))
+	resp, err := p.store(s, api.Str(d.gw.Etag), json.RawMessage(doc))
 	if err == nil {
 		if body, rerr := renderGateway(p.tx, &resourceRow{Doc: doc}); rerr == nil {
-			resp.body = body
+			resp.Body = body
 		}
 	}
 	return resp, err
@@ -232,78 +233,78 @@ func (s *Server) buildGateway(p *gatewayPut) (*response, error) {
 // with the ID of the network it is in.
 func gatewayProperties(tx *txn, id, loc string, in *armnetwork.VirtualNetworkGatewayPropertiesFormat, cur *gatewayDoc) (*armnetwork.VirtualNetworkGatewayPropertiesFormat, string, error) {
 	if in == nil {
-		return nil, "", errInvalidFormat("Virtual network gateway %s has no properties.", id)
+		return nil, "", api.InvalidFormat("Virtual network gateway %s has no properties.", id)
 	}
 	out := *in
 	switch {
 	case out.GatewayType == nil:
-		return nil, "", badRequest("InvalidGatewayType", "Virtual network gateway %s has no properties.gatewayType; want Vpn or ExpressRoute.", id)
+		return nil, "", api.BadRequest("InvalidGatewayType", "Virtual network gateway %s has no properties.gatewayType; want Vpn or ExpressRoute.", id)
 	case strings.EqualFold(string(*out.GatewayType), "Vpn"):
-		out.GatewayType = ptr(armnetwork.VirtualNetworkGatewayTypeVPN)
+		out.GatewayType = api.Ptr(armnetwork.VirtualNetworkGatewayTypeVPN)
 		if out.VPNType == nil {
-			out.VPNType = ptr(armnetwork.VPNTypeRouteBased)
+			out.VPNType = api.Ptr(armnetwork.VPNTypeRouteBased)
 		}
 	case strings.EqualFold(string(*out.GatewayType), "ExpressRoute"):
-		out.GatewayType = ptr(armnetwork.VirtualNetworkGatewayTypeExpressRoute)
+		out.GatewayType = api.Ptr(armnetwork.VirtualNetworkGatewayTypeExpressRoute)
 	default:
-		return nil, "", badRequest("InvalidGatewayType", "Virtual network gateway %s: gatewayType %q is not Vpn or ExpressRoute.", id, *out.GatewayType)
+		return nil, "", api.BadRequest("InvalidGatewayType", "Virtual network gateway %s: gatewayType %q is not Vpn or ExpressRoute.", id, *out.GatewayType)
 	}
 	if len(out.IPConfigurations) == 0 {
-		return nil, "", badRequest("VirtualNetworkGatewayMustHaveAtLeastOneIpConfiguration", "Virtual network gateway %s must have at least one IP configuration.", id)
+		return nil, "", api.BadRequest("VirtualNetworkGatewayMustHaveAtLeastOneIpConfiguration", "Virtual network gateway %s must have at least one IP configuration.", id)
 	}
 	vnetID := ""
 	cfgs := make([]*armnetwork.VirtualNetworkGatewayIPConfiguration, 0, len(out.IPConfigurations))
 	for i, c := range out.IPConfigurations {
-		if c == nil || c.Properties == nil || c.Properties.Subnet == nil || str(c.Properties.Subnet.ID) == "" {
-			return nil, "", badRequest("IpConfigurationSubnetMissing", "properties.ipConfigurations[%d] of virtual network gateway %s has no subnet.", i, id)
+		if c == nil || c.Properties == nil || c.Properties.Subnet == nil || api.Str(c.Properties.Subnet.ID) == "" {
+			return nil, "", api.BadRequest("IpConfigurationSubnetMissing", "properties.ipConfigurations[%d] of virtual network gateway %s has no subnet.", i, id)
 		}
-		ref := str(c.Properties.Subnet.ID)
+		ref := api.Str(c.Properties.Subnet.ID)
 		sn, _, err := lookupSubnet(tx, ref)
 		if err != nil {
 			return nil, "", err
 		}
 		if sn == nil {
-			return nil, "", errInvalidReference(ref, id)
+			return nil, "", api.InvalidReference(ref, id)
 		}
-		if !strings.EqualFold(str(sn.Name), gatewaySubnetName) {
-			return nil, "", badRequest("InvalidGatewaySubnet",
+		if !strings.EqualFold(api.Str(sn.Name), gatewaySubnetName) {
+			return nil, "", api.BadRequest("InvalidGatewaySubnet",
 				"Subnet %s referenced by virtual network gateway %s is not named GatewaySubnet: a gateway can only be deployed in the subnet GatewaySubnet.", ref, id)
 		}
-		a, _ := parseNetworkID(ref)
-		if vnetID != "" && key(vnetID) != key(a.parentID()) {
-			return nil, "", badRequest("GatewayIpConfigurationsInDifferentVirtualNetworks", "The IP configurations of virtual network gateway %s are in different virtual networks.", id)
+		a, _ := api.ParseNetworkID(ref)
+		if vnetID != "" && api.Key(vnetID) != api.Key(a.ParentID()) {
+			return nil, "", api.BadRequest("GatewayIpConfigurationsInDifferentVirtualNetworks", "The IP configurations of virtual network gateway %s are in different virtual networks.", id)
 		}
-		vnetID = a.parentID()
+		vnetID = a.ParentID()
 		v, err := loadVNet(tx, vnetID)
 		if err != nil {
 			return nil, "", err
 		}
-		if v == nil || str(v.Location) != loc {
-			return nil, "", errInvalidReference(ref, id)
+		if v == nil || api.Str(v.Location) != loc {
+			return nil, "", api.InvalidReference(ref, id)
 		}
-		name := str(c.Name)
+		name := api.Str(c.Name)
 		if name == "" {
 			name = fmt.Sprintf("ipconfig%d", i+1)
 		}
 		p := *c.Properties
 		p.Subnet = &armnetwork.SubResource{ID: sn.ID}
 		if p.PrivateIPAllocationMethod == nil {
-			p.PrivateIPAllocationMethod = ptr(armnetwork.IPAllocationMethodDynamic)
+			p.PrivateIPAllocationMethod = api.Ptr(armnetwork.IPAllocationMethodDynamic)
 		}
-		p.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+		p.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateUpdating)
 		cfgs = append(cfgs, &armnetwork.VirtualNetworkGatewayIPConfiguration{
-			ID: ptr(childID(id, "ipConfigurations", name)), Name: ptr(name), Properties: &p,
+			ID: api.Ptr(api.ChildID(id, "ipConfigurations", name)), Name: api.Ptr(name), Properties: &p,
 		})
 	}
 	out.IPConfigurations = cfgs
 	if out.EnableBgp == nil {
-		out.EnableBgp = ptr(false)
+		out.EnableBgp = api.Ptr(false)
 	}
 	if out.Active == nil {
-		out.Active = ptr(false)
+		out.Active = api.Ptr(false)
 	}
-	out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-	out.ResourceGUID = ptr(uuid.NewString())
+	out.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateUpdating)
+	out.ResourceGUID = api.Ptr(uuid.NewString())
 	if cur != nil {
 		out.ResourceGUID = cur.gw.Properties.ResourceGUID
 	}
@@ -317,9 +318,9 @@ func checkGatewayVNet(tx *txn, id, vnetID string, typ armnetwork.VirtualNetworkG
 		return err
 	}
 	for _, o := range others {
-		if key(str(o.ID)) != key(id) && o.Properties.GatewayType != nil && *o.Properties.GatewayType == typ {
-			return badRequest("VirtualNetworkAlreadyHasGatewayOfThisType",
-				"Virtual network %s already has gateway %s of type %s.", vnetID, str(o.ID), typ)
+		if api.Key(api.Str(o.ID)) != api.Key(id) && o.Properties.GatewayType != nil && *o.Properties.GatewayType == typ {
+			return api.BadRequest("VirtualNetworkAlreadyHasGatewayOfThisType",
+				"Virtual network %s already has gateway %s of type %s.", vnetID, api.Str(o.ID), typ)
 		}
 	}
 	v, err := loadVNet(tx, vnetID)
@@ -328,21 +329,21 @@ func checkGatewayVNet(tx *txn, id, vnetID string, typ armnetwork.VirtualNetworkG
 	}
 	for _, p := range v.Properties.VirtualNetworkPeerings {
 		if p != nil && p.Properties != nil && p.Properties.UseRemoteGateways != nil && *p.Properties.UseRemoteGateways {
-			return badRequest("VirtualNetworkGatewayCannotBeCreatedWhenPeeringUsesRemoteGateways",
-				"Virtual network %s cannot have a gateway because its peering %s uses the remote virtual network's gateway.", vnetID, str(p.Name))
+			return api.BadRequest("VirtualNetworkGatewayCannotBeCreatedWhenPeeringUsesRemoteGateways",
+				"Virtual network %s cannot have a gateway because its peering %s uses the remote virtual network's gateway.", vnetID, api.Str(p.Name))
 		}
 	}
 	return nil
 }
 
-func (s *Server) postLearnedRoutes(ctx context.Context, q *request) (*response, error) {
+func (s *Server) postLearnedRoutes(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var id, loc string
 	err := s.readTop(ctx, q, typeVNetGateways, armTypeVNetGateway, func(tx *txn, row *resourceRow) error {
 		d, err := decodeGateway(row.Doc)
 		if err != nil {
 			return err
 		}
-		id, loc = row.ID, str(d.gw.Location)
+		id, loc = row.ID, api.Str(d.gw.Location)
 		return nil
 	})
 	if err != nil {
@@ -393,18 +394,18 @@ func learnedRoutesResult(tx *txn, gatewayID string) (any, error) {
 	}
 	g := ix.gateway(gatewayID)
 	if g == nil {
-		return nil, newError(http.StatusNotFound, "NotFound", "Resource %s not found.", gatewayID)
+		return nil, api.NewError(http.StatusNotFound, "NotFound", "Resource %s not found.", gatewayID)
 	}
 	local := gatewayAddress(tx, g.subnetID)
 	value := []gatewayRoute{}
-	if v := ix.vnets[key(g.vnetID)]; v != nil {
+	if v := ix.vnets[api.Key(g.vnetID)]; v != nil {
 		for _, p := range spaceOf(v.Properties.AddressSpace) {
 			value = append(value, gatewayRoute{LocalAddress: local, Network: p, SourcePeer: local, Origin: "Network", Weight: 32768})
 		}
 	}
 	for _, site := range ix.sites(g) {
 		for _, p := range site.prefixes {
-			value = append(value, gatewayRoute{LocalAddress: local, Network: p.String(), NextHop: ptr(site.address), SourcePeer: local, Origin: "Network", Weight: 32768})
+			value = append(value, gatewayRoute{LocalAddress: local, Network: p.String(), NextHop: api.Ptr(site.address), SourcePeer: local, Origin: "Network", Weight: 32768})
 		}
 	}
 	if b := g.doc.bgp; b != nil {
@@ -416,7 +417,7 @@ func learnedRoutesResult(tx *txn, gatewayID string) (any, error) {
 			peer = defaultOnPremPeer
 		}
 		for _, p := range b.Prefixes {
-			value = append(value, gatewayRoute{LocalAddress: local, Network: p, NextHop: ptr(peer), SourcePeer: peer, Origin: "EBgp", AsPath: fmt.Sprint(asn), Weight: 32768})
+			value = append(value, gatewayRoute{LocalAddress: local, Network: p, NextHop: api.Ptr(peer), SourcePeer: peer, Origin: "EBgp", AsPath: fmt.Sprint(asn), Weight: 32768})
 		}
 	}
 	return map[string]any{"value": value}, nil

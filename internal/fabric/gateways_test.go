@@ -9,13 +9,14 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/go-cmp/cmp"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 func gatewayBody(typ armnetwork.VirtualNetworkGatewayType, subnet string) armnetwork.VirtualNetworkGateway {
-	return armnetwork.VirtualNetworkGateway{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkGatewayPropertiesFormat{
-		GatewayType: ptr(typ),
-		IPConfigurations: []*armnetwork.VirtualNetworkGatewayIPConfiguration{{Name: ptr("default"),
-			Properties: &armnetwork.VirtualNetworkGatewayIPConfigurationPropertiesFormat{Subnet: &armnetwork.SubResource{ID: ptr(subnet)}}}},
+	return armnetwork.VirtualNetworkGateway{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkGatewayPropertiesFormat{
+		GatewayType: api.Ptr(typ),
+		IPConfigurations: []*armnetwork.VirtualNetworkGatewayIPConfiguration{{Name: api.Ptr("default"),
+			Properties: &armnetwork.VirtualNetworkGatewayIPConfigurationPropertiesFormat{Subnet: &armnetwork.SubResource{ID: api.Ptr(subnet)}}}},
 	}}
 }
 
@@ -39,16 +40,16 @@ func (e *aroundEnv) onPremises() armnetwork.VirtualNetworkGateway {
 	e.t.Helper()
 	ctx := context.Background()
 	gw := e.mustGateway("hub-vpn", armnetwork.VirtualNetworkGatewayTypeVPN)
-	site, err := poll(e.sites.BeginCreateOrUpdate(ctx, testRG, "datacenter", armnetwork.LocalNetworkGateway{Location: ptr(testLoc),
-		Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{GatewayIPAddress: ptr("203.0.113.10"),
-			LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.9.0.0/16"), ptr("172.20.0.0/16")}}}}, nil))
+	site, err := poll(e.sites.BeginCreateOrUpdate(ctx, testRG, "datacenter", armnetwork.LocalNetworkGateway{Location: api.Ptr(testLoc),
+		Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{GatewayIPAddress: api.Ptr("203.0.113.10"),
+			LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.9.0.0/16"), api.Ptr("172.20.0.0/16")}}}}, nil))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "hub-to-datacenter", armnetwork.VirtualNetworkGatewayConnection{Location: ptr(testLoc),
-		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec),
+	if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "hub-to-datacenter", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
+		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec),
 			VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: gw.ID}, LocalNetworkGateway2: &armnetwork.LocalNetworkGateway{ID: site.ID},
-			SharedKey: ptr("secret")}}, nil)); err != nil {
+			SharedKey: api.Ptr("secret")}}, nil)); err != nil {
 		e.t.Fatal(err)
 	}
 	return gw
@@ -62,7 +63,7 @@ func (e *aroundEnv) learned(name string) []string {
 	}
 	var out []string
 	for _, g := range r.Value {
-		out = append(out, str(g.Origin)+" "+str(g.Network)+" "+str(g.NextHop)+" "+str(g.SourcePeer)+" "+str(g.AsPath))
+		out = append(out, api.Str(g.Origin)+" "+api.Str(g.Network)+" "+api.Str(g.NextHop)+" "+api.Str(g.SourcePeer)+" "+api.Str(g.AsPath))
 	}
 	return out
 }
@@ -117,10 +118,10 @@ func TestGatewayLearnedRoutes(t *testing.T) {
 			if strings.Contains(string(raw), fabricKey) {
 				t.Errorf("GET shows the fabric's part: %s", raw)
 			}
-			if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "er-circuit", armnetwork.VirtualNetworkGatewayConnection{Location: ptr(testLoc),
-				Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
+			if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "er-circuit", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
+				Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
 					VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: er.ID},
-					Peer:                   &armnetwork.SubResource{ID: ptr("/subscriptions/" + testSub + "/resourceGroups/er/providers/Microsoft.Network/expressRouteCircuits/circuit")}}}, nil)); err != nil {
+					Peer:                   &armnetwork.SubResource{ID: api.Ptr("/subscriptions/" + testSub + "/resourceGroups/er/providers/Microsoft.Network/expressRouteCircuits/circuit")}}}, nil)); err != nil {
 				t.Fatal(err)
 			}
 
@@ -161,19 +162,19 @@ func TestGatewayRefusals(t *testing.T) {
 	respErr(t, err, http.StatusBadRequest, "InUseLocalNetworkGatewayCannotBeDeleted")
 
 	// An IPsec connection needs a VPN gateway; ExpressRoute needs a circuit.
-	_, err = e.conns.BeginCreateOrUpdate(ctx, testRG, "bad", armnetwork.VirtualNetworkGatewayConnection{Location: ptr(testLoc),
-		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
+	_, err = e.conns.BeginCreateOrUpdate(ctx, testRG, "bad", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
+		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
 			VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: gw.ID}}}, nil)
 	respErr(t, err, http.StatusBadRequest, "InvalidRequestFormat")
-	_, err = e.conns.BeginCreateOrUpdate(ctx, testRG, "bad", armnetwork.VirtualNetworkGatewayConnection{Location: ptr(testLoc),
-		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
-			VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: gw.ID}, Peer: &armnetwork.SubResource{ID: ptr("/x")}}}, nil)
+	_, err = e.conns.BeginCreateOrUpdate(ctx, testRG, "bad", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
+		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
+			VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: gw.ID}, Peer: &armnetwork.SubResource{ID: api.Ptr("/x")}}}, nil)
 	respErr(t, err, http.StatusBadRequest, "ConnectionTypeDoesNotMatchGatewayType")
 
 	// A network that uses the hub's gateway may not have its own.
-	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: ptr(true)})
-	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: ptr(true)})
-	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "GatewaySubnet", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.255.0/27")}}); err != nil {
+	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: api.Ptr(true)})
+	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: api.Ptr(true)})
+	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "GatewaySubnet", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.255.0/27")}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.putGateway("own", gatewayBody(armnetwork.VirtualNetworkGatewayTypeVPN, subnetID(testRG, "kubernetes-vnet", "GatewaySubnet")))
@@ -183,7 +184,7 @@ func TestGatewayRefusals(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a prefix with host bits: %d", resp.StatusCode)
 	}
-	resp, _ = e.do("PUT", "/_fabric/bgp?gateway="+resourceID(testSub, testRG, typeVNetGateways, "nope"), `{"prefixes": []}`)
+	resp, _ = e.do("PUT", "/_fabric/bgp?gateway="+api.ResourceID(testSub, testRG, typeVNetGateways, "nope"), `{"prefixes": []}`)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an unknown gateway: %d", resp.StatusCode)
 	}
@@ -196,8 +197,8 @@ func TestEffectiveRoutesAround(t *testing.T) {
 	e := newAroundEnv(t, "inprocess")
 	ctx := context.Background()
 	e.onPremises()
-	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: ptr(true)})
-	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: ptr(true)})
+	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: api.Ptr(true)})
+	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: api.Ptr(true)})
 	if _, err := e.putNIC(ctx, "worker-0-nic", nicBody(subnetID(testRG, "kubernetes-vnet", "kubernetes-subnet"), "10.240.0.20", true)); err != nil {
 		t.Fatal(err)
 	}
@@ -225,13 +226,13 @@ func TestEffectiveRoutesAround(t *testing.T) {
 	if d := cmp.Diff(want, effective()); d != "" {
 		t.Errorf("effective routes (-want +got):\n%s", d)
 	}
-	if _, err := e.watchers.CreateOrUpdate(ctx, testRG, "NetworkWatcher_eastus", armnetwork.Watcher{Location: ptr(testLoc)}, nil); err != nil {
+	if _, err := e.watchers.CreateOrUpdate(ctx, testRG, "NetworkWatcher_eastus", armnetwork.Watcher{Location: api.Ptr(testLoc)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	nextHop := func(dst string) string {
 		t.Helper()
 		r, err := poll(e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
-			TargetResourceID: ptr(resourceID(testSub, testRG, typeNetworkInterfaces, "worker-0-nic")), SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr(dst)}, nil))
+			TargetResourceID: api.Ptr(api.ResourceID(testSub, testRG, typeNetworkInterfaces, "worker-0-nic")), SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr(dst)}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +246,7 @@ func TestEffectiveRoutesAround(t *testing.T) {
 
 	// A table that disables gateway route propagation keeps them out.
 	rt := table()
-	rt.Properties.DisableBgpRoutePropagation = ptr(true)
+	rt.Properties.DisableBgpRoutePropagation = api.Ptr(true)
 	created := e.mustPutTable(ctx, testRG, "no-bgp", rt)
 	sn, err := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 const (
@@ -276,12 +277,12 @@ func (e *env) putRoute(ctx context.Context, rg, table, name string, r armnetwork
 func (e *env) seedVNet(ctx context.Context, rg string) armnetwork.VirtualNetwork {
 	e.t.Helper()
 	v, err := e.putVNet(ctx, rg, "kubernetes-vnet", armnetwork.VirtualNetwork{
-		Location: ptr(testLoc),
+		Location: api.Ptr(testLoc),
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.0.0/16")}},
 			Subnets: []*armnetwork.Subnet{{
-				Name:       ptr("kubernetes-subnet"),
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")},
+				Name:       api.Ptr("kubernetes-subnet"),
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24")},
 			}},
 		},
 	})
@@ -292,13 +293,13 @@ func (e *env) seedVNet(ctx context.Context, rg string) armnetwork.VirtualNetwork
 }
 
 func vaRoute(name, prefix, ip string) *armnetwork.Route {
-	return &armnetwork.Route{Name: ptr(name), Properties: &armnetwork.RoutePropertiesFormat{
-		AddressPrefix: ptr(prefix), NextHopType: ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: ptr(ip),
+	return &armnetwork.Route{Name: api.Ptr(name), Properties: &armnetwork.RoutePropertiesFormat{
+		AddressPrefix: api.Ptr(prefix), NextHopType: api.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: api.Ptr(ip),
 	}}
 }
 
 func table(routes ...*armnetwork.Route) armnetwork.RouteTable {
-	return armnetwork.RouteTable{Location: ptr(testLoc), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}
+	return armnetwork.RouteTable{Location: api.Ptr(testLoc), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}
 }
 
 // respErr asserts err is an ARM error with status and code.
@@ -332,14 +333,14 @@ func decodeJSON(t *testing.T, b []byte) map[string]any {
 func routeNames(t armnetwork.RouteTable) []string {
 	var out []string
 	for _, r := range t.Properties.Routes {
-		out = append(out, str(r.Name))
+		out = append(out, api.Str(r.Name))
 	}
 	return out
 }
 
 func sdkRoute(t armnetwork.RouteTable, name string) *armnetwork.Route {
 	for _, r := range t.Properties.Routes {
-		if strings.EqualFold(str(r.Name), name) {
+		if strings.EqualFold(api.Str(r.Name), name) {
 			return r
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Enough of Azure's identity and metadata surface for the Azure CLI to log
@@ -36,7 +38,7 @@ const (
 // bearer token; it reports false for any other path.
 func (s *Server) serveIdentity(w http.ResponseWriter, r *http.Request) bool {
 	p := strings.TrimRight(strings.ToLower(r.URL.Path), "/")
-	base := baseURL(r)
+	base := api.BaseURL(r)
 	authority := base + ADFSPath
 	var body any
 	switch p {
@@ -143,15 +145,15 @@ var Locations = [][2]string{
 	{"canadaeast", "Canada East"}, {"southindia", "South India"}, {"australiasoutheast", "Australia Southeast"},
 }
 
-func (s *Server) listTenants(_ context.Context, _ *request) (*response, error) {
-	return &response{status: http.StatusOK, body: map[string]any{"value": []any{map[string]any{
+func (s *Server) listTenants(_ context.Context, _ *api.Request) (*api.Response, error) {
+	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": []any{map[string]any{
 		"id": "/tenants/" + DefaultTenant, "tenantId": DefaultTenant, "tenantCategory": "Home",
 		"displayName": "routekeeper fabric", "defaultDomain": "fabric.invalid", "domains": []string{"fabric.invalid"},
 	}}}}, nil
 }
 
-func (s *Server) listLocations(_ context.Context, q *request) (*response, error) {
-	sub := q.segs[1]
+func (s *Server) listLocations(_ context.Context, q *api.Request) (*api.Response, error) {
+	sub := q.Segs[1]
 	value := make([]any, 0, len(Locations))
 	for _, l := range Locations {
 		value = append(value, map[string]any{
@@ -160,7 +162,7 @@ func (s *Server) listLocations(_ context.Context, q *request) (*response, error)
 			"metadata": map[string]any{"regionType": "Physical", "regionCategory": "Recommended"},
 		})
 	}
-	return &response{status: http.StatusOK, body: map[string]any{"value": value}}, nil
+	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": value}}, nil
 }
 
 // networkAPIVersions are the api-versions the provider listing offers; the
@@ -181,8 +183,8 @@ func providerBody(sub, namespace string) map[string]any {
 		types = append(types, rt)
 	}
 	switch {
-	case strings.EqualFold(namespace, networkNamespace):
-		namespace = networkNamespace
+	case strings.EqualFold(namespace, api.NetworkNamespace):
+		namespace = api.NetworkNamespace
 		add("virtualNetworks", true)
 		add("virtualNetworks/subnets", false)
 		add("routeTables", true)
@@ -190,8 +192,8 @@ func providerBody(sub, namespace string) map[string]any {
 		add("locations", false)
 		add("locations/operations", false)
 		add("locations/operationResults", false)
-	case strings.EqualFold(namespace, resourcesNamespace):
-		namespace = resourcesNamespace
+	case strings.EqualFold(namespace, api.ResourcesNamespace):
+		namespace = api.ResourcesNamespace
 		add("resourceGroups", true)
 		add("subscriptions", false)
 		add("tenants", false)
@@ -216,13 +218,13 @@ type genericResource struct {
 // listGenericResources lists the top-level resources of a subscription
 // (segs: subscriptions/{sub}/resources) or of a resource group
 // (subscriptions/{sub}/resourceGroups/{rg}/resources).
-func (s *Server) listGenericResources(ctx context.Context, q *request) (*response, error) {
-	sub := q.segs[1]
+func (s *Server) listGenericResources(ctx context.Context, q *api.Request) (*api.Response, error) {
+	sub := q.Segs[1]
 	out := []genericResource{}
 	err := s.view(ctx, func(tx *txn) error {
 		var rows []*resourceRow
-		if len(q.segs) == 5 {
-			rg, err := requireRG(tx, sub, q.segs[3], false)
+		if len(q.Segs) == 5 {
+			rg, err := requireRG(tx, sub, q.Segs[3], false)
 			if err != nil {
 				return err
 			}
@@ -230,8 +232,8 @@ func (s *Server) listGenericResources(ctx context.Context, q *request) (*respons
 				return err
 			}
 		} else {
-			for _, typ := range []string{typeRouteTables, typeVirtualNetworks} {
-				r, err := tx.listResources(key(sub), "", typ, "", 1<<30)
+			for _, typ := range []string{api.TypeRouteTables, api.TypeVirtualNetworks} {
+				r, err := tx.listResources(api.Key(sub), "", typ, "", 1<<30)
 				if err != nil {
 					return err
 				}
@@ -250,10 +252,10 @@ func (s *Server) listGenericResources(ctx context.Context, q *request) (*respons
 	if err != nil {
 		return nil, err
 	}
-	if f := q.query.Get("$filter"); f != "" {
+	if f := q.Query.Get("$filter"); f != "" {
 		out = filterResources(out, f)
 	}
-	return &response{status: http.StatusOK, body: map[string]any{"value": out}}, nil
+	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": out}}, nil
 }
 
 // filterResources applies the simple $filter az sends: resourceType eq

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Incidents on demand: the writes other people and tools make that break
@@ -40,7 +41,7 @@ type Incidents struct {
 // NewIncidents returns an incident runner for subscription sub ("" for
 // the default) over opts.
 func NewIncidents(sub string, opts *arm.ClientOptions, cred azcore.TokenCredential) (*Incidents, error) {
-	sub = cmp.Or(sub, DefaultSubscription)
+	sub = cmp.Or(sub, api.DefaultSubscription)
 	f, err := armnetwork.NewClientFactory(sub, cred, opts)
 	if err != nil {
 		return nil, err
@@ -57,11 +58,11 @@ func NewIncidents(sub string, opts *arm.ClientOptions, cred azcore.TokenCredenti
 // VNET/SUBNET) in resource group rg.
 func (in *Incidents) ResolveID(typ, rg, name string) (string, error) {
 	if strings.HasPrefix(name, "/") {
-		a, ok := parseNetworkID(name)
+		a, ok := api.ParseNetworkID(name)
 		want := typ
 		child := ""
-		if typ == childSubnets {
-			want, child = typeVirtualNetworks, childSubnets
+		if typ == api.ChildSubnets {
+			want, child = api.TypeVirtualNetworks, api.ChildSubnets
 		}
 		if !ok || a.Type != want || a.Child != child {
 			return "", fmt.Errorf("%q is not the ID of a %s", name, strings.TrimSuffix(typ, "s"))
@@ -72,17 +73,17 @@ func (in *Incidents) ResolveID(typ, rg, name string) (string, error) {
 		return "", fmt.Errorf("%q is a name: give the resource group (-g) or a full resource ID", name)
 	}
 	switch typ {
-	case childSubnets:
+	case api.ChildSubnets:
 		vnet, sn, ok := strings.Cut(name, "/")
 		if !ok || vnet == "" || sn == "" || strings.Contains(sn, "/") {
 			return "", fmt.Errorf("subnet %q: write VNET/SUBNET, for example kubernetes-vnet/kubernetes-subnet, or a full subnet ID", name)
 		}
-		return childID(resourceID(in.sub, rg, typeVirtualNetworks, vnet), childSubnets, sn), nil
+		return api.ChildID(api.ResourceID(in.sub, rg, api.TypeVirtualNetworks, vnet), api.ChildSubnets, sn), nil
 	default:
 		if name == "" || strings.Contains(name, "/") {
 			return "", fmt.Errorf("%q is not a %s name", name, strings.TrimSuffix(typ, "s"))
 		}
-		return resourceID(in.sub, rg, typ, name), nil
+		return api.ResourceID(in.sub, rg, typ, name), nil
 	}
 }
 
@@ -96,7 +97,7 @@ func pollOpts() *runtime.PollUntilDoneOptions { return pollOptions }
 // that carries its subnets inline without the route tables it does not
 // know about, so every subnet loses its table.
 func (in *Incidents) Redeploy(ctx context.Context, vnetID string) ([]Change, error) {
-	a, _ := parseNetworkID(vnetID)
+	a, _ := api.ParseNetworkID(vnetID)
 	cur, err := in.vnets.Get(ctx, a.RG, a.Name, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reading virtual network %s: %w", vnetID, err)
@@ -128,13 +129,13 @@ func (in *Incidents) Redeploy(ctx context.Context, vnetID string) ([]Change, err
 		return nil, fmt.Errorf("redeploying virtual network %s: %w", vnetID, err)
 	}
 	detail := "PUT with its subnets inline and no route tables, as an ARM/Terraform redeploy sends"
-	return append([]Change{{Action: ActionRedeploy, Kind: "virtualNetwork", ID: str(cur.ID), Detail: detail}}, changes...), nil
+	return append([]Change{{Action: ActionRedeploy, Kind: "virtualNetwork", ID: api.Str(cur.ID), Detail: detail}}, changes...), nil
 }
 
 // setSubnetTable writes a subnet with tableID as its route table ("" for
 // none), keeping the rest of it.
 func (in *Incidents) setSubnetTable(ctx context.Context, subnetID, tableID string) (old string, err error) {
-	a, _ := parseNetworkID(subnetID)
+	a, _ := api.ParseNetworkID(subnetID)
 	cur, err := in.subnets.Get(ctx, a.RG, a.Name, a.ChildName, nil)
 	if err != nil {
 		return "", fmt.Errorf("reading subnet %s: %w", subnetID, err)
@@ -144,7 +145,7 @@ func (in *Incidents) setSubnetTable(ctx context.Context, subnetID, tableID strin
 		sn.Properties = &armnetwork.SubnetPropertiesFormat{}
 	}
 	if sn.Properties.RouteTable != nil {
-		old = str(sn.Properties.RouteTable.ID)
+		old = api.Str(sn.Properties.RouteTable.ID)
 	}
 	if tableID == "" {
 		sn.Properties.RouteTable = nil
@@ -200,7 +201,7 @@ func (in *Incidents) Swap(ctx context.Context, subnetID, tableID string, deleteO
 // DeleteTable deletes a route table as its owner would: detached from
 // every subnet first (Azure refuses to delete a table in use), then gone.
 func (in *Incidents) DeleteTable(ctx context.Context, tableID string) ([]Change, error) {
-	a, _ := parseNetworkID(tableID)
+	a, _ := api.ParseNetworkID(tableID)
 	cur, err := in.tables.Get(ctx, a.RG, a.Name, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reading route table %s: %w", tableID, err)
@@ -217,18 +218,18 @@ func (in *Incidents) DeleteTable(ctx context.Context, tableID string) ([]Change,
 			changes = append(changes, Change{Action: ActionDetach, Kind: "subnet", ID: *sn.ID, Detail: "route table " + a.Name + " removed"})
 		}
 	}
-	if err := in.deleteTable(ctx, str(cur.ID)); err != nil {
+	if err := in.deleteTable(ctx, api.Str(cur.ID)); err != nil {
 		return changes, err
 	}
 	n := 0
 	if cur.Properties != nil {
 		n = len(cur.Properties.Routes)
 	}
-	return append(changes, Change{Action: ActionDelete, Kind: "routeTable", ID: str(cur.ID), Detail: fmt.Sprintf("with its %d routes", n)}), nil
+	return append(changes, Change{Action: ActionDelete, Kind: "routeTable", ID: api.Str(cur.ID), Detail: fmt.Sprintf("with its %d routes", n)}), nil
 }
 
 func (in *Incidents) deleteTable(ctx context.Context, tableID string) error {
-	a, ok := parseNetworkID(tableID)
+	a, ok := api.ParseNetworkID(tableID)
 	if !ok {
 		return errors.New("not a route table ID: " + tableID)
 	}

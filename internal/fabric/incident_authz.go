@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // The operator mistakes of authorization, replayed through ARM's
@@ -38,7 +39,7 @@ func (in *Incidents) ResolveScope(rg, arg string) (string, error) {
 	if rg == "" || strings.Contains(rg, "/") {
 		return "", fmt.Errorf("%q is not a resource group name: give a group or a full scope ID", rg)
 	}
-	return rgID(in.sub, rg), nil
+	return api.RGID(in.sub, rg), nil
 }
 
 // RevokeRole removes the role assignments of a principal (its object ID,
@@ -139,11 +140,11 @@ func DenyNextHopRule(hop string) (json.RawMessage, error) {
 	return json.Marshal(map[string]any{
 		"if": map[string]any{"anyOf": []any{
 			map[string]any{"allOf": []any{
-				map[string]any{"field": "type", "equals": armTypeRouteTable},
+				map[string]any{"field": "type", "equals": api.ArmTypeRouteTable},
 				map[string]any{"not": map[string]any{"field": "Microsoft.Network/routeTables/routes[*].nextHopType", "notEquals": string(h)}},
 			}},
 			map[string]any{"allOf": []any{
-				map[string]any{"field": "type", "equals": armTypeRoute},
+				map[string]any{"field": "type", "equals": api.ArmTypeRoute},
 				map[string]any{"field": "Microsoft.Network/routeTables/routes/nextHopType", "equals": string(h)},
 			}},
 		}},

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // NAT gateways: enough of Microsoft.Network/natGateways for a subnet to
@@ -77,13 +78,13 @@ func renderNatGateway(tx *txn, row *resourceRow) (json.RawMessage, error) {
 	for _, id := range subnets {
 		g.Properties.Subnets = append(g.Properties.Subnets, idRef{ID: id})
 	}
-	return encode(g)
+	return api.Encode(g)
 }
 
 // subnetsUsing lists the subnets of a subscription whose property (natGateway,
 // networkSecurityGroup) references id.
 func subnetsUsing(tx *txn, subKey, property, id string) ([]string, error) {
-	rows, err := tx.listResources(subKey, "", typeVirtualNetworks, "", 1<<30)
+	rows, err := tx.listResources(subKey, "", api.TypeVirtualNetworks, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func checkNatGatewayNotInUse(tx *txn, row *resourceRow) error {
 		return err
 	}
 	if len(subnets) > 0 {
-		return badRequest("InUseNatGatewayCannotBeDeleted",
+		return api.BadRequest("InUseNatGatewayCannotBeDeleted",
 			"NAT gateway %s is in use by subnet(s) %s and cannot be deleted. Remove the NAT gateway from the subnet(s) first.", row.ID, strings.Join(subnets, ", "))
 	}
 	return nil
@@ -134,7 +135,7 @@ type natGatewayIn struct {
 }
 
 var natGatewayKind = topKind[natGatewayIn, *natGatewayDoc]{
-	typ: typeNatGateways, armType: armTypeNatGateway, render: renderNatGateway, body: decodeObject, stored: decodeNatGateway,
+	typ: typeNatGateways, armType: armTypeNatGateway, render: renderNatGateway, body: api.DecodeObject, stored: decodeNatGateway,
 	meta:  func(in *natGatewayIn) (*string, map[string]*string) { return in.Location, in.Tags },
 	where: func(g *natGatewayDoc) string { return g.Location },
 }
@@ -143,8 +144,8 @@ type natGatewayPut = topPut[natGatewayIn, *natGatewayDoc]
 
 // buildNatGateway makes the NAT gateway a PUT stores, with Azure's
 // defaults (sku Standard, idle timeout 4 minutes).
-func (s *Server) buildNatGateway(p *natGatewayPut) (*response, error) {
-	in, cur, id, name := &p.in, p.cur, p.id, p.t.name
+func (s *Server) buildNatGateway(p *natGatewayPut) (*api.Response, error) {
+	in, cur, id, name := &p.in, p.cur, p.id, p.t.Name
 	guid := uuid.NewString()
 	if cur != nil {
 		guid = cur.Properties.ResourceGUID
@@ -155,14 +156,14 @@ func (s *Server) buildNatGateway(p *natGatewayPut) (*response, error) {
 			PublicIPAddresses: []idRef{}, PublicIPPrefixes: []idRef{}}}
 	if in.Sku != nil && in.Sku.Name != "" {
 		if !strings.EqualFold(in.Sku.Name, "Standard") && !strings.EqualFold(in.Sku.Name, "StandardV2") {
-			return nil, badRequest("InvalidNatGatewaySku", "NAT gateway %s: sku %q is not Standard or StandardV2.", name, in.Sku.Name)
+			return nil, api.BadRequest("InvalidNatGatewaySku", "NAT gateway %s: sku %q is not Standard or StandardV2.", name, in.Sku.Name)
 		}
 		g.Sku.Name = in.Sku.Name
 	}
 	if props := in.Properties; props != nil {
 		if props.IdleTimeoutInMinutes != nil {
 			if *props.IdleTimeoutInMinutes < 4 || *props.IdleTimeoutInMinutes > 120 {
-				return nil, badRequest("NatGatewayInvalidIdleTimeoutInMinutes",
+				return nil, api.BadRequest("NatGatewayInvalidIdleTimeoutInMinutes",
 					"NAT gateway %s: idleTimeoutInMinutes %d is outside 4 to 120.", name, *props.IdleTimeoutInMinutes)
 			}
 			g.Properties.IdleTimeoutInMinutes = *props.IdleTimeoutInMinutes
@@ -178,12 +179,12 @@ func (s *Server) buildNatGateway(p *natGatewayPut) (*response, error) {
 		g.Etag = cur.Etag
 		same := *g
 		same.Properties.ProvisioningState = stateSucceeded
-		if sameContent(p.row.Doc, &same) {
+		if api.SameContent(p.row.Doc, &same) {
 			b, err := renderNatGateway(p.tx, p.row)
-			return unchanged(b, p.row.Etag), err
+			return api.Unchanged(b, p.row.Etag), err
 		}
 	}
-	g.Etag = newEtag()
+	g.Etag = api.NewEtag()
 	return p.store(s, g.Etag, g)
 }
 
@@ -192,25 +193,25 @@ func (s *Server) buildNatGateway(p *natGatewayPut) (*response, error) {
 func resolveNatGateway(tx *txn, ref, vnetID, subnetID, loc string) (string, error) {
 	typ, ok := referencedType(ref)
 	if !ok || !strings.EqualFold(typ, armTypeNatGateway) {
-		return "", badRequest("LinkedInvalidPropertyId",
+		return "", api.BadRequest("LinkedInvalidPropertyId",
 			"Property id '%s' at path 'properties.natGateway.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
 	}
 	if !strings.EqualFold(subscriptionOf(ref), subscriptionOf(vnetID)) {
-		return "", errInvalidReference(ref, subnetID)
+		return "", api.InvalidReference(ref, subnetID)
 	}
-	row, err := tx.getResource(key(ref))
+	row, err := tx.getResource(api.Key(ref))
 	if err != nil {
 		return "", err
 	}
 	if row == nil {
-		return "", errInvalidReference(ref, subnetID)
+		return "", api.InvalidReference(ref, subnetID)
 	}
 	g, err := decodeNatGateway(row.Doc)
 	if err != nil {
 		return "", err
 	}
-	if normalizeLocation(g.Location) != normalizeLocation(loc) {
-		return "", errInvalidReference(ref, subnetID)
+	if api.NormalizeLocation(g.Location) != api.NormalizeLocation(loc) {
+		return "", api.InvalidReference(ref, subnetID)
 	}
 	return row.ID, nil
 }

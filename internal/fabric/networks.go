@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Networks returns the virtual networks (with their subnets and route
@@ -37,13 +38,13 @@ func (s *Store) Networks(ctx context.Context) (*State, error) {
 				return err
 			}
 			switch typ {
-			case typeVirtualNetworks:
+			case api.TypeVirtualNetworks:
 				var v armnetwork.VirtualNetwork
 				if err := json.Unmarshal(doc, &v); err != nil {
 					return fmt.Errorf("decoding stored virtual network: %w", err)
 				}
 				st.VirtualNetworks = append(st.VirtualNetworks, stateVNet(sub, &v))
-			case typeRouteTables:
+			case api.TypeRouteTables:
 				var t armnetwork.RouteTable
 				if err := json.Unmarshal(doc, &t); err != nil {
 					return fmt.Errorf("decoding stored route table: %w", err)
@@ -65,23 +66,23 @@ func (s *Store) Networks(ctx context.Context) (*State, error) {
 		return nil, err
 	}
 	ar.fill(st)
-	slices.SortFunc(st.VirtualNetworks, func(a, b StateVirtualNetwork) int { return strings.Compare(key(a.ID), key(b.ID)) })
-	slices.SortFunc(st.RouteTables, func(a, b StateRouteTable) int { return strings.Compare(key(a.ID), key(b.ID)) })
-	slices.SortFunc(st.NetworkInterfaces, func(a, b StateNIC) int { return strings.Compare(key(a.ID), key(b.ID)) })
+	slices.SortFunc(st.VirtualNetworks, func(a, b StateVirtualNetwork) int { return strings.Compare(api.Key(a.ID), api.Key(b.ID)) })
+	slices.SortFunc(st.RouteTables, func(a, b StateRouteTable) int { return strings.Compare(api.Key(a.ID), api.Key(b.ID)) })
+	slices.SortFunc(st.NetworkInterfaces, func(a, b StateNIC) int { return strings.Compare(api.Key(a.ID), api.Key(b.ID)) })
 	return st, nil
 }
 
 func stateNIC(n *armnetwork.Interface) StateNIC {
-	out := StateNIC{ID: str(n.ID), Name: str(n.Name)}
+	out := StateNIC{ID: api.Str(n.ID), Name: api.Str(n.Name)}
 	if p := n.Properties; p != nil {
 		out.IPForwarding = p.EnableIPForwarding != nil && *p.EnableIPForwarding
 		for _, c := range p.IPConfigurations {
 			if c == nil || c.Properties == nil {
 				continue
 			}
-			a := StateNICAddress{Address: str(c.Properties.PrivateIPAddress)}
+			a := StateNICAddress{Address: api.Str(c.Properties.PrivateIPAddress)}
 			if c.Properties.Subnet != nil {
-				a.Subnet = str(c.Properties.Subnet.ID)
+				a.Subnet = api.Str(c.Properties.Subnet.ID)
 			}
 			out.IPs = append(out.IPs, a)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
@@ -50,13 +51,13 @@ type watcherPut = topPut[armnetwork.Watcher, *armnetwork.Watcher]
 
 // buildWatcher stores the network watcher of a PUT. It is synchronous in
 // Azure (WatchersClient.CreateOrUpdate is not a poller).
-func (s *Server) buildWatcher(p *watcherPut) (*response, error) {
-	etag := newEtag()
+func (s *Server) buildWatcher(p *watcherPut) (*api.Response, error) {
+	etag := api.NewEtag()
 	w := &armnetwork.Watcher{
-		ID: ptr(p.id), Name: ptr(armid.Name(p.id)), Type: ptr(armTypeWatcher), Location: ptr(p.loc), Tags: tagsOf(p.in.Tags), Etag: ptr(etag),
-		Properties: &armnetwork.WatcherPropertiesFormat{ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded)},
+		ID: api.Ptr(p.id), Name: api.Ptr(armid.Name(p.id)), Type: api.Ptr(armTypeWatcher), Location: api.Ptr(p.loc), Tags: api.TagsOf(p.in.Tags), Etag: api.Ptr(etag),
+		Properties: &armnetwork.WatcherPropertiesFormat{ProvisioningState: api.Ptr(armnetwork.ProvisioningStateSucceeded)},
 	}
-	doc, err := encode(w)
+	doc, err := api.Encode(w)
 	if err != nil {
 		return nil, err
 	}
@@ -69,31 +70,31 @@ func (s *Server) buildWatcher(p *watcherPut) (*response, error) {
 	if !p.exists() {
 		status = http.StatusCreated
 	}
-	return &response{status: status, body: json.RawMessage(doc), header: withEtag(etag)}, nil
+	return &api.Response{Status: status, Body: json.RawMessage(doc), Header: api.WithEtag(etag)}, nil
 }
 
 // startAction records the long-running operation of a POST whose answer
 // is computed when it is fetched. The operation is not tied to the
 // resource (ResourceKey is its own), so it never blocks a write.
-func (s *Server) startAction(ctx context.Context, q *request, action, resourceID, location string, params []byte) (*response, error) {
-	var resp *response
+func (s *Server) startAction(ctx context.Context, q *api.Request, action, resourceID, location string, params []byte) (*api.Response, error) {
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
 		}
-		o := s.newOp(opAction, q.segs[1], location, "", resourceID, action, params)
+		o := s.newOp(opAction, q.Segs[1], location, "", resourceID, action, params)
 		o.ResourceKey = "action/" + o.ID
 		if err := s.record(tx, o); err != nil {
 			return err
 		}
-		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		resp = &api.Response{Status: http.StatusAccepted, Header: s.lroHeaders(q, o, true)}
 		return nil
 	})
 	return resp, err
 }
 
 // actionResult is the answer of a finished action, from the state now.
-func (s *Server) actionResult(ctx context.Context, o *operation) (*response, error) {
+func (s *Server) actionResult(ctx context.Context, o *operation) (*api.Response, error) {
 	var body any
 	err := s.view(ctx, func(tx *txn) error {
 		var err error
@@ -112,17 +113,17 @@ func (s *Server) actionResult(ctx context.Context, o *operation) (*response, err
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: body}, nil
+	return &api.Response{Status: http.StatusOK, Body: body}, nil
 }
 
-func (s *Server) postEffectiveRouteTable(ctx context.Context, q *request) (*response, error) {
+func (s *Server) postEffectiveRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var nicID, loc string
 	err := s.readTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, func(tx *txn, row *resourceRow) error {
 		n, err := decodeNIC(row.Doc)
 		if err != nil {
 			return err
 		}
-		nicID, loc = row.ID, str(n.Location)
+		nicID, loc = row.ID, api.Str(n.Location)
 		return nil
 	})
 	if err != nil {
@@ -131,9 +132,9 @@ func (s *Server) postEffectiveRouteTable(ctx context.Context, q *request) (*resp
 	return s.startAction(ctx, q, actionEffectiveRoutes, nicID, loc, nil)
 }
 
-func (s *Server) postNextHop(ctx context.Context, q *request) (*response, error) {
+func (s *Server) postNextHop(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var in armnetwork.NextHopParameters
-	if err := decodeModel(q.body, &in); err != nil {
+	if err := api.DecodeModel(q.Body, &in); err != nil {
 		return nil, err
 	}
 	// In this order: when both are invalid, the error names the source.
@@ -141,12 +142,12 @@ func (s *Server) postNextHop(ctx context.Context, q *request) (*response, error)
 		name string
 		v    *string
 	}{{"sourceIPAddress", in.SourceIPAddress}, {"destinationIPAddress", in.DestinationIPAddress}} {
-		if _, err := netip.ParseAddr(str(f.v)); err != nil {
-			return nil, badRequest("InvalidIPAddress", "The %s %q is not a valid IP address.", f.name, str(f.v))
+		if _, err := netip.ParseAddr(api.Str(f.v)); err != nil {
+			return nil, api.BadRequest("InvalidIPAddress", "The %s %q is not a valid IP address.", f.name, api.Str(f.v))
 		}
 	}
-	if str(in.TargetResourceID) == "" && str(in.TargetNicResourceID) == "" {
-		return nil, badRequest("InvalidTargetResourceId", "targetResourceId is required.")
+	if api.Str(in.TargetResourceID) == "" && api.Str(in.TargetNicResourceID) == "" {
+		return nil, api.BadRequest("InvalidTargetResourceId", "targetResourceId is required.")
 	}
 	var loc, nicID string
 	err := s.readTop(ctx, q, typeNetworkWatchers, armTypeWatcher, func(tx *txn, row *resourceRow) error {
@@ -154,19 +155,19 @@ func (s *Server) postNextHop(ctx context.Context, q *request) (*response, error)
 		if err != nil {
 			return err
 		}
-		loc = str(w.Location)
-		nic, err := targetNIC(tx, q.segs[1], str(in.TargetResourceID), str(in.TargetNicResourceID))
+		loc = api.Str(w.Location)
+		nic, err := targetNIC(tx, q.Segs[1], api.Str(in.TargetResourceID), api.Str(in.TargetNicResourceID))
 		if err != nil {
 			return err
 		}
-		nicID = str(nic.ID)
+		nicID = api.Str(nic.ID)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	params, err := json.Marshal(map[string]string{
-		"sourceIPAddress": str(in.SourceIPAddress), "destinationIPAddress": str(in.DestinationIPAddress),
+		"sourceIPAddress": api.Str(in.SourceIPAddress), "destinationIPAddress": api.Str(in.DestinationIPAddress),
 	})
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func targetNIC(tx *txn, sub, target, nicTarget string) (*armnetwork.Interface, e
 	if want == "" {
 		want = target
 	}
-	if _, ok := parseTopID(want, typeNetworkInterfaces); ok {
+	if _, ok := api.ParseTopID(want, typeNetworkInterfaces); ok {
 		return getDoc(tx, want, decodeNIC, "Resource "+want+" not found.")
 	}
 	nics, err := allNICs(tx, sub)
@@ -189,11 +190,11 @@ func targetNIC(tx *txn, sub, target, nicTarget string) (*armnetwork.Interface, e
 		return nil, err
 	}
 	for _, n := range nics {
-		if vm := n.Properties.VirtualMachine; vm != nil && key(str(vm.ID)) == key(target) {
+		if vm := n.Properties.VirtualMachine; vm != nil && api.Key(api.Str(vm.ID)) == api.Key(target) {
 			return n, nil
 		}
 	}
-	return nil, newError(http.StatusNotFound, "NotFound", "Resource %s not found: the fabric knows no NIC of it (give targetNicResourceId, or set the NIC's virtualMachine).", target)
+	return nil, api.NewError(http.StatusNotFound, "NotFound", "Resource %s not found: the fabric knows no NIC of it (give targetNicResourceId, or set the NIC's virtualMachine).", target)
 }
 
 // nicRouting is what routing needs of a NIC's primary subnet.
@@ -209,12 +210,12 @@ type nicRouting struct {
 // getDoc reads the resource id and decodes its document; a missing one is
 // ARM's 404 NotFound with the message notFound.
 func getDoc[T any](tx *txn, id string, decode func([]byte) (*T, error), notFound string) (*T, error) {
-	row, err := tx.getResource(key(id))
+	row, err := tx.getResource(api.Key(id))
 	if err != nil {
 		return nil, err
 	}
 	if row == nil {
-		return nil, newError(http.StatusNotFound, "NotFound", "%s", notFound)
+		return nil, api.NewError(http.StatusNotFound, "NotFound", "%s", notFound)
 	}
 	return decode(row.Doc)
 }
@@ -227,14 +228,14 @@ func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
 	var subnetID string
 	for _, c := range n.Properties.IPConfigurations {
 		if c.Properties != nil && c.Properties.Subnet != nil && (subnetID == "" || c.Properties.Primary != nil && *c.Properties.Primary) {
-			subnetID = str(c.Properties.Subnet.ID)
+			subnetID = api.Str(c.Properties.Subnet.ID)
 		}
 	}
-	a, ok := parseNetworkID(subnetID)
+	a, ok := api.ParseNetworkID(subnetID)
 	if !ok {
 		return nil, fmt.Errorf("network interface %s: subnet %q is not a subnet ID", nicID, subnetID)
 	}
-	v, err := getDoc(tx, a.parentID(), decodeVNet, "Virtual network of subnet "+subnetID+" not found.")
+	v, err := getDoc(tx, a.ParentID(), decodeVNet, "Virtual network of subnet "+subnetID+" not found.")
 	if err != nil {
 		return nil, err
 	}
@@ -243,13 +244,13 @@ func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
 		return nil, err
 	}
 	// The address space, the peerings and the gateways' routes (around.go).
-	out := &nicRouting{network: ar.networkOf(str(v.ID))}
+	out := &nicRouting{network: ar.networkOf(api.Str(v.ID))}
 	sn := findSubnet(v.Properties.Subnets, a.ChildName)
 	if sn == nil || sn.Properties == nil || sn.Properties.RouteTable == nil {
 		return out, nil
 	}
-	out.tableID = str(sn.Properties.RouteTable.ID)
-	trow, err := tx.getResource(key(out.tableID))
+	out.tableID = api.Str(sn.Properties.RouteTable.ID)
+	trow, err := tx.getResource(api.Key(out.tableID))
 	if err != nil || trow == nil {
 		return out, err
 	}
@@ -294,7 +295,7 @@ func effectiveRouteTable(tx *txn, nicID string) (any, error) {
 			AddressPrefix: []string{r.Prefix.String()}, NextHopIPAddress: []string{}, NextHopType: string(r.NextHopType),
 		}
 		if r.Name != "" {
-			e.Name = ptr(r.Name)
+			e.Name = api.Ptr(r.Name)
 		}
 		if r.NextHopIP.IsValid() {
 			e.NextHopIPAddress = append(e.NextHopIPAddress, r.NextHopIP.String())

@@ -7,6 +7,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Network interfaces: what routing needs of a VM's NIC (its subnet and
@@ -36,7 +37,7 @@ func settleNIC(n *armnetwork.Interface, _, etag string) {
 	}
 	for _, c := range n.Properties.IPConfigurations {
 		if c.Properties != nil {
-			c.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+			c.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateSucceeded)
 		}
 	}
 }
@@ -48,20 +49,20 @@ type nicPut = topPut[armnetwork.Interface, *armnetwork.Interface]
 
 // buildNIC makes the network interface a PUT stores: its IP
 // configurations, each in an existing subnet, one of them primary.
-func (s *Server) buildNIC(p *nicPut) (*response, error) {
+func (s *Server) buildNIC(p *nicPut) (*api.Response, error) {
 	in, cur, id := &p.in, p.cur, p.id
 	props := in.Properties
 	if props == nil || len(props.IPConfigurations) == 0 {
-		return nil, badRequest("NetworkInterfaceMustHaveAtLeastOneIpConfiguration",
+		return nil, api.BadRequest("NetworkInterfaceMustHaveAtLeastOneIpConfiguration",
 			"Network interface %s must have at least one IP configuration.", id)
 	}
-	etag := newEtag()
+	etag := api.NewEtag()
 	out := armnetwork.InterfacePropertiesFormat{
-		EnableIPForwarding:          ptr(props.EnableIPForwarding != nil && *props.EnableIPForwarding),
-		EnableAcceleratedNetworking: ptr(props.EnableAcceleratedNetworking != nil && *props.EnableAcceleratedNetworking),
-		ProvisioningState:           ptr(armnetwork.ProvisioningStateUpdating),
-		ResourceGUID:                ptr(uuid.NewString()),
-		NicType:                     ptr(armnetwork.NetworkInterfaceNicTypeStandard),
+		EnableIPForwarding:          api.Ptr(props.EnableIPForwarding != nil && *props.EnableIPForwarding),
+		EnableAcceleratedNetworking: api.Ptr(props.EnableAcceleratedNetworking != nil && *props.EnableAcceleratedNetworking),
+		ProvisioningState:           api.Ptr(armnetwork.ProvisioningStateUpdating),
+		ResourceGUID:                api.Ptr(uuid.NewString()),
+		NicType:                     api.Ptr(armnetwork.NetworkInterfaceNicTypeStandard),
 		VirtualMachine:              props.VirtualMachine,
 	}
 	if cur != nil {
@@ -70,14 +71,14 @@ func (s *Server) buildNIC(p *nicPut) (*response, error) {
 			out.VirtualMachine = cur.Properties.VirtualMachine
 		}
 	}
-	seen := inlineNames{}
+	seen := api.InlineNames{}
 	primaries := 0
 	for i, c := range props.IPConfigurations {
 		if c == nil {
-			return nil, errInvalidFormat("properties.ipConfigurations[%d] is null.", i)
+			return nil, api.InvalidFormat("properties.ipConfigurations[%d] is null.", i)
 		}
-		name := str(c.Name)
-		if err := seen.add(name, "Network interface %s has more than one IP configuration named %s.", p.t.name); err != nil {
+		name := api.Str(c.Name)
+		if err := seen.Add(name, "Network interface %s has more than one IP configuration named %s.", p.t.Name); err != nil {
 			return nil, err
 		}
 		oc, err := s.buildIPConfig(p.tx, id, name, i, c.Properties, etag)
@@ -90,16 +91,16 @@ func (s *Server) buildNIC(p *nicPut) (*response, error) {
 		out.IPConfigurations = append(out.IPConfigurations, oc)
 	}
 	if primaries == 0 {
-		out.IPConfigurations[0].Properties.Primary = ptr(true)
+		out.IPConfigurations[0].Properties.Primary = api.Ptr(true)
 	} else if primaries > 1 {
-		return nil, badRequest("OnlyOnePrimaryIpConfigurationAllowed", "Network interface %s has more than one primary IP configuration.", id)
+		return nil, api.BadRequest("OnlyOnePrimaryIpConfigurationAllowed", "Network interface %s has more than one primary IP configuration.", id)
 	}
 	if err := checkNICAddresses(p.tx, id, out.IPConfigurations); err != nil {
 		return nil, err
 	}
 	nic := &armnetwork.Interface{
-		ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypeNetworkIface), Location: ptr(p.loc),
-		Tags: tagsOf(in.Tags), Etag: ptr(etag), Properties: &out,
+		ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(armTypeNetworkIface), Location: api.Ptr(p.loc),
+		Tags: api.TagsOf(in.Tags), Etag: api.Ptr(etag), Properties: &out,
 	}
 	return p.store(s, etag, nic)
 }
@@ -108,42 +109,42 @@ func (s *Server) buildNIC(p *nicPut) (*response, error) {
 // hold the static private IP.
 func (s *Server) buildIPConfig(tx *txn, nicID, name string, i int, in *armnetwork.InterfaceIPConfigurationPropertiesFormat, etag string) (*armnetwork.InterfaceIPConfiguration, error) {
 	field := fmt.Sprintf("properties.ipConfigurations[%d]", i)
-	if in == nil || in.Subnet == nil || str(in.Subnet.ID) == "" {
-		return nil, badRequest("IpConfigurationSubnetMissing", "%s (%s) of network interface %s has no subnet.", field, name, nicID)
+	if in == nil || in.Subnet == nil || api.Str(in.Subnet.ID) == "" {
+		return nil, api.BadRequest("IpConfigurationSubnetMissing", "%s (%s) of network interface %s has no subnet.", field, name, nicID)
 	}
-	subnetID := str(in.Subnet.ID)
+	subnetID := api.Str(in.Subnet.ID)
 	sn, prefixes, err := lookupSubnet(tx, subnetID)
 	if err != nil {
 		return nil, err
 	}
 	if sn == nil {
-		return nil, errInvalidReference(subnetID, nicID)
+		return nil, api.InvalidReference(subnetID, nicID)
 	}
 	method := armnetwork.IPAllocationMethodDynamic
 	if in.PrivateIPAllocationMethod != nil {
 		method = *in.PrivateIPAllocationMethod
 	}
 	out := &armnetwork.InterfaceIPConfiguration{
-		ID: ptr(childID(nicID, childIPConfigurations, name)), Name: ptr(name), Type: ptr(armTypeIPConfiguration), Etag: ptr(etag),
+		ID: api.Ptr(api.ChildID(nicID, childIPConfigurations, name)), Name: api.Ptr(name), Type: api.Ptr(armTypeIPConfiguration), Etag: api.Ptr(etag),
 		Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
 			Subnet:                    &armnetwork.Subnet{ID: sn.ID},
-			PrivateIPAllocationMethod: ptr(method),
-			Primary:                   ptr(in.Primary != nil && *in.Primary),
-			ProvisioningState:         ptr(armnetwork.ProvisioningStateUpdating),
+			PrivateIPAllocationMethod: api.Ptr(method),
+			Primary:                   api.Ptr(in.Primary != nil && *in.Primary),
+			ProvisioningState:         api.Ptr(armnetwork.ProvisioningStateUpdating),
 		},
 	}
-	ipText := str(in.PrivateIPAddress)
+	ipText := api.Str(in.PrivateIPAddress)
 	if ipText == "" {
 		if method == armnetwork.IPAllocationMethodStatic {
-			return nil, badRequest("PrivateIPAddressIsRequired", "%s (%s): a static allocation needs privateIPAddress.", field, name)
+			return nil, api.BadRequest("PrivateIPAddressIsRequired", "%s (%s): a static allocation needs privateIPAddress.", field, name)
 		}
 		// Dynamic: the fabric needs an address it can route on; Azure would
 		// pick the next free one. Picking is left to the caller here.
-		return nil, badRequest("PrivateIPAddressIsRequired", "%s (%s): the routekeeper fabric needs privateIPAddress (it does not allocate dynamic addresses).", field, name)
+		return nil, api.BadRequest("PrivateIPAddressIsRequired", "%s (%s): the routekeeper fabric needs privateIPAddress (it does not allocate dynamic addresses).", field, name)
 	}
 	ip, err := netip.ParseAddr(ipText)
 	if err != nil {
-		return nil, badRequest("InvalidPrivateIPAddressFormat", "%s.privateIPAddress %q is not an IP address.", field, ipText)
+		return nil, api.BadRequest("InvalidPrivateIPAddressFormat", "%s.privateIPAddress %q is not an IP address.", field, ipText)
 	}
 	in4 := false
 	for _, p := range prefixes {
@@ -152,25 +153,25 @@ func (s *Server) buildIPConfig(tx *txn, nicID, name string, i int, in *armnetwor
 		}
 	}
 	if !in4 {
-		return nil, badRequest("PrivateIPAddressNotInSubnet", "Private static IP address %s does not belong to the range of subnet %s.", ip, subnetID)
+		return nil, api.BadRequest("PrivateIPAddressNotInSubnet", "Private static IP address %s does not belong to the range of subnet %s.", ip, subnetID)
 	}
 	version := armnetwork.IPVersionIPv4
 	if ip.Is6() {
 		version = armnetwork.IPVersionIPv6
 	}
-	out.Properties.PrivateIPAddress = ptr(ip.String())
-	out.Properties.PrivateIPAddressVersion = ptr(version)
+	out.Properties.PrivateIPAddress = api.Ptr(ip.String())
+	out.Properties.PrivateIPAddressVersion = api.Ptr(version)
 	return out, nil
 }
 
 // lookupSubnet finds a subnet by ID in its virtual network's document:
 // nil when the network or the subnet does not exist.
 func lookupSubnet(tx *txn, subnetID string) (*armnetwork.Subnet, []netip.Prefix, error) {
-	a, ok := parseNetworkID(subnetID)
-	if !ok || a.Type != typeVirtualNetworks || a.Child != childSubnets {
-		return nil, nil, badRequest("InvalidResourceReference", "Resource %s is not a subnet ID.", subnetID)
+	a, ok := api.ParseNetworkID(subnetID)
+	if !ok || a.Type != api.TypeVirtualNetworks || a.Child != api.ChildSubnets {
+		return nil, nil, api.BadRequest("InvalidResourceReference", "Resource %s is not a subnet ID.", subnetID)
 	}
-	row, err := tx.getResource(key(a.parentID()))
+	row, err := tx.getResource(api.Key(a.ParentID()))
 	if err != nil || row == nil {
 		return nil, nil, err
 	}
@@ -187,7 +188,7 @@ func lookupSubnet(tx *txn, subnetID string) (*armnetwork.Subnet, []netip.Prefix,
 
 // allNICs returns every network interface of a subscription.
 func allNICs(tx *txn, sub string) ([]*armnetwork.Interface, error) {
-	rows, err := tx.listResources(key(sub), "", typeNetworkInterfaces, "", 1<<30)
+	rows, err := tx.listResources(api.Key(sub), "", typeNetworkInterfaces, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -205,13 +206,13 @@ func allNICs(tx *txn, sub string) ([]*armnetwork.Interface, error) {
 // checkNICAddresses refuses a private IP another NIC already holds in the
 // same subnet (Azure's PrivateIPAddressInUse).
 func checkNICAddresses(tx *txn, nicID string, cfgs []*armnetwork.InterfaceIPConfiguration) error {
-	a, _ := parseTopID(nicID, typeNetworkInterfaces)
+	a, _ := api.ParseTopID(nicID, typeNetworkInterfaces)
 	nics, err := allNICs(tx, a.Sub)
 	if err != nil {
 		return err
 	}
 	for _, n := range nics {
-		if key(str(n.ID)) == key(nicID) {
+		if api.Key(api.Str(n.ID)) == api.Key(nicID) {
 			continue
 		}
 		for _, oc := range n.Properties.IPConfigurations {
@@ -219,9 +220,9 @@ func checkNICAddresses(tx *txn, nicID string, cfgs []*armnetwork.InterfaceIPConf
 				if oc.Properties == nil || oc.Properties.Subnet == nil {
 					continue
 				}
-				if key(str(oc.Properties.Subnet.ID)) == key(str(c.Properties.Subnet.ID)) && str(oc.Properties.PrivateIPAddress) == str(c.Properties.PrivateIPAddress) {
-					return badRequest("PrivateIPAddressInUse", "IP configuration %s is using the private IP address %s which is already allocated to resource %s.",
-						str(c.ID), str(c.Properties.PrivateIPAddress), str(oc.ID))
+				if api.Key(api.Str(oc.Properties.Subnet.ID)) == api.Key(api.Str(c.Properties.Subnet.ID)) && api.Str(oc.Properties.PrivateIPAddress) == api.Str(c.Properties.PrivateIPAddress) {
+					return api.BadRequest("PrivateIPAddressInUse", "IP configuration %s is using the private IP address %s which is already allocated to resource %s.",
+						api.Str(c.ID), api.Str(c.Properties.PrivateIPAddress), api.Str(oc.ID))
 				}
 			}
 		}
@@ -239,7 +240,7 @@ func checkSubnetsNotInUse(tx *txn, sub string, subnetIDs []string) error {
 	}
 	gone := map[string]string{}
 	for _, id := range subnetIDs {
-		gone[key(id)] = id
+		gone[api.Key(id)] = id
 	}
 	if err := checkSubnetsFreeOfGateways(tx, sub, gone); err != nil {
 		return err
@@ -253,10 +254,10 @@ func checkSubnetsNotInUse(tx *txn, sub string, subnetIDs []string) error {
 			if c.Properties == nil || c.Properties.Subnet == nil {
 				continue
 			}
-			if id, ok := gone[key(str(c.Properties.Subnet.ID))]; ok {
-				return badRequest("InUseSubnetCannotBeDeleted",
+			if id, ok := gone[api.Key(api.Str(c.Properties.Subnet.ID))]; ok {
+				return api.BadRequest("InUseSubnetCannotBeDeleted",
 					"Subnet %s is in use by %s and cannot be deleted. In order to delete the subnet, delete all the resources within the subnet. See aka.ms/deletesubnet.",
-					armid.Name(id), str(c.ID))
+					armid.Name(id), api.Str(c.ID))
 			}
 		}
 	}
@@ -267,8 +268,8 @@ func checkSubnetsNotInUse(tx *txn, sub string, subnetIDs []string) error {
 func removedSubnets(cur, next []*armnetwork.Subnet) []string {
 	var out []string
 	for _, sn := range cur {
-		if findSubnet(next, str(sn.Name)) == nil {
-			out = append(out, str(sn.ID))
+		if findSubnet(next, api.Str(sn.Name)) == nil {
+			out = append(out, api.Str(sn.ID))
 		}
 	}
 	return out
@@ -281,7 +282,7 @@ func checkVNetNotInUse(tx *txn, row *resourceRow) error {
 	if err != nil {
 		return err
 	}
-	a, ok := parseNetworkID(row.ID)
+	a, ok := api.ParseNetworkID(row.ID)
 	if !ok {
 		return nil
 	}

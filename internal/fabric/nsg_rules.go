@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Security rules of network security groups: Azure's validation of a rule
@@ -21,41 +22,41 @@ const (
 // in an NSG, or as a child resource) and returns it as the NSG holds it.
 // An unchanged rule keeps its etag.
 func buildSecurityRule(nsgID, name string, in *armnetwork.SecurityRulePropertiesFormat, prev *armnetwork.SecurityRule, etag string) (*armnetwork.SecurityRule, error) {
-	if !validName(name) {
-		return nil, errInvalidName(name)
+	if !api.ValidName(name) {
+		return nil, api.InvalidName(name)
 	}
 	if prev != nil {
-		name = str(prev.Name)
+		name = api.Str(prev.Name)
 	}
-	id := childID(nsgID, childSecurityRules, name)
+	id := api.ChildID(nsgID, childSecurityRules, name)
 	if in == nil {
-		return nil, errInvalidFormat("Security rule %s has no properties.", name)
+		return nil, api.InvalidFormat("Security rule %s has no properties.", name)
 	}
 	p := *in
-	p.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+	p.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateUpdating)
 
 	if p.Protocol == nil {
-		return nil, errInvalidFormat("Security rule %s has no protocol.", name)
+		return nil, api.InvalidFormat("Security rule %s has no protocol.", name)
 	}
 	proto, ok := canonicalEnum(string(*p.Protocol), armnetwork.PossibleSecurityRuleProtocolValues())
 	if !ok {
-		return nil, errInvalidFormat("Security rule %s has an unknown protocol %q; it must be one of Tcp, Udp, Icmp, Esp, Ah, *.", name, *p.Protocol)
+		return nil, api.InvalidFormat("Security rule %s has an unknown protocol %q; it must be one of Tcp, Udp, Icmp, Esp, Ah, *.", name, *p.Protocol)
 	}
 	p.Protocol = &proto
 	if p.Access == nil {
-		return nil, errInvalidFormat("Security rule %s has no access.", name)
+		return nil, api.InvalidFormat("Security rule %s has no access.", name)
 	}
 	access, ok := canonicalEnum(string(*p.Access), armnetwork.PossibleSecurityRuleAccessValues())
 	if !ok {
-		return nil, errInvalidFormat("Security rule %s has an unknown access %q; it must be Allow or Deny.", name, *p.Access)
+		return nil, api.InvalidFormat("Security rule %s has an unknown access %q; it must be Allow or Deny.", name, *p.Access)
 	}
 	p.Access = &access
 	if p.Direction == nil {
-		return nil, errInvalidFormat("Security rule %s has no direction.", name)
+		return nil, api.InvalidFormat("Security rule %s has no direction.", name)
 	}
 	dir, ok := canonicalEnum(string(*p.Direction), armnetwork.PossibleSecurityRuleDirectionValues())
 	if !ok {
-		return nil, errInvalidFormat("Security rule %s has an unknown direction %q; it must be Inbound or Outbound.", name, *p.Direction)
+		return nil, api.InvalidFormat("Security rule %s has an unknown direction %q; it must be Inbound or Outbound.", name, *p.Direction)
 	}
 	p.Direction = &dir
 	if p.Priority == nil || *p.Priority < minRulePriority || *p.Priority > maxRulePriority {
@@ -63,7 +64,7 @@ func buildSecurityRule(nsgID, name string, in *armnetwork.SecurityRuleProperties
 		if p.Priority != nil {
 			got = strconv.Itoa(int(*p.Priority))
 		}
-		return nil, badRequest("SecurityRuleInvalidPriority",
+		return nil, api.BadRequest("SecurityRuleInvalidPriority",
 			"Security rule %s has invalid Priority. Value provided: %s Allowed values are from %d to %d.", id, got, minRulePriority, maxRulePriority)
 	}
 	for _, f := range []struct {
@@ -79,20 +80,20 @@ func buildSecurityRule(nsgID, name string, in *armnetwork.SecurityRuleProperties
 			ranges = append(ranges, f.one)
 		}
 		for _, r := range ranges {
-			if !validPortRange(str(r)) {
-				return nil, badRequest("SecurityRuleInvalidPortRange",
-					"Security rule %s has invalid Port range. Value provided: %s. Value should be an integer OR integer range with '-' delimiter. Valid range 0-65535.", id, str(r))
+			if !validPortRange(api.Str(r)) {
+				return nil, api.BadRequest("SecurityRuleInvalidPortRange",
+					"Security rule %s has invalid Port range. Value provided: %s. Value should be an integer OR integer range with '-' delimiter. Valid range 0-65535.", id, api.Str(r))
 			}
 		}
 		if len(ranges) == 0 {
-			return nil, badRequest("SecurityRuleParameterContainsUnsupportedValue", "Security rule %s has no %s.", id, f.field)
+			return nil, api.BadRequest("SecurityRuleParameterContainsUnsupportedValue", "Security rule %s has no %s.", id, f.field)
 		}
 	}
 	if p.SourceAddressPrefix == nil && len(p.SourceAddressPrefixes) == 0 && len(p.SourceApplicationSecurityGroups) == 0 {
-		return nil, badRequest("SecurityRuleParameterContainsUnsupportedValue", "Security rule %s has no sourceAddressPrefix.", id)
+		return nil, api.BadRequest("SecurityRuleParameterContainsUnsupportedValue", "Security rule %s has no sourceAddressPrefix.", id)
 	}
 	if p.DestinationAddressPrefix == nil && len(p.DestinationAddressPrefixes) == 0 && len(p.DestinationApplicationSecurityGroups) == 0 {
-		return nil, badRequest("SecurityRuleParameterContainsUnsupportedValue", "Security rule %s has no destinationAddressPrefix.", id)
+		return nil, api.BadRequest("SecurityRuleParameterContainsUnsupportedValue", "Security rule %s has no destinationAddressPrefix.", id)
 	}
 	if p.SourcePortRanges == nil {
 		p.SourcePortRanges = []*string{}
@@ -106,7 +107,7 @@ func buildSecurityRule(nsgID, name string, in *armnetwork.SecurityRuleProperties
 	if p.DestinationAddressPrefixes == nil {
 		p.DestinationAddressPrefixes = []*string{}
 	}
-	out := &armnetwork.SecurityRule{ID: ptr(id), Name: ptr(name), Type: ptr(armTypeSecurityRule), Etag: ptr(etag), Properties: &p}
+	out := &armnetwork.SecurityRule{ID: api.Ptr(id), Name: api.Ptr(name), Type: api.Ptr(armTypeSecurityRule), Etag: api.Ptr(etag), Properties: &p}
 	if prev != nil && sameRule(prev, out) {
 		out.Etag = prev.Etag
 	}
@@ -151,7 +152,7 @@ func sameRule(a, b *armnetwork.SecurityRule) bool {
 		p := *r.Properties
 		p.ProvisioningState = nil
 		c.Properties, c.Etag = &p, nil
-		b, _ := encode(&c)
+		b, _ := api.Encode(&c)
 		return string(b)
 	}
 	return strip(a) == strip(b)
@@ -164,10 +165,10 @@ func checkRulePriorities(rules []*armnetwork.SecurityRule) error {
 	for _, r := range rules {
 		k := fmt.Sprintf("%s/%d", *r.Properties.Direction, *r.Properties.Priority)
 		if first, ok := seen[k]; ok {
-			return badRequest("SecurityRuleConflict",
-				"Security rule %s conflicts with rule %s. Rules cannot have the same Priority and Direction. To learn more, see aka.ms/nsgrules.", str(r.Name), first)
+			return api.BadRequest("SecurityRuleConflict",
+				"Security rule %s conflicts with rule %s. Rules cannot have the same Priority and Direction. To learn more, see aka.ms/nsgrules.", api.Str(r.Name), first)
 		}
-		seen[k] = str(r.Name)
+		seen[k] = api.Str(r.Name)
 	}
 	return nil
 }
@@ -199,16 +200,16 @@ func defaultSecurityRules(nsgID, etag string) []*armnetwork.SecurityRule {
 			access = armnetwork.SecurityRuleAccessAllow
 		}
 		rules = append(rules, &armnetwork.SecurityRule{
-			ID: ptr(childID(nsgID, childDefaultSecurityRules, d.name)), Name: ptr(d.name), Type: ptr(armTypeDefaultSecurityRule),
-			Etag: ptr(etag),
+			ID: api.Ptr(api.ChildID(nsgID, childDefaultSecurityRules, d.name)), Name: api.Ptr(d.name), Type: api.Ptr(armTypeDefaultSecurityRule),
+			Etag: api.Ptr(etag),
 			Properties: &armnetwork.SecurityRulePropertiesFormat{
-				Description: ptr(d.desc), Protocol: ptr(armnetwork.SecurityRuleProtocolAsterisk),
-				SourcePortRange: ptr("*"), DestinationPortRange: ptr("*"),
-				SourceAddressPrefix: ptr(d.src), DestinationAddressPrefix: ptr(d.dst),
-				Access: ptr(access), Priority: ptr(d.prio), Direction: ptr(d.dir),
+				Description: api.Ptr(d.desc), Protocol: api.Ptr(armnetwork.SecurityRuleProtocolAsterisk),
+				SourcePortRange: api.Ptr("*"), DestinationPortRange: api.Ptr("*"),
+				SourceAddressPrefix: api.Ptr(d.src), DestinationAddressPrefix: api.Ptr(d.dst),
+				Access: api.Ptr(access), Priority: api.Ptr(d.prio), Direction: api.Ptr(d.dir),
 				SourcePortRanges: []*string{}, DestinationPortRanges: []*string{},
 				SourceAddressPrefixes: []*string{}, DestinationAddressPrefixes: []*string{},
-				ProvisioningState: ptr(armnetwork.ProvisioningStateSucceeded),
+				ProvisioningState: api.Ptr(armnetwork.ProvisioningStateSucceeded),
 			},
 		})
 	}

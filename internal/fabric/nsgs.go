@@ -7,6 +7,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Network security groups: Azure's paths, JSON, etags and long-running
@@ -38,10 +39,10 @@ func settleNSG(g *armnetwork.SecurityGroup, removeChild, etag string) {
 	}
 	rules := g.Properties.SecurityRules[:0]
 	for _, r := range g.Properties.SecurityRules {
-		if removeChild != "" && strings.EqualFold(str(r.Name), removeChild) {
+		if removeChild != "" && strings.EqualFold(api.Str(r.Name), removeChild) {
 			continue
 		}
-		r.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+		r.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateSucceeded)
 		rules = append(rules, r)
 	}
 	g.Properties.SecurityRules = rules
@@ -62,15 +63,15 @@ func renderNSG(tx *txn, row *resourceRow) (json.RawMessage, error) {
 		return nil, err
 	}
 	for _, id := range subnets {
-		g.Properties.Subnets = append(g.Properties.Subnets, &armnetwork.Subnet{ID: ptr(id)})
+		g.Properties.Subnets = append(g.Properties.Subnets, &armnetwork.Subnet{ID: api.Ptr(id)})
 	}
-	return encode(g)
+	return api.Encode(g)
 }
 
 // subnetsUsingNSG lists the IDs of the subnets whose
 // networkSecurityGroup is the NSG with key nsgKey.
 func subnetsUsingNSG(tx *txn, subKey, nsgKey string) ([]string, error) {
-	rows, err := tx.listResources(subKey, "", typeVirtualNetworks, "", 1<<30)
+	rows, err := tx.listResources(subKey, "", api.TypeVirtualNetworks, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +82,8 @@ func subnetsUsingNSG(tx *txn, subKey, nsgKey string) ([]string, error) {
 			return nil, err
 		}
 		for _, sn := range v.Properties.Subnets {
-			if sn.Properties != nil && sn.Properties.NetworkSecurityGroup != nil && key(str(sn.Properties.NetworkSecurityGroup.ID)) == nsgKey {
-				out = append(out, str(sn.ID))
+			if sn.Properties != nil && sn.Properties.NetworkSecurityGroup != nil && api.Key(api.Str(sn.Properties.NetworkSecurityGroup.ID)) == nsgKey {
+				out = append(out, api.Str(sn.ID))
 			}
 		}
 	}
@@ -100,32 +101,32 @@ func (s *Server) resolveNSG(tx *txn, ref, vnetID, subnetID, loc string) (*armnet
 	if ref == "" {
 		return nil, nil
 	}
-	a, ok := parseTopID(ref, typeNetworkSecurityGroups)
+	a, ok := api.ParseTopID(ref, typeNetworkSecurityGroups)
 	if !ok {
-		return nil, badRequest("LinkedInvalidPropertyId",
+		return nil, api.BadRequest("LinkedInvalidPropertyId",
 			"Property id '%s' at path 'properties.networkSecurityGroup.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
 	}
-	v, _ := parseNetworkID(vnetID)
+	v, _ := api.ParseNetworkID(vnetID)
 	if !strings.EqualFold(a.Sub, v.Sub) {
-		return nil, errInvalidReference(ref, subnetID)
+		return nil, api.InvalidReference(ref, subnetID)
 	}
-	row, err := tx.getResource(key(a.parentID()))
+	row, err := tx.getResource(api.Key(a.ParentID()))
 	if err != nil {
 		return nil, err
 	}
 	if row == nil {
 		s.log.Warn("fabric: subnet references a network security group the fabric does not hold; kept as sent (Azure would refuse it)",
 			"subnet", subnetID, "networkSecurityGroup", ref)
-		return &armnetwork.SecurityGroup{ID: ptr(ref)}, nil
+		return &armnetwork.SecurityGroup{ID: api.Ptr(ref)}, nil
 	}
 	g, err := decodeNSG(row.Doc)
 	if err != nil {
 		return nil, err
 	}
-	if str(g.Location) != loc {
-		return nil, errInvalidReference(ref, subnetID)
+	if api.Str(g.Location) != loc {
+		return nil, api.InvalidReference(ref, subnetID)
 	}
-	return &armnetwork.SecurityGroup{ID: ptr(row.ID)}, nil
+	return &armnetwork.SecurityGroup{ID: api.Ptr(row.ID)}, nil
 }
 
 // checkNSGNotInUse refuses to delete an NSG a subnet uses.
@@ -135,7 +136,7 @@ func checkNSGNotInUse(tx *txn, row *resourceRow) error {
 		return err
 	}
 	if len(subnets) > 0 {
-		return badRequest("InUseNetworkSecurityGroupCannotBeDeleted",
+		return api.BadRequest("InUseNetworkSecurityGroupCannotBeDeleted",
 			"Network security group %s cannot be deleted because it is in use by the following resources: %s. In order to delete the Network security group, remove the association with the resource(s).",
 			row.ID, strings.Join(subnets, ", "))
 	}
@@ -149,12 +150,12 @@ type nsgPut = topPut[armnetwork.SecurityGroup, *armnetwork.SecurityGroup]
 
 // buildNSG makes the NSG a PUT stores: its inline rules, and the default
 // rules it got when it was created.
-func (s *Server) buildNSG(p *nsgPut) (*response, error) {
+func (s *Server) buildNSG(p *nsgPut) (*api.Response, error) {
 	in, cur, id := &p.in, p.cur, p.id
-	etag := newEtag()
+	etag := api.NewEtag()
 	out := armnetwork.SecurityGroupPropertiesFormat{
-		ProvisioningState: ptr(armnetwork.ProvisioningStateUpdating),
-		ResourceGUID:      ptr(uuid.NewString()),
+		ProvisioningState: api.Ptr(armnetwork.ProvisioningStateUpdating),
+		ResourceGUID:      api.Ptr(uuid.NewString()),
 		SecurityRules:     []*armnetwork.SecurityRule{},
 	}
 	if in.Properties != nil {
@@ -172,17 +173,17 @@ func (s *Server) buildNSG(p *nsgPut) (*response, error) {
 		return nil, err
 	}
 	g := &armnetwork.SecurityGroup{
-		ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypeNSG), Location: ptr(p.loc),
-		Tags: tagsOf(in.Tags), Properties: &out,
+		ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(armTypeNSG), Location: api.Ptr(p.loc),
+		Tags: api.TagsOf(in.Tags), Properties: &out,
 	}
-	if cur != nil && succeeded(cur.Properties.ProvisioningState) && sameContent(p.row.Doc, g) {
+	if cur != nil && succeeded(cur.Properties.ProvisioningState) && api.SameContent(p.row.Doc, g) {
 		body, err := renderNSG(p.tx, p.row)
-		return unchanged(body, p.row.Etag), err
+		return api.Unchanged(body, p.row.Etag), err
 	}
-	g.Etag = ptr(etag)
+	g.Etag = api.Ptr(etag)
 	resp, err := p.store(s, etag, g)
-	if err == nil && resp.body != nil {
-		resp.body, err = renderNSG(p.tx, p.stored())
+	if err == nil && resp.Body != nil {
+		resp.Body, err = renderNSG(p.tx, p.stored())
 	}
 	return resp, err
 }
@@ -194,13 +195,13 @@ func buildSecurityRules(out *armnetwork.SecurityGroupPropertiesFormat, nsgID str
 	if in == nil {
 		return nil
 	}
-	seen := inlineNames{}
+	seen := api.InlineNames{}
 	for i, r := range in.SecurityRules {
 		if r == nil {
-			return errInvalidFormat("properties.securityRules[%d] is null.", i)
+			return api.InvalidFormat("properties.securityRules[%d] is null.", i)
 		}
-		name := str(r.Name)
-		if err := seen.add(name, "Network security group %s has more than one security rule named %s.", armid.Name(nsgID)); err != nil {
+		name := api.Str(r.Name)
+		if err := seen.Add(name, "Network security group %s has more than one security rule named %s.", armid.Name(nsgID)); err != nil {
 			return err
 		}
 		nr, err := buildSecurityRule(nsgID, name, r.Properties, findRule(cur, name), etag)
@@ -214,7 +215,7 @@ func buildSecurityRules(out *armnetwork.SecurityGroupPropertiesFormat, nsgID str
 
 func findRule(rules []*armnetwork.SecurityRule, name string) *armnetwork.SecurityRule {
 	for _, r := range rules {
-		if strings.EqualFold(str(r.Name), name) {
+		if strings.EqualFold(api.Str(r.Name), name) {
 			return r
 		}
 	}

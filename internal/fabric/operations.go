@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Operation kinds.
@@ -149,7 +150,7 @@ func (s *Server) finish(tx *txn, o *operation) error {
 			return err
 		}
 	case opDelete:
-		if !failed && row.Type == typeRouteTables {
+		if !failed && row.Type == api.TypeRouteTables {
 			subnets, err := tx.subnetsOf(row.Key)
 			if err != nil {
 				return err
@@ -192,7 +193,7 @@ func (s *Server) settleRow(tx *txn, row *resourceRow, removeChild string) error 
 }
 
 func (s *Server) restore(tx *txn, row *resourceRow, prev []byte) error {
-	etag := newEtag()
+	etag := api.NewEtag()
 	doc, err := settleDoc(row.Type, prev, "", etag)
 	if err != nil {
 		return err
@@ -207,14 +208,14 @@ func (s *Server) restore(tx *txn, row *resourceRow, prev []byte) error {
 // lists of the tables they name, before and after).
 func (s *Server) storeRow(tx *txn, row *resourceRow) error {
 	switch row.Type {
-	case typeRouteTables:
+	case api.TypeRouteTables:
 		doc, err := tableWithSubnets(tx, row.Key, row.Doc)
 		if err != nil {
 			return err
 		}
 		row.Doc = doc
 		return tx.putResource(row)
-	case typeVirtualNetworks:
+	case api.TypeVirtualNetworks:
 		if err := tx.putResource(row); err != nil {
 			return err
 		}
@@ -276,7 +277,7 @@ func (s *Server) removeResource(tx *txn, row *resourceRow) error {
 	if err := tx.deleteResource(row.Key); err != nil {
 		return err
 	}
-	if row.Type == typeVirtualNetworks {
+	if row.Type == api.TypeVirtualNetworks {
 		return s.setAssociations(tx, row.Key, nil)
 	}
 	return nil
@@ -299,7 +300,7 @@ func (s *Server) finishRGDelete(tx *txn, o *operation) error {
 		// A route table still used by a subnet of another group keeps the
 		// whole delete from succeeding.
 		for _, row := range rows {
-			if row.Type != typeRouteTables {
+			if row.Type != api.TypeRouteTables {
 				continue
 			}
 			subnets, err := tx.subnetsOf(row.Key)
@@ -308,7 +309,7 @@ func (s *Server) finishRGDelete(tx *txn, o *operation) error {
 			}
 			var outside []string
 			for _, id := range subnets {
-				if a, ok := parseNetworkID(id); !ok || key(rgID(a.Sub, a.RG)) != o.ResourceKey {
+				if a, ok := api.ParseNetworkID(id); !ok || api.Key(api.RGID(a.Sub, a.RG)) != o.ResourceKey {
 					outside = append(outside, id)
 				}
 			}
@@ -339,19 +340,19 @@ func (s *Server) finishRGDelete(tx *txn, o *operation) error {
 }
 
 // asyncURL is the Azure-AsyncOperation URL of an operation.
-func asyncURL(q *request, o *operation) string {
-	return q.base + "/subscriptions/" + url.PathEscape(o.Sub) + "/providers/Microsoft.Network/locations/" +
-		url.PathEscape(o.Location) + "/operations/" + o.ID + "?api-version=" + url.QueryEscape(q.apiVersion)
+func asyncURL(q *api.Request, o *operation) string {
+	return q.Base + "/subscriptions/" + url.PathEscape(o.Sub) + "/providers/Microsoft.Network/locations/" +
+		url.PathEscape(o.Location) + "/operations/" + o.ID + "?api-version=" + url.QueryEscape(q.APIVersion)
 }
 
 // locationURL is the Location URL of an operation (operationResults).
-func locationURL(q *request, o *operation) string {
+func locationURL(q *api.Request, o *operation) string {
 	if o.Kind == opRGDelete {
-		return q.base + "/subscriptions/" + url.PathEscape(o.Sub) + "/operationresults/" + o.ID +
-			"?api-version=" + url.QueryEscape(q.apiVersion)
+		return q.Base + "/subscriptions/" + url.PathEscape(o.Sub) + "/operationresults/" + o.ID +
+			"?api-version=" + url.QueryEscape(q.APIVersion)
 	}
-	return q.base + "/subscriptions/" + url.PathEscape(o.Sub) + "/providers/Microsoft.Network/locations/" +
-		url.PathEscape(o.Location) + "/operationResults/" + o.ID + "?api-version=" + url.QueryEscape(q.apiVersion)
+	return q.Base + "/subscriptions/" + url.PathEscape(o.Sub) + "/providers/Microsoft.Network/locations/" +
+		url.PathEscape(o.Location) + "/operationResults/" + o.ID + "?api-version=" + url.QueryEscape(q.APIVersion)
 }
 
 // setRetryAfter tells a poller when to come back: Retry-After in whole
@@ -366,7 +367,7 @@ func setRetryAfter(h http.Header, remaining time.Duration) {
 }
 
 // lroHeaders are the headers of a long-running write's first answer.
-func (s *Server) lroHeaders(q *request, o *operation, withLocation bool) http.Header {
+func (s *Server) lroHeaders(q *api.Request, o *operation, withLocation bool) http.Header {
 	h := http.Header{}
 	h.Set("Azure-AsyncOperation", asyncURL(q, o))
 	if withLocation {
@@ -378,8 +379,8 @@ func (s *Server) lroHeaders(q *request, o *operation, withLocation bool) http.He
 
 // polledOp is the operation a poll of endpoint (operations,
 // operationResults) asks for, when the caller may see it.
-func (s *Server) polledOp(ctx context.Context, q *request, endpoint string) (*operation, error) {
-	o, err := s.loadOp(ctx, q.segs[7])
+func (s *Server) polledOp(ctx context.Context, q *api.Request, endpoint string) (*operation, error) {
+	o, err := s.loadOp(ctx, q.Segs[7])
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +391,7 @@ func (s *Server) polledOp(ctx context.Context, q *request, endpoint string) (*op
 }
 
 // getOperation serves the Azure-AsyncOperation status endpoint.
-func (s *Server) getOperation(ctx context.Context, q *request) (*response, error) {
+func (s *Server) getOperation(ctx context.Context, q *api.Request) (*api.Response, error) {
 	o, err := s.polledOp(ctx, q, "operations")
 	if err != nil {
 		return nil, err
@@ -399,12 +400,12 @@ func (s *Server) getOperation(ctx context.Context, q *request) (*response, error
 	if o.Status == statusInProgress {
 		setRetryAfter(h, time.Duration(o.EndsAt-s.now().UnixNano()))
 	}
-	return &response{status: http.StatusOK, body: opBody(o), header: h}, nil
+	return &api.Response{Status: http.StatusOK, Body: opBody(o), Header: h}, nil
 }
 
 // getOperationResult serves the Location URL of a DELETE: 202 while it
 // runs, 204 when it succeeded, the operation's error when it failed.
-func (s *Server) getOperationResult(ctx context.Context, q *request) (*response, error) {
+func (s *Server) getOperationResult(ctx context.Context, q *api.Request) (*api.Response, error) {
 	o, err := s.polledOp(ctx, q, "operationResults")
 	if err != nil {
 		return nil, err
@@ -412,31 +413,31 @@ func (s *Server) getOperationResult(ctx context.Context, q *request) (*response,
 	return s.operationResult(q, o)
 }
 
-func (s *Server) getRGOperationResult(ctx context.Context, q *request) (*response, error) {
-	o, err := s.loadOp(ctx, q.segs[3])
+func (s *Server) getRGOperationResult(ctx context.Context, q *api.Request) (*api.Response, error) {
+	o, err := s.loadOp(ctx, q.Segs[3])
 	if err != nil {
 		return nil, err
 	}
 	return s.operationResult(q, o)
 }
 
-func (s *Server) operationResult(q *request, o *operation) (*response, error) {
+func (s *Server) operationResult(q *api.Request, o *operation) (*api.Response, error) {
 	if o.Kind == opAction && o.Status == statusSucceeded {
-		return s.actionResult(q.r.Context(), o)
+		return s.actionResult(q.HTTP.Context(), o)
 	}
 	switch o.Status {
 	case statusInProgress:
 		h := http.Header{}
 		h.Set("Location", locationURL(q, o))
 		setRetryAfter(h, time.Duration(o.EndsAt-s.now().UnixNano()))
-		return &response{status: http.StatusAccepted, header: h}, nil
+		return &api.Response{Status: http.StatusAccepted, Header: h}, nil
 	case statusSucceeded:
 		if o.Kind == opRGDelete {
-			return &response{status: http.StatusOK}, nil
+			return &api.Response{Status: http.StatusOK}, nil
 		}
-		return &response{status: http.StatusNoContent}, nil
+		return &api.Response{Status: http.StatusNoContent}, nil
 	}
-	return nil, badRequest(o.ErrorCode, "%s", o.ErrorMessage)
+	return nil, api.BadRequest(o.ErrorCode, "%s", o.ErrorMessage)
 }
 
 func (s *Server) loadOp(ctx context.Context, id string) (*operation, error) {
@@ -450,7 +451,7 @@ func (s *Server) loadOp(ctx context.Context, id string) (*operation, error) {
 		return nil, err
 	}
 	if o == nil {
-		return nil, newError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", id)
+		return nil, api.NewError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", id)
 	}
 	return o, nil
 }
@@ -472,13 +473,13 @@ func opBody(o *operation) map[string]any {
 }
 
 // checkRunning refuses a write to a resource whose operation still runs.
-func (s *Server) checkRunning(tx *txn, q *request, resourceKey string) error {
+func (s *Server) checkRunning(tx *txn, q *api.Request, resourceKey string) error {
 	o, err := tx.runningOp(resourceKey)
 	if err != nil {
 		return err
 	}
 	if o != nil {
-		return errAnotherOperation(asyncURL(q, o))
+		return api.AnotherOperation(asyncURL(q, o))
 	}
 	return nil
 }
@@ -486,7 +487,7 @@ func (s *Server) checkRunning(tx *txn, q *request, resourceKey string) error {
 // storeTopPut is the end of every top-level resource PUT: v becomes the
 // document of row (of fresh, when the resource is created) with etag, and
 // the PUT is answered with its long-running operation (acceptPut).
-func (s *Server) storeTopPut(tx *txn, q *request, rg *rgRow, row, fresh *resourceRow, id, loc, etag string, v any) (*response, error) {
+func (s *Server) storeTopPut(tx *txn, q *api.Request, rg *rgRow, row, fresh *resourceRow, id, loc, etag string, v any) (*api.Response, error) {
 	created := row == nil
 	var prev []byte
 	if created {
@@ -494,7 +495,7 @@ func (s *Server) storeTopPut(tx *txn, q *request, rg *rgRow, row, fresh *resourc
 	} else {
 		prev = row.Doc
 	}
-	doc, err := encode(v)
+	doc, err := api.Encode(v)
 	if err != nil {
 		return nil, err
 	}
@@ -508,7 +509,7 @@ func (s *Server) storeTopPut(tx *txn, q *request, rg *rgRow, row, fresh *resourc
 // acceptPut records the long-running operation of a PUT and makes its
 // answer, as ARM gives it: 201 for a create, 200 for an update, the
 // Azure-AsyncOperation headers and the new ETag, with body.
-func (s *Server) acceptPut(tx *txn, q *request, o *operation, created bool, etag string, body any) (*response, error) {
+func (s *Server) acceptPut(tx *txn, q *api.Request, o *operation, created bool, etag string, body any) (*api.Response, error) {
 	if err := s.record(tx, o); err != nil {
 		return nil, err
 	}
@@ -518,5 +519,5 @@ func (s *Server) acceptPut(tx *txn, q *request, o *operation, created bool, etag
 	}
 	h := s.lroHeaders(q, o, false)
 	h.Set("ETag", etag)
-	return &response{status: status, body: body, header: h}, nil
+	return &api.Response{Status: status, Body: body, Header: h}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Virtual network peerings: the child resource
@@ -37,14 +38,14 @@ var peeringKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.VirtualNetwo
 		if p == nil {
 			return ""
 		}
-		return str(p.Name)
+		return api.Str(p.Name)
 	},
-	id:      func(p *armnetwork.VirtualNetworkPeering) string { return str(p.ID) },
-	etag:    func(p *armnetwork.VirtualNetworkPeering) string { return str(p.Etag) },
-	setEtag: func(p *armnetwork.VirtualNetworkPeering, etag string) { p.Etag = ptr(etag) },
+	id:      func(p *armnetwork.VirtualNetworkPeering) string { return api.Str(p.ID) },
+	etag:    func(p *armnetwork.VirtualNetworkPeering) string { return api.Str(p.Etag) },
+	setEtag: func(p *armnetwork.VirtualNetworkPeering, etag string) { p.Etag = api.Ptr(etag) },
 	deleting: func(p *armnetwork.VirtualNetworkPeering) {
 		if p.Properties != nil {
-			p.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+			p.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
 		}
 	},
 	view: viewStoredPeering,
@@ -70,7 +71,7 @@ func peeringRemote(p *armnetwork.VirtualNetworkPeering) string {
 	if p == nil || p.Properties == nil || p.Properties.RemoteVirtualNetwork == nil {
 		return ""
 	}
-	return str(p.Properties.RemoteVirtualNetwork.ID)
+	return api.Str(p.Properties.RemoteVirtualNetwork.ID)
 }
 
 // keptPeerings are the peerings a PUT of the network keeps: the stored
@@ -91,11 +92,11 @@ func settlePeerings(v *armnetwork.VirtualNetwork, removeChild string) {
 	}
 	kept := v.Properties.VirtualNetworkPeerings[:0]
 	for _, p := range v.Properties.VirtualNetworkPeerings {
-		if p == nil || gone != "" && strings.EqualFold(str(p.Name), gone) {
+		if p == nil || gone != "" && strings.EqualFold(api.Str(p.Name), gone) {
 			continue
 		}
 		if p.Properties != nil {
-			p.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+			p.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateSucceeded)
 		}
 		kept = append(kept, p)
 	}
@@ -109,7 +110,7 @@ func vnetSpace(v *armnetwork.VirtualNetwork) []netip.Prefix {
 		return nil
 	}
 	for _, s := range v.Properties.AddressSpace.AddressPrefixes {
-		if p, err := netip.ParsePrefix(str(s)); err == nil {
+		if p, err := netip.ParsePrefix(api.Str(s)); err == nil {
 			out = append(out, p.Masked())
 		}
 	}
@@ -122,7 +123,7 @@ func spaceOf(as *armnetwork.AddressSpace) []string {
 	}
 	out := make([]string, 0, len(as.AddressPrefixes))
 	for _, s := range as.AddressPrefixes {
-		out = append(out, str(s))
+		out = append(out, api.Str(s))
 	}
 	return out
 }
@@ -142,8 +143,8 @@ func sameSpace(a, b []string) bool {
 
 // loadVNet reads a network by ID: nil when it does not exist.
 func loadVNet(tx *txn, id string) (*armnetwork.VirtualNetwork, error) {
-	row, err := tx.getResourceForRead(key(id))
-	if err != nil || row == nil || row.Type != typeVirtualNetworks {
+	row, err := tx.getResourceForRead(api.Key(id))
+	if err != nil || row == nil || row.Type != api.TypeVirtualNetworks {
 		return nil, err
 	}
 	return decodeVNet(row.Doc)
@@ -161,7 +162,7 @@ func viewPeering(local *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkP
 	var back *armnetwork.VirtualNetworkPeering
 	if remote != nil {
 		for _, b := range remote.Properties.VirtualNetworkPeerings {
-			if b != nil && armid.Same(peeringRemote(b), str(local.ID)) {
+			if b != nil && armid.Same(peeringRemote(b), api.Str(local.ID)) {
 				back = b
 			}
 		}
@@ -169,12 +170,12 @@ func viewPeering(local *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkP
 	stored := pp.PeeringState
 	switch {
 	case back != nil:
-		pp.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
+		pp.PeeringState = api.Ptr(armnetwork.VirtualNetworkPeeringStateConnected)
 	case stored != nil && *stored != armnetwork.VirtualNetworkPeeringStateInitiated:
 		// It was Connected: the other side is gone.
-		pp.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateDisconnected)
+		pp.PeeringState = api.Ptr(armnetwork.VirtualNetworkPeeringStateDisconnected)
 	default:
-		pp.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
+		pp.PeeringState = api.Ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
 	}
 	level := armnetwork.VirtualNetworkPeeringLevelFullyInSync
 	if remote != nil {
@@ -191,13 +192,13 @@ func viewPeering(local *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkP
 			level = armnetwork.VirtualNetworkPeeringLevelLocalNotInSync
 		}
 	}
-	pp.PeeringSyncLevel = ptr(level)
+	pp.PeeringSyncLevel = api.Ptr(level)
 }
 
 func toStrPtrs(ss []string) []*string {
 	out := make([]*string, len(ss))
 	for i := range ss {
-		out[i] = ptr(ss[i])
+		out[i] = api.Ptr(ss[i])
 	}
 	return out
 }
@@ -222,7 +223,7 @@ func renderVNetDoc(tx *txn, doc []byte) (json.RawMessage, error) {
 		}
 		viewPeering(v, p, remote)
 	}
-	return encode(v)
+	return api.Encode(v)
 }
 
 // putPeering creates or updates one side of a peering. Azure's checks:
@@ -232,35 +233,35 @@ func renderVNetDoc(tx *txn, doc []byte) (json.RawMessage, error) {
 // network that has one (unless doNotVerifyRemoteGateways). The remote
 // address space is taken when the peering is created, and again when the
 // PUT carries ?syncRemoteAddressSpace=true.
-func (s *Server) putPeering(ctx context.Context, q *request) (*response, error) {
-	sync := strings.EqualFold(q.query.Get("syncRemoteAddressSpace"), "true")
+func (s *Server) putPeering(ctx context.Context, q *api.Request) (*api.Response, error) {
+	sync := strings.EqualFold(q.Query.Get("syncRemoteAddressSpace"), "true")
 	var remoteRow *resourceRow
 	var remote *armnetwork.VirtualNetwork
 	return s.put(ctx, q, &peeringPut{
-		kind: &peeringKind, body: decodeModel,
+		kind: &peeringKind, body: api.DecodeModel,
 		build: func(p *peeringPut) (*armnetwork.VirtualNetworkPeering, error) {
 			var err error
 			if remoteRow, remote, err = peeringTarget(p.tx, p.row, p.id, p.in.Properties); err != nil {
 				return nil, err
 			}
-			if err := checkPeering(p.tx, p.row, p.parent, remote, p.id, p.t.childName, p.in.Properties); err != nil {
+			if err := checkPeering(p.tx, p.row, p.parent, remote, p.id, p.t.ChildName, p.in.Properties); err != nil {
 				return nil, err
 			}
 			return buildPeering(p.id, p.etag, p.in.Properties, p.prev, remote, sync), nil
 		},
 		same: samePeering,
 		commit: func(p *peeringPut, out *armnetwork.VirtualNetworkPeering) error {
-			out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
+			out.Properties.PeeringState = api.Ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
 			for _, b := range remote.Properties.VirtualNetworkPeerings {
 				if b == nil || !armid.Same(peeringRemote(b), p.row.ID) {
 					continue
 				}
-				out.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
+				out.Properties.PeeringState = api.Ptr(armnetwork.VirtualNetworkPeeringStateConnected)
 				if b.Properties != nil && (b.Properties.PeeringState == nil || *b.Properties.PeeringState != armnetwork.VirtualNetworkPeeringStateConnected) {
 					// The other side becomes Connected now; remember it, so
 					// that it shows Disconnected if this side goes away.
-					b.Properties.PeeringState = ptr(armnetwork.VirtualNetworkPeeringStateConnected)
-					doc, err := encode(remote)
+					b.Properties.PeeringState = api.Ptr(armnetwork.VirtualNetworkPeeringStateConnected)
+					doc, err := api.Encode(remote)
 					if err != nil {
 						return err
 					}
@@ -279,25 +280,25 @@ func (s *Server) putPeering(ctx context.Context, q *request) (*response, error) 
 func peeringTarget(tx *txn, row *resourceRow, peeringID string, p *armnetwork.VirtualNetworkPeeringPropertiesFormat) (*resourceRow, *armnetwork.VirtualNetwork, error) {
 	ref := ""
 	if p != nil && p.RemoteVirtualNetwork != nil {
-		ref = strings.TrimSpace(str(p.RemoteVirtualNetwork.ID))
+		ref = strings.TrimSpace(api.Str(p.RemoteVirtualNetwork.ID))
 	}
 	if ref == "" {
-		return nil, nil, badRequest("InvalidRequestFormat", "Cannot parse the request. Peering %s has no properties.remoteVirtualNetwork.id.", peeringID)
+		return nil, nil, api.BadRequest("InvalidRequestFormat", "Cannot parse the request. Peering %s has no properties.remoteVirtualNetwork.id.", peeringID)
 	}
-	a, ok := parseNetworkID(ref)
-	if !ok || a.Type != typeVirtualNetworks || a.Child != "" {
-		return nil, nil, badRequest("LinkedInvalidPropertyId",
+	a, ok := api.ParseNetworkID(ref)
+	if !ok || a.Type != api.TypeVirtualNetworks || a.Child != "" {
+		return nil, nil, api.BadRequest("LinkedInvalidPropertyId",
 			"Property id '%s' at path 'properties.remoteVirtualNetwork.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
 	}
-	if key(a.parentID()) == row.Key {
-		return nil, nil, badRequest("CannotPeerVirtualNetworkWithItself", "Virtual network %s cannot be peered with itself.", row.ID)
+	if api.Key(a.ParentID()) == row.Key {
+		return nil, nil, api.BadRequest("CannotPeerVirtualNetworkWithItself", "Virtual network %s cannot be peered with itself.", row.ID)
 	}
-	remoteRow, err := tx.getResource(key(a.parentID()))
+	remoteRow, err := tx.getResource(api.Key(a.ParentID()))
 	if err != nil {
 		return nil, nil, err
 	}
 	if remoteRow == nil {
-		return nil, nil, errInvalidReference(ref, peeringID)
+		return nil, nil, api.InvalidReference(ref, peeringID)
 	}
 	remote, err := decodeVNet(remoteRow.Doc)
 	if err != nil {
@@ -312,23 +313,23 @@ func checkPeering(tx *txn, row *resourceRow, v, remote *armnetwork.VirtualNetwor
 	for _, a := range vnetSpace(v) {
 		for _, b := range vnetSpace(remote) {
 			if a.Overlaps(b) {
-				return badRequest("VnetAddressSpacesOverlap",
+				return api.BadRequest("VnetAddressSpacesOverlap",
 					"Cannot create or update peering %s because address space %s of virtual network %s overlaps with address space %s of remote virtual network %s.",
-					peeringID, a, str(v.Name), b, str(remote.Name))
+					peeringID, a, api.Str(v.Name), b, api.Str(remote.Name))
 			}
 		}
 	}
 	useRemote := p.UseRemoteGateways != nil && *p.UseRemoteGateways
 	for _, o := range v.Properties.VirtualNetworkPeerings {
-		if o == nil || strings.EqualFold(str(o.Name), name) {
+		if o == nil || strings.EqualFold(api.Str(o.Name), name) {
 			continue
 		}
-		if armid.Same(peeringRemote(o), str(remote.ID)) {
-			return badRequest("VnetPeeringAlreadyExists", "Virtual network %s already has peering %s to remote virtual network %s.", str(v.Name), str(o.Name), str(remote.ID))
+		if armid.Same(peeringRemote(o), api.Str(remote.ID)) {
+			return api.BadRequest("VnetPeeringAlreadyExists", "Virtual network %s already has peering %s to remote virtual network %s.", api.Str(v.Name), api.Str(o.Name), api.Str(remote.ID))
 		}
 		if useRemote && o.Properties != nil && o.Properties.UseRemoteGateways != nil && *o.Properties.UseRemoteGateways {
-			return badRequest("OnlyOnePeeringCanUseRemoteGateways",
-				"Peering %s cannot use remote gateways: peering %s of virtual network %s already does.", peeringID, str(o.Name), str(v.Name))
+			return api.BadRequest("OnlyOnePeeringCanUseRemoteGateways",
+				"Peering %s cannot use remote gateways: peering %s of virtual network %s already does.", peeringID, api.Str(o.Name), api.Str(v.Name))
 		}
 	}
 	if !useRemote {
@@ -339,20 +340,20 @@ func checkPeering(tx *txn, row *resourceRow, v, remote *armnetwork.VirtualNetwor
 		return err
 	}
 	if len(own) > 0 {
-		return badRequest("PeeringCannotUseRemoteGatewaysWhenLocalGatewayExists",
-			"Peering %s cannot have UseRemoteGateways set because virtual network %s has gateway %s.", peeringID, str(v.Name), str(own[0].ID))
+		return api.BadRequest("PeeringCannotUseRemoteGatewaysWhenLocalGatewayExists",
+			"Peering %s cannot have UseRemoteGateways set because virtual network %s has gateway %s.", peeringID, api.Str(v.Name), api.Str(own[0].ID))
 	}
 	if p.DoNotVerifyRemoteGateways != nil && *p.DoNotVerifyRemoteGateways {
 		return nil
 	}
-	theirs, err := gatewaysOfVNet(tx, str(remote.ID))
+	theirs, err := gatewaysOfVNet(tx, api.Str(remote.ID))
 	if err != nil {
 		return err
 	}
 	if len(theirs) == 0 {
-		return badRequest("RemoteVnetHasNoGateways",
+		return api.BadRequest("RemoteVnetHasNoGateways",
 			"Virtual network peering %s cannot have UseRemoteGateways flag set to true because remote virtual network %s referenced by the peering does not have any gateways.",
-			peeringID, str(remote.ID))
+			peeringID, api.Str(remote.ID))
 	}
 	return nil
 }
@@ -362,9 +363,9 @@ func checkPeering(tx *txn, row *resourceRow, v, remote *armnetwork.VirtualNetwor
 func buildPeering(id, etag string, in *armnetwork.VirtualNetworkPeeringPropertiesFormat, prev *armnetwork.VirtualNetworkPeering, remote *armnetwork.VirtualNetwork, sync bool) *armnetwork.VirtualNetworkPeering {
 	flag := func(b *bool, def bool) *bool {
 		if b == nil {
-			return ptr(def)
+			return api.Ptr(def)
 		}
-		return ptr(*b)
+		return api.Ptr(*b)
 	}
 	p := &armnetwork.VirtualNetworkPeeringPropertiesFormat{
 		AllowVirtualNetworkAccess: flag(in.AllowVirtualNetworkAccess, true),
@@ -374,8 +375,8 @@ func buildPeering(id, etag string, in *armnetwork.VirtualNetworkPeeringPropertie
 		DoNotVerifyRemoteGateways: in.DoNotVerifyRemoteGateways,
 		RemoteVirtualNetwork:      &armnetwork.SubResource{ID: remote.ID},
 		RemoteAddressSpace:        &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(spaceOf(remote.Properties.AddressSpace))},
-		ProvisioningState:         ptr(armnetwork.ProvisioningStateUpdating),
-		ResourceGUID:              ptr(uuid.NewString()),
+		ProvisioningState:         api.Ptr(armnetwork.ProvisioningStateUpdating),
+		ResourceGUID:              api.Ptr(uuid.NewString()),
 	}
 	if prev != nil && prev.Properties != nil {
 		p.ResourceGUID = prev.Properties.ResourceGUID
@@ -384,7 +385,7 @@ func buildPeering(id, etag string, in *armnetwork.VirtualNetworkPeeringPropertie
 			p.RemoteAddressSpace = prev.Properties.RemoteAddressSpace
 		}
 	}
-	return &armnetwork.VirtualNetworkPeering{ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypePeering), Etag: ptr(etag), Properties: p}
+	return &armnetwork.VirtualNetworkPeering{ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(armTypePeering), Etag: api.Ptr(etag), Properties: p}
 }
 
 // samePeering compares two peerings apart from etag and computed fields.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // aroundEnv is a fabric with the SDK's clients for peerings, gateways,
@@ -31,18 +32,20 @@ func newAroundEnv(t *testing.T, mode string) *aroundEnv {
 	e.peerings, e.gateways = f.NewVirtualNetworkPeeringsClient(), f.NewVirtualNetworkGatewaysClient()
 	e.sites, e.conns = f.NewLocalNetworkGatewaysClient(), f.NewVirtualNetworkGatewayConnectionsClient()
 	ctx := context.Background()
-	if _, err := e.putVNet(ctx, testRG, "hub-vnet", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.250.0.0/16")}},
+	if _, err := e.putVNet(ctx, testRG, "hub-vnet", armnetwork.VirtualNetwork{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.250.0.0/16")}},
 		Subnets: []*armnetwork.Subnet{
-			{Name: ptr("shared"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.250.1.0/24")}},
-			{Name: ptr("GatewaySubnet"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.250.255.0/27")}},
+			{Name: api.Ptr("shared"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.250.1.0/24")}},
+			{Name: api.Ptr("GatewaySubnet"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.250.255.0/27")}},
 		}}}); err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func vnetID(name string) string { return resourceID(testSub, testRG, typeVirtualNetworks, name) }
+func vnetID(name string) string {
+	return api.ResourceID(testSub, testRG, api.TypeVirtualNetworks, name)
+}
 
 // poll is await on the background context, to wrap a Begin call:
 // poll(client.BeginX(...)).
@@ -51,7 +54,7 @@ func poll[T any](p *runtime.Poller[T], err error) (T, error) {
 }
 
 func (e *aroundEnv) peer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat, opts *armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions) (armnetwork.VirtualNetworkPeering, error) {
-	props.RemoteVirtualNetwork = &armnetwork.SubResource{ID: ptr(vnetID(remote))}
+	props.RemoteVirtualNetwork = &armnetwork.SubResource{ID: api.Ptr(vnetID(remote))}
 	p, err := e.peerings.BeginCreateOrUpdate(context.Background(), testRG, vnet, name, armnetwork.VirtualNetworkPeering{Properties: &props}, opts)
 	r, err := poll(p, err)
 	return r.VirtualNetworkPeering, err
@@ -102,7 +105,7 @@ func TestPeeringLifecycle(t *testing.T) {
 			}
 
 			// The other side: both Connected.
-			back := e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowForwardedTraffic: ptr(true)})
+			back := e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowForwardedTraffic: api.Ptr(true)})
 			if state(back) != "Connected/FullyInSync" || state(e.getPeering("kubernetes-vnet", "to-hub")) != "Connected/FullyInSync" {
 				t.Fatalf("after both sides: %s, %s", state(back), state(e.getPeering("kubernetes-vnet", "to-hub")))
 			}
@@ -118,7 +121,7 @@ func TestPeeringLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hub.Properties.AddressSpace.AddressPrefixes = append(hub.Properties.AddressSpace.AddressPrefixes, ptr("10.251.0.0/16"))
+			hub.Properties.AddressSpace.AddressPrefixes = append(hub.Properties.AddressSpace.AddressPrefixes, api.Ptr("10.251.0.0/16"))
 			if _, err := e.putVNet(ctx, testRG, "hub-vnet", hub.VirtualNetwork); err != nil {
 				t.Fatal(err)
 			}
@@ -131,14 +134,14 @@ func TestPeeringLifecycle(t *testing.T) {
 				t.Fatalf("the hub's side after it grew: %s", got)
 			}
 			p, err = e.peer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{},
-				&armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions{SyncRemoteAddressSpace: ptr(armnetwork.SyncRemoteAddressSpaceTrue)})
+				&armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions{SyncRemoteAddressSpace: api.Ptr(armnetwork.SyncRemoteAddressSpaceTrue)})
 			if err != nil || state(p) != "Connected/FullyInSync" || len(p.Properties.RemoteAddressSpace.AddressPrefixes) != 2 {
 				t.Fatalf("after a sync: %v %s %v", err, state(p), spaceOf(p.Properties.RemoteAddressSpace))
 			}
 
 			// A stale If-Match is refused.
 			_, err = e.peerings.BeginCreateOrUpdate(withHeader(ctx, "If-Match", `W/"stale"`), testRG, "kubernetes-vnet", "to-hub",
-				armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{RemoteVirtualNetwork: &armnetwork.SubResource{ID: ptr(vnetID("hub-vnet"))}}}, nil)
+				armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{RemoteVirtualNetwork: &armnetwork.SubResource{ID: api.Ptr(vnetID("hub-vnet"))}}}, nil)
 			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 
 			// List, then delete the hub's side: the cluster's is Disconnected.
@@ -161,8 +164,8 @@ func TestPeeringLifecycle(t *testing.T) {
 func TestPeeringRefusals(t *testing.T) {
 	e := newAroundEnv(t, "inprocess")
 	ctx := context.Background()
-	if _, err := e.putVNet(ctx, testRG, "overlapping", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.128.0/17")}}}}); err != nil {
+	if _, err := e.putVNet(ctx, testRG, "overlapping", armnetwork.VirtualNetwork{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.128.0/17")}}}}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{})
@@ -176,7 +179,7 @@ func TestPeeringRefusals(t *testing.T) {
 		{"overlapping spaces", "kubernetes-vnet", "overlap", "overlapping", armnetwork.VirtualNetworkPeeringPropertiesFormat{}, "VnetAddressSpacesOverlap"},
 		{"a second peering to the same network", "kubernetes-vnet", "again", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{}, "VnetPeeringAlreadyExists"},
 		{"remote gateways of a network without one", "kubernetes-vnet", "to-hub", "hub-vnet",
-			armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: ptr(true)}, "RemoteVnetHasNoGateways"},
+			armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: api.Ptr(true)}, "RemoteVnetHasNoGateways"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +191,6 @@ func TestPeeringRefusals(t *testing.T) {
 		armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{}}, nil)
 	respErr(t, err, http.StatusBadRequest, "InvalidRequestFormat")
 	_, err = e.peerings.BeginCreateOrUpdate(ctx, testRG, "nope-vnet", "x",
-		armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{RemoteVirtualNetwork: &armnetwork.SubResource{ID: ptr(vnetID("hub-vnet"))}}}, nil)
+		armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{RemoteVirtualNetwork: &armnetwork.SubResource{ID: api.Ptr(vnetID("hub-vnet"))}}}, nil)
 	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 func TestMain(m *testing.M) {
@@ -35,7 +36,7 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	e.seedVNet(ctx, testRG)
 	rt := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
 	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	before := e.getTable(ctx, testRG, "rt")
@@ -56,8 +57,8 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	defer st2.Close()
 	e2 := newEnvOn(t, "loopback", st2, Options{Clock: clock.Now})
 	after := e2.getTable(ctx, testRG, "rt")
-	if str(after.Etag) != str(before.Etag) || len(after.Properties.Routes) != 1 || len(subnetIDs(after)) != 1 {
-		t.Errorf("after reopen: etag %s (was %s), routes %v, subnets %v", str(after.Etag), str(before.Etag), routeNames(after), subnetIDs(after))
+	if api.Str(after.Etag) != api.Str(before.Etag) || len(after.Properties.Routes) != 1 || len(subnetIDs(after)) != 1 {
+		t.Errorf("after reopen: etag %s (was %s), routes %v, subnets %v", api.Str(after.Etag), api.Str(before.Etag), routeNames(after), subnetIDs(after))
 	}
 	if got := e2.getTable(ctx, testRG, "pending"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateUpdating {
 		t.Errorf("pending operation state after reopen = %v", *got.Properties.ProvisioningState)
@@ -145,7 +146,7 @@ func childWriter() int {
 		}
 		mine, seenOthers := 0, 0
 		for _, r := range cur.Properties.Routes {
-			if strings.HasPrefix(str(r.Name), me+"-") {
+			if strings.HasPrefix(api.Str(r.Name), me+"-") {
 				mine++
 			} else {
 				seenOthers++
@@ -158,7 +159,7 @@ func childWriter() int {
 		others = seenOthers
 		rt := cur.RouteTable
 		rt.Properties.Routes = append(rt.Properties.Routes, vaRoute(fmt.Sprintf("%s-%d", me, i), fmt.Sprintf("10.%d.%d.0/24", me[0], i), "10.240.0.4"))
-		p, err := tables.BeginCreateOrUpdate(withHeader(ctx, "If-Match", str(cur.Etag)), testRG, "shared", rt, nil)
+		p, err := tables.BeginCreateOrUpdate(withHeader(ctx, "If-Match", api.Str(cur.Etag)), testRG, "shared", rt, nil)
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict) {
 			retries++

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Azure Policy, the part a deny policy needs: definitions and assignments
@@ -68,7 +69,7 @@ func (d *policyDefinition) compile() error {
 	var re *azpolicy.RuleError
 	switch {
 	case errors.As(err, &re) && re.Alias != "":
-		return newError(http.StatusBadRequest, "InvalidPolicyAlias", "The policy definition '%s' rule is invalid. %v", d.Name, err)
+		return api.NewError(http.StatusBadRequest, "InvalidPolicyAlias", "The policy definition '%s' rule is invalid. %v", d.Name, err)
 	case err != nil:
 		return errPolicyRule("%v", err)
 	}
@@ -76,8 +77,8 @@ func (d *policyDefinition) compile() error {
 	return nil
 }
 
-func errPolicyRule(format string, args ...any) *apiError {
-	return badRequest("InvalidPolicyRule", "Failed to parse policy rule: "+format, args...)
+func errPolicyRule(format string, args ...any) *api.Error {
+	return api.BadRequest("InvalidPolicyRule", "Failed to parse policy rule: "+format, args...)
 }
 
 // policyAssignment is a stored policy assignment with its compiled form.
@@ -114,7 +115,7 @@ func (a *policyAssignment) compile() error {
 	}
 	c, err := azpolicy.ParseAssignment(b)
 	if err != nil {
-		return badRequest("InvalidPolicyAssignment", "%v", err)
+		return api.BadRequest("InvalidPolicyAssignment", "%v", err)
 	}
 	a.compiled = c
 	return nil

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Built-in policy definitions: Azure serves them at the tenant scope,
@@ -50,7 +52,7 @@ var builtinPolicyDefinitions = sync.OnceValue(func() map[string]*policyDefinitio
 		if err := d.compile(); err != nil {
 			panic("fabric: built-in policy " + b.guid + ": " + err.Error())
 		}
-		out[key(d.ID)] = d
+		out[api.Key(d.ID)] = d
 	}
 	return out
 })
@@ -58,7 +60,7 @@ var builtinPolicyDefinitions = sync.OnceValue(func() map[string]*policyDefinitio
 // builtinPolicyDefinition is the built-in definition with that ID, nil
 // when there is none.
 func builtinPolicyDefinition(id string) *policyDefinition {
-	return builtinPolicyDefinitions()[key(id)]
+	return builtinPolicyDefinitions()[api.Key(id)]
 }
 
 // isBuiltinPolicyRead reports whether a request reads the tenant's

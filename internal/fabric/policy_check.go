@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // policyHit is a deny policy a write violates.
@@ -22,7 +23,7 @@ type policyHit struct {
 // resource a PUT or PATCH writes, on the resource as it would be. An
 // assignment that cannot be evaluated (its definition changed since and
 // wants a parameter it does not give) refuses nothing and is logged.
-func (s *Server) checkPolicies(ctx context.Context, st *authzState, q *request, op *armOp) error {
+func (s *Server) checkPolicies(ctx context.Context, st *authzState, q *api.Request, op *armOp) error {
 	var applicable []*policyAssignment
 	for _, a := range st.policies {
 		if a.compiled.Applies(op.scope) {
@@ -61,12 +62,12 @@ func (s *Server) checkPolicies(ctx context.Context, st *authzState, q *request, 
 // PUT's body with the ID, name and type of its path; for a PATCH (tags),
 // the stored resource with the new tags. nil when there is nothing to
 // evaluate (a body that is not JSON is the handler's to refuse).
-func (s *Server) policyDoc(ctx context.Context, q *request, op *armOp) (map[string]any, error) {
+func (s *Server) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var body map[string]any
-	if json.Unmarshal(q.body, &body) != nil || body == nil {
+	if json.Unmarshal(q.Body, &body) != nil || body == nil {
 		return nil, nil
 	}
-	if q.method == http.MethodPatch {
+	if q.Method == http.MethodPatch {
 		stored, err := s.storedDoc(ctx, q, op)
 		if err != nil || stored == nil {
 			return nil, err
@@ -81,11 +82,11 @@ func (s *Server) policyDoc(ctx context.Context, q *request, op *armOp) (map[stri
 }
 
 // storedDoc reads the resource a PATCH changes.
-func (s *Server) storedDoc(ctx context.Context, q *request, op *armOp) (map[string]any, error) {
+func (s *Server) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var doc []byte
 	err := s.view(ctx, func(tx *txn) error {
-		if strings.EqualFold(op.resourceType, armTypeResourceGroup) || strings.EqualFold(op.resourceType, "Microsoft.Resources/subscriptions/resourceGroups") {
-			rg, err := tx.getRG(q.segs[1], q.segs[3])
+		if strings.EqualFold(op.resourceType, api.ArmTypeResourceGroup) || strings.EqualFold(op.resourceType, "Microsoft.Resources/subscriptions/resourceGroups") {
+			rg, err := tx.getRG(q.Segs[1], q.Segs[3])
 			if err != nil || rg == nil {
 				return err
 			}
@@ -93,7 +94,7 @@ func (s *Server) storedDoc(ctx context.Context, q *request, op *armOp) (map[stri
 			doc, err2 = json.Marshal(rgBody(rg))
 			return err2
 		}
-		row, err := tx.getResourceForRead(key(op.scope))
+		row, err := tx.getResourceForRead(api.Key(op.scope))
 		if err != nil || row == nil {
 			return err
 		}
@@ -125,7 +126,7 @@ type policyRef struct {
 // errDisallowedByPolicy is ARM's refusal of a write that violates deny
 // policies: the resource and the policies in the message, each policy's
 // details in additionalInfo (type PolicyViolation).
-func errDisallowedByPolicy(name string, hits []policyHit) *apiError {
+func errDisallowedByPolicy(name string, hits []policyHit) *api.Error {
 	var ids []policyIdentifier
 	var info []any
 	for _, h := range hits {
@@ -150,7 +151,7 @@ func errDisallowedByPolicy(name string, hits []policyHit) *apiError {
 		}})
 	}
 	b, _ := json.Marshal(ids)
-	e := newError(http.StatusForbidden, "RequestDisallowedByPolicy", "Resource '%s' was disallowed by policy. Policy identifiers: '%s'.", name, b)
+	e := api.NewError(http.StatusForbidden, "RequestDisallowedByPolicy", "Resource '%s' was disallowed by policy. Policy identifiers: '%s'.", name, b)
 	e.Target = name
 	e.AdditionalInfo = info
 	return e

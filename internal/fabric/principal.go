@@ -13,6 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Who is asking. A token of the fabric's token endpoint names the client
@@ -25,21 +26,21 @@ import (
 // security.
 
 // callerOf reads the principal from a request's bearer token.
-func (st *authzState) callerOf(r *http.Request) caller {
+func (st *authzState) callerOf(r *http.Request) api.Caller {
 	_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	claims, ok := jwtClaims(strings.TrimSpace(tok))
 	if !ok {
-		return caller{}
+		return api.Caller{}
 	}
 	str := func(k string) string { v, _ := claims[k].(string); return v }
-	c := caller{objectID: str("oid"), clientID: cmp.Or(str("appid"), str("azp"))}
-	if c.objectID == "" && c.clientID != "" {
-		c.objectID = st.objectID(c.clientID)
+	c := api.Caller{ObjectID: str("oid"), ClientID: cmp.Or(str("appid"), str("azp"))}
+	if c.ObjectID == "" && c.ClientID != "" {
+		c.ObjectID = st.objectID(c.ClientID)
 	}
-	if c.objectID == "" {
-		c.objectID = str("sub")
+	if c.ObjectID == "" {
+		c.ObjectID = str("sub")
 	}
-	c.known = c.objectID != ""
+	c.Known = c.ObjectID != ""
 	return c
 }
 
@@ -114,7 +115,7 @@ func (c Credential) GetToken(_ context.Context, opts policy.TokenRequestOptions)
 	}
 	client, oid := c.ClientID, ""
 	if client == "" {
-		client, oid = AdminClientID, AdminClientID
+		client, oid = api.AdminClientID, api.AdminClientID
 	}
 	return azcore.AccessToken{Token: unsignedJWT(tokenClaims(oid, client, aud, "https://login.fabric.invalid/"+DefaultTenant+"/", now, exp)), ExpiresOn: exp}, nil
 }
@@ -135,7 +136,7 @@ func (s *Server) servePrincipals(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(v)
 	}
 	fail := func(status int, code, format string, args ...any) {
-		reply(status, newError(status, code, format, args...).body())
+		reply(status, api.NewError(status, code, format, args...).Body())
 	}
 	ctx := r.Context()
 	switch {
@@ -203,7 +204,7 @@ func checkPrincipal(p principalDoc) error {
 		return fmt.Errorf("a principal needs a client ID")
 	}
 	for _, id := range []string{p.ClientID, p.ObjectID} {
-		if strings.EqualFold(id, AdminClientID) {
+		if strings.EqualFold(id, api.AdminClientID) {
 			return fmt.Errorf("%q is the fabric administrator's client and object ID; declare another", id)
 		}
 		if strings.ContainsAny(id, "/ '\"") {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Resource provider registration, as ARM does it: every subscription has a
@@ -100,7 +102,7 @@ func registrationState(tx *txn, sub, ns string, now int64) (string, error) {
 	var state string
 	var settles int64
 	err = tx.QueryRowContext(tx.ctx, `SELECT state, settles_at FROM provider_registrations WHERE sub_key = ? AND namespace = ?`,
-		key(sub), key(ns)).Scan(&state, &settles)
+		api.Key(sub), api.Key(ns)).Scan(&state, &settles)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return regNotRegistered, nil
@@ -125,16 +127,16 @@ func namespaceBody(sub, ns, state string) map[string]any {
 	return b
 }
 
-func errUnknownNamespace(ns string) *apiError {
-	return newError(http.StatusNotFound, "InvalidResourceNamespace",
+func errUnknownNamespace(ns string) *api.Error {
+	return api.NewError(http.StatusNotFound, "InvalidResourceNamespace",
 		"The resource namespace '%s' is invalid: the routekeeper fabric does not know it (docs/fabric.md lists its providers).", ns)
 }
 
-func (s *Server) getProvider(ctx context.Context, q *request) (*response, error) {
-	sub := q.segs[1]
-	ns, ok := canonicalNamespace(q.segs[3])
+func (s *Server) getProvider(ctx context.Context, q *api.Request) (*api.Response, error) {
+	sub := q.Segs[1]
+	ns, ok := canonicalNamespace(q.Segs[3])
 	if !ok {
-		return nil, errUnknownNamespace(q.segs[3])
+		return nil, errUnknownNamespace(q.Segs[3])
 	}
 	var body map[string]any
 	err := s.view(ctx, func(tx *txn) error {
@@ -145,11 +147,11 @@ func (s *Server) getProvider(ctx context.Context, q *request) (*response, error)
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: body}, nil
+	return &api.Response{Status: http.StatusOK, Body: body}, nil
 }
 
-func (s *Server) listProviders(ctx context.Context, q *request) (*response, error) {
-	sub := q.segs[1]
+func (s *Server) listProviders(ctx context.Context, q *api.Request) (*api.Response, error) {
+	sub := q.Segs[1]
 	value := make([]any, 0, len(providerNamespaces))
 	err := s.view(ctx, func(tx *txn) error {
 		now := s.now().UnixNano()
@@ -165,17 +167,17 @@ func (s *Server) listProviders(ctx context.Context, q *request) (*response, erro
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: map[string]any{"value": value}}, nil
+	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": value}}, nil
 }
 
 // registerProvider serves POST /subscriptions/{sub}/providers/{ns}/register:
 // 200 with the provider, Registering until the operation duration has
 // passed (at once with a duration of 0), then Registered.
-func (s *Server) registerProvider(ctx context.Context, q *request) (*response, error) {
-	sub := q.segs[1]
-	ns, ok := canonicalNamespace(q.segs[3])
+func (s *Server) registerProvider(ctx context.Context, q *api.Request) (*api.Response, error) {
+	sub := q.Segs[1]
+	ns, ok := canonicalNamespace(q.Segs[3])
 	if !ok {
-		return nil, errUnknownNamespace(q.segs[3])
+		return nil, errUnknownNamespace(q.Segs[3])
 	}
 	var body map[string]any
 	err := s.store.write(ctx, func(tx *txn) error {
@@ -194,7 +196,7 @@ func (s *Server) registerProvider(ctx context.Context, q *request) (*response, e
 			}
 			if _, err := tx.ExecContext(tx.ctx, `INSERT INTO provider_registrations(sub_key, namespace, state, settles_at) VALUES (?,?,?,?)
 				ON CONFLICT(sub_key, namespace) DO UPDATE SET state = excluded.state, settles_at = excluded.settles_at`,
-				key(sub), key(ns), state, now.Add(s.opDuration).UnixNano()); err != nil {
+				api.Key(sub), api.Key(ns), state, now.Add(s.opDuration).UnixNano()); err != nil {
 				return fmt.Errorf("registering %s: %w", ns, err)
 			}
 		}
@@ -204,5 +206,5 @@ func (s *Server) registerProvider(ctx context.Context, q *request) (*response, e
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: body}, nil
+	return &api.Response{Status: http.StatusOK, Body: body}, nil
 }

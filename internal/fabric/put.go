@@ -1,6 +1,10 @@
 package fabric
 
-import "context"
+import (
+	"context"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+)
 
 // The one request pipeline of every PUT of a Microsoft.Network resource,
 // top-level (route tables, virtual networks, NICs, NSGs, NAT gateways,
@@ -21,46 +25,46 @@ type putter interface {
 	// parentType is the path type of the top-level resource written.
 	parentType() string
 	// name is the name the PUT gives: the resource's or the child's.
-	name(t target) string
+	name(t api.Target) string
 	// current reads the resource as stored: its ID (as stored, else as
 	// it will be created), whether it exists and its etag.
 	current(w *putWrite) (id string, exists bool, etag string, err error)
 	// write builds, checks and stores the resource, and answers.
-	write(s *Server, w *putWrite) (*response, error)
+	write(s *Server, w *putWrite) (*api.Response, error)
 }
 
 // putWrite is a PUT inside its write transaction.
 type putWrite struct {
 	tx  *txn
-	q   *request
+	q   *api.Request
 	rg  *rgRow
-	t   target
+	t   api.Target
 	row *resourceRow // the stored top-level resource; nil when there is none
 	// fresh is the row a PUT that creates the top-level resource stores.
 	fresh *resourceRow
 }
 
 // put runs the pipeline for p.
-func (s *Server) put(ctx context.Context, q *request, p putter) (*response, error) {
-	tags, err := p.decode(q.body)
+func (s *Server) put(ctx context.Context, q *api.Request, p putter) (*api.Response, error) {
+	tags, err := p.decode(q.Body)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTags(tags); err != nil {
+	if err := api.CheckTags(tags); err != nil {
 		return nil, err
 	}
-	t := q.target()
-	if name := p.name(t); !validName(name) {
-		return nil, errInvalidName(name)
+	t := q.Target()
+	if name := p.name(t); !api.ValidName(name) {
+		return nil, api.InvalidName(name)
 	}
-	var resp *response
+	var resp *api.Response
 	err = s.writeTop(ctx, q, p.parentType(), func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
 		w := &putWrite{tx: tx, q: q, rg: rg, t: t, row: row, fresh: fresh}
 		id, exists, etag, err := p.current(w)
 		if err != nil {
 			return err
 		}
-		if err := checkPreconditions(q, id, exists, etag); err != nil {
+		if err := api.CheckPreconditions(q, id, exists, etag); err != nil {
 			return err
 		}
 		resp, err = p.write(s, w)
@@ -88,9 +92,9 @@ type topKind[In, Cur any] struct {
 // modelKind is the topKind of a type kept in its SDK model T, the same for
 // the body and the stored document.
 func modelKind[T any](typ, armType string, stored func(doc []byte) (*T, error), render renderFunc, meta func(*T) (*string, map[string]*string)) topKind[T, *T] {
-	return topKind[T, *T]{typ: typ, armType: armType, render: render, body: decodeModel, stored: stored, meta: meta, where: func(cur *T) string {
+	return topKind[T, *T]{typ: typ, armType: armType, render: render, body: api.DecodeModel, stored: stored, meta: meta, where: func(cur *T) string {
 		loc, _ := meta(cur)
-		return str(loc)
+		return api.Str(loc)
 	}}
 }
 
@@ -99,7 +103,7 @@ func modelKind[T any](typ, armType string, stored func(doc []byte) (*T, error), 
 // unchanged for a no-op, else (usually) store.
 type topPut[In, Cur any] struct {
 	kind  *topKind[In, Cur]
-	build func(p *topPut[In, Cur]) (*response, error)
+	build func(p *topPut[In, Cur]) (*api.Response, error)
 
 	*putWrite        // set by the pipeline before build
 	in        In     // the body
@@ -115,8 +119,8 @@ func (p *topPut[In, Cur]) decode(body []byte) (map[string]*string, error) {
 	return tags, nil
 }
 
-func (p *topPut[In, Cur]) parentType() string   { return p.kind.typ }
-func (p *topPut[In, Cur]) name(t target) string { return t.name }
+func (p *topPut[In, Cur]) parentType() string       { return p.kind.typ }
+func (p *topPut[In, Cur]) name(t api.Target) string { return t.Name }
 
 func (p *topPut[In, Cur]) current(w *putWrite) (string, bool, string, error) {
 	p.putWrite, p.id = w, w.fresh.ID
@@ -131,13 +135,13 @@ func (p *topPut[In, Cur]) current(w *putWrite) (string, bool, string, error) {
 	return p.id, true, w.row.Etag, nil
 }
 
-func (p *topPut[In, Cur]) write(_ *Server, w *putWrite) (*response, error) {
+func (p *topPut[In, Cur]) write(_ *Server, w *putWrite) (*api.Response, error) {
 	curLoc := ""
 	if w.row != nil {
 		curLoc = p.kind.where(p.cur)
 	}
 	loc, _ := p.kind.meta(&p.in)
-	l, err := locationOf(loc, curLoc, w.t.name, w.rg.Name)
+	l, err := api.LocationOf(loc, curLoc, w.t.Name, w.rg.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +162,7 @@ func (p *topPut[In, Cur]) stored() *resourceRow {
 
 // store ends a PUT that changes the resource: v becomes its document with
 // etag, answered with the long-running operation (storeTopPut).
-func (p *topPut[In, Cur]) store(s *Server, etag string, v any) (*response, error) {
+func (p *topPut[In, Cur]) store(s *Server, etag string, v any) (*api.Response, error) {
 	return s.storeTopPut(p.tx, p.q, p.rg, p.row, p.fresh, p.id, p.loc, etag, v)
 }
 
@@ -192,8 +196,8 @@ func (p *childPut[In, P, C]) decode(body []byte) (map[string]*string, error) {
 	return nil, p.body(body, &p.in)
 }
 
-func (p *childPut[In, P, C]) parentType() string   { return p.kind.parent.typ }
-func (p *childPut[In, P, C]) name(t target) string { return t.childName }
+func (p *childPut[In, P, C]) parentType() string       { return p.kind.parent.typ }
+func (p *childPut[In, P, C]) name(t api.Target) string { return t.ChildName }
 
 func (p *childPut[In, P, C]) current(w *putWrite) (string, bool, string, error) {
 	p.putWrite = w
@@ -202,8 +206,8 @@ func (p *childPut[In, P, C]) current(w *putWrite) (string, bool, string, error) 
 		return "", false, "", err
 	}
 	p.parent = parent
-	p.prev, p.exists = p.kind.find(parent, w.t.childName)
-	p.id = childID(w.row.ID, p.kind.child, w.t.childName)
+	p.prev, p.exists = p.kind.find(parent, w.t.ChildName)
+	p.id = api.ChildID(w.row.ID, p.kind.child, w.t.ChildName)
 	etag := ""
 	if p.exists {
 		p.id, etag = p.kind.id(p.prev), p.kind.etag(p.prev)
@@ -211,9 +215,9 @@ func (p *childPut[In, P, C]) current(w *putWrite) (string, bool, string, error) 
 	return p.id, p.exists, etag, nil
 }
 
-func (p *childPut[In, P, C]) write(s *Server, w *putWrite) (*response, error) {
+func (p *childPut[In, P, C]) write(s *Server, w *putWrite) (*api.Response, error) {
 	k := p.kind
-	p.etag = newEtag()
+	p.etag = api.NewEtag()
 	next, err := p.build(p)
 	if err != nil {
 		return nil, err
@@ -222,7 +226,7 @@ func (p *childPut[In, P, C]) write(s *Server, w *putWrite) (*response, error) {
 		if err := k.viewed(w.tx, p.parent, p.prev); err != nil {
 			return nil, err
 		}
-		return unchanged(p.prev, k.etag(p.prev)), nil
+		return api.Unchanged(p.prev, k.etag(p.prev)), nil
 	}
 	if p.commit != nil {
 		if err := p.commit(p, next); err != nil {
@@ -231,7 +235,7 @@ func (p *childPut[In, P, C]) write(s *Server, w *putWrite) (*response, error) {
 	}
 	k.setEtag(next, p.etag)
 	children := k.items(p.parent)
-	*children = k.replace(*children, w.t.childName, next)
+	*children = k.replace(*children, w.t.ChildName, next)
 	if p.check != nil {
 		if err := p.check(p, *children); err != nil {
 			return nil, err

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // resourceGroup is a resource group as ARM (Microsoft.Resources) shows it.
@@ -20,50 +22,50 @@ type resourceGroup struct {
 }
 
 func rgBody(r *rgRow) *resourceGroup {
-	g := &resourceGroup{ID: rgID(r.Sub, r.Name), Name: r.Name, Type: armTypeResourceGroup, Location: r.Location}
+	g := &resourceGroup{ID: api.RGID(r.Sub, r.Name), Name: r.Name, Type: api.ArmTypeResourceGroup, Location: r.Location}
 	_ = json.Unmarshal([]byte(r.Tags), &g.Tags)
 	g.Properties.ProvisioningState = r.State
 	return g
 }
 
-func (s *Server) getResourceGroup(ctx context.Context, q *request) (*response, error) {
-	var resp *response
+func (s *Server) getResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+	var resp *api.Response
 	err := s.view(ctx, func(tx *txn) error {
-		rg, err := requireRG(tx, q.segs[1], q.segs[3], false)
+		rg, err := requireRG(tx, q.Segs[1], q.Segs[3], false)
 		if err != nil {
 			return err
 		}
-		resp = &response{status: http.StatusOK, body: rgBody(rg)}
+		resp = &api.Response{Status: http.StatusOK, Body: rgBody(rg)}
 		return nil
 	})
 	return resp, err
 }
 
 // headResourceGroup is ARM's CheckExistence: 204 or 404, no body.
-func (s *Server) headResourceGroup(ctx context.Context, q *request) (*response, error) {
+func (s *Server) headResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	if _, err := s.getResourceGroup(ctx, q); err != nil {
-		return &response{status: http.StatusNotFound}, nil
+		return &api.Response{Status: http.StatusNotFound}, nil
 	}
-	return &response{status: http.StatusNoContent}, nil
+	return &api.Response{Status: http.StatusNoContent}, nil
 }
 
-func (s *Server) putResourceGroup(ctx context.Context, q *request) (*response, error) {
+func (s *Server) putResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var in struct {
 		Location string             `json:"location"`
 		Tags     map[string]*string `json:"tags"`
 	}
-	if err := decodeObject(q.body, &in); err != nil {
+	if err := api.DecodeObject(q.Body, &in); err != nil {
 		return nil, err
 	}
-	if err := checkTags(in.Tags); err != nil {
+	if err := api.CheckTags(in.Tags); err != nil {
 		return nil, err
 	}
-	sub, name := q.segs[1], q.segs[3]
-	if !validRGName(name) {
-		return nil, badRequest("InvalidResourceGroupName",
+	sub, name := q.Segs[1], q.Segs[3]
+	if !api.ValidRGName(name) {
+		return nil, api.BadRequest("InvalidResourceGroupName",
 			"Resource group name '%s' is invalid: it must be 1-90 characters of letters, digits, '_', '-', '.', '(' or ')', and must not end with '.'.", name)
 	}
-	var resp *response
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
@@ -73,29 +75,29 @@ func (s *Server) putResourceGroup(ctx context.Context, q *request) (*response, e
 			return err
 		}
 		if cur != nil && cur.State == "Deleting" {
-			return errResourceGroupBeingDeleted(cur.Name)
+			return api.ResourceGroupBeingDeleted(cur.Name)
 		}
 		existing := ""
 		if cur != nil {
 			existing = cur.Location
 		}
-		loc, err := locationOf(&in.Location, existing, name, name)
+		loc, err := api.LocationOf(&in.Location, existing, name, name)
 		if err != nil {
 			if cur != nil {
-				return newError(http.StatusConflict, "InvalidResourceGroupLocation",
-					"Invalid resource group location '%s'. The Resource group already exists in location '%s'.", normalizeLocation(in.Location), cur.Location)
+				return api.NewError(http.StatusConflict, "InvalidResourceGroupLocation",
+					"Invalid resource group location '%s'. The Resource group already exists in location '%s'.", api.NormalizeLocation(in.Location), cur.Location)
 			}
 			return err
 		}
 		tags := map[string]string{}
 		for k, v := range in.Tags {
-			tags[k] = str(v)
+			tags[k] = api.Str(v)
 		}
 		tb, err := json.Marshal(tags)
 		if err != nil {
 			return err
 		}
-		row := &rgRow{Key: key(rgID(sub, name)), Sub: sub, Name: name, Location: loc, Tags: string(tb), State: statusSucceeded}
+		row := &rgRow{Key: api.Key(api.RGID(sub, name)), Sub: sub, Name: name, Location: loc, Tags: string(tb), State: statusSucceeded}
 		status := http.StatusCreated
 		if cur != nil {
 			row.Sub, row.Name, row.Location = cur.Sub, cur.Name, cur.Location
@@ -104,21 +106,21 @@ func (s *Server) putResourceGroup(ctx context.Context, q *request) (*response, e
 		if err := tx.putRG(row); err != nil {
 			return err
 		}
-		resp = &response{status: status, body: rgBody(row)}
+		resp = &api.Response{Status: status, Body: rgBody(row)}
 		return nil
 	})
 	return resp, err
 }
 
 // patchResourceGroup updates the tags of a resource group.
-func (s *Server) patchResourceGroup(ctx context.Context, q *request) (*response, error) {
-	tags, err := decodeTags(q.body)
+func (s *Server) patchResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+	tags, err := api.DecodeTags(q.Body)
 	if err != nil {
 		return nil, err
 	}
-	var resp *response
+	var resp *api.Response
 	err = s.store.write(ctx, func(tx *txn) error {
-		rg, err := requireRG(tx, q.segs[1], q.segs[3], true)
+		rg, err := requireRG(tx, q.Segs[1], q.Segs[3], true)
 		if err != nil {
 			return err
 		}
@@ -132,7 +134,7 @@ func (s *Server) patchResourceGroup(ctx context.Context, q *request) (*response,
 				return err
 			}
 		}
-		resp = &response{status: http.StatusOK, body: rgBody(rg)}
+		resp = &api.Response{Status: http.StatusOK, Body: rgBody(rg)}
 		return nil
 	})
 	return resp, err
@@ -141,44 +143,44 @@ func (s *Server) patchResourceGroup(ctx context.Context, q *request) (*response,
 // deleteResourceGroup deletes a group and everything in it, as a
 // long-running operation polled through Location (Microsoft.Resources
 // style: 202, then 200 from the operation result).
-func (s *Server) deleteResourceGroup(ctx context.Context, q *request) (*response, error) {
-	var resp *response
+func (s *Server) deleteResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+	var resp *api.Response
 	err := s.store.write(ctx, func(tx *txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
 		}
-		rg, err := tx.getRG(q.segs[1], q.segs[3])
+		rg, err := tx.getRG(q.Segs[1], q.Segs[3])
 		if err != nil {
 			return err
 		}
 		if rg == nil {
-			return errResourceGroupNotFound(q.segs[3])
+			return api.ResourceGroupNotFound(q.Segs[3])
 		}
 		if rg.State == "Deleting" {
-			return errResourceGroupBeingDeleted(rg.Name)
+			return api.ResourceGroupBeingDeleted(rg.Name)
 		}
 		rg.State = "Deleting"
 		if err := tx.putRG(rg); err != nil {
 			return err
 		}
-		o := s.newOp(opRGDelete, rg.Sub, rg.Location, rg.Key, rgID(rg.Sub, rg.Name), "", nil)
+		o := s.newOp(opRGDelete, rg.Sub, rg.Location, rg.Key, api.RGID(rg.Sub, rg.Name), "", nil)
 		if err := s.record(tx, o); err != nil {
 			return err
 		}
 		h := http.Header{}
 		h.Set("Location", locationURL(q, o))
-		resp = &response{status: http.StatusAccepted, header: h}
+		resp = &api.Response{Status: http.StatusAccepted, Header: h}
 		return nil
 	})
 	return resp, err
 }
 
-func (s *Server) listResourceGroups(ctx context.Context, q *request) (*response, error) {
+func (s *Server) listResourceGroups(ctx context.Context, q *api.Request) (*api.Response, error) {
 	page := struct {
 		Value []*resourceGroup `json:"value"`
 	}{Value: []*resourceGroup{}}
 	err := s.view(ctx, func(tx *txn) error {
-		rows, err := tx.listRGs(q.segs[1])
+		rows, err := tx.listRGs(q.Segs[1])
 		if err != nil {
 			return err
 		}
@@ -190,7 +192,7 @@ func (s *Server) listResourceGroups(ctx context.Context, q *request) (*response,
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: page}, nil
+	return &api.Response{Status: http.StatusOK, Body: page}, nil
 }
 
 type subscription struct {
@@ -215,14 +217,14 @@ func subBody(sub string) subscription {
 
 // listSubscriptions lists the default subscription and every other one
 // that holds resource groups: az login needs at least one.
-func (s *Server) listSubscriptions(ctx context.Context, q *request) (*response, error) {
+func (s *Server) listSubscriptions(ctx context.Context, q *api.Request) (*api.Response, error) {
 	page := struct {
 		Value []subscription `json:"value"`
-	}{Value: []subscription{subBody(DefaultSubscription)}}
+	}{Value: []subscription{subBody(api.DefaultSubscription)}}
 	err := s.view(ctx, func(tx *txn) error {
 		subs, err := tx.listSubscriptions()
 		for _, sub := range subs {
-			if !strings.EqualFold(sub, DefaultSubscription) {
+			if !strings.EqualFold(sub, api.DefaultSubscription) {
 				page.Value = append(page.Value, subBody(sub))
 			}
 		}
@@ -231,11 +233,11 @@ func (s *Server) listSubscriptions(ctx context.Context, q *request) (*response, 
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: page}, nil
+	return &api.Response{Status: http.StatusOK, Body: page}, nil
 }
 
 // getSubscription answers for any subscription: the fabric accepts every
 // subscription ID.
-func (s *Server) getSubscription(_ context.Context, q *request) (*response, error) {
-	return &response{status: http.StatusOK, body: subBody(q.segs[1])}, nil
+func (s *Server) getSubscription(_ context.Context, q *api.Request) (*api.Response, error) {
+	return &api.Response{Status: http.StatusOK, Body: subBody(q.Segs[1])}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // tableWithSubnets returns a route table document whose read-only
@@ -26,22 +27,22 @@ func tableWithSubnets(tx *txn, tableKey string, doc []byte) ([]byte, error) {
 	for _, id := range subnets {
 		t.Properties.Subnets = append(t.Properties.Subnets, idRef{ID: id})
 	}
-	return encode(t)
+	return api.Encode(t)
 }
 
 // renderTable is a stored route table as ARM returns it. The document
 // carries its subnets list (kept by storeRow), so a GET is a copy.
 func renderTable(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
-func (s *Server) getRouteTable(ctx context.Context, q *request) (*response, error) {
-	resp, err := s.getTop(ctx, q, typeRouteTables, armTypeRouteTable, renderTable)
+func (s *Server) getRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
+	resp, err := s.getTop(ctx, q, api.TypeRouteTables, api.ArmTypeRouteTable, renderTable)
 	if err != nil {
 		return nil, err
 	}
 	// The intruder strikes after the answer is computed and before it is
 	// sent: the client holds an etag that is already stale.
-	t := q.target()
-	s.maybeIntrude(ctx, key(resourceID(t.sub, t.rg, typeRouteTables, t.name)))
+	t := q.Target()
+	s.maybeIntrude(ctx, api.Key(api.ResourceID(t.Sub, t.RG, api.TypeRouteTables, t.Name)))
 	return resp, nil
 }
 
@@ -49,7 +50,7 @@ func (s *Server) getRouteTable(ctx context.Context, q *request) (*response, erro
 // documents (tabledoc.go), which encoding/json decodes without regard to
 // the case of property names.
 var tableKind = topKind[tableIn, *tableDoc]{
-	typ: typeRouteTables, armType: armTypeRouteTable, render: renderTable, body: decodeObject, stored: decodeTable,
+	typ: api.TypeRouteTables, armType: api.ArmTypeRouteTable, render: renderTable, body: api.DecodeObject, stored: decodeTable,
 	meta:  func(in *tableIn) (*string, map[string]*string) { return in.Location, in.Tags },
 	where: func(t *tableDoc) string { return t.Location },
 }
@@ -57,11 +58,11 @@ var tableKind = topKind[tableIn, *tableDoc]{
 type tablePut = topPut[tableIn, *tableDoc]
 
 // buildTable makes the route table a PUT stores, with its inline routes.
-func (s *Server) buildTable(p *tablePut) (*response, error) {
+func (s *Server) buildTable(p *tablePut) (*api.Response, error) {
 	in, cur, id := p.in, p.cur, p.id
-	etag := newEtag()
+	etag := api.NewEtag()
 	out := &tableDoc{
-		ID: id, Name: armid.Name(id), Type: armTypeRouteTable, Location: p.loc, Tags: plainTags(in.Tags), Etag: etag,
+		ID: id, Name: armid.Name(id), Type: api.ArmTypeRouteTable, Location: p.loc, Tags: plainTags(in.Tags), Etag: etag,
 		Properties: tableProps{ProvisioningState: stateUpdating, ResourceGUID: uuid.NewString(), Routes: []*routeDoc{}},
 	}
 	var curRoutes []*routeDoc
@@ -76,13 +77,13 @@ func (s *Server) buildTable(p *tablePut) (*response, error) {
 		}
 		inRoutes = in.Properties.Routes
 	}
-	seen := inlineNames{}
+	seen := api.InlineNames{}
 	for i, r := range inRoutes {
 		if r == nil {
-			return nil, errInvalidFormat("properties.routes[%d] is null.", i)
+			return nil, api.InvalidFormat("properties.routes[%d] is null.", i)
 		}
-		name := str(r.Name)
-		if err := seen.add(name, "Route table %s has more than one route named %s.", p.t.name); err != nil {
+		name := api.Str(r.Name)
+		if err := seen.Add(name, "Route table %s has more than one route named %s.", p.t.Name); err != nil {
 			return nil, err
 		}
 		nr, err := buildRoute(id, name, r.Properties, findRoute(curRoutes, name), etag)
@@ -95,7 +96,7 @@ func (s *Server) buildTable(p *tablePut) (*response, error) {
 		return nil, err
 	}
 	if cur != nil && cur.Properties.ProvisioningState == stateSucceeded && sameTable(cur, out) {
-		return unchanged(json.RawMessage(p.row.Doc), p.row.Etag), nil
+		return api.Unchanged(json.RawMessage(p.row.Doc), p.row.Etag), nil
 	}
 	return p.store(s, etag, out)
 }
@@ -107,7 +108,7 @@ func plainTags(in map[string]*string) map[string]string {
 	}
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		out[k] = str(v)
+		out[k] = api.Str(v)
 	}
 	return out
 }
@@ -116,51 +117,51 @@ func plainTags(in map[string]*string) map[string]string {
 // table will hold it. An unchanged route keeps its etag and state.
 func buildRoute(tableID, name string, p *routePropsIn, prev *routeDoc, etag string) (*routeDoc, error) {
 	if p == nil {
-		return nil, errInvalidFormat("Route %s has no properties.", name)
+		return nil, api.InvalidFormat("Route %s has no properties.", name)
 	}
 	if prev != nil {
 		name = prev.Name // ARM keeps the name as first created
 	}
-	prefix := strings.TrimSpace(str(p.AddressPrefix))
+	prefix := strings.TrimSpace(api.Str(p.AddressPrefix))
 	if prefix == "" {
-		return nil, errInvalidFormat("Route %s has no addressPrefix.", name)
+		return nil, api.InvalidFormat("Route %s has no addressPrefix.", name)
 	}
-	if !serviceTagRE.MatchString(prefix) {
-		_, code, want := prefixProblem(prefix)
+	if !api.ServiceTagRE.MatchString(prefix) {
+		_, code, want := api.PrefixProblem(prefix)
 		switch code {
 		case "InvalidCIDRNotation":
-			return nil, badRequest(code, "The address prefix %s in resource %s has an invalid CIDR notation. For the given prefix length, the address prefix should be %s.",
-				prefix, childID(tableID, childRoutes, name), want)
+			return nil, api.BadRequest(code, "The address prefix %s in resource %s has an invalid CIDR notation. For the given prefix length, the address prefix should be %s.",
+				prefix, api.ChildID(tableID, api.ChildRoutes, name), want)
 		case "":
 		default:
-			return nil, badRequest(code, "Route %s has an invalid AddressPrefix %q: it is neither a CIDR prefix nor a service tag.", name, prefix)
+			return nil, api.BadRequest(code, "Route %s has an invalid AddressPrefix %q: it is neither a CIDR prefix nor a service tag.", name, prefix)
 		}
 	}
 	if p.NextHopType == nil {
-		return nil, errInvalidFormat("Route %s has no nextHopType.", name)
+		return nil, api.InvalidFormat("Route %s has no nextHopType.", name)
 	}
 	hop, ok := canonicalHop(*p.NextHopType)
 	if !ok {
-		return nil, errInvalidFormat("Route %s has an unknown nextHopType %q; it must be one of VirtualNetworkGateway, VnetLocal, Internet, VirtualAppliance, None.",
+		return nil, api.InvalidFormat("Route %s has an unknown nextHopType %q; it must be one of VirtualNetworkGateway, VnetLocal, Internet, VirtualAppliance, None.",
 			name, *p.NextHopType)
 	}
-	ip := strings.TrimSpace(str(p.NextHopIPAddress))
+	ip := strings.TrimSpace(api.Str(p.NextHopIPAddress))
 	out := &routeDoc{
-		ID: childID(tableID, childRoutes, name), Name: name, Type: armTypeRoute, Etag: etag,
+		ID: api.ChildID(tableID, api.ChildRoutes, name), Name: name, Type: api.ArmTypeRoute, Etag: etag,
 		Properties: routeProps{ProvisioningState: stateUpdating, AddressPrefix: prefix, NextHopType: string(hop)},
 	}
 	if hop == armnetwork.RouteNextHopTypeVirtualAppliance {
 		if ip == "" {
-			return nil, badRequest("MissingNextHopIpAddress",
+			return nil, api.BadRequest("MissingNextHopIpAddress",
 				"NextHopIpAddress cannot be Null or Empty in route %s when NextHopType is VirtualAppliance.", name)
 		}
 		a, err := netip.ParseAddr(ip)
 		if err != nil || a.Zone() != "" {
-			return nil, badRequest("InvalidNextHopIpAddress", "Route %s has an invalid NextHopIpAddress %q.", name, ip)
+			return nil, api.BadRequest("InvalidNextHopIpAddress", "Route %s has an invalid NextHopIpAddress %q.", name, ip)
 		}
 		out.Properties.NextHopIPAddress = a.String()
 	} else if ip != "" {
-		return nil, badRequest("NextHopIpAddressNotAllowed",
+		return nil, api.BadRequest("NextHopIpAddressNotAllowed",
 			"NextHopIpAddress %s is not allowed in route %s when NextHopType is %s. Next hop values are only allowed in routes where the next hop type is VirtualAppliance.",
 			ip, name, hop)
 	}
@@ -187,14 +188,14 @@ func canonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
 // address prefix (RouteConflict) and no more routes than the limit.
 func (s *Server) checkRoutes(tableID string, routes []*routeDoc) error {
 	if len(routes) > s.routeLimit {
-		return badRequest("RouteTableRouteLimitExceeded",
+		return api.BadRequest("RouteTableRouteLimitExceeded",
 			"Route table %s has %d routes, more than the limit of %d routes per route table.", tableID, len(routes), s.routeLimit)
 	}
 	seen := make(map[string]string, len(routes))
 	for _, r := range routes {
 		k := prefixKey(r.Properties.AddressPrefix)
 		if first, ok := seen[k]; ok {
-			return badRequest("RouteConflict",
+			return api.BadRequest("RouteConflict",
 				"Route: %s conflicts with Route: %s. Routes cannot have the same AddressPrefix.", r.Name, first)
 		}
 		seen[k] = r.Name
@@ -211,8 +212,8 @@ func prefixKey(s string) string {
 	return "tag:" + strings.ToLower(s)
 }
 
-func errTableInUse(tableID string, subnets []string) *apiError {
-	return badRequest("InUseRouteTableCannotBeDeleted",
+func errTableInUse(tableID string, subnets []string) *api.Error {
+	return api.BadRequest("InUseRouteTableCannotBeDeleted",
 		"Route table %s is in use by subnet(s) %s and cannot be deleted. Remove the route table from the subnet(s) first.",
 		tableID, strings.Join(subnets, ", "))
 }
@@ -233,14 +234,14 @@ func checkTableNotInUse(tx *txn, row *resourceRow) error {
 
 // tableParent is the route table as the parent of its routes.
 var tableParent = parentKind[*tableDoc]{
-	typ: typeRouteTables, armType: armTypeRouteTable, decode: decodeTable,
+	typ: api.TypeRouteTables, armType: api.ArmTypeRouteTable, decode: decodeTable,
 	location:  func(t *tableDoc) string { return t.Location },
 	succeeded: func(t *tableDoc) bool { return t.Properties.ProvisioningState == stateSucceeded },
 	updating:  func(t *tableDoc, etag string) { t.Etag, t.Properties.ProvisioningState = etag, stateUpdating },
 }
 
 var routeKind = childKind[*tableDoc, *routeDoc]{
-	parent: &tableParent, child: childRoutes,
+	parent: &tableParent, child: api.ChildRoutes,
 	items:    func(t *tableDoc) *[]*routeDoc { return &t.Properties.Routes },
 	name:     func(r *routeDoc) string { return r.Name },
 	id:       func(r *routeDoc) string { return r.ID },
@@ -251,11 +252,11 @@ var routeKind = childKind[*tableDoc, *routeDoc]{
 
 type routePut = childPut[routeIn, *tableDoc, *routeDoc]
 
-func (s *Server) putRoute(ctx context.Context, q *request) (*response, error) {
+func (s *Server) putRoute(ctx context.Context, q *api.Request) (*api.Response, error) {
 	return s.put(ctx, q, &routePut{
-		kind: &routeKind, body: decodeObject,
+		kind: &routeKind, body: api.DecodeObject,
 		build: func(p *routePut) (*routeDoc, error) {
-			return buildRoute(p.row.ID, p.t.childName, p.in.Properties, p.prev, p.etag)
+			return buildRoute(p.row.ID, p.t.ChildName, p.in.Properties, p.prev, p.etag)
 		},
 		same:  func(prev, next *routeDoc) bool { return sameRoute(prev.Properties, next.Properties) },
 		check: func(p *routePut, routes []*routeDoc) error { return s.checkRoutes(p.row.ID, routes) },

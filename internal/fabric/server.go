@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // MaxRequestBody is the largest request body the fabric reads; ARM's own
@@ -142,33 +143,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveARM runs the ARM pipeline: body limit, authentication, api-version,
 // injected faults and throttling, then the resource handler.
-func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
-	q := &request{r: r, method: r.Method, base: baseURL(r), query: r.URL.Query(), out: out}
-	segs, err := pathSegments(r.URL)
+func (s *Server) serveARM(r *http.Request, out http.Header) (*api.Response, error) {
+	q := &api.Request{HTTP: r, Method: r.Method, Base: api.BaseURL(r), Query: r.URL.Query(), Out: out}
+	segs, err := api.PathSegments(r.URL)
 	if err != nil {
 		return nil, err
 	}
-	q.segs = segs
-	write := isWrite(r.Method)
+	q.Segs = segs
+	write := api.IsWrite(r.Method)
 	// Every answer carries the remaining quota, even a refused one.
 	s.quotaHeaders(q, write)
 	if r.Body != nil {
 		b, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
 		if err != nil {
-			return nil, errInvalidContent(err)
+			return nil, api.InvalidContent(err)
 		}
 		if len(b) > MaxRequestBody {
-			return nil, newError(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
+			return nil, api.NewError(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
 				"The request content size exceeds the maximum size of %d bytes.", MaxRequestBody)
 		}
-		q.body = b
+		q.Body = b
 	}
 	if err := checkAuth(r); err != nil {
 		return nil, err
 	}
-	q.apiVersion = q.query.Get("api-version")
-	if q.apiVersion == "" {
-		return nil, badRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
+	q.APIVersion = q.Query.Get("api-version")
+	if q.APIVersion == "" {
+		return nil, api.BadRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 	}
 	s.checkKnown(q)
 	if err := s.injectFaults(r.Context(), q, write); err != nil {
@@ -183,41 +184,41 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
 func checkAuth(r *http.Request) error {
 	a := r.Header.Get("Authorization")
 	if a == "" {
-		return errUnauthenticated("The 'Authorization' header is missing.")
+		return api.Unauthenticated("The 'Authorization' header is missing.")
 	}
 	scheme, token, ok := strings.Cut(a, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return errUnauthenticated("The 'Authorization' header is provided in an invalid format.")
+		return api.Unauthenticated("The 'Authorization' header is provided in an invalid format.")
 	}
 	return nil
 }
 
 // write sends resp, or err as an ARM error body, and returns the status.
-func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *response, err error) int {
+func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *api.Response, err error) int {
 	if err != nil {
-		var ae *apiError
+		var ae *api.Error
 		if !errors.As(err, &ae) {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				ae = newError(http.StatusRequestTimeout, "RequestTimeout", "The request was canceled: %v", err)
+				ae = api.NewError(http.StatusRequestTimeout, "RequestTimeout", "The request was canceled: %v", err)
 			} else {
 				s.log.Error("fabric internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-				ae = errInternal(err)
+				ae = api.Internal(err)
 			}
 		}
-		for k, v := range ae.header {
+		for k, v := range ae.Header {
 			w.Header()[k] = v
 		}
-		resp = &response{status: ae.Status, body: ae.body()}
+		resp = &api.Response{Status: ae.Status, Body: ae.Body()}
 	}
-	for k, v := range resp.header {
+	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}
-	if resp.body == nil {
-		w.WriteHeader(resp.status)
-		return resp.status
+	if resp.Body == nil {
+		w.WriteHeader(resp.Status)
+		return resp.Status
 	}
 	var b []byte
-	switch v := resp.body.(type) {
+	switch v := resp.Body.(type) {
 	case json.RawMessage:
 		b = v
 	default:
@@ -230,84 +231,92 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *response, e
 		}
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(resp.status)
+	w.WriteHeader(resp.Status)
 	if r.Method != http.MethodHead {
 		w.Write(b)
 	}
-	return resp.status
+	return resp.Status
 }
 
 // route dispatches on the path. Fixed segments compare case-insensitively.
-func (s *Server) route(ctx context.Context, q *request) (*response, error) {
-	seg := q.segs
+func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, error) {
+	seg := q.Segs
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
 	n := len(seg)
 	if is(0, "tenants") && n == 1 {
-		return methods(q, map[string]handler{"GET": s.listTenants})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listTenants})(ctx, q)
 	}
 	if authorizationIndex(seg) >= 0 {
 		return s.authorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
 	}
 	if !is(0, "subscriptions") {
-		return nil, errNoRoute(q)
+		return nil, api.NoRoute(q)
 	}
 	switch {
 	case n == 1:
-		return methods(q, map[string]handler{"GET": s.listSubscriptions})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listSubscriptions})(ctx, q)
 	case n == 2:
-		return methods(q, map[string]handler{"GET": s.getSubscription})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.getSubscription})(ctx, q)
 	case n == 3 && is(2, "locations"):
-		return methods(q, map[string]handler{"GET": s.listLocations})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listLocations})(ctx, q)
 	case n == 3 && is(2, "resources"):
-		return methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listGenericResources})(ctx, q)
 	case n == 3 && is(2, "providers"):
-		return methods(q, map[string]handler{"GET": s.listProviders})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listProviders})(ctx, q)
 	case n == 4 && is(2, "providers"):
-		return methods(q, map[string]handler{"GET": s.getProvider})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.getProvider})(ctx, q)
 	case n == 5 && is(2, "providers") && is(4, "register"):
-		return methods(q, map[string]handler{"POST": s.registerProvider})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"POST": s.registerProvider})(ctx, q)
 	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
-		return methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
-		return methods(q, map[string]handler{"GET": s.listResourceGroups})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listResourceGroups})(ctx, q)
 	case is(2, "resourcegroups") && n == 4:
-		return methods(q, map[string]handler{
+		return api.Methods(q, map[string]api.Handler{
 			"GET": s.getResourceGroup, "HEAD": s.headResourceGroup, "PUT": s.putResourceGroup,
 			"PATCH": s.patchResourceGroup, "DELETE": s.deleteResourceGroup,
 		})(ctx, q)
 	case is(2, "operationresults") && n == 4:
-		return methods(q, map[string]handler{"GET": s.getRGOperationResult})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.getRGOperationResult})(ctx, q)
 	case is(2, "providers") && n >= 4:
-		if !is(3, networkNamespace) {
-			return nil, errNamespace(q, seg[3])
+		if !is(3, api.NetworkNamespace) {
+			return nil, api.InvalidNamespace(q, seg[3])
 		}
-		if t, ok := lookupFold(s.types, seg[4]); ok && n == 5 && t.inSubscription {
-			return methods(q, map[string]handler{"GET": t.list})(ctx, q)
+		if t, ok := api.LookupFold(s.types, seg[4]); ok && n == 5 && t.inSubscription {
+			return api.Methods(q, map[string]api.Handler{"GET": t.list})(ctx, q)
 		}
 		switch {
 		case n == 8 && is(4, "locations") && is(6, "operations"):
-			return methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
+			return api.Methods(q, map[string]api.Handler{"GET": s.getOperation})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operationResults"):
-			return methods(q, map[string]handler{"GET": s.getOperationResult})(ctx, q)
+			return api.Methods(q, map[string]api.Handler{"GET": s.getOperationResult})(ctx, q)
 		}
 		if n >= 5 {
-			return nil, errResourceType(q, seg[4])
+			return nil, api.InvalidResourceType(q, seg[4])
 		}
-		return nil, errNoRoute(q)
+		return nil, api.NoRoute(q)
 	case is(2, "resourcegroups") && is(4, "providers") && n >= 6:
-		if !is(5, networkNamespace) {
-			return nil, errNamespace(q, seg[5])
+		if !is(5, api.NetworkNamespace) {
+			return nil, api.InvalidNamespace(q, seg[5])
 		}
 		if n < 7 {
-			return nil, errNoRoute(q)
+			return nil, api.NoRoute(q)
 		}
 		if seg[1] == "" || seg[3] == "" {
-			return nil, errNoRoute(q)
+			return nil, api.NoRoute(q)
 		}
-		if t, ok := lookupFold(s.types, seg[6]); ok {
+		if t, ok := api.LookupFold(s.types, seg[6]); ok {
 			return s.serveType(ctx, q, t, n) // types.go
 		}
-		return nil, errResourceType(q, seg[6])
+		return nil, api.InvalidResourceType(q, seg[6])
 	}
-	return nil, errNoRoute(q)
+	return nil, api.NoRoute(q)
 }
+
+// DefaultSubscription is the subscription ID used when none is given. The
+// fabric accepts any subscription ID; this one is only a convention.
+const DefaultSubscription = api.DefaultSubscription
+
+// AdminClientID is the client the fabric's own tools authenticate as: the
+// fabric's administrator (see api.AdminClientID).
+const AdminClientID = api.AdminClientID

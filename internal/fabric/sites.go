@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Local network gateways (an on-premises site and its address prefixes)
@@ -38,18 +39,18 @@ type localGatewayPut = topPut[armnetwork.LocalNetworkGateway, *armnetwork.LocalN
 // buildLocalGateway makes the on-premises site a PUT stores: its address
 // prefixes (valid CIDRs) and its address (gatewayIpAddress or fqdn, one
 // is required).
-func (s *Server) buildLocalGateway(p *localGatewayPut) (*response, error) {
+func (s *Server) buildLocalGateway(p *localGatewayPut) (*api.Response, error) {
 	id := p.id
 	if p.in.Properties == nil {
-		return nil, errInvalidFormat("Local network gateway %s has no properties.", id)
+		return nil, api.InvalidFormat("Local network gateway %s has no properties.", id)
 	}
 	out := *p.in.Properties
-	if str(out.GatewayIPAddress) == "" && str(out.Fqdn) == "" {
-		return nil, badRequest("LocalNetworkGatewayMustHaveIpAddressOrFqdn", "Local network gateway %s needs properties.gatewayIpAddress or properties.fqdn.", id)
+	if api.Str(out.GatewayIPAddress) == "" && api.Str(out.Fqdn) == "" {
+		return nil, api.BadRequest("LocalNetworkGatewayMustHaveIpAddressOrFqdn", "Local network gateway %s needs properties.gatewayIpAddress or properties.fqdn.", id)
 	}
-	if a := str(out.GatewayIPAddress); a != "" {
+	if a := api.Str(out.GatewayIPAddress); a != "" {
 		if _, err := netip.ParseAddr(a); err != nil {
-			return nil, badRequest("InvalidIPAddress", "The gatewayIpAddress %q of local network gateway %s is not an IP address.", a, id)
+			return nil, api.BadRequest("InvalidIPAddress", "The gatewayIpAddress %q of local network gateway %s is not an IP address.", a, id)
 		}
 	}
 	if out.LocalNetworkAddressSpace == nil {
@@ -57,24 +58,24 @@ func (s *Server) buildLocalGateway(p *localGatewayPut) (*response, error) {
 	}
 	var space []*string
 	for _, pfx := range out.LocalNetworkAddressSpace.AddressPrefixes {
-		pf, err := parseCIDR(str(pfx), "local network gateway "+p.t.name)
+		pf, err := parseCIDR(api.Str(pfx), "local network gateway "+p.t.Name)
 		if err != nil {
 			return nil, err
 		}
-		space = append(space, ptr(pf.String()))
+		space = append(space, api.Ptr(pf.String()))
 	}
 	out.LocalNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: space}
 	if space == nil {
 		out.LocalNetworkAddressSpace.AddressPrefixes = []*string{}
 	}
-	out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-	out.ResourceGUID = ptr(uuid.NewString())
+	out.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateUpdating)
+	out.ResourceGUID = api.Ptr(uuid.NewString())
 	if p.cur != nil {
 		out.ResourceGUID = p.cur.Properties.ResourceGUID
 	}
-	etag := newEtag()
-	l := &armnetwork.LocalNetworkGateway{ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypeLocalGateway), Location: ptr(p.loc),
-		Tags: tagsOf(p.in.Tags), Etag: ptr(etag), Properties: &out}
+	etag := api.NewEtag()
+	l := &armnetwork.LocalNetworkGateway{ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(armTypeLocalGateway), Location: api.Ptr(p.loc),
+		Tags: api.TagsOf(p.in.Tags), Etag: api.Ptr(etag), Properties: &out}
 	return p.store(s, etag, l)
 }
 
@@ -85,7 +86,7 @@ func connectionsOf(tx *txn, id string) ([]*armnetwork.VirtualNetworkGatewayConne
 	if len(a) < 2 {
 		return nil, nil
 	}
-	rows, err := tx.listResources(key(a[1]), "", typeConnections, "", 1<<30)
+	rows, err := tx.listResources(api.Key(a[1]), "", typeConnections, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func connectionsOf(tx *txn, id string) ([]*armnetwork.VirtualNetworkGatewayConne
 			return nil, err
 		}
 		for _, end := range connectionEnds(c) {
-			if key(end) == key(id) {
+			if api.Key(end) == api.Key(id) {
 				out = append(out, c)
 				break
 			}
@@ -110,24 +111,24 @@ func connectionEnds(c *armnetwork.VirtualNetworkGatewayConnection) []string {
 	p := c.Properties
 	var out []string
 	if p.VirtualNetworkGateway1 != nil {
-		out = append(out, str(p.VirtualNetworkGateway1.ID))
+		out = append(out, api.Str(p.VirtualNetworkGateway1.ID))
 	}
 	if p.VirtualNetworkGateway2 != nil {
-		out = append(out, str(p.VirtualNetworkGateway2.ID))
+		out = append(out, api.Str(p.VirtualNetworkGateway2.ID))
 	}
 	if p.LocalNetworkGateway2 != nil {
-		out = append(out, str(p.LocalNetworkGateway2.ID))
+		out = append(out, api.Str(p.LocalNetworkGateway2.ID))
 	}
 	return out
 }
 
 // loadTop reads a top-level resource of a type by ID: nil when missing.
 func loadTop(tx *txn, id, typ string) (*resourceRow, error) {
-	a, ok := parseTopID(id, typ)
+	a, ok := api.ParseTopID(id, typ)
 	if !ok {
 		return nil, nil
 	}
-	row, err := tx.getResourceForRead(key(a.parentID()))
+	row, err := tx.getResourceForRead(api.Key(a.ParentID()))
 	if err != nil || row == nil || row.Type != typ {
 		return nil, err
 	}
@@ -153,8 +154,8 @@ func renderConnection(tx *txn, row *resourceRow) (json.RawMessage, error) {
 			status = armnetwork.VirtualNetworkGatewayConnectionStatusNotConnected
 		}
 	}
-	c.Properties.ConnectionStatus = ptr(status)
-	return encode(c)
+	c.Properties.ConnectionStatus = api.Ptr(status)
+	return api.Encode(c)
 }
 
 var connectionKind = modelKind(typeConnections, armTypeConnection, decodeConnection, renderConnection, func(c *armnetwork.VirtualNetworkGatewayConnection) (*string, map[string]*string) {
@@ -168,7 +169,7 @@ type connectionPut = topPut[armnetwork.VirtualNetworkGatewayConnection, *armnetw
 // ExpressRoute between an ExpressRoute gateway and a circuit (peer.id;
 // circuits are not modelled, the ID is kept as sent). The shared key is
 // not stored (Azure does not return it on GET either).
-func (s *Server) buildConnection(p *connectionPut) (*response, error) {
+func (s *Server) buildConnection(p *connectionPut) (*api.Response, error) {
 	out, err := connectionProperties(p.tx, p.id, p.in.Properties)
 	if err != nil {
 		return nil, err
@@ -176,80 +177,80 @@ func (s *Server) buildConnection(p *connectionPut) (*response, error) {
 	if p.cur != nil {
 		out.ResourceGUID = p.cur.Properties.ResourceGUID
 	}
-	etag := newEtag()
-	c := &armnetwork.VirtualNetworkGatewayConnection{ID: ptr(p.id), Name: ptr(armid.Name(p.id)), Type: ptr(armTypeConnection), Location: ptr(p.loc),
-		Tags: tagsOf(p.in.Tags), Etag: ptr(etag), Properties: out}
+	etag := api.NewEtag()
+	c := &armnetwork.VirtualNetworkGatewayConnection{ID: api.Ptr(p.id), Name: api.Ptr(armid.Name(p.id)), Type: api.Ptr(armTypeConnection), Location: api.Ptr(p.loc),
+		Tags: api.TagsOf(p.in.Tags), Etag: api.Ptr(etag), Properties: out}
 	return p.store(s, etag, c)
 }
 
 func connectionProperties(tx *txn, id string, in *armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat) (*armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat, error) {
 	if in == nil || in.ConnectionType == nil {
-		return nil, badRequest("InvalidConnectionType", "Connection %s has no properties.connectionType; want IPsec, Vnet2Vnet or ExpressRoute.", id)
+		return nil, api.BadRequest("InvalidConnectionType", "Connection %s has no properties.connectionType; want IPsec, Vnet2Vnet or ExpressRoute.", id)
 	}
 	gatewayRef := func(field string, g *armnetwork.VirtualNetworkGateway) (string, *gatewayDoc, error) {
 		ref := ""
 		if g != nil {
-			ref = str(g.ID)
+			ref = api.Str(g.ID)
 		}
 		if ref == "" {
-			return "", nil, badRequest("InvalidRequestFormat", "Cannot parse the request. Connection %s has no properties.%s.id.", id, field)
+			return "", nil, api.BadRequest("InvalidRequestFormat", "Cannot parse the request. Connection %s has no properties.%s.id.", id, field)
 		}
 		row, err := loadTop(tx, ref, typeVNetGateways)
 		if err != nil {
 			return "", nil, err
 		}
 		if row == nil {
-			return "", nil, errInvalidReference(ref, id)
+			return "", nil, api.InvalidReference(ref, id)
 		}
 		d, err := decodeGateway(row.Doc)
 		return row.ID, d, err
 	}
 	out := armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{
-		EnableBgp:         ptr(in.EnableBgp != nil && *in.EnableBgp),
+		EnableBgp:         api.Ptr(in.EnableBgp != nil && *in.EnableBgp),
 		RoutingWeight:     in.RoutingWeight,
-		ProvisioningState: ptr(armnetwork.ProvisioningStateUpdating),
-		ResourceGUID:      ptr(uuid.NewString()),
+		ProvisioningState: api.Ptr(armnetwork.ProvisioningStateUpdating),
+		ResourceGUID:      api.Ptr(uuid.NewString()),
 	}
 	gw1, d1, err := gatewayRef("virtualNetworkGateway1", in.VirtualNetworkGateway1)
 	if err != nil {
 		return nil, err
 	}
-	out.VirtualNetworkGateway1 = &armnetwork.VirtualNetworkGateway{ID: ptr(gw1)}
+	out.VirtualNetworkGateway1 = &armnetwork.VirtualNetworkGateway{ID: api.Ptr(gw1)}
 	wantType := armnetwork.VirtualNetworkGatewayTypeVPN
 	switch typ := strings.ToLower(string(*in.ConnectionType)); typ {
 	case "ipsec":
-		out.ConnectionType = ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec)
+		out.ConnectionType = api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec)
 		ref := ""
 		if in.LocalNetworkGateway2 != nil {
-			ref = str(in.LocalNetworkGateway2.ID)
+			ref = api.Str(in.LocalNetworkGateway2.ID)
 		}
 		row, err := loadTop(tx, ref, typeLocalGateways)
 		if err != nil {
 			return nil, err
 		}
 		if row == nil {
-			return nil, errInvalidReference(ref, id)
+			return nil, api.InvalidReference(ref, id)
 		}
-		out.LocalNetworkGateway2 = &armnetwork.LocalNetworkGateway{ID: ptr(row.ID)}
+		out.LocalNetworkGateway2 = &armnetwork.LocalNetworkGateway{ID: api.Ptr(row.ID)}
 	case "vnet2vnet":
-		out.ConnectionType = ptr(armnetwork.VirtualNetworkGatewayConnectionTypeVnet2Vnet)
+		out.ConnectionType = api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeVnet2Vnet)
 		gw2, _, err := gatewayRef("virtualNetworkGateway2", in.VirtualNetworkGateway2)
 		if err != nil {
 			return nil, err
 		}
-		out.VirtualNetworkGateway2 = &armnetwork.VirtualNetworkGateway{ID: ptr(gw2)}
+		out.VirtualNetworkGateway2 = &armnetwork.VirtualNetworkGateway{ID: api.Ptr(gw2)}
 	case "expressroute":
-		out.ConnectionType = ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute)
+		out.ConnectionType = api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute)
 		wantType = armnetwork.VirtualNetworkGatewayTypeExpressRoute
-		if in.Peer == nil || str(in.Peer.ID) == "" {
-			return nil, badRequest("InvalidRequestFormat", "Cannot parse the request. ExpressRoute connection %s has no properties.peer.id (the circuit).", id)
+		if in.Peer == nil || api.Str(in.Peer.ID) == "" {
+			return nil, api.BadRequest("InvalidRequestFormat", "Cannot parse the request. ExpressRoute connection %s has no properties.peer.id (the circuit).", id)
 		}
 		out.Peer = &armnetwork.SubResource{ID: in.Peer.ID}
 	default:
-		return nil, badRequest("InvalidConnectionType", "Connection %s: connectionType %q is not IPsec, Vnet2Vnet or ExpressRoute.", id, *in.ConnectionType)
+		return nil, api.BadRequest("InvalidConnectionType", "Connection %s: connectionType %q is not IPsec, Vnet2Vnet or ExpressRoute.", id, *in.ConnectionType)
 	}
 	if t := d1.gw.Properties.GatewayType; t == nil || *t != wantType {
-		return nil, badRequest("ConnectionTypeDoesNotMatchGatewayType",
+		return nil, api.BadRequest("ConnectionTypeDoesNotMatchGatewayType",
 			"Connection %s of type %s needs a gateway of type %s; %s is not one.", id, *out.ConnectionType, wantType, gw1)
 	}
 	return &out, nil

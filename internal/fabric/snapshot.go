@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // State is what a fabric holds, as `routekeeper fabric show` prints it.
@@ -124,10 +125,10 @@ func Snapshot(ctx context.Context, opts *arm.ClientOptions, cred azcore.TokenCre
 		}
 	}
 	slices.SortFunc(st.ResourceGroups, func(a, b StateResourceGroup) int {
-		return cmp.Or(strings.Compare(key(a.Subscription), key(b.Subscription)), strings.Compare(key(a.Name), key(b.Name)))
+		return cmp.Or(strings.Compare(api.Key(a.Subscription), api.Key(b.Subscription)), strings.Compare(api.Key(a.Name), api.Key(b.Name)))
 	})
-	slices.SortFunc(st.VirtualNetworks, func(a, b StateVirtualNetwork) int { return strings.Compare(key(a.ID), key(b.ID)) })
-	slices.SortFunc(st.RouteTables, func(a, b StateRouteTable) int { return strings.Compare(key(a.ID), key(b.ID)) })
+	slices.SortFunc(st.VirtualNetworks, func(a, b StateVirtualNetwork) int { return strings.Compare(api.Key(a.ID), api.Key(b.ID)) })
+	slices.SortFunc(st.RouteTables, func(a, b StateRouteTable) int { return strings.Compare(api.Key(a.ID), api.Key(b.ID)) })
 	return st, nil
 }
 
@@ -179,7 +180,7 @@ func eachPage[T any](ctx context.Context, pg *runtime.Pager[T], what string, use
 }
 
 func rgOf(id string) string {
-	if a, ok := parseNetworkID(id); ok {
+	if a, ok := api.ParseNetworkID(id); ok {
 		return a.RG
 	}
 	return ""
@@ -187,8 +188,8 @@ func rgOf(id string) string {
 
 func stateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
 	out := StateVirtualNetwork{
-		ID: str(v.ID), Subscription: sub, ResourceGroup: rgOf(str(v.ID)), Name: str(v.Name), Location: str(v.Location),
-		Etag: str(v.Etag), AddressPrefixes: []string{}, Subnets: []StateSubnet{},
+		ID: api.Str(v.ID), Subscription: sub, ResourceGroup: rgOf(api.Str(v.ID)), Name: api.Str(v.Name), Location: api.Str(v.Location),
+		Etag: api.Str(v.Etag), AddressPrefixes: []string{}, Subnets: []StateSubnet{},
 	}
 	if p := v.Properties; p != nil {
 		if p.ProvisioningState != nil {
@@ -196,14 +197,14 @@ func stateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
 		}
 		if p.AddressSpace != nil {
 			for _, s := range p.AddressSpace.AddressPrefixes {
-				out.AddressPrefixes = append(out.AddressPrefixes, str(s))
+				out.AddressPrefixes = append(out.AddressPrefixes, api.Str(s))
 			}
 		}
 		for _, sn := range p.Subnets {
-			s := StateSubnet{ID: str(sn.ID), Name: str(sn.Name), AddressPrefixes: existingSubnetPrefixes(sn)}
+			s := StateSubnet{ID: api.Str(sn.ID), Name: api.Str(sn.Name), AddressPrefixes: existingSubnetPrefixes(sn)}
 			if sn.Properties != nil {
 				if sn.Properties.RouteTable != nil {
-					s.RouteTable = str(sn.Properties.RouteTable.ID)
+					s.RouteTable = api.Str(sn.Properties.RouteTable.ID)
 				}
 				if sn.Properties.ProvisioningState != nil {
 					s.ProvisioningState = string(*sn.Properties.ProvisioningState)
@@ -222,8 +223,8 @@ func stateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
 
 func stateTable(sub string, t *armnetwork.RouteTable) StateRouteTable {
 	out := StateRouteTable{
-		ID: str(t.ID), Subscription: sub, ResourceGroup: rgOf(str(t.ID)), Name: str(t.Name), Location: str(t.Location),
-		Tags: plainTags(t.Tags), Etag: str(t.Etag), Routes: []StateRoute{}, Subnets: []string{},
+		ID: api.Str(t.ID), Subscription: sub, ResourceGroup: rgOf(api.Str(t.ID)), Name: api.Str(t.Name), Location: api.Str(t.Location),
+		Tags: plainTags(t.Tags), Etag: api.Str(t.Etag), Routes: []StateRoute{}, Subnets: []string{},
 	}
 	if p := t.Properties; p != nil {
 		if p.ProvisioningState != nil {
@@ -233,9 +234,9 @@ func stateTable(sub string, t *armnetwork.RouteTable) StateRouteTable {
 			out.DisableBgpRoutePropagation = *p.DisableBgpRoutePropagation
 		}
 		for _, r := range p.Routes {
-			sr := StateRoute{Name: str(r.Name)}
+			sr := StateRoute{Name: api.Str(r.Name)}
 			if rp := r.Properties; rp != nil {
-				sr.AddressPrefix, sr.NextHopIPAddress = str(rp.AddressPrefix), str(rp.NextHopIPAddress)
+				sr.AddressPrefix, sr.NextHopIPAddress = api.Str(rp.AddressPrefix), api.Str(rp.NextHopIPAddress)
 				if rp.NextHopType != nil {
 					sr.NextHopType = string(*rp.NextHopType)
 				}
@@ -246,7 +247,7 @@ func stateTable(sub string, t *armnetwork.RouteTable) StateRouteTable {
 			out.Routes = append(out.Routes, sr)
 		}
 		for _, s := range p.Subnets {
-			out.Subnets = append(out.Subnets, str(s.ID))
+			out.Subnets = append(out.Subnets, api.Str(s.ID))
 		}
 	}
 	return out

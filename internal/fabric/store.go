@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
 
@@ -260,7 +261,7 @@ type rgRow struct {
 	Key, Sub, Name, Location, Tags, State string
 }
 
-func (t *txn) getRG(sub, rg string) (*rgRow, error) { return t.getRGByKey(key(rgID(sub, rg))) }
+func (t *txn) getRG(sub, rg string) (*rgRow, error) { return t.getRGByKey(api.Key(api.RGID(sub, rg))) }
 
 func (t *txn) getRGByKey(k string) (*rgRow, error) {
 	r := &rgRow{Key: k}
@@ -296,7 +297,7 @@ func (t *txn) listRGs(sub string) ([]*rgRow, error) {
 	return queryRows(t, "listing resource groups", func(sc rowScanner) (*rgRow, error) {
 		r := &rgRow{}
 		return r, sc.Scan(&r.Key, &r.Sub, &r.Name, &r.Location, &r.Tags, &r.State)
-	}, `SELECT key, sub, name, location, tags, state FROM resource_groups WHERE lower(sub) = ? ORDER BY key`, key(sub))
+	}, `SELECT key, sub, name, location, tags, state FROM resource_groups WHERE lower(sub) = ? ORDER BY key`, api.Key(sub))
 }
 
 // listSubscriptions returns the subscriptions that hold resource groups.
@@ -491,7 +492,7 @@ func (t *txn) putOp(o *operation) error {
 }
 
 func (t *txn) getOp(id string) (*operation, error) {
-	o, err := scanOp(t.QueryRowContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE id = ?`, key(id)))
+	o, err := scanOp(t.QueryRowContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE id = ?`, api.Key(id)))
 	return found(o, err, "operation "+id)
 }
 

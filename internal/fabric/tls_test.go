@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 func TestBaseURLFromForwardedHeaders(t *testing.T) {
@@ -33,7 +34,7 @@ func TestBaseURLFromForwardedHeaders(t *testing.T) {
 			for k, v := range tc.header {
 				r.Header[k] = v
 			}
-			if got := baseURL(r); got != tc.want {
+			if got := api.BaseURL(r); got != tc.want {
 				t.Errorf("baseURL = %s, want %s", got, tc.want)
 			}
 		})

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // The handlers every top-level resource type shares: reads (readTop,
@@ -16,19 +18,19 @@ type renderFunc = func(*txn, *resourceRow) (json.RawMessage, error)
 
 // readTop reads one top-level resource for a GET: 404 when it or its group
 // is missing. fn must not modify the row's Doc (it may be cached).
-func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, fn func(*txn, *resourceRow) error) error {
-	t := q.target()
+func (s *Server) readTop(ctx context.Context, q *api.Request, typ, armType string, fn func(*txn, *resourceRow) error) error {
+	t := q.Target()
 	return s.view(ctx, func(tx *txn) error {
-		rg, err := requireRG(tx, t.sub, t.rg, false)
+		rg, err := requireRG(tx, t.Sub, t.RG, false)
 		if err != nil {
 			return err
 		}
-		row, err := tx.getResourceForRead(key(resourceID(rg.Sub, rg.Name, typ, t.name)))
+		row, err := tx.getResourceForRead(api.Key(api.ResourceID(rg.Sub, rg.Name, typ, t.Name)))
 		if err != nil {
 			return err
 		}
 		if row == nil {
-			return errResourceNotFound(armType, t.name, t.rg)
+			return api.ResourceNotFound(armType, t.Name, t.RG)
 		}
 		return fn(tx, row)
 	})
@@ -36,11 +38,11 @@ func (s *Server) readTop(ctx context.Context, q *request, typ, armType string, f
 
 // getTop serves GET of a top-level resource: the document render makes
 // of it, with its etag.
-func (s *Server) getTop(ctx context.Context, q *request, typ, armType string, render renderFunc) (*response, error) {
-	var resp *response
+func (s *Server) getTop(ctx context.Context, q *api.Request, typ, armType string, render renderFunc) (*api.Response, error) {
+	var resp *api.Response
 	err := s.readTop(ctx, q, typ, armType, func(tx *txn, row *resourceRow) error {
 		body, err := render(tx, row)
-		resp = &response{status: http.StatusOK, body: body, header: withEtag(row.Etag)}
+		resp = &api.Response{Status: http.StatusOK, Body: body, Header: api.WithEtag(row.Etag)}
 		return err
 	})
 	return resp, err
@@ -50,17 +52,17 @@ func (s *Server) getTop(ctx context.Context, q *request, typ, armType string, re
 // children) in one transaction: due operations settle first, the resource
 // group must exist and not be deleting, and no operation may be running on
 // the resource.
-func (s *Server) writeTop(ctx context.Context, q *request, typ string, fn func(tx *txn, rg *rgRow, row *resourceRow, fresh *resourceRow) error) error {
-	t := q.target()
+func (s *Server) writeTop(ctx context.Context, q *api.Request, typ string, fn func(tx *txn, rg *rgRow, row *resourceRow, fresh *resourceRow) error) error {
+	t := q.Target()
 	return s.store.write(ctx, func(tx *txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
 		}
-		rg, err := requireRG(tx, t.sub, t.rg, true)
+		rg, err := requireRG(tx, t.Sub, t.RG, true)
 		if err != nil {
 			return err
 		}
-		fresh := newRow(rg, typ, t.name)
+		fresh := newRow(rg, typ, t.Name)
 		row, err := tx.getResource(fresh.Key)
 		if err != nil {
 			return err
@@ -77,17 +79,17 @@ func (s *Server) writeTop(ctx context.Context, q *request, typ string, fn func(t
 // deleteTop starts the deletion of a top-level resource: 204 when it does
 // not exist, else 202 with the operation's URLs; check may refuse (nil:
 // never).
-func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check func(*txn, *resourceRow) error) (*response, error) {
-	var resp *response
+func (s *Server) deleteTop(ctx context.Context, q *api.Request, typ string, check func(*txn, *resourceRow) error) (*api.Response, error) {
+	var resp *api.Response
 	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
 		if row == nil {
-			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
+			if err := api.CheckPreconditions(q, api.ResourceID(rg.Sub, rg.Name, typ, q.Target().Name), false, ""); err != nil {
 				return err
 			}
-			resp = &response{status: http.StatusNoContent}
+			resp = &api.Response{Status: http.StatusNoContent}
 			return nil
 		}
-		if err := checkPreconditions(q, row.ID, true, row.Etag); err != nil {
+		if err := api.CheckPreconditions(q, row.ID, true, row.Etag); err != nil {
 			return err
 		}
 		if check != nil {
@@ -107,7 +109,7 @@ func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check fu
 		if err := s.record(tx, o); err != nil {
 			return err
 		}
-		resp = &response{status: http.StatusAccepted, header: s.lroHeaders(q, o, true)}
+		resp = &api.Response{Status: http.StatusAccepted, Header: s.lroHeaders(q, o, true)}
 		return nil
 	})
 	return resp, err
@@ -115,30 +117,30 @@ func (s *Server) deleteTop(ctx context.Context, q *request, typ string, check fu
 
 // patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which
 // replaces the tags at once (no long-running operation).
-func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string, render renderFunc) (*response, error) {
-	tags, err := decodeTags(q.body)
+func (s *Server) patchTags(ctx context.Context, q *api.Request, typ, armType string, render renderFunc) (*api.Response, error) {
+	tags, err := api.DecodeTags(q.Body)
 	if err != nil {
 		return nil, err
 	}
-	var resp *response
+	var resp *api.Response
 	err = s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
 		if row == nil {
-			if err := checkPreconditions(q, resourceID(rg.Sub, rg.Name, typ, q.target().name), false, ""); err != nil {
+			if err := api.CheckPreconditions(q, api.ResourceID(rg.Sub, rg.Name, typ, q.Target().Name), false, ""); err != nil {
 				return err
 			}
-			return errResourceNotFound(armType, q.target().name, q.target().rg)
+			return api.ResourceNotFound(armType, q.Target().Name, q.Target().RG)
 		}
-		if err := checkPreconditions(q, row.ID, true, row.Etag); err != nil {
+		if err := api.CheckPreconditions(q, row.ID, true, row.Etag); err != nil {
 			return err
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(row.Doc, &m); err != nil {
 			return fmt.Errorf("decoding stored %s: %w", row.ID, err)
 		}
-		etag := newEtag()
+		etag := api.NewEtag()
 		if tags == nil {
 			delete(m, "tags")
-		} else if m["tags"], err = json.Marshal(tagsOf(tags)); err != nil {
+		} else if m["tags"], err = json.Marshal(api.TagsOf(tags)); err != nil {
 			return err
 		}
 		m["etag"], _ = json.Marshal(etag)
@@ -154,7 +156,7 @@ func (s *Server) patchTags(ctx context.Context, q *request, typ, armType string,
 		if err != nil {
 			return err
 		}
-		resp = &response{status: http.StatusOK, body: body, header: withEtag(etag)}
+		resp = &api.Response{Status: http.StatusOK, Body: body, Header: api.WithEtag(etag)}
 		return nil
 	})
 	return resp, err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"sigs.k8s.io/yaml"
 )
 
@@ -166,13 +167,13 @@ func (t *Topology) Validate() error {
 	rgSeen := map[string]bool{}
 	for i, rg := range t.ResourceGroups {
 		f := fmt.Sprintf("resourceGroups[%d]", i)
-		if !validRGName(rg.Name) {
+		if !api.ValidRGName(rg.Name) {
 			bad(f+".name", "%q is not a valid resource group name (1-90 letters, digits, '_', '-', '.', '(' or ')', not ending with '.')", rg.Name)
 		}
-		if rgSeen[key(rg.Name)] {
+		if rgSeen[api.Key(rg.Name)] {
 			bad(f+".name", "%q is declared twice", rg.Name)
 		}
-		rgSeen[key(rg.Name)] = true
+		rgSeen[api.Key(rg.Name)] = true
 		rgLoc := cmp.Or(rg.Location, t.Location)
 		if rgLoc == "" {
 			bad(f+".location", "missing: set it on the resource group or at the top of the file")
@@ -180,21 +181,21 @@ func (t *Topology) Validate() error {
 		tables := map[string]string{} // name key -> location
 		for j, rt := range rg.RouteTables {
 			g := fmt.Sprintf("%s.routeTables[%d]", f, j)
-			if !validName(rt.Name) {
+			if !api.ValidName(rt.Name) {
 				bad(g+".name", "%q is not a valid name (1-80 letters, digits, '_', '.', '-'; starting with a letter or digit, ending with a letter, digit or '_')", rt.Name)
 			}
-			if _, dup := tables[key(rt.Name)]; dup {
+			if _, dup := tables[api.Key(rt.Name)]; dup {
 				bad(g+".name", "%q is declared twice", rt.Name)
 			}
-			tables[key(rt.Name)] = normalizeLocation(cmp.Or(rt.Location, rgLoc))
+			tables[api.Key(rt.Name)] = api.NormalizeLocation(cmp.Or(rt.Location, rgLoc))
 			routeSeen, prefixSeen := nameSet{}, map[string]string{}
 			for k, r := range rt.Routes {
 				h := fmt.Sprintf("%s.routes[%d]", g, k)
 				routeSeen.declare(bad, h+".name", r.Name)
 				if r.AddressPrefix == "" {
 					bad(h+".addressPrefix", "missing")
-				} else if !serviceTagRE.MatchString(r.AddressPrefix) {
-					if _, code, want := prefixProblem(r.AddressPrefix); code == "InvalidCIDRNotation" {
+				} else if !api.ServiceTagRE.MatchString(r.AddressPrefix) {
+					if _, code, want := api.PrefixProblem(r.AddressPrefix); code == "InvalidCIDRNotation" {
 						bad(h+".addressPrefix", "%q has host bits set; did you mean %s?", r.AddressPrefix, want)
 					} else if code != "" {
 						bad(h+".addressPrefix", "%q is neither a CIDR prefix nor a service tag", r.AddressPrefix)
@@ -226,7 +227,7 @@ func (t *Topology) Validate() error {
 		for j, vn := range rg.VirtualNetworks {
 			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)
 			vnetSeen.declare(bad, g+".name", vn.Name)
-			vnLoc := normalizeLocation(cmp.Or(vn.Location, rgLoc))
+			vnLoc := api.NormalizeLocation(cmp.Or(vn.Location, rgLoc))
 			var space []netip.Prefix
 			if len(vn.AddressPrefixes) == 0 {
 				bad(g+".addressPrefixes", "missing: a virtual network needs at least one address prefix")
@@ -288,11 +289,11 @@ func (t *Topology) Validate() error {
 				}
 				if sn.RouteTable != "" {
 					if strings.HasPrefix(sn.RouteTable, "/") {
-						a, ok := parseNetworkID(sn.RouteTable)
-						if !ok || a.Type != typeRouteTables || a.Child != "" {
+						a, ok := api.ParseNetworkID(sn.RouteTable)
+						if !ok || a.Type != api.TypeRouteTables || a.Child != "" {
 							bad(h+".routeTable", "%q is not a route table ID (/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Network/routeTables/<name>)", sn.RouteTable)
 						}
-					} else if loc, ok := tables[key(sn.RouteTable)]; !ok {
+					} else if loc, ok := tables[api.Key(sn.RouteTable)]; !ok {
 						bad(h+".routeTable", "%q is not a route table of resource group %q; declare it there or give its full ID", sn.RouteTable, rg.Name)
 					} else if loc != vnLoc {
 						bad(h+".routeTable", "route table %q is in %s but virtual network %q is in %s; Azure associates only tables of the same location", sn.RouteTable, loc, vn.Name, vnLoc)
@@ -304,15 +305,15 @@ func (t *Topology) Validate() error {
 	if t.Authorization != nil {
 		rgs := map[string]bool{}
 		for _, rg := range t.ResourceGroups {
-			rgs[key(rg.Name)] = true
+			rgs[api.Key(rg.Name)] = true
 		}
-		t.Authorization.validate(cmp.Or(t.Subscription, DefaultSubscription), rgs, bad)
+		t.Authorization.validate(cmp.Or(t.Subscription, api.DefaultSubscription), rgs, bad)
 	}
 	return errors.Join(errs...)
 }
 
 func topoPrefix(bad func(string, string, ...any), field, s string) (netip.Prefix, bool) {
-	p, code, want := prefixProblem(s)
+	p, code, want := api.PrefixProblem(s)
 	switch code {
 	case "":
 		return p, true

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // The network around a cluster in a topology file: peerings of a virtual
@@ -95,7 +96,7 @@ func validateAround(f string, rg TopologyResourceGroup, bad func(field, format s
 	}
 	vnets := map[string]bool{}
 	for _, v := range rg.VirtualNetworks {
-		vnets[key(v.Name)] = true
+		vnets[api.Key(v.Name)] = true
 	}
 	for i, v := range rg.VirtualNetworks {
 		seen := nameSet{}
@@ -106,14 +107,14 @@ func validateAround(f string, rg TopologyResourceGroup, bad func(field, format s
 			case ref == "":
 				bad(g+".remoteVirtualNetwork", "missing: <group>/<vnet>, a virtual network of this group, or an ID")
 			case strings.HasPrefix(ref, "/"):
-				if a, ok := parseNetworkID(ref); !ok || a.Type != typeVirtualNetworks || a.Child != "" {
+				if a, ok := api.ParseNetworkID(ref); !ok || a.Type != api.TypeVirtualNetworks || a.Child != "" {
 					bad(g+".remoteVirtualNetwork", "%q is not a virtual network ID", ref)
 				}
 			case strings.Count(ref, "/") > 1:
 				bad(g+".remoteVirtualNetwork", "%q is neither <group>/<vnet>, a virtual network name nor an ID", ref)
-			case !strings.Contains(ref, "/") && key(ref) == key(v.Name):
+			case !strings.Contains(ref, "/") && api.Key(ref) == api.Key(v.Name):
 				bad(g+".remoteVirtualNetwork", "%q is the peering's own virtual network", ref)
-			case !strings.Contains(ref, "/") && !vnets[key(ref)]:
+			case !strings.Contains(ref, "/") && !vnets[api.Key(ref)]:
 				bad(g+".remoteVirtualNetwork", "%q is not a virtual network of resource group %q; write <group>/<vnet> for another group", ref, rg.Name)
 			}
 		}
@@ -128,10 +129,10 @@ func validateAround(f string, rg TopologyResourceGroup, bad func(field, format s
 		case ref == "":
 			bad(g+".virtualNetwork", "missing: the virtual network whose GatewaySubnet holds the gateway")
 		case strings.HasPrefix(ref, "/"):
-			if a, ok := parseNetworkID(ref); !ok || a.Type != typeVirtualNetworks || a.Child != "" {
+			if a, ok := api.ParseNetworkID(ref); !ok || a.Type != api.TypeVirtualNetworks || a.Child != "" {
 				bad(g+".virtualNetwork", "%q is not a virtual network ID", ref)
 			}
-		case !vnets[key(ref)]:
+		case !vnets[api.Key(ref)]:
 			bad(g+".virtualNetwork", "%q is not a virtual network of resource group %q; give its ID", ref, rg.Name)
 		}
 		for k, p := range gw.BGPRoutes {
@@ -153,13 +154,13 @@ func validateAround(f string, rg TopologyResourceGroup, bad func(field, format s
 		g := fmt.Sprintf("%s.connections[%d]", f, i)
 		if c.VirtualNetworkGateway == "" {
 			bad(g+".virtualNetworkGateway", "missing")
-		} else if !strings.HasPrefix(c.VirtualNetworkGateway, "/") && !gateways[key(c.VirtualNetworkGateway)] {
+		} else if !strings.HasPrefix(c.VirtualNetworkGateway, "/") && !gateways[api.Key(c.VirtualNetworkGateway)] {
 			bad(g+".virtualNetworkGateway", "%q is not a gateway of resource group %q; give its ID", c.VirtualNetworkGateway, rg.Name)
 		}
 		switch {
 		case (c.LocalNetworkGateway == "") == (c.ExpressRouteCircuit == ""):
 			bad(g, "set localNetworkGateway (IPsec) or expressRouteCircuit (ExpressRoute), one of them")
-		case c.LocalNetworkGateway != "" && !strings.HasPrefix(c.LocalNetworkGateway, "/") && !sites[key(c.LocalNetworkGateway)]:
+		case c.LocalNetworkGateway != "" && !strings.HasPrefix(c.LocalNetworkGateway, "/") && !sites[api.Key(c.LocalNetworkGateway)]:
 			bad(g+".localNetworkGateway", "%q is not a local network gateway of resource group %q; give its ID", c.LocalNetworkGateway, rg.Name)
 		case c.ExpressRouteCircuit != "" && !strings.HasPrefix(c.ExpressRouteCircuit, "/subscriptions/"):
 			bad(g+".expressRouteCircuit", "%q is not an ExpressRoute circuit ID", c.ExpressRouteCircuit)
@@ -174,9 +175,9 @@ func (a *applier) refID(rg, typ, ref string) string {
 		return ref
 	}
 	if g, n, ok := strings.Cut(ref, "/"); ok {
-		return resourceID(a.sub, g, typ, n)
+		return api.ResourceID(a.sub, g, typ, n)
 	}
-	return resourceID(a.sub, rg, typ, ref)
+	return api.ResourceID(a.sub, rg, typ, ref)
 }
 
 // aroundClients are the SDK's clients applyAround writes with.
@@ -208,12 +209,12 @@ func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.Client
 	for _, rg := range t.ResourceGroups {
 		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, g := range rg.VirtualNetworkGateways {
-			if err := a.gateway(ctx, c, rg.Name, g, normalizeLocation(cmp.Or(g.Location, rgLoc))); err != nil {
+			if err := a.gateway(ctx, c, rg.Name, g, api.NormalizeLocation(cmp.Or(g.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
 		for _, l := range rg.LocalNetworkGateways {
-			if err := a.site(ctx, c, rg.Name, l, normalizeLocation(cmp.Or(l.Location, rgLoc))); err != nil {
+			if err := a.site(ctx, c, rg.Name, l, api.NormalizeLocation(cmp.Or(l.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
@@ -221,7 +222,7 @@ func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.Client
 	for _, rg := range t.ResourceGroups {
 		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, cn := range rg.Connections {
-			if err := a.connection(ctx, c, rg.Name, cn, normalizeLocation(cmp.Or(cn.Location, rgLoc))); err != nil {
+			if err := a.connection(ctx, c, rg.Name, cn, api.NormalizeLocation(cmp.Or(cn.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
@@ -251,13 +252,13 @@ func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.Client
 }
 
 func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string, p TopologyPeering) error {
-	id := childID(resourceID(a.sub, rg, typeVirtualNetworks, vnet), childPeerings, p.Name)
-	remote := a.refID(rg, typeVirtualNetworks, p.RemoteVirtualNetwork)
+	id := api.ChildID(api.ResourceID(a.sub, rg, api.TypeVirtualNetworks, vnet), childPeerings, p.Name)
+	remote := a.refID(rg, api.TypeVirtualNetworks, p.RemoteVirtualNetwork)
 	want := armnetwork.VirtualNetworkPeeringPropertiesFormat{
-		RemoteVirtualNetwork:      &armnetwork.SubResource{ID: ptr(remote)},
-		AllowVirtualNetworkAccess: ptr(p.AllowVirtualNetworkAccess == nil || *p.AllowVirtualNetworkAccess),
-		AllowForwardedTraffic:     ptr(p.AllowForwardedTraffic), AllowGatewayTransit: ptr(p.AllowGatewayTransit),
-		UseRemoteGateways: ptr(p.UseRemoteGateways),
+		RemoteVirtualNetwork:      &armnetwork.SubResource{ID: api.Ptr(remote)},
+		AllowVirtualNetworkAccess: api.Ptr(p.AllowVirtualNetworkAccess == nil || *p.AllowVirtualNetworkAccess),
+		AllowForwardedTraffic:     api.Ptr(p.AllowForwardedTraffic), AllowGatewayTransit: api.Ptr(p.AllowGatewayTransit),
+		UseRemoteGateways: api.Ptr(p.UseRemoteGateways),
 	}
 	detail := fmt.Sprintf("to %s, forwarded traffic %v, gateway transit %v, remote gateways %v", p.RemoteVirtualNetwork, p.AllowForwardedTraffic, p.AllowGatewayTransit, p.UseRemoteGateways)
 	cur, err := c.peerings.Get(ctx, rg, vnet, p.Name, nil)
@@ -289,8 +290,8 @@ func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string
 }
 
 func (a *applier) gateway(ctx context.Context, c *aroundClients, rg string, g TopologyGateway, loc string) error {
-	id := resourceID(a.sub, rg, typeVNetGateways, g.Name)
-	subnet := childID(a.refID(rg, typeVirtualNetworks, g.VirtualNetwork), childSubnets, gatewaySubnetName)
+	id := api.ResourceID(a.sub, rg, typeVNetGateways, g.Name)
+	subnet := api.ChildID(a.refID(rg, api.TypeVirtualNetworks, g.VirtualNetwork), api.ChildSubnets, gatewaySubnetName)
 	typ := armnetwork.VirtualNetworkGatewayTypeVPN
 	if strings.EqualFold(g.GatewayType, "ExpressRoute") {
 		typ = armnetwork.VirtualNetworkGatewayTypeExpressRoute
@@ -305,16 +306,16 @@ func (a *applier) gateway(ctx context.Context, c *aroundClients, rg string, g To
 		p := cur.Properties
 		if p != nil && p.GatewayType != nil && *p.GatewayType == typ && len(p.IPConfigurations) > 0 &&
 			p.IPConfigurations[0].Properties != nil && p.IPConfigurations[0].Properties.Subnet != nil &&
-			strings.EqualFold(str(p.IPConfigurations[0].Properties.Subnet.ID), subnet) {
+			strings.EqualFold(api.Str(p.IPConfigurations[0].Properties.Subnet.ID), subnet) {
 			a.record(ActionUnchanged, "virtualNetworkGateway", id, "")
 			return nil
 		}
 		action = ActionUpdate
 	}
-	body := armnetwork.VirtualNetworkGateway{Location: ptr(loc), Properties: &armnetwork.VirtualNetworkGatewayPropertiesFormat{
-		GatewayType: ptr(typ),
-		IPConfigurations: []*armnetwork.VirtualNetworkGatewayIPConfiguration{{Name: ptr("default"),
-			Properties: &armnetwork.VirtualNetworkGatewayIPConfigurationPropertiesFormat{Subnet: &armnetwork.SubResource{ID: ptr(subnet)}}}},
+	body := armnetwork.VirtualNetworkGateway{Location: api.Ptr(loc), Properties: &armnetwork.VirtualNetworkGatewayPropertiesFormat{
+		GatewayType: api.Ptr(typ),
+		IPConfigurations: []*armnetwork.VirtualNetworkGatewayIPConfiguration{{Name: api.Ptr("default"),
+			Properties: &armnetwork.VirtualNetworkGatewayIPConfigurationPropertiesFormat{Subnet: &armnetwork.SubResource{ID: api.Ptr(subnet)}}}},
 	}}
 	poller, err := c.gateways.BeginCreateOrUpdate(ctx, rg, g.Name, body, nil)
 	err = awaitPut(ctx, a, poller, err)
@@ -331,7 +332,7 @@ func (a *applier) bgpRoutes(ctx context.Context, rg string, g TopologyGateway) e
 	if g.BGPRoutes == nil {
 		return nil
 	}
-	id := resourceID(a.sub, rg, typeVNetGateways, g.Name)
+	id := api.ResourceID(a.sub, rg, typeVNetGateways, g.Name)
 	path := controlPrefix + "bgp?gateway=" + url.QueryEscape(id)
 	var cur bgpAdvertisement
 	if _, err := a.arm.do(ctx, http.MethodGet, path, nil, &cur); err != nil {
@@ -350,7 +351,7 @@ func (a *applier) bgpRoutes(ctx context.Context, rg string, g TopologyGateway) e
 }
 
 func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l TopologyLocalGateway, loc string) error {
-	id := resourceID(a.sub, rg, typeLocalGateways, l.Name)
+	id := api.ResourceID(a.sub, rg, typeLocalGateways, l.Name)
 	cur, err := c.sites.Get(ctx, rg, l.Name, nil)
 	action := ActionCreate
 	switch {
@@ -358,14 +359,14 @@ func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l Topol
 	case err != nil:
 		return fmt.Errorf("reading local network gateway %s: %w", l.Name, describe(err))
 	default:
-		if p := cur.Properties; p != nil && str(p.GatewayIPAddress) == l.GatewayIPAddress && sameSpace(spaceOf(p.LocalNetworkAddressSpace), l.AddressPrefixes) {
+		if p := cur.Properties; p != nil && api.Str(p.GatewayIPAddress) == l.GatewayIPAddress && sameSpace(spaceOf(p.LocalNetworkAddressSpace), l.AddressPrefixes) {
 			a.record(ActionUnchanged, "localNetworkGateway", id, "")
 			return nil
 		}
 		action = ActionUpdate
 	}
-	body := armnetwork.LocalNetworkGateway{Location: ptr(loc), Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{
-		GatewayIPAddress: ptr(l.GatewayIPAddress), LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(l.AddressPrefixes)}}}
+	body := armnetwork.LocalNetworkGateway{Location: api.Ptr(loc), Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{
+		GatewayIPAddress: api.Ptr(l.GatewayIPAddress), LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(l.AddressPrefixes)}}}
 	poller, err := c.sites.BeginCreateOrUpdate(ctx, rg, l.Name, body, nil)
 	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
@@ -376,19 +377,19 @@ func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l Topol
 }
 
 func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, cn TopologyConnection, loc string) error {
-	id := resourceID(a.sub, rg, typeConnections, cn.Name)
+	id := api.ResourceID(a.sub, rg, typeConnections, cn.Name)
 	gw := a.refID(rg, typeVNetGateways, cn.VirtualNetworkGateway)
-	props := &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: ptr(gw)}}
+	props := &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: api.Ptr(gw)}}
 	other := ""
 	if cn.LocalNetworkGateway != "" {
 		other = a.refID(rg, typeLocalGateways, cn.LocalNetworkGateway)
-		props.ConnectionType = ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec)
-		props.LocalNetworkGateway2 = &armnetwork.LocalNetworkGateway{ID: ptr(other)}
-		props.SharedKey = ptr("routekeeper-fabric")
+		props.ConnectionType = api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec)
+		props.LocalNetworkGateway2 = &armnetwork.LocalNetworkGateway{ID: api.Ptr(other)}
+		props.SharedKey = api.Ptr("routekeeper-fabric")
 	} else {
 		other = cn.ExpressRouteCircuit
-		props.ConnectionType = ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute)
-		props.Peer = &armnetwork.SubResource{ID: ptr(other)}
+		props.ConnectionType = api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute)
+		props.Peer = &armnetwork.SubResource{ID: api.Ptr(other)}
 	}
 	cur, err := c.conns.Get(ctx, rg, cn.Name, nil)
 	action := ActionCreate
@@ -399,7 +400,7 @@ func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, c
 	default:
 		ends := connectionEnds(&cur.VirtualNetworkGatewayConnection)
 		if cur.Properties.Peer != nil {
-			ends = append(ends, str(cur.Properties.Peer.ID))
+			ends = append(ends, api.Str(cur.Properties.Peer.ID))
 		}
 		if len(ends) == 2 && strings.EqualFold(ends[0], gw) && strings.EqualFold(ends[1], other) {
 			a.record(ActionUnchanged, "connection", id, "")
@@ -407,7 +408,7 @@ func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, c
 		}
 		action = ActionUpdate
 	}
-	poller, err := c.conns.BeginCreateOrUpdate(ctx, rg, cn.Name, armnetwork.VirtualNetworkGatewayConnection{Location: ptr(loc), Properties: props}, nil)
+	poller, err := c.conns.BeginCreateOrUpdate(ctx, rg, cn.Name, armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(loc), Properties: props}, nil)
 	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
 		return fmt.Errorf("writing connection %s: %w", cn.Name, describe(err))

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // TopologyAuthorization is who may do what in the fabric, and what
@@ -181,7 +182,7 @@ func scopeOf(sub, scope, rg string) string {
 	case scope != "":
 		return azrbac.NormalizeScope(scope)
 	case rg != "":
-		return rgID(sub, rg)
+		return api.RGID(sub, rg)
 	}
 	return "/subscriptions/" + sub
 }
@@ -217,7 +218,7 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 		switch {
 		case scope != "" && rg != "":
 			bad(field, "give scope or resourceGroup, not both")
-		case rg != "" && !rgs[key(rg)]:
+		case rg != "" && !rgs[api.Key(rg)]:
 			bad(field+".resourceGroup", "%q is not a resource group of the topology", rg)
 		case scope != "" && !strings.HasPrefix(strings.ToLower(scope), "/subscriptions/"):
 			bad(field+".scope", "%q is not a scope (/subscriptions/<id>[/resourceGroups/<name>[/providers/...]])", scope)
@@ -232,7 +233,7 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 		if err := checkPrincipal(principalDoc{ClientID: p.ClientID, ObjectID: p.ObjectID, PrincipalType: p.Type}); err != nil {
 			bad(g, "%v", err)
 		}
-		for _, k := range []string{"name:" + key(p.Name), "client:" + key(p.ClientID)} {
+		for _, k := range []string{"name:" + api.Key(p.Name), "client:" + api.Key(p.ClientID)} {
 			if seen[k] {
 				bad(g, "%q is declared twice", strings.SplitN(k, ":", 2)[1])
 			}
@@ -248,10 +249,10 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 		if _, ok := azrbac.BuiltInRole(d.Definition.RoleName); ok {
 			bad(g+".Name", "%q is a built-in role", d.Definition.RoleName)
 		}
-		if seen["role:"+key(d.Definition.RoleName)] {
+		if seen["role:"+api.Key(d.Definition.RoleName)] {
 			bad(g+".Name", "%q is declared twice", d.Definition.RoleName)
 		}
-		seen["role:"+key(d.Definition.RoleName)] = true
+		seen["role:"+api.Key(d.Definition.RoleName)] = true
 	}
 	for i, ra := range a.RoleAssignments {
 		g := fmt.Sprintf("%s.roleAssignments[%d]", f, i)
@@ -285,10 +286,10 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 		if !extNameRE.MatchString(d.Name) {
 			bad(g+".name", "%q is not a policy definition name", d.Name)
 		}
-		if defs[key(d.Name)] {
+		if defs[api.Key(d.Name)] {
 			bad(g+".name", "%q is declared twice", d.Name)
 		}
-		defs[key(d.Name)] = true
+		defs[api.Key(d.Name)] = true
 		if _, err := d.compiled(sub); err != nil {
 			bad(g+".policyRule", "%v", err)
 		}
@@ -298,7 +299,7 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 		if !extNameRE.MatchString(pa.Name) {
 			bad(g+".name", "%q is not a policy assignment name", pa.Name)
 		}
-		if !defs[key(pa.Definition)] && !strings.HasPrefix(pa.Definition, "/") {
+		if !defs[api.Key(pa.Definition)] && !strings.HasPrefix(pa.Definition, "/") {
 			bad(g+".definition", "%q is not one of policyDefinitions nor a policy definition ID", pa.Definition)
 		}
 		checkScope(g, pa.Scope, pa.ResourceGroup)
@@ -329,7 +330,7 @@ func (d TopologyPolicyDefinition) compiled(sub string) (*policyDefinition, error
 		}
 	}
 	if err := pd.compile(); err != nil {
-		var ae *apiError
+		var ae *api.Error
 		if errors.As(err, &ae) {
 			return nil, errors.New(ae.Message)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // TestApplyAuthorization: a topology file's authorization, with a role
@@ -42,11 +44,11 @@ func TestApplyAuthorization(t *testing.T) {
 	if err := putTable(e.as("routekeeper-app"), "my-cluster-rg", "routes", vaRoute("r", "10.244.0.0/24", "10.240.0.9")); err != nil {
 		t.Errorf("routekeeper's role: %v", err)
 	}
-	status, body := e.raw("", "DELETE", netID("my-cluster-rg", typeVirtualNetworks, "vnet")+"?api-version=2024-05-01", nil)
+	status, body := e.raw("", "DELETE", netID("my-cluster-rg", api.TypeVirtualNetworks, "vnet")+"?api-version=2024-05-01", nil)
 	if er, _ := body["error"].(map[string]any); status != 409 || er["code"] != "ScopeLocked" {
 		t.Errorf("deleting the locked VNet = %d %v", status, body)
 	}
-	status, body = e.raw("", "PUT", netID("my-cluster-rg", typeRouteTables, "routes")+"/routes/i?api-version=2024-05-01", routeBodyHop("0.0.0.0/0", "Internet"))
+	status, body = e.raw("", "PUT", netID("my-cluster-rg", api.TypeRouteTables, "routes")+"/routes/i?api-version=2024-05-01", routeBodyHop("0.0.0.0/0", "Internet"))
 	if er, _ := body["error"].(map[string]any); status != 403 || er["code"] != "RequestDisallowedByPolicy" {
 		t.Errorf("an Internet route = %d %v", status, body)
 	}

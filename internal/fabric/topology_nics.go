@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // TopologyNIC is a node's network interface: one IP configuration in a
@@ -42,7 +43,7 @@ func validateNICs(f string, rg TopologyResourceGroup, bad func(field, format str
 		} else if !strings.HasPrefix(n.Subnet, "/") && strings.Count(n.Subnet, "/") != 1 {
 			bad(g+".subnet", "%q is neither <virtual network>/<subnet> nor a subnet ID", n.Subnet)
 		} else if strings.HasPrefix(n.Subnet, "/") {
-			if a, ok := parseNetworkID(n.Subnet); !ok || a.Child != childSubnets {
+			if a, ok := api.ParseNetworkID(n.Subnet); !ok || a.Child != api.ChildSubnets {
 				bad(g+".subnet", "%q is not a subnet ID", n.Subnet)
 			}
 		}
@@ -57,26 +58,26 @@ func (a *applier) subnetRef(rg, ref string) string {
 		return ref
 	}
 	vnet, sn, _ := strings.Cut(ref, "/")
-	return childID(resourceID(a.sub, rg, typeVirtualNetworks, vnet), childSubnets, sn)
+	return api.ChildID(api.ResourceID(a.sub, rg, api.TypeVirtualNetworks, vnet), api.ChildSubnets, sn)
 }
 
 // networkInterface creates the NIC or updates its subnet, private IP and
 // IP forwarding when they differ.
 func (a *applier) networkInterface(ctx context.Context, rg string, n TopologyNIC, loc string) error {
-	id := resourceID(a.sub, rg, typeNetworkInterfaces, n.Name)
+	id := api.ResourceID(a.sub, rg, typeNetworkInterfaces, n.Name)
 	subnetID := a.subnetRef(rg, n.Subnet)
 	ipCfg := func(name string) *armnetwork.InterfaceIPConfiguration {
-		return &armnetwork.InterfaceIPConfiguration{Name: ptr(name), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-			Subnet: &armnetwork.Subnet{ID: ptr(subnetID)}, PrivateIPAddress: ptr(n.PrivateIPAddress),
-			PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodStatic), Primary: ptr(true),
+		return &armnetwork.InterfaceIPConfiguration{Name: api.Ptr(name), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+			Subnet: &armnetwork.Subnet{ID: api.Ptr(subnetID)}, PrivateIPAddress: api.Ptr(n.PrivateIPAddress),
+			PrivateIPAllocationMethod: api.Ptr(armnetwork.IPAllocationMethodStatic), Primary: api.Ptr(true),
 		}}
 	}
 	detail := fmt.Sprintf("%s in %s, IP forwarding %v", n.PrivateIPAddress, n.Subnet, n.EnableIPForwarding)
 	for attempt := 0; ; attempt++ {
 		cur, err := a.nics.Get(ctx, rg, n.Name, nil)
 		if isStatus(err, http.StatusNotFound) {
-			body := armnetwork.Interface{Location: ptr(loc), Properties: &armnetwork.InterfacePropertiesFormat{
-				EnableIPForwarding: ptr(n.EnableIPForwarding), IPConfigurations: []*armnetwork.InterfaceIPConfiguration{ipCfg("ipconfig1")}}}
+			body := armnetwork.Interface{Location: api.Ptr(loc), Properties: &armnetwork.InterfacePropertiesFormat{
+				EnableIPForwarding: api.Ptr(n.EnableIPForwarding), IPConfigurations: []*armnetwork.InterfaceIPConfiguration{ipCfg("ipconfig1")}}}
 			if err := a.putNIC(withIfNoneMatch(ctx), rg, n.Name, body); err != nil {
 				if isStatus(err, http.StatusPreconditionFailed) && attempt < applyRetries {
 					continue
@@ -95,19 +96,19 @@ func (a *applier) networkInterface(ctx context.Context, rg string, n TopologyNIC
 		}
 		first := nic.Properties.IPConfigurations[0]
 		var changes []string
-		if p := first.Properties; p == nil || p.Subnet == nil || !armid.Same(str(p.Subnet.ID), subnetID) || str(p.PrivateIPAddress) != n.PrivateIPAddress {
-			nic.Properties.IPConfigurations[0] = ipCfg(str(first.Name))
+		if p := first.Properties; p == nil || p.Subnet == nil || !armid.Same(api.Str(p.Subnet.ID), subnetID) || api.Str(p.PrivateIPAddress) != n.PrivateIPAddress {
+			nic.Properties.IPConfigurations[0] = ipCfg(api.Str(first.Name))
 			changes = append(changes, "ipConfiguration")
 		}
 		if f := nic.Properties.EnableIPForwarding; f == nil || *f != n.EnableIPForwarding {
-			nic.Properties.EnableIPForwarding = ptr(n.EnableIPForwarding)
+			nic.Properties.EnableIPForwarding = api.Ptr(n.EnableIPForwarding)
 			changes = append(changes, "enableIPForwarding")
 		}
 		if len(changes) == 0 {
 			a.record(ActionUnchanged, "networkInterface", id, "")
 			return nil
 		}
-		if err := a.putNIC(withIfMatch(ctx, str(nic.Etag)), rg, n.Name, nic); err != nil {
+		if err := a.putNIC(withIfMatch(ctx, api.Str(nic.Etag)), rg, n.Name, nic); err != nil {
 			if isStatus(err, http.StatusPreconditionFailed) && attempt < applyRetries {
 				continue
 			}
@@ -129,7 +130,7 @@ func (a *applier) applyNICs(ctx context.Context, t *Topology) error {
 	for _, rg := range t.ResourceGroups {
 		rgLoc := cmp.Or(rg.Location, t.Location)
 		for _, n := range rg.NetworkInterfaces {
-			if err := a.networkInterface(ctx, rg.Name, n, normalizeLocation(cmp.Or(n.Location, rgLoc))); err != nil {
+			if err := a.networkInterface(ctx, rg.Name, n, api.NormalizeLocation(cmp.Or(n.Location, rgLoc))); err != nil {
 				return err
 			}
 		}
@@ -143,11 +144,11 @@ type nameSet map[string]bool
 // declare checks the name at field: a valid name, not declared before in
 // the collection; and records it.
 func (s nameSet) declare(bad func(field, format string, args ...any), field, name string) {
-	if !validName(name) {
+	if !api.ValidName(name) {
 		bad(field, "%q is not a valid name", name)
 	}
-	if s[key(name)] {
+	if s[api.Key(name)] {
 		bad(field, "%q is declared twice", name)
 	}
-	s[key(name)] = true
+	s[api.Key(name)] = true
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
@@ -27,7 +28,7 @@ func TestApplyNICs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *n.Properties.EnableIPForwarding || str(n.Properties.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.21" {
+	if *n.Properties.EnableIPForwarding || api.Str(n.Properties.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.21" {
 		t.Errorf("worker-1-nic = %+v", n.Properties)
 	}
 	if res := applyFile(t, e.env, path); res.Writes != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
@@ -106,7 +107,7 @@ func TestApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tbl.Properties.Routes) != 2 || len(tbl.Properties.Subnets) != 1 || str(tbl.Tags["env"]) != "test" {
+			if len(tbl.Properties.Routes) != 2 || len(tbl.Properties.Subnets) != 1 || api.Str(tbl.Tags["env"]) != "test" {
 				t.Errorf("table = %v, subnets %d", routeNames(tbl.RouteTable), len(tbl.Properties.Subnets))
 			}
 
@@ -119,8 +120,8 @@ func TestApply(t *testing.T) {
 			// Someone (routekeeper) adds a pod route and a claim tag; the
 			// topology does not declare them: apply keeps them.
 			tbl.Properties.Routes = append(tbl.Properties.Routes, vaRoute("worker-2____102002024", "10.200.2.0/24", "10.240.0.22"))
-			tbl.Tags["routekeeper-cluster"] = ptr("kthw")
-			if _, err := e.putTable(withHeader(ctx, "If-Match", str(tbl.Etag)), "kubernetes", "kubernetes-routes", tbl.RouteTable); err != nil {
+			tbl.Tags["routekeeper-cluster"] = api.Ptr("kthw")
+			if _, err := e.putTable(withHeader(ctx, "If-Match", api.Str(tbl.Etag)), "kubernetes", "kubernetes-routes", tbl.RouteTable); err != nil {
 				t.Fatal(err)
 			}
 			res = applyFile(t, e, "testdata/topology/kthw.yaml")
@@ -128,7 +129,7 @@ func TestApply(t *testing.T) {
 				t.Errorf("apply over undeclared additions wrote %d times: %+v", res.Writes, res.Changes)
 			}
 			after := e.getTable(ctx, "kubernetes", "kubernetes-routes")
-			if len(after.Properties.Routes) != 3 || str(after.Tags["routekeeper-cluster"]) != "kthw" {
+			if len(after.Properties.Routes) != 3 || api.Str(after.Tags["routekeeper-cluster"]) != "kthw" {
 				t.Errorf("undeclared route or tag lost: %v %v", routeNames(after), after.Tags)
 			}
 
@@ -141,7 +142,7 @@ func TestApply(t *testing.T) {
 				t.Errorf("changed apply: %d writes %+v", res.Writes, res.Changes)
 			}
 			after = e.getTable(ctx, "kubernetes", "kubernetes-routes")
-			if r := sdkRoute(after, "kubernetes-route-10-200-1-0-24"); str(r.Properties.NextHopIPAddress) != "10.240.0.31" || len(after.Properties.Routes) != 3 {
+			if r := sdkRoute(after, "kubernetes-route-10-200-1-0-24"); api.Str(r.Properties.NextHopIPAddress) != "10.240.0.31" || len(after.Properties.Routes) != 3 {
 				t.Errorf("after update: %v", routeNames(after))
 			}
 		})
@@ -172,7 +173,7 @@ func TestApplyNeverDropsAnAssociation(t *testing.T) {
 	}
 	tbl := e.getTable(ctx, "kubernetes", "kubernetes-routes")
 	if _, err := e.putSubnet(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: tbl.ID}}}); err != nil {
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: tbl.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	// Also widen the address space in the file: the VNet PUT must carry the
@@ -207,7 +208,7 @@ func TestApplyRetriesAConcurrentWrite(t *testing.T) {
 		t.Errorf("apply after an intruder: %+v (%d writes)", res.Changes, res.Writes)
 	}
 	got := e.getTable(context.Background(), "kubernetes", "kubernetes-routes")
-	if !slices.ContainsFunc(got.Properties.Routes, func(r *armnetwork.Route) bool { return strings.HasPrefix(str(r.Name), "intruder-") }) {
+	if !slices.ContainsFunc(got.Properties.Routes, func(r *armnetwork.Route) bool { return strings.HasPrefix(api.Str(r.Name), "intruder-") }) {
 		t.Error("the intruder's route was lost: apply overwrote a concurrent write")
 	}
 }

@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"context"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // resourceType is how the paths of one top-level Microsoft.Network type
@@ -13,45 +15,49 @@ type resourceType struct {
 	name string
 	// list serves GET of the collection in a group (nil: the path is not
 	// served), and of a subscription's too when inSubscription.
-	list           handler
+	list           api.Handler
 	inSubscription bool
-	item           map[string]handler    // the methods on one resource
-	children       map[string]childPaths // by child segment
-	actions        map[string]handler    // POST .../{name}/{action}, by action
+	item           map[string]api.Handler // the methods on one resource
+	children       map[string]childPaths  // by child segment
+	actions        map[string]api.Handler // POST .../{name}/{action}, by action
 }
 
 // childPaths are the handlers of one collection of children.
 type childPaths struct {
-	list handler
-	item map[string]handler
+	list api.Handler
+	item map[string]api.Handler
 }
 
 // The handlers of a top-level type of kind k.
 
-func (k *topKind[In, Cur]) handleList(s *Server) handler {
-	return func(ctx context.Context, q *request) (*response, error) { return s.listTop(ctx, q, k.typ, k.render) }
+func (k *topKind[In, Cur]) handleList(s *Server) api.Handler {
+	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
+		return s.listTop(ctx, q, k.typ, k.render)
+	}
 }
 
-func (k *topKind[In, Cur]) handleGet(s *Server) handler {
-	return func(ctx context.Context, q *request) (*response, error) {
+func (k *topKind[In, Cur]) handleGet(s *Server) api.Handler {
+	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.getTop(ctx, q, k.typ, k.armType, k.render)
 	}
 }
 
-func (k *topKind[In, Cur]) handlePatch(s *Server) handler {
-	return func(ctx context.Context, q *request) (*response, error) {
+func (k *topKind[In, Cur]) handlePatch(s *Server) api.Handler {
+	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.patchTags(ctx, q, k.typ, k.armType, k.render)
 	}
 }
 
 // handleDelete is DELETE; check may refuse it (nil: never).
-func (k *topKind[In, Cur]) handleDelete(s *Server, check func(*txn, *resourceRow) error) handler {
-	return func(ctx context.Context, q *request) (*response, error) { return s.deleteTop(ctx, q, k.typ, check) }
+func (k *topKind[In, Cur]) handleDelete(s *Server, check func(*txn, *resourceRow) error) api.Handler {
+	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
+		return s.deleteTop(ctx, q, k.typ, check)
+	}
 }
 
 // handlePut is PUT through the pipeline, with build for the type's part.
-func (k *topKind[In, Cur]) handlePut(s *Server, build func(*topPut[In, Cur]) (*response, error)) handler {
-	return func(ctx context.Context, q *request) (*response, error) {
+func (k *topKind[In, Cur]) handlePut(s *Server, build func(*topPut[In, Cur]) (*api.Response, error)) api.Handler {
+	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.put(ctx, q, &topPut[In, Cur]{kind: k, build: build})
 	}
 }
@@ -59,82 +65,82 @@ func (k *topKind[In, Cur]) handlePut(s *Server, build func(*topPut[In, Cur]) (*r
 // resourceTypes are the types the fabric serves, by name.
 func (s *Server) resourceTypes() map[string]*resourceType {
 	return map[string]*resourceType{
-		typeRouteTables: {
-			name: typeRouteTables, list: tableKind.handleList(s), inSubscription: true,
-			item: map[string]handler{
+		api.TypeRouteTables: {
+			name: api.TypeRouteTables, list: tableKind.handleList(s), inSubscription: true,
+			item: map[string]api.Handler{
 				"GET": s.getRouteTable, "PUT": tableKind.handlePut(s, s.buildTable),
 				"PATCH": tableKind.handlePatch(s), "DELETE": tableKind.handleDelete(s, checkTableNotInUse),
 			},
 			children: map[string]childPaths{
-				childRoutes: {
+				api.ChildRoutes: {
 					list: routeKind.handleList(s),
-					item: map[string]handler{"GET": routeKind.handleGet(s), "PUT": s.putRoute, "DELETE": routeKind.handleDelete(s, nil)},
+					item: map[string]api.Handler{"GET": routeKind.handleGet(s), "PUT": s.putRoute, "DELETE": routeKind.handleDelete(s, nil)},
 				},
 			},
 		},
-		typeVirtualNetworks: {
-			name: typeVirtualNetworks, list: vnetKind.handleList(s), inSubscription: true,
-			item: map[string]handler{
+		api.TypeVirtualNetworks: {
+			name: api.TypeVirtualNetworks, list: vnetKind.handleList(s), inSubscription: true,
+			item: map[string]api.Handler{
 				"GET": vnetKind.handleGet(s), "PUT": vnetKind.handlePut(s, s.buildVNet),
 				"PATCH": vnetKind.handlePatch(s), "DELETE": vnetKind.handleDelete(s, checkVNetNotInUse),
 			},
 			children: map[string]childPaths{
-				childSubnets: {
+				api.ChildSubnets: {
 					list: subnetKind.handleList(s),
-					item: map[string]handler{"GET": subnetKind.handleGet(s), "PUT": s.putSubnet, "DELETE": subnetKind.handleDelete(s, checkSubnetNotInUse)},
+					item: map[string]api.Handler{"GET": subnetKind.handleGet(s), "PUT": s.putSubnet, "DELETE": subnetKind.handleDelete(s, checkSubnetNotInUse)},
 				},
 				childPeerings: {
 					list: peeringKind.handleList(s),
-					item: map[string]handler{"GET": peeringKind.handleGet(s), "PUT": s.putPeering, "DELETE": peeringKind.handleDelete(s, nil)},
+					item: map[string]api.Handler{"GET": peeringKind.handleGet(s), "PUT": s.putPeering, "DELETE": peeringKind.handleDelete(s, nil)},
 				},
 			},
 		},
 		typeNetworkInterfaces: {
 			name: typeNetworkInterfaces, list: nicKind.handleList(s), inSubscription: true,
-			item:    map[string]handler{"GET": nicKind.handleGet(s), "PUT": nicKind.handlePut(s, s.buildNIC), "DELETE": nicKind.handleDelete(s, nil)},
-			actions: map[string]handler{actionEffectiveRoutes: s.postEffectiveRouteTable},
+			item:    map[string]api.Handler{"GET": nicKind.handleGet(s), "PUT": nicKind.handlePut(s, s.buildNIC), "DELETE": nicKind.handleDelete(s, nil)},
+			actions: map[string]api.Handler{actionEffectiveRoutes: s.postEffectiveRouteTable},
 		},
 		typeNetworkSecurityGroups: {
 			name: typeNetworkSecurityGroups, list: nsgKind.handleList(s), inSubscription: true,
-			item: map[string]handler{
+			item: map[string]api.Handler{
 				"GET": nsgKind.handleGet(s), "PUT": nsgKind.handlePut(s, s.buildNSG),
 				"PATCH": nsgKind.handlePatch(s), "DELETE": nsgKind.handleDelete(s, checkNSGNotInUse),
 			},
 			children: map[string]childPaths{
 				childSecurityRules: {
 					list: securityRuleKind.handleList(s),
-					item: map[string]handler{"GET": securityRuleKind.handleGet(s), "PUT": s.putSecurityRule, "DELETE": securityRuleKind.handleDelete(s, nil)},
+					item: map[string]api.Handler{"GET": securityRuleKind.handleGet(s), "PUT": s.putSecurityRule, "DELETE": securityRuleKind.handleDelete(s, nil)},
 				},
 				childDefaultSecurityRules: {
 					list: defaultRuleKind.handleList(s),
-					item: map[string]handler{"GET": defaultRuleKind.handleGet(s)},
+					item: map[string]api.Handler{"GET": defaultRuleKind.handleGet(s)},
 				},
 			},
 		},
 		typeNatGateways: {
 			name: typeNatGateways, list: natGatewayKind.handleList(s), inSubscription: true,
-			item: map[string]handler{
+			item: map[string]api.Handler{
 				"GET": natGatewayKind.handleGet(s), "PUT": natGatewayKind.handlePut(s, s.buildNatGateway),
 				"DELETE": natGatewayKind.handleDelete(s, checkNatGatewayNotInUse),
 			},
 		},
 		typeNetworkWatchers: {
 			name:    typeNetworkWatchers,
-			item:    map[string]handler{"GET": watcherKind.handleGet(s), "PUT": watcherKind.handlePut(s, s.buildWatcher), "DELETE": watcherKind.handleDelete(s, nil)},
-			actions: map[string]handler{actionNextHop: s.postNextHop},
+			item:    map[string]api.Handler{"GET": watcherKind.handleGet(s), "PUT": watcherKind.handlePut(s, s.buildWatcher), "DELETE": watcherKind.handleDelete(s, nil)},
+			actions: map[string]api.Handler{actionNextHop: s.postNextHop},
 		},
 		typeVNetGateways: {
 			list: gatewayKind.handleList(s),
-			item: map[string]handler{
+			item: map[string]api.Handler{
 				"GET": gatewayKind.handleGet(s), "PUT": gatewayKind.handlePut(s, s.buildGateway),
 				"DELETE": gatewayKind.handleDelete(s, notConnected("InUseVirtualNetworkGatewayCannotBeDeleted",
 					"Virtual network gateway %s cannot be deleted because it is in use by connection %s.")),
 			},
-			actions: map[string]handler{actionLearnedRoutes: s.postLearnedRoutes},
+			actions: map[string]api.Handler{actionLearnedRoutes: s.postLearnedRoutes},
 		},
 		typeLocalGateways: {
 			list: localGatewayKind.handleList(s),
-			item: map[string]handler{
+			item: map[string]api.Handler{
 				"GET": localGatewayKind.handleGet(s), "PUT": localGatewayKind.handlePut(s, s.buildLocalGateway),
 				"DELETE": localGatewayKind.handleDelete(s, notConnected("InUseLocalNetworkGatewayCannotBeDeleted",
 					"Local network gateway %s cannot be deleted because it is in use by connection %s.")),
@@ -142,29 +148,29 @@ func (s *Server) resourceTypes() map[string]*resourceType {
 		},
 		typeConnections: {
 			list: connectionKind.handleList(s),
-			item: map[string]handler{"GET": connectionKind.handleGet(s), "PUT": connectionKind.handlePut(s, s.buildConnection), "DELETE": connectionKind.handleDelete(s, nil)},
+			item: map[string]api.Handler{"GET": connectionKind.handleGet(s), "PUT": connectionKind.handlePut(s, s.buildConnection), "DELETE": connectionKind.handleDelete(s, nil)},
 		},
 	}
 }
 
 // serveType serves a path of n segments below a resource group's
 // .../providers/Microsoft.Network/{type} of type t.
-func (s *Server) serveType(ctx context.Context, q *request, t *resourceType, n int) (*response, error) {
-	seg := q.segs
+func (s *Server) serveType(ctx context.Context, q *api.Request, t *resourceType, n int) (*api.Response, error) {
+	seg := q.Segs
 	switch {
 	case n == 7 && t.list != nil:
-		return methods(q, map[string]handler{"GET": t.list})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": t.list})(ctx, q)
 	case n == 8:
-		return methods(q, t.item)(ctx, q)
+		return api.Methods(q, t.item)(ctx, q)
 	case n == 9 || n == 10:
-		if c, ok := lookupFold(t.children, seg[8]); ok {
+		if c, ok := api.LookupFold(t.children, seg[8]); ok {
 			if n == 9 {
-				return methods(q, map[string]handler{"GET": c.list})(ctx, q)
+				return api.Methods(q, map[string]api.Handler{"GET": c.list})(ctx, q)
 			}
-			return methods(q, c.item)(ctx, q)
+			return api.Methods(q, c.item)(ctx, q)
 		}
-		if a, ok := lookupFold(t.actions, seg[8]); ok && n == 9 {
-			return methods(q, map[string]handler{"POST": a})(ctx, q)
+		if a, ok := api.LookupFold(t.actions, seg[8]); ok && n == 9 {
+			return api.Methods(q, map[string]api.Handler{"POST": a})(ctx, q)
 		}
 	}
 	if n >= 9 {
@@ -172,7 +178,7 @@ func (s *Server) serveType(ctx context.Context, q *request, t *resourceType, n i
 		if name == "" {
 			name = seg[6]
 		}
-		return nil, errResourceType(q, name+"/"+seg[8])
+		return nil, api.InvalidResourceType(q, name+"/"+seg[8])
 	}
-	return nil, errNoRoute(q)
+	return nil, api.NoRoute(q)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 func decodeVNet(doc []byte) (*armnetwork.VirtualNetwork, error) {
@@ -27,10 +28,10 @@ func settleVNet(v *armnetwork.VirtualNetwork, removeChild, etag string) {
 	settlePeerings(v, removeChild)
 	subnets := v.Properties.Subnets[:0]
 	for _, sn := range v.Properties.Subnets {
-		if removeChild != "" && strings.EqualFold(str(sn.Name), removeChild) {
+		if removeChild != "" && strings.EqualFold(api.Str(sn.Name), removeChild) {
 			continue
 		}
-		sn.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+		sn.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateSucceeded)
 		subnets = append(subnets, sn)
 	}
 	v.Properties.Subnets = subnets
@@ -47,10 +48,10 @@ func renderVNet(tx *txn, row *resourceRow) (json.RawMessage, error) {
 func vnetAssociations(tx *txn, vnetKey string, v *armnetwork.VirtualNetwork) ([]association, error) {
 	var out []association
 	for _, sn := range v.Properties.Subnets {
-		if sn.Properties == nil || sn.Properties.RouteTable == nil || str(sn.Properties.RouteTable.ID) == "" {
+		if sn.Properties == nil || sn.Properties.RouteTable == nil || api.Str(sn.Properties.RouteTable.ID) == "" {
 			continue
 		}
-		tk := key(str(sn.Properties.RouteTable.ID))
+		tk := api.Key(api.Str(sn.Properties.RouteTable.ID))
 		row, err := tx.getResource(tk)
 		if err != nil {
 			return nil, err
@@ -58,36 +59,36 @@ func vnetAssociations(tx *txn, vnetKey string, v *armnetwork.VirtualNetwork) ([]
 		if row == nil {
 			continue
 		}
-		out = append(out, association{SubnetKey: key(str(sn.ID)), SubnetID: str(sn.ID), VNetKey: vnetKey, TableKey: tk})
+		out = append(out, association{SubnetKey: api.Key(api.Str(sn.ID)), SubnetID: api.Str(sn.ID), VNetKey: vnetKey, TableKey: tk})
 	}
 	return out, nil
 }
 
-var vnetKind = modelKind(typeVirtualNetworks, armTypeVirtualNetwork, decodeVNet, renderVNet,
+var vnetKind = modelKind(api.TypeVirtualNetworks, api.ArmTypeVirtualNetwork, decodeVNet, renderVNet,
 	func(v *armnetwork.VirtualNetwork) (*string, map[string]*string) { return v.Location, v.Tags })
 
 type vnetPut = topPut[armnetwork.VirtualNetwork, *armnetwork.VirtualNetwork]
 
 // buildVNet makes the virtual network a PUT stores, with its inline
 // subnets; the peerings, child resources only, are kept.
-func (s *Server) buildVNet(p *vnetPut) (*response, error) {
+func (s *Server) buildVNet(p *vnetPut) (*api.Response, error) {
 	in, cur, id, loc := &p.in, p.cur, p.id, p.loc
 	props := in.Properties
 	if props == nil {
 		props = &armnetwork.VirtualNetworkPropertiesFormat{}
 	}
-	space, err := addressSpace(p.t.name, props.AddressSpace)
+	space, err := addressSpace(p.t.Name, props.AddressSpace)
 	if err != nil {
 		return nil, err
 	}
-	etag := newEtag()
+	etag := api.NewEtag()
 	out := *props                        // keep what the client set that the fabric does not model
 	out.Subnets = []*armnetwork.Subnet{} // Azure lists none as []
-	out.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-	out.ResourceGUID = ptr(uuid.NewString())
+	out.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateUpdating)
+	out.ResourceGUID = api.Ptr(uuid.NewString())
 	out.FlowLogs = nil
 	if out.EnableDdosProtection == nil {
-		out.EnableDdosProtection = ptr(false)
+		out.EnableDdosProtection = api.Ptr(false)
 	}
 	// Peerings are child resources: a PUT of the network keeps them.
 	out.VirtualNetworkPeerings = keptPeerings(cur)
@@ -97,13 +98,13 @@ func (s *Server) buildVNet(p *vnetPut) (*response, error) {
 		out.ResourceGUID = cur.Properties.ResourceGUID
 		curSubnets = cur.Properties.Subnets
 	}
-	seen := inlineNames{}
+	seen := api.InlineNames{}
 	for i, sn := range props.Subnets {
 		if sn == nil {
-			return nil, errInvalidFormat("properties.subnets[%d] is null.", i)
+			return nil, api.InvalidFormat("properties.subnets[%d] is null.", i)
 		}
-		name := str(sn.Name)
-		if err := seen.add(name, "Virtual network %s has more than one subnet named %s.", p.t.name); err != nil {
+		name := api.Str(sn.Name)
+		if err := seen.Add(name, "Virtual network %s has more than one subnet named %s.", p.t.Name); err != nil {
 			return nil, err
 		}
 		ns, err := s.buildSubnet(p.tx, id, name, loc, sn.Properties, findSubnet(curSubnets, name), etag)
@@ -112,27 +113,27 @@ func (s *Server) buildVNet(p *vnetPut) (*response, error) {
 		}
 		out.Subnets = append(out.Subnets, ns)
 	}
-	if err := checkSubnets(p.t.name, space, out.Subnets); err != nil {
+	if err := checkSubnets(p.t.Name, space, out.Subnets); err != nil {
 		return nil, err
 	}
 	if err := checkSubnetsNotInUse(p.tx, p.rg.Sub, removedSubnets(curSubnets, out.Subnets)); err != nil {
 		return nil, err
 	}
 	v := &armnetwork.VirtualNetwork{
-		ID: ptr(id), Name: ptr(armid.Name(id)), Type: ptr(armTypeVirtualNetwork), Location: ptr(loc),
-		Tags: tagsOf(in.Tags), ExtendedLocation: in.ExtendedLocation, Properties: &out,
+		ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(api.ArmTypeVirtualNetwork), Location: api.Ptr(loc),
+		Tags: api.TagsOf(in.Tags), ExtendedLocation: in.ExtendedLocation, Properties: &out,
 	}
-	if cur != nil && succeeded(cur.Properties.ProvisioningState) && sameContent(p.row.Doc, v) {
-		return unchanged(json.RawMessage(p.row.Doc), p.row.Etag), nil
+	if cur != nil && succeeded(cur.Properties.ProvisioningState) && api.SameContent(p.row.Doc, v) {
+		return api.Unchanged(json.RawMessage(p.row.Doc), p.row.Etag), nil
 	}
-	v.Etag = ptr(etag)
+	v.Etag = api.Ptr(etag)
 	return p.store(s, etag, v)
 }
 
 func toPtrs(ps []netip.Prefix) []*string {
 	out := make([]*string, len(ps))
 	for i, p := range ps {
-		out[i] = ptr(p.String())
+		out[i] = api.Ptr(p.String())
 	}
 	return out
 }
@@ -140,18 +141,18 @@ func toPtrs(ps []netip.Prefix) []*string {
 // addressSpace validates a virtual network's address prefixes.
 func addressSpace(vnet string, as *armnetwork.AddressSpace) ([]netip.Prefix, error) {
 	if as == nil || len(as.AddressPrefixes) == 0 {
-		return nil, badRequest("AddressSpaceMustHaveAtLeastOnePrefix",
+		return nil, api.BadRequest("AddressSpaceMustHaveAtLeastOnePrefix",
 			"Virtual network %s must have at least one address prefix in properties.addressSpace.addressPrefixes.", vnet)
 	}
 	var out []netip.Prefix
 	for _, s := range as.AddressPrefixes {
-		p, err := parseCIDR(str(s), "virtual network "+vnet)
+		p, err := parseCIDR(api.Str(s), "virtual network "+vnet)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range out {
 			if o.Overlaps(p) {
-				return nil, badRequest("VnetAddressSpacesOverlap",
+				return nil, api.BadRequest("VnetAddressSpacesOverlap",
 					"Cannot create or update virtual network %s because address prefixes %s and %s overlap.", vnet, o, p)
 			}
 		}
@@ -163,19 +164,19 @@ func addressSpace(vnet string, as *armnetwork.AddressSpace) ([]netip.Prefix, err
 // parseCIDR validates one address prefix of a virtual network or subnet.
 func parseCIDR(s, in string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
-	p, code, want := prefixProblem(s)
+	p, code, want := api.PrefixProblem(s)
 	switch code {
 	case "":
 		return p, nil
 	case "InvalidCIDRNotation":
-		return p, badRequest(code, "The address prefix %s in resource %s has an invalid CIDR notation. For the given prefix length, the address prefix should be %s.", s, in, want)
+		return p, api.BadRequest(code, "The address prefix %s in resource %s has an invalid CIDR notation. For the given prefix length, the address prefix should be %s.", s, in, want)
 	}
-	return p, badRequest(code, "The address prefix %q of %s is not a valid CIDR prefix.", s, in)
+	return p, api.BadRequest(code, "The address prefix %q of %s is not a valid CIDR prefix.", s, in)
 }
 
 func findSubnet(subnets []*armnetwork.Subnet, name string) *armnetwork.Subnet {
 	for _, sn := range subnets {
-		if strings.EqualFold(str(sn.Name), name) {
+		if strings.EqualFold(api.Str(sn.Name), name) {
 			return sn
 		}
 	}
@@ -186,7 +187,7 @@ func findSubnet(subnets []*armnetwork.Subnet, name string) *armnetwork.Subnet {
 func subnetPrefixes(sn *armnetwork.Subnet) []netip.Prefix {
 	var out []netip.Prefix
 	add := func(s *string) {
-		if p, err := netip.ParsePrefix(str(s)); err == nil {
+		if p, err := netip.ParsePrefix(api.Str(s)); err == nil {
 			out = append(out, p)
 		}
 	}
@@ -208,9 +209,9 @@ func subnetPrefixes(sn *armnetwork.Subnet) []netip.Prefix {
 // here: the table must exist, in the same subscription and location.
 func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
 	if prev != nil {
-		name = str(prev.Name)
+		name = api.Str(prev.Name)
 	}
-	id := childID(vnetID, childSubnets, name)
+	id := api.ChildID(vnetID, api.ChildSubnets, name)
 	p := armnetwork.SubnetPropertiesFormat{}
 	if in != nil {
 		p = *in
@@ -218,18 +219,18 @@ func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.S
 	// Read-only properties are the service's, whatever the client sent.
 	p.IPConfigurations, p.IPConfigurationProfiles, p.PrivateEndpoints = nil, nil, nil
 	p.ResourceNavigationLinks, p.ServiceAssociationLinks, p.Purpose = nil, nil, nil
-	p.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+	p.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateUpdating)
 
 	var raw []string
 	if len(p.AddressPrefixes) > 0 {
 		for _, s := range p.AddressPrefixes {
-			raw = append(raw, str(s))
+			raw = append(raw, api.Str(s))
 		}
-	} else if str(p.AddressPrefix) != "" {
-		raw = append(raw, str(p.AddressPrefix))
+	} else if api.Str(p.AddressPrefix) != "" {
+		raw = append(raw, api.Str(p.AddressPrefix))
 	}
 	if len(raw) == 0 {
-		return nil, badRequest("NoAddressPrefixOrPoolProvided", "Subnet %s has neither an addressPrefix nor addressPrefixes.", name)
+		return nil, api.BadRequest("NoAddressPrefixOrPoolProvided", "Subnet %s has neither an addressPrefix nor addressPrefixes.", name)
 	}
 	var prefixes []string
 	for _, r := range raw {
@@ -238,7 +239,7 @@ func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.S
 			return nil, err
 		}
 		if pf.Addr().Is4() && pf.Bits() > 29 {
-			return nil, badRequest("NetcfgInvalidSubnet",
+			return nil, api.BadRequest("NetcfgInvalidSubnet",
 				"Subnet '%s' is not valid: the smallest IPv4 subnet Azure supports is /29, and %s is smaller.", name, pf)
 		}
 		prefixes = append(prefixes, pf.String())
@@ -246,15 +247,15 @@ func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.S
 	if len(p.AddressPrefixes) > 0 {
 		p.AddressPrefixes = make([]*string, len(prefixes))
 		for i := range prefixes {
-			p.AddressPrefixes[i] = ptr(prefixes[i])
+			p.AddressPrefixes[i] = api.Ptr(prefixes[i])
 		}
 		p.AddressPrefix = nil
 	} else {
-		p.AddressPrefix = ptr(prefixes[0])
+		p.AddressPrefix = api.Ptr(prefixes[0])
 	}
 
 	if p.RouteTable != nil {
-		ref := strings.TrimSpace(str(p.RouteTable.ID))
+		ref := strings.TrimSpace(api.Str(p.RouteTable.ID))
 		if ref == "" {
 			p.RouteTable = nil
 		} else {
@@ -262,18 +263,18 @@ func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.S
 			if err != nil {
 				return nil, err
 			}
-			p.RouteTable = &armnetwork.RouteTable{ID: ptr(tableID)}
+			p.RouteTable = &armnetwork.RouteTable{ID: api.Ptr(tableID)}
 		}
 	}
 	if p.NetworkSecurityGroup != nil {
-		nsg, err := s.resolveNSG(tx, str(p.NetworkSecurityGroup.ID), vnetID, id, loc)
+		nsg, err := s.resolveNSG(tx, api.Str(p.NetworkSecurityGroup.ID), vnetID, id, loc)
 		if err != nil {
 			return nil, err
 		}
 		p.NetworkSecurityGroup = nsg
 	}
 	if p.NatGateway != nil { // natgateways.go
-		ref := strings.TrimSpace(str(p.NatGateway.ID))
+		ref := strings.TrimSpace(api.Str(p.NatGateway.ID))
 		if ref == "" {
 			p.NatGateway = nil
 		} else {
@@ -281,19 +282,19 @@ func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.S
 			if err != nil {
 				return nil, err
 			}
-			p.NatGateway = &armnetwork.SubResource{ID: ptr(natID)}
+			p.NatGateway = &armnetwork.SubResource{ID: api.Ptr(natID)}
 		}
 	}
 	if p.Delegations == nil {
 		p.Delegations = []*armnetwork.Delegation{} // Azure lists none as []
 	}
 	if p.PrivateEndpointNetworkPolicies == nil {
-		p.PrivateEndpointNetworkPolicies = ptr(armnetwork.VirtualNetworkPrivateEndpointNetworkPoliciesDisabled)
+		p.PrivateEndpointNetworkPolicies = api.Ptr(armnetwork.VirtualNetworkPrivateEndpointNetworkPoliciesDisabled)
 	}
 	if p.PrivateLinkServiceNetworkPolicies == nil {
-		p.PrivateLinkServiceNetworkPolicies = ptr(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesEnabled)
+		p.PrivateLinkServiceNetworkPolicies = api.Ptr(armnetwork.VirtualNetworkPrivateLinkServiceNetworkPoliciesEnabled)
 	}
-	out := &armnetwork.Subnet{ID: ptr(id), Name: ptr(name), Type: ptr(armTypeSubnet), Etag: ptr(etag), Properties: &p}
+	out := &armnetwork.Subnet{ID: api.Ptr(id), Name: api.Ptr(name), Type: api.Ptr(api.ArmTypeSubnet), Etag: api.Ptr(etag), Properties: &p}
 	if prev != nil && prev.Properties != nil && sameSubnet(prev, out) {
 		out.Etag = prev.Etag
 	}
@@ -317,28 +318,28 @@ func sameSubnet(a, b *armnetwork.Subnet) bool {
 // ID (LinkedInvalidPropertyId), of a table that exists in the virtual
 // network's subscription and location (InvalidResourceReference).
 func resolveTable(tx *txn, ref, vnetID, subnetID, loc string) (string, error) {
-	a, ok := parseNetworkID(ref)
-	if !ok || a.Type != typeRouteTables || a.Child != "" {
-		return "", badRequest("LinkedInvalidPropertyId",
+	a, ok := api.ParseNetworkID(ref)
+	if !ok || a.Type != api.TypeRouteTables || a.Child != "" {
+		return "", api.BadRequest("LinkedInvalidPropertyId",
 			"Property id '%s' at path 'properties.routeTable.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
 	}
-	v, _ := parseNetworkID(vnetID)
+	v, _ := api.ParseNetworkID(vnetID)
 	if !strings.EqualFold(a.Sub, v.Sub) {
-		return "", errInvalidReference(ref, subnetID)
+		return "", api.InvalidReference(ref, subnetID)
 	}
-	row, err := tx.getResource(key(resourceID(a.Sub, a.RG, typeRouteTables, a.Name)))
+	row, err := tx.getResource(api.Key(api.ResourceID(a.Sub, a.RG, api.TypeRouteTables, a.Name)))
 	if err != nil {
 		return "", err
 	}
 	if row == nil {
-		return "", errInvalidReference(ref, subnetID)
+		return "", api.InvalidReference(ref, subnetID)
 	}
 	t, err := decodeTable(row.Doc)
 	if err != nil {
 		return "", err
 	}
 	if t.Location != loc {
-		return "", errInvalidReference(ref, subnetID)
+		return "", api.InvalidReference(ref, subnetID)
 	}
 	return row.ID, nil
 }
@@ -361,17 +362,17 @@ func checkSubnets(vnet string, space []netip.Prefix, subnets []*armnetwork.Subne
 				}
 			}
 			if !inside {
-				return badRequest("NetcfgSubnetRangeOutsideVnet",
-					"Subnet '%s' is not valid because its IP address range is outside the IP address range of virtual network '%s'.", str(sn.Name), vnet)
+				return api.BadRequest("NetcfgSubnetRangeOutsideVnet",
+					"Subnet '%s' is not valid because its IP address range is outside the IP address range of virtual network '%s'.", api.Str(sn.Name), vnet)
 			}
 			for _, o := range all {
 				if o.p.Overlaps(p) {
-					return badRequest("NetcfgSubnetRangesOverlap",
+					return api.BadRequest("NetcfgSubnetRangesOverlap",
 						"Subnet '%s' is not valid because its IP address range overlaps with that of an existing subnet '%s' in virtual network '%s'.",
-						str(sn.Name), o.name, vnet)
+						api.Str(sn.Name), o.name, vnet)
 				}
 			}
-			all = append(all, named{str(sn.Name), p})
+			all = append(all, named{api.Str(sn.Name), p})
 		}
 	}
 	return nil
@@ -382,45 +383,45 @@ func checkSubnets(vnet string, space []netip.Prefix, subnets []*armnetwork.Subne
 // vnetParent is the virtual network as the parent of its subnets and
 // peerings.
 var vnetParent = parentKind[*armnetwork.VirtualNetwork]{
-	typ: typeVirtualNetworks, armType: armTypeVirtualNetwork, decode: decodeVNet,
-	location:  func(v *armnetwork.VirtualNetwork) string { return str(v.Location) },
+	typ: api.TypeVirtualNetworks, armType: api.ArmTypeVirtualNetwork, decode: decodeVNet,
+	location:  func(v *armnetwork.VirtualNetwork) string { return api.Str(v.Location) },
 	succeeded: func(v *armnetwork.VirtualNetwork) bool { return succeeded(v.Properties.ProvisioningState) },
 	updating: func(v *armnetwork.VirtualNetwork, etag string) {
-		v.Etag, v.Properties.ProvisioningState = ptr(etag), ptr(armnetwork.ProvisioningStateUpdating)
+		v.Etag, v.Properties.ProvisioningState = api.Ptr(etag), api.Ptr(armnetwork.ProvisioningStateUpdating)
 	},
 }
 
 var subnetKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.Subnet]{
-	parent: &vnetParent, child: childSubnets,
+	parent: &vnetParent, child: api.ChildSubnets,
 	items:   func(v *armnetwork.VirtualNetwork) *[]*armnetwork.Subnet { return &v.Properties.Subnets },
-	name:    func(sn *armnetwork.Subnet) string { return str(sn.Name) },
-	id:      func(sn *armnetwork.Subnet) string { return str(sn.ID) },
-	etag:    func(sn *armnetwork.Subnet) string { return str(sn.Etag) },
-	setEtag: func(sn *armnetwork.Subnet, etag string) { sn.Etag = ptr(etag) },
+	name:    func(sn *armnetwork.Subnet) string { return api.Str(sn.Name) },
+	id:      func(sn *armnetwork.Subnet) string { return api.Str(sn.ID) },
+	etag:    func(sn *armnetwork.Subnet) string { return api.Str(sn.Etag) },
+	setEtag: func(sn *armnetwork.Subnet, etag string) { sn.Etag = api.Ptr(etag) },
 	deleting: func(sn *armnetwork.Subnet) {
-		sn.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		sn.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
 	},
 }
 
 type subnetPut = childPut[armnetwork.Subnet, *armnetwork.VirtualNetwork, *armnetwork.Subnet]
 
-func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
+func (s *Server) putSubnet(ctx context.Context, q *api.Request) (*api.Response, error) {
 	return s.put(ctx, q, &subnetPut{
-		kind: &subnetKind, body: decodeModel,
+		kind: &subnetKind, body: api.DecodeModel,
 		build: func(p *subnetPut) (*armnetwork.Subnet, error) {
-			return s.buildSubnet(p.tx, p.row.ID, p.t.childName, str(p.parent.Location), p.in.Properties, p.prev, p.etag)
+			return s.buildSubnet(p.tx, p.row.ID, p.t.ChildName, api.Str(p.parent.Location), p.in.Properties, p.prev, p.etag)
 		},
 		same: sameSubnet,
 		check: func(p *subnetPut, subnets []*armnetwork.Subnet) error {
 			var space []netip.Prefix
 			if as := p.parent.Properties.AddressSpace; as != nil {
 				for _, a := range as.AddressPrefixes {
-					if pf, err := netip.ParsePrefix(str(a)); err == nil {
+					if pf, err := netip.ParsePrefix(api.Str(a)); err == nil {
 						space = append(space, pf)
 					}
 				}
 			}
-			return checkSubnets(str(p.parent.Name), space, subnets)
+			return checkSubnets(api.Str(p.parent.Name), space, subnets)
 		},
 	})
 }
@@ -428,7 +429,7 @@ func (s *Server) putSubnet(ctx context.Context, q *request) (*response, error) {
 // checkSubnetNotInUse refuses to delete a subnet that holds a NIC's or a
 // gateway's IP configuration.
 func checkSubnetNotInUse(tx *txn, rg *rgRow, sn *armnetwork.Subnet) error {
-	return checkSubnetsNotInUse(tx, rg.Sub, []string{str(sn.ID)})
+	return checkSubnetsNotInUse(tx, rg.Sub, []string{api.Str(sn.ID)})
 }
 
 func succeeded(p *armnetwork.ProvisioningState) bool {

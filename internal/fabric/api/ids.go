@@ -1,4 +1,4 @@
-package fabric
+package api
 
 import (
 	"net/netip"
@@ -12,32 +12,32 @@ const DefaultSubscription = "00000000-0000-0000-0000-000000000000"
 
 // Resource types, as they appear in paths and in the "type" property.
 const (
-	typeRouteTables     = "routeTables"
-	typeVirtualNetworks = "virtualNetworks"
-	childRoutes         = "routes"
-	childSubnets        = "subnets"
+	TypeRouteTables     = "routeTables"
+	TypeVirtualNetworks = "virtualNetworks"
+	ChildRoutes         = "routes"
+	ChildSubnets        = "subnets"
 
-	armTypeRouteTable     = "Microsoft.Network/routeTables"
-	armTypeRoute          = "Microsoft.Network/routeTables/routes"
-	armTypeVirtualNetwork = "Microsoft.Network/virtualNetworks"
-	armTypeSubnet         = "Microsoft.Network/virtualNetworks/subnets"
-	armTypeResourceGroup  = "Microsoft.Resources/resourceGroups"
+	ArmTypeRouteTable     = "Microsoft.Network/routeTables"
+	ArmTypeRoute          = "Microsoft.Network/routeTables/routes"
+	ArmTypeVirtualNetwork = "Microsoft.Network/virtualNetworks"
+	ArmTypeSubnet         = "Microsoft.Network/virtualNetworks/subnets"
+	ArmTypeResourceGroup  = "Microsoft.Resources/resourceGroups"
 
-	networkNamespace   = "Microsoft.Network"
-	resourcesNamespace = "Microsoft.Resources"
+	NetworkNamespace   = "Microsoft.Network"
+	ResourcesNamespace = "Microsoft.Resources"
 )
 
-// key is the case-insensitive form of an ARM ID or name: ARM compares IDs
+// Key is the case-insensitive form of an ARM ID or name: ARM compares IDs
 // and names without regard to case, so every lookup goes through key.
-func key(s string) string { return strings.ToLower(s) }
+func Key(s string) string { return strings.ToLower(s) }
 
-func rgID(sub, rg string) string { return "/subscriptions/" + sub + "/resourceGroups/" + rg }
+func RGID(sub, rg string) string { return "/subscriptions/" + sub + "/resourceGroups/" + rg }
 
-func resourceID(sub, rg, typ, name string) string {
-	return rgID(sub, rg) + "/providers/" + networkNamespace + "/" + typ + "/" + name
+func ResourceID(sub, rg, typ, name string) string {
+	return RGID(sub, rg) + "/providers/" + NetworkNamespace + "/" + typ + "/" + name
 }
 
-func childID(parentID, child, name string) string { return parentID + "/" + child + "/" + name }
+func ChildID(parentID, child, name string) string { return parentID + "/" + child + "/" + name }
 
 // armID is a parsed Microsoft.Network resource ID: a route table, a
 // virtual network or one of their children (parseNetworkID), or a
@@ -47,29 +47,29 @@ type armID struct {
 	Child, ChildName    string // "" for a top-level resource
 }
 
-func (a armID) parentID() string { return resourceID(a.Sub, a.RG, a.Type, a.Name) }
+func (a armID) ParentID() string { return ResourceID(a.Sub, a.RG, a.Type, a.Name) }
 
-func parseNetworkID(id string) (armID, bool) {
+func ParseNetworkID(id string) (armID, bool) {
 	segs := splitNetworkID(id)
 	if segs == nil {
 		return armID{}, false
 	}
 	a := armID{Sub: segs[1], RG: segs[3], Name: segs[7]}
 	switch {
-	case strings.EqualFold(segs[6], typeRouteTables):
-		a.Type = typeRouteTables
-	case strings.EqualFold(segs[6], typeVirtualNetworks):
-		a.Type = typeVirtualNetworks
+	case strings.EqualFold(segs[6], TypeRouteTables):
+		a.Type = TypeRouteTables
+	case strings.EqualFold(segs[6], TypeVirtualNetworks):
+		a.Type = TypeVirtualNetworks
 	default:
 		return armID{}, false
 	}
 	if len(segs) == 10 {
 		a.ChildName = segs[9]
 		switch {
-		case a.Type == typeRouteTables && strings.EqualFold(segs[8], childRoutes):
-			a.Child = childRoutes
-		case a.Type == typeVirtualNetworks && strings.EqualFold(segs[8], childSubnets):
-			a.Child = childSubnets
+		case a.Type == TypeRouteTables && strings.EqualFold(segs[8], ChildRoutes):
+			a.Child = ChildRoutes
+		case a.Type == TypeVirtualNetworks && strings.EqualFold(segs[8], ChildSubnets):
+			a.Child = ChildSubnets
 		default:
 			return armID{}, false
 		}
@@ -77,10 +77,10 @@ func parseNetworkID(id string) (armID, bool) {
 	return a, true
 }
 
-// parseTopID parses the ID of a top-level Microsoft.Network resource of
+// ParseTopID parses the ID of a top-level Microsoft.Network resource of
 // type typ (any type: networkSecurityGroups, networkInterfaces, ...),
 // case-insensitively; Type is typ.
-func parseTopID(id, typ string) (armID, bool) {
+func ParseTopID(id, typ string) (armID, bool) {
 	segs := splitNetworkID(id)
 	if len(segs) != 8 || !strings.EqualFold(segs[6], typ) {
 		return armID{}, false
@@ -97,7 +97,7 @@ func splitNetworkID(id string) []string {
 		return nil
 	}
 	if !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") ||
-		!strings.EqualFold(segs[4], "providers") || !strings.EqualFold(segs[5], networkNamespace) {
+		!strings.EqualFold(segs[4], "providers") || !strings.EqualFold(segs[5], NetworkNamespace) {
 		return nil
 	}
 	if segs[1] == "" || segs[3] == "" || segs[7] == "" {
@@ -111,27 +111,27 @@ func splitNetworkID(id string) []string {
 // digit and ending with a letter, digit or '_'.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?$`)
 
-func validName(name string) bool { return nameRE.MatchString(name) }
+func ValidName(name string) bool { return nameRE.MatchString(name) }
 
 // rgNameRE is ARM's rule for resource group names: 1-90 characters,
 // letters, digits, '_', '-', '.', '(' and ')', not ending with '.'.
 var rgNameRE = regexp.MustCompile(`^[-\w.()]{0,89}[-\w()]$`)
 
-func validRGName(name string) bool { return rgNameRE.MatchString(name) }
+func ValidRGName(name string) bool { return rgNameRE.MatchString(name) }
 
-// normalizeLocation turns "East US" into "eastus", as ARM does.
-func normalizeLocation(loc string) string {
+// NormalizeLocation turns "East US" into "eastus", as ARM does.
+func NormalizeLocation(loc string) string {
 	return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(loc), " ", ""))
 }
 
-// serviceTagRE matches service tags accepted as a route address prefix
+// ServiceTagRE matches service tags accepted as a route address prefix
 // (AzureCloud, Storage.WestEurope, ...).
-var serviceTagRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)?$`)
+var ServiceTagRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)?$`)
 
-// prefixProblem says why s is not a valid CIDR prefix: "" when it is. It
+// PrefixProblem says why s is not a valid CIDR prefix: "" when it is. It
 // distinguishes a prefix with host bits set (Azure's InvalidCIDRNotation,
 // with the prefix it should have been) from text that is not a prefix.
-func prefixProblem(s string) (p netip.Prefix, code string, want string) {
+func PrefixProblem(s string) (p netip.Prefix, code string, want string) {
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		return netip.Prefix{}, "InvalidAddressPrefixFormat", ""

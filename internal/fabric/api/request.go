@@ -1,4 +1,4 @@
-package fabric
+package api
 
 import (
 	"bytes"
@@ -13,34 +13,34 @@ import (
 	"github.com/google/uuid"
 )
 
-// request is a parsed ARM request.
-type request struct {
-	r          *http.Request
-	method     string
-	base       string // scheme://host of the request, for absolute URLs
-	apiVersion string
-	segs       []string // path segments
-	body       []byte
-	query      url.Values
-	out        http.Header // the response headers, for the pipeline to add to
-	caller     caller      // who asks, from the bearer token (authorize.go)
-	authz      any         // the authorization state the request was checked against (*authzState)
+// Request is a parsed ARM request.
+type Request struct {
+	HTTP       *http.Request
+	Method     string
+	Base       string // scheme://host of the request, for absolute URLs
+	APIVersion string
+	Segs       []string // path segments
+	Body       []byte
+	Query      url.Values
+	Out        http.Header // the response headers, for the pipeline to add to
+	Caller     Caller      // who asks, from the bearer token (authorize.go)
+	Authz      any         // the authorization state the request was checked against (*authzState)
 }
 
-// response is what a handler answers.
-type response struct {
-	status int
-	body   any // marshalled as JSON; nil for no body
-	header http.Header
+// Response is what a handler answers.
+type Response struct {
+	Status int
+	Body   any // marshalled as JSON; nil for no body
+	Header http.Header
 }
 
-func (q *request) header(name string) string { return q.r.Header.Get(name) }
+func (q *Request) header(name string) string { return q.HTTP.Header.Get(name) }
 
-// baseURL is the scheme and host the client used: absolute URLs in
+// BaseURL is the scheme and host the client used: absolute URLs in
 // Azure-AsyncOperation, Location and nextLink must point back at us, over
 // loopback, through the in-process transport, or through a proxy that
 // terminates TLS and says so in Forwarded or X-Forwarded-Proto/-Host.
-func baseURL(r *http.Request) string {
+func BaseURL(r *http.Request) string {
 	scheme := r.URL.Scheme
 	if scheme == "" {
 		scheme = "http"
@@ -92,7 +92,7 @@ func forwarded(h http.Header) (proto, host string) {
 	return strings.ToLower(first(h.Get("X-Forwarded-Proto"))), first(h.Get("X-Forwarded-Host"))
 }
 
-func isWrite(method string) bool {
+func IsWrite(method string) bool {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return false
@@ -100,71 +100,71 @@ func isWrite(method string) bool {
 	return true
 }
 
-// pathSegments splits the escaped path, then unescapes each segment: a
+// PathSegments splits the escaped path, then unescapes each segment: a
 // name holding %2F stays one segment (and fails the name rules) rather
 // than becoming a path separator.
-func pathSegments(u *url.URL) ([]string, error) {
+func PathSegments(u *url.URL) ([]string, error) {
 	segs := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
 	for i, s := range segs {
 		d, err := url.PathUnescape(s)
 		if err != nil {
-			return nil, badRequest("InvalidRequestUri", "The request URI path segment %q is not valid: %v", s, err)
+			return nil, BadRequest("InvalidRequestUri", "The request URI path segment %q is not valid: %v", s, err)
 		}
 		segs[i] = d
 	}
 	return segs, nil
 }
 
-type handler func(context.Context, *request) (*response, error)
+type Handler func(context.Context, *Request) (*Response, error)
 
-// methods picks the handler for the request method: 405 when there is none.
-func methods(q *request, hs map[string]handler) handler {
-	if h, ok := hs[q.method]; ok {
+// Methods picks the handler for the request method: 405 when there is none.
+func Methods(q *Request, hs map[string]Handler) Handler {
+	if h, ok := hs[q.Method]; ok {
 		return h
 	}
-	return func(context.Context, *request) (*response, error) {
+	return func(context.Context, *Request) (*Response, error) {
 		var allowed []string
 		for m := range hs {
 			allowed = append(allowed, m)
 		}
-		e := newError(http.StatusMethodNotAllowed, "HttpMethodNotSupported",
-			"The requested resource does not support http method '%s'.", q.method)
-		e.header = http.Header{"Allow": {strings.Join(slices.Sorted(slices.Values(allowed)), ", ")}}
+		e := NewError(http.StatusMethodNotAllowed, "HttpMethodNotSupported",
+			"The requested resource does not support http method '%s'.", q.Method)
+		e.Header = http.Header{"Allow": {strings.Join(slices.Sorted(slices.Values(allowed)), ", ")}}
 		return nil, e
 	}
 }
 
-func errNoRoute(q *request) *apiError {
-	return newError(http.StatusNotFound, "InvalidRequestUri",
-		"The request URI '%s' is not valid: the routekeeper fabric serves only the Microsoft.Network paths of docs/fabric.md.", q.r.URL.Path)
+func NoRoute(q *Request) *Error {
+	return NewError(http.StatusNotFound, "InvalidRequestUri",
+		"The request URI '%s' is not valid: the routekeeper fabric serves only the Microsoft.Network paths of docs/fabric.md.", q.HTTP.URL.Path)
 }
 
-func errNamespace(q *request, ns string) *apiError {
-	return badRequest("InvalidResourceNamespace", "The resource namespace '%s' is invalid.", ns)
+func InvalidNamespace(q *Request, ns string) *Error {
+	return BadRequest("InvalidResourceNamespace", "The resource namespace '%s' is invalid.", ns)
 }
 
-func errResourceType(q *request, typ string) *apiError {
-	return newError(http.StatusNotFound, "InvalidResourceType",
-		"The resource type '%s' could not be found in the namespace 'Microsoft.Network' for api version '%s'.", typ, q.apiVersion)
+func InvalidResourceType(q *Request, typ string) *Error {
+	return NewError(http.StatusNotFound, "InvalidResourceType",
+		"The resource type '%s' could not be found in the namespace 'Microsoft.Network' for api version '%s'.", typ, q.APIVersion)
 }
 
-// decodeObject unmarshals a JSON object body into v, with Azure's error
+// DecodeObject unmarshals a JSON object body into v, with Azure's error
 // for anything that is not one.
-func decodeObject(body []byte, v any) error {
+func DecodeObject(body []byte, v any) error {
 	t := bytes.TrimSpace(body)
 	if len(t) == 0 {
-		return errInvalidContent(errors.New("the request body is empty"))
+		return InvalidContent(errors.New("the request body is empty"))
 	}
 	if t[0] != '{' {
-		return errInvalidContent(errors.New("the request body is not a JSON object"))
+		return InvalidContent(errors.New("the request body is not a JSON object"))
 	}
 	if err := json.Unmarshal(t, v); err != nil {
-		return errInvalidContent(err)
+		return InvalidContent(err)
 	}
 	return nil
 }
 
-func newEtag() string { return `W/"` + uuid.NewString() + `"` }
+func NewEtag() string { return `W/"` + uuid.NewString() + `"` }
 
 // etagMatches compares etags the way a client means them: with or without
 // the weak prefix and quotes.
@@ -177,9 +177,9 @@ func etagMatches(a, b string) bool {
 	return norm(a) != "" && norm(a) == norm(b)
 }
 
-// checkPreconditions applies If-Match and If-None-Match to a write of the
+// CheckPreconditions applies If-Match and If-None-Match to a write of the
 // resource with the current etag (exists false when there is none).
-func checkPreconditions(q *request, id string, exists bool, current string) error {
+func CheckPreconditions(q *Request, id string, exists bool, current string) error {
 	if m := q.header("If-Match"); m != "" {
 		if strings.TrimSpace(m) == "*" {
 			if !exists {
@@ -206,20 +206,20 @@ func anyEtagMatches(list, current string) bool {
 	return false
 }
 
-// pageURL is the nextLink for a list continuing after token.
-func pageURL(q *request, token string) *string {
+// PageURL is the nextLink for a list continuing after token.
+func PageURL(q *Request, token string) *string {
 	v := url.Values{}
-	v.Set("api-version", q.apiVersion)
+	v.Set("api-version", q.APIVersion)
 	v.Set("$skiptoken", token)
-	u := q.base + q.r.URL.EscapedPath() + "?" + v.Encode()
+	u := q.Base + q.HTTP.URL.EscapedPath() + "?" + v.Encode()
 	return &u
 }
 
-func str(p *string) string {
+func Str(p *string) string {
 	if p == nil {
 		return ""
 	}
 	return *p
 }
 
-func ptr[T any](v T) *T { return &v }
+func Ptr[T any](v T) *T { return &v }

@@ -1,4 +1,4 @@
-package fabric
+package api
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ var canonicalNames = sync.OnceValue(func() map[string]string {
 	names := map[string]string{}
 	for _, v := range []any{&armnetwork.VirtualNetwork{}, &armnetwork.Subnet{}, &armnetwork.Interface{},
 		&armnetwork.Watcher{}, &armnetwork.NextHopParameters{}} {
-		fill(reflect.ValueOf(v).Elem(), 0)
+		FillModel(reflect.ValueOf(v).Elem(), 0)
 		b, err := json.Marshal(v)
 		if err != nil {
 			panic("fabric: marshalling a filled SDK model: " + err.Error())
@@ -47,14 +47,14 @@ const fillDepth = 7
 
 // fill sets every field of an SDK model to a non-nil value, so that its
 // MarshalJSON writes every property name it knows.
-func fill(v reflect.Value, depth int) {
+func FillModel(v reflect.Value, depth int) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if depth > fillDepth {
 			return
 		}
 		n := reflect.New(v.Type().Elem())
-		fill(n.Elem(), depth+1)
+		FillModel(n.Elem(), depth+1)
 		v.Set(n)
 	case reflect.Struct:
 		if v.Type() == reflect.TypeOf(time.Time{}) {
@@ -62,7 +62,7 @@ func fill(v reflect.Value, depth int) {
 		}
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				fill(v.Field(i), depth)
+				FillModel(v.Field(i), depth)
 			}
 		}
 	case reflect.Map:
@@ -72,7 +72,7 @@ func fill(v reflect.Value, depth int) {
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), 1, 1)
-		fill(s.Index(0), depth+1)
+		FillModel(s.Index(0), depth+1)
 		v.Set(s)
 	}
 }
@@ -143,7 +143,7 @@ func foldDoc(doc any, names map[string]string) bool {
 	return changed
 }
 
-// decodeModel is decodeObject for a body decoded into an SDK model.
-func decodeModel(body []byte, v any) error {
-	return decodeObject(foldNames(body), v)
+// DecodeModel is decodeObject for a body decoded into an SDK model.
+func DecodeModel(body []byte, v any) error {
+	return DecodeObject(foldNames(body), v)
 }

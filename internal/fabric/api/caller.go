@@ -1,4 +1,4 @@
-package fabric
+package api
 
 import "strings"
 
@@ -11,20 +11,20 @@ import "strings"
 // a topology may not declare a principal with either.
 const AdminClientID = "routekeeper-fabric"
 
-// caller is the principal of a request.
-type caller struct {
-	objectID string // the principal ID role assignments name
-	clientID string // the application (client) ID, "" when the token names none
-	known    bool   // the bearer token is a JWT that names a principal
+// Caller is the principal of a request.
+type Caller struct {
+	ObjectID string // the principal ID role assignments name
+	ClientID string // the application (client) ID, "" when the token names none
+	Known    bool   // the bearer token is a JWT that names a principal
 }
 
-func (c caller) admin() bool { return c.known && strings.EqualFold(c.objectID, AdminClientID) }
+func (c Caller) Admin() bool { return c.Known && strings.EqualFold(c.ObjectID, AdminClientID) }
 
-// display is the principal as ARM's messages name it: "The client '<client>'
+// Display is the principal as ARM's messages name it: "The client '<client>'
 // with object id '<oid>'".
-func (c caller) display() string {
-	if c.clientID != "" {
-		return c.clientID
+func (c Caller) Display() string {
+	if c.ClientID != "" {
+		return c.ClientID
 	}
-	return c.objectID
+	return c.ObjectID
 }
