@@ -89,7 +89,7 @@ func (a *app) startDataplane(ctx context.Context, store *fabric.Store, state str
 		return nil, "", fmt.Errorf("flag --dataplane: %w", err)
 	}
 	d := &dataplane.Driver{
-		Fabric: store, Plane: plane, Nodes: readNodes, PodsPerNode: o.podsPerNode,
+		Fabric: fabric.NetworkReader{Store: store}, Plane: plane, Nodes: readNodes, PodsPerNode: o.podsPerNode,
 		PropagationDelay: o.propagationDelay, Poll: o.poll, Log: a.log,
 	}
 	cleanup := func() {

@@ -82,7 +82,7 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 
 // podRouted reports whether the subnet's table holds worker-1's pod route.
 func (l *dataplaneLab) podRouted() bool {
-	st, err := l.store.Networks(context.Background())
+	st, err := fabric.Networks(context.Background(), l.store)
 	if err != nil {
 		l.t.Fatal(err)
 	}

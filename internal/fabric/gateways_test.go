@@ -125,7 +125,7 @@ func TestGatewayLearnedRoutes(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			st, err := e.store.Networks(ctx)
+			st, err := Networks(ctx, e.store)
 			if err != nil {
 				t.Fatal(err)
 			}

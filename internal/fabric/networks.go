@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
@@ -19,7 +18,7 @@ import (
 // no faults, no throttling, no request. It is what the data plane forwards
 // by. Resource groups are left out; the table's Subnets back-references
 // are not filled (a subnet's RouteTable says which table it uses).
-func (s *Store) Networks(ctx context.Context) (*State, error) {
+func Networks(ctx context.Context, s *Store) (*State, error) {
 	st := &State{ResourceGroups: []StateResourceGroup{}, VirtualNetworks: []StateVirtualNetwork{}, RouteTables: []StateRouteTable{}}
 	ar := newAround() // peerings' states and gateways (around.go)
 	err := s.read(ctx, func(tx *txn) error {
@@ -90,55 +89,9 @@ func stateNIC(n *armnetwork.Interface) StateNIC {
 	return out
 }
 
-// Version returns a value that changes whenever any process writes a
-// virtual network or route table (every write gives the row a new random
-// rev). A poller compares it to the last one it saw to learn that it must
-// read Networks again, also when another process wrote the state file.
-func (s *Store) Version(ctx context.Context) (string, error) {
-	var n, sum int64
-	err := s.read(ctx, func(tx *txn) error {
-		return tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(rev % 1000000007), 0) FROM resources`).Scan(&n, &sum)
-	})
-	if err != nil {
-		return "", fmt.Errorf("reading the state version: %w", err)
-	}
-	return fmt.Sprintf("%d:%d", n, sum), nil
-}
+// NetworkReader reads a store's networks for the data plane's driver:
+// Networks, and the store's Version and Subscribe.
+type NetworkReader struct{ *Store }
 
-// Subscribe returns a channel that receives a value after writes that this
-// Store committed (several writes may share one value), and a function
-// that ends the subscription. Writes of other processes on the same file
-// are not announced: poll Version for those.
-func (s *Store) Subscribe() (<-chan struct{}, func()) { return s.written.subscribe() }
-
-// writeNotifier wakes subscribers without ever blocking a writer.
-type writeNotifier struct {
-	mu   sync.Mutex
-	subs map[chan struct{}]struct{}
-}
-
-func (w *writeNotifier) subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.subs == nil {
-		w.subs = map[chan struct{}]struct{}{}
-	}
-	w.subs[ch] = struct{}{}
-	return ch, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		delete(w.subs, ch)
-	}
-}
-
-func (w *writeNotifier) notify() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for ch := range w.subs {
-		select {
-		case ch <- struct{}{}:
-		default: // a wake-up is already pending
-		}
-	}
-}
+// Networks is Networks of the reader's store.
+func (r NetworkReader) Networks(ctx context.Context) (*State, error) { return Networks(ctx, r.Store) }

@@ -30,7 +30,7 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := env.Store.Networks(ctx)
+	got, err := fabric.Networks(ctx, env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if v1 == v2 {
 		t.Errorf("Version %q unchanged by a VNet write", v1)
 	}
-	after, err := env.Store.Networks(ctx)
+	after, err := fabric.Networks(ctx, env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestApplyAround(t *testing.T) {
 		t.Errorf("second apply: %d writes, changes %+v", again.Writes, again.Changes)
 	}
 
-	ns, err := st.Networks(ctx)
+	ns, err := Networks(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}

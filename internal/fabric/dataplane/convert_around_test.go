@@ -16,7 +16,7 @@ import (
 // a network that is not peered.
 func TestFromStatePeers(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, peeredTopology(false))
-	st, err := env.Store.Networks(context.Background())
+	st, err := fabric.Networks(context.Background(), env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func labSpecTB(t testing.TB) Spec {
 func labSpecState(t testing.TB) (Spec, *fabric.State) {
 	t.Helper()
 	env := fabrictest.New(t, fabric.Options{}, labTopology)
-	st, err := env.Store.Networks(context.Background())
+	st, err := fabric.Networks(context.Background(), env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestTraceLab(t *testing.T) {
 
 func TestFromStateErrors(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
-	st, err := env.Store.Networks(context.Background())
+	st, err := fabric.Networks(context.Background(), env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestFromStateNICs(t *testing.T) {
       - {name: nva-nic, subnet: kubernetes-vnet/kubernetes-subnet, privateIPAddress: 10.240.0.4, enableIPForwarding: true}
 `
 	env := fabrictest.New(t, fabric.Options{}, topo)
-	st, err := env.Store.Networks(context.Background())
+	st, err := fabric.Networks(context.Background(), env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

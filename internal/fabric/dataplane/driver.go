@@ -11,7 +11,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
-// NetworkReader reads a fabric's networks; *fabric.Store is one.
+// NetworkReader reads a fabric's networks; fabric.NetworkReader is one.
 type NetworkReader interface {
 	// Version changes whenever a virtual network or route table is written.
 	Version(ctx context.Context) (string, error)
@@ -24,7 +24,7 @@ type Applier interface {
 }
 
 // subscriber is a NetworkReader that also announces its own writes
-// (*fabric.Store does): the driver then reacts at once instead of at the
+// (fabric.NetworkReader does): the driver then reacts at once instead of at the
 // next poll.
 type subscriber interface {
 	Subscribe() (<-chan struct{}, func())

@@ -93,7 +93,7 @@ func TestPeeringsAgreeWithTheRouteComputation(t *testing.T) {
 			p := newTestPlane(t)
 			env := fabrictest.New(t, fabric.Options{}, peeredTopology(hubForwarded))
 			ctx := context.Background()
-			st, err := env.Store.Networks(ctx)
+			st, err := fabric.Networks(ctx, env.Store)
 			if err != nil {
 				t.Fatal(err)
 			}

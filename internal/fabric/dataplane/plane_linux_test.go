@@ -246,7 +246,7 @@ func TestNICWithoutIPForwarding(t *testing.T) {
 `
 	env := fabrictest.New(t, fabric.Options{}, topo)
 	ctx := context.Background()
-	st, err := env.Store.Networks(ctx)
+	st, err := fabric.Networks(ctx, env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

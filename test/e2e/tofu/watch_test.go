@@ -67,7 +67,7 @@ func watch(t *testing.T, store *fabric.Store) *watcher {
 			v, err := store.Version(ctx)
 			if err == nil && v != version {
 				version = v
-				if st, err := store.Networks(ctx); err == nil {
+				if st, err := fabric.Networks(ctx, store); err == nil {
 					r := routedIn(st)
 					if last == nil || *last != r {
 						w.mu.Lock()
