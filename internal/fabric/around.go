@@ -11,6 +11,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
@@ -80,8 +81,8 @@ func (a *around) add(typ, id string, doc []byte) error {
 }
 
 // readAround reads the network around from a transaction.
-func readAround(tx *txn) (*around, error) {
-	rows, err := tx.QueryContext(tx.ctx, `SELECT id, type, doc FROM resources WHERE type IN (?, ?, ?, ?) ORDER BY key`,
+func readAround(tx *store.Txn) (*around, error) {
+	rows, err := tx.QueryContext(tx.Ctx, `SELECT id, type, doc FROM resources WHERE type IN (?, ?, ?, ?) ORDER BY key`,
 		api.TypeVirtualNetworks, typeVNetGateways, typeLocalGateways, typeConnections)
 	if err != nil {
 		return nil, fmt.Errorf("reading the network around: %w", err)

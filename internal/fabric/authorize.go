@@ -11,6 +11,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // ARM's checks before a request reaches a resource provider, in ARM's
@@ -384,7 +385,7 @@ func scopeOfExtension(id string) string {
 // Track asynchronous Azure operations, "Permission for tracking async
 // status"). A role at the resource alone thus writes but cannot see the
 // write finish.
-func (s *Server) authorizePoll(q *api.Request, o *operation, kind string) error {
+func (s *Server) authorizePoll(q *api.Request, o *store.Operation, kind string) error {
 	st, _ := q.Authz.(*authzState)
 	if st == nil || !st.enforced() || q.Caller.Admin() {
 		return nil

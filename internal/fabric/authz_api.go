@@ -12,6 +12,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Microsoft.Authorization at every scope: role definitions, role
@@ -120,7 +121,7 @@ func checkExtScope(q *api.Request, e extRequest) error {
 // requireScope checks that the scope of an extension resource being
 // written exists: its resource group, and for a resource scope the
 // resource (a top-level resource, or a route or subnet of one).
-func requireScope(tx *txn, scope string) error {
+func requireScope(tx *store.Txn, scope string) error {
 	segs := strings.Split(strings.Trim(scope, "/"), "/")
 	if len(segs) < 4 {
 		return nil
@@ -132,7 +133,7 @@ func requireScope(tx *txn, scope string) error {
 		return nil
 	}
 	top := "/" + strings.Join(segs[:8], "/")
-	row, err := tx.getResource(api.Key(top))
+	row, err := tx.GetResource(api.Key(top))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Lock levels.
@@ -46,8 +47,8 @@ func (s *Server) getLock(ctx context.Context, q *api.Request, e extRequest) (*ap
 // getExt answers the stored document of an extension resource.
 func (s *Server) getExt(ctx context.Context, e extRequest, kind string, notFound func() *api.Error) (*api.Response, error) {
 	var resp *api.Response
-	err := s.store.read(ctx, func(tx *txn) error {
-		row, err := tx.getAuthz(api.Key(e.id()))
+	err := s.store.Read(ctx, func(tx *store.Txn) error {
+		row, err := tx.GetAuthz(api.Key(e.id()))
 		if err != nil {
 			return err
 		}
@@ -87,11 +88,11 @@ func (s *Server) putLock(ctx context.Context, q *api.Request, e extRequest) (*ap
 		return nil, api.BadRequest("LockNotesTooLong", "The notes of lock '%s' are longer than 512 characters.", e.name)
 	}
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := requireScope(tx, e.scope); err != nil {
 			return err
 		}
-		prev, err := tx.getAuthz(api.Key(e.id()))
+		prev, err := tx.GetAuthz(api.Key(e.id()))
 		if err != nil {
 			return err
 		}
@@ -185,8 +186,8 @@ func (s *Server) putPolicyDefinition(ctx context.Context, q *api.Request, e extR
 		return nil, err
 	}
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
-		prev, err := tx.getAuthz(api.Key(d.ID))
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
+		prev, err := tx.GetAuthz(api.Key(d.ID))
 		if err != nil {
 			return err
 		}
@@ -252,13 +253,13 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *api.Request, e extR
 		return nil, api.BadRequest("InvalidPolicyAssignment", "enforcementMode '%s' is not Default or DoNotEnforce.", a.Properties.EnforcementMode)
 	}
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := requireScope(tx, e.scope); err != nil {
 			return err
 		}
 		d := builtinPolicyDefinition(a.Properties.PolicyDefinitionID)
 		if d == nil {
-			row, err := tx.getAuthz(api.Key(a.Properties.PolicyDefinitionID))
+			row, err := tx.GetAuthz(api.Key(a.Properties.PolicyDefinitionID))
 			if err != nil {
 				return err
 			}
@@ -281,7 +282,7 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *api.Request, e extR
 		if len(undefined) > 0 {
 			return api.BadRequest("UndefinedPolicyParameter", "The policy assignment '%s' has the parameter '%s' which is not defined in the policy definition '%s'.", a.Name, undefined[0], d.Name)
 		}
-		prev, err := tx.getAuthz(api.Key(a.ID))
+		prev, err := tx.GetAuthz(api.Key(a.ID))
 		if err != nil {
 			return err
 		}

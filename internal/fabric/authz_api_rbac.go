@@ -14,6 +14,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Role definitions and role assignments of Microsoft.Authorization
@@ -181,8 +182,8 @@ func (s *Server) putRoleDefinition(ctx context.Context, q *api.Request, e extReq
 		}
 	}
 	var resp *api.Response
-	err = s.store.write(ctx, func(tx *txn) error {
-		prev, err := tx.getAuthz(roleDefinitionKey(d.Name))
+	err = s.store.Write(ctx, func(tx *store.Txn) error {
+		prev, err := tx.GetAuthz(roleDefinitionKey(d.Name))
 		if err != nil {
 			return err
 		}
@@ -221,8 +222,8 @@ func (s *Server) deleteRoleDefinition(ctx context.Context, q *api.Request, e ext
 		return nil, api.NewError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be deleted.", e.name)
 	}
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
-		row, err := tx.getAuthz(roleDefinitionKey(e.name))
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
+		row, err := tx.GetAuthz(roleDefinitionKey(e.name))
 		if err != nil {
 			return err
 		}
@@ -239,7 +240,7 @@ func (s *Server) deleteRoleDefinition(ctx context.Context, q *api.Request, e ext
 				return api.BadRequest("RoleDefinitionHasAssignments", "There are existing role assignments referencing role '%s'; delete them first.", e.name)
 			}
 		}
-		if err := tx.deleteAuthz(row.Key); err != nil {
+		if err := tx.DeleteAuthz(row.Key); err != nil {
 			return err
 		}
 		resp = &api.Response{Status: http.StatusOK, Body: json.RawMessage(row.Doc)}
@@ -279,8 +280,8 @@ func (d roleAssignmentDoc) assignment() azrbac.Assignment {
 }
 
 // assignmentDocs are the stored role assignments, decoded.
-func assignmentDocs(tx *txn) ([]roleAssignmentDoc, error) {
-	rows, err := tx.allAuthz()
+func assignmentDocs(tx *store.Txn) ([]roleAssignmentDoc, error) {
+	rows, err := tx.AllAuthz()
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +304,7 @@ func (s *Server) listRoleAssignments(ctx context.Context, q *api.Request, e extR
 	principal := cmp.Or(f["principalid"], f["assignedto"])
 	_, atScope := f["atscope"]
 	var out []any
-	err := s.store.read(ctx, func(tx *txn) error {
+	err := s.store.Read(ctx, func(tx *store.Txn) error {
 		docs, err := assignmentDocs(tx)
 		if err != nil {
 			return err
@@ -359,7 +360,7 @@ func (s *Server) putRoleAssignment(ctx context.Context, q *api.Request, e extReq
 		p.PrincipalType = "User" // ARM's default when none is given
 	}
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := requireScope(tx, e.scope); err != nil {
 			return err
 		}
@@ -412,12 +413,12 @@ func (s *Server) deleteRoleAssignment(ctx context.Context, q *api.Request, e ext
 // storeExt stores v as the document of an extension resource (of kind,
 // with its ID and scope, under k) and answers it: 201 when it is new,
 // else 200.
-func storeExt(tx *txn, k, kind, id, scope string, v any, created bool) (*api.Response, error) {
+func storeExt(tx *store.Txn, k, kind, id, scope string, v any, created bool) (*api.Response, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.putAuthz(&authzRow{Key: k, Kind: kind, ID: id, Scope: scope, Doc: b}); err != nil {
+	if err := tx.PutAuthz(&store.AuthzRow{Key: k, Kind: kind, ID: id, Scope: scope, Doc: b}); err != nil {
 		return nil, err
 	}
 	status := http.StatusOK
@@ -431,8 +432,8 @@ func storeExt(tx *txn, k, kind, id, scope string, v any, created bool) (*api.Res
 // when there was none.
 func (s *Server) deleteExt(ctx context.Context, e extRequest, kind string) (*api.Response, error) {
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
-		row, err := tx.getAuthz(api.Key(e.id()))
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
+		row, err := tx.GetAuthz(api.Key(e.id()))
 		if err != nil {
 			return err
 		}
@@ -440,7 +441,7 @@ func (s *Server) deleteExt(ctx context.Context, e extRequest, kind string) (*api
 			resp = &api.Response{Status: http.StatusNoContent}
 			return nil
 		}
-		if err := tx.deleteAuthz(row.Key); err != nil {
+		if err := tx.DeleteAuthz(row.Key); err != nil {
 			return err
 		}
 		resp = &api.Response{Status: http.StatusOK, Body: json.RawMessage(row.Doc)}

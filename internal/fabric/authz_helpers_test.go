@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 const sub0 = api.DefaultSubscription
@@ -28,7 +29,7 @@ type authzEnv struct {
 
 func newAuthzEnv(t *testing.T, topology string) *authzEnv {
 	t.Helper()
-	st, err := OpenMemory(context.Background())
+	st, err := store.OpenMemory(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func newAuthzEnv(t *testing.T, topology string) *authzEnv {
 	return newAuthzEnvOn(t, st, topology)
 }
 
-func newAuthzEnvOn(t *testing.T, st *Store, topology string) *authzEnv {
+func newAuthzEnvOn(t *testing.T, st *store.Store, topology string) *authzEnv {
 	t.Helper()
 	e := &authzEnv{t: t, srv: New(st, Options{})}
 	if topology != "" {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Kinds of authorization rows.
@@ -91,8 +92,8 @@ type authzCache struct {
 // another writer (this process or another) changed it.
 func (s *Server) authzState(ctx context.Context) (*authzState, error) {
 	var st *authzState
-	err := s.store.read(ctx, func(tx *txn) error {
-		rev, err := tx.authzRev()
+	err := s.store.Read(ctx, func(tx *store.Txn) error {
+		rev, err := tx.AuthzRev()
 		if err != nil {
 			return err
 		}
@@ -114,10 +115,10 @@ func (s *Server) authzState(ctx context.Context) (*authzState, error) {
 	return st, err
 }
 
-func loadAuthz(tx *txn, rev int64) (*authzState, error) {
+func loadAuthz(tx *store.Txn, rev int64) (*authzState, error) {
 	st := &authzState{rev: rev, principals: map[string]principalDoc{}, roles: map[string]azrbac.RoleDefinition{},
 		policyDefs: maps.Clone(builtinPolicyDefinitions())}
-	rows, err := tx.allAuthz()
+	rows, err := tx.AllAuthz()
 	if err != nil {
 		return nil, err
 	}

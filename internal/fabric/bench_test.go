@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // benchEnv is a fabric holding one route table of n routes associated with
@@ -18,12 +19,12 @@ import (
 func benchEnv(b *testing.B, storage, mode string, n int) *env {
 	b.Helper()
 	ctx := context.Background()
-	var st *Store
+	var st *store.Store
 	var err error
 	if storage == "file" {
-		st, err = Open(ctx, filepath.Join(b.TempDir(), "fabric.db"))
+		st, err = store.Open(ctx, filepath.Join(b.TempDir(), "fabric.db"))
 	} else {
-		st, err = OpenMemory(ctx)
+		st, err = store.OpenMemory(ctx)
 	}
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // serveBGP serves /_fabric/bgp?gateway=<gateway ID>: what the on-premises
@@ -56,8 +57,8 @@ func (s *Server) serveBGP(w http.ResponseWriter, r *http.Request) {
 	}
 	var out *bgpAdvertisement
 	notFound := false
-	err := s.store.write(r.Context(), func(tx *txn) error {
-		row, err := tx.getResource(api.Key(gw.ParentID()))
+	err := s.store.Write(r.Context(), func(tx *store.Txn) error {
+		row, err := tx.GetResource(api.Key(gw.ParentID()))
 		if err != nil || row == nil || row.Type != typeVNetGateways {
 			notFound = row == nil
 			return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Children kept inline in their parent's document — routes in a route
@@ -27,7 +28,7 @@ type parentKind[P any] struct {
 }
 
 // load decodes the parent of a child request: 404 when it does not exist.
-func (k *parentKind[P]) load(row *resourceRow, t api.Target) (P, error) {
+func (k *parentKind[P]) load(row *store.ResourceRow, t api.Target) (P, error) {
 	if row == nil {
 		var zero P
 		return zero, api.ResourceNotFound(k.armType, t.Name, t.RG)
@@ -37,7 +38,7 @@ func (k *parentKind[P]) load(row *resourceRow, t api.Target) (P, error) {
 
 // store writes parent, changed by a write to one of its children, as the
 // document of row with etag (and provisioning state Updating).
-func (k *parentKind[P]) store(s *Server, tx *txn, row *resourceRow, parent P, etag string) error {
+func (k *parentKind[P]) store(s *Server, tx *store.Txn, row *store.ResourceRow, parent P, etag string) error {
 	k.updating(parent, etag)
 	doc, err := api.Encode(parent)
 	if err != nil {
@@ -61,7 +62,7 @@ type childKind[P, C any] struct {
 	deleting func(C) // its provisioning state becomes Deleting
 	// view fills what a reader sees and the document does not keep
 	// (a peering's state); nil: nothing.
-	view func(tx *txn, parent P, c C) error
+	view func(tx *store.Txn, parent P, c C) error
 }
 
 func (k *childKind[P, C]) find(parent P, name string) (C, bool) {
@@ -92,7 +93,7 @@ func (k *childKind[P, C]) replace(children []C, name string, c C) []C {
 }
 
 // viewed is c as a reader sees it (view).
-func (k *childKind[P, C]) viewed(tx *txn, parent P, c C) error {
+func (k *childKind[P, C]) viewed(tx *store.Txn, parent P, c C) error {
 	if k.view == nil {
 		return nil
 	}
@@ -110,7 +111,7 @@ func (k *childKind[P, C]) handleGet(s *Server) api.Handler {
 }
 
 // handleDelete is DELETE; check may refuse it (nil: never).
-func (k *childKind[P, C]) handleDelete(s *Server, check func(tx *txn, rg *rgRow, c C) error) api.Handler {
+func (k *childKind[P, C]) handleDelete(s *Server, check func(tx *store.Txn, rg *store.RGRow, c C) error) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return deleteChild(s, ctx, q, k, check)
 	}
@@ -118,8 +119,8 @@ func (k *childKind[P, C]) handleDelete(s *Server, check func(tx *txn, rg *rgRow,
 
 // readParent reads the parent of a child GET (404 when it or its group is
 // missing) and hands fn the decoded document.
-func readParent[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C], fn func(tx *txn, parent P) error) error {
-	return s.readTop(ctx, q, k.parent.typ, k.parent.armType, func(tx *txn, row *resourceRow) error {
+func readParent[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C], fn func(tx *store.Txn, parent P) error) error {
+	return s.readTop(ctx, q, k.parent.typ, k.parent.armType, func(tx *store.Txn, row *store.ResourceRow) error {
 		parent, err := k.parent.decode(row.Doc)
 		if err != nil {
 			return err
@@ -131,7 +132,7 @@ func readParent[P, C any](s *Server, ctx context.Context, q *api.Request, k *chi
 // listChildren serves GET of a collection of children, a page at a time.
 func listChildren[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
 	var items []json.RawMessage
-	err := readParent(s, ctx, q, k, func(tx *txn, parent P) error {
+	err := readParent(s, ctx, q, k, func(tx *store.Txn, parent P) error {
 		for _, c := range *k.items(parent) {
 			if err := k.viewed(tx, parent, c); err != nil {
 				return err
@@ -155,7 +156,7 @@ func listChildren[P, C any](s *Server, ctx context.Context, q *api.Request, k *c
 func getChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
 	t := q.Target()
 	var resp *api.Response
-	err := readParent(s, ctx, q, k, func(tx *txn, parent P) error {
+	err := readParent(s, ctx, q, k, func(tx *store.Txn, parent P) error {
 		c, ok := k.find(parent, t.ChildName)
 		if !ok {
 			return api.ChildNotFound(k.parent.typ, t.Name, k.child, t.ChildName, t.RG)
@@ -172,10 +173,10 @@ func getChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *child
 // deleteChild starts the deletion of a child: 404 without the parent, 204
 // when there is no such child, else 202 with the parent's operation, at
 // whose end the child is gone. check may refuse (nil: never).
-func deleteChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C], check func(tx *txn, rg *rgRow, c C) error) (*api.Response, error) {
+func deleteChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C], check func(tx *store.Txn, rg *store.RGRow, c C) error) (*api.Response, error) {
 	t := q.Target()
 	var resp *api.Response
-	err := s.writeTop(ctx, q, k.parent.typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+	err := s.writeTop(ctx, q, k.parent.typ, func(tx *store.Txn, rg *store.RGRow, row, _ *store.ResourceRow) error {
 		parent, err := k.parent.load(row, t)
 		if err != nil {
 			return err

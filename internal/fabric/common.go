@@ -7,12 +7,13 @@ import (
 	"strconv"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // requireRG returns the resource group of a request: 404 when it does not
 // exist, 409 for a write while it is being deleted.
-func requireRG(tx *txn, sub, rg string, write bool) (*rgRow, error) {
-	row, err := tx.getRG(sub, rg)
+func requireRG(tx *store.Txn, sub, rg string, write bool) (*store.RGRow, error) {
+	row, err := tx.GetRG(sub, rg)
 	if err != nil {
 		return nil, err
 	}
@@ -26,9 +27,9 @@ func requireRG(tx *txn, sub, rg string, write bool) (*rgRow, error) {
 }
 
 // newRow makes the row of a new top-level resource.
-func newRow(rg *rgRow, typ, name string) *resourceRow {
+func newRow(rg *store.RGRow, typ, name string) *store.ResourceRow {
 	id := api.ResourceID(rg.Sub, rg.Name, typ, name)
-	return &resourceRow{
+	return &store.ResourceRow{
 		Key: api.Key(id), ID: id, RGKey: rg.Key, SubKey: api.Key(rg.Sub), Type: typ,
 		SortKey: api.Key(rg.Name) + "/" + api.Key(name),
 	}
@@ -41,7 +42,7 @@ func (s *Server) listTop(ctx context.Context, q *api.Request, typ string, render
 	sub := q.Segs[1]
 	rgKey := ""
 	page := api.ListPage{Value: []json.RawMessage{}}
-	err := s.view(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *store.Txn) error {
 		if len(q.Segs) > 3 && len(q.Segs) >= 7 {
 			rg, err := requireRG(tx, sub, q.Segs[3], false)
 			if err != nil {
@@ -49,7 +50,7 @@ func (s *Server) listTop(ctx context.Context, q *api.Request, typ string, render
 			}
 			rgKey = rg.Key
 		}
-		rows, err := tx.listResources(api.Key(sub), rgKey, typ, q.Query.Get("$skiptoken"), s.pageSize+1)
+		rows, err := tx.ListResources(api.Key(sub), rgKey, typ, q.Query.Get("$skiptoken"), s.pageSize+1)
 		if err != nil {
 			return err
 		}

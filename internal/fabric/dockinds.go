@@ -6,6 +6,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // docKind is how the operations of a resource type change its stored
@@ -99,7 +100,7 @@ func settleDoc(typ string, doc []byte, removeChild, etag string) ([]byte, error)
 
 // markDeleting sets a resource's provisioning state to Deleting and
 // returns its location.
-func markDeleting(row *resourceRow) (string, []byte, error) {
+func markDeleting(row *store.ResourceRow) (string, []byte, error) {
 	k, ok := docKinds[row.Type]
 	if !ok {
 		return "", nil, fmt.Errorf("unknown resource type %q", row.Type)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Faults are the failures a Server injects. The zero value injects none.
@@ -359,12 +360,12 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 	if !strike {
 		return
 	}
-	err := s.store.write(ctx, func(tx *txn) error {
-		row, err := tx.getResource(tableKey)
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
+		row, err := tx.GetResource(tableKey)
 		if err != nil || row == nil {
 			return err
 		}
-		if o, err := tx.runningOp(tableKey); err != nil || o != nil {
+		if o, err := tx.RunningOp(tableKey); err != nil || o != nil {
 			return err // a real writer would get 409: leave the table alone
 		}
 		t, err := decodeTable(row.Doc)
@@ -473,8 +474,8 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusMethodNotAllowed, "HttpMethodNotSupported", "use GET")
 			return
 		}
-		if err := s.store.read(r.Context(), func(tx *txn) error {
-			_, err := tx.anyDue(0)
+		if err := s.store.Read(r.Context(), func(tx *store.Txn) error {
+			_, err := tx.AnyDue(0)
 			return err
 		}); err != nil {
 			fail(http.StatusServiceUnavailable, "StateUnavailable", err.Error())

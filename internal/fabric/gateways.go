@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Virtual network gateways and what they learn from on premises, with
@@ -43,7 +44,7 @@ const (
 	gatewaySubnetName = "GatewaySubnet"
 )
 
-func renderPlain(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
+func renderPlain(_ *store.Txn, row *store.ResourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
 // fabricKey is the top-level key of a gateway document under which the
 // fabric keeps what an on-premises BGP peer advertises (never returned).
@@ -99,7 +100,7 @@ func encodeGateway(d *gatewayDoc) ([]byte, error) {
 }
 
 // renderGateway is a gateway as ARM returns it: without the fabric's part.
-func renderGateway(_ *txn, row *resourceRow) (json.RawMessage, error) {
+func renderGateway(_ *store.Txn, row *store.ResourceRow) (json.RawMessage, error) {
 	if !strings.Contains(string(row.Doc), `"`+fabricKey+`"`) {
 		return row.Doc, nil
 	}
@@ -127,12 +128,12 @@ func gatewayVNet(g *armnetwork.VirtualNetworkGateway) (vnetID, subnetID string) 
 
 // gatewaysOfVNet returns the gateways whose GatewaySubnet is in the
 // network with ID vnetID.
-func gatewaysOfVNet(tx *txn, vnetID string) ([]*armnetwork.VirtualNetworkGateway, error) {
+func gatewaysOfVNet(tx *store.Txn, vnetID string) ([]*armnetwork.VirtualNetworkGateway, error) {
 	a, ok := api.ParseNetworkID(vnetID)
 	if !ok {
 		return nil, nil
 	}
-	rows, err := tx.listResources(api.Key(a.Sub), "", typeVNetGateways, "", 1<<30)
+	rows, err := tx.ListResources(api.Key(a.Sub), "", typeVNetGateways, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +152,8 @@ func gatewaysOfVNet(tx *txn, vnetID string) ([]*armnetwork.VirtualNetworkGateway
 
 // checkSubnetsFreeOfGateways refuses to delete a subnet that holds a
 // gateway's IP configuration (gone: lower-case subnet IDs).
-func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) error {
-	rows, err := tx.listResources(api.Key(sub), "", typeVNetGateways, "", 1<<30)
+func checkSubnetsFreeOfGateways(tx *store.Txn, sub string, gone map[string]string) error {
+	rows, err := tx.ListResources(api.Key(sub), "", typeVNetGateways, "", 1<<30)
 	if err != nil {
 		return err
 	}
@@ -175,8 +176,8 @@ func checkSubnetsFreeOfGateways(tx *txn, sub string, gone map[string]string) err
 // notConnected refuses to delete a gateway or a local network gateway a
 // connection uses, with Azure's code and message (format takes the
 // resource's ID, then the connection's).
-func notConnected(code, format string) func(*txn, *resourceRow) error {
-	return func(tx *txn, row *resourceRow) error {
+func notConnected(code, format string) func(*store.Txn, *store.ResourceRow) error {
+	return func(tx *store.Txn, row *store.ResourceRow) error {
 		conns, err := connectionsOf(tx, row.ID)
 		if err != nil {
 			return err
@@ -222,7 +223,7 @@ func (s *Server) buildGateway(p *gatewayPut) (*api.Response, error) {
 	}
 	resp, err := p.store(s, api.Str(d.gw.Etag), json.RawMessage(doc))
 	if err == nil {
-		if body, rerr := renderGateway(p.tx, &resourceRow{Doc: doc}); rerr == nil {
+		if body, rerr := renderGateway(p.tx, &store.ResourceRow{Doc: doc}); rerr == nil {
 			resp.Body = body
 		}
 	}
@@ -231,7 +232,7 @@ func (s *Server) buildGateway(p *gatewayPut) (*api.Response, error) {
 
 // gatewayProperties checks a gateway's properties and returns them as stored,
 // with the ID of the network it is in.
-func gatewayProperties(tx *txn, id, loc string, in *armnetwork.VirtualNetworkGatewayPropertiesFormat, cur *gatewayDoc) (*armnetwork.VirtualNetworkGatewayPropertiesFormat, string, error) {
+func gatewayProperties(tx *store.Txn, id, loc string, in *armnetwork.VirtualNetworkGatewayPropertiesFormat, cur *gatewayDoc) (*armnetwork.VirtualNetworkGatewayPropertiesFormat, string, error) {
 	if in == nil {
 		return nil, "", api.InvalidFormat("Virtual network gateway %s has no properties.", id)
 	}
@@ -312,7 +313,7 @@ func gatewayProperties(tx *txn, id, loc string, in *armnetwork.VirtualNetworkGat
 }
 
 // checkGatewayVNet applies the rules between a gateway and its network.
-func checkGatewayVNet(tx *txn, id, vnetID string, typ armnetwork.VirtualNetworkGatewayType) error {
+func checkGatewayVNet(tx *store.Txn, id, vnetID string, typ armnetwork.VirtualNetworkGatewayType) error {
 	others, err := gatewaysOfVNet(tx, vnetID)
 	if err != nil {
 		return err
@@ -338,7 +339,7 @@ func checkGatewayVNet(tx *txn, id, vnetID string, typ armnetwork.VirtualNetworkG
 
 func (s *Server) postLearnedRoutes(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var id, loc string
-	err := s.readTop(ctx, q, typeVNetGateways, armTypeVNetGateway, func(tx *txn, row *resourceRow) error {
+	err := s.readTop(ctx, q, typeVNetGateways, armTypeVNetGateway, func(tx *store.Txn, row *store.ResourceRow) error {
 		d, err := decodeGateway(row.Doc)
 		if err != nil {
 			return err
@@ -365,7 +366,7 @@ type gatewayRoute struct {
 
 // gatewayAddress is the address the fabric gives a gateway in its
 // GatewaySubnet: the first one Azure does not reserve (x.x.x.4).
-func gatewayAddress(tx *txn, subnetID string) string {
+func gatewayAddress(tx *store.Txn, subnetID string) string {
 	_, prefixes, err := lookupSubnet(tx, subnetID)
 	if err != nil {
 		return ""
@@ -387,7 +388,7 @@ func gatewayAddress(tx *txn, subnetID string) string {
 // prefixes of the local network gateways of its IPsec connections (origin
 // Network, next hop the site's address) and what on-premises BGP peers
 // advertise (origin EBgp).
-func learnedRoutesResult(tx *txn, gatewayID string) (any, error) {
+func learnedRoutesResult(tx *store.Txn, gatewayID string) (any, error) {
 	ix, err := readAround(tx)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 const (
@@ -29,7 +30,7 @@ const (
 type env struct {
 	t        *testing.T
 	srv      *Server
-	store    *Store
+	store    *store.Store
 	endpoint string
 	opts     *arm.ClientOptions
 	hc       *http.Client // raw HTTP, same transport as the SDK
@@ -41,9 +42,9 @@ type env struct {
 }
 
 // openStore opens the state file at path; the caller closes it.
-func openStore(t testing.TB, path string) *Store {
+func openStore(t testing.TB, path string) *store.Store {
 	t.Helper()
-	st, err := Open(context.Background(), path)
+	st, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func (e *env) getStatus(t *testing.T, url string) int {
 func newEnv(t *testing.T, mode string, o Options) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := OpenMemory(ctx)
+	st, err := store.OpenMemory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func newRGEnv(t *testing.T, mode string, o Options) *env {
 	return e
 }
 
-func newEnvOn(t *testing.T, mode string, st *Store, o Options) *env {
+func newEnvOn(t *testing.T, mode string, st *store.Store, o Options) *env {
 	t.Helper()
 	srv := New(st, o)
 	e := &env{t: t, srv: srv, store: st}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Enough of Azure's identity and metadata surface for the Azure CLI to log
@@ -221,19 +222,19 @@ type genericResource struct {
 func (s *Server) listGenericResources(ctx context.Context, q *api.Request) (*api.Response, error) {
 	sub := q.Segs[1]
 	out := []genericResource{}
-	err := s.view(ctx, func(tx *txn) error {
-		var rows []*resourceRow
+	err := s.view(ctx, func(tx *store.Txn) error {
+		var rows []*store.ResourceRow
 		if len(q.Segs) == 5 {
 			rg, err := requireRG(tx, sub, q.Segs[3], false)
 			if err != nil {
 				return err
 			}
-			if rows, err = tx.resourcesInRG(rg.Key); err != nil {
+			if rows, err = tx.ResourcesInRG(rg.Key); err != nil {
 				return err
 			}
 		} else {
 			for _, typ := range []string{api.TypeRouteTables, api.TypeVirtualNetworks} {
-				r, err := tx.listResources(api.Key(sub), "", typ, "", 1<<30)
+				r, err := tx.ListResources(api.Key(sub), "", typ, "", 1<<30)
 				if err != nil {
 					return err
 				}

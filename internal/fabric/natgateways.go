@@ -9,6 +9,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // NAT gateways: enough of Microsoft.Network/natGateways for a subnet to
@@ -65,7 +66,7 @@ func settleNatGateway(g *natGatewayDoc, _, etag string) {
 }
 
 // renderNatGateway adds the subnets that use the gateway.
-func renderNatGateway(tx *txn, row *resourceRow) (json.RawMessage, error) {
+func renderNatGateway(tx *store.Txn, row *store.ResourceRow) (json.RawMessage, error) {
 	g, err := decodeNatGateway(row.Doc)
 	if err != nil {
 		return nil, err
@@ -83,8 +84,8 @@ func renderNatGateway(tx *txn, row *resourceRow) (json.RawMessage, error) {
 
 // subnetsUsing lists the subnets of a subscription whose property (natGateway,
 // networkSecurityGroup) references id.
-func subnetsUsing(tx *txn, subKey, property, id string) ([]string, error) {
-	rows, err := tx.listResources(subKey, "", api.TypeVirtualNetworks, "", 1<<30)
+func subnetsUsing(tx *store.Txn, subKey, property, id string) ([]string, error) {
+	rows, err := tx.ListResources(subKey, "", api.TypeVirtualNetworks, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func subnetsUsing(tx *txn, subKey, property, id string) ([]string, error) {
 }
 
 // checkNatGatewayNotInUse refuses to delete a NAT gateway a subnet uses.
-func checkNatGatewayNotInUse(tx *txn, row *resourceRow) error {
+func checkNatGatewayNotInUse(tx *store.Txn, row *store.ResourceRow) error {
 	subnets, err := subnetsUsing(tx, row.SubKey, "natGateway", row.ID)
 	if err != nil {
 		return err
@@ -190,7 +191,7 @@ func (s *Server) buildNatGateway(p *natGatewayPut) (*api.Response, error) {
 
 // resolveNatGateway checks a subnet's natGateway.id: a NAT gateway that
 // exists in the virtual network's subscription and location.
-func resolveNatGateway(tx *txn, ref, vnetID, subnetID, loc string) (string, error) {
+func resolveNatGateway(tx *store.Txn, ref, vnetID, subnetID, loc string) (string, error) {
 	typ, ok := referencedType(ref)
 	if !ok || !strings.EqualFold(typ, armTypeNatGateway) {
 		return "", api.BadRequest("LinkedInvalidPropertyId",
@@ -199,7 +200,7 @@ func resolveNatGateway(tx *txn, ref, vnetID, subnetID, loc string) (string, erro
 	if !strings.EqualFold(subscriptionOf(ref), subscriptionOf(vnetID)) {
 		return "", api.InvalidReference(ref, subnetID)
 	}
-	row, err := tx.getResource(api.Key(ref))
+	row, err := tx.GetResource(api.Key(ref))
 	if err != nil {
 		return "", err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Networks returns the virtual networks (with their subnets and route
@@ -18,10 +19,10 @@ import (
 // no faults, no throttling, no request. It is what the data plane forwards
 // by. Resource groups are left out; the table's Subnets back-references
 // are not filled (a subnet's RouteTable says which table it uses).
-func Networks(ctx context.Context, s *Store) (*State, error) {
+func Networks(ctx context.Context, s *store.Store) (*State, error) {
 	st := &State{ResourceGroups: []StateResourceGroup{}, VirtualNetworks: []StateVirtualNetwork{}, RouteTables: []StateRouteTable{}}
 	ar := newAround() // peerings' states and gateways (around.go)
-	err := s.read(ctx, func(tx *txn) error {
+	err := s.Read(ctx, func(tx *store.Txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT r.type, r.doc, g.sub FROM resources r JOIN resource_groups g ON g.key = r.rg_key ORDER BY r.key`)
 		if err != nil {
 			return fmt.Errorf("reading networks: %w", err)
@@ -91,7 +92,7 @@ func stateNIC(n *armnetwork.Interface) StateNIC {
 
 // NetworkReader reads a store's networks for the data plane's driver:
 // Networks, and the store's Version and Subscribe.
-type NetworkReader struct{ *Store }
+type NetworkReader struct{ *store.Store }
 
 // Networks is Networks of the reader's store.
 func (r NetworkReader) Networks(ctx context.Context) (*State, error) { return Networks(ctx, r.Store) }

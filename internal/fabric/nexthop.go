@@ -11,6 +11,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
@@ -78,7 +79,7 @@ func (s *Server) buildWatcher(p *watcherPut) (*api.Response, error) {
 // resource (ResourceKey is its own), so it never blocks a write.
 func (s *Server) startAction(ctx context.Context, q *api.Request, action, resourceID, location string, params []byte) (*api.Response, error) {
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
 		}
@@ -94,9 +95,9 @@ func (s *Server) startAction(ctx context.Context, q *api.Request, action, resour
 }
 
 // actionResult is the answer of a finished action, from the state now.
-func (s *Server) actionResult(ctx context.Context, o *operation) (*api.Response, error) {
+func (s *Server) actionResult(ctx context.Context, o *store.Operation) (*api.Response, error) {
 	var body any
-	err := s.view(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *store.Txn) error {
 		var err error
 		switch o.ChildName {
 		case actionEffectiveRoutes:
@@ -118,7 +119,7 @@ func (s *Server) actionResult(ctx context.Context, o *operation) (*api.Response,
 
 func (s *Server) postEffectiveRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var nicID, loc string
-	err := s.readTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, func(tx *txn, row *resourceRow) error {
+	err := s.readTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, func(tx *store.Txn, row *store.ResourceRow) error {
 		n, err := decodeNIC(row.Doc)
 		if err != nil {
 			return err
@@ -150,7 +151,7 @@ func (s *Server) postNextHop(ctx context.Context, q *api.Request) (*api.Response
 		return nil, api.BadRequest("InvalidTargetResourceId", "targetResourceId is required.")
 	}
 	var loc, nicID string
-	err := s.readTop(ctx, q, typeNetworkWatchers, armTypeWatcher, func(tx *txn, row *resourceRow) error {
+	err := s.readTop(ctx, q, typeNetworkWatchers, armTypeWatcher, func(tx *store.Txn, row *store.ResourceRow) error {
 		w, err := decodeWatcher(row.Doc)
 		if err != nil {
 			return err
@@ -177,7 +178,7 @@ func (s *Server) postNextHop(ctx context.Context, q *api.Request) (*api.Response
 
 // targetNIC finds the NIC a next-hop question is about: the NIC named, or
 // the NIC whose virtualMachine is the target VM.
-func targetNIC(tx *txn, sub, target, nicTarget string) (*armnetwork.Interface, error) {
+func targetNIC(tx *store.Txn, sub, target, nicTarget string) (*armnetwork.Interface, error) {
 	want := nicTarget
 	if want == "" {
 		want = target
@@ -209,8 +210,8 @@ type nicRouting struct {
 // primary IP configuration's subnet.
 // getDoc reads the resource id and decodes its document; a missing one is
 // ARM's 404 NotFound with the message notFound.
-func getDoc[T any](tx *txn, id string, decode func([]byte) (*T, error), notFound string) (*T, error) {
-	row, err := tx.getResource(api.Key(id))
+func getDoc[T any](tx *store.Txn, id string, decode func([]byte) (*T, error), notFound string) (*T, error) {
+	row, err := tx.GetResource(api.Key(id))
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func getDoc[T any](tx *txn, id string, decode func([]byte) (*T, error), notFound
 	return decode(row.Doc)
 }
 
-func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
+func routingOfNIC(tx *store.Txn, nicID string) (*nicRouting, error) {
 	n, err := getDoc(tx, nicID, decodeNIC, "Resource "+nicID+" not found.")
 	if err != nil {
 		return nil, err
@@ -250,7 +251,7 @@ func routingOfNIC(tx *txn, nicID string) (*nicRouting, error) {
 		return out, nil
 	}
 	out.tableID = api.Str(sn.Properties.RouteTable.ID)
-	trow, err := tx.getResource(api.Key(out.tableID))
+	trow, err := tx.GetResource(api.Key(out.tableID))
 	if err != nil || trow == nil {
 		return out, err
 	}
@@ -283,7 +284,7 @@ type effectiveRoute struct {
 	NextHopType                string   `json:"nextHopType"`
 }
 
-func effectiveRouteTable(tx *txn, nicID string) (any, error) {
+func effectiveRouteTable(tx *store.Txn, nicID string) (any, error) {
 	nr, err := routingOfNIC(tx, nicID)
 	if err != nil {
 		return nil, err
@@ -305,7 +306,7 @@ func effectiveRouteTable(tx *txn, nicID string) (any, error) {
 	return map[string]any{"value": value}, nil
 }
 
-func nextHop(tx *txn, nicID string, params []byte) (any, error) {
+func nextHop(tx *store.Txn, nicID string, params []byte) (any, error) {
 	var p struct {
 		Destination string `json:"destinationIPAddress"`
 	}

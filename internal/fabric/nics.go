@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Network interfaces: what routing needs of a VM's NIC (its subnet and
@@ -107,7 +108,7 @@ func (s *Server) buildNIC(p *nicPut) (*api.Response, error) {
 
 // buildIPConfig checks one IP configuration: the subnet must exist and
 // hold the static private IP.
-func (s *Server) buildIPConfig(tx *txn, nicID, name string, i int, in *armnetwork.InterfaceIPConfigurationPropertiesFormat, etag string) (*armnetwork.InterfaceIPConfiguration, error) {
+func (s *Server) buildIPConfig(tx *store.Txn, nicID, name string, i int, in *armnetwork.InterfaceIPConfigurationPropertiesFormat, etag string) (*armnetwork.InterfaceIPConfiguration, error) {
 	field := fmt.Sprintf("properties.ipConfigurations[%d]", i)
 	if in == nil || in.Subnet == nil || api.Str(in.Subnet.ID) == "" {
 		return nil, api.BadRequest("IpConfigurationSubnetMissing", "%s (%s) of network interface %s has no subnet.", field, name, nicID)
@@ -166,12 +167,12 @@ func (s *Server) buildIPConfig(tx *txn, nicID, name string, i int, in *armnetwor
 
 // lookupSubnet finds a subnet by ID in its virtual network's document:
 // nil when the network or the subnet does not exist.
-func lookupSubnet(tx *txn, subnetID string) (*armnetwork.Subnet, []netip.Prefix, error) {
+func lookupSubnet(tx *store.Txn, subnetID string) (*armnetwork.Subnet, []netip.Prefix, error) {
 	a, ok := api.ParseNetworkID(subnetID)
 	if !ok || a.Type != api.TypeVirtualNetworks || a.Child != api.ChildSubnets {
 		return nil, nil, api.BadRequest("InvalidResourceReference", "Resource %s is not a subnet ID.", subnetID)
 	}
-	row, err := tx.getResource(api.Key(a.ParentID()))
+	row, err := tx.GetResource(api.Key(a.ParentID()))
 	if err != nil || row == nil {
 		return nil, nil, err
 	}
@@ -187,8 +188,8 @@ func lookupSubnet(tx *txn, subnetID string) (*armnetwork.Subnet, []netip.Prefix,
 }
 
 // allNICs returns every network interface of a subscription.
-func allNICs(tx *txn, sub string) ([]*armnetwork.Interface, error) {
-	rows, err := tx.listResources(api.Key(sub), "", typeNetworkInterfaces, "", 1<<30)
+func allNICs(tx *store.Txn, sub string) ([]*armnetwork.Interface, error) {
+	rows, err := tx.ListResources(api.Key(sub), "", typeNetworkInterfaces, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +206,7 @@ func allNICs(tx *txn, sub string) ([]*armnetwork.Interface, error) {
 
 // checkNICAddresses refuses a private IP another NIC already holds in the
 // same subnet (Azure's PrivateIPAddressInUse).
-func checkNICAddresses(tx *txn, nicID string, cfgs []*armnetwork.InterfaceIPConfiguration) error {
+func checkNICAddresses(tx *store.Txn, nicID string, cfgs []*armnetwork.InterfaceIPConfiguration) error {
 	a, _ := api.ParseTopID(nicID, typeNetworkInterfaces)
 	nics, err := allNICs(tx, a.Sub)
 	if err != nil {
@@ -234,7 +235,7 @@ func checkNICAddresses(tx *txn, nicID string, cfgs []*armnetwork.InterfaceIPConf
 // configuration of a NIC: Azure's InUseSubnetCannotBeDeleted. subnetIDs are
 // the subnets about to go away (by a subnet DELETE or a virtual network PUT
 // that omits them).
-func checkSubnetsNotInUse(tx *txn, sub string, subnetIDs []string) error {
+func checkSubnetsNotInUse(tx *store.Txn, sub string, subnetIDs []string) error {
 	if len(subnetIDs) == 0 {
 		return nil
 	}
@@ -277,7 +278,7 @@ func removedSubnets(cur, next []*armnetwork.Subnet) []string {
 
 // checkVNetNotInUse refuses to delete a virtual network whose subnets hold
 // NICs.
-func checkVNetNotInUse(tx *txn, row *resourceRow) error {
+func checkVNetNotInUse(tx *store.Txn, row *store.ResourceRow) error {
 	v, err := decodeVNet(row.Doc)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Network security groups: Azure's paths, JSON, etags and long-running
@@ -50,7 +51,7 @@ func settleNSG(g *armnetwork.SecurityGroup, removeChild, etag string) {
 
 // renderNSG is a stored NSG as ARM returns it: with the subnets that use
 // it, found in the virtual networks of its subscription.
-func renderNSG(tx *txn, row *resourceRow) (json.RawMessage, error) {
+func renderNSG(tx *store.Txn, row *store.ResourceRow) (json.RawMessage, error) {
 	subnets, err := subnetsUsingNSG(tx, row.SubKey, row.Key)
 	if err != nil {
 		return nil, err
@@ -70,8 +71,8 @@ func renderNSG(tx *txn, row *resourceRow) (json.RawMessage, error) {
 
 // subnetsUsingNSG lists the IDs of the subnets whose
 // networkSecurityGroup is the NSG with key nsgKey.
-func subnetsUsingNSG(tx *txn, subKey, nsgKey string) ([]string, error) {
-	rows, err := tx.listResources(subKey, "", api.TypeVirtualNetworks, "", 1<<30)
+func subnetsUsingNSG(tx *store.Txn, subKey, nsgKey string) ([]string, error) {
+	rows, err := tx.ListResources(subKey, "", api.TypeVirtualNetworks, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func subnetsUsingNSG(tx *txn, subKey, nsgKey string) ([]string, error) {
 // Azure. A reference to an NSG the fabric does not hold is kept as sent,
 // with a warning: Azure would refuse it (InvalidResourceReference), but
 // tests of other packages use such stand-in IDs (docs/fabric.md).
-func (s *Server) resolveNSG(tx *txn, ref, vnetID, subnetID, loc string) (*armnetwork.SecurityGroup, error) {
+func (s *Server) resolveNSG(tx *store.Txn, ref, vnetID, subnetID, loc string) (*armnetwork.SecurityGroup, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return nil, nil
@@ -110,7 +111,7 @@ func (s *Server) resolveNSG(tx *txn, ref, vnetID, subnetID, loc string) (*armnet
 	if !strings.EqualFold(a.Sub, v.Sub) {
 		return nil, api.InvalidReference(ref, subnetID)
 	}
-	row, err := tx.getResource(api.Key(a.ParentID()))
+	row, err := tx.GetResource(api.Key(a.ParentID()))
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func (s *Server) resolveNSG(tx *txn, ref, vnetID, subnetID, loc string) (*armnet
 }
 
 // checkNSGNotInUse refuses to delete an NSG a subnet uses.
-func checkNSGNotInUse(tx *txn, row *resourceRow) error {
+func checkNSGNotInUse(tx *store.Txn, row *store.ResourceRow) error {
 	subnets, err := subnetsUsingNSG(tx, row.SubKey, row.Key)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Operation kinds.
@@ -35,9 +36,9 @@ const opRetention = time.Hour
 // newOp starts an operation on a resource. Its outcome is decided now (a
 // share of operations fail when fault injection says so) and takes effect
 // when it ends; prev is the resource before the write, nil for a create.
-func (s *Server) newOp(kind, sub, location, resourceKey, resourceID, child string, prev []byte) *operation {
+func (s *Server) newOp(kind, sub, location, resourceKey, resourceID, child string, prev []byte) *store.Operation {
 	now := s.now()
-	o := &operation{
+	o := &store.Operation{
 		ID: uuid.NewString(), Sub: sub, Location: location, Kind: kind,
 		ResourceKey: resourceKey, ResourceID: resourceID, ChildName: child,
 		StartedAt: now.UnixNano(), EndsAt: now.Add(s.opDuration).UnixNano(),
@@ -53,8 +54,8 @@ func (s *Server) newOp(kind, sub, location, resourceKey, resourceID, child strin
 
 // record stores a new operation; with no duration it finishes at once, in
 // the same transaction, so nobody ever sees it running.
-func (s *Server) record(tx *txn, o *operation) error {
-	if err := tx.putOp(o); err != nil {
+func (s *Server) record(tx *store.Txn, o *store.Operation) error {
+	if err := tx.PutOp(o); err != nil {
 		return err
 	}
 	if s.opDuration == 0 {
@@ -68,12 +69,12 @@ func (s *Server) record(tx *txn, o *operation) error {
 // end time, but never late as a client sees it, and works the same when
 // another process started the operation. The check shares fn's
 // transaction: a request pays for a second one only when work is due.
-func (s *Server) view(ctx context.Context, fn func(*txn) error) error {
+func (s *Server) view(ctx context.Context, fn func(*store.Txn) error) error {
 	for {
 		due := false
-		err := s.store.read(ctx, func(tx *txn) error {
+		err := s.store.Read(ctx, func(tx *store.Txn) error {
 			var err error
-			if due, err = tx.anyDue(s.now().UnixNano()); err != nil || due {
+			if due, err = tx.AnyDue(s.now().UnixNano()); err != nil || due {
 				return err
 			}
 			return fn(tx)
@@ -81,16 +82,16 @@ func (s *Server) view(ctx context.Context, fn func(*txn) error) error {
 		if err != nil || !due {
 			return err
 		}
-		if err := s.store.write(ctx, func(tx *txn) error { return s.settleTx(tx) }); err != nil {
+		if err := s.store.Write(ctx, func(tx *store.Txn) error { return s.settleTx(tx) }); err != nil {
 			return err
 		}
 	}
 }
 
 // settleTx is settle inside a write transaction.
-func (s *Server) settleTx(tx *txn) error {
+func (s *Server) settleTx(tx *store.Txn) error {
 	now := s.now()
-	ops, err := tx.dueOps(now.UnixNano())
+	ops, err := tx.DueOps(now.UnixNano())
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (s *Server) settleTx(tx *txn) error {
 		}
 	}
 	if len(ops) > 0 {
-		return tx.pruneOps(now.Add(-opRetention).UnixNano())
+		return tx.PruneOps(now.Add(-opRetention).UnixNano())
 	}
 	return nil
 }
@@ -108,17 +109,17 @@ func (s *Server) settleTx(tx *txn) error {
 // finish ends an operation with its outcome: the resource reaches
 // Succeeded (or goes away, for a delete), or on failure returns to its
 // previous content with provisioningState Failed and a new etag.
-func (s *Server) finish(tx *txn, o *operation) error {
+func (s *Server) finish(tx *store.Txn, o *store.Operation) error {
 	if o.Kind == opRGDelete {
 		return s.finishRGDelete(tx, o)
 	}
-	row, err := tx.getResource(o.ResourceKey)
+	row, err := tx.GetResource(o.ResourceKey)
 	if err != nil {
 		return err
 	}
 	if row == nil { // removed meanwhile (its resource group was deleted)
 		o.Status = o.Outcome
-		return tx.putOp(o)
+		return tx.PutOp(o)
 	}
 	failed := o.Outcome == statusFailed
 	switch o.Kind {
@@ -151,7 +152,7 @@ func (s *Server) finish(tx *txn, o *operation) error {
 		}
 	case opDelete:
 		if !failed && row.Type == api.TypeRouteTables {
-			subnets, err := tx.subnetsOf(row.Key)
+			subnets, err := tx.SubnetsOf(row.Key)
 			if err != nil {
 				return err
 			}
@@ -174,7 +175,7 @@ func (s *Server) finish(tx *txn, o *operation) error {
 		return fmt.Errorf("operation %s has unknown kind %q", o.ID, o.Kind)
 	}
 	o.Status = o.Outcome
-	return tx.putOp(o)
+	return tx.PutOp(o)
 }
 
 // restore puts prev back as the resource's content, with provisioningState
@@ -183,7 +184,7 @@ func (s *Server) finish(tx *txn, o *operation) error {
 // settleRow settles a resource after its operation succeeded (every
 // provisioning state Succeeded, the child removeChild, if any, dropped) and
 // stores it.
-func (s *Server) settleRow(tx *txn, row *resourceRow, removeChild string) error {
+func (s *Server) settleRow(tx *store.Txn, row *store.ResourceRow, removeChild string) error {
 	doc, err := settleDoc(row.Type, row.Doc, removeChild, "")
 	if err != nil {
 		return err
@@ -192,7 +193,7 @@ func (s *Server) settleRow(tx *txn, row *resourceRow, removeChild string) error 
 	return s.storeRow(tx, row)
 }
 
-func (s *Server) restore(tx *txn, row *resourceRow, prev []byte) error {
+func (s *Server) restore(tx *store.Txn, row *store.ResourceRow, prev []byte) error {
 	etag := api.NewEtag()
 	doc, err := settleDoc(row.Type, prev, "", etag)
 	if err != nil {
@@ -206,7 +207,7 @@ func (s *Server) restore(tx *txn, row *resourceRow, prev []byte) error {
 // table's read-only subnets list is rewritten from the associations, and a
 // virtual network's subnets re-derive the associations (and so the subnets
 // lists of the tables they name, before and after).
-func (s *Server) storeRow(tx *txn, row *resourceRow) error {
+func (s *Server) storeRow(tx *store.Txn, row *store.ResourceRow) error {
 	switch row.Type {
 	case api.TypeRouteTables:
 		doc, err := tableWithSubnets(tx, row.Key, row.Doc)
@@ -214,9 +215,9 @@ func (s *Server) storeRow(tx *txn, row *resourceRow) error {
 			return err
 		}
 		row.Doc = doc
-		return tx.putResource(row)
+		return tx.PutResource(row)
 	case api.TypeVirtualNetworks:
-		if err := tx.putResource(row); err != nil {
+		if err := tx.PutResource(row); err != nil {
 			return err
 		}
 		vn, err := decodeVNet(row.Doc)
@@ -229,17 +230,17 @@ func (s *Server) storeRow(tx *txn, row *resourceRow) error {
 		}
 		return s.setAssociations(tx, row.Key, as)
 	}
-	return tx.putResource(row)
+	return tx.PutResource(row)
 }
 
 // setAssociations replaces a virtual network's associations and refreshes
 // the subnets list of every route table that gained or lost one.
-func (s *Server) setAssociations(tx *txn, vnetKey string, as []association) error {
-	before, err := tx.tablesOfVNet(vnetKey)
+func (s *Server) setAssociations(tx *store.Txn, vnetKey string, as []store.Association) error {
+	before, err := tx.TablesOfVNet(vnetKey)
 	if err != nil {
 		return err
 	}
-	if err := tx.setAssociations(vnetKey, as); err != nil {
+	if err := tx.SetAssociations(vnetKey, as); err != nil {
 		return err
 	}
 	touched := map[string]bool{}
@@ -250,7 +251,7 @@ func (s *Server) setAssociations(tx *txn, vnetKey string, as []association) erro
 		touched[a.TableKey] = true
 	}
 	for k := range touched {
-		row, err := tx.getResource(k)
+		row, err := tx.GetResource(k)
 		if err != nil {
 			return err
 		}
@@ -265,7 +266,7 @@ func (s *Server) setAssociations(tx *txn, vnetKey string, as []association) erro
 			continue
 		}
 		row.Doc = doc // the etag stays: the table itself was not written
-		if err := tx.putResource(row); err != nil {
+		if err := tx.PutResource(row); err != nil {
 			return err
 		}
 	}
@@ -273,8 +274,8 @@ func (s *Server) setAssociations(tx *txn, vnetKey string, as []association) erro
 }
 
 // removeResource deletes a resource and the associations it holds.
-func (s *Server) removeResource(tx *txn, row *resourceRow) error {
-	if err := tx.deleteResource(row.Key); err != nil {
+func (s *Server) removeResource(tx *store.Txn, row *store.ResourceRow) error {
+	if err := tx.DeleteResource(row.Key); err != nil {
 		return err
 	}
 	if row.Type == api.TypeVirtualNetworks {
@@ -283,16 +284,16 @@ func (s *Server) removeResource(tx *txn, row *resourceRow) error {
 	return nil
 }
 
-func (s *Server) finishRGDelete(tx *txn, o *operation) error {
-	rg, err := tx.getRGByKey(o.ResourceKey)
+func (s *Server) finishRGDelete(tx *store.Txn, o *store.Operation) error {
+	rg, err := tx.GetRGByKey(o.ResourceKey)
 	if err != nil {
 		return err
 	}
 	if rg == nil {
 		o.Status = o.Outcome
-		return tx.putOp(o)
+		return tx.PutOp(o)
 	}
-	rows, err := tx.resourcesInRG(o.ResourceKey)
+	rows, err := tx.ResourcesInRG(o.ResourceKey)
 	if err != nil {
 		return err
 	}
@@ -303,7 +304,7 @@ func (s *Server) finishRGDelete(tx *txn, o *operation) error {
 			if row.Type != api.TypeRouteTables {
 				continue
 			}
-			subnets, err := tx.subnetsOf(row.Key)
+			subnets, err := tx.SubnetsOf(row.Key)
 			if err != nil {
 				return err
 			}
@@ -322,7 +323,7 @@ func (s *Server) finishRGDelete(tx *txn, o *operation) error {
 	}
 	if o.Outcome == statusFailed {
 		rg.State = statusSucceeded
-		if err := tx.putRG(rg); err != nil {
+		if err := tx.PutRG(rg); err != nil {
 			return err
 		}
 	} else {
@@ -331,22 +332,22 @@ func (s *Server) finishRGDelete(tx *txn, o *operation) error {
 				return err
 			}
 		}
-		if err := tx.deleteRG(rg.Key); err != nil {
+		if err := tx.DeleteRG(rg.Key); err != nil {
 			return err
 		}
 	}
 	o.Status = o.Outcome
-	return tx.putOp(o)
+	return tx.PutOp(o)
 }
 
 // asyncURL is the Azure-AsyncOperation URL of an operation.
-func asyncURL(q *api.Request, o *operation) string {
+func asyncURL(q *api.Request, o *store.Operation) string {
 	return q.Base + "/subscriptions/" + url.PathEscape(o.Sub) + "/providers/Microsoft.Network/locations/" +
 		url.PathEscape(o.Location) + "/operations/" + o.ID + "?api-version=" + url.QueryEscape(q.APIVersion)
 }
 
 // locationURL is the Location URL of an operation (operationResults).
-func locationURL(q *api.Request, o *operation) string {
+func locationURL(q *api.Request, o *store.Operation) string {
 	if o.Kind == opRGDelete {
 		return q.Base + "/subscriptions/" + url.PathEscape(o.Sub) + "/operationresults/" + o.ID +
 			"?api-version=" + url.QueryEscape(q.APIVersion)
@@ -367,7 +368,7 @@ func setRetryAfter(h http.Header, remaining time.Duration) {
 }
 
 // lroHeaders are the headers of a long-running write's first answer.
-func (s *Server) lroHeaders(q *api.Request, o *operation, withLocation bool) http.Header {
+func (s *Server) lroHeaders(q *api.Request, o *store.Operation, withLocation bool) http.Header {
 	h := http.Header{}
 	h.Set("Azure-AsyncOperation", asyncURL(q, o))
 	if withLocation {
@@ -379,7 +380,7 @@ func (s *Server) lroHeaders(q *api.Request, o *operation, withLocation bool) htt
 
 // polledOp is the operation a poll of endpoint (operations,
 // operationResults) asks for, when the caller may see it.
-func (s *Server) polledOp(ctx context.Context, q *api.Request, endpoint string) (*operation, error) {
+func (s *Server) polledOp(ctx context.Context, q *api.Request, endpoint string) (*store.Operation, error) {
 	o, err := s.loadOp(ctx, q.Segs[7])
 	if err != nil {
 		return nil, err
@@ -421,7 +422,7 @@ func (s *Server) getRGOperationResult(ctx context.Context, q *api.Request) (*api
 	return s.operationResult(q, o)
 }
 
-func (s *Server) operationResult(q *api.Request, o *operation) (*api.Response, error) {
+func (s *Server) operationResult(q *api.Request, o *store.Operation) (*api.Response, error) {
 	if o.Kind == opAction && o.Status == statusSucceeded {
 		return s.actionResult(q.HTTP.Context(), o)
 	}
@@ -440,11 +441,11 @@ func (s *Server) operationResult(q *api.Request, o *operation) (*api.Response, e
 	return nil, api.BadRequest(o.ErrorCode, "%s", o.ErrorMessage)
 }
 
-func (s *Server) loadOp(ctx context.Context, id string) (*operation, error) {
-	var o *operation
-	err := s.view(ctx, func(tx *txn) error {
+func (s *Server) loadOp(ctx context.Context, id string) (*store.Operation, error) {
+	var o *store.Operation
+	err := s.view(ctx, func(tx *store.Txn) error {
 		var err error
-		o, err = tx.getOp(id)
+		o, err = tx.GetOp(id)
 		return err
 	})
 	if err != nil {
@@ -456,7 +457,7 @@ func (s *Server) loadOp(ctx context.Context, id string) (*operation, error) {
 	return o, nil
 }
 
-func opBody(o *operation) map[string]any {
+func opBody(o *store.Operation) map[string]any {
 	b := map[string]any{
 		"id":        "/subscriptions/" + o.Sub + "/providers/Microsoft.Network/locations/" + o.Location + "/operations/" + o.ID,
 		"name":      o.ID,
@@ -473,8 +474,8 @@ func opBody(o *operation) map[string]any {
 }
 
 // checkRunning refuses a write to a resource whose operation still runs.
-func (s *Server) checkRunning(tx *txn, q *api.Request, resourceKey string) error {
-	o, err := tx.runningOp(resourceKey)
+func (s *Server) checkRunning(tx *store.Txn, q *api.Request, resourceKey string) error {
+	o, err := tx.RunningOp(resourceKey)
 	if err != nil {
 		return err
 	}
@@ -487,7 +488,7 @@ func (s *Server) checkRunning(tx *txn, q *api.Request, resourceKey string) error
 // storeTopPut is the end of every top-level resource PUT: v becomes the
 // document of row (of fresh, when the resource is created) with etag, and
 // the PUT is answered with its long-running operation (acceptPut).
-func (s *Server) storeTopPut(tx *txn, q *api.Request, rg *rgRow, row, fresh *resourceRow, id, loc, etag string, v any) (*api.Response, error) {
+func (s *Server) storeTopPut(tx *store.Txn, q *api.Request, rg *store.RGRow, row, fresh *store.ResourceRow, id, loc, etag string, v any) (*api.Response, error) {
 	created := row == nil
 	var prev []byte
 	if created {
@@ -509,7 +510,7 @@ func (s *Server) storeTopPut(tx *txn, q *api.Request, rg *rgRow, row, fresh *res
 // acceptPut records the long-running operation of a PUT and makes its
 // answer, as ARM gives it: 201 for a create, 200 for an update, the
 // Azure-AsyncOperation headers and the new ETag, with body.
-func (s *Server) acceptPut(tx *txn, q *api.Request, o *operation, created bool, etag string, body any) (*api.Response, error) {
+func (s *Server) acceptPut(tx *store.Txn, q *api.Request, o *store.Operation, created bool, etag string, body any) (*api.Response, error) {
 	if err := s.record(tx, o); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Virtual network peerings: the child resource
@@ -54,7 +55,7 @@ var peeringKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.VirtualNetwo
 type peeringPut = childPut[armnetwork.VirtualNetworkPeering, *armnetwork.VirtualNetwork, *armnetwork.VirtualNetworkPeering]
 
 // viewStoredPeering is viewPeering with the remote network read from tx.
-func viewStoredPeering(tx *txn, v *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkPeering) error {
+func viewStoredPeering(tx *store.Txn, v *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkPeering) error {
 	if p == nil {
 		return nil
 	}
@@ -142,8 +143,8 @@ func sameSpace(a, b []string) bool {
 }
 
 // loadVNet reads a network by ID: nil when it does not exist.
-func loadVNet(tx *txn, id string) (*armnetwork.VirtualNetwork, error) {
-	row, err := tx.getResourceForRead(api.Key(id))
+func loadVNet(tx *store.Txn, id string) (*armnetwork.VirtualNetwork, error) {
+	row, err := tx.GetResourceForRead(api.Key(id))
 	if err != nil || row == nil || row.Type != api.TypeVirtualNetworks {
 		return nil, err
 	}
@@ -205,7 +206,7 @@ func toStrPtrs(ss []string) []*string {
 
 // renderVNetDoc is a network's document with its peerings viewed; a
 // document without peerings is returned as it is.
-func renderVNetDoc(tx *txn, doc []byte) (json.RawMessage, error) {
+func renderVNetDoc(tx *store.Txn, doc []byte) (json.RawMessage, error) {
 	if !bytes.Contains(doc, []byte(`"virtualNetworkPeerings":[{`)) {
 		return doc, nil
 	}
@@ -235,7 +236,7 @@ func renderVNetDoc(tx *txn, doc []byte) (json.RawMessage, error) {
 // PUT carries ?syncRemoteAddressSpace=true.
 func (s *Server) putPeering(ctx context.Context, q *api.Request) (*api.Response, error) {
 	sync := strings.EqualFold(q.Query.Get("syncRemoteAddressSpace"), "true")
-	var remoteRow *resourceRow
+	var remoteRow *store.ResourceRow
 	var remote *armnetwork.VirtualNetwork
 	return s.put(ctx, q, &peeringPut{
 		kind: &peeringKind, body: api.DecodeModel,
@@ -277,7 +278,7 @@ func (s *Server) putPeering(ctx context.Context, q *api.Request) (*api.Response,
 }
 
 // peeringTarget resolves and reads a peering's remote network.
-func peeringTarget(tx *txn, row *resourceRow, peeringID string, p *armnetwork.VirtualNetworkPeeringPropertiesFormat) (*resourceRow, *armnetwork.VirtualNetwork, error) {
+func peeringTarget(tx *store.Txn, row *store.ResourceRow, peeringID string, p *armnetwork.VirtualNetworkPeeringPropertiesFormat) (*store.ResourceRow, *armnetwork.VirtualNetwork, error) {
 	ref := ""
 	if p != nil && p.RemoteVirtualNetwork != nil {
 		ref = strings.TrimSpace(api.Str(p.RemoteVirtualNetwork.ID))
@@ -293,7 +294,7 @@ func peeringTarget(tx *txn, row *resourceRow, peeringID string, p *armnetwork.Vi
 	if api.Key(a.ParentID()) == row.Key {
 		return nil, nil, api.BadRequest("CannotPeerVirtualNetworkWithItself", "Virtual network %s cannot be peered with itself.", row.ID)
 	}
-	remoteRow, err := tx.getResource(api.Key(a.ParentID()))
+	remoteRow, err := tx.GetResource(api.Key(a.ParentID()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -309,7 +310,7 @@ func peeringTarget(tx *txn, row *resourceRow, peeringID string, p *armnetwork.Vi
 
 // checkPeering applies Azure's rules between a peering, its network and
 // the remote network.
-func checkPeering(tx *txn, row *resourceRow, v, remote *armnetwork.VirtualNetwork, peeringID, name string, p *armnetwork.VirtualNetworkPeeringPropertiesFormat) error {
+func checkPeering(tx *store.Txn, row *store.ResourceRow, v, remote *armnetwork.VirtualNetwork, peeringID, name string, p *armnetwork.VirtualNetworkPeeringPropertiesFormat) error {
 	for _, a := range vnetSpace(v) {
 		for _, b := range vnetSpace(remote) {
 			if a.Overlaps(b) {

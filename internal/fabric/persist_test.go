@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 func TestMain(m *testing.M) {
@@ -73,28 +74,28 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "fabric.db")
 	st := openStore(t, path)
-	if _, err := st.db.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
+	if _, err := st.DB.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
-	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := store.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Errorf("Open of a newer state = %v", err)
 	}
-	if _, err := Open(ctx, filepath.Join(t.TempDir(), "what?.db")); err == nil {
+	if _, err := store.Open(ctx, filepath.Join(t.TempDir(), "what?.db")); err == nil {
 		t.Error("Open of a path with '?' succeeded")
 	}
 	// Other unusual characters are fine.
 	odd := filepath.Join(t.TempDir(), "a #b %20c.db")
-	st2, err := Open(ctx, odd)
+	st2, err := store.Open(ctx, odd)
 	if err != nil {
 		t.Fatalf("Open(%q): %v", odd, err)
 	}
 	var mode string
 	var timeout int
-	if err := st2.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+	if err := st2.DB.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
 	}
-	if err := st2.db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout); err != nil || timeout != busyTimeoutMS {
+	if err := st2.DB.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout); err != nil || timeout != store.BusyTimeoutMS {
 		t.Errorf("busy_timeout = %d, %v", timeout, err)
 	}
 	st2.Close()
@@ -119,7 +120,7 @@ const (
 func childWriter() int {
 	ctx := context.Background()
 	me := os.Getenv(childEnv)
-	st, err := Open(ctx, os.Getenv(childState))
+	st, err := store.Open(ctx, os.Getenv(childState))
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -263,7 +264,7 @@ func TestTwoProcessesShareAStateFile(t *testing.T) {
 	if !sawAll {
 		t.Error("neither process saw all of the other's routes")
 	}
-	st, err = Open(ctx, path)
+	st, err = store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

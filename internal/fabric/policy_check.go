@@ -10,6 +10,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // policyHit is a deny policy a write violates.
@@ -84,9 +85,9 @@ func (s *Server) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[
 // storedDoc reads the resource a PATCH changes.
 func (s *Server) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var doc []byte
-	err := s.view(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *store.Txn) error {
 		if strings.EqualFold(op.resourceType, api.ArmTypeResourceGroup) || strings.EqualFold(op.resourceType, "Microsoft.Resources/subscriptions/resourceGroups") {
-			rg, err := tx.getRG(q.Segs[1], q.Segs[3])
+			rg, err := tx.GetRG(q.Segs[1], q.Segs[3])
 			if err != nil || rg == nil {
 				return err
 			}
@@ -94,7 +95,7 @@ func (s *Server) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[
 			doc, err2 = json.Marshal(rgBody(rg))
 			return err2
 		}
-		row, err := tx.getResourceForRead(api.Key(op.scope))
+		row, err := tx.GetResourceForRead(api.Key(op.scope))
 		if err != nil || row == nil {
 			return err
 		}

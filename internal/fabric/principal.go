@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Who is asking. A token of the fabric's token endpoint names the client
@@ -170,8 +171,8 @@ func (s *Server) servePrincipals(w http.ResponseWriter, r *http.Request) {
 			p.PrincipalType = "ServicePrincipal"
 		}
 		doc, _ := json.Marshal(p)
-		err := s.store.write(ctx, func(tx *txn) error {
-			return tx.putAuthz(&authzRow{Key: principalKey(p.ClientID), Kind: kindPrincipal, ID: p.ClientID, Scope: "/", Doc: doc})
+		err := s.store.Write(ctx, func(tx *store.Txn) error {
+			return tx.PutAuthz(&store.AuthzRow{Key: principalKey(p.ClientID), Kind: kindPrincipal, ID: p.ClientID, Scope: "/", Doc: doc})
 		})
 		if err != nil {
 			fail(http.StatusInternalServerError, "InternalServerError", "%v", err)
@@ -179,7 +180,7 @@ func (s *Server) servePrincipals(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(http.StatusOK, p)
 	case rest != "" && !strings.Contains(rest, "/") && r.Method == http.MethodDelete:
-		err := s.store.write(ctx, func(tx *txn) error { return tx.deleteAuthz(principalKey(rest)) })
+		err := s.store.Write(ctx, func(tx *store.Txn) error { return tx.DeleteAuthz(principalKey(rest)) })
 		if err != nil {
 			fail(http.StatusInternalServerError, "InternalServerError", "%v", err)
 			return

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Resource provider registration, as ARM does it: every subscription has a
@@ -87,12 +88,12 @@ func canonicalNamespace(ns string) (string, bool) {
 }
 
 // registrationState is a namespace's state in a subscription at now.
-func registrationState(tx *txn, sub, ns string, now int64) (string, error) {
+func registrationState(tx *store.Txn, sub, ns string, now int64) (string, error) {
 	if slices.ContainsFunc(defaultRegistered, func(d string) bool { return strings.EqualFold(d, ns) }) {
 		return regRegistered, nil
 	}
 	var exists int
-	err := tx.QueryRowContext(tx.ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'provider_registrations'`).Scan(&exists)
+	err := tx.QueryRowContext(tx.Ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'provider_registrations'`).Scan(&exists)
 	if err != nil {
 		return "", fmt.Errorf("reading provider registrations: %w", err)
 	}
@@ -101,7 +102,7 @@ func registrationState(tx *txn, sub, ns string, now int64) (string, error) {
 	}
 	var state string
 	var settles int64
-	err = tx.QueryRowContext(tx.ctx, `SELECT state, settles_at FROM provider_registrations WHERE sub_key = ? AND namespace = ?`,
+	err = tx.QueryRowContext(tx.Ctx, `SELECT state, settles_at FROM provider_registrations WHERE sub_key = ? AND namespace = ?`,
 		api.Key(sub), api.Key(ns)).Scan(&state, &settles)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -139,7 +140,7 @@ func (s *Server) getProvider(ctx context.Context, q *api.Request) (*api.Response
 		return nil, errUnknownNamespace(q.Segs[3])
 	}
 	var body map[string]any
-	err := s.view(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *store.Txn) error {
 		state, err := registrationState(tx, sub, ns, s.now().UnixNano())
 		body = namespaceBody(sub, ns, state)
 		return err
@@ -153,7 +154,7 @@ func (s *Server) getProvider(ctx context.Context, q *api.Request) (*api.Response
 func (s *Server) listProviders(ctx context.Context, q *api.Request) (*api.Response, error) {
 	sub := q.Segs[1]
 	value := make([]any, 0, len(providerNamespaces))
-	err := s.view(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *store.Txn) error {
 		now := s.now().UnixNano()
 		for _, ns := range providerNamespaces {
 			state, err := registrationState(tx, sub, ns, now)
@@ -180,7 +181,7 @@ func (s *Server) registerProvider(ctx context.Context, q *api.Request) (*api.Res
 		return nil, errUnknownNamespace(q.Segs[3])
 	}
 	var body map[string]any
-	err := s.store.write(ctx, func(tx *txn) error {
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		now := s.now()
 		state, err := registrationState(tx, sub, ns, now.UnixNano())
 		if err != nil {
@@ -191,10 +192,10 @@ func (s *Server) registerProvider(ctx context.Context, q *api.Request) (*api.Res
 			if s.opDuration == 0 {
 				state = regRegistered
 			}
-			if _, err := tx.ExecContext(tx.ctx, registrationsSchema); err != nil {
+			if _, err := tx.ExecContext(tx.Ctx, registrationsSchema); err != nil {
 				return fmt.Errorf("creating the provider registrations table: %w", err)
 			}
-			if _, err := tx.ExecContext(tx.ctx, `INSERT INTO provider_registrations(sub_key, namespace, state, settles_at) VALUES (?,?,?,?)
+			if _, err := tx.ExecContext(tx.Ctx, `INSERT INTO provider_registrations(sub_key, namespace, state, settles_at) VALUES (?,?,?,?)
 				ON CONFLICT(sub_key, namespace) DO UPDATE SET state = excluded.state, settles_at = excluded.settles_at`,
 				api.Key(sub), api.Key(ns), state, now.Add(s.opDuration).UnixNano()); err != nil {
 				return fmt.Errorf("registering %s: %w", ns, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // The one request pipeline of every PUT of a Microsoft.Network resource,
@@ -30,18 +31,18 @@ type putter interface {
 	// it will be created), whether it exists and its etag.
 	current(w *putWrite) (id string, exists bool, etag string, err error)
 	// write builds, checks and stores the resource, and answers.
-	write(s *Server, w *putWrite) (*api.Response, error)
+	Write(s *Server, w *putWrite) (*api.Response, error)
 }
 
 // putWrite is a PUT inside its write transaction.
 type putWrite struct {
-	tx  *txn
+	tx  *store.Txn
 	q   *api.Request
-	rg  *rgRow
+	rg  *store.RGRow
 	t   api.Target
-	row *resourceRow // the stored top-level resource; nil when there is none
+	row *store.ResourceRow // the stored top-level resource; nil when there is none
 	// fresh is the row a PUT that creates the top-level resource stores.
-	fresh *resourceRow
+	fresh *store.ResourceRow
 }
 
 // put runs the pipeline for p.
@@ -58,7 +59,7 @@ func (s *Server) put(ctx context.Context, q *api.Request, p putter) (*api.Respon
 		return nil, api.InvalidName(name)
 	}
 	var resp *api.Response
-	err = s.writeTop(ctx, q, p.parentType(), func(tx *txn, rg *rgRow, row, fresh *resourceRow) error {
+	err = s.writeTop(ctx, q, p.parentType(), func(tx *store.Txn, rg *store.RGRow, row, fresh *store.ResourceRow) error {
 		w := &putWrite{tx: tx, q: q, rg: rg, t: t, row: row, fresh: fresh}
 		id, exists, etag, err := p.current(w)
 		if err != nil {
@@ -67,7 +68,7 @@ func (s *Server) put(ctx context.Context, q *api.Request, p putter) (*api.Respon
 		if err := api.CheckPreconditions(q, id, exists, etag); err != nil {
 			return err
 		}
-		resp, err = p.write(s, w)
+		resp, err = p.Write(s, w)
 		return err
 	})
 	return resp, err
@@ -135,7 +136,7 @@ func (p *topPut[In, Cur]) current(w *putWrite) (string, bool, string, error) {
 	return p.id, true, w.row.Etag, nil
 }
 
-func (p *topPut[In, Cur]) write(_ *Server, w *putWrite) (*api.Response, error) {
+func (p *topPut[In, Cur]) Write(_ *Server, w *putWrite) (*api.Response, error) {
 	curLoc := ""
 	if w.row != nil {
 		curLoc = p.kind.where(p.cur)
@@ -153,7 +154,7 @@ func (p *topPut[In, Cur]) write(_ *Server, w *putWrite) (*api.Response, error) {
 func (p *topPut[In, Cur]) exists() bool { return p.row != nil }
 
 // stored is the row the PUT writes: the existing one, or fresh.
-func (p *topPut[In, Cur]) stored() *resourceRow {
+func (p *topPut[In, Cur]) stored() *store.ResourceRow {
 	if p.row != nil {
 		return p.row
 	}
@@ -215,7 +216,7 @@ func (p *childPut[In, P, C]) current(w *putWrite) (string, bool, string, error) 
 	return p.id, p.exists, etag, nil
 }
 
-func (p *childPut[In, P, C]) write(s *Server, w *putWrite) (*api.Response, error) {
+func (p *childPut[In, P, C]) Write(s *Server, w *putWrite) (*api.Response, error) {
 	k := p.kind
 	p.etag = api.NewEtag()
 	next, err := p.build(p)

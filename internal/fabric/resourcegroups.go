@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // resourceGroup is a resource group as ARM (Microsoft.Resources) shows it.
@@ -21,7 +22,7 @@ type resourceGroup struct {
 	} `json:"properties"`
 }
 
-func rgBody(r *rgRow) *resourceGroup {
+func rgBody(r *store.RGRow) *resourceGroup {
 	g := &resourceGroup{ID: api.RGID(r.Sub, r.Name), Name: r.Name, Type: api.ArmTypeResourceGroup, Location: r.Location}
 	_ = json.Unmarshal([]byte(r.Tags), &g.Tags)
 	g.Properties.ProvisioningState = r.State
@@ -30,7 +31,7 @@ func rgBody(r *rgRow) *resourceGroup {
 
 func (s *Server) getResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var resp *api.Response
-	err := s.view(ctx, func(tx *txn) error {
+	err := s.view(ctx, func(tx *store.Txn) error {
 		rg, err := requireRG(tx, q.Segs[1], q.Segs[3], false)
 		if err != nil {
 			return err
@@ -66,11 +67,11 @@ func (s *Server) putResourceGroup(ctx context.Context, q *api.Request) (*api.Res
 			"Resource group name '%s' is invalid: it must be 1-90 characters of letters, digits, '_', '-', '.', '(' or ')', and must not end with '.'.", name)
 	}
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
 		}
-		cur, err := tx.getRG(sub, name)
+		cur, err := tx.GetRG(sub, name)
 		if err != nil {
 			return err
 		}
@@ -97,13 +98,13 @@ func (s *Server) putResourceGroup(ctx context.Context, q *api.Request) (*api.Res
 		if err != nil {
 			return err
 		}
-		row := &rgRow{Key: api.Key(api.RGID(sub, name)), Sub: sub, Name: name, Location: loc, Tags: string(tb), State: statusSucceeded}
+		row := &store.RGRow{Key: api.Key(api.RGID(sub, name)), Sub: sub, Name: name, Location: loc, Tags: string(tb), State: statusSucceeded}
 		status := http.StatusCreated
 		if cur != nil {
 			row.Sub, row.Name, row.Location = cur.Sub, cur.Name, cur.Location
 			status = http.StatusOK
 		}
-		if err := tx.putRG(row); err != nil {
+		if err := tx.PutRG(row); err != nil {
 			return err
 		}
 		resp = &api.Response{Status: status, Body: rgBody(row)}
@@ -119,7 +120,7 @@ func (s *Server) patchResourceGroup(ctx context.Context, q *api.Request) (*api.R
 		return nil, err
 	}
 	var resp *api.Response
-	err = s.store.write(ctx, func(tx *txn) error {
+	err = s.store.Write(ctx, func(tx *store.Txn) error {
 		rg, err := requireRG(tx, q.Segs[1], q.Segs[3], true)
 		if err != nil {
 			return err
@@ -130,7 +131,7 @@ func (s *Server) patchResourceGroup(ctx context.Context, q *api.Request) (*api.R
 				return err
 			}
 			rg.Tags = string(tb)
-			if err := tx.putRG(rg); err != nil {
+			if err := tx.PutRG(rg); err != nil {
 				return err
 			}
 		}
@@ -145,11 +146,11 @@ func (s *Server) patchResourceGroup(ctx context.Context, q *api.Request) (*api.R
 // style: 202, then 200 from the operation result).
 func (s *Server) deleteResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var resp *api.Response
-	err := s.store.write(ctx, func(tx *txn) error {
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
 		}
-		rg, err := tx.getRG(q.Segs[1], q.Segs[3])
+		rg, err := tx.GetRG(q.Segs[1], q.Segs[3])
 		if err != nil {
 			return err
 		}
@@ -160,7 +161,7 @@ func (s *Server) deleteResourceGroup(ctx context.Context, q *api.Request) (*api.
 			return api.ResourceGroupBeingDeleted(rg.Name)
 		}
 		rg.State = "Deleting"
-		if err := tx.putRG(rg); err != nil {
+		if err := tx.PutRG(rg); err != nil {
 			return err
 		}
 		o := s.newOp(opRGDelete, rg.Sub, rg.Location, rg.Key, api.RGID(rg.Sub, rg.Name), "", nil)
@@ -179,8 +180,8 @@ func (s *Server) listResourceGroups(ctx context.Context, q *api.Request) (*api.R
 	page := struct {
 		Value []*resourceGroup `json:"value"`
 	}{Value: []*resourceGroup{}}
-	err := s.view(ctx, func(tx *txn) error {
-		rows, err := tx.listRGs(q.Segs[1])
+	err := s.view(ctx, func(tx *store.Txn) error {
+		rows, err := tx.ListRGs(q.Segs[1])
 		if err != nil {
 			return err
 		}
@@ -221,8 +222,8 @@ func (s *Server) listSubscriptions(ctx context.Context, q *api.Request) (*api.Re
 	page := struct {
 		Value []subscription `json:"value"`
 	}{Value: []subscription{subBody(api.DefaultSubscription)}}
-	err := s.view(ctx, func(tx *txn) error {
-		subs, err := tx.listSubscriptions()
+	err := s.view(ctx, func(tx *store.Txn) error {
+		subs, err := tx.ListSubscriptions()
 		for _, sub := range subs {
 			if !strings.EqualFold(sub, api.DefaultSubscription) {
 				page.Value = append(page.Value, subBody(sub))

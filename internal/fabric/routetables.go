@@ -10,12 +10,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // tableWithSubnets returns a route table document whose read-only
 // subnets list is the table's current associations.
-func tableWithSubnets(tx *txn, tableKey string, doc []byte) ([]byte, error) {
-	subnets, err := tx.subnetsOf(tableKey)
+func tableWithSubnets(tx *store.Txn, tableKey string, doc []byte) ([]byte, error) {
+	subnets, err := tx.SubnetsOf(tableKey)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +33,7 @@ func tableWithSubnets(tx *txn, tableKey string, doc []byte) ([]byte, error) {
 
 // renderTable is a stored route table as ARM returns it. The document
 // carries its subnets list (kept by storeRow), so a GET is a copy.
-func renderTable(_ *txn, row *resourceRow) (json.RawMessage, error) { return row.Doc, nil }
+func renderTable(_ *store.Txn, row *store.ResourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
 func (s *Server) getRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
 	resp, err := s.getTop(ctx, q, api.TypeRouteTables, api.ArmTypeRouteTable, renderTable)
@@ -219,8 +220,8 @@ func errTableInUse(tableID string, subnets []string) *api.Error {
 }
 
 // checkTableNotInUse refuses to delete a route table a subnet uses.
-func checkTableNotInUse(tx *txn, row *resourceRow) error {
-	subnets, err := tx.subnetsOf(row.Key)
+func checkTableNotInUse(tx *store.Txn, row *store.ResourceRow) error {
+	subnets, err := tx.SubnetsOf(row.Key)
 	if err != nil {
 		return err
 	}

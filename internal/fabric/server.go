@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // MaxRequestBody is the largest request body the fabric reads; ARM's own
@@ -50,7 +51,7 @@ type Options struct {
 // Server is the fabric's http.Handler. It is safe for concurrent use, and
 // several Servers (in several processes) may share one state file.
 type Server struct {
-	store      *Store
+	store      *store.Store
 	opDuration time.Duration
 	routeLimit int
 	pageSize   int
@@ -70,7 +71,7 @@ type Server struct {
 }
 
 // New returns a Server over store.
-func New(store *Store, opts Options) *Server {
+func New(store *store.Store, opts Options) *Server {
 	s := &Server{
 		store:      store,
 		opDuration: max(opts.OperationDuration, 0),
@@ -103,7 +104,7 @@ func New(store *Store, opts Options) *Server {
 }
 
 // Store returns the server's state.
-func (s *Server) Store() *Store { return s.store }
+func (s *Server) Store() *store.Store { return s.store }
 
 // RouteLimit is the number of routes the server allows per table.
 func (s *Server) RouteLimit() int { return s.routeLimit }
@@ -137,7 +138,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	resp, err := s.serveARM(r, h)
 	s.warnUnknownRequest(r, err)
-	status := s.write(w, r, resp, err)
+	status := s.Write(w, r, resp, err)
 	s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start))
 }
 
@@ -194,7 +195,7 @@ func checkAuth(r *http.Request) error {
 }
 
 // write sends resp, or err as an ARM error body, and returns the status.
-func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *api.Response, err error) int {
+func (s *Server) Write(w http.ResponseWriter, r *http.Request, resp *api.Response, err error) int {
 	if err != nil {
 		var ae *api.Error
 		if !errors.As(err, &ae) {
@@ -320,3 +321,12 @@ const DefaultSubscription = api.DefaultSubscription
 // AdminClientID is the client the fabric's own tools authenticate as: the
 // fabric's administrator (see api.AdminClientID).
 const AdminClientID = api.AdminClientID
+
+// Store is the fabric's state (see package store).
+type Store = store.Store
+
+// Open opens (creating if needed) the state file at path.
+func Open(ctx context.Context, path string) (*Store, error) { return store.Open(ctx, path) }
+
+// OpenMemory opens an empty in-memory state, for tests.
+func OpenMemory(ctx context.Context) (*Store, error) { return store.OpenMemory(ctx) }

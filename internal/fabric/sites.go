@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Local network gateways (an on-premises site and its address prefixes)
@@ -81,12 +82,12 @@ func (s *Server) buildLocalGateway(p *localGatewayPut) (*api.Response, error) {
 
 // connectionsOf returns the connections that name a resource (a gateway
 // or a local network gateway) as one of their ends.
-func connectionsOf(tx *txn, id string) ([]*armnetwork.VirtualNetworkGatewayConnection, error) {
+func connectionsOf(tx *store.Txn, id string) ([]*armnetwork.VirtualNetworkGatewayConnection, error) {
 	a := strings.Split(strings.Trim(id, "/"), "/")
 	if len(a) < 2 {
 		return nil, nil
 	}
-	rows, err := tx.listResources(api.Key(a[1]), "", typeConnections, "", 1<<30)
+	rows, err := tx.ListResources(api.Key(a[1]), "", typeConnections, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -123,19 +124,19 @@ func connectionEnds(c *armnetwork.VirtualNetworkGatewayConnection) []string {
 }
 
 // loadTop reads a top-level resource of a type by ID: nil when missing.
-func loadTop(tx *txn, id, typ string) (*resourceRow, error) {
+func loadTop(tx *store.Txn, id, typ string) (*store.ResourceRow, error) {
 	a, ok := api.ParseTopID(id, typ)
 	if !ok {
 		return nil, nil
 	}
-	row, err := tx.getResourceForRead(api.Key(a.ParentID()))
+	row, err := tx.GetResourceForRead(api.Key(a.ParentID()))
 	if err != nil || row == nil || row.Type != typ {
 		return nil, err
 	}
 	return row, nil
 }
 
-func renderConnection(tx *txn, row *resourceRow) (json.RawMessage, error) {
+func renderConnection(tx *store.Txn, row *store.ResourceRow) (json.RawMessage, error) {
 	c, err := decodeConnection(row.Doc)
 	if err != nil {
 		return nil, err
@@ -183,7 +184,7 @@ func (s *Server) buildConnection(p *connectionPut) (*api.Response, error) {
 	return p.store(s, etag, c)
 }
 
-func connectionProperties(tx *txn, id string, in *armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat) (*armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat, error) {
+func connectionProperties(tx *store.Txn, id string, in *armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat) (*armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat, error) {
 	if in == nil || in.ConnectionType == nil {
 		return nil, api.BadRequest("InvalidConnectionType", "Connection %s has no properties.connectionType; want IPsec, Vnet2Vnet or ExpressRoute.", id)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 func TestBaseURLFromForwardedHeaders(t *testing.T) {
@@ -45,7 +46,7 @@ func TestBaseURLFromForwardedHeaders(t *testing.T) {
 // plain HTTP fabric; Azure-AsyncOperation, Location and nextLink must
 // point at the proxy's https URL, so the SDK polls and pages through it.
 func TestLinksBehindTLSProxy(t *testing.T) {
-	st, err := OpenMemory(context.Background())
+	st, err := store.OpenMemory(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestServeTLSWithOwnCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenMemory(context.Background())
+	st, err := store.OpenMemory(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

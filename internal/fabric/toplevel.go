@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // The handlers every top-level resource type shares: reads (readTop,
@@ -14,18 +15,18 @@ import (
 // PATCH of the tags (patchTags). PUT is the pipeline of put.go.
 
 // renderFunc is a stored top-level resource as a GET answers it.
-type renderFunc = func(*txn, *resourceRow) (json.RawMessage, error)
+type renderFunc = func(*store.Txn, *store.ResourceRow) (json.RawMessage, error)
 
 // readTop reads one top-level resource for a GET: 404 when it or its group
 // is missing. fn must not modify the row's Doc (it may be cached).
-func (s *Server) readTop(ctx context.Context, q *api.Request, typ, armType string, fn func(*txn, *resourceRow) error) error {
+func (s *Server) readTop(ctx context.Context, q *api.Request, typ, armType string, fn func(*store.Txn, *store.ResourceRow) error) error {
 	t := q.Target()
-	return s.view(ctx, func(tx *txn) error {
+	return s.view(ctx, func(tx *store.Txn) error {
 		rg, err := requireRG(tx, t.Sub, t.RG, false)
 		if err != nil {
 			return err
 		}
-		row, err := tx.getResourceForRead(api.Key(api.ResourceID(rg.Sub, rg.Name, typ, t.Name)))
+		row, err := tx.GetResourceForRead(api.Key(api.ResourceID(rg.Sub, rg.Name, typ, t.Name)))
 		if err != nil {
 			return err
 		}
@@ -40,7 +41,7 @@ func (s *Server) readTop(ctx context.Context, q *api.Request, typ, armType strin
 // of it, with its etag.
 func (s *Server) getTop(ctx context.Context, q *api.Request, typ, armType string, render renderFunc) (*api.Response, error) {
 	var resp *api.Response
-	err := s.readTop(ctx, q, typ, armType, func(tx *txn, row *resourceRow) error {
+	err := s.readTop(ctx, q, typ, armType, func(tx *store.Txn, row *store.ResourceRow) error {
 		body, err := render(tx, row)
 		resp = &api.Response{Status: http.StatusOK, Body: body, Header: api.WithEtag(row.Etag)}
 		return err
@@ -52,9 +53,9 @@ func (s *Server) getTop(ctx context.Context, q *api.Request, typ, armType string
 // children) in one transaction: due operations settle first, the resource
 // group must exist and not be deleting, and no operation may be running on
 // the resource.
-func (s *Server) writeTop(ctx context.Context, q *api.Request, typ string, fn func(tx *txn, rg *rgRow, row *resourceRow, fresh *resourceRow) error) error {
+func (s *Server) writeTop(ctx context.Context, q *api.Request, typ string, fn func(tx *store.Txn, rg *store.RGRow, row *store.ResourceRow, fresh *store.ResourceRow) error) error {
 	t := q.Target()
-	return s.store.write(ctx, func(tx *txn) error {
+	return s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
 		}
@@ -63,7 +64,7 @@ func (s *Server) writeTop(ctx context.Context, q *api.Request, typ string, fn fu
 			return err
 		}
 		fresh := newRow(rg, typ, t.Name)
-		row, err := tx.getResource(fresh.Key)
+		row, err := tx.GetResource(fresh.Key)
 		if err != nil {
 			return err
 		}
@@ -79,9 +80,9 @@ func (s *Server) writeTop(ctx context.Context, q *api.Request, typ string, fn fu
 // deleteTop starts the deletion of a top-level resource: 204 when it does
 // not exist, else 202 with the operation's URLs; check may refuse (nil:
 // never).
-func (s *Server) deleteTop(ctx context.Context, q *api.Request, typ string, check func(*txn, *resourceRow) error) (*api.Response, error) {
+func (s *Server) deleteTop(ctx context.Context, q *api.Request, typ string, check func(*store.Txn, *store.ResourceRow) error) (*api.Response, error) {
 	var resp *api.Response
-	err := s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+	err := s.writeTop(ctx, q, typ, func(tx *store.Txn, rg *store.RGRow, row, _ *store.ResourceRow) error {
 		if row == nil {
 			if err := api.CheckPreconditions(q, api.ResourceID(rg.Sub, rg.Name, typ, q.Target().Name), false, ""); err != nil {
 				return err
@@ -123,7 +124,7 @@ func (s *Server) patchTags(ctx context.Context, q *api.Request, typ, armType str
 		return nil, err
 	}
 	var resp *api.Response
-	err = s.writeTop(ctx, q, typ, func(tx *txn, rg *rgRow, row, _ *resourceRow) error {
+	err = s.writeTop(ctx, q, typ, func(tx *store.Txn, rg *store.RGRow, row, _ *store.ResourceRow) error {
 		if row == nil {
 			if err := api.CheckPreconditions(q, api.ResourceID(rg.Sub, rg.Name, typ, q.Target().Name), false, ""); err != nil {
 				return err

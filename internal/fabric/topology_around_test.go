@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 func TestApplyAround(t *testing.T) {
 	ctx := context.Background()
-	st, err := OpenMemory(ctx)
+	st, err := store.OpenMemory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // resourceType is how the paths of one top-level Microsoft.Network type
@@ -49,7 +50,7 @@ func (k *topKind[In, Cur]) handlePatch(s *Server) api.Handler {
 }
 
 // handleDelete is DELETE; check may refuse it (nil: never).
-func (k *topKind[In, Cur]) handleDelete(s *Server, check func(*txn, *resourceRow) error) api.Handler {
+func (k *topKind[In, Cur]) handleDelete(s *Server, check func(*store.Txn, *store.ResourceRow) error) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.deleteTop(ctx, q, k.typ, check)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 func decodeVNet(doc []byte) (*armnetwork.VirtualNetwork, error) {
@@ -39,27 +40,27 @@ func settleVNet(v *armnetwork.VirtualNetwork, removeChild, etag string) {
 
 // renderVNet is a virtual network as ARM returns it: with its peerings'
 // states, which depend on the remote networks (peerings.go).
-func renderVNet(tx *txn, row *resourceRow) (json.RawMessage, error) {
+func renderVNet(tx *store.Txn, row *store.ResourceRow) (json.RawMessage, error) {
 	return renderVNetDoc(tx, row.Doc)
 }
 
 // vnetAssociations derives the subnet → route table links a virtual
 // network holds. A link to a table that no longer exists is dropped.
-func vnetAssociations(tx *txn, vnetKey string, v *armnetwork.VirtualNetwork) ([]association, error) {
-	var out []association
+func vnetAssociations(tx *store.Txn, vnetKey string, v *armnetwork.VirtualNetwork) ([]store.Association, error) {
+	var out []store.Association
 	for _, sn := range v.Properties.Subnets {
 		if sn.Properties == nil || sn.Properties.RouteTable == nil || api.Str(sn.Properties.RouteTable.ID) == "" {
 			continue
 		}
 		tk := api.Key(api.Str(sn.Properties.RouteTable.ID))
-		row, err := tx.getResource(tk)
+		row, err := tx.GetResource(tk)
 		if err != nil {
 			return nil, err
 		}
 		if row == nil {
 			continue
 		}
-		out = append(out, association{SubnetKey: api.Key(api.Str(sn.ID)), SubnetID: api.Str(sn.ID), VNetKey: vnetKey, TableKey: tk})
+		out = append(out, store.Association{SubnetKey: api.Key(api.Str(sn.ID)), SubnetID: api.Str(sn.ID), VNetKey: vnetKey, TableKey: tk})
 	}
 	return out, nil
 }
@@ -207,7 +208,7 @@ func subnetPrefixes(sn *armnetwork.Subnet) []netip.Prefix {
 // buildSubnet validates a subnet as a client sent it and returns it as the
 // virtual network will hold it. The route table association is resolved
 // here: the table must exist, in the same subscription and location.
-func (s *Server) buildSubnet(tx *txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
+func (s *Server) buildSubnet(tx *store.Txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
 	if prev != nil {
 		name = api.Str(prev.Name)
 	}
@@ -317,7 +318,7 @@ func sameSubnet(a, b *armnetwork.Subnet) bool {
 // resolveTable checks a subnet's routeTable.id: a well-formed route table
 // ID (LinkedInvalidPropertyId), of a table that exists in the virtual
 // network's subscription and location (InvalidResourceReference).
-func resolveTable(tx *txn, ref, vnetID, subnetID, loc string) (string, error) {
+func resolveTable(tx *store.Txn, ref, vnetID, subnetID, loc string) (string, error) {
 	a, ok := api.ParseNetworkID(ref)
 	if !ok || a.Type != api.TypeRouteTables || a.Child != "" {
 		return "", api.BadRequest("LinkedInvalidPropertyId",
@@ -327,7 +328,7 @@ func resolveTable(tx *txn, ref, vnetID, subnetID, loc string) (string, error) {
 	if !strings.EqualFold(a.Sub, v.Sub) {
 		return "", api.InvalidReference(ref, subnetID)
 	}
-	row, err := tx.getResource(api.Key(api.ResourceID(a.Sub, a.RG, api.TypeRouteTables, a.Name)))
+	row, err := tx.GetResource(api.Key(api.ResourceID(a.Sub, a.RG, api.TypeRouteTables, a.Name)))
 	if err != nil {
 		return "", err
 	}
@@ -428,7 +429,7 @@ func (s *Server) putSubnet(ctx context.Context, q *api.Request) (*api.Response, 
 
 // checkSubnetNotInUse refuses to delete a subnet that holds a NIC's or a
 // gateway's IP configuration.
-func checkSubnetNotInUse(tx *txn, rg *rgRow, sn *armnetwork.Subnet) error {
+func checkSubnetNotInUse(tx *store.Txn, rg *store.RGRow, sn *armnetwork.Subnet) error {
 	return checkSubnetsNotInUse(tx, rg.Sub, []string{api.Str(sn.ID)})
 }
 

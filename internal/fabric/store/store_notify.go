@@ -1,4 +1,4 @@
-package fabric
+package store
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // read Networks again, also when another process wrote the state file.
 func (s *Store) Version(ctx context.Context) (string, error) {
 	var n, sum int64
-	err := s.read(ctx, func(tx *txn) error {
+	err := s.Read(ctx, func(tx *Txn) error {
 		return tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(rev % 1000000007), 0) FROM resources`).Scan(&n, &sum)
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package fabric
+package store
 
 import (
 	"database/sql"
@@ -30,14 +30,14 @@ CREATE TABLE IF NOT EXISTS authz_rev (
 );
 `
 
-// authzRow is one stored authorization object.
-type authzRow struct {
+// AuthzRow is one stored authorization object.
+type AuthzRow struct {
 	Key, Kind, ID, Scope string
 	Doc                  []byte
 }
 
-func (t *txn) putAuthz(r *authzRow) error {
-	if _, err := t.ExecContext(t.ctx, `INSERT INTO authz(key, kind, id, scope, doc) VALUES (?,?,?,?,?)
+func (t *Txn) PutAuthz(r *AuthzRow) error {
+	if _, err := t.ExecContext(t.Ctx, `INSERT INTO authz(key, kind, id, scope, doc) VALUES (?,?,?,?,?)
 		ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, id = excluded.id, scope = excluded.scope, doc = excluded.doc`,
 		r.Key, r.Kind, r.ID, r.Scope, r.Doc); err != nil {
 		return fmt.Errorf("writing %s %s: %w", r.Kind, r.ID, err)
@@ -45,30 +45,30 @@ func (t *txn) putAuthz(r *authzRow) error {
 	return t.bumpAuthzRev()
 }
 
-func (t *txn) deleteAuthz(key string) error {
-	if _, err := t.ExecContext(t.ctx, `DELETE FROM authz WHERE key = ?`, key); err != nil {
+func (t *Txn) DeleteAuthz(key string) error {
+	if _, err := t.ExecContext(t.Ctx, `DELETE FROM authz WHERE key = ?`, key); err != nil {
 		return fmt.Errorf("deleting %s: %w", key, err)
 	}
 	return t.bumpAuthzRev()
 }
 
-func (t *txn) bumpAuthzRev() error {
+func (t *Txn) bumpAuthzRev() error {
 	rev := rand.Int64N(math.MaxInt64-1) + 1
-	if _, err := t.ExecContext(t.ctx, `INSERT INTO authz_rev(one, rev) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET rev = excluded.rev`, rev); err != nil {
+	if _, err := t.ExecContext(t.Ctx, `INSERT INTO authz_rev(one, rev) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET rev = excluded.rev`, rev); err != nil {
 		return fmt.Errorf("writing the authorization revision: %w", err)
 	}
 	return nil
 }
 
-func (t *txn) getAuthz(key string) (*authzRow, error) {
-	r := &authzRow{Key: key}
-	err := t.QueryRowContext(t.ctx, `SELECT kind, id, scope, doc FROM authz WHERE key = ?`, key).Scan(&r.Kind, &r.ID, &r.Scope, &r.Doc)
+func (t *Txn) GetAuthz(key string) (*AuthzRow, error) {
+	r := &AuthzRow{Key: key}
+	err := t.QueryRowContext(t.Ctx, `SELECT kind, id, scope, doc FROM authz WHERE key = ?`, key).Scan(&r.Kind, &r.ID, &r.Scope, &r.Doc)
 	return found(r, err, key)
 }
 
-func (t *txn) authzRev() (int64, error) {
+func (t *Txn) AuthzRev() (int64, error) {
 	var rev int64
-	err := t.QueryRowContext(t.ctx, `SELECT rev FROM authz_rev WHERE one = 1`).Scan(&rev)
+	err := t.QueryRowContext(t.Ctx, `SELECT rev FROM authz_rev WHERE one = 1`).Scan(&rev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -78,9 +78,9 @@ func (t *txn) authzRev() (int64, error) {
 	return rev, nil
 }
 
-func (t *txn) allAuthz() ([]*authzRow, error) {
-	return queryRows(t, "reading the authorization state", func(sc rowScanner) (*authzRow, error) {
-		r := &authzRow{}
+func (t *Txn) AllAuthz() ([]*AuthzRow, error) {
+	return queryRows(t, "reading the authorization state", func(sc rowScanner) (*AuthzRow, error) {
+		r := &AuthzRow{}
 		return r, sc.Scan(&r.Key, &r.Kind, &r.ID, &r.Scope, &r.Doc)
 	}, `SELECT key, kind, id, scope, doc FROM authz ORDER BY kind, key`)
 }

@@ -1,4 +1,4 @@
-package fabric
+package store
 
 import (
 	"context"
@@ -77,7 +77,7 @@ CREATE INDEX IF NOT EXISTS operations_resource ON operations(resource_key, statu
 // waits on locks (busy timeout), and every write is one IMMEDIATE
 // transaction, so a crash never leaves half a resource.
 type Store struct {
-	db   *sql.DB
+	DB   *sql.DB
 	path string // "" in memory
 
 	// wmu serialises this process's write transactions: SQLite takes one
@@ -135,9 +135,9 @@ func (c *docCache) put(k string, rev int64, doc []byte) {
 	c.m[k] = cachedDoc{rev: rev, doc: doc}
 }
 
-// busyTimeoutMS is how long a write waits for another process's write
+// BusyTimeoutMS is how long a write waits for another process's write
 // transaction before giving up.
-const busyTimeoutMS = 15000
+const BusyTimeoutMS = 15000
 
 // Open opens (creating if needed) the state file at path.
 func Open(ctx context.Context, path string) (*Store, error) {
@@ -154,14 +154,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 	}
 	dsn := fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
-		path, busyTimeoutMS)
+		path, BusyTimeoutMS)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening fabric state %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, path: path}
+	s := &Store{DB: db, path: path}
 	if err := s.init(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening fabric state %s: %w", path, err)
@@ -181,7 +181,7 @@ func OpenMemory(ctx context.Context) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &Store{db: db}
+	s := &Store{DB: db}
 	if err := s.init(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening in-memory fabric state: %w", err)
@@ -193,10 +193,10 @@ func OpenMemory(ctx context.Context) (*Store, error) {
 func (s *Store) Path() string { return s.path }
 
 // Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.DB.Close() }
 
 func (s *Store) init(ctx context.Context) error {
-	return s.write(ctx, func(tx *txn) error {
+	return s.Write(ctx, func(tx *Txn) error {
 		var v int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return err
@@ -219,23 +219,23 @@ func (s *Store) init(ctx context.Context) error {
 	})
 }
 
-// txn is one transaction over the state.
-type txn struct {
+// Txn is one transaction over the state.
+type Txn struct {
 	*sql.Tx
-	ctx   context.Context
+	Ctx   context.Context
 	store *Store
 }
 
-// write runs fn in one IMMEDIATE transaction and commits it when fn returns
+// Write runs fn in one IMMEDIATE transaction and commits it when fn returns
 // nil. An *apiError from fn rolls back and is returned as it is.
-func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
+func (s *Store) Write(ctx context.Context, fn func(*Txn) error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("beginning write transaction: %w", err)
 	}
-	if err := fn(&txn{Tx: tx, ctx: ctx, store: s}); err != nil {
+	if err := fn(&Txn{Tx: tx, Ctx: ctx, store: s}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -246,26 +246,26 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 	return nil
 }
 
-// read runs fn in a read-only transaction: a consistent snapshot.
-func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+// Read runs fn in a read-only transaction: a consistent snapshot.
+func (s *Store) Read(ctx context.Context, fn func(*Txn) error) error {
+	tx, err := s.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("beginning read transaction: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(&txn{Tx: tx, ctx: ctx, store: s})
+	return fn(&Txn{Tx: tx, Ctx: ctx, store: s})
 }
 
 // rgRow is a resource group.
-type rgRow struct {
+type RGRow struct {
 	Key, Sub, Name, Location, Tags, State string
 }
 
-func (t *txn) getRG(sub, rg string) (*rgRow, error) { return t.getRGByKey(api.Key(api.RGID(sub, rg))) }
+func (t *Txn) GetRG(sub, rg string) (*RGRow, error) { return t.GetRGByKey(api.Key(api.RGID(sub, rg))) }
 
-func (t *txn) getRGByKey(k string) (*rgRow, error) {
-	r := &rgRow{Key: k}
-	err := t.QueryRowContext(t.ctx, `SELECT sub, name, location, tags, state FROM resource_groups WHERE key = ?`, k).
+func (t *Txn) GetRGByKey(k string) (*RGRow, error) {
+	r := &RGRow{Key: k}
+	err := t.QueryRowContext(t.Ctx, `SELECT sub, name, location, tags, state FROM resource_groups WHERE key = ?`, k).
 		Scan(&r.Sub, &r.Name, &r.Location, &r.Tags, &r.State)
 	return found(r, err, "resource group "+k)
 }
@@ -283,8 +283,8 @@ func found[T any](v *T, err error, what string) (*T, error) {
 	return v, nil
 }
 
-func (t *txn) putRG(r *rgRow) error {
-	_, err := t.ExecContext(t.ctx, `INSERT INTO resource_groups(key, sub, name, location, tags, state) VALUES (?,?,?,?,?,?)
+func (t *Txn) PutRG(r *RGRow) error {
+	_, err := t.ExecContext(t.Ctx, `INSERT INTO resource_groups(key, sub, name, location, tags, state) VALUES (?,?,?,?,?,?)
 		ON CONFLICT(key) DO UPDATE SET tags = excluded.tags, state = excluded.state`,
 		r.Key, r.Sub, r.Name, r.Location, r.Tags, r.State)
 	if err != nil {
@@ -293,47 +293,47 @@ func (t *txn) putRG(r *rgRow) error {
 	return nil
 }
 
-func (t *txn) listRGs(sub string) ([]*rgRow, error) {
-	return queryRows(t, "listing resource groups", func(sc rowScanner) (*rgRow, error) {
-		r := &rgRow{}
+func (t *Txn) ListRGs(sub string) ([]*RGRow, error) {
+	return queryRows(t, "listing resource groups", func(sc rowScanner) (*RGRow, error) {
+		r := &RGRow{}
 		return r, sc.Scan(&r.Key, &r.Sub, &r.Name, &r.Location, &r.Tags, &r.State)
 	}, `SELECT key, sub, name, location, tags, state FROM resource_groups WHERE lower(sub) = ? ORDER BY key`, api.Key(sub))
 }
 
-// listSubscriptions returns the subscriptions that hold resource groups.
-func (t *txn) listSubscriptions() ([]string, error) {
+// ListSubscriptions returns the subscriptions that hold resource groups.
+func (t *Txn) ListSubscriptions() ([]string, error) {
 	return queryRows(t, "listing subscriptions", scanString, `SELECT MIN(sub) FROM resource_groups GROUP BY lower(sub) ORDER BY lower(sub)`)
 }
 
-func (t *txn) deleteRG(k string) error {
-	if _, err := t.ExecContext(t.ctx, `DELETE FROM resource_groups WHERE key = ?`, k); err != nil {
+func (t *Txn) DeleteRG(k string) error {
+	if _, err := t.ExecContext(t.Ctx, `DELETE FROM resource_groups WHERE key = ?`, k); err != nil {
 		return fmt.Errorf("deleting resource group: %w", err)
 	}
 	return nil
 }
 
-// resourceRow is a stored top-level resource (route table or virtual
+// ResourceRow is a stored top-level resource (route table or virtual
 // network) with its inline children.
-type resourceRow struct {
+type ResourceRow struct {
 	Key, ID, RGKey, SubKey, Type, SortKey string
 	Doc                                   []byte
 	Etag                                  string
 }
 
-func (t *txn) getResource(k string) (*resourceRow, error) {
-	r := &resourceRow{Key: k}
-	err := t.QueryRowContext(t.ctx, `SELECT id, rg_key, sub_key, type, sort_key, doc, etag FROM resources WHERE key = ?`, k).
+func (t *Txn) GetResource(k string) (*ResourceRow, error) {
+	r := &ResourceRow{Key: k}
+	err := t.QueryRowContext(t.Ctx, `SELECT id, rg_key, sub_key, type, sort_key, doc, etag FROM resources WHERE key = ?`, k).
 		Scan(&r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag)
 	return found(r, err, "resource "+k)
 }
 
-// getResourceForRead is getResource for read transactions: the document
+// GetResourceForRead is getResource for read transactions: the document
 // comes from the cache when the row has not been written since it was
 // cached. The caller must not modify Doc.
-func (t *txn) getResourceForRead(k string) (*resourceRow, error) {
-	r := &resourceRow{Key: k}
+func (t *Txn) GetResourceForRead(k string) (*ResourceRow, error) {
+	r := &ResourceRow{Key: k}
 	var rev int64
-	err := t.QueryRowContext(t.ctx, `SELECT id, rg_key, sub_key, type, sort_key, etag, rev FROM resources WHERE key = ?`, k).
+	err := t.QueryRowContext(t.Ctx, `SELECT id, rg_key, sub_key, type, sort_key, etag, rev FROM resources WHERE key = ?`, k).
 		Scan(&r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Etag, &rev)
 	if r, err := found(r, err, "resource "+k); r == nil {
 		return nil, err
@@ -343,18 +343,18 @@ func (t *txn) getResourceForRead(k string) (*resourceRow, error) {
 		return r, nil
 	}
 	// Read the document with the rev it belongs to: in the same snapshot.
-	if err := t.QueryRowContext(t.ctx, `SELECT doc, rev FROM resources WHERE key = ?`, k).Scan(&r.Doc, &rev); err != nil {
+	if err := t.QueryRowContext(t.Ctx, `SELECT doc, rev FROM resources WHERE key = ?`, k).Scan(&r.Doc, &rev); err != nil {
 		return nil, fmt.Errorf("reading resource %s: %w", k, err)
 	}
 	t.store.docs.put(k, rev, r.Doc)
 	return r, nil
 }
 
-func (t *txn) putResource(r *resourceRow) error {
+func (t *Txn) PutResource(r *ResourceRow) error {
 	// A new random rev on every write, so that no cached document outlives
 	// its row — even across a delete and re-create, and across processes.
 	rev := rand.Int64N(math.MaxInt64-1) + 1
-	_, err := t.ExecContext(t.ctx, `INSERT INTO resources(key, id, rg_key, sub_key, type, sort_key, doc, etag, rev) VALUES (?,?,?,?,?,?,?,?,?)
+	_, err := t.ExecContext(t.Ctx, `INSERT INTO resources(key, id, rg_key, sub_key, type, sort_key, doc, etag, rev) VALUES (?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(key) DO UPDATE SET doc = excluded.doc, etag = excluded.etag, rev = excluded.rev`,
 		r.Key, r.ID, r.RGKey, r.SubKey, r.Type, r.SortKey, r.Doc, r.Etag, rev)
 	if err != nil {
@@ -363,8 +363,8 @@ func (t *txn) putResource(r *resourceRow) error {
 	return nil
 }
 
-func (t *txn) deleteResource(k string) error {
-	if _, err := t.ExecContext(t.ctx, `DELETE FROM resources WHERE key = ?`, k); err != nil {
+func (t *Txn) DeleteResource(k string) error {
+	if _, err := t.ExecContext(t.Ctx, `DELETE FROM resources WHERE key = ?`, k); err != nil {
 		return fmt.Errorf("deleting resource %s: %w", k, err)
 	}
 	return nil
@@ -375,8 +375,8 @@ type rowScanner interface{ Scan(...any) error }
 
 // queryRows runs q and makes one T of each row with scan; what says what
 // is read, in errors.
-func queryRows[T any](t *txn, what string, scan func(rowScanner) (T, error), q string, args ...any) ([]T, error) {
-	rows, err := t.QueryContext(t.ctx, q, args...)
+func queryRows[T any](t *Txn, what string, scan func(rowScanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := t.QueryContext(t.Ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -404,14 +404,14 @@ func scanString(sc rowScanner) (string, error) {
 // resourceColumns are the columns scanResourceRow reads.
 const resourceColumns = `key, id, rg_key, sub_key, type, sort_key, doc, etag`
 
-func scanResourceRow(sc rowScanner) (*resourceRow, error) {
-	r := &resourceRow{}
+func scanResourceRow(sc rowScanner) (*ResourceRow, error) {
+	r := &ResourceRow{}
 	return r, sc.Scan(&r.Key, &r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Doc, &r.Etag)
 }
 
-// listResources returns up to limit resources of a type, in list order,
+// ListResources returns up to limit resources of a type, in list order,
 // after the sort key `after`. rgKey "" lists the whole subscription.
-func (t *txn) listResources(subKey, rgKey, typ, after string, limit int) ([]*resourceRow, error) {
+func (t *Txn) ListResources(subKey, rgKey, typ, after string, limit int) ([]*ResourceRow, error) {
 	q := `SELECT ` + resourceColumns + ` FROM resources WHERE sub_key = ? AND type = ? AND sort_key > ?`
 	args := []any{subKey, typ, after}
 	if rgKey != "" {
@@ -423,24 +423,24 @@ func (t *txn) listResources(subKey, rgKey, typ, after string, limit int) ([]*res
 	return queryRows(t, "listing "+typ, scanResourceRow, q, args...)
 }
 
-// resourcesInRG returns the keys and types of every resource in a group.
-func (t *txn) resourcesInRG(rgKey string) ([]*resourceRow, error) {
+// ResourcesInRG returns the keys and types of every resource in a group.
+func (t *Txn) ResourcesInRG(rgKey string) ([]*ResourceRow, error) {
 	return queryRows(t, "listing resource group contents", scanResourceRow,
 		`SELECT `+resourceColumns+` FROM resources WHERE rg_key = ? ORDER BY sort_key`, rgKey)
 }
 
-// association is one subnet → route table link.
-type association struct {
+// Association is one subnet → route table link.
+type Association struct {
 	SubnetKey, SubnetID, VNetKey, TableKey string
 }
 
-// setAssociations replaces the associations of a virtual network's subnets.
-func (t *txn) setAssociations(vnetKey string, as []association) error {
-	if _, err := t.ExecContext(t.ctx, `DELETE FROM associations WHERE vnet_key = ?`, vnetKey); err != nil {
+// SetAssociations replaces the associations of a virtual network's subnets.
+func (t *Txn) SetAssociations(vnetKey string, as []Association) error {
+	if _, err := t.ExecContext(t.Ctx, `DELETE FROM associations WHERE vnet_key = ?`, vnetKey); err != nil {
 		return fmt.Errorf("clearing associations: %w", err)
 	}
 	for _, a := range as {
-		if _, err := t.ExecContext(t.ctx, `INSERT INTO associations(subnet_key, subnet_id, vnet_key, table_key) VALUES (?,?,?,?)`,
+		if _, err := t.ExecContext(t.Ctx, `INSERT INTO associations(subnet_key, subnet_id, vnet_key, table_key) VALUES (?,?,?,?)`,
 			a.SubnetKey, a.SubnetID, a.VNetKey, a.TableKey); err != nil {
 			return fmt.Errorf("writing association of %s: %w", a.SubnetID, err)
 		}
@@ -448,19 +448,19 @@ func (t *txn) setAssociations(vnetKey string, as []association) error {
 	return nil
 }
 
-// tablesOfVNet returns the keys of the route tables a virtual network's
+// TablesOfVNet returns the keys of the route tables a virtual network's
 // subnets are associated with.
-func (t *txn) tablesOfVNet(vnetKey string) ([]string, error) {
+func (t *Txn) TablesOfVNet(vnetKey string) ([]string, error) {
 	return queryRows(t, "reading associations", scanString, `SELECT DISTINCT table_key FROM associations WHERE vnet_key = ?`, vnetKey)
 }
 
-// subnetsOf returns the IDs of the subnets associated with a route table.
-func (t *txn) subnetsOf(tableKey string) ([]string, error) {
+// SubnetsOf returns the IDs of the subnets associated with a route table.
+func (t *Txn) SubnetsOf(tableKey string) ([]string, error) {
 	return queryRows(t, "reading associations", scanString, `SELECT subnet_id FROM associations WHERE table_key = ? ORDER BY subnet_key`, tableKey)
 }
 
-// operation is a long-running operation.
-type operation struct {
+// Operation is a long-running operation.
+type Operation struct {
 	ID, Sub, Location, Kind string
 	ResourceKey, ResourceID string
 	ChildName               string
@@ -472,15 +472,15 @@ type operation struct {
 
 const opColumns = `id, sub, location, kind, resource_key, resource_id, child_name, started_at, ends_at, status, outcome, error_code, error_message, prev_doc`
 
-func scanOp(sc rowScanner) (*operation, error) {
-	o := &operation{}
+func scanOp(sc rowScanner) (*Operation, error) {
+	o := &Operation{}
 	err := sc.Scan(&o.ID, &o.Sub, &o.Location, &o.Kind, &o.ResourceKey, &o.ResourceID, &o.ChildName,
 		&o.StartedAt, &o.EndsAt, &o.Status, &o.Outcome, &o.ErrorCode, &o.ErrorMessage, &o.PrevDoc)
 	return o, err
 }
 
-func (t *txn) putOp(o *operation) error {
-	_, err := t.ExecContext(t.ctx, `INSERT INTO operations(`+opColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+func (t *Txn) PutOp(o *Operation) error {
+	_, err := t.ExecContext(t.Ctx, `INSERT INTO operations(`+opColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
 			error_code = excluded.error_code, error_message = excluded.error_message`,
 		o.ID, o.Sub, o.Location, o.Kind, o.ResourceKey, o.ResourceID, o.ChildName, o.StartedAt, o.EndsAt,
@@ -491,33 +491,33 @@ func (t *txn) putOp(o *operation) error {
 	return nil
 }
 
-func (t *txn) getOp(id string) (*operation, error) {
-	o, err := scanOp(t.QueryRowContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE id = ?`, api.Key(id)))
+func (t *Txn) GetOp(id string) (*Operation, error) {
+	o, err := scanOp(t.QueryRowContext(t.Ctx, `SELECT `+opColumns+` FROM operations WHERE id = ?`, api.Key(id)))
 	return found(o, err, "operation "+id)
 }
 
-// runningOp returns the operation in progress on a resource, nil if none.
-func (t *txn) runningOp(resourceKey string) (*operation, error) {
-	o, err := scanOp(t.QueryRowContext(t.ctx, `SELECT `+opColumns+` FROM operations WHERE resource_key = ? AND status = 'InProgress' LIMIT 1`, resourceKey))
+// RunningOp returns the operation in progress on a resource, nil if none.
+func (t *Txn) RunningOp(resourceKey string) (*Operation, error) {
+	o, err := scanOp(t.QueryRowContext(t.Ctx, `SELECT `+opColumns+` FROM operations WHERE resource_key = ? AND status = 'InProgress' LIMIT 1`, resourceKey))
 	return found(o, err, "operations of "+resourceKey)
 }
 
-// anyDue reports whether an operation has passed its end time unfinished.
-func (t *txn) anyDue(now int64) (bool, error) {
+// AnyDue reports whether an operation has passed its end time unfinished.
+func (t *Txn) AnyDue(now int64) (bool, error) {
 	var n int
-	err := t.QueryRowContext(t.ctx, `SELECT EXISTS(SELECT 1 FROM operations WHERE status = 'InProgress' AND ends_at <= ?)`, now).Scan(&n)
+	err := t.QueryRowContext(t.Ctx, `SELECT EXISTS(SELECT 1 FROM operations WHERE status = 'InProgress' AND ends_at <= ?)`, now).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("checking operations: %w", err)
 	}
 	return n == 1, nil
 }
 
-func (t *txn) dueOps(now int64) ([]*operation, error) {
+func (t *Txn) DueOps(now int64) ([]*Operation, error) {
 	return queryRows(t, "reading due operations", scanOp, `SELECT `+opColumns+` FROM operations WHERE status = 'InProgress' AND ends_at <= ? ORDER BY ends_at, id`, now)
 }
 
-// pruneOps forgets finished operations that ended before `before`.
-func (t *txn) pruneOps(before int64) error {
-	_, err := t.ExecContext(t.ctx, `DELETE FROM operations WHERE status <> 'InProgress' AND ends_at < ?`, before)
+// PruneOps forgets finished operations that ended before `before`.
+func (t *Txn) PruneOps(before int64) error {
+	_, err := t.ExecContext(t.Ctx, `DELETE FROM operations WHERE status <> 'InProgress' AND ends_at < ?`, before)
 	return err
 }
