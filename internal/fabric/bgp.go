@@ -17,7 +17,7 @@ import (
 // "peerAddress": "169.254.21.1"} (asn and peerAddress optional), GET
 // returns it. The gateway's getLearnedRoutes and the routes of its
 // network's subnets follow it.
-func (s *Server) serveBGP(w http.ResponseWriter, r *http.Request) {
+func (s *netProvider) serveBGP(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) { writeControlJSON(w, status, v) }
 	fail := func(status int, code, msg string) { failControl(w, status, code, msg) }
 	id := r.URL.Query().Get("gateway")

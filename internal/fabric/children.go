@@ -38,7 +38,7 @@ func (k *parentKind[P]) load(row *store.ResourceRow, t api.Target) (P, error) {
 
 // store writes parent, changed by a write to one of its children, as the
 // document of row with etag (and provisioning state Updating).
-func (k *parentKind[P]) store(s *Server, tx *store.Txn, row *store.ResourceRow, parent P, etag string) error {
+func (k *parentKind[P]) store(s *netProvider, tx *store.Txn, row *store.ResourceRow, parent P, etag string) error {
 	k.updating(parent, etag)
 	doc, err := api.Encode(parent)
 	if err != nil {
@@ -102,16 +102,16 @@ func (k *childKind[P, C]) viewed(tx *store.Txn, parent P, c C) error {
 
 // The handlers of a collection of children of kind k.
 
-func (k *childKind[P, C]) handleList(s *Server) api.Handler {
+func (k *childKind[P, C]) handleList(s *netProvider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) { return listChildren(s, ctx, q, k) }
 }
 
-func (k *childKind[P, C]) handleGet(s *Server) api.Handler {
+func (k *childKind[P, C]) handleGet(s *netProvider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) { return getChild(s, ctx, q, k) }
 }
 
 // handleDelete is DELETE; check may refuse it (nil: never).
-func (k *childKind[P, C]) handleDelete(s *Server, check func(tx *store.Txn, rg *store.RGRow, c C) error) api.Handler {
+func (k *childKind[P, C]) handleDelete(s *netProvider, check func(tx *store.Txn, rg *store.RGRow, c C) error) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return deleteChild(s, ctx, q, k, check)
 	}
@@ -119,7 +119,7 @@ func (k *childKind[P, C]) handleDelete(s *Server, check func(tx *store.Txn, rg *
 
 // readParent reads the parent of a child GET (404 when it or its group is
 // missing) and hands fn the decoded document.
-func readParent[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C], fn func(tx *store.Txn, parent P) error) error {
+func readParent[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *childKind[P, C], fn func(tx *store.Txn, parent P) error) error {
 	return s.readTop(ctx, q, k.parent.typ, k.parent.armType, func(tx *store.Txn, row *store.ResourceRow) error {
 		parent, err := k.parent.decode(row.Doc)
 		if err != nil {
@@ -130,7 +130,7 @@ func readParent[P, C any](s *Server, ctx context.Context, q *api.Request, k *chi
 }
 
 // listChildren serves GET of a collection of children, a page at a time.
-func listChildren[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
+func listChildren[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
 	var items []json.RawMessage
 	err := readParent(s, ctx, q, k, func(tx *store.Txn, parent P) error {
 		for _, c := range *k.items(parent) {
@@ -153,7 +153,7 @@ func listChildren[P, C any](s *Server, ctx context.Context, q *api.Request, k *c
 
 // getChild serves GET of one child: 404 ChildResourceNotFound when the
 // parent holds none of that name.
-func getChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
+func getChild[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
 	t := q.Target()
 	var resp *api.Response
 	err := readParent(s, ctx, q, k, func(tx *store.Txn, parent P) error {
@@ -173,7 +173,7 @@ func getChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *child
 // deleteChild starts the deletion of a child: 404 without the parent, 204
 // when there is no such child, else 202 with the parent's operation, at
 // whose end the child is gone. check may refuse (nil: never).
-func deleteChild[P, C any](s *Server, ctx context.Context, q *api.Request, k *childKind[P, C], check func(tx *store.Txn, rg *store.RGRow, c C) error) (*api.Response, error) {
+func deleteChild[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *childKind[P, C], check func(tx *store.Txn, rg *store.RGRow, c C) error) (*api.Response, error) {
 	t := q.Target()
 	var resp *api.Response
 	err := s.writeTop(ctx, q, k.parent.typ, func(tx *store.Txn, rg *store.RGRow, row, _ *store.ResourceRow) error {

@@ -38,7 +38,7 @@ func newRow(rg *store.RGRow, typ, name string) *store.ResourceRow {
 // listTop lists top-level resources of a type, in a group (rg != "") or
 // the whole subscription, one page at a time; the skip token is the sort
 // key of the last item served.
-func (s *Server) listTop(ctx context.Context, q *api.Request, typ string, render renderFunc) (*api.Response, error) {
+func (s *netProvider) listTop(ctx context.Context, q *api.Request, typ string, render renderFunc) (*api.Response, error) {
 	sub := q.Segs[1]
 	rgKey := ""
 	page := api.ListPage{Value: []json.RawMessage{}}
@@ -75,7 +75,7 @@ func (s *Server) listTop(ctx context.Context, q *api.Request, typ string, render
 
 // pageChildren cuts a page out of a list of children; the skip token is
 // the offset of the next item.
-func (s *Server) pageChildren(q *api.Request, items []json.RawMessage) api.ListPage {
+func (s *netProvider) pageChildren(q *api.Request, items []json.RawMessage) api.ListPage {
 	off, _ := strconv.Atoi(q.Query.Get("$skiptoken"))
 	if off < 0 || off > len(items) {
 		off = len(items)

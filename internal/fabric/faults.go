@@ -432,7 +432,7 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		return s.storeRow(tx, row)
+		return s.net.storeRow(tx, row)
 	})
 	if err != nil {
 		s.log.Warn("fabric intruder failed", "table", tableKey, "err", err)
@@ -483,7 +483,7 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(http.StatusOK, map[string]string{"status": "ok"})
 	case "bgp":
-		s.serveBGP(w, r)
+		s.net.serveBGP(w, r)
 	case "faults":
 		switch r.Method {
 		case http.MethodGet:

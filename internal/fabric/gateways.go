@@ -202,7 +202,7 @@ type gatewayPut = topPut[armnetwork.VirtualNetworkGateway, *gatewayDoc]
 // a subnet named GatewaySubnet of a network in the gateway's location; one
 // gateway of each type per network; none in a network whose peering uses
 // a remote gateway.
-func (s *Server) buildGateway(p *gatewayPut) (*api.Response, error) {
+func (s *netProvider) buildGateway(p *gatewayPut) (*api.Response, error) {
 	out, vnetID, err := gatewayProperties(p.tx, p.id, p.loc, p.in.Properties, p.cur)
 	if err != nil {
 		return nil, err
@@ -337,7 +337,7 @@ func checkGatewayVNet(tx *store.Txn, id, vnetID string, typ armnetwork.VirtualNe
 	return nil
 }
 
-func (s *Server) postLearnedRoutes(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) postLearnedRoutes(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var id, loc string
 	err := s.readTop(ctx, q, typeVNetGateways, armTypeVNetGateway, func(tx *store.Txn, row *store.ResourceRow) error {
 		d, err := decodeGateway(row.Doc)

@@ -222,7 +222,7 @@ type genericResource struct {
 func (s *Server) listGenericResources(ctx context.Context, q *api.Request) (*api.Response, error) {
 	sub := q.Segs[1]
 	out := []genericResource{}
-	err := s.view(ctx, func(tx *store.Txn) error {
+	err := s.net.view(ctx, func(tx *store.Txn) error {
 		var rows []*store.ResourceRow
 		if len(q.Segs) == 5 {
 			rg, err := requireRG(tx, sub, q.Segs[3], false)

@@ -145,7 +145,7 @@ type natGatewayPut = topPut[natGatewayIn, *natGatewayDoc]
 
 // buildNatGateway makes the NAT gateway a PUT stores, with Azure's
 // defaults (sku Standard, idle timeout 4 minutes).
-func (s *Server) buildNatGateway(p *natGatewayPut) (*api.Response, error) {
+func (s *netProvider) buildNatGateway(p *natGatewayPut) (*api.Response, error) {
 	in, cur, id, name := &p.in, p.cur, p.id, p.t.Name
 	guid := uuid.NewString()
 	if cur != nil {

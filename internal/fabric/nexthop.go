@@ -52,7 +52,7 @@ type watcherPut = topPut[armnetwork.Watcher, *armnetwork.Watcher]
 
 // buildWatcher stores the network watcher of a PUT. It is synchronous in
 // Azure (WatchersClient.CreateOrUpdate is not a poller).
-func (s *Server) buildWatcher(p *watcherPut) (*api.Response, error) {
+func (s *netProvider) buildWatcher(p *watcherPut) (*api.Response, error) {
 	etag := api.NewEtag()
 	w := &armnetwork.Watcher{
 		ID: api.Ptr(p.id), Name: api.Ptr(armid.Name(p.id)), Type: api.Ptr(armTypeWatcher), Location: api.Ptr(p.loc), Tags: api.TagsOf(p.in.Tags), Etag: api.Ptr(etag),
@@ -77,7 +77,7 @@ func (s *Server) buildWatcher(p *watcherPut) (*api.Response, error) {
 // startAction records the long-running operation of a POST whose answer
 // is computed when it is fetched. The operation is not tied to the
 // resource (ResourceKey is its own), so it never blocks a write.
-func (s *Server) startAction(ctx context.Context, q *api.Request, action, resourceID, location string, params []byte) (*api.Response, error) {
+func (s *netProvider) startAction(ctx context.Context, q *api.Request, action, resourceID, location string, params []byte) (*api.Response, error) {
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
@@ -95,7 +95,7 @@ func (s *Server) startAction(ctx context.Context, q *api.Request, action, resour
 }
 
 // actionResult is the answer of a finished action, from the state now.
-func (s *Server) actionResult(ctx context.Context, o *store.Operation) (*api.Response, error) {
+func (s *netProvider) actionResult(ctx context.Context, o *store.Operation) (*api.Response, error) {
 	var body any
 	err := s.view(ctx, func(tx *store.Txn) error {
 		var err error
@@ -117,7 +117,7 @@ func (s *Server) actionResult(ctx context.Context, o *store.Operation) (*api.Res
 	return &api.Response{Status: http.StatusOK, Body: body}, nil
 }
 
-func (s *Server) postEffectiveRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) postEffectiveRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var nicID, loc string
 	err := s.readTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, func(tx *store.Txn, row *store.ResourceRow) error {
 		n, err := decodeNIC(row.Doc)
@@ -133,7 +133,7 @@ func (s *Server) postEffectiveRouteTable(ctx context.Context, q *api.Request) (*
 	return s.startAction(ctx, q, actionEffectiveRoutes, nicID, loc, nil)
 }
 
-func (s *Server) postNextHop(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) postNextHop(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var in armnetwork.NextHopParameters
 	if err := api.DecodeModel(q.Body, &in); err != nil {
 		return nil, err

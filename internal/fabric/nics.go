@@ -50,7 +50,7 @@ type nicPut = topPut[armnetwork.Interface, *armnetwork.Interface]
 
 // buildNIC makes the network interface a PUT stores: its IP
 // configurations, each in an existing subnet, one of them primary.
-func (s *Server) buildNIC(p *nicPut) (*api.Response, error) {
+func (s *netProvider) buildNIC(p *nicPut) (*api.Response, error) {
 	in, cur, id := &p.in, p.cur, p.id
 	props := in.Properties
 	if props == nil || len(props.IPConfigurations) == 0 {
@@ -108,7 +108,7 @@ func (s *Server) buildNIC(p *nicPut) (*api.Response, error) {
 
 // buildIPConfig checks one IP configuration: the subnet must exist and
 // hold the static private IP.
-func (s *Server) buildIPConfig(tx *store.Txn, nicID, name string, i int, in *armnetwork.InterfaceIPConfigurationPropertiesFormat, etag string) (*armnetwork.InterfaceIPConfiguration, error) {
+func (s *netProvider) buildIPConfig(tx *store.Txn, nicID, name string, i int, in *armnetwork.InterfaceIPConfigurationPropertiesFormat, etag string) (*armnetwork.InterfaceIPConfiguration, error) {
 	field := fmt.Sprintf("properties.ipConfigurations[%d]", i)
 	if in == nil || in.Subnet == nil || api.Str(in.Subnet.ID) == "" {
 		return nil, api.BadRequest("IpConfigurationSubnetMissing", "%s (%s) of network interface %s has no subnet.", field, name, nicID)

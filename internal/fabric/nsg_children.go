@@ -47,7 +47,7 @@ func ruleKind(child string, items func(*armnetwork.SecurityGroup) *[]*armnetwork
 
 type rulePut = childPut[armnetwork.SecurityRule, *armnetwork.SecurityGroup, *armnetwork.SecurityRule]
 
-func (s *Server) putSecurityRule(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) putSecurityRule(ctx context.Context, q *api.Request) (*api.Response, error) {
 	return s.put(ctx, q, &rulePut{
 		kind: &securityRuleKind, body: api.DecodeModel,
 		build: func(p *rulePut) (*armnetwork.SecurityRule, error) {

@@ -97,7 +97,7 @@ func subnetsUsingNSG(tx *store.Txn, subKey, nsgKey string) ([]string, error) {
 // Azure. A reference to an NSG the fabric does not hold is kept as sent,
 // with a warning: Azure would refuse it (InvalidResourceReference), but
 // tests of other packages use such stand-in IDs (docs/fabric.md).
-func (s *Server) resolveNSG(tx *store.Txn, ref, vnetID, subnetID, loc string) (*armnetwork.SecurityGroup, error) {
+func (s *netProvider) resolveNSG(tx *store.Txn, ref, vnetID, subnetID, loc string) (*armnetwork.SecurityGroup, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return nil, nil
@@ -151,7 +151,7 @@ type nsgPut = topPut[armnetwork.SecurityGroup, *armnetwork.SecurityGroup]
 
 // buildNSG makes the NSG a PUT stores: its inline rules, and the default
 // rules it got when it was created.
-func (s *Server) buildNSG(p *nsgPut) (*api.Response, error) {
+func (s *netProvider) buildNSG(p *nsgPut) (*api.Response, error) {
 	in, cur, id := &p.in, p.cur, p.id
 	etag := api.NewEtag()
 	out := armnetwork.SecurityGroupPropertiesFormat{

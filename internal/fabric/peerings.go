@@ -234,7 +234,7 @@ func renderVNetDoc(tx *store.Txn, doc []byte) (json.RawMessage, error) {
 // network that has one (unless doNotVerifyRemoteGateways). The remote
 // address space is taken when the peering is created, and again when the
 // PUT carries ?syncRemoteAddressSpace=true.
-func (s *Server) putPeering(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) putPeering(ctx context.Context, q *api.Request) (*api.Response, error) {
 	sync := strings.EqualFold(q.Query.Get("syncRemoteAddressSpace"), "true")
 	var remoteRow *store.ResourceRow
 	var remote *armnetwork.VirtualNetwork

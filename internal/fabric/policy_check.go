@@ -85,7 +85,7 @@ func (s *Server) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[
 // storedDoc reads the resource a PATCH changes.
 func (s *Server) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var doc []byte
-	err := s.view(ctx, func(tx *store.Txn) error {
+	err := s.net.view(ctx, func(tx *store.Txn) error {
 		if strings.EqualFold(op.resourceType, api.ArmTypeResourceGroup) || strings.EqualFold(op.resourceType, "Microsoft.Resources/subscriptions/resourceGroups") {
 			rg, err := tx.GetRG(q.Segs[1], q.Segs[3])
 			if err != nil || rg == nil {

@@ -29,7 +29,7 @@ func rgBody(r *store.RGRow) *resourceGroup {
 	return g
 }
 
-func (s *Server) getResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) getResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var resp *api.Response
 	err := s.view(ctx, func(tx *store.Txn) error {
 		rg, err := requireRG(tx, q.Segs[1], q.Segs[3], false)
@@ -43,14 +43,14 @@ func (s *Server) getResourceGroup(ctx context.Context, q *api.Request) (*api.Res
 }
 
 // headResourceGroup is ARM's CheckExistence: 204 or 404, no body.
-func (s *Server) headResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) headResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	if _, err := s.getResourceGroup(ctx, q); err != nil {
 		return &api.Response{Status: http.StatusNotFound}, nil
 	}
 	return &api.Response{Status: http.StatusNoContent}, nil
 }
 
-func (s *Server) putResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) putResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var in struct {
 		Location string             `json:"location"`
 		Tags     map[string]*string `json:"tags"`
@@ -114,7 +114,7 @@ func (s *Server) putResourceGroup(ctx context.Context, q *api.Request) (*api.Res
 }
 
 // patchResourceGroup updates the tags of a resource group.
-func (s *Server) patchResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) patchResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	tags, err := api.DecodeTags(q.Body)
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func (s *Server) patchResourceGroup(ctx context.Context, q *api.Request) (*api.R
 // deleteResourceGroup deletes a group and everything in it, as a
 // long-running operation polled through Location (Microsoft.Resources
 // style: 202, then 200 from the operation result).
-func (s *Server) deleteResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) deleteResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
@@ -176,7 +176,7 @@ func (s *Server) deleteResourceGroup(ctx context.Context, q *api.Request) (*api.
 	return resp, err
 }
 
-func (s *Server) listResourceGroups(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) listResourceGroups(ctx context.Context, q *api.Request) (*api.Response, error) {
 	page := struct {
 		Value []*resourceGroup `json:"value"`
 	}{Value: []*resourceGroup{}}
@@ -218,7 +218,7 @@ func subBody(sub string) subscription {
 
 // listSubscriptions lists the default subscription and every other one
 // that holds resource groups: az login needs at least one.
-func (s *Server) listSubscriptions(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) listSubscriptions(ctx context.Context, q *api.Request) (*api.Response, error) {
 	page := struct {
 		Value []subscription `json:"value"`
 	}{Value: []subscription{subBody(api.DefaultSubscription)}}
@@ -239,6 +239,6 @@ func (s *Server) listSubscriptions(ctx context.Context, q *api.Request) (*api.Re
 
 // getSubscription answers for any subscription: the fabric accepts every
 // subscription ID.
-func (s *Server) getSubscription(_ context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) getSubscription(_ context.Context, q *api.Request) (*api.Response, error) {
 	return &api.Response{Status: http.StatusOK, Body: subBody(q.Segs[1])}, nil
 }

@@ -35,7 +35,7 @@ func tableWithSubnets(tx *store.Txn, tableKey string, doc []byte) ([]byte, error
 // carries its subnets list (kept by storeRow), so a GET is a copy.
 func renderTable(_ *store.Txn, row *store.ResourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
-func (s *Server) getRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) getRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
 	resp, err := s.getTop(ctx, q, api.TypeRouteTables, api.ArmTypeRouteTable, renderTable)
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func (s *Server) getRouteTable(ctx context.Context, q *api.Request) (*api.Respon
 	// The intruder strikes after the answer is computed and before it is
 	// sent: the client holds an etag that is already stale.
 	t := q.Target()
-	s.maybeIntrude(ctx, api.Key(api.ResourceID(t.Sub, t.RG, api.TypeRouteTables, t.Name)))
+	s.faults.maybeIntrude(ctx, api.Key(api.ResourceID(t.Sub, t.RG, api.TypeRouteTables, t.Name)))
 	return resp, nil
 }
 
@@ -59,7 +59,7 @@ var tableKind = topKind[tableIn, *tableDoc]{
 type tablePut = topPut[tableIn, *tableDoc]
 
 // buildTable makes the route table a PUT stores, with its inline routes.
-func (s *Server) buildTable(p *tablePut) (*api.Response, error) {
+func (s *netProvider) buildTable(p *tablePut) (*api.Response, error) {
 	in, cur, id := p.in, p.cur, p.id
 	etag := api.NewEtag()
 	out := &tableDoc{
@@ -187,7 +187,7 @@ func canonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
 
 // checkRoutes applies the whole-table rules: no two routes with the same
 // address prefix (RouteConflict) and no more routes than the limit.
-func (s *Server) checkRoutes(tableID string, routes []*routeDoc) error {
+func (s *netProvider) checkRoutes(tableID string, routes []*routeDoc) error {
 	if len(routes) > s.routeLimit {
 		return api.BadRequest("RouteTableRouteLimitExceeded",
 			"Route table %s has %d routes, more than the limit of %d routes per route table.", tableID, len(routes), s.routeLimit)
@@ -253,7 +253,7 @@ var routeKind = childKind[*tableDoc, *routeDoc]{
 
 type routePut = childPut[routeIn, *tableDoc, *routeDoc]
 
-func (s *Server) putRoute(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) putRoute(ctx context.Context, q *api.Request) (*api.Response, error) {
 	return s.put(ctx, q, &routePut{
 		kind: &routeKind, body: api.DecodeObject,
 		build: func(p *routePut) (*routeDoc, error) {

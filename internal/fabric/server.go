@@ -67,6 +67,7 @@ type Server struct {
 
 	authz authzCache // the authorization state (authz_store.go); has its own lock
 
+	net   *netProvider             // Microsoft.Network, resource groups and operations
 	types map[string]*resourceType // the Microsoft.Network types served (types.go)
 }
 
@@ -98,7 +99,9 @@ func New(store *store.Store, opts Options) *Server {
 		seed = rand.Uint64()
 	}
 	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	s.types = s.resourceTypes()
+	s.net = &netProvider{store: s.store, opDuration: s.opDuration, routeLimit: s.routeLimit, pageSize: s.pageSize,
+		log: s.log, now: s.now, faults: s, polls: s}
+	s.types = s.net.resourceTypes()
 	s.SetFaults(opts.Faults)
 	return s
 }
@@ -255,9 +258,9 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 	}
 	switch {
 	case n == 1:
-		return api.Methods(q, map[string]api.Handler{"GET": s.listSubscriptions})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.listSubscriptions})(ctx, q)
 	case n == 2:
-		return api.Methods(q, map[string]api.Handler{"GET": s.getSubscription})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.getSubscription})(ctx, q)
 	case n == 3 && is(2, "locations"):
 		return api.Methods(q, map[string]api.Handler{"GET": s.listLocations})(ctx, q)
 	case n == 3 && is(2, "resources"):
@@ -271,14 +274,14 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
 		return api.Methods(q, map[string]api.Handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
-		return api.Methods(q, map[string]api.Handler{"GET": s.listResourceGroups})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.listResourceGroups})(ctx, q)
 	case is(2, "resourcegroups") && n == 4:
 		return api.Methods(q, map[string]api.Handler{
-			"GET": s.getResourceGroup, "HEAD": s.headResourceGroup, "PUT": s.putResourceGroup,
-			"PATCH": s.patchResourceGroup, "DELETE": s.deleteResourceGroup,
+			"GET": s.net.getResourceGroup, "HEAD": s.net.headResourceGroup, "PUT": s.net.putResourceGroup,
+			"PATCH": s.net.patchResourceGroup, "DELETE": s.net.deleteResourceGroup,
 		})(ctx, q)
 	case is(2, "operationresults") && n == 4:
-		return api.Methods(q, map[string]api.Handler{"GET": s.getRGOperationResult})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.getRGOperationResult})(ctx, q)
 	case is(2, "providers") && n >= 4:
 		if !is(3, api.NetworkNamespace) {
 			return nil, api.InvalidNamespace(q, seg[3])
@@ -288,9 +291,9 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 		}
 		switch {
 		case n == 8 && is(4, "locations") && is(6, "operations"):
-			return api.Methods(q, map[string]api.Handler{"GET": s.getOperation})(ctx, q)
+			return api.Methods(q, map[string]api.Handler{"GET": s.net.getOperation})(ctx, q)
 		case n == 8 && is(4, "locations") && is(6, "operationResults"):
-			return api.Methods(q, map[string]api.Handler{"GET": s.getOperationResult})(ctx, q)
+			return api.Methods(q, map[string]api.Handler{"GET": s.net.getOperationResult})(ctx, q)
 		}
 		if n >= 5 {
 			return nil, api.InvalidResourceType(q, seg[4])
@@ -307,7 +310,7 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 			return nil, api.NoRoute(q)
 		}
 		if t, ok := api.LookupFold(s.types, seg[6]); ok {
-			return s.serveType(ctx, q, t, n) // types.go
+			return s.net.serveType(ctx, q, t, n) // types.go
 		}
 		return nil, api.InvalidResourceType(q, seg[6])
 	}

@@ -40,7 +40,7 @@ type localGatewayPut = topPut[armnetwork.LocalNetworkGateway, *armnetwork.LocalN
 // buildLocalGateway makes the on-premises site a PUT stores: its address
 // prefixes (valid CIDRs) and its address (gatewayIpAddress or fqdn, one
 // is required).
-func (s *Server) buildLocalGateway(p *localGatewayPut) (*api.Response, error) {
+func (s *netProvider) buildLocalGateway(p *localGatewayPut) (*api.Response, error) {
 	id := p.id
 	if p.in.Properties == nil {
 		return nil, api.InvalidFormat("Local network gateway %s has no properties.", id)
@@ -170,7 +170,7 @@ type connectionPut = topPut[armnetwork.VirtualNetworkGatewayConnection, *armnetw
 // ExpressRoute between an ExpressRoute gateway and a circuit (peer.id;
 // circuits are not modelled, the ID is kept as sent). The shared key is
 // not stored (Azure does not return it on GET either).
-func (s *Server) buildConnection(p *connectionPut) (*api.Response, error) {
+func (s *netProvider) buildConnection(p *connectionPut) (*api.Response, error) {
 	out, err := connectionProperties(p.tx, p.id, p.in.Properties)
 	if err != nil {
 		return nil, err

@@ -31,40 +31,40 @@ type childPaths struct {
 
 // The handlers of a top-level type of kind k.
 
-func (k *topKind[In, Cur]) handleList(s *Server) api.Handler {
+func (k *topKind[In, Cur]) handleList(s *netProvider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.listTop(ctx, q, k.typ, k.render)
 	}
 }
 
-func (k *topKind[In, Cur]) handleGet(s *Server) api.Handler {
+func (k *topKind[In, Cur]) handleGet(s *netProvider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.getTop(ctx, q, k.typ, k.armType, k.render)
 	}
 }
 
-func (k *topKind[In, Cur]) handlePatch(s *Server) api.Handler {
+func (k *topKind[In, Cur]) handlePatch(s *netProvider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.patchTags(ctx, q, k.typ, k.armType, k.render)
 	}
 }
 
 // handleDelete is DELETE; check may refuse it (nil: never).
-func (k *topKind[In, Cur]) handleDelete(s *Server, check func(*store.Txn, *store.ResourceRow) error) api.Handler {
+func (k *topKind[In, Cur]) handleDelete(s *netProvider, check func(*store.Txn, *store.ResourceRow) error) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.deleteTop(ctx, q, k.typ, check)
 	}
 }
 
 // handlePut is PUT through the pipeline, with build for the type's part.
-func (k *topKind[In, Cur]) handlePut(s *Server, build func(*topPut[In, Cur]) (*api.Response, error)) api.Handler {
+func (k *topKind[In, Cur]) handlePut(s *netProvider, build func(*topPut[In, Cur]) (*api.Response, error)) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.put(ctx, q, &topPut[In, Cur]{kind: k, build: build})
 	}
 }
 
 // resourceTypes are the types the fabric serves, by name.
-func (s *Server) resourceTypes() map[string]*resourceType {
+func (s *netProvider) resourceTypes() map[string]*resourceType {
 	return map[string]*resourceType{
 		api.TypeRouteTables: {
 			name: api.TypeRouteTables, list: tableKind.handleList(s), inSubscription: true,
@@ -156,7 +156,7 @@ func (s *Server) resourceTypes() map[string]*resourceType {
 
 // serveType serves a path of n segments below a resource group's
 // .../providers/Microsoft.Network/{type} of type t.
-func (s *Server) serveType(ctx context.Context, q *api.Request, t *resourceType, n int) (*api.Response, error) {
+func (s *netProvider) serveType(ctx context.Context, q *api.Request, t *resourceType, n int) (*api.Response, error) {
 	seg := q.Segs
 	switch {
 	case n == 7 && t.list != nil:

@@ -72,7 +72,7 @@ type vnetPut = topPut[armnetwork.VirtualNetwork, *armnetwork.VirtualNetwork]
 
 // buildVNet makes the virtual network a PUT stores, with its inline
 // subnets; the peerings, child resources only, are kept.
-func (s *Server) buildVNet(p *vnetPut) (*api.Response, error) {
+func (s *netProvider) buildVNet(p *vnetPut) (*api.Response, error) {
 	in, cur, id, loc := &p.in, p.cur, p.id, p.loc
 	props := in.Properties
 	if props == nil {
@@ -208,7 +208,7 @@ func subnetPrefixes(sn *armnetwork.Subnet) []netip.Prefix {
 // buildSubnet validates a subnet as a client sent it and returns it as the
 // virtual network will hold it. The route table association is resolved
 // here: the table must exist, in the same subscription and location.
-func (s *Server) buildSubnet(tx *store.Txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
+func (s *netProvider) buildSubnet(tx *store.Txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
 	if prev != nil {
 		name = api.Str(prev.Name)
 	}
@@ -406,7 +406,7 @@ var subnetKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.Subnet]{
 
 type subnetPut = childPut[armnetwork.Subnet, *armnetwork.VirtualNetwork, *armnetwork.Subnet]
 
-func (s *Server) putSubnet(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *netProvider) putSubnet(ctx context.Context, q *api.Request) (*api.Response, error) {
 	return s.put(ctx, q, &subnetPut{
 		kind: &subnetKind, body: api.DecodeModel,
 		build: func(p *subnetPut) (*armnetwork.Subnet, error) {
