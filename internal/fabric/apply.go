@@ -360,23 +360,6 @@ func samePrefixes(a, b []string) bool {
 	return slices.Equal(norm(a), norm(b))
 }
 
-func existingSubnetPrefixes(sn *armnetwork.Subnet) []string {
-	if sn.Properties == nil {
-		return nil
-	}
-	if len(sn.Properties.AddressPrefixes) > 0 {
-		out := make([]string, 0, len(sn.Properties.AddressPrefixes))
-		for _, p := range sn.Properties.AddressPrefixes {
-			out = append(out, api.Str(p))
-		}
-		return out
-	}
-	if sn.Properties.AddressPrefix != nil {
-		return []string{*sn.Properties.AddressPrefix}
-	}
-	return nil
-}
-
 func setSubnetPrefixes(p *armnetwork.SubnetPropertiesFormat, sn TopologySubnet) {
 	if sn.AddressPrefix != "" {
 		p.AddressPrefix, p.AddressPrefixes = api.Ptr(sn.AddressPrefix), nil

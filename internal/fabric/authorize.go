@@ -40,26 +40,6 @@ type armOp struct {
 	authorization bool
 }
 
-// Spellings of the resource types the fabric knows, for actions and
-// messages; other types keep the spelling of the request.
-var typeSpelling = map[string]string{}
-
-func init() {
-	for _, t := range []string{api.TypeRouteTables, api.ChildRoutes, api.TypeVirtualNetworks, api.ChildSubnets, typeNetworkInterfaces,
-		typeNetworkWatchers, typeNatGateways, "networkSecurityGroups", "securityRules", "virtualNetworkPeerings",
-		"publicIPAddresses", "locations", "operations", "operationResults", "resourceGroups", "subscriptions",
-		"roleAssignments", "roleDefinitions", "locks", "policyAssignments", "policyDefinitions", "permissions"} {
-		typeSpelling[strings.ToLower(t)] = t
-	}
-}
-
-func spell(seg string) string {
-	if s, ok := typeSpelling[strings.ToLower(seg)]; ok {
-		return s
-	}
-	return seg
-}
-
 // classifyRequest returns what ARM checks of a request; nil for requests
 // that need nothing: the tenant and subscription lists, the async-operation
 // status endpoints (anyone holding an operation's URL may poll it), the
@@ -88,7 +68,7 @@ func classifyRequest(q *api.Request) *armOp {
 		if i+2 >= n || is(i+2, "permissions") || isBuiltinPolicyRead(q.Method, seg) {
 			return nil
 		}
-		op := verb("Microsoft.Authorization/" + spell(seg[i+2]))
+		op := verb("Microsoft.Authorization/" + api.Spell(seg[i+2]))
 		if op != nil {
 			op.authorization = true
 		}
@@ -103,7 +83,7 @@ func classifyRequest(q *api.Request) *armOp {
 	case n == 3 && is(2, "resourcegroups"):
 		return verb("Microsoft.Resources/subscriptions/resourceGroups")
 	case n == 3 && (is(2, "locations") || is(2, "resources") || is(2, "providers")):
-		return verb("Microsoft.Resources/subscriptions/" + spell(seg[2]))
+		return verb("Microsoft.Resources/subscriptions/" + api.Spell(seg[2]))
 	case n == 4 && is(2, "providers"):
 		return verb("Microsoft.Resources/subscriptions/providers")
 	case n == 4 && is(2, "resourcegroups"):
@@ -118,7 +98,7 @@ func classifyRequest(q *api.Request) *armOp {
 		if is(4, "locations") {
 			return nil // operations and operationResults
 		}
-		op := verb(seg[3] + "/" + spell(seg[4]))
+		op := verb(seg[3] + "/" + api.Spell(seg[4]))
 		if op != nil {
 			op.scope = "/" + strings.Join(seg[:4], "/")
 		}
@@ -134,7 +114,7 @@ func classifyRequest(q *api.Request) *armOp {
 // actions.
 func classifyProvider(q *api.Request, seg []string, verb func(string) *armOp) *armOp {
 	n := len(seg)
-	ns, typ := seg[5], spell(seg[6])
+	ns, typ := seg[5], api.Spell(seg[6])
 	switch {
 	case n == 7: // list in a group: checked on .../providers/{namespace}
 		op := verb(ns + "/" + typ)
@@ -151,9 +131,9 @@ func classifyProvider(q *api.Request, seg []string, verb func(string) *armOp) *a
 	case n == 9 && q.Method == http.MethodPost: // a POST action on a resource
 		return &armOp{action: ns + "/" + typ + "/" + seg[8] + "/action", scope: "/" + strings.Join(seg, "/"), change: "write"}
 	case n == 9 || n == 10:
-		op := verb(ns + "/" + typ + "/" + spell(seg[8]))
+		op := verb(ns + "/" + typ + "/" + api.Spell(seg[8]))
 		if op != nil && n == 10 && op.change == "write" {
-			op.resourceType, op.name = ns+"/"+typ+"/"+spell(seg[8]), seg[9]
+			op.resourceType, op.name = ns+"/"+typ+"/"+api.Spell(seg[8]), seg[9]
 		}
 		return op
 	}
@@ -276,7 +256,7 @@ func linkedRefs(q *api.Request, op *armOp) []linkedRef {
 	var out []linkedRef
 	add := func(id string) {
 		id = strings.TrimSpace(id)
-		typ, ok := referencedType(id)
+		typ, ok := api.ReferencedType(id)
 		if !ok {
 			return
 		}
@@ -287,7 +267,7 @@ func linkedRefs(q *api.Request, op *armOp) []linkedRef {
 	}
 	subnetRefs := func(props map[string]any) {
 		for _, k := range []string{"routeTable", "networkSecurityGroup", "natGateway"} {
-			add(idOf(azpolicy.Field(props, k)))
+			add(api.IDOf(azpolicy.Field(props, k)))
 		}
 	}
 	props, _ := azpolicy.Field(body, "properties").(map[string]any)
@@ -302,36 +282,15 @@ func linkedRefs(q *api.Request, op *armOp) []linkedRef {
 			subnetRefs(p)
 		}
 	case "microsoft.network/networkinterfaces":
-		add(idOf(azpolicy.Field(props, "networkSecurityGroup")))
+		add(api.IDOf(azpolicy.Field(props, "networkSecurityGroup")))
 		cfgs, _ := azpolicy.Field(props, "ipConfigurations").([]any)
 		for _, c := range cfgs {
 			m, _ := c.(map[string]any)
 			p, _ := azpolicy.Field(m, "properties").(map[string]any)
-			add(idOf(azpolicy.Field(p, "subnet")))
+			add(api.IDOf(azpolicy.Field(p, "subnet")))
 		}
 	}
 	return out
-}
-
-// referencedType is the resource type of a referenced Microsoft.Network
-// ID: Microsoft.Network/routeTables, Microsoft.Network/virtualNetworks/subnets...
-func referencedType(id string) (string, bool) {
-	segs := strings.Split(strings.Trim(id, "/"), "/")
-	if len(segs) < 8 || len(segs)%2 != 0 || !strings.EqualFold(segs[0], "subscriptions") ||
-		!strings.EqualFold(segs[2], "resourceGroups") || !strings.EqualFold(segs[4], "providers") {
-		return "", false
-	}
-	typ := segs[5] + "/" + spell(segs[6])
-	for i := 8; i+1 < len(segs); i += 2 {
-		typ += "/" + spell(segs[i])
-	}
-	return typ, true
-}
-
-func idOf(ref any) string {
-	m, _ := ref.(map[string]any)
-	id, _ := azpolicy.Field(m, "id").(string)
-	return id
 }
 
 // checkLocks applies management locks: a CanNotDelete or ReadOnly lock at

@@ -42,7 +42,7 @@ func (s *Server) authorizationAPI(ctx context.Context, q *api.Request) (*api.Res
 	if n < i+3 || n > i+4 {
 		return nil, api.NoRoute(q)
 	}
-	e := extRequest{scope: "/" + strings.Join(q.Segs[:i], "/"), kind: spell(q.Segs[i+2])}
+	e := extRequest{scope: "/" + strings.Join(q.Segs[:i], "/"), kind: api.Spell(q.Segs[i+2])}
 	if n == i+4 {
 		e.name = q.Segs[i+3]
 	}
@@ -156,15 +156,6 @@ func requireScope(tx *store.Txn, scope string) error {
 		}
 	}
 	return nil
-}
-
-// subscriptionOf is the subscription of a scope, "" for the root.
-func subscriptionOf(scope string) string {
-	segs := strings.Split(strings.Trim(scope, "/"), "/")
-	if len(segs) >= 2 && strings.EqualFold(segs[0], "subscriptions") {
-		return segs[1]
-	}
-	return ""
 }
 
 // extNameRE is what ARM accepts as the name of a lock or policy

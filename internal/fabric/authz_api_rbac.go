@@ -46,7 +46,7 @@ type roleDefinitionProp struct {
 // are answered there, as ARM does).
 func roleDoc(d azrbac.RoleDefinition, scope string) roleDefinitionDoc {
 	id := "/providers/Microsoft.Authorization/roleDefinitions/" + d.Name
-	if sub := subscriptionOf(scope); sub != "" {
+	if sub := api.SubscriptionOf(scope); sub != "" {
 		id = "/subscriptions/" + sub + id
 	}
 	if d.RoleType == azrbac.TypeCustomRole && d.ID != "" {

@@ -18,8 +18,8 @@ import (
 // returns it. The gateway's getLearnedRoutes and the routes of its
 // network's subnets follow it.
 func (s *netProvider) serveBGP(w http.ResponseWriter, r *http.Request) {
-	reply := func(status int, v any) { writeControlJSON(w, status, v) }
-	fail := func(status int, code, msg string) { failControl(w, status, code, msg) }
+	reply := func(status int, v any) { api.WriteControlJSON(w, status, v) }
+	fail := func(status int, code, msg string) { api.FailControl(w, status, code, msg) }
 	id := r.URL.Query().Get("gateway")
 	gw, ok := api.ParseTopID(id, typeVNetGateways)
 	if !ok {

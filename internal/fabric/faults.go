@@ -444,26 +444,11 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 // controlPrefix is the path of the control endpoint; no ARM path starts so.
 const controlPrefix = "/_fabric/"
 
-// writeControlJSON answers a control endpoint request with v as indented
-// JSON.
-func writeControlJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	b, _ := json.MarshalIndent(v, "", "  ")
-	w.Write(append(b, '\n'))
-}
-
-// failControl answers a control endpoint request with an error in ARM's
-// shape: {"error": {"code", "message"}}.
-func failControl(w http.ResponseWriter, status int, code, msg string) {
-	writeControlJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
-}
-
 // serveControl serves the control endpoint: GET/PUT /_fabric/faults and
 // GET /_fabric/healthz. It needs no token and no fault applies to it.
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
-	writeJSON := func(status int, v any) { writeControlJSON(w, status, v) }
-	fail := func(status int, code, msg string) { failControl(w, status, code, msg) }
+	writeJSON := func(status int, v any) { api.WriteControlJSON(w, status, v) }
+	fail := func(status int, code, msg string) { api.FailControl(w, status, code, msg) }
 	if strings.HasPrefix(r.URL.Path, principalsPath) {
 		s.servePrincipals(w, r) // principal.go
 		return

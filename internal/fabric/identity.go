@@ -22,10 +22,6 @@ import (
 // (principal.go); what the principal may do is the authorization state's
 // business (authorize.go).
 
-// DefaultTenant is the tenant every subscription of the fabric belongs to
-// and every token names.
-const DefaultTenant = "00000000-0000-0000-0000-00000000fab1"
-
 // ADFSPath is the path of the fabric's login authority.
 const ADFSPath = "/adfs"
 
@@ -111,7 +107,7 @@ func (s *Server) issueToken(r *http.Request, authority string) map[string]any {
 	if r.PostForm.Get("grant_type") != "client_credentials" {
 		out["id_token"] = tok
 		out["refresh_token"] = "routekeeper-fabric-refresh"
-		out["client_info"] = base64.RawURLEncoding.EncodeToString([]byte(`{"uid":"` + client + `","utid":"` + DefaultTenant + `"}`))
+		out["client_info"] = base64.RawURLEncoding.EncodeToString([]byte(`{"uid":"` + client + `","utid":"` + api.DefaultTenant + `"}`))
 	}
 	if sc := r.PostForm.Get("scope"); sc != "" {
 		out["scope"] = sc
@@ -148,7 +144,7 @@ var Locations = [][2]string{
 
 func (s *Server) listTenants(_ context.Context, _ *api.Request) (*api.Response, error) {
 	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": []any{map[string]any{
-		"id": "/tenants/" + DefaultTenant, "tenantId": DefaultTenant, "tenantCategory": "Home",
+		"id": "/tenants/" + api.DefaultTenant, "tenantId": api.DefaultTenant, "tenantCategory": "Home",
 		"displayName": "routekeeper fabric", "defaultDomain": "fabric.invalid", "domains": []string{"fabric.invalid"},
 	}}}}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // The cloud metadata document and the Microsoft identity platform (v2)
@@ -120,8 +122,8 @@ func (s *Server) serveTokenV2(w http.ResponseWriter, r *http.Request, path, auth
 		writeIdentityJSON(w, http.StatusBadRequest, map[string]any{"error": code, "error_description": desc})
 		return true
 	}
-	if !strings.EqualFold(tenant, DefaultTenant) {
-		return fail("invalid_request", "AADSTS90002: Tenant '"+tenant+"' not found. The routekeeper fabric has one tenant, "+DefaultTenant+".")
+	if !strings.EqualFold(tenant, api.DefaultTenant) {
+		return fail("invalid_request", "AADSTS90002: Tenant '"+tenant+"' not found. The routekeeper fabric has one tenant, "+api.DefaultTenant+".")
 	}
 	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
 	if err := r.ParseForm(); err != nil {
@@ -158,5 +160,5 @@ func writeIdentityJSON(w http.ResponseWriter, status int, body any) {
 
 // tokenV2URL is the v2 token endpoint of the fabric's tenant under base.
 func tokenV2URL(base string) string {
-	return base + ADFSPath + "/" + url.PathEscape(DefaultTenant) + "/oauth2/v2.0/token"
+	return base + ADFSPath + "/" + url.PathEscape(api.DefaultTenant) + "/oauth2/v2.0/token"
 }

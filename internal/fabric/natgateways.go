@@ -100,7 +100,7 @@ func subnetsUsing(tx *store.Txn, subKey, property, id string) ([]string, error) 
 		for _, sn := range subnets {
 			m, _ := sn.(map[string]any)
 			p, _ := azpolicy.Field(m, "properties").(map[string]any)
-			if ref := idOf(azpolicy.Field(p, property)); ref != "" && strings.EqualFold(ref, id) {
+			if ref := api.IDOf(azpolicy.Field(p, property)); ref != "" && strings.EqualFold(ref, id) {
 				snID, _ := azpolicy.Field(m, "id").(string)
 				out = append(out, snID)
 			}
@@ -192,12 +192,12 @@ func (s *netProvider) buildNatGateway(p *natGatewayPut) (*api.Response, error) {
 // resolveNatGateway checks a subnet's natGateway.id: a NAT gateway that
 // exists in the virtual network's subscription and location.
 func resolveNatGateway(tx *store.Txn, ref, vnetID, subnetID, loc string) (string, error) {
-	typ, ok := referencedType(ref)
+	typ, ok := api.ReferencedType(ref)
 	if !ok || !strings.EqualFold(typ, armTypeNatGateway) {
 		return "", api.BadRequest("LinkedInvalidPropertyId",
 			"Property id '%s' at path 'properties.natGateway.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
 	}
-	if !strings.EqualFold(subscriptionOf(ref), subscriptionOf(vnetID)) {
+	if !strings.EqualFold(api.SubscriptionOf(ref), api.SubscriptionOf(vnetID)) {
 		return "", api.InvalidReference(ref, subnetID)
 	}
 	row, err := tx.GetResource(api.Key(ref))

@@ -20,6 +20,27 @@ type netProvider struct {
 	now        func() time.Time
 	faults     faultInjector
 	polls      pollAuthorizer
+	types      map[string]*resourceType // the types served (types.go)
+}
+
+// netConfig is what a netProvider is made of.
+type netConfig struct {
+	store      *store.Store
+	opDuration time.Duration
+	routeLimit int
+	pageSize   int
+	log        *slog.Logger
+	now        func() time.Time
+	faults     faultInjector
+	polls      pollAuthorizer
+}
+
+// newNetProvider returns the provider of Microsoft.Network.
+func newNetProvider(c netConfig) *netProvider {
+	p := &netProvider{store: c.store, opDuration: c.opDuration, routeLimit: c.routeLimit, pageSize: c.pageSize,
+		log: c.log, now: c.now, faults: c.faults, polls: c.polls}
+	p.types = p.resourceTypes()
+	return p
 }
 
 // faultInjector is the fault injection the provider's writes go through.

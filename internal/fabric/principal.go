@@ -76,7 +76,7 @@ func jwtClaims(tok string) (map[string]any, bool) {
 func tokenClaims(objectID, client, aud, issuer string, now, exp time.Time) map[string]any {
 	c := map[string]any{
 		"aud": aud, "iss": issuer, "iat": now.Unix(), "nbf": now.Unix(), "exp": exp.Unix(),
-		"appid": client, "tid": DefaultTenant, "idtyp": "app",
+		"appid": client, "tid": api.DefaultTenant, "idtyp": "app",
 		"upn": client, "unique_name": client, "ver": "1.0",
 	}
 	if objectID != "" {
@@ -118,7 +118,7 @@ func (c Credential) GetToken(_ context.Context, opts policy.TokenRequestOptions)
 	if client == "" {
 		client, oid = api.AdminClientID, api.AdminClientID
 	}
-	return azcore.AccessToken{Token: unsignedJWT(tokenClaims(oid, client, aud, "https://login.fabric.invalid/"+DefaultTenant+"/", now, exp)), ExpiresOn: exp}, nil
+	return azcore.AccessToken{Token: unsignedJWT(tokenClaims(oid, client, aud, "https://login.fabric.invalid/"+api.DefaultTenant+"/", now, exp)), ExpiresOn: exp}, nil
 }
 
 // --- principals on the control endpoint ---

@@ -210,7 +210,7 @@ type subscription struct {
 
 func subBody(sub string) subscription {
 	return subscription{
-		ID: "/subscriptions/" + sub, SubscriptionID: sub, TenantID: DefaultTenant, HomeTenantID: DefaultTenant,
+		ID: "/subscriptions/" + sub, SubscriptionID: sub, TenantID: api.DefaultTenant, HomeTenantID: api.DefaultTenant,
 		DisplayName: "routekeeper fabric", State: "Enabled", AuthorizationSource: "RoleBased", ManagedByTenants: []any{},
 		SubscriptionPolicies: map[string]any{"locationPlacementId": "Public_2014-09-01", "quotaId": "PayAsYouGo_2014-09-01", "spendingLimit": "Off"},
 	}

@@ -67,8 +67,9 @@ type Server struct {
 
 	authz authzCache // the authorization state (authz_store.go); has its own lock
 
-	net   *netProvider             // Microsoft.Network, resource groups and operations
-	types map[string]*resourceType // the Microsoft.Network types served (types.go)
+	net *netProvider // Microsoft.Network, resource groups and operations
+	// providers serve the resource provider namespaces, by key(namespace).
+	providers map[string]provider
 }
 
 // New returns a Server over store.
@@ -99,9 +100,9 @@ func New(store *store.Store, opts Options) *Server {
 		seed = rand.Uint64()
 	}
 	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	s.net = &netProvider{store: s.store, opDuration: s.opDuration, routeLimit: s.routeLimit, pageSize: s.pageSize,
-		log: s.log, now: s.now, faults: s, polls: s}
-	s.types = s.net.resourceTypes()
+	s.net = newNetProvider(netConfig{store: s.store, opDuration: s.opDuration, routeLimit: s.routeLimit, pageSize: s.pageSize,
+		log: s.log, now: s.now, faults: s, polls: s})
+	s.providers = map[string]provider{api.Key(s.net.namespace()): s.net}
 	s.SetFaults(opts.Faults)
 	return s
 }
@@ -283,36 +284,20 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 	case is(2, "operationresults") && n == 4:
 		return api.Methods(q, map[string]api.Handler{"GET": s.net.getRGOperationResult})(ctx, q)
 	case is(2, "providers") && n >= 4:
-		if !is(3, api.NetworkNamespace) {
+		p, ok := s.provider(seg[3])
+		if !ok {
 			return nil, api.InvalidNamespace(q, seg[3])
 		}
-		if t, ok := api.LookupFold(s.types, seg[4]); ok && n == 5 && t.inSubscription {
-			return api.Methods(q, map[string]api.Handler{"GET": t.list})(ctx, q)
-		}
-		switch {
-		case n == 8 && is(4, "locations") && is(6, "operations"):
-			return api.Methods(q, map[string]api.Handler{"GET": s.net.getOperation})(ctx, q)
-		case n == 8 && is(4, "locations") && is(6, "operationResults"):
-			return api.Methods(q, map[string]api.Handler{"GET": s.net.getOperationResult})(ctx, q)
-		}
-		if n >= 5 {
-			return nil, api.InvalidResourceType(q, seg[4])
-		}
-		return nil, api.NoRoute(q)
+		return p.serveSubscription(ctx, q)
 	case is(2, "resourcegroups") && is(4, "providers") && n >= 6:
-		if !is(5, api.NetworkNamespace) {
+		p, ok := s.provider(seg[5])
+		if !ok {
 			return nil, api.InvalidNamespace(q, seg[5])
 		}
-		if n < 7 {
+		if n < 7 || seg[1] == "" || seg[3] == "" {
 			return nil, api.NoRoute(q)
 		}
-		if seg[1] == "" || seg[3] == "" {
-			return nil, api.NoRoute(q)
-		}
-		if t, ok := api.LookupFold(s.types, seg[6]); ok {
-			return s.net.serveType(ctx, q, t, n) // types.go
-		}
-		return nil, api.InvalidResourceType(q, seg[6])
+		return p.serveGroup(ctx, q)
 	}
 	return nil, api.NoRoute(q)
 }
@@ -333,3 +318,25 @@ func Open(ctx context.Context, path string) (*Store, error) { return store.Open(
 
 // OpenMemory opens an empty in-memory state, for tests.
 func OpenMemory(ctx context.Context) (*Store, error) { return store.OpenMemory(ctx) }
+
+// DefaultTenant is the tenant every subscription of the fabric belongs to.
+const DefaultTenant = api.DefaultTenant
+
+// provider serves one resource provider namespace below a subscription
+// and below a resource group. The pipeline (body limit, authentication,
+// api-version, faults, authorization) has run when it is called, and the
+// namespace segment matched.
+type provider interface {
+	// namespace is the namespace served, e.g. Microsoft.Network.
+	namespace() string
+	// serveSubscription serves /subscriptions/{sub}/providers/{namespace}/...
+	serveSubscription(ctx context.Context, q *api.Request) (*api.Response, error)
+	// serveGroup serves /subscriptions/{sub}/resourceGroups/{rg}/providers/{namespace}/{type}/...
+	serveGroup(ctx context.Context, q *api.Request) (*api.Response, error)
+}
+
+// provider finds the provider of a namespace, without regard to case.
+func (s *Server) provider(namespace string) (provider, bool) {
+	p, ok := s.providers[api.Key(namespace)]
+	return p, ok
+}

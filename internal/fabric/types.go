@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"context"
+	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
@@ -182,4 +183,38 @@ func (s *netProvider) serveType(ctx context.Context, q *api.Request, t *resource
 		return nil, api.InvalidResourceType(q, name+"/"+seg[8])
 	}
 	return nil, api.NoRoute(q)
+}
+
+// namespace is the resource provider namespace the provider serves.
+func (s *netProvider) namespace() string { return api.NetworkNamespace }
+
+// serveSubscription serves a path below a subscription's
+// .../providers/Microsoft.Network: the subscription-wide lists of the types
+// and the operation status endpoints.
+func (s *netProvider) serveSubscription(ctx context.Context, q *api.Request) (*api.Response, error) {
+	seg := q.Segs
+	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
+	n := len(seg)
+	if t, ok := api.LookupFold(s.types, seg[4]); ok && n == 5 && t.inSubscription {
+		return api.Methods(q, map[string]api.Handler{"GET": t.list})(ctx, q)
+	}
+	switch {
+	case n == 8 && is(4, "locations") && is(6, "operations"):
+		return api.Methods(q, map[string]api.Handler{"GET": s.getOperation})(ctx, q)
+	case n == 8 && is(4, "locations") && is(6, "operationResults"):
+		return api.Methods(q, map[string]api.Handler{"GET": s.getOperationResult})(ctx, q)
+	}
+	if n >= 5 {
+		return nil, api.InvalidResourceType(q, seg[4])
+	}
+	return nil, api.NoRoute(q)
+}
+
+// serveGroup serves a path of 7 or more segments below a resource group's
+// .../providers/Microsoft.Network.
+func (s *netProvider) serveGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+	if t, ok := api.LookupFold(s.types, q.Segs[6]); ok {
+		return s.serveType(ctx, q, t, len(q.Segs))
+	}
+	return nil, api.InvalidResourceType(q, q.Segs[6])
 }
