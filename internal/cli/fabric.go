@@ -19,6 +19,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // defaultFabricListen is where `fabric serve` listens unless told otherwise.
@@ -473,7 +474,7 @@ func (a *app) newFabricShowCmd() *cobra.Command {
 }
 
 // writeState prints a fabric's state as az-style tables, one per kind.
-func writeState(w io.Writer, st *fabric.State) error {
+func writeState(w io.Writer, st *network.State) error {
 	sections := []struct {
 		title string
 		t     table
@@ -499,7 +500,7 @@ func writeState(w io.Writer, st *fabric.State) error {
 	return nil
 }
 
-func stateRGTable(st *fabric.State) table {
+func stateRGTable(st *network.State) table {
 	t := table{header: []string{"Name", "Location", "Subscription", "ProvisioningState"}}
 	for _, rg := range st.ResourceGroups {
 		t.rows = append(t.rows, []string{rg.Name, rg.Location, rg.Subscription, rg.ProvisioningState})
@@ -517,7 +518,7 @@ func shortTable(id, rg string) string {
 	return trg + "/" + name
 }
 
-func stateVNetTable(st *fabric.State) table {
+func stateVNetTable(st *network.State) table {
 	t := table{header: []string{"ResourceGroup", "VirtualNetwork", "AddressPrefixes", "Subnet", "SubnetPrefixes", "RouteTable", "ProvisioningState"}}
 	for _, v := range st.VirtualNetworks {
 		if len(v.Subnets) == 0 {
@@ -535,7 +536,7 @@ func stateVNetTable(st *fabric.State) table {
 	return t
 }
 
-func stateTableTable(st *fabric.State) table {
+func stateTableTable(st *network.State) table {
 	t := table{header: []string{"ResourceGroup", "Name", "Location", "Routes", "Subnets", "ProvisioningState"}}
 	for _, rt := range st.RouteTables {
 		var subnets []string
@@ -552,7 +553,7 @@ func stateTableTable(st *fabric.State) table {
 	return t
 }
 
-func stateRouteTable(st *fabric.State) table {
+func stateRouteTable(st *network.State) table {
 	t := table{header: []string{"ResourceGroup", "RouteTable", "Name", "AddressPrefix", "NextHopType", "NextHopIpAddress", "ProvisioningState"}}
 	for _, rt := range st.RouteTables {
 		for _, r := range rt.Routes {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
 )
@@ -89,7 +90,7 @@ func (a *app) startDataplane(ctx context.Context, store *fabric.Store, state str
 		return nil, "", fmt.Errorf("flag --dataplane: %w", err)
 	}
 	d := &dataplane.Driver{
-		Fabric: fabric.NetworkReader{Store: store}, Plane: plane, Nodes: readNodes, PodsPerNode: o.podsPerNode,
+		Fabric: network.NetworkReader{Store: store}, Plane: plane, Nodes: readNodes, PodsPerNode: o.podsPerNode,
 		PropagationDelay: o.propagationDelay, Poll: o.poll, Log: a.log,
 	}
 	cleanup := func() {

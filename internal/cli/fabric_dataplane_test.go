@@ -15,6 +15,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/flow"
 	"github.com/routekeeper/routekeeper/internal/testutil/nstest"
@@ -82,7 +83,7 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 
 // podRouted reports whether the subnet's table holds worker-1's pod route.
 func (l *dataplaneLab) podRouted() bool {
-	st, err := fabric.Networks(context.Background(), l.store)
+	st, err := network.Networks(context.Background(), l.store)
 	if err != nil {
 		l.t.Fatal(err)
 	}

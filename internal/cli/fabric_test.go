@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
@@ -51,7 +52,7 @@ func TestFabricApplyAndShowGolden(t *testing.T) {
 	// The facts behind the golden files, checked from JSON so that a
 	// regenerated golden file cannot hide them.
 	res := runCLI(t, nil, "", "fabric", "show", "-o", "json", "--state", state)
-	var st fabric.State
+	var st network.State
 	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // Change is one resource Apply looked at.
@@ -149,7 +150,7 @@ var pollOptions = &runtime.PollUntilDoneOptions{Frequency: time.Second}
 
 func (a *applier) resourceGroup(ctx context.Context, name string, tags map[string]string, loc string) error {
 	path := "/subscriptions/" + a.sub + "/resourcegroups/" + name
-	var cur resourceGroup
+	var cur network.ResourceGroup
 	status, err := a.arm.do(ctx, http.MethodGet, path, nil, &cur)
 	if err != nil && status != http.StatusNotFound {
 		return fmt.Errorf("reading resource group %s: %w", name, err)
@@ -217,7 +218,7 @@ func sdkTags(m map[string]string) map[string]*string {
 }
 
 func sdkRouteOf(r TopologyRoute) *armnetwork.Route {
-	hop, _ := canonicalHop(r.NextHopType)
+	hop, _ := network.CanonicalHop(r.NextHopType)
 	p := &armnetwork.RoutePropertiesFormat{AddressPrefix: api.Ptr(r.AddressPrefix), NextHopType: api.Ptr(hop)}
 	if r.NextHopIPAddress != "" {
 		p.NextHopIPAddress = api.Ptr(r.NextHopIPAddress)
@@ -231,7 +232,7 @@ func sameSDKRoute(want TopologyRoute, have *armnetwork.Route) bool {
 	if have.Properties == nil || have.Properties.NextHopType == nil {
 		return false
 	}
-	if prefixKey(want.AddressPrefix) != prefixKey(api.Str(have.Properties.AddressPrefix)) {
+	if network.PrefixKey(want.AddressPrefix) != network.PrefixKey(api.Str(have.Properties.AddressPrefix)) {
 		return false
 	}
 	if !strings.EqualFold(want.NextHopType, string(*have.Properties.NextHopType)) {
@@ -276,7 +277,7 @@ func (a *applier) routeTable(ctx context.Context, rg string, rt TopologyRouteTab
 		}
 		var changes []Change
 		var tableChanges []string
-		tags, tagsChanged := mergeTags(plainTags(t.Tags), rt.Tags)
+		tags, tagsChanged := mergeTags(network.PlainTags(t.Tags), rt.Tags)
 		if tagsChanged {
 			t.Tags = sdkTags(tags)
 			tableChanges = append(tableChanges, "tags")
@@ -352,7 +353,7 @@ func samePrefixes(a, b []string) bool {
 	norm := func(s []string) []string {
 		out := make([]string, 0, len(s))
 		for _, v := range s {
-			out = append(out, prefixKey(v))
+			out = append(out, network.PrefixKey(v))
 		}
 		slices.Sort(out)
 		return out
@@ -421,12 +422,12 @@ func (a *applier) virtualNetwork(ctx context.Context, rg string, vn TopologyVirt
 		}
 		var added []string
 		for _, p := range vn.AddressPrefixes {
-			if !slices.ContainsFunc(cur.Properties.AddressSpace.AddressPrefixes, func(h *string) bool { return prefixKey(api.Str(h)) == prefixKey(p) }) {
+			if !slices.ContainsFunc(cur.Properties.AddressSpace.AddressPrefixes, func(h *string) bool { return network.PrefixKey(api.Str(h)) == network.PrefixKey(p) }) {
 				cur.Properties.AddressSpace.AddressPrefixes = append(cur.Properties.AddressSpace.AddressPrefixes, api.Ptr(p))
 				added = append(added, p)
 			}
 		}
-		tags, tagsChanged := mergeTags(plainTags(cur.Tags), vn.Tags)
+		tags, tagsChanged := mergeTags(network.PlainTags(cur.Tags), vn.Tags)
 		if tagsChanged {
 			cur.Tags = sdkTags(tags)
 		}
@@ -478,7 +479,7 @@ func (a *applier) subnet(ctx context.Context, rg, vnet, vnetID string, sn Topolo
 			}
 		}
 		var d []string
-		if action == ActionCreate || !samePrefixes(existingSubnetPrefixes(&body), subnetPrefixList(sn)) {
+		if action == ActionCreate || !samePrefixes(network.SubnetPrefixesOf(&body), subnetPrefixList(sn)) {
 			setSubnetPrefixes(body.Properties, sn)
 			d = append(d, strings.Join(subnetPrefixList(sn), ", "))
 		}

@@ -334,7 +334,7 @@ func scopeOfExtension(id string) string {
 	return id[:i]
 }
 
-// authorizePoll is ARM's check on the status URL of an asynchronous
+// AuthorizePoll is ARM's check on the status URL of an asynchronous
 // operation: the caller needs {namespace}/locations/operations/read (or
 // operationResults/read) at the resource group of the resource the
 // operation is about. "To track the status of an asynchronous operation,
@@ -344,7 +344,7 @@ func scopeOfExtension(id string) string {
 // Track asynchronous Azure operations, "Permission for tracking async
 // status"). A role at the resource alone thus writes but cannot see the
 // write finish.
-func (s *Server) authorizePoll(q *api.Request, o *store.Operation, kind string) error {
+func (s *Server) AuthorizePoll(q *api.Request, o *store.Operation, kind string) error {
 	st, _ := q.Authz.(*authzState)
 	if st == nil || !st.enforced() || q.Caller.Admin() {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
@@ -126,7 +127,7 @@ func requireScope(tx *store.Txn, scope string) error {
 	if len(segs) < 4 {
 		return nil
 	}
-	if _, err := requireRG(tx, segs[1], segs[3], true); err != nil {
+	if _, err := network.RequireRG(tx, segs[1], segs[3], true); err != nil {
 		return err
 	}
 	if len(segs) < 8 {

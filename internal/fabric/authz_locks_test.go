@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 const lockTopology = authzNetwork + `    routeTables:
@@ -46,7 +47,7 @@ func TestLocks(t *testing.T) {
 		{"ReadOnly on the group refuses a table write", rg, "ReadOnly", "PUT", table, tableBody(), "write"},
 		{"ReadOnly on the group refuses a tags PATCH", rg, "ReadOnly", "PATCH", table, map[string]any{"tags": map[string]string{"a": "b"}}, "write"},
 		{"ReadOnly on the table refuses a route write", table, "ReadOnly", "PUT", table + "/routes/r2", routeBody("10.244.1.0/24"), "write"},
-		{"ReadOnly on the group refuses a POST action", rg, "ReadOnly", "POST", netID("kubernetes", typeNetworkInterfaces, "nic0") + "/effectiveRouteTable", nil, "write"},
+		{"ReadOnly on the group refuses a POST action", rg, "ReadOnly", "POST", netID("kubernetes", network.TypeNetworkInterfaces, "nic0") + "/effectiveRouteTable", nil, "write"},
 		{"ReadOnly refuses a delete", rg, "ReadOnly", "DELETE", table, nil, "delete"},
 		{"ReadOnly allows reads", rg, "ReadOnly", "GET", table, nil, ""},
 		{"ReadOnly on a sibling does not apply", netID("kubernetes", api.TypeRouteTables, "rt2"), "ReadOnly", "PUT", table, tableBody(), ""},

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // authzNetwork is the start of the authorization tests' topologies: group
@@ -245,7 +246,7 @@ func TestLinkedAuthorization(t *testing.T) {
 		t.Fatalf("creating a NAT gateway: %v", err)
 	}
 	subnetID := netID("kubernetes", api.TypeVirtualNetworks, "vnet") + "/subnets/nodes"
-	tableID, natID := netID("kubernetes", api.TypeRouteTables, "rt"), netID("kubernetes", typeNatGateways, "nat")
+	tableID, natID := netID("kubernetes", api.TypeRouteTables, "rt"), netID("kubernetes", network.TypeNatGateways, "nat")
 	nsgID := netID("kubernetes", "networkSecurityGroups", "nsg")
 	for _, tc := range []struct {
 		name    string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
@@ -315,9 +316,9 @@ func (s *Server) injectFaults(ctx context.Context, q *api.Request, write bool) e
 	return nil
 }
 
-// failOperation decides whether a new long-running operation fails, and
+// FailOperation decides whether a new long-running operation fails, and
 // with which code.
-func (s *Server) failOperation(resourceID string) (string, bool) {
+func (s *Server) FailOperation(resourceID string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.faults.targets(resourceID) {
@@ -341,10 +342,10 @@ func (s *Server) failOperation(resourceID string) (string, bool) {
 // benchmarking range, which no real table routes.
 var intruderPrefixBase = netip.MustParseAddr("198.18.0.0")
 
-// maybeIntrude plays another writer: right after a GET of the route table
+// MaybeIntrude plays another writer: right after a GET of the route table
 // tableKey, it rewrites the table (new etag), so the client's next PUT with
 // the etag it just read gets 412.
-func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
+func (s *Server) MaybeIntrude(ctx context.Context, tableKey string) {
 	s.mu.Lock()
 	strike := false
 	if !s.faults.targets(tableKey) {
@@ -368,15 +369,15 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 		if o, err := tx.RunningOp(tableKey); err != nil || o != nil {
 			return err // a real writer would get 409: leave the table alone
 		}
-		t, err := decodeTable(row.Doc)
+		t, err := network.DecodeTable(row.Doc)
 		if err != nil {
 			return err
 		}
-		var mine []*routeDoc
+		var mine []*network.RouteDoc
 		used := map[string]bool{}
 		maxN := 0
 		for _, r := range t.Properties.Routes {
-			used[prefixKey(r.Properties.AddressPrefix)] = true
+			used[network.PrefixKey(r.Properties.AddressPrefix)] = true
 			if n, ok := strings.CutPrefix(strings.ToLower(r.Name), "intruder-"); ok {
 				mine = append(mine, r)
 				if v, err := strconv.Atoi(n); err == nil && v > maxN {
@@ -416,10 +417,10 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 				return nil
 			}
 			name := fmt.Sprintf("intruder-%d", maxN+1)
-			t.Properties.Routes = append(t.Properties.Routes, &routeDoc{
+			t.Properties.Routes = append(t.Properties.Routes, &network.RouteDoc{
 				ID: api.ChildID(row.ID, api.ChildRoutes, name), Name: name, Type: api.ArmTypeRoute, Etag: etag,
-				Properties: routeProps{
-					ProvisioningState: stateSucceeded, AddressPrefix: prefix.String(),
+				Properties: network.RouteProps{
+					ProvisioningState: network.StateSucceeded, AddressPrefix: prefix.String(),
 					NextHopType: string(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: "10.255.255.1",
 				},
 			})
@@ -432,7 +433,7 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		return s.net.storeRow(tx, row)
+		return s.net.StoreRow(tx, row)
 	})
 	if err != nil {
 		s.log.Warn("fabric intruder failed", "table", tableKey, "err", err)
@@ -468,7 +469,7 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(http.StatusOK, map[string]string{"status": "ok"})
 	case "bgp":
-		s.net.serveBGP(w, r)
+		s.net.ServeBGP(w, r)
 	case "faults":
 		switch r.Method {
 		case http.MethodGet:

@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/go-cmp/cmp"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 func gatewayBody(typ armnetwork.VirtualNetworkGatewayType, subnet string) armnetwork.VirtualNetworkGateway {
@@ -115,7 +116,7 @@ func TestGatewayLearnedRoutes(t *testing.T) {
 				t.Errorf("after a client's PUT: %v", got)
 			}
 			_, raw := e.do("GET", "/subscriptions/"+testSub+"/resourceGroups/"+testRG+"/providers/Microsoft.Network/virtualNetworkGateways/hub-er", "")
-			if strings.Contains(string(raw), fabricKey) {
+			if strings.Contains(string(raw), network.FabricKey) {
 				t.Errorf("GET shows the fabric's part: %s", raw)
 			}
 			if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "er-circuit", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
@@ -125,7 +126,7 @@ func TestGatewayLearnedRoutes(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			st, err := Networks(ctx, e.store)
+			st, err := network.Networks(ctx, e.store)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +185,7 @@ func TestGatewayRefusals(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a prefix with host bits: %d", resp.StatusCode)
 	}
-	resp, _ = e.do("PUT", "/_fabric/bgp?gateway="+api.ResourceID(testSub, testRG, typeVNetGateways, "nope"), `{"prefixes": []}`)
+	resp, _ = e.do("PUT", "/_fabric/bgp?gateway="+api.ResourceID(testSub, testRG, network.TypeVNetGateways, "nope"), `{"prefixes": []}`)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an unknown gateway: %d", resp.StatusCode)
 	}
@@ -232,7 +233,7 @@ func TestEffectiveRoutesAround(t *testing.T) {
 	nextHop := func(dst string) string {
 		t.Helper()
 		r, err := poll(e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
-			TargetResourceID: api.Ptr(api.ResourceID(testSub, testRG, typeNetworkInterfaces, "worker-0-nic")), SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr(dst)}, nil))
+			TargetResourceID: api.Ptr(api.ResourceID(testSub, testRG, network.TypeNetworkInterfaces, "worker-0-nic")), SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr(dst)}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
@@ -218,10 +219,10 @@ type genericResource struct {
 func (s *Server) listGenericResources(ctx context.Context, q *api.Request) (*api.Response, error) {
 	sub := q.Segs[1]
 	out := []genericResource{}
-	err := s.net.view(ctx, func(tx *store.Txn) error {
+	err := s.net.View(ctx, func(tx *store.Txn) error {
 		var rows []*store.ResourceRow
 		if len(q.Segs) == 5 {
-			rg, err := requireRG(tx, sub, q.Segs[3], false)
+			rg, err := network.RequireRG(tx, sub, q.Segs[3], false)
 			if err != nil {
 				return err
 			}

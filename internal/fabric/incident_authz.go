@@ -11,6 +11,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // The operator mistakes of authorization, replayed through ARM's
@@ -133,7 +134,7 @@ func (in *Incidents) Lock(ctx context.Context, scope, name, level, notes string)
 // DenyNextHopRule is the policy rule that denies route tables with a
 // route of next hop type hop, and such routes written alone.
 func DenyNextHopRule(hop string) (json.RawMessage, error) {
-	h, ok := canonicalHop(hop)
+	h, ok := network.CanonicalHop(hop)
 	if !ok {
 		return nil, fmt.Errorf("next hop type %q is not one of VirtualAppliance, VnetLocal, Internet, VirtualNetworkGateway, None", hop)
 	}
@@ -184,6 +185,6 @@ func policyName(display string) string {
 
 // DenyNextHopName is the name DenyPolicy uses for a next-hop deny.
 func DenyNextHopName(hop string) string {
-	h, _ := canonicalHop(hop)
+	h, _ := network.CanonicalHop(hop)
 	return policyName("deny " + string(h) + " next hops")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -30,7 +31,7 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := fabric.Networks(ctx, env.Store)
+	got, err := network.Networks(ctx, env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ignore := cmpopts.IgnoreFields(fabric.StateRouteTable{}, "Subnets")
+	ignore := cmpopts.IgnoreFields(network.StateRouteTable{}, "Subnets")
 	if d := cmp.Diff(want.VirtualNetworks, got.VirtualNetworks); d != "" {
 		t.Errorf("virtual networks (-Snapshot +Networks):\n%s", d)
 	}
@@ -66,7 +67,7 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if v1 == v2 {
 		t.Errorf("Version %q unchanged by a VNet write", v1)
 	}
-	after, err := fabric.Networks(ctx, env.Store)
+	after, err := network.Networks(ctx, env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 func subnetID(rg, vnet, name string) string {
@@ -232,7 +233,7 @@ func TestEffectiveRoutesAndNextHop(t *testing.T) {
 	}
 
 	_, err = e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
-		TargetResourceID: api.Ptr(api.ResourceID(testSub, testRG, typeNetworkInterfaces, "nobody")), SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr("10.200.1.5")}, nil)
+		TargetResourceID: api.Ptr(api.ResourceID(testSub, testRG, network.TypeNetworkInterfaces, "nobody")), SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr("10.200.1.5")}, nil)
 	respErr(t, err, http.StatusNotFound, "NotFound")
 	_, err = e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
 		TargetResourceID: nic.ID, SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr("10.200.1")}, nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // nsgClients are the SDK's clients of network security groups.
@@ -67,7 +68,7 @@ func TestNSGCRUD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if api.Str(g.ID) != api.ResourceID(testSub, testRG, typeNetworkSecurityGroups, "kubernetes-nsg") || api.Str(g.Type) != armTypeNSG {
+		if api.Str(g.ID) != api.ResourceID(testSub, testRG, network.TypeNetworkSecurityGroups, "kubernetes-nsg") || api.Str(g.Type) != network.ARMTypeNSG {
 			t.Errorf("id %s type %s", api.Str(g.ID), api.Str(g.Type))
 		}
 		if *g.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || len(g.Properties.SecurityRules) != 2 {

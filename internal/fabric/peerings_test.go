@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // aroundEnv is a fabric with the SDK's clients for peerings, gateways,
@@ -92,7 +93,7 @@ func TestPeeringLifecycle(t *testing.T) {
 			p := e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{})
 			if state(p) != "Initiated/FullyInSync" || !*p.Properties.AllowVirtualNetworkAccess || *p.Properties.AllowForwardedTraffic ||
 				*p.Properties.AllowGatewayTransit || *p.Properties.UseRemoteGateways || *p.Properties.ProvisioningState != "Succeeded" ||
-				*p.Type != armTypePeering || *p.Properties.RemoteAddressSpace.AddressPrefixes[0] != "10.250.0.0/16" {
+				*p.Type != network.ARMTypePeering || *p.Properties.RemoteAddressSpace.AddressPrefixes[0] != "10.250.0.0/16" {
 				t.Fatalf("first side: %s %+v", state(p), *p.Properties)
 			}
 			// The VNet GET lists it inline, as ARM does.
@@ -128,7 +129,7 @@ func TestPeeringLifecycle(t *testing.T) {
 			p = e.getPeering("kubernetes-vnet", "to-hub")
 			if state(p) != "Connected/RemoteNotInSync" || len(p.Properties.RemoteVirtualNetworkAddressSpace.AddressPrefixes) != 2 ||
 				len(p.Properties.RemoteAddressSpace.AddressPrefixes) != 1 {
-				t.Fatalf("after the hub grew: %s remote %v current %v", state(p), spaceOf(p.Properties.RemoteAddressSpace), spaceOf(p.Properties.RemoteVirtualNetworkAddressSpace))
+				t.Fatalf("after the hub grew: %s remote %v current %v", state(p), network.SpaceOf(p.Properties.RemoteAddressSpace), network.SpaceOf(p.Properties.RemoteVirtualNetworkAddressSpace))
 			}
 			if got := state(e.getPeering("hub-vnet", "to-cluster")); got != "Connected/LocalNotInSync" {
 				t.Fatalf("the hub's side after it grew: %s", got)
@@ -136,7 +137,7 @@ func TestPeeringLifecycle(t *testing.T) {
 			p, err = e.peer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{},
 				&armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions{SyncRemoteAddressSpace: api.Ptr(armnetwork.SyncRemoteAddressSpaceTrue)})
 			if err != nil || state(p) != "Connected/FullyInSync" || len(p.Properties.RemoteAddressSpace.AddressPrefixes) != 2 {
-				t.Fatalf("after a sync: %v %s %v", err, state(p), spaceOf(p.Properties.RemoteAddressSpace))
+				t.Fatalf("after a sync: %v %s %v", err, state(p), network.SpaceOf(p.Properties.RemoteAddressSpace))
 			}
 
 			// A stale If-Match is refused.

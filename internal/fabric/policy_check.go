@@ -10,6 +10,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
@@ -85,14 +86,14 @@ func (s *Server) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[
 // storedDoc reads the resource a PATCH changes.
 func (s *Server) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var doc []byte
-	err := s.net.view(ctx, func(tx *store.Txn) error {
+	err := s.net.View(ctx, func(tx *store.Txn) error {
 		if strings.EqualFold(op.resourceType, api.ArmTypeResourceGroup) || strings.EqualFold(op.resourceType, "Microsoft.Resources/subscriptions/resourceGroups") {
 			rg, err := tx.GetRG(q.Segs[1], q.Segs[3])
 			if err != nil || rg == nil {
 				return err
 			}
 			var err2 error
-			doc, err2 = json.Marshal(rgBody(rg))
+			doc, err2 = json.Marshal(network.RGBody(rg))
 			return err2
 		}
 		row, err := tx.GetResourceForRead(api.Key(op.scope))

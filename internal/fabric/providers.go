@@ -140,7 +140,7 @@ func (s *Server) getProvider(ctx context.Context, q *api.Request) (*api.Response
 		return nil, errUnknownNamespace(q.Segs[3])
 	}
 	var body map[string]any
-	err := s.net.view(ctx, func(tx *store.Txn) error {
+	err := s.net.View(ctx, func(tx *store.Txn) error {
 		state, err := registrationState(tx, sub, ns, s.now().UnixNano())
 		body = namespaceBody(sub, ns, state)
 		return err
@@ -154,7 +154,7 @@ func (s *Server) getProvider(ctx context.Context, q *api.Request) (*api.Response
 func (s *Server) listProviders(ctx context.Context, q *api.Request) (*api.Response, error) {
 	sub := q.Segs[1]
 	value := make([]any, 0, len(providerNamespaces))
-	err := s.net.view(ctx, func(tx *store.Txn) error {
+	err := s.net.View(ctx, func(tx *store.Txn) error {
 		now := s.now().UnixNano()
 		for _, ns := range providerNamespaces {
 			state, err := registrationState(tx, sub, ns, now)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
@@ -67,7 +68,7 @@ type Server struct {
 
 	authz authzCache // the authorization state (authz_store.go); has its own lock
 
-	net *netProvider // Microsoft.Network, resource groups and operations
+	net *network.Provider // Microsoft.Network, resource groups and operations
 	// providers serve the resource provider namespaces, by key(namespace).
 	providers map[string]provider
 }
@@ -100,9 +101,9 @@ func New(store *store.Store, opts Options) *Server {
 		seed = rand.Uint64()
 	}
 	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	s.net = newNetProvider(netConfig{store: s.store, opDuration: s.opDuration, routeLimit: s.routeLimit, pageSize: s.pageSize,
-		log: s.log, now: s.now, faults: s, polls: s})
-	s.providers = map[string]provider{api.Key(s.net.namespace()): s.net}
+	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: s.routeLimit, PageSize: s.pageSize,
+		Log: s.log, Now: s.now, Faults: s, Polls: s})
+	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net}
 	s.SetFaults(opts.Faults)
 	return s
 }
@@ -259,9 +260,9 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 	}
 	switch {
 	case n == 1:
-		return api.Methods(q, map[string]api.Handler{"GET": s.net.listSubscriptions})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.ListSubscriptions})(ctx, q)
 	case n == 2:
-		return api.Methods(q, map[string]api.Handler{"GET": s.net.getSubscription})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.GetSubscription})(ctx, q)
 	case n == 3 && is(2, "locations"):
 		return api.Methods(q, map[string]api.Handler{"GET": s.listLocations})(ctx, q)
 	case n == 3 && is(2, "resources"):
@@ -275,20 +276,20 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
 		return api.Methods(q, map[string]api.Handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
-		return api.Methods(q, map[string]api.Handler{"GET": s.net.listResourceGroups})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.ListResourceGroups})(ctx, q)
 	case is(2, "resourcegroups") && n == 4:
 		return api.Methods(q, map[string]api.Handler{
-			"GET": s.net.getResourceGroup, "HEAD": s.net.headResourceGroup, "PUT": s.net.putResourceGroup,
-			"PATCH": s.net.patchResourceGroup, "DELETE": s.net.deleteResourceGroup,
+			"GET": s.net.GetResourceGroup, "HEAD": s.net.HeadResourceGroup, "PUT": s.net.PutResourceGroup,
+			"PATCH": s.net.PatchResourceGroup, "DELETE": s.net.DeleteResourceGroup,
 		})(ctx, q)
 	case is(2, "operationresults") && n == 4:
-		return api.Methods(q, map[string]api.Handler{"GET": s.net.getRGOperationResult})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.GetRGOperationResult})(ctx, q)
 	case is(2, "providers") && n >= 4:
 		p, ok := s.provider(seg[3])
 		if !ok {
 			return nil, api.InvalidNamespace(q, seg[3])
 		}
-		return p.serveSubscription(ctx, q)
+		return p.ServeSubscription(ctx, q)
 	case is(2, "resourcegroups") && is(4, "providers") && n >= 6:
 		p, ok := s.provider(seg[5])
 		if !ok {
@@ -297,7 +298,7 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 		if n < 7 || seg[1] == "" || seg[3] == "" {
 			return nil, api.NoRoute(q)
 		}
-		return p.serveGroup(ctx, q)
+		return p.ServeGroup(ctx, q)
 	}
 	return nil, api.NoRoute(q)
 }
@@ -327,12 +328,12 @@ const DefaultTenant = api.DefaultTenant
 // api-version, faults, authorization) has run when it is called, and the
 // namespace segment matched.
 type provider interface {
-	// namespace is the namespace served, e.g. Microsoft.Network.
-	namespace() string
-	// serveSubscription serves /subscriptions/{sub}/providers/{namespace}/...
-	serveSubscription(ctx context.Context, q *api.Request) (*api.Response, error)
-	// serveGroup serves /subscriptions/{sub}/resourceGroups/{rg}/providers/{namespace}/{type}/...
-	serveGroup(ctx context.Context, q *api.Request) (*api.Response, error)
+	// Namespace is the namespace served, e.g. Microsoft.Network.
+	Namespace() string
+	// ServeSubscription serves /subscriptions/{sub}/providers/{namespace}/...
+	ServeSubscription(ctx context.Context, q *api.Request) (*api.Response, error)
+	// ServeGroup serves /subscriptions/{sub}/resourceGroups/{rg}/providers/{namespace}/{type}/...
+	ServeGroup(ctx context.Context, q *api.Request) (*api.Response, error)
 }
 
 // provider finds the provider of a namespace, without regard to case.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"sigs.k8s.io/yaml"
 )
 
@@ -201,11 +202,11 @@ func (t *Topology) Validate() error {
 						bad(h+".addressPrefix", "%q is neither a CIDR prefix nor a service tag", r.AddressPrefix)
 					}
 				}
-				if first, ok := prefixSeen[prefixKey(r.AddressPrefix)]; ok && r.AddressPrefix != "" {
+				if first, ok := prefixSeen[network.PrefixKey(r.AddressPrefix)]; ok && r.AddressPrefix != "" {
 					bad(h+".addressPrefix", "%q is also the prefix of route %q; Azure refuses two routes with the same prefix (RouteConflict)", r.AddressPrefix, first)
 				}
-				prefixSeen[prefixKey(r.AddressPrefix)] = r.Name
-				hop, ok := canonicalHop(r.NextHopType)
+				prefixSeen[network.PrefixKey(r.AddressPrefix)] = r.Name
+				hop, ok := network.CanonicalHop(r.NextHopType)
 				if !ok {
 					bad(h+".nextHopType", "%q is not one of VirtualAppliance, VnetLocal, Internet, VirtualNetworkGateway, None", r.NextHopType)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // The network around a cluster in a topology file: peerings of a virtual
@@ -252,7 +253,7 @@ func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.Client
 }
 
 func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string, p TopologyPeering) error {
-	id := api.ChildID(api.ResourceID(a.sub, rg, api.TypeVirtualNetworks, vnet), childPeerings, p.Name)
+	id := api.ChildID(api.ResourceID(a.sub, rg, api.TypeVirtualNetworks, vnet), network.ChildPeerings, p.Name)
 	remote := a.refID(rg, api.TypeVirtualNetworks, p.RemoteVirtualNetwork)
 	want := armnetwork.VirtualNetworkPeeringPropertiesFormat{
 		RemoteVirtualNetwork:      &armnetwork.SubResource{ID: api.Ptr(remote)},
@@ -269,7 +270,7 @@ func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string
 		return fmt.Errorf("reading peering %s/%s: %w", vnet, p.Name, describe(err))
 	default:
 		cp := cur.Properties
-		same := cp != nil && strings.EqualFold(peeringRemote(&cur.VirtualNetworkPeering), remote)
+		same := cp != nil && strings.EqualFold(network.PeeringRemote(&cur.VirtualNetworkPeering), remote)
 		for _, pair := range [][2]*bool{{cp.AllowVirtualNetworkAccess, want.AllowVirtualNetworkAccess}, {cp.AllowForwardedTraffic, want.AllowForwardedTraffic},
 			{cp.AllowGatewayTransit, want.AllowGatewayTransit}, {cp.UseRemoteGateways, want.UseRemoteGateways}} {
 			same = same && pair[0] != nil && *pair[0] == *pair[1]
@@ -290,8 +291,8 @@ func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string
 }
 
 func (a *applier) gateway(ctx context.Context, c *aroundClients, rg string, g TopologyGateway, loc string) error {
-	id := api.ResourceID(a.sub, rg, typeVNetGateways, g.Name)
-	subnet := api.ChildID(a.refID(rg, api.TypeVirtualNetworks, g.VirtualNetwork), api.ChildSubnets, gatewaySubnetName)
+	id := api.ResourceID(a.sub, rg, network.TypeVNetGateways, g.Name)
+	subnet := api.ChildID(a.refID(rg, api.TypeVirtualNetworks, g.VirtualNetwork), api.ChildSubnets, network.GatewaySubnetName)
 	typ := armnetwork.VirtualNetworkGatewayTypeVPN
 	if strings.EqualFold(g.GatewayType, "ExpressRoute") {
 		typ = armnetwork.VirtualNetworkGatewayTypeExpressRoute
@@ -322,7 +323,7 @@ func (a *applier) gateway(ctx context.Context, c *aroundClients, rg string, g To
 	if err != nil {
 		return fmt.Errorf("writing virtual network gateway %s: %w", g.Name, describe(err))
 	}
-	a.record(action, "virtualNetworkGateway", id, string(typ)+" in "+g.VirtualNetwork+"/"+gatewaySubnetName)
+	a.record(action, "virtualNetworkGateway", id, string(typ)+" in "+g.VirtualNetwork+"/"+network.GatewaySubnetName)
 	return nil
 }
 
@@ -332,17 +333,17 @@ func (a *applier) bgpRoutes(ctx context.Context, rg string, g TopologyGateway) e
 	if g.BGPRoutes == nil {
 		return nil
 	}
-	id := api.ResourceID(a.sub, rg, typeVNetGateways, g.Name)
+	id := api.ResourceID(a.sub, rg, network.TypeVNetGateways, g.Name)
 	path := controlPrefix + "bgp?gateway=" + url.QueryEscape(id)
-	var cur bgpAdvertisement
+	var cur network.BgpAdvertisement
 	if _, err := a.arm.do(ctx, http.MethodGet, path, nil, &cur); err != nil {
 		return fmt.Errorf("reading the BGP routes of gateway %s (only the routekeeper fabric has them): %w", g.Name, err)
 	}
-	if sameSpace(cur.Prefixes, g.BGPRoutes) {
+	if network.SameSpace(cur.Prefixes, g.BGPRoutes) {
 		a.record(ActionUnchanged, "bgpRoutes", id, "")
 		return nil
 	}
-	if _, err := a.arm.do(ctx, http.MethodPut, path, bgpAdvertisement{Prefixes: g.BGPRoutes}, nil); err != nil {
+	if _, err := a.arm.do(ctx, http.MethodPut, path, network.BgpAdvertisement{Prefixes: g.BGPRoutes}, nil); err != nil {
 		return fmt.Errorf("setting the BGP routes of gateway %s: %w", g.Name, err)
 	}
 	a.res.Writes++
@@ -351,7 +352,7 @@ func (a *applier) bgpRoutes(ctx context.Context, rg string, g TopologyGateway) e
 }
 
 func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l TopologyLocalGateway, loc string) error {
-	id := api.ResourceID(a.sub, rg, typeLocalGateways, l.Name)
+	id := api.ResourceID(a.sub, rg, network.TypeLocalGateways, l.Name)
 	cur, err := c.sites.Get(ctx, rg, l.Name, nil)
 	action := ActionCreate
 	switch {
@@ -359,14 +360,14 @@ func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l Topol
 	case err != nil:
 		return fmt.Errorf("reading local network gateway %s: %w", l.Name, describe(err))
 	default:
-		if p := cur.Properties; p != nil && api.Str(p.GatewayIPAddress) == l.GatewayIPAddress && sameSpace(spaceOf(p.LocalNetworkAddressSpace), l.AddressPrefixes) {
+		if p := cur.Properties; p != nil && api.Str(p.GatewayIPAddress) == l.GatewayIPAddress && network.SameSpace(network.SpaceOf(p.LocalNetworkAddressSpace), l.AddressPrefixes) {
 			a.record(ActionUnchanged, "localNetworkGateway", id, "")
 			return nil
 		}
 		action = ActionUpdate
 	}
 	body := armnetwork.LocalNetworkGateway{Location: api.Ptr(loc), Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{
-		GatewayIPAddress: api.Ptr(l.GatewayIPAddress), LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(l.AddressPrefixes)}}}
+		GatewayIPAddress: api.Ptr(l.GatewayIPAddress), LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: network.ToStrPtrs(l.AddressPrefixes)}}}
 	poller, err := c.sites.BeginCreateOrUpdate(ctx, rg, l.Name, body, nil)
 	err = awaitPut(ctx, a, poller, err)
 	if err != nil {
@@ -377,12 +378,12 @@ func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l Topol
 }
 
 func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, cn TopologyConnection, loc string) error {
-	id := api.ResourceID(a.sub, rg, typeConnections, cn.Name)
-	gw := a.refID(rg, typeVNetGateways, cn.VirtualNetworkGateway)
+	id := api.ResourceID(a.sub, rg, network.TypeConnections, cn.Name)
+	gw := a.refID(rg, network.TypeVNetGateways, cn.VirtualNetworkGateway)
 	props := &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: api.Ptr(gw)}}
 	other := ""
 	if cn.LocalNetworkGateway != "" {
-		other = a.refID(rg, typeLocalGateways, cn.LocalNetworkGateway)
+		other = a.refID(rg, network.TypeLocalGateways, cn.LocalNetworkGateway)
 		props.ConnectionType = api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec)
 		props.LocalNetworkGateway2 = &armnetwork.LocalNetworkGateway{ID: api.Ptr(other)}
 		props.SharedKey = api.Ptr("routekeeper-fabric")
@@ -398,7 +399,7 @@ func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, c
 	case err != nil:
 		return fmt.Errorf("reading connection %s: %w", cn.Name, describe(err))
 	default:
-		ends := connectionEnds(&cur.VirtualNetworkGatewayConnection)
+		ends := network.ConnectionEnds(&cur.VirtualNetworkGatewayConnection)
 		if cur.Properties.Peer != nil {
 			ends = append(ends, api.Str(cur.Properties.Peer.ID))
 		}

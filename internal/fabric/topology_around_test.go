@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
@@ -52,7 +53,7 @@ func TestApplyAround(t *testing.T) {
 		t.Errorf("second apply: %d writes, changes %+v", again.Writes, again.Changes)
 	}
 
-	ns, err := Networks(ctx, st)
+	ns, err := network.Networks(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // TopologyNIC is a node's network interface: one IP configuration in a
@@ -64,7 +65,7 @@ func (a *applier) subnetRef(rg, ref string) string {
 // networkInterface creates the NIC or updates its subnet, private IP and
 // IP forwarding when they differ.
 func (a *applier) networkInterface(ctx context.Context, rg string, n TopologyNIC, loc string) error {
-	id := api.ResourceID(a.sub, rg, typeNetworkInterfaces, n.Name)
+	id := api.ResourceID(a.sub, rg, network.TypeNetworkInterfaces, n.Name)
 	subnetID := a.subnetRef(rg, n.Subnet)
 	ipCfg := func(name string) *armnetwork.InterfaceIPConfiguration {
 		return &armnetwork.InterfaceIPConfiguration{Name: api.Ptr(name), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{

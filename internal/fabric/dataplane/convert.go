@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -23,9 +23,9 @@ import (
 // a NIC of no node is a node without pods), with podsPerNode pods at the first addresses after .1 of its pod CIDR.
 // A node whose address is in no subnet is left out and named in an
 // *UnplacedError returned with the Spec of the others.
-func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, error) {
+func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, error) {
 	var spec Spec
-	tables := map[string]*fabric.StateRouteTable{}
+	tables := map[string]*network.StateRouteTable{}
 	for i := range st.RouteTables {
 		tables[strings.ToLower(st.RouteTables[i].ID)] = &st.RouteTables[i]
 	}
@@ -56,7 +56,7 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 			if !prefix.IsValid() {
 				continue
 			}
-			var udrs []fabric.StateRoute
+			var udrs []network.StateRoute
 			network := around.network(v.ID, space)
 			if sn.RouteTable != "" {
 				if t, ok := tables[strings.ToLower(sn.RouteTable)]; ok {
@@ -189,7 +189,7 @@ func firstIPv4(as []netip.Addr) (netip.Addr, bool) {
 // nextHop: Azure's system routes with the user routes that replace them.
 // Only the Active IPv4 routes are programmed (the data plane is IPv4
 // only); service-tag prefixes are skipped (the fabric has no tag ranges).
-func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
+func EffectiveRoutes(space []netip.Prefix, udrs []network.StateRoute) []Route {
 	best := activeIPv4(routing.Network{AddressSpace: space}, udrs)
 	byPrefix := make(map[netip.Prefix]Route, len(best))
 	for p, r := range best {
@@ -200,7 +200,7 @@ func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
 
 // activeIPv4 are the Active IPv4 effective routes of a subnet, one per
 // prefix: the one Azure uses.
-func activeIPv4(n routing.Network, udrs []fabric.StateRoute) map[netip.Prefix]routing.Route {
+func activeIPv4(n routing.Network, udrs []network.StateRoute) map[netip.Prefix]routing.Route {
 	rs := make([]route.Route, 0, len(udrs))
 	for _, u := range udrs {
 		rs = append(rs, stateRoute(u))
@@ -256,7 +256,7 @@ func planeRoute(r routing.Route) Route {
 }
 
 // stateRoute is a route of the fabric's state in routekeeper's model.
-func stateRoute(u fabric.StateRoute) route.Route {
+func stateRoute(u network.StateRoute) route.Route {
 	r := route.Route{Name: u.Name, AddressPrefix: u.AddressPrefix, NextHopType: route.NextHopType(u.NextHopType), ProvisioningState: u.ProvisioningState}
 	if p, err := netip.ParsePrefix(u.AddressPrefix); err == nil {
 		r.Prefix = p.Masked()
@@ -268,7 +268,7 @@ func stateRoute(u fabric.StateRoute) route.Route {
 // RoutingState is the fabric's live state as internal/routing traces it
 // (what `routekeeper trace` reads through ARM, the network around
 // included), with nodes.
-func RoutingState(st *fabric.State, nodes []source.Node) routing.State {
+func RoutingState(st *network.State, nodes []source.Node) routing.State {
 	rs := routing.State{Nodes: nodes, VNets: st.RoutingVNets()}
 	for _, t := range st.RouteTables {
 		tbl := &route.Table{ID: t.ID, Name: t.Name, ResourceGroup: t.ResourceGroup, Location: t.Location, Tags: t.Tags}

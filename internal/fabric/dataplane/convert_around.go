@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
@@ -15,7 +15,7 @@ type aroundOf struct {
 	vnets []routing.VNet
 }
 
-func newAroundOf(st *fabric.State) *aroundOf { return &aroundOf{vnets: st.RoutingVNets()} }
+func newAroundOf(st *network.State) *aroundOf { return &aroundOf{vnets: st.RoutingVNets()} }
 
 func (a *aroundOf) find(id string) *routing.VNet {
 	for i := range a.vnets {
@@ -68,7 +68,7 @@ func (a *aroundOf) holder(addr netip.Addr) *routing.VNet {
 // peer each route leads into: a VNetPeering route's peer, or the peer
 // that holds a virtual appliance. An appliance in a network that is not
 // peered cannot be reached: the route drops.
-func (a *aroundOf) routes(id string, n routing.Network, udrs []fabric.StateRoute) []Route {
+func (a *aroundOf) routes(id string, n routing.Network, udrs []network.StateRoute) []Route {
 	self := a.find(id)
 	byPrefix := map[netip.Prefix]Route{}
 	for p, r := range activeIPv4(n, udrs) {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -16,7 +17,7 @@ import (
 // a network that is not peered.
 func TestFromStatePeers(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, peeredTopology(false))
-	st, err := fabric.Networks(context.Background(), env.Store)
+	st, err := network.Networks(context.Background(), env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"encoding/json"
@@ -32,7 +32,7 @@ func decodeConnection(doc []byte) (*armnetwork.VirtualNetworkGatewayConnection, 
 	})
 }
 
-var localGatewayKind = modelKind(typeLocalGateways, armTypeLocalGateway, decodeLocalGateway, renderPlain,
+var localGatewayKind = modelKind(TypeLocalGateways, armTypeLocalGateway, decodeLocalGateway, renderPlain,
 	func(l *armnetwork.LocalNetworkGateway) (*string, map[string]*string) { return l.Location, l.Tags })
 
 type localGatewayPut = topPut[armnetwork.LocalNetworkGateway, *armnetwork.LocalNetworkGateway]
@@ -40,7 +40,7 @@ type localGatewayPut = topPut[armnetwork.LocalNetworkGateway, *armnetwork.LocalN
 // buildLocalGateway makes the on-premises site a PUT stores: its address
 // prefixes (valid CIDRs) and its address (gatewayIpAddress or fqdn, one
 // is required).
-func (s *netProvider) buildLocalGateway(p *localGatewayPut) (*api.Response, error) {
+func (s *Provider) buildLocalGateway(p *localGatewayPut) (*api.Response, error) {
 	id := p.id
 	if p.in.Properties == nil {
 		return nil, api.InvalidFormat("Local network gateway %s has no properties.", id)
@@ -77,7 +77,7 @@ func (s *netProvider) buildLocalGateway(p *localGatewayPut) (*api.Response, erro
 	etag := api.NewEtag()
 	l := &armnetwork.LocalNetworkGateway{ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(armTypeLocalGateway), Location: api.Ptr(p.loc),
 		Tags: api.TagsOf(p.in.Tags), Etag: api.Ptr(etag), Properties: &out}
-	return p.store(s, etag, l)
+	return p.Store(s, etag, l)
 }
 
 // connectionsOf returns the connections that name a resource (a gateway
@@ -87,7 +87,7 @@ func connectionsOf(tx *store.Txn, id string) ([]*armnetwork.VirtualNetworkGatewa
 	if len(a) < 2 {
 		return nil, nil
 	}
-	rows, err := tx.ListResources(api.Key(a[1]), "", typeConnections, "", 1<<30)
+	rows, err := tx.ListResources(api.Key(a[1]), "", TypeConnections, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func connectionsOf(tx *store.Txn, id string) ([]*armnetwork.VirtualNetworkGatewa
 		if err != nil {
 			return nil, err
 		}
-		for _, end := range connectionEnds(c) {
+		for _, end := range ConnectionEnds(c) {
 			if api.Key(end) == api.Key(id) {
 				out = append(out, c)
 				break
@@ -107,8 +107,8 @@ func connectionsOf(tx *store.Txn, id string) ([]*armnetwork.VirtualNetworkGatewa
 	return out, nil
 }
 
-// connectionEnds are the IDs a connection links.
-func connectionEnds(c *armnetwork.VirtualNetworkGatewayConnection) []string {
+// ConnectionEnds are the IDs a connection links.
+func ConnectionEnds(c *armnetwork.VirtualNetworkGatewayConnection) []string {
 	p := c.Properties
 	var out []string
 	if p.VirtualNetworkGateway1 != nil {
@@ -142,10 +142,10 @@ func renderConnection(tx *store.Txn, row *store.ResourceRow) (json.RawMessage, e
 		return nil, err
 	}
 	status := armnetwork.VirtualNetworkGatewayConnectionStatusConnected
-	for _, end := range connectionEnds(c) {
-		typ := typeVNetGateways
-		if strings.Contains(strings.ToLower(end), "/"+strings.ToLower(typeLocalGateways)+"/") {
-			typ = typeLocalGateways
+	for _, end := range ConnectionEnds(c) {
+		typ := TypeVNetGateways
+		if strings.Contains(strings.ToLower(end), "/"+strings.ToLower(TypeLocalGateways)+"/") {
+			typ = TypeLocalGateways
 		}
 		r, err := loadTop(tx, end, typ)
 		if err != nil {
@@ -159,7 +159,7 @@ func renderConnection(tx *store.Txn, row *store.ResourceRow) (json.RawMessage, e
 	return api.Encode(c)
 }
 
-var connectionKind = modelKind(typeConnections, armTypeConnection, decodeConnection, renderConnection, func(c *armnetwork.VirtualNetworkGatewayConnection) (*string, map[string]*string) {
+var connectionKind = modelKind(TypeConnections, armTypeConnection, decodeConnection, renderConnection, func(c *armnetwork.VirtualNetworkGatewayConnection) (*string, map[string]*string) {
 	return c.Location, c.Tags
 })
 
@@ -170,7 +170,7 @@ type connectionPut = topPut[armnetwork.VirtualNetworkGatewayConnection, *armnetw
 // ExpressRoute between an ExpressRoute gateway and a circuit (peer.id;
 // circuits are not modelled, the ID is kept as sent). The shared key is
 // not stored (Azure does not return it on GET either).
-func (s *netProvider) buildConnection(p *connectionPut) (*api.Response, error) {
+func (s *Provider) buildConnection(p *connectionPut) (*api.Response, error) {
 	out, err := connectionProperties(p.tx, p.id, p.in.Properties)
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func (s *netProvider) buildConnection(p *connectionPut) (*api.Response, error) {
 	etag := api.NewEtag()
 	c := &armnetwork.VirtualNetworkGatewayConnection{ID: api.Ptr(p.id), Name: api.Ptr(armid.Name(p.id)), Type: api.Ptr(armTypeConnection), Location: api.Ptr(p.loc),
 		Tags: api.TagsOf(p.in.Tags), Etag: api.Ptr(etag), Properties: out}
-	return p.store(s, etag, c)
+	return p.Store(s, etag, c)
 }
 
 func connectionProperties(tx *store.Txn, id string, in *armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat) (*armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat, error) {
@@ -196,7 +196,7 @@ func connectionProperties(tx *store.Txn, id string, in *armnetwork.VirtualNetwor
 		if ref == "" {
 			return "", nil, api.BadRequest("InvalidRequestFormat", "Cannot parse the request. Connection %s has no properties.%s.id.", id, field)
 		}
-		row, err := loadTop(tx, ref, typeVNetGateways)
+		row, err := loadTop(tx, ref, TypeVNetGateways)
 		if err != nil {
 			return "", nil, err
 		}
@@ -225,7 +225,7 @@ func connectionProperties(tx *store.Txn, id string, in *armnetwork.VirtualNetwor
 		if in.LocalNetworkGateway2 != nil {
 			ref = api.Str(in.LocalNetworkGateway2.ID)
 		}
-		row, err := loadTop(tx, ref, typeLocalGateways)
+		row, err := loadTop(tx, ref, TypeLocalGateways)
 		if err != nil {
 			return nil, err
 		}

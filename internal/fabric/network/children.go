@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -36,16 +36,16 @@ func (k *parentKind[P]) load(row *store.ResourceRow, t api.Target) (P, error) {
 	return k.decode(row.Doc)
 }
 
-// store writes parent, changed by a write to one of its children, as the
+// Store writes parent, changed by a write to one of its children, as the
 // document of row with etag (and provisioning state Updating).
-func (k *parentKind[P]) store(s *netProvider, tx *store.Txn, row *store.ResourceRow, parent P, etag string) error {
+func (k *parentKind[P]) Store(s *Provider, tx *store.Txn, row *store.ResourceRow, parent P, etag string) error {
 	k.updating(parent, etag)
 	doc, err := api.Encode(parent)
 	if err != nil {
 		return err
 	}
 	row.Doc, row.Etag = doc, etag
-	return s.storeRow(tx, row)
+	return s.StoreRow(tx, row)
 }
 
 // childKind is one type of child of a P, as a C.
@@ -102,16 +102,16 @@ func (k *childKind[P, C]) viewed(tx *store.Txn, parent P, c C) error {
 
 // The handlers of a collection of children of kind k.
 
-func (k *childKind[P, C]) handleList(s *netProvider) api.Handler {
+func (k *childKind[P, C]) handleList(s *Provider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) { return listChildren(s, ctx, q, k) }
 }
 
-func (k *childKind[P, C]) handleGet(s *netProvider) api.Handler {
+func (k *childKind[P, C]) handleGet(s *Provider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) { return getChild(s, ctx, q, k) }
 }
 
 // handleDelete is DELETE; check may refuse it (nil: never).
-func (k *childKind[P, C]) handleDelete(s *netProvider, check func(tx *store.Txn, rg *store.RGRow, c C) error) api.Handler {
+func (k *childKind[P, C]) handleDelete(s *Provider, check func(tx *store.Txn, rg *store.RGRow, c C) error) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return deleteChild(s, ctx, q, k, check)
 	}
@@ -119,7 +119,7 @@ func (k *childKind[P, C]) handleDelete(s *netProvider, check func(tx *store.Txn,
 
 // readParent reads the parent of a child GET (404 when it or its group is
 // missing) and hands fn the decoded document.
-func readParent[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *childKind[P, C], fn func(tx *store.Txn, parent P) error) error {
+func readParent[P, C any](s *Provider, ctx context.Context, q *api.Request, k *childKind[P, C], fn func(tx *store.Txn, parent P) error) error {
 	return s.readTop(ctx, q, k.parent.typ, k.parent.armType, func(tx *store.Txn, row *store.ResourceRow) error {
 		parent, err := k.parent.decode(row.Doc)
 		if err != nil {
@@ -130,7 +130,7 @@ func readParent[P, C any](s *netProvider, ctx context.Context, q *api.Request, k
 }
 
 // listChildren serves GET of a collection of children, a page at a time.
-func listChildren[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
+func listChildren[P, C any](s *Provider, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
 	var items []json.RawMessage
 	err := readParent(s, ctx, q, k, func(tx *store.Txn, parent P) error {
 		for _, c := range *k.items(parent) {
@@ -153,7 +153,7 @@ func listChildren[P, C any](s *netProvider, ctx context.Context, q *api.Request,
 
 // getChild serves GET of one child: 404 ChildResourceNotFound when the
 // parent holds none of that name.
-func getChild[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
+func getChild[P, C any](s *Provider, ctx context.Context, q *api.Request, k *childKind[P, C]) (*api.Response, error) {
 	t := q.Target()
 	var resp *api.Response
 	err := readParent(s, ctx, q, k, func(tx *store.Txn, parent P) error {
@@ -173,7 +173,7 @@ func getChild[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *
 // deleteChild starts the deletion of a child: 404 without the parent, 204
 // when there is no such child, else 202 with the parent's operation, at
 // whose end the child is gone. check may refuse (nil: never).
-func deleteChild[P, C any](s *netProvider, ctx context.Context, q *api.Request, k *childKind[P, C], check func(tx *store.Txn, rg *store.RGRow, c C) error) (*api.Response, error) {
+func deleteChild[P, C any](s *Provider, ctx context.Context, q *api.Request, k *childKind[P, C], check func(tx *store.Txn, rg *store.RGRow, c C) error) (*api.Response, error) {
 	t := q.Target()
 	var resp *api.Response
 	err := s.writeTop(ctx, q, k.parent.typ, func(tx *store.Txn, rg *store.RGRow, row, _ *store.ResourceRow) error {
@@ -200,7 +200,7 @@ func deleteChild[P, C any](s *netProvider, ctx context.Context, q *api.Request, 
 		}
 		prevDoc := row.Doc
 		k.deleting(c)
-		if err := k.parent.store(s, tx, row, parent, api.NewEtag()); err != nil {
+		if err := k.parent.Store(s, tx, row, parent, api.NewEtag()); err != nil {
 			return err
 		}
 		o := s.newOp(opChildDelete, rg.Sub, k.parent.location(parent), row.Key, row.ID, k.opPrefix+k.name(c), prevDoc)

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -19,10 +19,10 @@ type renderFunc = func(*store.Txn, *store.ResourceRow) (json.RawMessage, error)
 
 // readTop reads one top-level resource for a GET: 404 when it or its group
 // is missing. fn must not modify the row's Doc (it may be cached).
-func (s *netProvider) readTop(ctx context.Context, q *api.Request, typ, armType string, fn func(*store.Txn, *store.ResourceRow) error) error {
+func (s *Provider) readTop(ctx context.Context, q *api.Request, typ, armType string, fn func(*store.Txn, *store.ResourceRow) error) error {
 	t := q.Target()
-	return s.view(ctx, func(tx *store.Txn) error {
-		rg, err := requireRG(tx, t.Sub, t.RG, false)
+	return s.View(ctx, func(tx *store.Txn) error {
+		rg, err := RequireRG(tx, t.Sub, t.RG, false)
 		if err != nil {
 			return err
 		}
@@ -39,7 +39,7 @@ func (s *netProvider) readTop(ctx context.Context, q *api.Request, typ, armType 
 
 // getTop serves GET of a top-level resource: the document render makes
 // of it, with its etag.
-func (s *netProvider) getTop(ctx context.Context, q *api.Request, typ, armType string, render renderFunc) (*api.Response, error) {
+func (s *Provider) getTop(ctx context.Context, q *api.Request, typ, armType string, render renderFunc) (*api.Response, error) {
 	var resp *api.Response
 	err := s.readTop(ctx, q, typ, armType, func(tx *store.Txn, row *store.ResourceRow) error {
 		body, err := render(tx, row)
@@ -53,13 +53,13 @@ func (s *netProvider) getTop(ctx context.Context, q *api.Request, typ, armType s
 // children) in one transaction: due operations settle first, the resource
 // group must exist and not be deleting, and no operation may be running on
 // the resource.
-func (s *netProvider) writeTop(ctx context.Context, q *api.Request, typ string, fn func(tx *store.Txn, rg *store.RGRow, row *store.ResourceRow, fresh *store.ResourceRow) error) error {
+func (s *Provider) writeTop(ctx context.Context, q *api.Request, typ string, fn func(tx *store.Txn, rg *store.RGRow, row *store.ResourceRow, fresh *store.ResourceRow) error) error {
 	t := q.Target()
 	return s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
 			return err
 		}
-		rg, err := requireRG(tx, t.Sub, t.RG, true)
+		rg, err := RequireRG(tx, t.Sub, t.RG, true)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (s *netProvider) writeTop(ctx context.Context, q *api.Request, typ string, 
 // deleteTop starts the deletion of a top-level resource: 204 when it does
 // not exist, else 202 with the operation's URLs; check may refuse (nil:
 // never).
-func (s *netProvider) deleteTop(ctx context.Context, q *api.Request, typ string, check func(*store.Txn, *store.ResourceRow) error) (*api.Response, error) {
+func (s *Provider) deleteTop(ctx context.Context, q *api.Request, typ string, check func(*store.Txn, *store.ResourceRow) error) (*api.Response, error) {
 	var resp *api.Response
 	err := s.writeTop(ctx, q, typ, func(tx *store.Txn, rg *store.RGRow, row, _ *store.ResourceRow) error {
 		if row == nil {
@@ -103,7 +103,7 @@ func (s *netProvider) deleteTop(ctx context.Context, q *api.Request, typ string,
 			return err
 		}
 		row.Doc = doc
-		if err := s.storeRow(tx, row); err != nil {
+		if err := s.StoreRow(tx, row); err != nil {
 			return err
 		}
 		o := s.newOp(opDelete, rg.Sub, loc, row.Key, row.ID, "", nil)
@@ -118,7 +118,7 @@ func (s *netProvider) deleteTop(ctx context.Context, q *api.Request, typ string,
 
 // patchTags serves PATCH of a top-level resource: ARM's UpdateTags, which
 // replaces the tags at once (no long-running operation).
-func (s *netProvider) patchTags(ctx context.Context, q *api.Request, typ, armType string, render renderFunc) (*api.Response, error) {
+func (s *Provider) patchTags(ctx context.Context, q *api.Request, typ, armType string, render renderFunc) (*api.Response, error) {
 	tags, err := api.DecodeTags(q.Body)
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (s *netProvider) patchTags(ctx context.Context, q *api.Request, typ, armTyp
 			return err
 		}
 		row.Doc, row.Etag = doc, etag
-		if err := s.storeRow(tx, row); err != nil {
+		if err := s.StoreRow(tx, row); err != nil {
 			return err
 		}
 		body, err := render(tx, row)

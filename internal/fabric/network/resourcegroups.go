@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
-// resourceGroup is a resource group as ARM (Microsoft.Resources) shows it.
-type resourceGroup struct {
+// ResourceGroup is a resource group as ARM (Microsoft.Resources) shows it.
+type ResourceGroup struct {
 	ID         string            `json:"id"`
 	Name       string            `json:"name"`
 	Type       string            `json:"type"`
@@ -22,35 +22,35 @@ type resourceGroup struct {
 	} `json:"properties"`
 }
 
-func rgBody(r *store.RGRow) *resourceGroup {
-	g := &resourceGroup{ID: api.RGID(r.Sub, r.Name), Name: r.Name, Type: api.ArmTypeResourceGroup, Location: r.Location}
+func RGBody(r *store.RGRow) *ResourceGroup {
+	g := &ResourceGroup{ID: api.RGID(r.Sub, r.Name), Name: r.Name, Type: api.ArmTypeResourceGroup, Location: r.Location}
 	_ = json.Unmarshal([]byte(r.Tags), &g.Tags)
 	g.Properties.ProvisioningState = r.State
 	return g
 }
 
-func (s *netProvider) getResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) GetResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var resp *api.Response
-	err := s.view(ctx, func(tx *store.Txn) error {
-		rg, err := requireRG(tx, q.Segs[1], q.Segs[3], false)
+	err := s.View(ctx, func(tx *store.Txn) error {
+		rg, err := RequireRG(tx, q.Segs[1], q.Segs[3], false)
 		if err != nil {
 			return err
 		}
-		resp = &api.Response{Status: http.StatusOK, Body: rgBody(rg)}
+		resp = &api.Response{Status: http.StatusOK, Body: RGBody(rg)}
 		return nil
 	})
 	return resp, err
 }
 
-// headResourceGroup is ARM's CheckExistence: 204 or 404, no body.
-func (s *netProvider) headResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
-	if _, err := s.getResourceGroup(ctx, q); err != nil {
+// HeadResourceGroup is ARM's CheckExistence: 204 or 404, no body.
+func (s *Provider) HeadResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+	if _, err := s.GetResourceGroup(ctx, q); err != nil {
 		return &api.Response{Status: http.StatusNotFound}, nil
 	}
 	return &api.Response{Status: http.StatusNoContent}, nil
 }
 
-func (s *netProvider) putResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) PutResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var in struct {
 		Location string             `json:"location"`
 		Tags     map[string]*string `json:"tags"`
@@ -107,26 +107,26 @@ func (s *netProvider) putResourceGroup(ctx context.Context, q *api.Request) (*ap
 		if err := tx.PutRG(row); err != nil {
 			return err
 		}
-		resp = &api.Response{Status: status, Body: rgBody(row)}
+		resp = &api.Response{Status: status, Body: RGBody(row)}
 		return nil
 	})
 	return resp, err
 }
 
-// patchResourceGroup updates the tags of a resource group.
-func (s *netProvider) patchResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+// PatchResourceGroup updates the tags of a resource group.
+func (s *Provider) PatchResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	tags, err := api.DecodeTags(q.Body)
 	if err != nil {
 		return nil, err
 	}
 	var resp *api.Response
 	err = s.store.Write(ctx, func(tx *store.Txn) error {
-		rg, err := requireRG(tx, q.Segs[1], q.Segs[3], true)
+		rg, err := RequireRG(tx, q.Segs[1], q.Segs[3], true)
 		if err != nil {
 			return err
 		}
 		if tags != nil {
-			tb, err := json.Marshal(plainTags(tags))
+			tb, err := json.Marshal(PlainTags(tags))
 			if err != nil {
 				return err
 			}
@@ -135,16 +135,16 @@ func (s *netProvider) patchResourceGroup(ctx context.Context, q *api.Request) (*
 				return err
 			}
 		}
-		resp = &api.Response{Status: http.StatusOK, Body: rgBody(rg)}
+		resp = &api.Response{Status: http.StatusOK, Body: RGBody(rg)}
 		return nil
 	})
 	return resp, err
 }
 
-// deleteResourceGroup deletes a group and everything in it, as a
+// DeleteResourceGroup deletes a group and everything in it, as a
 // long-running operation polled through Location (Microsoft.Resources
 // style: 202, then 200 from the operation result).
-func (s *netProvider) deleteResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) DeleteResourceGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
@@ -176,17 +176,17 @@ func (s *netProvider) deleteResourceGroup(ctx context.Context, q *api.Request) (
 	return resp, err
 }
 
-func (s *netProvider) listResourceGroups(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) ListResourceGroups(ctx context.Context, q *api.Request) (*api.Response, error) {
 	page := struct {
-		Value []*resourceGroup `json:"value"`
-	}{Value: []*resourceGroup{}}
-	err := s.view(ctx, func(tx *store.Txn) error {
+		Value []*ResourceGroup `json:"value"`
+	}{Value: []*ResourceGroup{}}
+	err := s.View(ctx, func(tx *store.Txn) error {
 		rows, err := tx.ListRGs(q.Segs[1])
 		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			page.Value = append(page.Value, rgBody(r))
+			page.Value = append(page.Value, RGBody(r))
 		}
 		return nil
 	})
@@ -196,7 +196,7 @@ func (s *netProvider) listResourceGroups(ctx context.Context, q *api.Request) (*
 	return &api.Response{Status: http.StatusOK, Body: page}, nil
 }
 
-type subscription struct {
+type Subscription struct {
 	ID                   string         `json:"id"`
 	SubscriptionID       string         `json:"subscriptionId"`
 	TenantID             string         `json:"tenantId"`
@@ -208,21 +208,21 @@ type subscription struct {
 	SubscriptionPolicies map[string]any `json:"subscriptionPolicies"`
 }
 
-func subBody(sub string) subscription {
-	return subscription{
+func subBody(sub string) Subscription {
+	return Subscription{
 		ID: "/subscriptions/" + sub, SubscriptionID: sub, TenantID: api.DefaultTenant, HomeTenantID: api.DefaultTenant,
 		DisplayName: "routekeeper fabric", State: "Enabled", AuthorizationSource: "RoleBased", ManagedByTenants: []any{},
 		SubscriptionPolicies: map[string]any{"locationPlacementId": "Public_2014-09-01", "quotaId": "PayAsYouGo_2014-09-01", "spendingLimit": "Off"},
 	}
 }
 
-// listSubscriptions lists the default subscription and every other one
+// ListSubscriptions lists the default subscription and every other one
 // that holds resource groups: az login needs at least one.
-func (s *netProvider) listSubscriptions(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) ListSubscriptions(ctx context.Context, q *api.Request) (*api.Response, error) {
 	page := struct {
-		Value []subscription `json:"value"`
-	}{Value: []subscription{subBody(api.DefaultSubscription)}}
-	err := s.view(ctx, func(tx *store.Txn) error {
+		Value []Subscription `json:"value"`
+	}{Value: []Subscription{subBody(api.DefaultSubscription)}}
+	err := s.View(ctx, func(tx *store.Txn) error {
 		subs, err := tx.ListSubscriptions()
 		for _, sub := range subs {
 			if !strings.EqualFold(sub, api.DefaultSubscription) {
@@ -237,8 +237,8 @@ func (s *netProvider) listSubscriptions(ctx context.Context, q *api.Request) (*a
 	return &api.Response{Status: http.StatusOK, Body: page}, nil
 }
 
-// getSubscription answers for any subscription: the fabric accepts every
+// GetSubscription answers for any subscription: the fabric accepts every
 // subscription ID.
-func (s *netProvider) getSubscription(_ context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) GetSubscription(_ context.Context, q *api.Request) (*api.Response, error) {
 	return &api.Response{Status: http.StatusOK, Body: subBody(q.Segs[1])}, nil
 }

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -32,40 +32,40 @@ type childPaths struct {
 
 // The handlers of a top-level type of kind k.
 
-func (k *topKind[In, Cur]) handleList(s *netProvider) api.Handler {
+func (k *topKind[In, Cur]) handleList(s *Provider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.listTop(ctx, q, k.typ, k.render)
 	}
 }
 
-func (k *topKind[In, Cur]) handleGet(s *netProvider) api.Handler {
+func (k *topKind[In, Cur]) handleGet(s *Provider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.getTop(ctx, q, k.typ, k.armType, k.render)
 	}
 }
 
-func (k *topKind[In, Cur]) handlePatch(s *netProvider) api.Handler {
+func (k *topKind[In, Cur]) handlePatch(s *Provider) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.patchTags(ctx, q, k.typ, k.armType, k.render)
 	}
 }
 
 // handleDelete is DELETE; check may refuse it (nil: never).
-func (k *topKind[In, Cur]) handleDelete(s *netProvider, check func(*store.Txn, *store.ResourceRow) error) api.Handler {
+func (k *topKind[In, Cur]) handleDelete(s *Provider, check func(*store.Txn, *store.ResourceRow) error) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.deleteTop(ctx, q, k.typ, check)
 	}
 }
 
 // handlePut is PUT through the pipeline, with build for the type's part.
-func (k *topKind[In, Cur]) handlePut(s *netProvider, build func(*topPut[In, Cur]) (*api.Response, error)) api.Handler {
+func (k *topKind[In, Cur]) handlePut(s *Provider, build func(*topPut[In, Cur]) (*api.Response, error)) api.Handler {
 	return func(ctx context.Context, q *api.Request) (*api.Response, error) {
 		return s.put(ctx, q, &topPut[In, Cur]{kind: k, build: build})
 	}
 }
 
 // resourceTypes are the types the fabric serves, by name.
-func (s *netProvider) resourceTypes() map[string]*resourceType {
+func (s *Provider) resourceTypes() map[string]*resourceType {
 	return map[string]*resourceType{
 		api.TypeRouteTables: {
 			name: api.TypeRouteTables, list: tableKind.handleList(s), inSubscription: true,
@@ -91,19 +91,19 @@ func (s *netProvider) resourceTypes() map[string]*resourceType {
 					list: subnetKind.handleList(s),
 					item: map[string]api.Handler{"GET": subnetKind.handleGet(s), "PUT": s.putSubnet, "DELETE": subnetKind.handleDelete(s, checkSubnetNotInUse)},
 				},
-				childPeerings: {
+				ChildPeerings: {
 					list: peeringKind.handleList(s),
 					item: map[string]api.Handler{"GET": peeringKind.handleGet(s), "PUT": s.putPeering, "DELETE": peeringKind.handleDelete(s, nil)},
 				},
 			},
 		},
-		typeNetworkInterfaces: {
-			name: typeNetworkInterfaces, list: nicKind.handleList(s), inSubscription: true,
+		TypeNetworkInterfaces: {
+			name: TypeNetworkInterfaces, list: nicKind.handleList(s), inSubscription: true,
 			item:    map[string]api.Handler{"GET": nicKind.handleGet(s), "PUT": nicKind.handlePut(s, s.buildNIC), "DELETE": nicKind.handleDelete(s, nil)},
 			actions: map[string]api.Handler{actionEffectiveRoutes: s.postEffectiveRouteTable},
 		},
-		typeNetworkSecurityGroups: {
-			name: typeNetworkSecurityGroups, list: nsgKind.handleList(s), inSubscription: true,
+		TypeNetworkSecurityGroups: {
+			name: TypeNetworkSecurityGroups, list: nsgKind.handleList(s), inSubscription: true,
 			item: map[string]api.Handler{
 				"GET": nsgKind.handleGet(s), "PUT": nsgKind.handlePut(s, s.buildNSG),
 				"PATCH": nsgKind.handlePatch(s), "DELETE": nsgKind.handleDelete(s, checkNSGNotInUse),
@@ -119,8 +119,8 @@ func (s *netProvider) resourceTypes() map[string]*resourceType {
 				},
 			},
 		},
-		typeNatGateways: {
-			name: typeNatGateways, list: natGatewayKind.handleList(s), inSubscription: true,
+		TypeNatGateways: {
+			name: TypeNatGateways, list: natGatewayKind.handleList(s), inSubscription: true,
 			item: map[string]api.Handler{
 				"GET": natGatewayKind.handleGet(s), "PUT": natGatewayKind.handlePut(s, s.buildNatGateway),
 				"DELETE": natGatewayKind.handleDelete(s, checkNatGatewayNotInUse),
@@ -131,7 +131,7 @@ func (s *netProvider) resourceTypes() map[string]*resourceType {
 			item:    map[string]api.Handler{"GET": watcherKind.handleGet(s), "PUT": watcherKind.handlePut(s, s.buildWatcher), "DELETE": watcherKind.handleDelete(s, nil)},
 			actions: map[string]api.Handler{actionNextHop: s.postNextHop},
 		},
-		typeVNetGateways: {
+		TypeVNetGateways: {
 			list: gatewayKind.handleList(s),
 			item: map[string]api.Handler{
 				"GET": gatewayKind.handleGet(s), "PUT": gatewayKind.handlePut(s, s.buildGateway),
@@ -140,7 +140,7 @@ func (s *netProvider) resourceTypes() map[string]*resourceType {
 			},
 			actions: map[string]api.Handler{actionLearnedRoutes: s.postLearnedRoutes},
 		},
-		typeLocalGateways: {
+		TypeLocalGateways: {
 			list: localGatewayKind.handleList(s),
 			item: map[string]api.Handler{
 				"GET": localGatewayKind.handleGet(s), "PUT": localGatewayKind.handlePut(s, s.buildLocalGateway),
@@ -148,7 +148,7 @@ func (s *netProvider) resourceTypes() map[string]*resourceType {
 					"Local network gateway %s cannot be deleted because it is in use by connection %s.")),
 			},
 		},
-		typeConnections: {
+		TypeConnections: {
 			list: connectionKind.handleList(s),
 			item: map[string]api.Handler{"GET": connectionKind.handleGet(s), "PUT": connectionKind.handlePut(s, s.buildConnection), "DELETE": connectionKind.handleDelete(s, nil)},
 		},
@@ -157,7 +157,7 @@ func (s *netProvider) resourceTypes() map[string]*resourceType {
 
 // serveType serves a path of n segments below a resource group's
 // .../providers/Microsoft.Network/{type} of type t.
-func (s *netProvider) serveType(ctx context.Context, q *api.Request, t *resourceType, n int) (*api.Response, error) {
+func (s *Provider) serveType(ctx context.Context, q *api.Request, t *resourceType, n int) (*api.Response, error) {
 	seg := q.Segs
 	switch {
 	case n == 7 && t.list != nil:
@@ -185,13 +185,13 @@ func (s *netProvider) serveType(ctx context.Context, q *api.Request, t *resource
 	return nil, api.NoRoute(q)
 }
 
-// namespace is the resource provider namespace the provider serves.
-func (s *netProvider) namespace() string { return api.NetworkNamespace }
+// Namespace is the resource provider namespace the provider serves.
+func (s *Provider) Namespace() string { return api.NetworkNamespace }
 
-// serveSubscription serves a path below a subscription's
+// ServeSubscription serves a path below a subscription's
 // .../providers/Microsoft.Network: the subscription-wide lists of the types
 // and the operation status endpoints.
-func (s *netProvider) serveSubscription(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) ServeSubscription(ctx context.Context, q *api.Request) (*api.Response, error) {
 	seg := q.Segs
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
 	n := len(seg)
@@ -210,9 +210,9 @@ func (s *netProvider) serveSubscription(ctx context.Context, q *api.Request) (*a
 	return nil, api.NoRoute(q)
 }
 
-// serveGroup serves a path of 7 or more segments below a resource group's
+// ServeGroup serves a path of 7 or more segments below a resource group's
 // .../providers/Microsoft.Network.
-func (s *netProvider) serveGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) ServeGroup(ctx context.Context, q *api.Request) (*api.Response, error) {
 	if t, ok := api.LookupFold(s.types, q.Segs[6]); ok {
 		return s.serveType(ctx, q, t, len(q.Segs))
 	}

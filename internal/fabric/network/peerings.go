@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"bytes"
@@ -25,13 +25,13 @@ import (
 // peeringSyncLevel and remoteVirtualNetworkAddressSpace.
 
 const (
-	childPeerings   = "virtualNetworkPeerings"
-	armTypePeering  = "Microsoft.Network/virtualNetworks/virtualNetworkPeerings"
-	peeringChildPfx = childPeerings + "/" // the child name of a peering delete
+	ChildPeerings   = "virtualNetworkPeerings"
+	ARMTypePeering  = "Microsoft.Network/virtualNetworks/virtualNetworkPeerings"
+	peeringChildPfx = ChildPeerings + "/" // the child name of a peering delete
 )
 
 var peeringKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.VirtualNetworkPeering]{
-	parent: &vnetParent, child: childPeerings, opPrefix: peeringChildPfx,
+	parent: &vnetParent, child: ChildPeerings, opPrefix: peeringChildPfx,
 	items: func(v *armnetwork.VirtualNetwork) *[]*armnetwork.VirtualNetworkPeering {
 		return &v.Properties.VirtualNetworkPeerings
 	},
@@ -59,7 +59,7 @@ func viewStoredPeering(tx *store.Txn, v *armnetwork.VirtualNetwork, p *armnetwor
 	if p == nil {
 		return nil
 	}
-	remote, err := loadVNet(tx, peeringRemote(p))
+	remote, err := loadVNet(tx, PeeringRemote(p))
 	if err != nil {
 		return err
 	}
@@ -67,8 +67,8 @@ func viewStoredPeering(tx *store.Txn, v *armnetwork.VirtualNetwork, p *armnetwor
 	return nil
 }
 
-// peeringRemote is the ID of a peering's remote network.
-func peeringRemote(p *armnetwork.VirtualNetworkPeering) string {
+// PeeringRemote is the ID of a peering's remote network.
+func PeeringRemote(p *armnetwork.VirtualNetworkPeering) string {
 	if p == nil || p.Properties == nil || p.Properties.RemoteVirtualNetwork == nil {
 		return ""
 	}
@@ -118,7 +118,7 @@ func vnetSpace(v *armnetwork.VirtualNetwork) []netip.Prefix {
 	return out
 }
 
-func spaceOf(as *armnetwork.AddressSpace) []string {
+func SpaceOf(as *armnetwork.AddressSpace) []string {
 	if as == nil {
 		return nil
 	}
@@ -129,12 +129,12 @@ func spaceOf(as *armnetwork.AddressSpace) []string {
 	return out
 }
 
-// sameSpace compares two address spaces as sets of prefixes.
-func sameSpace(a, b []string) bool {
+// SameSpace compares two address spaces as sets of prefixes.
+func SameSpace(a, b []string) bool {
 	norm := func(s []string) []string {
 		out := make([]string, 0, len(s))
 		for _, v := range s {
-			out = append(out, prefixKey(v))
+			out = append(out, PrefixKey(v))
 		}
 		slices.Sort(out)
 		return slices.Compact(out)
@@ -163,7 +163,7 @@ func viewPeering(local *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkP
 	var back *armnetwork.VirtualNetworkPeering
 	if remote != nil {
 		for _, b := range remote.Properties.VirtualNetworkPeerings {
-			if b != nil && armid.Same(peeringRemote(b), api.Str(local.ID)) {
+			if b != nil && armid.Same(PeeringRemote(b), api.Str(local.ID)) {
 				back = b
 			}
 		}
@@ -180,10 +180,10 @@ func viewPeering(local *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkP
 	}
 	level := armnetwork.VirtualNetworkPeeringLevelFullyInSync
 	if remote != nil {
-		current := spaceOf(remote.Properties.AddressSpace)
-		pp.RemoteVirtualNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(current)}
-		remoteStale := !sameSpace(spaceOf(pp.RemoteAddressSpace), current)
-		localStale := back != nil && back.Properties != nil && !sameSpace(spaceOf(back.Properties.RemoteAddressSpace), spaceOf(local.Properties.AddressSpace))
+		current := SpaceOf(remote.Properties.AddressSpace)
+		pp.RemoteVirtualNetworkAddressSpace = &armnetwork.AddressSpace{AddressPrefixes: ToStrPtrs(current)}
+		remoteStale := !SameSpace(SpaceOf(pp.RemoteAddressSpace), current)
+		localStale := back != nil && back.Properties != nil && !SameSpace(SpaceOf(back.Properties.RemoteAddressSpace), SpaceOf(local.Properties.AddressSpace))
 		switch {
 		case remoteStale && localStale:
 			level = armnetwork.VirtualNetworkPeeringLevelLocalAndRemoteNotInSync
@@ -196,7 +196,7 @@ func viewPeering(local *armnetwork.VirtualNetwork, p *armnetwork.VirtualNetworkP
 	pp.PeeringSyncLevel = api.Ptr(level)
 }
 
-func toStrPtrs(ss []string) []*string {
+func ToStrPtrs(ss []string) []*string {
 	out := make([]*string, len(ss))
 	for i := range ss {
 		out[i] = api.Ptr(ss[i])
@@ -218,7 +218,7 @@ func renderVNetDoc(tx *store.Txn, doc []byte) (json.RawMessage, error) {
 		if p == nil {
 			continue
 		}
-		remote, err := loadVNet(tx, peeringRemote(p))
+		remote, err := loadVNet(tx, PeeringRemote(p))
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func renderVNetDoc(tx *store.Txn, doc []byte) (json.RawMessage, error) {
 // network that has one (unless doNotVerifyRemoteGateways). The remote
 // address space is taken when the peering is created, and again when the
 // PUT carries ?syncRemoteAddressSpace=true.
-func (s *netProvider) putPeering(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) putPeering(ctx context.Context, q *api.Request) (*api.Response, error) {
 	sync := strings.EqualFold(q.Query.Get("syncRemoteAddressSpace"), "true")
 	var remoteRow *store.ResourceRow
 	var remote *armnetwork.VirtualNetwork
@@ -254,7 +254,7 @@ func (s *netProvider) putPeering(ctx context.Context, q *api.Request) (*api.Resp
 		commit: func(p *peeringPut, out *armnetwork.VirtualNetworkPeering) error {
 			out.Properties.PeeringState = api.Ptr(armnetwork.VirtualNetworkPeeringStateInitiated)
 			for _, b := range remote.Properties.VirtualNetworkPeerings {
-				if b == nil || !armid.Same(peeringRemote(b), p.row.ID) {
+				if b == nil || !armid.Same(PeeringRemote(b), p.row.ID) {
 					continue
 				}
 				out.Properties.PeeringState = api.Ptr(armnetwork.VirtualNetworkPeeringStateConnected)
@@ -267,7 +267,7 @@ func (s *netProvider) putPeering(ctx context.Context, q *api.Request) (*api.Resp
 						return err
 					}
 					remoteRow.Doc = doc // the remote network itself was not written: its etag stays
-					if err := s.storeRow(p.tx, remoteRow); err != nil {
+					if err := s.StoreRow(p.tx, remoteRow); err != nil {
 						return err
 					}
 				}
@@ -325,7 +325,7 @@ func checkPeering(tx *store.Txn, row *store.ResourceRow, v, remote *armnetwork.V
 		if o == nil || strings.EqualFold(api.Str(o.Name), name) {
 			continue
 		}
-		if armid.Same(peeringRemote(o), api.Str(remote.ID)) {
+		if armid.Same(PeeringRemote(o), api.Str(remote.ID)) {
 			return api.BadRequest("VnetPeeringAlreadyExists", "Virtual network %s already has peering %s to remote virtual network %s.", api.Str(v.Name), api.Str(o.Name), api.Str(remote.ID))
 		}
 		if useRemote && o.Properties != nil && o.Properties.UseRemoteGateways != nil && *o.Properties.UseRemoteGateways {
@@ -375,7 +375,7 @@ func buildPeering(id, etag string, in *armnetwork.VirtualNetworkPeeringPropertie
 		UseRemoteGateways:         flag(in.UseRemoteGateways, false),
 		DoNotVerifyRemoteGateways: in.DoNotVerifyRemoteGateways,
 		RemoteVirtualNetwork:      &armnetwork.SubResource{ID: remote.ID},
-		RemoteAddressSpace:        &armnetwork.AddressSpace{AddressPrefixes: toStrPtrs(spaceOf(remote.Properties.AddressSpace))},
+		RemoteAddressSpace:        &armnetwork.AddressSpace{AddressPrefixes: ToStrPtrs(SpaceOf(remote.Properties.AddressSpace))},
 		ProvisioningState:         api.Ptr(armnetwork.ProvisioningStateUpdating),
 		ResourceGUID:              api.Ptr(uuid.NewString()),
 	}
@@ -386,7 +386,7 @@ func buildPeering(id, etag string, in *armnetwork.VirtualNetworkPeeringPropertie
 			p.RemoteAddressSpace = prev.Properties.RemoteAddressSpace
 		}
 	}
-	return &armnetwork.VirtualNetworkPeering{ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(armTypePeering), Etag: api.Ptr(etag), Properties: p}
+	return &armnetwork.VirtualNetworkPeering{ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(ARMTypePeering), Etag: api.Ptr(etag), Properties: p}
 }
 
 // samePeering compares two peerings apart from etag and computed fields.

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -30,8 +30,8 @@ type putter interface {
 	// current reads the resource as stored: its ID (as stored, else as
 	// it will be created), whether it exists and its etag.
 	current(w *putWrite) (id string, exists bool, etag string, err error)
-	// write builds, checks and stores the resource, and answers.
-	Write(s *netProvider, w *putWrite) (*api.Response, error)
+	// Write builds, checks and stores the resource, and answers.
+	Write(s *Provider, w *putWrite) (*api.Response, error)
 }
 
 // putWrite is a PUT inside its write transaction.
@@ -46,7 +46,7 @@ type putWrite struct {
 }
 
 // put runs the pipeline for p.
-func (s *netProvider) put(ctx context.Context, q *api.Request, p putter) (*api.Response, error) {
+func (s *Provider) put(ctx context.Context, q *api.Request, p putter) (*api.Response, error) {
 	tags, err := p.decode(q.Body)
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (p *topPut[In, Cur]) current(w *putWrite) (string, bool, string, error) {
 	return p.id, true, w.row.Etag, nil
 }
 
-func (p *topPut[In, Cur]) Write(_ *netProvider, w *putWrite) (*api.Response, error) {
+func (p *topPut[In, Cur]) Write(_ *Provider, w *putWrite) (*api.Response, error) {
 	curLoc := ""
 	if w.row != nil {
 		curLoc = p.kind.where(p.cur)
@@ -161,9 +161,9 @@ func (p *topPut[In, Cur]) stored() *store.ResourceRow {
 	return p.fresh
 }
 
-// store ends a PUT that changes the resource: v becomes its document with
+// Store ends a PUT that changes the resource: v becomes its document with
 // etag, answered with the long-running operation (storeTopPut).
-func (p *topPut[In, Cur]) store(s *netProvider, etag string, v any) (*api.Response, error) {
+func (p *topPut[In, Cur]) Store(s *Provider, etag string, v any) (*api.Response, error) {
 	return s.storeTopPut(p.tx, p.q, p.rg, p.row, p.fresh, p.id, p.loc, etag, v)
 }
 
@@ -216,7 +216,7 @@ func (p *childPut[In, P, C]) current(w *putWrite) (string, bool, string, error) 
 	return p.id, p.exists, etag, nil
 }
 
-func (p *childPut[In, P, C]) Write(s *netProvider, w *putWrite) (*api.Response, error) {
+func (p *childPut[In, P, C]) Write(s *Provider, w *putWrite) (*api.Response, error) {
 	k := p.kind
 	p.etag = api.NewEtag()
 	next, err := p.build(p)
@@ -243,7 +243,7 @@ func (p *childPut[In, P, C]) Write(s *netProvider, w *putWrite) (*api.Response, 
 		}
 	}
 	prevDoc := w.row.Doc
-	if err := k.parent.store(s, w.tx, w.row, p.parent, p.etag); err != nil {
+	if err := k.parent.Store(s, w.tx, w.row, p.parent, p.etag); err != nil {
 		return nil, err
 	}
 	if err := k.viewed(w.tx, p.parent, next); err != nil {

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -43,16 +43,16 @@ func Networks(ctx context.Context, s *store.Store) (*State, error) {
 				if err := json.Unmarshal(doc, &v); err != nil {
 					return fmt.Errorf("decoding stored virtual network: %w", err)
 				}
-				st.VirtualNetworks = append(st.VirtualNetworks, stateVNet(sub, &v))
+				st.VirtualNetworks = append(st.VirtualNetworks, StateVNet(sub, &v))
 			case api.TypeRouteTables:
 				var t armnetwork.RouteTable
 				if err := json.Unmarshal(doc, &t); err != nil {
 					return fmt.Errorf("decoding stored route table: %w", err)
 				}
-				out := stateTable(sub, &t)
+				out := StateTable(sub, &t)
 				out.Subnets = []string{}
 				st.RouteTables = append(st.RouteTables, out)
-			case typeNetworkInterfaces:
+			case TypeNetworkInterfaces:
 				n, err := decodeNIC(doc)
 				if err != nil {
 					return err

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -90,9 +90,9 @@ type StateRoute struct {
 	ProvisioningState string `json:"provisioningState"`
 }
 
-func stateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
+func StateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
 	out := StateVirtualNetwork{
-		ID: api.Str(v.ID), Subscription: sub, ResourceGroup: rgOf(api.Str(v.ID)), Name: api.Str(v.Name), Location: api.Str(v.Location),
+		ID: api.Str(v.ID), Subscription: sub, ResourceGroup: GroupOf(api.Str(v.ID)), Name: api.Str(v.Name), Location: api.Str(v.Location),
 		Etag: api.Str(v.Etag), AddressPrefixes: []string{}, Subnets: []StateSubnet{},
 	}
 	if p := v.Properties; p != nil {
@@ -105,7 +105,7 @@ func stateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
 			}
 		}
 		for _, sn := range p.Subnets {
-			s := StateSubnet{ID: api.Str(sn.ID), Name: api.Str(sn.Name), AddressPrefixes: existingSubnetPrefixes(sn)}
+			s := StateSubnet{ID: api.Str(sn.ID), Name: api.Str(sn.Name), AddressPrefixes: SubnetPrefixesOf(sn)}
 			if sn.Properties != nil {
 				if sn.Properties.RouteTable != nil {
 					s.RouteTable = api.Str(sn.Properties.RouteTable.ID)
@@ -125,10 +125,10 @@ func stateVNet(sub string, v *armnetwork.VirtualNetwork) StateVirtualNetwork {
 	return out
 }
 
-func stateTable(sub string, t *armnetwork.RouteTable) StateRouteTable {
+func StateTable(sub string, t *armnetwork.RouteTable) StateRouteTable {
 	out := StateRouteTable{
-		ID: api.Str(t.ID), Subscription: sub, ResourceGroup: rgOf(api.Str(t.ID)), Name: api.Str(t.Name), Location: api.Str(t.Location),
-		Tags: plainTags(t.Tags), Etag: api.Str(t.Etag), Routes: []StateRoute{}, Subnets: []string{},
+		ID: api.Str(t.ID), Subscription: sub, ResourceGroup: GroupOf(api.Str(t.ID)), Name: api.Str(t.Name), Location: api.Str(t.Location),
+		Tags: PlainTags(t.Tags), Etag: api.Str(t.Etag), Routes: []StateRoute{}, Subnets: []string{},
 	}
 	if p := t.Properties; p != nil {
 		if p.ProvisioningState != nil {
@@ -157,7 +157,7 @@ func stateTable(sub string, t *armnetwork.RouteTable) StateRouteTable {
 	return out
 }
 
-func existingSubnetPrefixes(sn *armnetwork.Subnet) []string {
+func SubnetPrefixesOf(sn *armnetwork.Subnet) []string {
 	if sn.Properties == nil {
 		return nil
 	}
@@ -174,7 +174,7 @@ func existingSubnetPrefixes(sn *armnetwork.Subnet) []string {
 	return nil
 }
 
-func rgOf(id string) string {
+func GroupOf(id string) string {
 	if a, ok := api.ParseNetworkID(id); ok {
 		return a.RG
 	}

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -29,9 +29,9 @@ import (
 // action whose result (GatewayRouteListResult) is at its Location.
 
 const (
-	typeVNetGateways  = "virtualNetworkGateways"
-	typeLocalGateways = "localNetworkGateways"
-	typeConnections   = "connections"
+	TypeVNetGateways  = "virtualNetworkGateways"
+	TypeLocalGateways = "localNetworkGateways"
+	TypeConnections   = "connections"
 
 	armTypeVNetGateway  = "Microsoft.Network/virtualNetworkGateways"
 	armTypeLocalGateway = "Microsoft.Network/localNetworkGateways"
@@ -40,19 +40,19 @@ const (
 
 	actionLearnedRoutes = "getLearnedRoutes"
 
-	// gatewaySubnetName is the subnet a virtual network gateway must sit in.
-	gatewaySubnetName = "GatewaySubnet"
+	// GatewaySubnetName is the subnet a virtual network gateway must sit in.
+	GatewaySubnetName = "GatewaySubnet"
 )
 
 func renderPlain(_ *store.Txn, row *store.ResourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
-// fabricKey is the top-level key of a gateway document under which the
+// FabricKey is the top-level key of a gateway document under which the
 // fabric keeps what an on-premises BGP peer advertises (never returned).
-const fabricKey = "routekeeperFabric"
+const FabricKey = "routekeeperFabric"
 
-// bgpAdvertisement is what the on-premises BGP peer of a gateway
+// BgpAdvertisement is what the on-premises BGP peer of a gateway
 // advertises: an ExpressRoute circuit's peer, or a VPN site with BGP.
-type bgpAdvertisement struct {
+type BgpAdvertisement struct {
 	Prefixes    []string `json:"prefixes"`
 	ASN         int64    `json:"asn,omitempty"`
 	PeerAddress string   `json:"peerAddress,omitempty"`
@@ -62,7 +62,7 @@ type bgpAdvertisement struct {
 // part.
 type gatewayDoc struct {
 	gw  *armnetwork.VirtualNetworkGateway
-	bgp *bgpAdvertisement
+	bgp *BgpAdvertisement
 }
 
 func decodeGateway(doc []byte) (*gatewayDoc, error) {
@@ -74,7 +74,7 @@ func decodeGateway(doc []byte) (*gatewayDoc, error) {
 		g.Properties = &armnetwork.VirtualNetworkGatewayPropertiesFormat{}
 	}
 	var priv struct {
-		BGP *bgpAdvertisement `json:"routekeeperFabric"`
+		BGP *BgpAdvertisement `json:"routekeeperFabric"`
 	}
 	if err := json.Unmarshal(doc, &priv); err != nil {
 		return nil, fmt.Errorf("decoding stored virtual network gateway: %w", err)
@@ -93,7 +93,7 @@ func encodeGateway(d *gatewayDoc) ([]byte, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	if m[fabricKey], err = json.Marshal(d.bgp); err != nil {
+	if m[FabricKey], err = json.Marshal(d.bgp); err != nil {
 		return nil, err
 	}
 	return json.Marshal(m)
@@ -101,14 +101,14 @@ func encodeGateway(d *gatewayDoc) ([]byte, error) {
 
 // renderGateway is a gateway as ARM returns it: without the fabric's part.
 func renderGateway(_ *store.Txn, row *store.ResourceRow) (json.RawMessage, error) {
-	if !strings.Contains(string(row.Doc), `"`+fabricKey+`"`) {
+	if !strings.Contains(string(row.Doc), `"`+FabricKey+`"`) {
 		return row.Doc, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(row.Doc, &m); err != nil {
 		return nil, fmt.Errorf("decoding stored virtual network gateway: %w", err)
 	}
-	delete(m, fabricKey)
+	delete(m, FabricKey)
 	return json.Marshal(m)
 }
 
@@ -133,7 +133,7 @@ func gatewaysOfVNet(tx *store.Txn, vnetID string) ([]*armnetwork.VirtualNetworkG
 	if !ok {
 		return nil, nil
 	}
-	rows, err := tx.ListResources(api.Key(a.Sub), "", typeVNetGateways, "", 1<<30)
+	rows, err := tx.ListResources(api.Key(a.Sub), "", TypeVNetGateways, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func gatewaysOfVNet(tx *store.Txn, vnetID string) ([]*armnetwork.VirtualNetworkG
 // checkSubnetsFreeOfGateways refuses to delete a subnet that holds a
 // gateway's IP configuration (gone: lower-case subnet IDs).
 func checkSubnetsFreeOfGateways(tx *store.Txn, sub string, gone map[string]string) error {
-	rows, err := tx.ListResources(api.Key(sub), "", typeVNetGateways, "", 1<<30)
+	rows, err := tx.ListResources(api.Key(sub), "", TypeVNetGateways, "", 1<<30)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func notConnected(code, format string) func(*store.Txn, *store.ResourceRow) erro
 }
 
 var gatewayKind = topKind[armnetwork.VirtualNetworkGateway, *gatewayDoc]{
-	typ: typeVNetGateways, armType: armTypeVNetGateway, render: renderGateway, body: api.DecodeModel, stored: decodeGateway,
+	typ: TypeVNetGateways, armType: armTypeVNetGateway, render: renderGateway, body: api.DecodeModel, stored: decodeGateway,
 	meta:  func(g *armnetwork.VirtualNetworkGateway) (*string, map[string]*string) { return g.Location, g.Tags },
 	where: func(d *gatewayDoc) string { return api.Str(d.gw.Location) },
 }
@@ -202,7 +202,7 @@ type gatewayPut = topPut[armnetwork.VirtualNetworkGateway, *gatewayDoc]
 // a subnet named GatewaySubnet of a network in the gateway's location; one
 // gateway of each type per network; none in a network whose peering uses
 // a remote gateway.
-func (s *netProvider) buildGateway(p *gatewayPut) (*api.Response, error) {
+func (s *Provider) buildGateway(p *gatewayPut) (*api.Response, error) {
 	out, vnetID, err := gatewayProperties(p.tx, p.id, p.loc, p.in.Properties, p.cur)
 	if err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func (s *netProvider) buildGateway(p *gatewayPut) (*api.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.store(s, api.Str(d.gw.Etag), json.RawMessage(doc))
+	resp, err := p.Store(s, api.Str(d.gw.Etag), json.RawMessage(doc))
 	if err == nil {
 		if body, rerr := renderGateway(p.tx, &store.ResourceRow{Doc: doc}); rerr == nil {
 			resp.Body = body
@@ -267,7 +267,7 @@ func gatewayProperties(tx *store.Txn, id, loc string, in *armnetwork.VirtualNetw
 		if sn == nil {
 			return nil, "", api.InvalidReference(ref, id)
 		}
-		if !strings.EqualFold(api.Str(sn.Name), gatewaySubnetName) {
+		if !strings.EqualFold(api.Str(sn.Name), GatewaySubnetName) {
 			return nil, "", api.BadRequest("InvalidGatewaySubnet",
 				"Subnet %s referenced by virtual network gateway %s is not named GatewaySubnet: a gateway can only be deployed in the subnet GatewaySubnet.", ref, id)
 		}
@@ -337,9 +337,9 @@ func checkGatewayVNet(tx *store.Txn, id, vnetID string, typ armnetwork.VirtualNe
 	return nil
 }
 
-func (s *netProvider) postLearnedRoutes(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) postLearnedRoutes(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var id, loc string
-	err := s.readTop(ctx, q, typeVNetGateways, armTypeVNetGateway, func(tx *store.Txn, row *store.ResourceRow) error {
+	err := s.readTop(ctx, q, TypeVNetGateways, armTypeVNetGateway, func(tx *store.Txn, row *store.ResourceRow) error {
 		d, err := decodeGateway(row.Doc)
 		if err != nil {
 			return err
@@ -400,7 +400,7 @@ func learnedRoutesResult(tx *store.Txn, gatewayID string) (any, error) {
 	local := gatewayAddress(tx, g.subnetID)
 	value := []gatewayRoute{}
 	if v := ix.vnets[api.Key(g.vnetID)]; v != nil {
-		for _, p := range spaceOf(v.Properties.AddressSpace) {
+		for _, p := range SpaceOf(v.Properties.AddressSpace) {
 			value = append(value, gatewayRoute{LocalAddress: local, Network: p, SourcePeer: local, Origin: "Network", Weight: 32768})
 		}
 	}
@@ -432,7 +432,7 @@ const (
 )
 
 // parseLearned parses an advertisement's prefixes, for the routing model.
-func (b *bgpAdvertisement) parsed() []netip.Prefix {
+func (b *BgpAdvertisement) parsed() []netip.Prefix {
 	if b == nil {
 		return nil
 	}

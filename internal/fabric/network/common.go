@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
-// requireRG returns the resource group of a request: 404 when it does not
+// RequireRG returns the resource group of a request: 404 when it does not
 // exist, 409 for a write while it is being deleted.
-func requireRG(tx *store.Txn, sub, rg string, write bool) (*store.RGRow, error) {
+func RequireRG(tx *store.Txn, sub, rg string, write bool) (*store.RGRow, error) {
 	row, err := tx.GetRG(sub, rg)
 	if err != nil {
 		return nil, err
@@ -38,13 +38,13 @@ func newRow(rg *store.RGRow, typ, name string) *store.ResourceRow {
 // listTop lists top-level resources of a type, in a group (rg != "") or
 // the whole subscription, one page at a time; the skip token is the sort
 // key of the last item served.
-func (s *netProvider) listTop(ctx context.Context, q *api.Request, typ string, render renderFunc) (*api.Response, error) {
+func (s *Provider) listTop(ctx context.Context, q *api.Request, typ string, render renderFunc) (*api.Response, error) {
 	sub := q.Segs[1]
 	rgKey := ""
 	page := api.ListPage{Value: []json.RawMessage{}}
-	err := s.view(ctx, func(tx *store.Txn) error {
+	err := s.View(ctx, func(tx *store.Txn) error {
 		if len(q.Segs) > 3 && len(q.Segs) >= 7 {
-			rg, err := requireRG(tx, sub, q.Segs[3], false)
+			rg, err := RequireRG(tx, sub, q.Segs[3], false)
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ func (s *netProvider) listTop(ctx context.Context, q *api.Request, typ string, r
 
 // pageChildren cuts a page out of a list of children; the skip token is
 // the offset of the next item.
-func (s *netProvider) pageChildren(q *api.Request, items []json.RawMessage) api.ListPage {
+func (s *Provider) pageChildren(q *api.Request, items []json.RawMessage) api.ListPage {
 	off, _ := strconv.Atoi(q.Query.Get("$skiptoken"))
 	if off < 0 || off > len(items) {
 		off = len(items)

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -52,7 +52,7 @@ type watcherPut = topPut[armnetwork.Watcher, *armnetwork.Watcher]
 
 // buildWatcher stores the network watcher of a PUT. It is synchronous in
 // Azure (WatchersClient.CreateOrUpdate is not a poller).
-func (s *netProvider) buildWatcher(p *watcherPut) (*api.Response, error) {
+func (s *Provider) buildWatcher(p *watcherPut) (*api.Response, error) {
 	etag := api.NewEtag()
 	w := &armnetwork.Watcher{
 		ID: api.Ptr(p.id), Name: api.Ptr(armid.Name(p.id)), Type: api.Ptr(armTypeWatcher), Location: api.Ptr(p.loc), Tags: api.TagsOf(p.in.Tags), Etag: api.Ptr(etag),
@@ -64,7 +64,7 @@ func (s *netProvider) buildWatcher(p *watcherPut) (*api.Response, error) {
 	}
 	row := p.stored()
 	row.Doc, row.Etag = doc, etag
-	if err := s.storeRow(p.tx, row); err != nil {
+	if err := s.StoreRow(p.tx, row); err != nil {
 		return nil, err
 	}
 	status := http.StatusOK
@@ -77,7 +77,7 @@ func (s *netProvider) buildWatcher(p *watcherPut) (*api.Response, error) {
 // startAction records the long-running operation of a POST whose answer
 // is computed when it is fetched. The operation is not tied to the
 // resource (ResourceKey is its own), so it never blocks a write.
-func (s *netProvider) startAction(ctx context.Context, q *api.Request, action, resourceID, location string, params []byte) (*api.Response, error) {
+func (s *Provider) startAction(ctx context.Context, q *api.Request, action, resourceID, location string, params []byte) (*api.Response, error) {
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		if err := s.settleTx(tx); err != nil {
@@ -95,9 +95,9 @@ func (s *netProvider) startAction(ctx context.Context, q *api.Request, action, r
 }
 
 // actionResult is the answer of a finished action, from the state now.
-func (s *netProvider) actionResult(ctx context.Context, o *store.Operation) (*api.Response, error) {
+func (s *Provider) actionResult(ctx context.Context, o *store.Operation) (*api.Response, error) {
 	var body any
-	err := s.view(ctx, func(tx *store.Txn) error {
+	err := s.View(ctx, func(tx *store.Txn) error {
 		var err error
 		switch o.ChildName {
 		case actionEffectiveRoutes:
@@ -117,9 +117,9 @@ func (s *netProvider) actionResult(ctx context.Context, o *store.Operation) (*ap
 	return &api.Response{Status: http.StatusOK, Body: body}, nil
 }
 
-func (s *netProvider) postEffectiveRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) postEffectiveRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var nicID, loc string
-	err := s.readTop(ctx, q, typeNetworkInterfaces, armTypeNetworkIface, func(tx *store.Txn, row *store.ResourceRow) error {
+	err := s.readTop(ctx, q, TypeNetworkInterfaces, armTypeNetworkIface, func(tx *store.Txn, row *store.ResourceRow) error {
 		n, err := decodeNIC(row.Doc)
 		if err != nil {
 			return err
@@ -133,7 +133,7 @@ func (s *netProvider) postEffectiveRouteTable(ctx context.Context, q *api.Reques
 	return s.startAction(ctx, q, actionEffectiveRoutes, nicID, loc, nil)
 }
 
-func (s *netProvider) postNextHop(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) postNextHop(ctx context.Context, q *api.Request) (*api.Response, error) {
 	var in armnetwork.NextHopParameters
 	if err := api.DecodeModel(q.Body, &in); err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func targetNIC(tx *store.Txn, sub, target, nicTarget string) (*armnetwork.Interf
 	if want == "" {
 		want = target
 	}
-	if _, ok := api.ParseTopID(want, typeNetworkInterfaces); ok {
+	if _, ok := api.ParseTopID(want, TypeNetworkInterfaces); ok {
 		return getDoc(tx, want, decodeNIC, "Resource "+want+" not found.")
 	}
 	nics, err := allNICs(tx, sub)
@@ -255,7 +255,7 @@ func routingOfNIC(tx *store.Txn, nicID string) (*nicRouting, error) {
 	if err != nil || trow == nil {
 		return out, err
 	}
-	t, err := decodeTable(trow.Doc)
+	t, err := DecodeTable(trow.Doc)
 	if err != nil {
 		return nil, err
 	}

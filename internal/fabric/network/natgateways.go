@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 // deleted. Public IP addresses and prefixes are kept as sent, unchecked.
 
 const (
-	typeNatGateways   = "natGateways"
+	TypeNatGateways   = "natGateways"
 	armTypeNatGateway = "Microsoft.Network/natGateways"
 )
 
@@ -59,7 +59,7 @@ func decodeNatGateway(doc []byte) (*natGatewayDoc, error) {
 }
 
 func settleNatGateway(g *natGatewayDoc, _, etag string) {
-	g.Properties.ProvisioningState = stateSucceeded
+	g.Properties.ProvisioningState = StateSucceeded
 	if etag != "" {
 		g.Etag, g.Properties.ProvisioningState = etag, stateFailed
 	}
@@ -136,7 +136,7 @@ type natGatewayIn struct {
 }
 
 var natGatewayKind = topKind[natGatewayIn, *natGatewayDoc]{
-	typ: typeNatGateways, armType: armTypeNatGateway, render: renderNatGateway, body: api.DecodeObject, stored: decodeNatGateway,
+	typ: TypeNatGateways, armType: armTypeNatGateway, render: renderNatGateway, body: api.DecodeObject, stored: decodeNatGateway,
 	meta:  func(in *natGatewayIn) (*string, map[string]*string) { return in.Location, in.Tags },
 	where: func(g *natGatewayDoc) string { return g.Location },
 }
@@ -145,13 +145,13 @@ type natGatewayPut = topPut[natGatewayIn, *natGatewayDoc]
 
 // buildNatGateway makes the NAT gateway a PUT stores, with Azure's
 // defaults (sku Standard, idle timeout 4 minutes).
-func (s *netProvider) buildNatGateway(p *natGatewayPut) (*api.Response, error) {
+func (s *Provider) buildNatGateway(p *natGatewayPut) (*api.Response, error) {
 	in, cur, id, name := &p.in, p.cur, p.id, p.t.Name
 	guid := uuid.NewString()
 	if cur != nil {
 		guid = cur.Properties.ResourceGUID
 	}
-	g := &natGatewayDoc{ID: id, Name: armid.Name(id), Type: armTypeNatGateway, Location: p.loc, Tags: plainTags(in.Tags),
+	g := &natGatewayDoc{ID: id, Name: armid.Name(id), Type: armTypeNatGateway, Location: p.loc, Tags: PlainTags(in.Tags),
 		Sku: &natSku{Name: "Standard"}, Zones: in.Zones,
 		Properties: natGatewayProps{IdleTimeoutInMinutes: 4, ProvisioningState: stateUpdating, ResourceGUID: guid,
 			PublicIPAddresses: []idRef{}, PublicIPPrefixes: []idRef{}}}
@@ -176,17 +176,17 @@ func (s *netProvider) buildNatGateway(p *natGatewayPut) (*api.Response, error) {
 			g.Properties.PublicIPPrefixes = props.PublicIPPrefixes
 		}
 	}
-	if cur != nil && cur.Properties.ProvisioningState == stateSucceeded {
+	if cur != nil && cur.Properties.ProvisioningState == StateSucceeded {
 		g.Etag = cur.Etag
 		same := *g
-		same.Properties.ProvisioningState = stateSucceeded
+		same.Properties.ProvisioningState = StateSucceeded
 		if api.SameContent(p.row.Doc, &same) {
 			b, err := renderNatGateway(p.tx, p.row)
 			return api.Unchanged(b, p.row.Etag), err
 		}
 	}
 	g.Etag = api.NewEtag()
-	return p.store(s, g.Etag, g)
+	return p.Store(s, g.Etag, g)
 }
 
 // resolveNatGateway checks a subnet's natGateway.id: a NAT gateway that

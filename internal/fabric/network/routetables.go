@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func tableWithSubnets(tx *store.Txn, tableKey string, doc []byte) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	t, err := decodeTable(doc)
+	t, err := DecodeTable(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func tableWithSubnets(tx *store.Txn, tableKey string, doc []byte) ([]byte, error
 // carries its subnets list (kept by storeRow), so a GET is a copy.
 func renderTable(_ *store.Txn, row *store.ResourceRow) (json.RawMessage, error) { return row.Doc, nil }
 
-func (s *netProvider) getRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) getRouteTable(ctx context.Context, q *api.Request) (*api.Response, error) {
 	resp, err := s.getTop(ctx, q, api.TypeRouteTables, api.ArmTypeRouteTable, renderTable)
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func (s *netProvider) getRouteTable(ctx context.Context, q *api.Request) (*api.R
 	// The intruder strikes after the answer is computed and before it is
 	// sent: the client holds an etag that is already stale.
 	t := q.Target()
-	s.faults.maybeIntrude(ctx, api.Key(api.ResourceID(t.Sub, t.RG, api.TypeRouteTables, t.Name)))
+	s.faults.MaybeIntrude(ctx, api.Key(api.ResourceID(t.Sub, t.RG, api.TypeRouteTables, t.Name)))
 	return resp, nil
 }
 
@@ -51,7 +51,7 @@ func (s *netProvider) getRouteTable(ctx context.Context, q *api.Request) (*api.R
 // documents (tabledoc.go), which encoding/json decodes without regard to
 // the case of property names.
 var tableKind = topKind[tableIn, *tableDoc]{
-	typ: api.TypeRouteTables, armType: api.ArmTypeRouteTable, render: renderTable, body: api.DecodeObject, stored: decodeTable,
+	typ: api.TypeRouteTables, armType: api.ArmTypeRouteTable, render: renderTable, body: api.DecodeObject, stored: DecodeTable,
 	meta:  func(in *tableIn) (*string, map[string]*string) { return in.Location, in.Tags },
 	where: func(t *tableDoc) string { return t.Location },
 }
@@ -59,14 +59,14 @@ var tableKind = topKind[tableIn, *tableDoc]{
 type tablePut = topPut[tableIn, *tableDoc]
 
 // buildTable makes the route table a PUT stores, with its inline routes.
-func (s *netProvider) buildTable(p *tablePut) (*api.Response, error) {
+func (s *Provider) buildTable(p *tablePut) (*api.Response, error) {
 	in, cur, id := p.in, p.cur, p.id
 	etag := api.NewEtag()
 	out := &tableDoc{
-		ID: id, Name: armid.Name(id), Type: api.ArmTypeRouteTable, Location: p.loc, Tags: plainTags(in.Tags), Etag: etag,
-		Properties: tableProps{ProvisioningState: stateUpdating, ResourceGUID: uuid.NewString(), Routes: []*routeDoc{}},
+		ID: id, Name: armid.Name(id), Type: api.ArmTypeRouteTable, Location: p.loc, Tags: PlainTags(in.Tags), Etag: etag,
+		Properties: tableProps{ProvisioningState: stateUpdating, ResourceGUID: uuid.NewString(), Routes: []*RouteDoc{}},
 	}
-	var curRoutes []*routeDoc
+	var curRoutes []*RouteDoc
 	if cur != nil {
 		out.Properties.ResourceGUID = cur.Properties.ResourceGUID
 		curRoutes = cur.Properties.Routes
@@ -96,14 +96,14 @@ func (s *netProvider) buildTable(p *tablePut) (*api.Response, error) {
 	if err := s.checkRoutes(id, out.Properties.Routes); err != nil {
 		return nil, err
 	}
-	if cur != nil && cur.Properties.ProvisioningState == stateSucceeded && sameTable(cur, out) {
+	if cur != nil && cur.Properties.ProvisioningState == StateSucceeded && sameTable(cur, out) {
 		return api.Unchanged(json.RawMessage(p.row.Doc), p.row.Etag), nil
 	}
-	return p.store(s, etag, out)
+	return p.Store(s, etag, out)
 }
 
-// plainTags is the SDK's tags as plain strings (a nil value becomes "").
-func plainTags(in map[string]*string) map[string]string {
+// PlainTags is the SDK's tags as plain strings (a nil value becomes "").
+func PlainTags(in map[string]*string) map[string]string {
 	if in == nil {
 		return nil
 	}
@@ -116,7 +116,7 @@ func plainTags(in map[string]*string) map[string]string {
 
 // buildRoute validates a route as a client sent it and returns it as the
 // table will hold it. An unchanged route keeps its etag and state.
-func buildRoute(tableID, name string, p *routePropsIn, prev *routeDoc, etag string) (*routeDoc, error) {
+func buildRoute(tableID, name string, p *routePropsIn, prev *RouteDoc, etag string) (*RouteDoc, error) {
 	if p == nil {
 		return nil, api.InvalidFormat("Route %s has no properties.", name)
 	}
@@ -141,15 +141,15 @@ func buildRoute(tableID, name string, p *routePropsIn, prev *routeDoc, etag stri
 	if p.NextHopType == nil {
 		return nil, api.InvalidFormat("Route %s has no nextHopType.", name)
 	}
-	hop, ok := canonicalHop(*p.NextHopType)
+	hop, ok := CanonicalHop(*p.NextHopType)
 	if !ok {
 		return nil, api.InvalidFormat("Route %s has an unknown nextHopType %q; it must be one of VirtualNetworkGateway, VnetLocal, Internet, VirtualAppliance, None.",
 			name, *p.NextHopType)
 	}
 	ip := strings.TrimSpace(api.Str(p.NextHopIPAddress))
-	out := &routeDoc{
+	out := &RouteDoc{
 		ID: api.ChildID(tableID, api.ChildRoutes, name), Name: name, Type: api.ArmTypeRoute, Etag: etag,
-		Properties: routeProps{ProvisioningState: stateUpdating, AddressPrefix: prefix, NextHopType: string(hop)},
+		Properties: RouteProps{ProvisioningState: stateUpdating, AddressPrefix: prefix, NextHopType: string(hop)},
 	}
 	if hop == armnetwork.RouteNextHopTypeVirtualAppliance {
 		if ip == "" {
@@ -172,11 +172,11 @@ func buildRoute(tableID, name string, p *routePropsIn, prev *routeDoc, etag stri
 	return out, nil
 }
 
-func sameRoute(a, b routeProps) bool {
+func sameRoute(a, b RouteProps) bool {
 	return a.AddressPrefix == b.AddressPrefix && a.NextHopType == b.NextHopType && a.NextHopIPAddress == b.NextHopIPAddress
 }
 
-func canonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
+func CanonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
 	for _, h := range armnetwork.PossibleRouteNextHopTypeValues() {
 		if strings.EqualFold(string(h), s) {
 			return h, true
@@ -187,14 +187,14 @@ func canonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
 
 // checkRoutes applies the whole-table rules: no two routes with the same
 // address prefix (RouteConflict) and no more routes than the limit.
-func (s *netProvider) checkRoutes(tableID string, routes []*routeDoc) error {
+func (s *Provider) checkRoutes(tableID string, routes []*RouteDoc) error {
 	if len(routes) > s.routeLimit {
 		return api.BadRequest("RouteTableRouteLimitExceeded",
 			"Route table %s has %d routes, more than the limit of %d routes per route table.", tableID, len(routes), s.routeLimit)
 	}
 	seen := make(map[string]string, len(routes))
 	for _, r := range routes {
-		k := prefixKey(r.Properties.AddressPrefix)
+		k := PrefixKey(r.Properties.AddressPrefix)
 		if first, ok := seen[k]; ok {
 			return api.BadRequest("RouteConflict",
 				"Route: %s conflicts with Route: %s. Routes cannot have the same AddressPrefix.", r.Name, first)
@@ -204,9 +204,9 @@ func (s *netProvider) checkRoutes(tableID string, routes []*routeDoc) error {
 	return nil
 }
 
-// prefixKey is the identity of an address prefix for RouteConflict: the
+// PrefixKey is the identity of an address prefix for RouteConflict: the
 // parsed prefix for a CIDR, the lower-cased tag for a service tag.
-func prefixKey(s string) string {
+func PrefixKey(s string) string {
 	if p, err := netip.ParsePrefix(s); err == nil {
 		return p.Masked().String()
 	}
@@ -235,32 +235,32 @@ func checkTableNotInUse(tx *store.Txn, row *store.ResourceRow) error {
 
 // tableParent is the route table as the parent of its routes.
 var tableParent = parentKind[*tableDoc]{
-	typ: api.TypeRouteTables, armType: api.ArmTypeRouteTable, decode: decodeTable,
+	typ: api.TypeRouteTables, armType: api.ArmTypeRouteTable, decode: DecodeTable,
 	location:  func(t *tableDoc) string { return t.Location },
-	succeeded: func(t *tableDoc) bool { return t.Properties.ProvisioningState == stateSucceeded },
+	succeeded: func(t *tableDoc) bool { return t.Properties.ProvisioningState == StateSucceeded },
 	updating:  func(t *tableDoc, etag string) { t.Etag, t.Properties.ProvisioningState = etag, stateUpdating },
 }
 
-var routeKind = childKind[*tableDoc, *routeDoc]{
+var routeKind = childKind[*tableDoc, *RouteDoc]{
 	parent: &tableParent, child: api.ChildRoutes,
-	items:    func(t *tableDoc) *[]*routeDoc { return &t.Properties.Routes },
-	name:     func(r *routeDoc) string { return r.Name },
-	id:       func(r *routeDoc) string { return r.ID },
-	etag:     func(r *routeDoc) string { return r.Etag },
-	setEtag:  func(r *routeDoc, etag string) { r.Etag = etag },
-	deleting: func(r *routeDoc) { r.Properties.ProvisioningState = stateDeleting },
+	items:    func(t *tableDoc) *[]*RouteDoc { return &t.Properties.Routes },
+	name:     func(r *RouteDoc) string { return r.Name },
+	id:       func(r *RouteDoc) string { return r.ID },
+	etag:     func(r *RouteDoc) string { return r.Etag },
+	setEtag:  func(r *RouteDoc, etag string) { r.Etag = etag },
+	deleting: func(r *RouteDoc) { r.Properties.ProvisioningState = stateDeleting },
 }
 
-type routePut = childPut[routeIn, *tableDoc, *routeDoc]
+type routePut = childPut[routeIn, *tableDoc, *RouteDoc]
 
-func (s *netProvider) putRoute(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) putRoute(ctx context.Context, q *api.Request) (*api.Response, error) {
 	return s.put(ctx, q, &routePut{
 		kind: &routeKind, body: api.DecodeObject,
-		build: func(p *routePut) (*routeDoc, error) {
+		build: func(p *routePut) (*RouteDoc, error) {
 			return buildRoute(p.row.ID, p.t.ChildName, p.in.Properties, p.prev, p.etag)
 		},
-		same:  func(prev, next *routeDoc) bool { return sameRoute(prev.Properties, next.Properties) },
-		check: func(p *routePut, routes []*routeDoc) error { return s.checkRoutes(p.row.ID, routes) },
+		same:  func(prev, next *RouteDoc) bool { return sameRoute(prev.Properties, next.Properties) },
+		check: func(p *routePut, routes []*RouteDoc) error { return s.checkRoutes(p.row.ID, routes) },
 	})
 }
 

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // neither directly nor by a virtual network PUT that omits it.
 
 const (
-	typeNetworkInterfaces  = "networkInterfaces"
+	TypeNetworkInterfaces  = "networkInterfaces"
 	armTypeNetworkIface    = "Microsoft.Network/networkInterfaces"
 	armTypeIPConfiguration = "Microsoft.Network/networkInterfaces/ipConfigurations"
 	childIPConfigurations  = "ipConfigurations"
@@ -43,14 +43,14 @@ func settleNIC(n *armnetwork.Interface, _, etag string) {
 	}
 }
 
-var nicKind = modelKind(typeNetworkInterfaces, armTypeNetworkIface, decodeNIC, renderPlain,
+var nicKind = modelKind(TypeNetworkInterfaces, armTypeNetworkIface, decodeNIC, renderPlain,
 	func(n *armnetwork.Interface) (*string, map[string]*string) { return n.Location, n.Tags })
 
 type nicPut = topPut[armnetwork.Interface, *armnetwork.Interface]
 
 // buildNIC makes the network interface a PUT stores: its IP
 // configurations, each in an existing subnet, one of them primary.
-func (s *netProvider) buildNIC(p *nicPut) (*api.Response, error) {
+func (s *Provider) buildNIC(p *nicPut) (*api.Response, error) {
 	in, cur, id := &p.in, p.cur, p.id
 	props := in.Properties
 	if props == nil || len(props.IPConfigurations) == 0 {
@@ -103,12 +103,12 @@ func (s *netProvider) buildNIC(p *nicPut) (*api.Response, error) {
 		ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(armTypeNetworkIface), Location: api.Ptr(p.loc),
 		Tags: api.TagsOf(in.Tags), Etag: api.Ptr(etag), Properties: &out,
 	}
-	return p.store(s, etag, nic)
+	return p.Store(s, etag, nic)
 }
 
 // buildIPConfig checks one IP configuration: the subnet must exist and
 // hold the static private IP.
-func (s *netProvider) buildIPConfig(tx *store.Txn, nicID, name string, i int, in *armnetwork.InterfaceIPConfigurationPropertiesFormat, etag string) (*armnetwork.InterfaceIPConfiguration, error) {
+func (s *Provider) buildIPConfig(tx *store.Txn, nicID, name string, i int, in *armnetwork.InterfaceIPConfigurationPropertiesFormat, etag string) (*armnetwork.InterfaceIPConfiguration, error) {
 	field := fmt.Sprintf("properties.ipConfigurations[%d]", i)
 	if in == nil || in.Subnet == nil || api.Str(in.Subnet.ID) == "" {
 		return nil, api.BadRequest("IpConfigurationSubnetMissing", "%s (%s) of network interface %s has no subnet.", field, name, nicID)
@@ -189,7 +189,7 @@ func lookupSubnet(tx *store.Txn, subnetID string) (*armnetwork.Subnet, []netip.P
 
 // allNICs returns every network interface of a subscription.
 func allNICs(tx *store.Txn, sub string) ([]*armnetwork.Interface, error) {
-	rows, err := tx.ListResources(api.Key(sub), "", typeNetworkInterfaces, "", 1<<30)
+	rows, err := tx.ListResources(api.Key(sub), "", TypeNetworkInterfaces, "", 1<<30)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func allNICs(tx *store.Txn, sub string) ([]*armnetwork.Interface, error) {
 // checkNICAddresses refuses a private IP another NIC already holds in the
 // same subnet (Azure's PrivateIPAddressInUse).
 func checkNICAddresses(tx *store.Txn, nicID string, cfgs []*armnetwork.InterfaceIPConfiguration) error {
-	a, _ := api.ParseTopID(nicID, typeNetworkInterfaces)
+	a, _ := api.ParseTopID(nicID, TypeNetworkInterfaces)
 	nics, err := allNICs(tx, a.Sub)
 	if err != nil {
 		return err

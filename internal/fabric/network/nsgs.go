@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"encoding/json"
@@ -18,8 +18,8 @@ import (
 // subnet uses cannot be deleted. The rules are stored, not enforced.
 
 const (
-	typeNetworkSecurityGroups  = "networkSecurityGroups"
-	armTypeNSG                 = "Microsoft.Network/networkSecurityGroups"
+	TypeNetworkSecurityGroups  = "networkSecurityGroups"
+	ARMTypeNSG                 = "Microsoft.Network/networkSecurityGroups"
 	armTypeSecurityRule        = "Microsoft.Network/networkSecurityGroups/securityRules"
 	armTypeDefaultSecurityRule = "Microsoft.Network/networkSecurityGroups/defaultSecurityRules"
 	childSecurityRules         = "securityRules"
@@ -97,12 +97,12 @@ func subnetsUsingNSG(tx *store.Txn, subKey, nsgKey string) ([]string, error) {
 // Azure. A reference to an NSG the fabric does not hold is kept as sent,
 // with a warning: Azure would refuse it (InvalidResourceReference), but
 // tests of other packages use such stand-in IDs (docs/fabric.md).
-func (s *netProvider) resolveNSG(tx *store.Txn, ref, vnetID, subnetID, loc string) (*armnetwork.SecurityGroup, error) {
+func (s *Provider) resolveNSG(tx *store.Txn, ref, vnetID, subnetID, loc string) (*armnetwork.SecurityGroup, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return nil, nil
 	}
-	a, ok := api.ParseTopID(ref, typeNetworkSecurityGroups)
+	a, ok := api.ParseTopID(ref, TypeNetworkSecurityGroups)
 	if !ok {
 		return nil, api.BadRequest("LinkedInvalidPropertyId",
 			"Property id '%s' at path 'properties.networkSecurityGroup.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", ref)
@@ -144,14 +144,14 @@ func checkNSGNotInUse(tx *store.Txn, row *store.ResourceRow) error {
 	return nil
 }
 
-var nsgKind = modelKind(typeNetworkSecurityGroups, armTypeNSG, decodeNSG, renderNSG,
+var nsgKind = modelKind(TypeNetworkSecurityGroups, ARMTypeNSG, decodeNSG, renderNSG,
 	func(g *armnetwork.SecurityGroup) (*string, map[string]*string) { return g.Location, g.Tags })
 
 type nsgPut = topPut[armnetwork.SecurityGroup, *armnetwork.SecurityGroup]
 
 // buildNSG makes the NSG a PUT stores: its inline rules, and the default
 // rules it got when it was created.
-func (s *netProvider) buildNSG(p *nsgPut) (*api.Response, error) {
+func (s *Provider) buildNSG(p *nsgPut) (*api.Response, error) {
 	in, cur, id := &p.in, p.cur, p.id
 	etag := api.NewEtag()
 	out := armnetwork.SecurityGroupPropertiesFormat{
@@ -174,7 +174,7 @@ func (s *netProvider) buildNSG(p *nsgPut) (*api.Response, error) {
 		return nil, err
 	}
 	g := &armnetwork.SecurityGroup{
-		ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(armTypeNSG), Location: api.Ptr(p.loc),
+		ID: api.Ptr(id), Name: api.Ptr(armid.Name(id)), Type: api.Ptr(ARMTypeNSG), Location: api.Ptr(p.loc),
 		Tags: api.TagsOf(in.Tags), Properties: &out,
 	}
 	if cur != nil && succeeded(cur.Properties.ProvisioningState) && api.SameContent(p.row.Doc, g) {
@@ -182,7 +182,7 @@ func (s *netProvider) buildNSG(p *nsgPut) (*api.Response, error) {
 		return api.Unchanged(body, p.row.Etag), err
 	}
 	g.Etag = api.Ptr(etag)
-	resp, err := p.store(s, etag, g)
+	resp, err := p.Store(s, etag, g)
 	if err == nil && resp.Body != nil {
 		resp.Body, err = renderNSG(p.tx, p.stored())
 	}

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"encoding/json"
@@ -10,23 +10,23 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
-// serveBGP serves /_fabric/bgp?gateway=<gateway ID>: what the on-premises
+// ServeBGP serves /_fabric/bgp?gateway=<gateway ID>: what the on-premises
 // BGP peer of a gateway advertises. It is not an ARM property (in Azure it
 // comes from the routers of the site or the ExpressRoute circuit), so the
 // fabric takes it here: PUT {"prefixes": [...], "asn": 65020,
 // "peerAddress": "169.254.21.1"} (asn and peerAddress optional), GET
 // returns it. The gateway's getLearnedRoutes and the routes of its
 // network's subnets follow it.
-func (s *netProvider) serveBGP(w http.ResponseWriter, r *http.Request) {
+func (s *Provider) ServeBGP(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) { api.WriteControlJSON(w, status, v) }
 	fail := func(status int, code, msg string) { api.FailControl(w, status, code, msg) }
 	id := r.URL.Query().Get("gateway")
-	gw, ok := api.ParseTopID(id, typeVNetGateways)
+	gw, ok := api.ParseTopID(id, TypeVNetGateways)
 	if !ok {
 		fail(http.StatusBadRequest, "InvalidGateway", "give ?gateway=<the ID of a virtual network gateway>")
 		return
 	}
-	var in bgpAdvertisement
+	var in BgpAdvertisement
 	switch r.Method {
 	case http.MethodGet:
 	case http.MethodPut:
@@ -55,11 +55,11 @@ func (s *netProvider) serveBGP(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusMethodNotAllowed, "HttpMethodNotSupported", "use GET or PUT")
 		return
 	}
-	var out *bgpAdvertisement
+	var out *BgpAdvertisement
 	notFound := false
 	err := s.store.Write(r.Context(), func(tx *store.Txn) error {
 		row, err := tx.GetResource(api.Key(gw.ParentID()))
-		if err != nil || row == nil || row.Type != typeVNetGateways {
+		if err != nil || row == nil || row.Type != TypeVNetGateways {
 			notFound = row == nil
 			return err
 		}
@@ -79,7 +79,7 @@ func (s *netProvider) serveBGP(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		out = d.bgp
-		return s.storeRow(tx, row) // the gateway's etag stays: ARM's view of it did not change
+		return s.StoreRow(tx, row) // the gateway's etag stays: ARM's view of it did not change
 	})
 	switch {
 	case err != nil:
@@ -87,7 +87,7 @@ func (s *netProvider) serveBGP(w http.ResponseWriter, r *http.Request) {
 	case notFound:
 		fail(http.StatusNotFound, "NotFound", "no virtual network gateway "+id)
 	case out == nil:
-		reply(http.StatusOK, bgpAdvertisement{Prefixes: []string{}})
+		reply(http.StatusOK, BgpAdvertisement{Prefixes: []string{}})
 	default:
 		reply(http.StatusOK, out)
 	}

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ type docKind struct {
 }
 
 var docKinds = map[string]docKind{
-	api.TypeRouteTables: modelDoc(decodeTable, settleTable, func(t *tableDoc) string {
+	api.TypeRouteTables: modelDoc(DecodeTable, settleTable, func(t *tableDoc) string {
 		t.Properties.ProvisioningState = stateDeleting
 		return t.Location
 	}),
@@ -30,11 +30,11 @@ var docKinds = map[string]docKind{
 		v.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
 		return api.Str(v.Location)
 	}),
-	typeNetworkSecurityGroups: modelDoc(decodeNSG, settleNSG, func(g *armnetwork.SecurityGroup) string {
+	TypeNetworkSecurityGroups: modelDoc(decodeNSG, settleNSG, func(g *armnetwork.SecurityGroup) string {
 		g.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
 		return api.Str(g.Location)
 	}),
-	typeNetworkInterfaces: modelDoc(decodeNIC, settleNIC, func(n *armnetwork.Interface) string {
+	TypeNetworkInterfaces: modelDoc(decodeNIC, settleNIC, func(n *armnetwork.Interface) string {
 		n.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
 		return api.Str(n.Location)
 	}),
@@ -42,14 +42,14 @@ var docKinds = map[string]docKind{
 		w.Properties.ProvisioningState = api.Ptr(armnetwork.ProvisioningStateDeleting)
 		return api.Str(w.Location)
 	}),
-	typeNatGateways: modelDoc(decodeNatGateway, settleNatGateway, func(g *natGatewayDoc) string {
+	TypeNatGateways: modelDoc(decodeNatGateway, settleNatGateway, func(g *natGatewayDoc) string {
 		g.Properties.ProvisioningState = stateDeleting
 		return g.Location
 	}),
 	// Kept as plain ARM documents (no decoding into an SDK model).
-	typeVNetGateways:  {settle: settleGeneric, deleting: deletingGeneric},
-	typeLocalGateways: {settle: settleGeneric, deleting: deletingGeneric},
-	typeConnections:   {settle: settleGeneric, deleting: deletingGeneric},
+	TypeVNetGateways:  {settle: settleGeneric, deleting: deletingGeneric},
+	TypeLocalGateways: {settle: settleGeneric, deleting: deletingGeneric},
+	TypeConnections:   {settle: settleGeneric, deleting: deletingGeneric},
 }
 
 // settleState settles the provisioning state and etag of a top-level SDK

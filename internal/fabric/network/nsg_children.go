@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // nsgParent is the NSG as the parent of its rules.
 var nsgParent = parentKind[*armnetwork.SecurityGroup]{
-	typ: typeNetworkSecurityGroups, armType: armTypeNSG, decode: decodeNSG,
+	typ: TypeNetworkSecurityGroups, armType: ARMTypeNSG, decode: decodeNSG,
 	location:  func(g *armnetwork.SecurityGroup) string { return api.Str(g.Location) },
 	succeeded: func(g *armnetwork.SecurityGroup) bool { return succeeded(g.Properties.ProvisioningState) },
 	updating: func(g *armnetwork.SecurityGroup, etag string) {
@@ -47,7 +47,7 @@ func ruleKind(child string, items func(*armnetwork.SecurityGroup) *[]*armnetwork
 
 type rulePut = childPut[armnetwork.SecurityRule, *armnetwork.SecurityGroup, *armnetwork.SecurityRule]
 
-func (s *netProvider) putSecurityRule(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) putSecurityRule(ctx context.Context, q *api.Request) (*api.Response, error) {
 	return s.put(ctx, q, &rulePut{
 		kind: &securityRuleKind, body: api.DecodeModel,
 		build: func(p *rulePut) (*armnetwork.SecurityRule, error) {

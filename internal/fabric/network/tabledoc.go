@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"encoding/json"
@@ -25,19 +25,19 @@ type tableProps struct {
 	ProvisioningState          string      `json:"provisioningState"`
 	ResourceGUID               string      `json:"resourceGuid"`
 	DisableBgpRoutePropagation bool        `json:"disableBgpRoutePropagation"`
-	Routes                     []*routeDoc `json:"routes"`
+	Routes                     []*RouteDoc `json:"routes"`
 	Subnets                    []idRef     `json:"subnets,omitempty"`
 }
 
-type routeDoc struct {
+type RouteDoc struct {
 	ID         string     `json:"id"`
 	Name       string     `json:"name"`
 	Type       string     `json:"type"`
 	Etag       string     `json:"etag"`
-	Properties routeProps `json:"properties"`
+	Properties RouteProps `json:"properties"`
 }
 
-type routeProps struct {
+type RouteProps struct {
 	ProvisioningState string `json:"provisioningState"`
 	AddressPrefix     string `json:"addressPrefix"`
 	NextHopType       string `json:"nextHopType"`
@@ -71,13 +71,13 @@ type routePropsIn struct {
 	NextHopIPAddress *string `json:"nextHopIpAddress"`
 }
 
-func decodeTable(doc []byte) (*tableDoc, error) {
+func DecodeTable(doc []byte) (*tableDoc, error) {
 	var t tableDoc
 	if err := json.Unmarshal(doc, &t); err != nil {
 		return nil, fmt.Errorf("decoding stored route table: %w", err)
 	}
 	if t.Properties.Routes == nil {
-		t.Properties.Routes = []*routeDoc{}
+		t.Properties.Routes = []*RouteDoc{}
 	}
 	return &t, nil
 }
@@ -89,19 +89,19 @@ func settleTable(t *tableDoc, removeChild, etag string) {
 		t.Properties.ProvisioningState = stateFailed
 		return
 	}
-	t.Properties.ProvisioningState = stateSucceeded
+	t.Properties.ProvisioningState = StateSucceeded
 	routes := t.Properties.Routes[:0]
 	for _, r := range t.Properties.Routes {
 		if removeChild != "" && strings.EqualFold(r.Name, removeChild) {
 			continue
 		}
-		r.Properties.ProvisioningState = stateSucceeded
+		r.Properties.ProvisioningState = StateSucceeded
 		routes = append(routes, r)
 	}
 	t.Properties.Routes = routes
 }
 
-func findRoute(routes []*routeDoc, name string) *routeDoc {
+func findRoute(routes []*RouteDoc, name string) *RouteDoc {
 	for _, r := range routes {
 		if strings.EqualFold(r.Name, name) {
 			return r
@@ -112,7 +112,7 @@ func findRoute(routes []*routeDoc, name string) *routeDoc {
 
 // Provisioning states.
 const (
-	stateSucceeded = "Succeeded"
+	StateSucceeded = "Succeeded"
 	stateUpdating  = "Updating"
 	stateDeleting  = "Deleting"
 	stateFailed    = "Failed"

@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -36,7 +36,7 @@ const opRetention = time.Hour
 // newOp starts an operation on a resource. Its outcome is decided now (a
 // share of operations fail when fault injection says so) and takes effect
 // when it ends; prev is the resource before the write, nil for a create.
-func (s *netProvider) newOp(kind, sub, location, resourceKey, resourceID, child string, prev []byte) *store.Operation {
+func (s *Provider) newOp(kind, sub, location, resourceKey, resourceID, child string, prev []byte) *store.Operation {
 	now := s.now()
 	o := &store.Operation{
 		ID: uuid.NewString(), Sub: sub, Location: location, Kind: kind,
@@ -44,7 +44,7 @@ func (s *netProvider) newOp(kind, sub, location, resourceKey, resourceID, child 
 		StartedAt: now.UnixNano(), EndsAt: now.Add(s.opDuration).UnixNano(),
 		Status: statusInProgress, Outcome: statusSucceeded, PrevDoc: prev,
 	}
-	if code, ok := s.faults.failOperation(resourceID); ok {
+	if code, ok := s.faults.FailOperation(resourceID); ok {
 		o.Outcome = statusFailed
 		o.ErrorCode = code
 		o.ErrorMessage = fmt.Sprintf("The operation on %s failed (failure injected by the routekeeper fabric).", resourceID)
@@ -54,7 +54,7 @@ func (s *netProvider) newOp(kind, sub, location, resourceKey, resourceID, child 
 
 // record stores a new operation; with no duration it finishes at once, in
 // the same transaction, so nobody ever sees it running.
-func (s *netProvider) record(tx *store.Txn, o *store.Operation) error {
+func (s *Provider) record(tx *store.Txn, o *store.Operation) error {
 	if err := tx.PutOp(o); err != nil {
 		return err
 	}
@@ -64,12 +64,12 @@ func (s *netProvider) record(tx *store.Txn, o *store.Operation) error {
 	return nil
 }
 
-// view runs fn in a read transaction after finishing the operations whose
+// View runs fn in a read transaction after finishing the operations whose
 // end time has passed. Completion is lazy, on the first request after the
 // end time, but never late as a client sees it, and works the same when
 // another process started the operation. The check shares fn's
 // transaction: a request pays for a second one only when work is due.
-func (s *netProvider) view(ctx context.Context, fn func(*store.Txn) error) error {
+func (s *Provider) View(ctx context.Context, fn func(*store.Txn) error) error {
 	for {
 		due := false
 		err := s.store.Read(ctx, func(tx *store.Txn) error {
@@ -89,7 +89,7 @@ func (s *netProvider) view(ctx context.Context, fn func(*store.Txn) error) error
 }
 
 // settleTx is settle inside a write transaction.
-func (s *netProvider) settleTx(tx *store.Txn) error {
+func (s *Provider) settleTx(tx *store.Txn) error {
 	now := s.now()
 	ops, err := tx.DueOps(now.UnixNano())
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *netProvider) settleTx(tx *store.Txn) error {
 // finish ends an operation with its outcome: the resource reaches
 // Succeeded (or goes away, for a delete), or on failure returns to its
 // previous content with provisioningState Failed and a new etag.
-func (s *netProvider) finish(tx *store.Txn, o *store.Operation) error {
+func (s *Provider) finish(tx *store.Txn, o *store.Operation) error {
 	if o.Kind == opRGDelete {
 		return s.finishRGDelete(tx, o)
 	}
@@ -184,30 +184,30 @@ func (s *netProvider) finish(tx *store.Txn, o *store.Operation) error {
 // settleRow settles a resource after its operation succeeded (every
 // provisioning state Succeeded, the child removeChild, if any, dropped) and
 // stores it.
-func (s *netProvider) settleRow(tx *store.Txn, row *store.ResourceRow, removeChild string) error {
+func (s *Provider) settleRow(tx *store.Txn, row *store.ResourceRow, removeChild string) error {
 	doc, err := settleDoc(row.Type, row.Doc, removeChild, "")
 	if err != nil {
 		return err
 	}
 	row.Doc = doc
-	return s.storeRow(tx, row)
+	return s.StoreRow(tx, row)
 }
 
-func (s *netProvider) restore(tx *store.Txn, row *store.ResourceRow, prev []byte) error {
+func (s *Provider) restore(tx *store.Txn, row *store.ResourceRow, prev []byte) error {
 	etag := api.NewEtag()
 	doc, err := settleDoc(row.Type, prev, "", etag)
 	if err != nil {
 		return err
 	}
 	row.Doc, row.Etag = doc, etag
-	return s.storeRow(tx, row)
+	return s.StoreRow(tx, row)
 }
 
-// storeRow writes a resource and keeps the derived data in step: a route
+// StoreRow writes a resource and keeps the derived data in step: a route
 // table's read-only subnets list is rewritten from the associations, and a
 // virtual network's subnets re-derive the associations (and so the subnets
 // lists of the tables they name, before and after).
-func (s *netProvider) storeRow(tx *store.Txn, row *store.ResourceRow) error {
+func (s *Provider) StoreRow(tx *store.Txn, row *store.ResourceRow) error {
 	switch row.Type {
 	case api.TypeRouteTables:
 		doc, err := tableWithSubnets(tx, row.Key, row.Doc)
@@ -235,7 +235,7 @@ func (s *netProvider) storeRow(tx *store.Txn, row *store.ResourceRow) error {
 
 // setAssociations replaces a virtual network's associations and refreshes
 // the subnets list of every route table that gained or lost one.
-func (s *netProvider) setAssociations(tx *store.Txn, vnetKey string, as []store.Association) error {
+func (s *Provider) setAssociations(tx *store.Txn, vnetKey string, as []store.Association) error {
 	before, err := tx.TablesOfVNet(vnetKey)
 	if err != nil {
 		return err
@@ -274,7 +274,7 @@ func (s *netProvider) setAssociations(tx *store.Txn, vnetKey string, as []store.
 }
 
 // removeResource deletes a resource and the associations it holds.
-func (s *netProvider) removeResource(tx *store.Txn, row *store.ResourceRow) error {
+func (s *Provider) removeResource(tx *store.Txn, row *store.ResourceRow) error {
 	if err := tx.DeleteResource(row.Key); err != nil {
 		return err
 	}
@@ -284,7 +284,7 @@ func (s *netProvider) removeResource(tx *store.Txn, row *store.ResourceRow) erro
 	return nil
 }
 
-func (s *netProvider) finishRGDelete(tx *store.Txn, o *store.Operation) error {
+func (s *Provider) finishRGDelete(tx *store.Txn, o *store.Operation) error {
 	rg, err := tx.GetRGByKey(o.ResourceKey)
 	if err != nil {
 		return err
@@ -368,7 +368,7 @@ func setRetryAfter(h http.Header, remaining time.Duration) {
 }
 
 // lroHeaders are the headers of a long-running write's first answer.
-func (s *netProvider) lroHeaders(q *api.Request, o *store.Operation, withLocation bool) http.Header {
+func (s *Provider) lroHeaders(q *api.Request, o *store.Operation, withLocation bool) http.Header {
 	h := http.Header{}
 	h.Set("Azure-AsyncOperation", asyncURL(q, o))
 	if withLocation {
@@ -380,19 +380,19 @@ func (s *netProvider) lroHeaders(q *api.Request, o *store.Operation, withLocatio
 
 // polledOp is the operation a poll of endpoint (operations,
 // operationResults) asks for, when the caller may see it.
-func (s *netProvider) polledOp(ctx context.Context, q *api.Request, endpoint string) (*store.Operation, error) {
+func (s *Provider) polledOp(ctx context.Context, q *api.Request, endpoint string) (*store.Operation, error) {
 	o, err := s.loadOp(ctx, q.Segs[7])
 	if err != nil {
 		return nil, err
 	}
-	if err := s.polls.authorizePoll(q, o, endpoint); err != nil {
+	if err := s.polls.AuthorizePoll(q, o, endpoint); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
 // getOperation serves the Azure-AsyncOperation status endpoint.
-func (s *netProvider) getOperation(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) getOperation(ctx context.Context, q *api.Request) (*api.Response, error) {
 	o, err := s.polledOp(ctx, q, "operations")
 	if err != nil {
 		return nil, err
@@ -406,7 +406,7 @@ func (s *netProvider) getOperation(ctx context.Context, q *api.Request) (*api.Re
 
 // getOperationResult serves the Location URL of a DELETE: 202 while it
 // runs, 204 when it succeeded, the operation's error when it failed.
-func (s *netProvider) getOperationResult(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) getOperationResult(ctx context.Context, q *api.Request) (*api.Response, error) {
 	o, err := s.polledOp(ctx, q, "operationResults")
 	if err != nil {
 		return nil, err
@@ -414,7 +414,7 @@ func (s *netProvider) getOperationResult(ctx context.Context, q *api.Request) (*
 	return s.operationResult(q, o)
 }
 
-func (s *netProvider) getRGOperationResult(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) GetRGOperationResult(ctx context.Context, q *api.Request) (*api.Response, error) {
 	o, err := s.loadOp(ctx, q.Segs[3])
 	if err != nil {
 		return nil, err
@@ -422,7 +422,7 @@ func (s *netProvider) getRGOperationResult(ctx context.Context, q *api.Request) 
 	return s.operationResult(q, o)
 }
 
-func (s *netProvider) operationResult(q *api.Request, o *store.Operation) (*api.Response, error) {
+func (s *Provider) operationResult(q *api.Request, o *store.Operation) (*api.Response, error) {
 	if o.Kind == opAction && o.Status == statusSucceeded {
 		return s.actionResult(q.HTTP.Context(), o)
 	}
@@ -441,9 +441,9 @@ func (s *netProvider) operationResult(q *api.Request, o *store.Operation) (*api.
 	return nil, api.BadRequest(o.ErrorCode, "%s", o.ErrorMessage)
 }
 
-func (s *netProvider) loadOp(ctx context.Context, id string) (*store.Operation, error) {
+func (s *Provider) loadOp(ctx context.Context, id string) (*store.Operation, error) {
 	var o *store.Operation
-	err := s.view(ctx, func(tx *store.Txn) error {
+	err := s.View(ctx, func(tx *store.Txn) error {
 		var err error
 		o, err = tx.GetOp(id)
 		return err
@@ -474,7 +474,7 @@ func opBody(o *store.Operation) map[string]any {
 }
 
 // checkRunning refuses a write to a resource whose operation still runs.
-func (s *netProvider) checkRunning(tx *store.Txn, q *api.Request, resourceKey string) error {
+func (s *Provider) checkRunning(tx *store.Txn, q *api.Request, resourceKey string) error {
 	o, err := tx.RunningOp(resourceKey)
 	if err != nil {
 		return err
@@ -488,7 +488,7 @@ func (s *netProvider) checkRunning(tx *store.Txn, q *api.Request, resourceKey st
 // storeTopPut is the end of every top-level resource PUT: v becomes the
 // document of row (of fresh, when the resource is created) with etag, and
 // the PUT is answered with its long-running operation (acceptPut).
-func (s *netProvider) storeTopPut(tx *store.Txn, q *api.Request, rg *store.RGRow, row, fresh *store.ResourceRow, id, loc, etag string, v any) (*api.Response, error) {
+func (s *Provider) storeTopPut(tx *store.Txn, q *api.Request, rg *store.RGRow, row, fresh *store.ResourceRow, id, loc, etag string, v any) (*api.Response, error) {
 	created := row == nil
 	var prev []byte
 	if created {
@@ -501,7 +501,7 @@ func (s *netProvider) storeTopPut(tx *store.Txn, q *api.Request, rg *store.RGRow
 		return nil, err
 	}
 	row.Doc, row.Etag = doc, etag
-	if err := s.storeRow(tx, row); err != nil {
+	if err := s.StoreRow(tx, row); err != nil {
 		return nil, err
 	}
 	return s.acceptPut(tx, q, s.newOp(opPut, rg.Sub, loc, row.Key, id, "", prev), created, etag, json.RawMessage(doc))
@@ -510,7 +510,7 @@ func (s *netProvider) storeTopPut(tx *store.Txn, q *api.Request, rg *store.RGRow
 // acceptPut records the long-running operation of a PUT and makes its
 // answer, as ARM gives it: 201 for a create, 200 for an update, the
 // Azure-AsyncOperation headers and the new ETag, with body.
-func (s *netProvider) acceptPut(tx *store.Txn, q *api.Request, o *store.Operation, created bool, etag string, body any) (*api.Response, error) {
+func (s *Provider) acceptPut(tx *store.Txn, q *api.Request, o *store.Operation, created bool, etag string, body any) (*api.Response, error) {
 	if err := s.record(tx, o); err != nil {
 		return nil, err
 	}

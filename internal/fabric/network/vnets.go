@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"context"
@@ -72,7 +72,7 @@ type vnetPut = topPut[armnetwork.VirtualNetwork, *armnetwork.VirtualNetwork]
 
 // buildVNet makes the virtual network a PUT stores, with its inline
 // subnets; the peerings, child resources only, are kept.
-func (s *netProvider) buildVNet(p *vnetPut) (*api.Response, error) {
+func (s *Provider) buildVNet(p *vnetPut) (*api.Response, error) {
 	in, cur, id, loc := &p.in, p.cur, p.id, p.loc
 	props := in.Properties
 	if props == nil {
@@ -128,7 +128,7 @@ func (s *netProvider) buildVNet(p *vnetPut) (*api.Response, error) {
 		return api.Unchanged(json.RawMessage(p.row.Doc), p.row.Etag), nil
 	}
 	v.Etag = api.Ptr(etag)
-	return p.store(s, etag, v)
+	return p.Store(s, etag, v)
 }
 
 func toPtrs(ps []netip.Prefix) []*string {
@@ -208,7 +208,7 @@ func subnetPrefixes(sn *armnetwork.Subnet) []netip.Prefix {
 // buildSubnet validates a subnet as a client sent it and returns it as the
 // virtual network will hold it. The route table association is resolved
 // here: the table must exist, in the same subscription and location.
-func (s *netProvider) buildSubnet(tx *store.Txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
+func (s *Provider) buildSubnet(tx *store.Txn, vnetID, name, loc string, in *armnetwork.SubnetPropertiesFormat, prev *armnetwork.Subnet, etag string) (*armnetwork.Subnet, error) {
 	if prev != nil {
 		name = api.Str(prev.Name)
 	}
@@ -335,7 +335,7 @@ func resolveTable(tx *store.Txn, ref, vnetID, subnetID, loc string) (string, err
 	if row == nil {
 		return "", api.InvalidReference(ref, subnetID)
 	}
-	t, err := decodeTable(row.Doc)
+	t, err := DecodeTable(row.Doc)
 	if err != nil {
 		return "", err
 	}
@@ -406,7 +406,7 @@ var subnetKind = childKind[*armnetwork.VirtualNetwork, *armnetwork.Subnet]{
 
 type subnetPut = childPut[armnetwork.Subnet, *armnetwork.VirtualNetwork, *armnetwork.Subnet]
 
-func (s *netProvider) putSubnet(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *Provider) putSubnet(ctx context.Context, q *api.Request) (*api.Response, error) {
 	return s.put(ctx, q, &subnetPut{
 		kind: &subnetKind, body: api.DecodeModel,
 		build: func(p *subnetPut) (*armnetwork.Subnet, error) {

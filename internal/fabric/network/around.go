@@ -1,4 +1,4 @@
-package fabric
+package network
 
 import (
 	"encoding/json"
@@ -57,20 +57,20 @@ func (a *around) add(typ, id string, doc []byte) error {
 		}
 		a.vnets[api.Key(id)] = v
 		a.order = append(a.order, api.Key(id))
-	case typeVNetGateways:
+	case TypeVNetGateways:
 		d, err := decodeGateway(doc)
 		if err != nil {
 			return err
 		}
 		vnetID, subnetID := gatewayVNet(d.gw)
 		a.gateways = append(a.gateways, &aroundGateway{id: id, vnetID: vnetID, subnetID: subnetID, doc: d})
-	case typeLocalGateways:
+	case TypeLocalGateways:
 		l, err := decodeLocalGateway(doc)
 		if err != nil {
 			return err
 		}
 		a.sitesBy[api.Key(id)] = l
-	case typeConnections:
+	case TypeConnections:
 		c, err := decodeConnection(doc)
 		if err != nil {
 			return err
@@ -83,7 +83,7 @@ func (a *around) add(typ, id string, doc []byte) error {
 // readAround reads the network around from a transaction.
 func readAround(tx *store.Txn) (*around, error) {
 	rows, err := tx.QueryContext(tx.Ctx, `SELECT id, type, doc FROM resources WHERE type IN (?, ?, ?, ?) ORDER BY key`,
-		api.TypeVirtualNetworks, typeVNetGateways, typeLocalGateways, typeConnections)
+		api.TypeVirtualNetworks, TypeVNetGateways, TypeLocalGateways, TypeConnections)
 	if err != nil {
 		return nil, fmt.Errorf("reading the network around: %w", err)
 	}
@@ -129,7 +129,7 @@ func (a *around) sites(g *aroundGateway) []site {
 		if s.address == "" {
 			s.address = api.Str(l.Properties.Fqdn)
 		}
-		for _, sp := range spaceOf(l.Properties.LocalNetworkAddressSpace) {
+		for _, sp := range SpaceOf(l.Properties.LocalNetworkAddressSpace) {
 			if pf, err := netip.ParsePrefix(sp); err == nil {
 				s.prefixes = append(s.prefixes, pf.Masked())
 			}
@@ -162,7 +162,7 @@ func (a *around) routingVNets() []routing.VNet {
 			if p == nil {
 				continue
 			}
-			viewPeering(v, p, a.vnets[api.Key(peeringRemote(p))])
+			viewPeering(v, p, a.vnets[api.Key(PeeringRemote(p))])
 			rv.Peerings = append(rv.Peerings, routingPeering(p))
 		}
 		for _, g := range a.gateways {
@@ -183,13 +183,13 @@ func (a *around) routingVNets() []routing.VNet {
 func routingPeering(p *armnetwork.VirtualNetworkPeering) routing.Peering {
 	pp := p.Properties
 	flag := func(b *bool) bool { return b != nil && *b }
-	out := routing.Peering{Name: api.Str(p.Name), RemoteVNetID: peeringRemote(p),
+	out := routing.Peering{Name: api.Str(p.Name), RemoteVNetID: PeeringRemote(p),
 		AllowVirtualNetworkAccess: flag(pp.AllowVirtualNetworkAccess), AllowForwardedTraffic: flag(pp.AllowForwardedTraffic),
 		AllowGatewayTransit: flag(pp.AllowGatewayTransit), UseRemoteGateways: flag(pp.UseRemoteGateways)}
 	if pp.PeeringState != nil {
 		out.State = string(*pp.PeeringState)
 	}
-	for _, s := range spaceOf(pp.RemoteAddressSpace) {
+	for _, s := range SpaceOf(pp.RemoteAddressSpace) {
 		if pf, err := netip.ParsePrefix(s); err == nil {
 			out.RemoteAddressSpace = append(out.RemoteAddressSpace, pf.Masked())
 		}
@@ -239,7 +239,7 @@ func (a *around) fill(st *State) {
 			if p == nil {
 				continue
 			}
-			viewPeering(v, p, a.vnets[api.Key(peeringRemote(p))])
+			viewPeering(v, p, a.vnets[api.Key(PeeringRemote(p))])
 			sv.Peerings = append(sv.Peerings, statePeering(p))
 		}
 	}
@@ -299,7 +299,7 @@ func (st *State) RoutingVNets() []routing.VNet {
 // addDoc is add for a document whose ID is its "id" property.
 func (a *around) addDoc(typ string, doc []byte) error {
 	switch typ {
-	case api.TypeVirtualNetworks, typeVNetGateways, typeLocalGateways, typeConnections:
+	case api.TypeVirtualNetworks, TypeVNetGateways, TypeLocalGateways, TypeConnections:
 	default:
 		return nil
 	}
