@@ -152,7 +152,7 @@ func authorizationIndex(seg []string) int {
 }
 
 // authorize runs ARM's checks for a request and records its caller.
-func (s *Server) authorize(ctx context.Context, q *api.Request) error {
+func (s *authzProvider) authorize(ctx context.Context, q *api.Request) error {
 	st, err := s.authzState(ctx)
 	if err != nil {
 		return err
@@ -344,7 +344,7 @@ func scopeOfExtension(id string) string {
 // Track asynchronous Azure operations, "Permission for tracking async
 // status"). A role at the resource alone thus writes but cannot see the
 // write finish.
-func (s *Server) AuthorizePoll(q *api.Request, o *store.Operation, kind string) error {
+func (s *authzProvider) AuthorizePoll(q *api.Request, o *store.Operation, kind string) error {
 	st, _ := q.Authz.(*authzState)
 	if st == nil || !st.enforced() || q.Caller.Admin() {
 		return nil

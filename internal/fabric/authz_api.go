@@ -37,7 +37,7 @@ func (e extRequest) id() string {
 }
 
 // authorizationAPI routes a Microsoft.Authorization request.
-func (s *Server) authorizationAPI(ctx context.Context, q *api.Request) (*api.Response, error) {
+func (s *authzProvider) authorizationAPI(ctx context.Context, q *api.Request) (*api.Response, error) {
 	i := authorizationIndex(q.Segs)
 	n := len(q.Segs)
 	if n < i+3 || n > i+4 {
@@ -163,11 +163,11 @@ func requireScope(tx *store.Txn, scope string) error {
 // assignment: no < > * % & : \ ? / + and not ending with a space or '.'.
 var extNameRE = regexp.MustCompile(`^[^<>*%&:\\?/+]{0,259}[^<>*%&:\\?/+ .]$`)
 
-func nowStamp(s *Server) string { return s.now().UTC().Format(time.RFC3339Nano) }
+func nowStamp(s *authzProvider) string { return s.now().UTC().Format(time.RFC3339Nano) }
 
 // readState runs fn with the authorization state read in a fresh snapshot
 // (so that a list sees this process's own last write).
-func (s *Server) readState(ctx context.Context, fn func(*authzState) (*api.Response, error)) (*api.Response, error) {
+func (s *authzProvider) readState(ctx context.Context, fn func(*authzState) (*api.Response, error)) (*api.Response, error) {
 	st, err := s.authzState(ctx)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (s *Server) readState(ctx context.Context, fn func(*authzState) (*api.Respo
 // listPermissions is ARM's permissions API: the caller's permission
 // blocks that apply at the scope, one per role assignment (Owner's for the
 // fabric's administrator, everything while the fabric enforces no RBAC).
-func (s *Server) listPermissions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) listPermissions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	st, _ := q.Authz.(*authzState)
 	if st == nil {
 		var err error

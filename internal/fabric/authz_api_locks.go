@@ -24,7 +24,7 @@ const (
 // list holds every lock in it, as `az lock delete` expects); with
 // $filter=atScope() the locks at the scope and above, those that apply
 // to it.
-func (s *Server) listLocks(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) listLocks(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	_, atScope := parseFilter(q.Query.Get("$filter"))["atscope"]
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		out := []any{}
@@ -38,14 +38,14 @@ func (s *Server) listLocks(ctx context.Context, q *api.Request, e extRequest) (*
 	})
 }
 
-func (s *Server) getLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) getLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.getExt(ctx, e, kindLock, func() *api.Error {
 		return api.NewError(http.StatusNotFound, "LockNotFound", "The lock '%s' could not be found.", e.name)
 	})
 }
 
 // getExt answers the stored document of an extension resource.
-func (s *Server) getExt(ctx context.Context, e extRequest, kind string, notFound func() *api.Error) (*api.Response, error) {
+func (s *authzProvider) getExt(ctx context.Context, e extRequest, kind string, notFound func() *api.Error) (*api.Response, error) {
 	var resp *api.Response
 	err := s.store.Read(ctx, func(tx *store.Txn) error {
 		row, err := tx.GetAuthz(api.Key(e.id()))
@@ -62,7 +62,7 @@ func (s *Server) getExt(ctx context.Context, e extRequest, kind string, notFound
 }
 
 // putLock creates or updates a management lock (az lock create).
-func (s *Server) putLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) putLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var in struct {
 		Properties *lockProps `json:"properties"`
 	}
@@ -103,7 +103,7 @@ func (s *Server) putLock(ctx context.Context, q *api.Request, e extRequest) (*ap
 	return resp, err
 }
 
-func (s *Server) deleteLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) deleteLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindLock)
 }
 
@@ -114,7 +114,7 @@ func policyDefinitionsAt(scope string) bool {
 	return len(segs) == 2 && strings.EqualFold(segs[0], "subscriptions")
 }
 
-func (s *Server) listPolicyDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) listPolicyDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		var defs []*policyDefinition
 		for _, d := range st.policyDefs {
@@ -143,7 +143,7 @@ func errPolicyDefinitionNotFound(name string) *api.Error {
 
 // getPolicyDefinition answers a definition: a custom one at a
 // subscription, a built-in at the tenant scope.
-func (s *Server) getPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) getPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if e.scope == azrbac.RootScope {
 		d := builtinPolicyDefinition(e.id())
 		if d == nil {
@@ -156,7 +156,7 @@ func (s *Server) getPolicyDefinition(ctx context.Context, q *api.Request, e extR
 
 // putPolicyDefinition creates or updates a custom policy definition at a
 // subscription; the rule must keep to the subset policy.go supports.
-func (s *Server) putPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) putPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if !policyDefinitionsAt(e.scope) {
 		return nil, api.BadRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'.", e.scope)
 	}
@@ -197,7 +197,7 @@ func (s *Server) putPolicyDefinition(ctx context.Context, q *api.Request, e extR
 	return resp, err
 }
 
-func (s *Server) deletePolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) deletePolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if !policyDefinitionsAt(e.scope) {
 		return nil, api.BadRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'; built-in definitions cannot be deleted.", e.scope)
 	}
@@ -208,7 +208,7 @@ func (s *Server) deletePolicyDefinition(ctx context.Context, q *api.Request, e e
 
 // listPolicyAssignments lists the assignments that apply at the scope
 // (at or above it) and those below it; $filter=atScope() keeps the first.
-func (s *Server) listPolicyAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) listPolicyAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	_, atScope := parseFilter(q.Query.Get("$filter"))["atscope"]
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		out := []any{}
@@ -223,7 +223,7 @@ func (s *Server) listPolicyAssignments(ctx context.Context, q *api.Request, e ex
 	})
 }
 
-func (s *Server) getPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) getPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.getExt(ctx, e, kindPolicyAssignment, func() *api.Error {
 		return api.NewError(http.StatusNotFound, "PolicyAssignmentNotFound", "The policy assignment '%s' is not found.", e.name)
 	})
@@ -231,7 +231,7 @@ func (s *Server) getPolicyAssignment(ctx context.Context, q *api.Request, e extR
 
 // putPolicyAssignment assigns a policy definition at a scope (az policy
 // assignment create).
-func (s *Server) putPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) putPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var a policyAssignment
 	if err := api.DecodeObject(q.Body, &a); err != nil {
 		return nil, err
@@ -292,6 +292,6 @@ func (s *Server) putPolicyAssignment(ctx context.Context, q *api.Request, e extR
 	return resp, err
 }
 
-func (s *Server) deletePolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) deletePolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindPolicyAssignment)
 }

@@ -61,7 +61,7 @@ func roleDoc(d azrbac.RoleDefinition, scope string) roleDefinitionDoc {
 	}}
 }
 
-func (s *Server) listRoleDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) listRoleDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		f := parseFilter(q.Query.Get("$filter"))
 		var out []any
@@ -139,7 +139,7 @@ func errRoleDefinitionNotFound(name string) *api.Error {
 	return api.NewError(http.StatusNotFound, "RoleDefinitionDoesNotExist", "The specified role definition with ID '%s' does not exist.", name)
 }
 
-func (s *Server) getRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) getRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		d, ok := st.role(e.name)
 		if !ok {
@@ -151,7 +151,7 @@ func (s *Server) getRoleDefinition(ctx context.Context, q *api.Request, e extReq
 
 // putRoleDefinition creates or updates a custom role (az role definition
 // create/update).
-func (s *Server) putRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) putRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if _, ok := azrbac.BuiltInRole(e.name); ok {
 		return nil, api.NewError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be changed.", e.name)
 	}
@@ -217,7 +217,7 @@ func (s *Server) putRoleDefinition(ctx context.Context, q *api.Request, e extReq
 
 func roleDefinitionKey(guid string) string { return "roledefinition:" + strings.ToLower(guid) }
 
-func (s *Server) deleteRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) deleteRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if _, ok := azrbac.BuiltInRole(e.name); ok {
 		return nil, api.NewError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be deleted.", e.name)
 	}
@@ -299,7 +299,7 @@ func assignmentDocs(tx *store.Txn) ([]roleAssignmentDoc, error) {
 	return out, nil
 }
 
-func (s *Server) listRoleAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) listRoleAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	f := parseFilter(q.Query.Get("$filter"))
 	principal := cmp.Or(f["principalid"], f["assignedto"])
 	_, atScope := f["atscope"]
@@ -328,14 +328,14 @@ func (s *Server) listRoleAssignments(ctx context.Context, q *api.Request, e extR
 	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": nonNil(out)}}, nil
 }
 
-func (s *Server) getRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) getRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.getExt(ctx, e, kindRoleAssignment, func() *api.Error {
 		return api.NewError(http.StatusNotFound, "RoleAssignmentNotFound", "The role assignment '%s' is not found.", e.name)
 	})
 }
 
 // putRoleAssignment creates a role assignment (az role assignment create).
-func (s *Server) putRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) putRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var in struct {
 		Properties struct {
 			RoleDefinitionID string  `json:"roleDefinitionId"`
@@ -406,7 +406,7 @@ func (s *Server) putRoleAssignment(ctx context.Context, q *api.Request, e extReq
 	return resp, err
 }
 
-func (s *Server) deleteRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *authzProvider) deleteRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindRoleAssignment)
 }
 
@@ -430,7 +430,7 @@ func storeExt(tx *store.Txn, k, kind, id, scope string, v any, created bool) (*a
 
 // deleteExt deletes an extension resource: 200 with what it was, 204
 // when there was none.
-func (s *Server) deleteExt(ctx context.Context, e extRequest, kind string) (*api.Response, error) {
+func (s *authzProvider) deleteExt(ctx context.Context, e extRequest, kind string) (*api.Response, error) {
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		row, err := tx.GetAuthz(api.Key(e.id()))

@@ -90,7 +90,7 @@ type authzCache struct {
 
 // authzState returns the current authorization state, reloading it when
 // another writer (this process or another) changed it.
-func (s *Server) authzState(ctx context.Context) (*authzState, error) {
+func (s *authzProvider) authzState(ctx context.Context) (*authzState, error) {
 	var st *authzState
 	err := s.store.Read(ctx, func(tx *store.Txn) error {
 		rev, err := tx.AuthzRev()

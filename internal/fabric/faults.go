@@ -442,19 +442,16 @@ func (s *Server) MaybeIntrude(ctx context.Context, tableKey string) {
 	s.log.Debug("fabric intruder rewrote a route table", "table", tableKey)
 }
 
-// controlPrefix is the path of the control endpoint; no ARM path starts so.
-const controlPrefix = "/_fabric/"
-
 // serveControl serves the control endpoint: GET/PUT /_fabric/faults and
 // GET /_fabric/healthz. It needs no token and no fault applies to it.
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	writeJSON := func(status int, v any) { api.WriteControlJSON(w, status, v) }
 	fail := func(status int, code, msg string) { api.FailControl(w, status, code, msg) }
 	if strings.HasPrefix(r.URL.Path, principalsPath) {
-		s.servePrincipals(w, r) // principal.go
+		s.az.servePrincipals(w, r) // principal.go
 		return
 	}
-	switch strings.TrimPrefix(r.URL.Path, controlPrefix) {
+	switch strings.TrimPrefix(r.URL.Path, api.ControlPrefix) {
 	case "healthz":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			fail(http.StatusMethodNotAllowed, "HttpMethodNotSupported", "use GET")

@@ -25,7 +25,7 @@ type policyHit struct {
 // resource a PUT or PATCH writes, on the resource as it would be. An
 // assignment that cannot be evaluated (its definition changed since and
 // wants a parameter it does not give) refuses nothing and is logged.
-func (s *Server) checkPolicies(ctx context.Context, st *authzState, q *api.Request, op *armOp) error {
+func (s *authzProvider) checkPolicies(ctx context.Context, st *authzState, q *api.Request, op *armOp) error {
 	var applicable []*policyAssignment
 	for _, a := range st.policies {
 		if a.compiled.Applies(op.scope) {
@@ -64,7 +64,7 @@ func (s *Server) checkPolicies(ctx context.Context, st *authzState, q *api.Reque
 // PUT's body with the ID, name and type of its path; for a PATCH (tags),
 // the stored resource with the new tags. nil when there is nothing to
 // evaluate (a body that is not JSON is the handler's to refuse).
-func (s *Server) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
+func (s *authzProvider) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var body map[string]any
 	if json.Unmarshal(q.Body, &body) != nil || body == nil {
 		return nil, nil
@@ -84,9 +84,9 @@ func (s *Server) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[
 }
 
 // storedDoc reads the resource a PATCH changes.
-func (s *Server) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
+func (s *authzProvider) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var doc []byte
-	err := s.net.View(ctx, func(tx *store.Txn) error {
+	err := s.view(ctx, func(tx *store.Txn) error {
 		if strings.EqualFold(op.resourceType, api.ArmTypeResourceGroup) || strings.EqualFold(op.resourceType, "Microsoft.Resources/subscriptions/resourceGroups") {
 			rg, err := tx.GetRG(q.Segs[1], q.Segs[3])
 			if err != nil || rg == nil {

@@ -87,7 +87,7 @@ func tokenClaims(objectID, client, aud, issuer string, now, exp time.Time) map[s
 
 // principalObjectID is the object ID the token endpoint puts in a token for
 // client: the declared principal's, else the client ID.
-func (s *Server) principalObjectID(ctx context.Context, client string) string {
+func (s *authzProvider) principalObjectID(ctx context.Context, client string) string {
 	st, err := s.authzState(ctx)
 	if err != nil {
 		s.log.Warn("fabric token: reading principals", "err", err)
@@ -127,9 +127,9 @@ func (c Credential) GetToken(_ context.Context, opts policy.TokenRequestOptions)
 // GET lists them, PUT /_fabric/principals/{clientId} declares one
 // ({"objectId", "displayName", "principalType"}), DELETE forgets it.
 // Topology files declare principals through it (Apply).
-const principalsPath = controlPrefix + "principals"
+const principalsPath = api.ControlPrefix + "principals"
 
-func (s *Server) servePrincipals(w http.ResponseWriter, r *http.Request) {
+func (s *authzProvider) servePrincipals(w http.ResponseWriter, r *http.Request) {
 	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, principalsPath), "/")
 	reply := func(status int, v any) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")

@@ -66,7 +66,7 @@ type Server struct {
 	failLeft int // FailNextOperations still to apply
 	intrLeft int // IntruderNextGets still to apply
 
-	authz authzCache // the authorization state (authz_store.go); has its own lock
+	az    *authzProvider // authorization: the checks and Microsoft.Authorization
 
 	net *network.Provider // Microsoft.Network, resource groups and operations
 	// providers serve the resource provider namespaces, by key(namespace).
@@ -74,9 +74,9 @@ type Server struct {
 }
 
 // New returns a Server over store.
-func New(store *store.Store, opts Options) *Server {
+func New(st *store.Store, opts Options) *Server {
 	s := &Server{
-		store:      store,
+		store:      st,
 		opDuration: max(opts.OperationDuration, 0),
 		routeLimit: opts.RouteLimit,
 		pageSize:   opts.PageSize,
@@ -101,8 +101,12 @@ func New(store *store.Store, opts Options) *Server {
 		seed = rand.Uint64()
 	}
 	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	// The policy check of a write reads the resource as stored through the
+	// network provider's view, which settles due operations first.
+	view := func(ctx context.Context, fn func(*store.Txn) error) error { return s.net.View(ctx, fn) }
+	s.az = newAuthzProvider(authzConfig{store: s.store, log: s.log, now: s.now, view: view})
 	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: s.routeLimit, PageSize: s.pageSize,
-		Log: s.log, Now: s.now, Faults: s, Polls: s})
+		Log: s.log, Now: s.now, Faults: s, Polls: s.az})
 	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net}
 	s.SetFaults(opts.Faults)
 	return s
@@ -118,7 +122,7 @@ func (s *Server) RouteLimit() int { return s.routeLimit }
 // and the control endpoint under /_fabric/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if strings.HasPrefix(r.URL.Path, controlPrefix) {
+	if strings.HasPrefix(r.URL.Path, api.ControlPrefix) {
 		s.serveControl(w, r)
 		return
 	}
@@ -181,7 +185,7 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*api.Response, erro
 	if err := s.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
-	if err := s.authorize(r.Context(), q); err != nil {
+	if err := s.az.authorize(r.Context(), q); err != nil {
 		return nil, err
 	}
 	return s.route(r.Context(), q)
@@ -253,7 +257,7 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 		return api.Methods(q, map[string]api.Handler{"GET": s.listTenants})(ctx, q)
 	}
 	if authorizationIndex(seg) >= 0 {
-		return s.authorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
+		return s.az.authorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
 	}
 	if !is(0, "subscriptions") {
 		return nil, api.NoRoute(q)

@@ -334,7 +334,7 @@ func (a *applier) bgpRoutes(ctx context.Context, rg string, g TopologyGateway) e
 		return nil
 	}
 	id := api.ResourceID(a.sub, rg, network.TypeVNetGateways, g.Name)
-	path := controlPrefix + "bgp?gateway=" + url.QueryEscape(id)
+	path := api.ControlPrefix + "bgp?gateway=" + url.QueryEscape(id)
 	var cur network.BgpAdvertisement
 	if _, err := a.arm.do(ctx, http.MethodGet, path, nil, &cur); err != nil {
 		return fmt.Errorf("reading the BGP routes of gateway %s (only the routekeeper fabric has them): %w", g.Name, err)

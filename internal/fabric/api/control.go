@@ -19,3 +19,6 @@ func WriteControlJSON(w http.ResponseWriter, status int, v any) {
 func FailControl(w http.ResponseWriter, status int, code, msg string) {
 	WriteControlJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
 }
+
+// ControlPrefix is the path of the control endpoint; no ARM path starts so.
+const ControlPrefix = "/_fabric/"
