@@ -46,7 +46,7 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request, base, aut
 			"portalEndpoint":  base + "/",
 			"authentication": map[string]any{
 				"loginEndpoint": authority,
-				"audiences":     []string{managementAudience, armAudience + "/"},
+				"audiences":     []string{managementAudience, api.ARMAudience + "/"},
 			},
 		}
 	case "2019-05-01":
@@ -82,7 +82,7 @@ func cloudDocument(base, authority string) map[string]any {
 		"resourceManager": base + "/",
 		"authentication": map[string]any{
 			"loginEndpoint":    authority,
-			"audiences":        []string{managementAudience, armAudience + "/"},
+			"audiences":        []string{managementAudience, api.ARMAudience + "/"},
 			"tenant":           "common",
 			"identityProvider": "AAD",
 		},

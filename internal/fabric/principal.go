@@ -3,16 +3,12 @@ package fabric
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
@@ -29,7 +25,7 @@ import (
 // callerOf reads the principal from a request's bearer token.
 func (st *authzState) callerOf(r *http.Request) api.Caller {
 	_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	claims, ok := jwtClaims(strings.TrimSpace(tok))
+	claims, ok := api.JWTClaims(strings.TrimSpace(tok))
 	if !ok {
 		return api.Caller{}
 	}
@@ -54,37 +50,6 @@ func (st *authzState) objectID(clientID string) string {
 	return clientID
 }
 
-// jwtClaims decodes the payload of a JWT (signed or not, unchecked).
-func jwtClaims(tok string) (map[string]any, bool) {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return nil, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return nil, false
-	}
-	var claims map[string]any
-	if json.Unmarshal(b, &claims) != nil {
-		return nil, false
-	}
-	return claims, true
-}
-
-// tokenClaims are the claims of a token for client and audience; the
-// token endpoints (issueToken) and Credential share them.
-func tokenClaims(objectID, client, aud, issuer string, now, exp time.Time) map[string]any {
-	c := map[string]any{
-		"aud": aud, "iss": issuer, "iat": now.Unix(), "nbf": now.Unix(), "exp": exp.Unix(),
-		"appid": client, "tid": api.DefaultTenant, "idtyp": "app",
-		"upn": client, "unique_name": client, "ver": "1.0",
-	}
-	if objectID != "" {
-		c["oid"], c["sub"] = objectID, objectID
-	}
-	return c
-}
-
 // principalObjectID is the object ID the token endpoint puts in a token for
 // client: the declared principal's, else the client ID.
 func (s *authzProvider) principalObjectID(ctx context.Context, client string) string {
@@ -94,31 +59,6 @@ func (s *authzProvider) principalObjectID(ctx context.Context, client string) st
 		return client
 	}
 	return st.objectID(client)
-}
-
-// Credential is an azcore.TokenCredential for the fabric: an unsigned JWT
-// naming a client, as the fabric's token endpoint issues. The zero value is
-// the fabric's administrator (AdminClientID); with ClientID set the token
-// names that client and the fabric maps it to the object ID of the
-// principal the topology declares for it.
-type Credential struct {
-	// ClientID is the client the token names; "" is AdminClientID.
-	ClientID string
-}
-
-// GetToken returns a token for the client.
-func (c Credential) GetToken(_ context.Context, opts policy.TokenRequestOptions) (azcore.AccessToken, error) {
-	now := time.Now()
-	exp := now.Add(24 * time.Hour)
-	aud := armAudience
-	if len(opts.Scopes) > 0 {
-		aud = strings.TrimSuffix(opts.Scopes[0], "/.default")
-	}
-	client, oid := c.ClientID, ""
-	if client == "" {
-		client, oid = api.AdminClientID, api.AdminClientID
-	}
-	return azcore.AccessToken{Token: unsignedJWT(tokenClaims(oid, client, aud, "https://login.fabric.invalid/"+api.DefaultTenant+"/", now, exp)), ExpiresOn: exp}, nil
 }
 
 // --- principals on the control endpoint ---

@@ -13,15 +13,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // InProcessEndpoint is the base URL to use with the in-process transport.
 // The host never resolves: the transport hands every request to the
 // handler, whatever its host.
 const InProcessEndpoint = "https://management.fabric.invalid"
-
-// armAudience is the audience the SDK asks tokens for.
-const armAudience = "https://management.azure.com"
 
 // RoundTripper returns a transport that serves every request with this
 // server's handler, in process: no socket, no port, same code path.
@@ -125,7 +123,7 @@ func ClientOptions(transport policy.Transporter, endpoint string) *arm.ClientOpt
 			Cloud: cloud.Configuration{
 				ActiveDirectoryAuthorityHost: "https://login.fabric.invalid/",
 				Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
-					cloud.ResourceManager: {Endpoint: endpoint, Audience: armAudience},
+					cloud.ResourceManager: {Endpoint: endpoint, Audience: api.ARMAudience},
 				},
 			},
 			Transport:                       transport,
