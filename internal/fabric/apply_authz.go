@@ -14,6 +14,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/authz"
 )
 
 // Apply's part for TopologyAuthorization: principals through the control
@@ -92,11 +93,11 @@ func (a *applier) putIfChanged(ctx context.Context, kind, id, path, apiVersion s
 }
 
 func (a *applier) principal(ctx context.Context, p TopologyPrincipal) error {
-	doc := principalDoc{ClientID: p.ClientID, ObjectID: p.objectID(), DisplayName: p.Name, PrincipalType: cmp.Or(p.Type, "ServicePrincipal")}
+	doc := authz.PrincipalDoc{ClientID: p.ClientID, ObjectID: p.objectID(), DisplayName: p.Name, PrincipalType: cmp.Or(p.Type, "ServicePrincipal")}
 	var list struct {
-		Value []principalDoc `json:"value"`
+		Value []authz.PrincipalDoc `json:"value"`
 	}
-	if _, err := a.arm.do(ctx, http.MethodGet, principalsPath, nil, &list); err != nil {
+	if _, err := a.arm.do(ctx, http.MethodGet, authz.PrincipalsPath, nil, &list); err != nil {
 		return fmt.Errorf("reading principals (is the endpoint a routekeeper fabric?): %w", err)
 	}
 	action := ActionCreate
@@ -109,7 +110,7 @@ func (a *applier) principal(ctx context.Context, p TopologyPrincipal) error {
 			action = ActionUpdate
 		}
 	}
-	if _, err := a.arm.do(ctx, http.MethodPut, principalsPath+"/"+p.ClientID, doc, nil); err != nil {
+	if _, err := a.arm.do(ctx, http.MethodPut, authz.PrincipalsPath+"/"+p.ClientID, doc, nil); err != nil {
 		return fmt.Errorf("declaring principal %s: %w", p.Name, err)
 	}
 	a.res.Writes++
@@ -121,7 +122,7 @@ func (a *applier) roleDefinition(ctx context.Context, d TopologyRoleDefinition) 
 	guid := d.guid()
 	scope := "/subscriptions/" + a.sub
 	id := scope + "/providers/Microsoft.Authorization/roleDefinitions/" + guid
-	want := roleDoc(d.Definition, scope).Properties
+	want := authz.RoleDoc(d.Definition, scope).Properties
 	want.Type = azrbac.TypeCustomRole
 	body := map[string]any{"name": guid, "properties": want}
 	return a.putIfChanged(ctx, "roleDefinition", id, id, rbacAPIVersion, body, func(cur map[string]any) bool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/authz"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
@@ -447,8 +448,8 @@ func (s *Server) MaybeIntrude(ctx context.Context, tableKey string) {
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	writeJSON := func(status int, v any) { api.WriteControlJSON(w, status, v) }
 	fail := func(status int, code, msg string) { api.FailControl(w, status, code, msg) }
-	if strings.HasPrefix(r.URL.Path, principalsPath) {
-		s.az.servePrincipals(w, r) // principal.go
+	if strings.HasPrefix(r.URL.Path, authz.PrincipalsPath) {
+		s.az.ServePrincipals(w, r) // principal.go
 		return
 	}
 	switch strings.TrimPrefix(r.URL.Path, api.ControlPrefix) {

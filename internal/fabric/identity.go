@@ -100,7 +100,7 @@ func (s *Server) issueToken(r *http.Request, authority string) map[string]any {
 	now := s.now()
 	exp := now.Add(24 * time.Hour)
 	// The token names the client as its principal (principal.go).
-	tok := api.UnsignedJWT(api.TokenClaims(s.az.principalObjectID(r.Context(), client), client, aud, authority, now, exp))
+	tok := api.UnsignedJWT(api.TokenClaims(s.az.PrincipalObjectID(r.Context(), client), client, aud, authority, now, exp))
 	out := map[string]any{
 		"token_type": "Bearer", "access_token": tok, "expires_in": int64(exp.Sub(now).Seconds()),
 		"ext_expires_in": int64(exp.Sub(now).Seconds()), "expires_on": exp.Unix(), "resource": aud,

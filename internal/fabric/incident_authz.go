@@ -11,6 +11,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/authz"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
@@ -53,7 +54,7 @@ func (in *Incidents) RevokeRole(ctx context.Context, principal, role, scope stri
 	}
 	sub := "/subscriptions/" + in.sub
 	var list struct {
-		Value []roleAssignmentDoc `json:"value"`
+		Value []authz.RoleAssignmentDoc `json:"value"`
 	}
 	filter := url.QueryEscape("principalId eq '" + oid + "'")
 	if _, err := in.arm.do(ctx, http.MethodGet, sub+"/providers/Microsoft.Authorization/roleAssignments?$filter="+filter+"&api-version="+rbacAPIVersion, nil, &list); err != nil {
@@ -64,7 +65,7 @@ func (in *Incidents) RevokeRole(ctx context.Context, principal, role, scope stri
 		if scope != "" && !azrbac.SameScope(a.Properties.Scope, scope) {
 			continue
 		}
-		var def roleDefinitionDoc
+		var def authz.RoleDefinitionDoc
 		if _, err := in.arm.do(ctx, http.MethodGet, a.Properties.RoleDefinitionID+"?api-version="+rbacAPIVersion, nil, &def); err != nil {
 			return changes, fmt.Errorf("reading role definition %s: %w", a.Properties.RoleDefinitionID, err)
 		}
@@ -96,9 +97,9 @@ func (in *Incidents) objectID(ctx context.Context, principal string) (string, er
 		return "", errors.New("no principal given")
 	}
 	var list struct {
-		Value []principalDoc `json:"value"`
+		Value []authz.PrincipalDoc `json:"value"`
 	}
-	if _, err := in.arm.do(ctx, http.MethodGet, principalsPath, nil, &list); err != nil {
+	if _, err := in.arm.do(ctx, http.MethodGet, authz.PrincipalsPath, nil, &list); err != nil {
 		return "", fmt.Errorf("reading the fabric's principals: %w", err)
 	}
 	for _, p := range list.Value {
@@ -113,10 +114,10 @@ func (in *Incidents) objectID(ctx context.Context, principal string) (string, er
 // ReadOnly, at scope.
 func (in *Incidents) Lock(ctx context.Context, scope, name, level, notes string) ([]Change, error) {
 	switch {
-	case strings.EqualFold(level, lockCanNotDelete):
-		level = lockCanNotDelete
-	case strings.EqualFold(level, lockReadOnly):
-		level = lockReadOnly
+	case strings.EqualFold(level, authz.LockCanNotDelete):
+		level = authz.LockCanNotDelete
+	case strings.EqualFold(level, authz.LockReadOnly):
+		level = authz.LockReadOnly
 	default:
 		return nil, fmt.Errorf("lock level %q: want CanNotDelete or ReadOnly", level)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/authz"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
@@ -66,7 +67,7 @@ type Server struct {
 	failLeft int // FailNextOperations still to apply
 	intrLeft int // IntruderNextGets still to apply
 
-	az    *authzProvider // authorization: the checks and Microsoft.Authorization
+	az *authz.Provider // authorization: the checks and Microsoft.Authorization
 
 	net *network.Provider // Microsoft.Network, resource groups and operations
 	// providers serve the resource provider namespaces, by key(namespace).
@@ -104,7 +105,7 @@ func New(st *store.Store, opts Options) *Server {
 	// The policy check of a write reads the resource as stored through the
 	// network provider's view, which settles due operations first.
 	view := func(ctx context.Context, fn func(*store.Txn) error) error { return s.net.View(ctx, fn) }
-	s.az = newAuthzProvider(authzConfig{store: s.store, log: s.log, now: s.now, view: view})
+	s.az = authz.New(authz.Config{Store: s.store, Log: s.log, Now: s.now, View: view, Groups: network.Groups{}})
 	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: s.routeLimit, PageSize: s.pageSize,
 		Log: s.log, Now: s.now, Faults: s, Polls: s.az})
 	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net}
@@ -185,7 +186,7 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*api.Response, erro
 	if err := s.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
-	if err := s.az.authorize(r.Context(), q); err != nil {
+	if err := s.az.Authorize(r.Context(), q); err != nil {
 		return nil, err
 	}
 	return s.route(r.Context(), q)
@@ -256,8 +257,8 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 	if is(0, "tenants") && n == 1 {
 		return api.Methods(q, map[string]api.Handler{"GET": s.listTenants})(ctx, q)
 	}
-	if authorizationIndex(seg) >= 0 {
-		return s.az.authorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
+	if authz.AuthorizationIndex(seg) >= 0 {
+		return s.az.AuthorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
 	}
 	if !is(0, "subscriptions") {
 		return nil, api.NoRoute(q)

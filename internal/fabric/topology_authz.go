@@ -15,6 +15,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/authz"
 )
 
 // TopologyAuthorization is who may do what in the fabric, and what
@@ -230,7 +231,7 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 		if p.Name == "" {
 			bad(g+".name", "missing")
 		}
-		if err := checkPrincipal(principalDoc{ClientID: p.ClientID, ObjectID: p.ObjectID, PrincipalType: p.Type}); err != nil {
+		if err := authz.CheckPrincipal(authz.PrincipalDoc{ClientID: p.ClientID, ObjectID: p.ObjectID, PrincipalType: p.Type}); err != nil {
 			bad(g, "%v", err)
 		}
 		for _, k := range []string{"name:" + api.Key(p.Name), "client:" + api.Key(p.ClientID)} {
@@ -272,10 +273,10 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 	}
 	for i, l := range a.Locks {
 		g := fmt.Sprintf("%s.locks[%d]", f, i)
-		if !extNameRE.MatchString(l.Name) {
+		if !authz.ExtNameRE.MatchString(l.Name) {
 			bad(g+".name", "%q is not a lock name", l.Name)
 		}
-		if !strings.EqualFold(l.Level, lockCanNotDelete) && !strings.EqualFold(l.Level, lockReadOnly) {
+		if !strings.EqualFold(l.Level, authz.LockCanNotDelete) && !strings.EqualFold(l.Level, authz.LockReadOnly) {
 			bad(g+".level", "%q is not CanNotDelete or ReadOnly", l.Level)
 		}
 		checkScope(g, l.Scope, l.ResourceGroup)
@@ -283,7 +284,7 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 	defs := map[string]bool{}
 	for i, d := range a.PolicyDefinitions {
 		g := fmt.Sprintf("%s.policyDefinitions[%d]", f, i)
-		if !extNameRE.MatchString(d.Name) {
+		if !authz.ExtNameRE.MatchString(d.Name) {
 			bad(g+".name", "%q is not a policy definition name", d.Name)
 		}
 		if defs[api.Key(d.Name)] {
@@ -296,7 +297,7 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 	}
 	for i, pa := range a.PolicyAssignments {
 		g := fmt.Sprintf("%s.policyAssignments[%d]", f, i)
-		if !extNameRE.MatchString(pa.Name) {
+		if !authz.ExtNameRE.MatchString(pa.Name) {
 			bad(g+".name", "%q is not a policy assignment name", pa.Name)
 		}
 		if !defs[api.Key(pa.Definition)] && !strings.HasPrefix(pa.Definition, "/") {
@@ -310,7 +311,7 @@ func (a *TopologyAuthorization) validate(sub string, rgs map[string]bool, bad fu
 }
 
 // compiled is the policy definition as the fabric stores it.
-func (d TopologyPolicyDefinition) compiled(sub string) (*policyDefinition, error) {
+func (d TopologyPolicyDefinition) compiled(sub string) (*authz.PolicyDefinition, error) {
 	rule, err := json.Marshal(d.PolicyRule)
 	if err != nil {
 		return nil, err
@@ -321,15 +322,15 @@ func (d TopologyPolicyDefinition) compiled(sub string) (*policyDefinition, error
 			mode = m
 		}
 	}
-	pd := &policyDefinition{ID: "/subscriptions/" + sub + "/providers/Microsoft.Authorization/policyDefinitions/" + d.Name, Name: d.Name,
-		Properties: policyDefProperties{Mode: mode, DisplayName: d.DisplayName, Description: d.Description, PolicyRule: rule}}
+	pd := &authz.PolicyDefinition{ID: "/subscriptions/" + sub + "/providers/Microsoft.Authorization/policyDefinitions/" + d.Name, Name: d.Name,
+		Properties: authz.PolicyDefProperties{Mode: mode, DisplayName: d.DisplayName, Description: d.Description, PolicyRule: rule}}
 	if len(d.Parameters) > 0 {
 		b, _ := json.Marshal(d.Parameters)
 		if err := json.Unmarshal(b, &pd.Properties.Parameters); err != nil {
 			return nil, fmt.Errorf("parameters: %w", err)
 		}
 	}
-	if err := pd.compile(); err != nil {
+	if err := pd.Compile(); err != nil {
 		var ae *api.Error
 		if errors.As(err, &ae) {
 			return nil, errors.New(ae.Message)

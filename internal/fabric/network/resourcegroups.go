@@ -242,3 +242,15 @@ func (s *Provider) ListSubscriptions(ctx context.Context, q *api.Request) (*api.
 func (s *Provider) GetSubscription(_ context.Context, q *api.Request) (*api.Response, error) {
 	return &api.Response{Status: http.StatusOK, Body: subBody(q.Segs[1])}, nil
 }
+
+// Groups are the resource groups as this provider keeps them, for the
+// authorization checks (authz.Groups).
+type Groups struct{}
+
+// Require is RequireRG.
+func (Groups) Require(tx *store.Txn, sub, rg string, write bool) (*store.RGRow, error) {
+	return RequireRG(tx, sub, rg, write)
+}
+
+// Body is RGBody.
+func (Groups) Body(rg *store.RGRow) any { return RGBody(rg) }

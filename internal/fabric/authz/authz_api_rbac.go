@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"cmp"
@@ -22,8 +22,8 @@ import (
 
 // --- role definitions ---
 
-// roleDefinitionDoc is a role definition as ARM returns it.
-type roleDefinitionDoc struct {
+// RoleDefinitionDoc is a role definition as ARM returns it.
+type RoleDefinitionDoc struct {
 	ID         string             `json:"id"`
 	Name       string             `json:"name"`
 	Type       string             `json:"type"`
@@ -42,9 +42,9 @@ type roleDefinitionProp struct {
 	UpdatedBy        *string             `json:"updatedBy"`
 }
 
-// roleDoc renders a role definition under scope's subscription (built-ins
+// RoleDoc renders a role definition under scope's subscription (built-ins
 // are answered there, as ARM does).
-func roleDoc(d azrbac.RoleDefinition, scope string) roleDefinitionDoc {
+func RoleDoc(d azrbac.RoleDefinition, scope string) RoleDefinitionDoc {
 	id := "/providers/Microsoft.Authorization/roleDefinitions/" + d.Name
 	if sub := api.SubscriptionOf(scope); sub != "" {
 		id = "/subscriptions/" + sub + id
@@ -56,12 +56,12 @@ func roleDoc(d azrbac.RoleDefinition, scope string) roleDefinitionDoc {
 	if perms == nil {
 		perms = []azrbac.Permission{}
 	}
-	return roleDefinitionDoc{ID: id, Name: d.Name, Type: "Microsoft.Authorization/roleDefinitions", Properties: roleDefinitionProp{
+	return RoleDefinitionDoc{ID: id, Name: d.Name, Type: "Microsoft.Authorization/roleDefinitions", Properties: roleDefinitionProp{
 		RoleName: d.RoleName, Type: d.RoleType, Description: d.Description, AssignableScopes: d.AssignableScopes, Permissions: perms,
 	}}
 }
 
-func (s *authzProvider) listRoleDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) listRoleDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		f := parseFilter(q.Query.Get("$filter"))
 		var out []any
@@ -76,7 +76,7 @@ func (s *authzProvider) listRoleDefinitions(ctx context.Context, q *api.Request,
 		}
 		for _, d := range azrbac.BuiltInRoles() {
 			if keep(d) {
-				out = append(out, roleDoc(d, e.scope))
+				out = append(out, RoleDoc(d, e.scope))
 			}
 		}
 		for _, d := range sortedRoles(st) {
@@ -84,7 +84,7 @@ func (s *authzProvider) listRoleDefinitions(ctx context.Context, q *api.Request,
 				return azrbac.ScopeContains(a, e.scope) || azrbac.ScopeContains(e.scope, a)
 			})
 			if visible && keep(d) {
-				out = append(out, roleDoc(d, e.scope))
+				out = append(out, RoleDoc(d, e.scope))
 			}
 		}
 		return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": nonNil(out)}}, nil
@@ -139,19 +139,19 @@ func errRoleDefinitionNotFound(name string) *api.Error {
 	return api.NewError(http.StatusNotFound, "RoleDefinitionDoesNotExist", "The specified role definition with ID '%s' does not exist.", name)
 }
 
-func (s *authzProvider) getRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) getRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		d, ok := st.role(e.name)
 		if !ok {
 			return nil, errRoleDefinitionNotFound(e.name)
 		}
-		return &api.Response{Status: http.StatusOK, Body: roleDoc(d, e.scope)}, nil
+		return &api.Response{Status: http.StatusOK, Body: RoleDoc(d, e.scope)}, nil
 	})
 }
 
 // putRoleDefinition creates or updates a custom role (az role definition
 // create/update).
-func (s *authzProvider) putRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) putRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if _, ok := azrbac.BuiltInRole(e.name); ok {
 		return nil, api.NewError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be changed.", e.name)
 	}
@@ -199,12 +199,12 @@ func (s *authzProvider) putRoleDefinition(ctx context.Context, q *api.Request, e
 		if _, ok := azrbac.BuiltInRole(d.RoleName); ok {
 			return api.NewError(http.StatusConflict, "RoleDefinitionWithSameNameExists", "A role with the same name '%s' already exists: it is a built-in role.", d.RoleName)
 		}
-		doc := roleDoc(d, e.scope)
+		doc := RoleDoc(d, e.scope)
 		now, by := nowStamp(s), q.Caller.ObjectID
 		doc.Properties.CreatedOn, doc.Properties.UpdatedOn = now, now
 		doc.Properties.CreatedBy, doc.Properties.UpdatedBy = &by, &by
 		if prev != nil {
-			var old roleDefinitionDoc
+			var old RoleDefinitionDoc
 			if json.Unmarshal(prev.Doc, &old) == nil {
 				doc.Properties.CreatedOn, doc.Properties.CreatedBy = old.Properties.CreatedOn, old.Properties.CreatedBy
 			}
@@ -217,7 +217,7 @@ func (s *authzProvider) putRoleDefinition(ctx context.Context, q *api.Request, e
 
 func roleDefinitionKey(guid string) string { return "roledefinition:" + strings.ToLower(guid) }
 
-func (s *authzProvider) deleteRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) deleteRoleDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if _, ok := azrbac.BuiltInRole(e.name); ok {
 		return nil, api.NewError(http.StatusForbidden, "RoleDefinitionUpdateNotAllowed", "The built-in role definition '%s' cannot be deleted.", e.name)
 	}
@@ -251,8 +251,8 @@ func (s *authzProvider) deleteRoleDefinition(ctx context.Context, q *api.Request
 
 // --- role assignments ---
 
-// roleAssignmentDoc is a role assignment as ARM returns it.
-type roleAssignmentDoc struct {
+// RoleAssignmentDoc is a role assignment as ARM returns it.
+type RoleAssignmentDoc struct {
 	ID         string             `json:"id"`
 	Name       string             `json:"name"`
 	Type       string             `json:"type"`
@@ -274,23 +274,23 @@ type roleAssignmentProp struct {
 	DelegatedManagedIdentityResourceID *string `json:"delegatedManagedIdentityResourceId"`
 }
 
-func (d roleAssignmentDoc) assignment() azrbac.Assignment {
+func (d RoleAssignmentDoc) assignment() azrbac.Assignment {
 	return azrbac.Assignment{ID: d.ID, Name: d.Name, Scope: d.Properties.Scope, RoleDefinitionID: d.Properties.RoleDefinitionID,
 		PrincipalID: d.Properties.PrincipalID, PrincipalType: d.Properties.PrincipalType}
 }
 
 // assignmentDocs are the stored role assignments, decoded.
-func assignmentDocs(tx *store.Txn) ([]roleAssignmentDoc, error) {
+func assignmentDocs(tx *store.Txn) ([]RoleAssignmentDoc, error) {
 	rows, err := tx.AllAuthz()
 	if err != nil {
 		return nil, err
 	}
-	var out []roleAssignmentDoc
+	var out []RoleAssignmentDoc
 	for _, r := range rows {
 		if r.Kind != kindRoleAssignment {
 			continue
 		}
-		var d roleAssignmentDoc
+		var d RoleAssignmentDoc
 		if err := json.Unmarshal(r.Doc, &d); err != nil {
 			return nil, err
 		}
@@ -299,7 +299,7 @@ func assignmentDocs(tx *store.Txn) ([]roleAssignmentDoc, error) {
 	return out, nil
 }
 
-func (s *authzProvider) listRoleAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) listRoleAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	f := parseFilter(q.Query.Get("$filter"))
 	principal := cmp.Or(f["principalid"], f["assignedto"])
 	_, atScope := f["atscope"]
@@ -328,14 +328,14 @@ func (s *authzProvider) listRoleAssignments(ctx context.Context, q *api.Request,
 	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": nonNil(out)}}, nil
 }
 
-func (s *authzProvider) getRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) getRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.getExt(ctx, e, kindRoleAssignment, func() *api.Error {
 		return api.NewError(http.StatusNotFound, "RoleAssignmentNotFound", "The role assignment '%s' is not found.", e.name)
 	})
 }
 
 // putRoleAssignment creates a role assignment (az role assignment create).
-func (s *authzProvider) putRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) putRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var in struct {
 		Properties struct {
 			RoleDefinitionID string  `json:"roleDefinitionId"`
@@ -361,7 +361,7 @@ func (s *authzProvider) putRoleAssignment(ctx context.Context, q *api.Request, e
 	}
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
-		if err := requireScope(tx, e.scope); err != nil {
+		if err := s.requireScope(tx, e.scope); err != nil {
 			return err
 		}
 		st, err := loadAuthz(tx, 0)
@@ -376,7 +376,7 @@ func (s *authzProvider) putRoleAssignment(ctx context.Context, q *api.Request, e
 			return api.BadRequest("RoleAssignmentScopeNotAssignable", "The role '%s' is not available for assignment at the requested scope '%s': its assignable scopes are %s.",
 				role.RoleName, e.scope, strings.Join(role.AssignableScopes, ", "))
 		}
-		roleID := roleDoc(role, e.scope).ID
+		roleID := RoleDoc(role, e.scope).ID
 		docs, err := assignmentDocs(tx)
 		if err != nil {
 			return err
@@ -395,7 +395,7 @@ func (s *authzProvider) putRoleAssignment(ctx context.Context, q *api.Request, e
 			}
 		}
 		now, by := nowStamp(s), q.Caller.ObjectID
-		d := roleAssignmentDoc{ID: e.id(), Name: strings.ToLower(e.name), Type: "Microsoft.Authorization/roleAssignments", Properties: roleAssignmentProp{
+		d := RoleAssignmentDoc{ID: e.id(), Name: strings.ToLower(e.name), Type: "Microsoft.Authorization/roleAssignments", Properties: roleAssignmentProp{
 			RoleDefinitionID: roleID, PrincipalID: p.PrincipalID, PrincipalType: p.PrincipalType, Scope: e.scope,
 			Description: p.Description, Condition: p.Condition, ConditionVersion: p.ConditionVersion,
 			CreatedOn: now, UpdatedOn: now, CreatedBy: &by, UpdatedBy: &by,
@@ -406,7 +406,7 @@ func (s *authzProvider) putRoleAssignment(ctx context.Context, q *api.Request, e
 	return resp, err
 }
 
-func (s *authzProvider) deleteRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) deleteRoleAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindRoleAssignment)
 }
 
@@ -430,7 +430,7 @@ func storeExt(tx *store.Txn, k, kind, id, scope string, v any, created bool) (*a
 
 // deleteExt deletes an extension resource: 200 with what it was, 204
 // when there was none.
-func (s *authzProvider) deleteExt(ctx context.Context, e extRequest, kind string) (*api.Response, error) {
+func (s *Provider) deleteExt(ctx context.Context, e extRequest, kind string) (*api.Response, error) {
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		row, err := tx.GetAuthz(api.Key(e.id()))

@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"cmp"
@@ -10,14 +10,13 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
-	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // policyHit is a deny policy a write violates.
 type policyHit struct {
 	a         *policyAssignment
-	d         *policyDefinition
+	d         *PolicyDefinition
 	evaluated []azpolicy.Expression
 }
 
@@ -25,7 +24,7 @@ type policyHit struct {
 // resource a PUT or PATCH writes, on the resource as it would be. An
 // assignment that cannot be evaluated (its definition changed since and
 // wants a parameter it does not give) refuses nothing and is logged.
-func (s *authzProvider) checkPolicies(ctx context.Context, st *authzState, q *api.Request, op *armOp) error {
+func (s *Provider) checkPolicies(ctx context.Context, st *authzState, q *api.Request, op *armOp) error {
 	var applicable []*policyAssignment
 	for _, a := range st.policies {
 		if a.compiled.Applies(op.scope) {
@@ -64,7 +63,7 @@ func (s *authzProvider) checkPolicies(ctx context.Context, st *authzState, q *ap
 // PUT's body with the ID, name and type of its path; for a PATCH (tags),
 // the stored resource with the new tags. nil when there is nothing to
 // evaluate (a body that is not JSON is the handler's to refuse).
-func (s *authzProvider) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
+func (s *Provider) policyDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var body map[string]any
 	if json.Unmarshal(q.Body, &body) != nil || body == nil {
 		return nil, nil
@@ -84,7 +83,7 @@ func (s *authzProvider) policyDoc(ctx context.Context, q *api.Request, op *armOp
 }
 
 // storedDoc reads the resource a PATCH changes.
-func (s *authzProvider) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
+func (s *Provider) storedDoc(ctx context.Context, q *api.Request, op *armOp) (map[string]any, error) {
 	var doc []byte
 	err := s.view(ctx, func(tx *store.Txn) error {
 		if strings.EqualFold(op.resourceType, api.ArmTypeResourceGroup) || strings.EqualFold(op.resourceType, "Microsoft.Resources/subscriptions/resourceGroups") {
@@ -93,7 +92,7 @@ func (s *authzProvider) storedDoc(ctx context.Context, q *api.Request, op *armOp
 				return err
 			}
 			var err2 error
-			doc, err2 = json.Marshal(network.RGBody(rg))
+			doc, err2 = json.Marshal(s.groups.Body(rg))
 			return err2
 		}
 		row, err := tx.GetResourceForRead(api.Key(op.scope))

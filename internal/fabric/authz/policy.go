@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"encoding/json"
@@ -18,17 +18,17 @@ import (
 // InvalidPolicyAlias). Effects other than deny are stored and never
 // enforced.
 
-// policyDefinition is a stored policy definition with its compiled rule.
-type policyDefinition struct {
+// PolicyDefinition is a stored policy definition with its compiled rule.
+type PolicyDefinition struct {
 	ID         string              `json:"id"`
 	Name       string              `json:"name"`
 	Type       string              `json:"type"`
-	Properties policyDefProperties `json:"properties"`
+	Properties PolicyDefProperties `json:"properties"`
 
 	compiled *azpolicy.Definition
 }
 
-type policyDefProperties struct {
+type PolicyDefProperties struct {
 	PolicyType  string                     `json:"policyType"`
 	Mode        string                     `json:"mode"`
 	DisplayName string                     `json:"displayName,omitempty"`
@@ -46,21 +46,21 @@ type policyParameter struct {
 }
 
 // decodePolicyDefinition reads and compiles a stored definition.
-func decodePolicyDefinition(doc []byte) (*policyDefinition, error) {
-	var d policyDefinition
+func decodePolicyDefinition(doc []byte) (*PolicyDefinition, error) {
+	var d PolicyDefinition
 	if err := json.Unmarshal(doc, &d); err != nil {
 		return nil, fmt.Errorf("decoding policy definition: %w", err)
 	}
-	if err := d.compile(); err != nil {
+	if err := d.Compile(); err != nil {
 		return nil, err
 	}
 	return &d, nil
 }
 
-// compile checks the definition against azpolicy's subset and keeps the
+// Compile checks the definition against azpolicy's subset and keeps the
 // compiled form; its errors are ARM's (InvalidPolicyAlias for a field
 // that is no known alias, InvalidPolicyRule otherwise).
-func (d *policyDefinition) compile() error {
+func (d *PolicyDefinition) Compile() error {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encoding policy definition %s: %w", d.Name, err)

@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/routekeeper/routekeeper/internal/azpolicy"
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
-	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
@@ -36,9 +35,9 @@ func (e extRequest) id() string {
 	return strings.TrimRight(e.scope, "/") + "/providers/" + authorizationNamespace + "/" + e.kind + "/" + e.name
 }
 
-// authorizationAPI routes a Microsoft.Authorization request.
-func (s *authzProvider) authorizationAPI(ctx context.Context, q *api.Request) (*api.Response, error) {
-	i := authorizationIndex(q.Segs)
+// AuthorizationAPI routes a Microsoft.Authorization request.
+func (s *Provider) AuthorizationAPI(ctx context.Context, q *api.Request) (*api.Response, error) {
+	i := AuthorizationIndex(q.Segs)
 	n := len(q.Segs)
 	if n < i+3 || n > i+4 {
 		return nil, api.NoRoute(q)
@@ -122,12 +121,12 @@ func checkExtScope(q *api.Request, e extRequest) error {
 // requireScope checks that the scope of an extension resource being
 // written exists: its resource group, and for a resource scope the
 // resource (a top-level resource, or a route or subnet of one).
-func requireScope(tx *store.Txn, scope string) error {
+func (s *Provider) requireScope(tx *store.Txn, scope string) error {
 	segs := strings.Split(strings.Trim(scope, "/"), "/")
 	if len(segs) < 4 {
 		return nil
 	}
-	if _, err := network.RequireRG(tx, segs[1], segs[3], true); err != nil {
+	if _, err := s.groups.Require(tx, segs[1], segs[3], true); err != nil {
 		return err
 	}
 	if len(segs) < 8 {
@@ -159,15 +158,15 @@ func requireScope(tx *store.Txn, scope string) error {
 	return nil
 }
 
-// extNameRE is what ARM accepts as the name of a lock or policy
+// ExtNameRE is what ARM accepts as the name of a lock or policy
 // assignment: no < > * % & : \ ? / + and not ending with a space or '.'.
-var extNameRE = regexp.MustCompile(`^[^<>*%&:\\?/+]{0,259}[^<>*%&:\\?/+ .]$`)
+var ExtNameRE = regexp.MustCompile(`^[^<>*%&:\\?/+]{0,259}[^<>*%&:\\?/+ .]$`)
 
-func nowStamp(s *authzProvider) string { return s.now().UTC().Format(time.RFC3339Nano) }
+func nowStamp(s *Provider) string { return s.now().UTC().Format(time.RFC3339Nano) }
 
 // readState runs fn with the authorization state read in a fresh snapshot
 // (so that a list sees this process's own last write).
-func (s *authzProvider) readState(ctx context.Context, fn func(*authzState) (*api.Response, error)) (*api.Response, error) {
+func (s *Provider) readState(ctx context.Context, fn func(*authzState) (*api.Response, error)) (*api.Response, error) {
 	st, err := s.authzState(ctx)
 	if err != nil {
 		return nil, err
@@ -180,7 +179,7 @@ func (s *authzProvider) readState(ctx context.Context, fn func(*authzState) (*ap
 // listPermissions is ARM's permissions API: the caller's permission
 // blocks that apply at the scope, one per role assignment (Owner's for the
 // fabric's administrator, everything while the fabric enforces no RBAC).
-func (s *authzProvider) listPermissions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) listPermissions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	st, _ := q.Authz.(*authzState)
 	if st == nil {
 		var err error

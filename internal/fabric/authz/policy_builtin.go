@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // policyDefinitions/General/AllowedLocations_Deny.json and
 // Network/NetworkIPForwardingNic_Deny.json; descriptions in the fabric's
 // words); they cannot be written or deleted.
-var builtinPolicyDefinitions = sync.OnceValue(func() map[string]*policyDefinition {
+var builtinPolicyDefinitions = sync.OnceValue(func() map[string]*PolicyDefinition {
 	defs := []struct {
 		guid, displayName, description, category string
 		parameters                               string
@@ -41,15 +41,15 @@ var builtinPolicyDefinitions = sync.OnceValue(func() map[string]*policyDefinitio
 				{"field":"Microsoft.Network/networkInterfaces/enableIpForwarding","equals":"true"}]},"then":{"effect":"deny"}}`,
 		},
 	}
-	out := map[string]*policyDefinition{}
+	out := map[string]*PolicyDefinition{}
 	for _, b := range defs {
-		d := &policyDefinition{ID: "/providers/Microsoft.Authorization/policyDefinitions/" + b.guid, Name: b.guid, Type: "Microsoft.Authorization/policyDefinitions",
-			Properties: policyDefProperties{PolicyType: "BuiltIn", Mode: "Indexed", DisplayName: b.displayName, Description: b.description,
+		d := &PolicyDefinition{ID: "/providers/Microsoft.Authorization/policyDefinitions/" + b.guid, Name: b.guid, Type: "Microsoft.Authorization/policyDefinitions",
+			Properties: PolicyDefProperties{PolicyType: "BuiltIn", Mode: "Indexed", DisplayName: b.displayName, Description: b.description,
 				Metadata: json.RawMessage(`{"category":"` + b.category + `"}`), PolicyRule: json.RawMessage(b.rule)}}
 		if err := json.Unmarshal([]byte(b.parameters), &d.Properties.Parameters); err != nil {
 			panic("fabric: built-in policy " + b.guid + ": " + err.Error())
 		}
-		if err := d.compile(); err != nil {
+		if err := d.Compile(); err != nil {
 			panic("fabric: built-in policy " + b.guid + ": " + err.Error())
 		}
 		out[api.Key(d.ID)] = d
@@ -59,7 +59,7 @@ var builtinPolicyDefinitions = sync.OnceValue(func() map[string]*policyDefinitio
 
 // builtinPolicyDefinition is the built-in definition with that ID, nil
 // when there is none.
-func builtinPolicyDefinition(id string) *policyDefinition {
+func builtinPolicyDefinition(id string) *PolicyDefinition {
 	return builtinPolicyDefinitions()[api.Key(id)]
 }
 

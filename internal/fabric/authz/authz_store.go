@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"context"
@@ -22,9 +22,9 @@ const (
 	kindPolicyAssignment = "policyAssignment"
 )
 
-// principalDoc is a principal the topology (or /_fabric/principals)
+// PrincipalDoc is a principal the topology (or /_fabric/principals)
 // declared: the client ID tokens are asked for and the object ID they name.
-type principalDoc struct {
+type PrincipalDoc struct {
 	ClientID      string `json:"clientId"`
 	ObjectID      string `json:"objectId"`
 	DisplayName   string `json:"displayName,omitempty"`
@@ -55,11 +55,11 @@ func (l lockDoc) scope() string { return scopeOfExtension(l.ID) }
 // authzState is the authorization state as a Server uses it.
 type authzState struct {
 	rev         int64
-	principals  map[string]principalDoc // by lower client ID
+	principals  map[string]PrincipalDoc // by lower client ID
 	roles       map[string]azrbac.RoleDefinition
 	assignments []azrbac.Assignment
 	locks       []lockDoc
-	policyDefs  map[string]*policyDefinition // by lower ID; the built-ins too
+	policyDefs  map[string]*PolicyDefinition // by lower ID; the built-ins too
 	policies    []*policyAssignment
 }
 
@@ -90,7 +90,7 @@ type authzCache struct {
 
 // authzState returns the current authorization state, reloading it when
 // another writer (this process or another) changed it.
-func (s *authzProvider) authzState(ctx context.Context) (*authzState, error) {
+func (s *Provider) authzState(ctx context.Context) (*authzState, error) {
 	var st *authzState
 	err := s.store.Read(ctx, func(tx *store.Txn) error {
 		rev, err := tx.AuthzRev()
@@ -116,7 +116,7 @@ func (s *authzProvider) authzState(ctx context.Context) (*authzState, error) {
 }
 
 func loadAuthz(tx *store.Txn, rev int64) (*authzState, error) {
-	st := &authzState{rev: rev, principals: map[string]principalDoc{}, roles: map[string]azrbac.RoleDefinition{},
+	st := &authzState{rev: rev, principals: map[string]PrincipalDoc{}, roles: map[string]azrbac.RoleDefinition{},
 		policyDefs: maps.Clone(builtinPolicyDefinitions())}
 	rows, err := tx.AllAuthz()
 	if err != nil {
@@ -127,7 +127,7 @@ func loadAuthz(tx *store.Txn, rev int64) (*authzState, error) {
 		var err error
 		switch r.Kind {
 		case kindPrincipal:
-			var p principalDoc
+			var p PrincipalDoc
 			if err = json.Unmarshal(r.Doc, &p); err == nil {
 				st.principals[strings.ToLower(p.ClientID)] = p
 			}
@@ -137,7 +137,7 @@ func loadAuthz(tx *store.Txn, rev int64) (*authzState, error) {
 				st.roles[strings.ToLower(d.Name)] = d
 			}
 		case kindRoleAssignment:
-			var a roleAssignmentDoc
+			var a RoleAssignmentDoc
 			if err = json.Unmarshal(r.Doc, &a); err == nil {
 				st.assignments = append(st.assignments, a.assignment())
 			}
@@ -147,7 +147,7 @@ func loadAuthz(tx *store.Txn, rev int64) (*authzState, error) {
 				st.locks = append(st.locks, l)
 			}
 		case kindPolicyDefinition:
-			var d *policyDefinition
+			var d *PolicyDefinition
 			if d, err = decodePolicyDefinition(r.Doc); err == nil {
 				st.policyDefs[strings.ToLower(d.ID)] = d
 			}

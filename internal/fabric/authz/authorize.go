@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func classifyRequest(q *api.Request) *armOp {
 		}
 		return op
 	}
-	if i := authorizationIndex(seg); i >= 0 {
+	if i := AuthorizationIndex(seg); i >= 0 {
 		if i+2 >= n || is(i+2, "permissions") || isBuiltinPolicyRead(q.Method, seg) {
 			return nil
 		}
@@ -140,9 +140,9 @@ func classifyProvider(q *api.Request, seg []string, verb func(string) *armOp) *a
 	return nil
 }
 
-// authorizationIndex is the index of "providers" in a
+// AuthorizationIndex is the index of "providers" in a
 // .../providers/Microsoft.Authorization/... path, -1 when there is none.
-func authorizationIndex(seg []string) int {
+func AuthorizationIndex(seg []string) int {
 	for i := 0; i+1 < len(seg); i++ {
 		if strings.EqualFold(seg[i], "providers") && strings.EqualFold(seg[i+1], "Microsoft.Authorization") {
 			return i
@@ -151,8 +151,8 @@ func authorizationIndex(seg []string) int {
 	return -1
 }
 
-// authorize runs ARM's checks for a request and records its caller.
-func (s *authzProvider) authorize(ctx context.Context, q *api.Request) error {
+// Authorize runs ARM's checks for a request and records its caller.
+func (s *Provider) Authorize(ctx context.Context, q *api.Request) error {
 	st, err := s.authzState(ctx)
 	if err != nil {
 		return err
@@ -309,7 +309,7 @@ func (st *authzState) checkLocks(op *armOp) error {
 		case "delete":
 			blocks = above || below
 		case "write":
-			blocks = above && strings.EqualFold(l.Properties.Level, lockReadOnly)
+			blocks = above && strings.EqualFold(l.Properties.Level, LockReadOnly)
 		}
 		if blocks && !slices.ContainsFunc(locked, func(s string) bool { return strings.EqualFold(s, ls) }) {
 			locked = append(locked, ls)
@@ -344,7 +344,7 @@ func scopeOfExtension(id string) string {
 // Track asynchronous Azure operations, "Permission for tracking async
 // status"). A role at the resource alone thus writes but cannot see the
 // write finish.
-func (s *authzProvider) AuthorizePoll(q *api.Request, o *store.Operation, kind string) error {
+func (s *Provider) AuthorizePoll(q *api.Request, o *store.Operation, kind string) error {
 	st, _ := q.Authz.(*authzState)
 	if st == nil || !st.enforced() || q.Caller.Admin() {
 		return nil

@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"cmp"
@@ -50,9 +50,9 @@ func (st *authzState) objectID(clientID string) string {
 	return clientID
 }
 
-// principalObjectID is the object ID the token endpoint puts in a token for
+// PrincipalObjectID is the object ID the token endpoint puts in a token for
 // client: the declared principal's, else the client ID.
-func (s *authzProvider) principalObjectID(ctx context.Context, client string) string {
+func (s *Provider) PrincipalObjectID(ctx context.Context, client string) string {
 	st, err := s.authzState(ctx)
 	if err != nil {
 		s.log.Warn("fabric token: reading principals", "err", err)
@@ -63,14 +63,14 @@ func (s *authzProvider) principalObjectID(ctx context.Context, client string) st
 
 // --- principals on the control endpoint ---
 
-// principalsPath is where the control endpoint keeps principals:
+// PrincipalsPath is where the control endpoint keeps principals:
 // GET lists them, PUT /_fabric/principals/{clientId} declares one
 // ({"objectId", "displayName", "principalType"}), DELETE forgets it.
 // Topology files declare principals through it (Apply).
-const principalsPath = api.ControlPrefix + "principals"
+const PrincipalsPath = api.ControlPrefix + "principals"
 
-func (s *authzProvider) servePrincipals(w http.ResponseWriter, r *http.Request) {
-	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, principalsPath), "/")
+func (s *Provider) ServePrincipals(w http.ResponseWriter, r *http.Request) {
+	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, PrincipalsPath), "/")
 	reply := func(status int, v any) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(status)
@@ -87,20 +87,20 @@ func (s *authzProvider) servePrincipals(w http.ResponseWriter, r *http.Request) 
 			fail(http.StatusInternalServerError, "InternalServerError", "%v", err)
 			return
 		}
-		out := []principalDoc{}
+		out := []PrincipalDoc{}
 		for _, p := range st.principals {
 			out = append(out, p)
 		}
 		sortPrincipals(out)
 		reply(http.StatusOK, map[string]any{"value": out})
 	case rest != "" && !strings.Contains(rest, "/") && r.Method == http.MethodPut:
-		var p principalDoc
+		var p PrincipalDoc
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&p); err != nil {
 			fail(http.StatusBadRequest, "InvalidRequestContent", "The request content was invalid and cannot be deserialized: %v.", err)
 			return
 		}
 		p.ClientID = rest
-		if err := checkPrincipal(p); err != nil {
+		if err := CheckPrincipal(p); err != nil {
 			fail(http.StatusBadRequest, "InvalidPrincipal", "%v", err)
 			return
 		}
@@ -127,20 +127,20 @@ func (s *authzProvider) servePrincipals(w http.ResponseWriter, r *http.Request) 
 		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		fail(http.StatusNotFound, "InvalidRequestUri", "%s %s: the control endpoint serves GET %s and PUT/DELETE %s/{clientId}", r.Method, r.URL.Path, principalsPath, principalsPath)
+		fail(http.StatusNotFound, "InvalidRequestUri", "%s %s: the control endpoint serves GET %s and PUT/DELETE %s/{clientId}", r.Method, r.URL.Path, PrincipalsPath, PrincipalsPath)
 	}
 }
 
-func sortPrincipals(ps []principalDoc) {
-	slices.SortFunc(ps, func(a, b principalDoc) int {
+func sortPrincipals(ps []PrincipalDoc) {
+	slices.SortFunc(ps, func(a, b PrincipalDoc) int {
 		return strings.Compare(strings.ToLower(a.ClientID), strings.ToLower(b.ClientID))
 	})
 }
 
 func principalKey(clientID string) string { return "principal:" + strings.ToLower(clientID) }
 
-// checkPrincipal applies the rules of a declared principal.
-func checkPrincipal(p principalDoc) error {
+// CheckPrincipal applies the rules of a declared principal.
+func CheckPrincipal(p PrincipalDoc) error {
 	if strings.TrimSpace(p.ClientID) == "" {
 		return fmt.Errorf("a principal needs a client ID")
 	}

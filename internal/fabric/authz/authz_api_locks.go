@@ -1,4 +1,4 @@
-package fabric
+package authz
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 
 // Lock levels.
 const (
-	lockCanNotDelete = "CanNotDelete"
-	lockReadOnly     = "ReadOnly"
+	LockCanNotDelete = "CanNotDelete"
+	LockReadOnly     = "ReadOnly"
 )
 
 // --- management locks ---
@@ -24,7 +24,7 @@ const (
 // list holds every lock in it, as `az lock delete` expects); with
 // $filter=atScope() the locks at the scope and above, those that apply
 // to it.
-func (s *authzProvider) listLocks(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) listLocks(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	_, atScope := parseFilter(q.Query.Get("$filter"))["atscope"]
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		out := []any{}
@@ -38,14 +38,14 @@ func (s *authzProvider) listLocks(ctx context.Context, q *api.Request, e extRequ
 	})
 }
 
-func (s *authzProvider) getLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) getLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.getExt(ctx, e, kindLock, func() *api.Error {
 		return api.NewError(http.StatusNotFound, "LockNotFound", "The lock '%s' could not be found.", e.name)
 	})
 }
 
 // getExt answers the stored document of an extension resource.
-func (s *authzProvider) getExt(ctx context.Context, e extRequest, kind string, notFound func() *api.Error) (*api.Response, error) {
+func (s *Provider) getExt(ctx context.Context, e extRequest, kind string, notFound func() *api.Error) (*api.Response, error) {
 	var resp *api.Response
 	err := s.store.Read(ctx, func(tx *store.Txn) error {
 		row, err := tx.GetAuthz(api.Key(e.id()))
@@ -62,14 +62,14 @@ func (s *authzProvider) getExt(ctx context.Context, e extRequest, kind string, n
 }
 
 // putLock creates or updates a management lock (az lock create).
-func (s *authzProvider) putLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) putLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var in struct {
 		Properties *lockProps `json:"properties"`
 	}
 	if err := api.DecodeObject(q.Body, &in); err != nil {
 		return nil, err
 	}
-	if !extNameRE.MatchString(e.name) {
+	if !ExtNameRE.MatchString(e.name) {
 		return nil, api.BadRequest("InvalidLockName", "The lock name '%s' is invalid: at most 260 characters, none of <, >, *, %%, &, :, \\, ?, /, +, not ending with a space or '.'.", e.name)
 	}
 	if in.Properties == nil {
@@ -77,10 +77,10 @@ func (s *authzProvider) putLock(ctx context.Context, q *api.Request, e extReques
 	}
 	p := *in.Properties
 	switch {
-	case strings.EqualFold(p.Level, lockCanNotDelete):
-		p.Level = lockCanNotDelete
-	case strings.EqualFold(p.Level, lockReadOnly):
-		p.Level = lockReadOnly
+	case strings.EqualFold(p.Level, LockCanNotDelete):
+		p.Level = LockCanNotDelete
+	case strings.EqualFold(p.Level, LockReadOnly):
+		p.Level = LockReadOnly
 	default:
 		return nil, api.BadRequest("LockLevelInvalid", "The lock level '%s' is invalid: it must be CanNotDelete or ReadOnly.", p.Level)
 	}
@@ -89,7 +89,7 @@ func (s *authzProvider) putLock(ctx context.Context, q *api.Request, e extReques
 	}
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
-		if err := requireScope(tx, e.scope); err != nil {
+		if err := s.requireScope(tx, e.scope); err != nil {
 			return err
 		}
 		prev, err := tx.GetAuthz(api.Key(e.id()))
@@ -103,7 +103,7 @@ func (s *authzProvider) putLock(ctx context.Context, q *api.Request, e extReques
 	return resp, err
 }
 
-func (s *authzProvider) deleteLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) deleteLock(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindLock)
 }
 
@@ -114,9 +114,9 @@ func policyDefinitionsAt(scope string) bool {
 	return len(segs) == 2 && strings.EqualFold(segs[0], "subscriptions")
 }
 
-func (s *authzProvider) listPolicyDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) listPolicyDefinitions(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
-		var defs []*policyDefinition
+		var defs []*PolicyDefinition
 		for _, d := range st.policyDefs {
 			at := scopeOfExtension(d.ID)
 			switch {
@@ -128,7 +128,7 @@ func (s *authzProvider) listPolicyDefinitions(ctx context.Context, q *api.Reques
 			}
 			defs = append(defs, d)
 		}
-		slices.SortFunc(defs, func(a, b *policyDefinition) int { return strings.Compare(api.Key(a.ID), api.Key(b.ID)) })
+		slices.SortFunc(defs, func(a, b *PolicyDefinition) int { return strings.Compare(api.Key(a.ID), api.Key(b.ID)) })
 		out := []any{}
 		for _, d := range defs {
 			out = append(out, d)
@@ -143,7 +143,7 @@ func errPolicyDefinitionNotFound(name string) *api.Error {
 
 // getPolicyDefinition answers a definition: a custom one at a
 // subscription, a built-in at the tenant scope.
-func (s *authzProvider) getPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) getPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if e.scope == azrbac.RootScope {
 		d := builtinPolicyDefinition(e.id())
 		if d == nil {
@@ -156,15 +156,15 @@ func (s *authzProvider) getPolicyDefinition(ctx context.Context, q *api.Request,
 
 // putPolicyDefinition creates or updates a custom policy definition at a
 // subscription; the rule must keep to the subset policy.go supports.
-func (s *authzProvider) putPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) putPolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if !policyDefinitionsAt(e.scope) {
 		return nil, api.BadRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'.", e.scope)
 	}
-	var d policyDefinition
+	var d PolicyDefinition
 	if err := api.DecodeObject(q.Body, &d); err != nil {
 		return nil, err
 	}
-	if !extNameRE.MatchString(e.name) {
+	if !ExtNameRE.MatchString(e.name) {
 		return nil, api.BadRequest("InvalidPolicyDefinitionName", "The policy definition name '%s' is invalid.", e.name)
 	}
 	d.ID, d.Name, d.Type = e.id(), e.name, "Microsoft.Authorization/policyDefinitions"
@@ -182,7 +182,7 @@ func (s *authzProvider) putPolicyDefinition(ctx context.Context, q *api.Request,
 	default:
 		return nil, errPolicyRule("mode %q is not All or Indexed", d.Properties.Mode)
 	}
-	if err := d.compile(); err != nil {
+	if err := d.Compile(); err != nil {
 		return nil, err
 	}
 	var resp *api.Response
@@ -197,7 +197,7 @@ func (s *authzProvider) putPolicyDefinition(ctx context.Context, q *api.Request,
 	return resp, err
 }
 
-func (s *authzProvider) deletePolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) deletePolicyDefinition(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	if !policyDefinitionsAt(e.scope) {
 		return nil, api.BadRequest("InvalidScope", "The fabric keeps policy definitions at subscriptions, not at '%s'; built-in definitions cannot be deleted.", e.scope)
 	}
@@ -208,7 +208,7 @@ func (s *authzProvider) deletePolicyDefinition(ctx context.Context, q *api.Reque
 
 // listPolicyAssignments lists the assignments that apply at the scope
 // (at or above it) and those below it; $filter=atScope() keeps the first.
-func (s *authzProvider) listPolicyAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) listPolicyAssignments(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	_, atScope := parseFilter(q.Query.Get("$filter"))["atscope"]
 	return s.readState(ctx, func(st *authzState) (*api.Response, error) {
 		out := []any{}
@@ -223,7 +223,7 @@ func (s *authzProvider) listPolicyAssignments(ctx context.Context, q *api.Reques
 	})
 }
 
-func (s *authzProvider) getPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) getPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.getExt(ctx, e, kindPolicyAssignment, func() *api.Error {
 		return api.NewError(http.StatusNotFound, "PolicyAssignmentNotFound", "The policy assignment '%s' is not found.", e.name)
 	})
@@ -231,12 +231,12 @@ func (s *authzProvider) getPolicyAssignment(ctx context.Context, q *api.Request,
 
 // putPolicyAssignment assigns a policy definition at a scope (az policy
 // assignment create).
-func (s *authzProvider) putPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) putPolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	var a policyAssignment
 	if err := api.DecodeObject(q.Body, &a); err != nil {
 		return nil, err
 	}
-	if !extNameRE.MatchString(e.name) || len(e.name) > 64 {
+	if !ExtNameRE.MatchString(e.name) || len(e.name) > 64 {
 		return nil, api.BadRequest("InvalidPolicyAssignmentName", "The policy assignment name '%s' is invalid: at most 64 characters, none of <, >, *, %%, &, :, \\, ?, /, +.", e.name)
 	}
 	a.ID, a.Name, a.Type = e.id(), e.name, "Microsoft.Authorization/policyAssignments"
@@ -254,7 +254,7 @@ func (s *authzProvider) putPolicyAssignment(ctx context.Context, q *api.Request,
 	}
 	var resp *api.Response
 	err := s.store.Write(ctx, func(tx *store.Txn) error {
-		if err := requireScope(tx, e.scope); err != nil {
+		if err := s.requireScope(tx, e.scope); err != nil {
 			return err
 		}
 		d := builtinPolicyDefinition(a.Properties.PolicyDefinitionID)
@@ -292,6 +292,6 @@ func (s *authzProvider) putPolicyAssignment(ctx context.Context, q *api.Request,
 	return resp, err
 }
 
-func (s *authzProvider) deletePolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
+func (s *Provider) deletePolicyAssignment(ctx context.Context, q *api.Request, e extRequest) (*api.Response, error) {
 	return s.deleteExt(ctx, e, kindPolicyAssignment)
 }
