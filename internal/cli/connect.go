@@ -15,6 +15,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // cloudConn is a connection to the configured cloud: real Azure Resource
@@ -139,11 +140,11 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 // A state that holds anything is left alone, so that what routekeeper (or
 // anyone) changed since, a stale route run deleted, stays changed.
 func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOptions) error {
-	t, err := fabric.LoadTopology(path)
+	t, err := topology.LoadTopology(path)
 	if err != nil {
 		return usageErrorf("cloud.local.topology: %w", err)
 	}
-	st, err := fabric.Snapshot(ctx, opts, fabric.Credential{})
+	st, err := topology.Snapshot(ctx, opts, fabric.Credential{})
 	if err != nil {
 		return fmt.Errorf("reading the local fabric state before applying topology %s: %w", path, err)
 	}
@@ -151,13 +152,13 @@ func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOp
 		a.log.Debug("local fabric: state not empty; topology not applied", "file", path)
 		return nil
 	}
-	res, err := fabric.Apply(ctx, t, opts, fabric.Credential{})
+	res, err := topology.Apply(ctx, t, opts, fabric.Credential{})
 	if err != nil {
 		return fmt.Errorf("applying topology %s to the local fabric: %w", path, err)
 	}
 	if res.Writes > 0 {
 		a.log.Info("local fabric: applied topology", "file", path,
-			"created", res.Count(fabric.ActionCreate), "updated", res.Count(fabric.ActionUpdate), "writes", res.Writes)
+			"created", res.Count(topology.ActionCreate), "updated", res.Count(topology.ActionUpdate), "writes", res.Writes)
 	}
 	return nil
 }

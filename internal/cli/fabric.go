@@ -20,6 +20,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // defaultFabricListen is where `fabric serve` listens unless told otherwise.
@@ -374,7 +375,7 @@ Applying the same file again writes nothing. The format is in docs/fabric.md:
 			if file == "" {
 				return usageErrorf("flag -f/--file: the topology file is required")
 			}
-			top, err := fabric.LoadTopology(file)
+			top, err := topology.LoadTopology(file)
 			if err != nil {
 				return usageError(err)
 			}
@@ -383,7 +384,7 @@ Applying the same file again writes nothing. The format is in docs/fabric.md:
 				return err
 			}
 			defer release()
-			res, err := fabric.Apply(cmd.Context(), top, opts, fabric.Credential{})
+			res, err := topology.Apply(cmd.Context(), top, opts, fabric.Credential{})
 			if perr := a.printApply(res); perr != nil {
 				return perr
 			}
@@ -398,9 +399,9 @@ Applying the same file again writes nothing. The format is in docs/fabric.md:
 	return cmd
 }
 
-func (a *app) printApply(res fabric.ApplyResult) error {
+func (a *app) printApply(res topology.ApplyResult) error {
 	if res.Changes == nil {
-		res.Changes = []fabric.Change{}
+		res.Changes = []topology.Change{}
 	}
 	if err := a.print(res, func() table {
 		t := table{header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}
@@ -414,7 +415,7 @@ func (a *app) printApply(res fabric.ApplyResult) error {
 	}
 	if a.humanOutput() {
 		_, err := fmt.Fprintf(a.stdout, "\n%d created, %d updated, %d unchanged (%d writes)\n",
-			res.Count(fabric.ActionCreate), res.Count(fabric.ActionUpdate), res.Count(fabric.ActionUnchanged), res.Writes)
+			res.Count(topology.ActionCreate), res.Count(topology.ActionUpdate), res.Count(topology.ActionUnchanged), res.Writes)
 		return err
 	}
 	return nil
@@ -458,7 +459,7 @@ func (a *app) newFabricShowCmd() *cobra.Command {
 				return err
 			}
 			defer release()
-			st, err := fabric.Snapshot(cmd.Context(), opts, fabric.Credential{}, subs...)
+			st, err := topology.Snapshot(cmd.Context(), opts, fabric.Credential{}, subs...)
 			if err != nil {
 				return err
 			}

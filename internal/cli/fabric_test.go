@@ -15,6 +15,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
@@ -61,11 +62,11 @@ func TestFabricApplyAndShowGolden(t *testing.T) {
 		t.Errorf("state = %+v", st)
 	}
 	res = runCLI(t, nil, "", "fabric", "apply", "-o", "json", "-f", "testdata/fabric/kthw.yaml", "--state", state)
-	var ar fabric.ApplyResult
+	var ar topology.ApplyResult
 	if err := json.Unmarshal([]byte(res.stdout), &ar); err != nil {
 		t.Fatal(err)
 	}
-	if ar.Writes != 0 || ar.Count(fabric.ActionUnchanged) != len(ar.Changes) {
+	if ar.Writes != 0 || ar.Count(topology.ActionUnchanged) != len(ar.Changes) {
 		t.Errorf("re-apply = %+v", ar)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -47,11 +48,11 @@ func applyTopology(t *testing.T, cfg string, srv *fabric.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := fabric.ParseTopology(b)
+	topo, err := topology.ParseTopology(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fabric.Apply(context.Background(), topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
+	if _, err := topology.Apply(context.Background(), topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -27,25 +29,25 @@ type authzEnv struct {
 	srv *Server
 }
 
-func newAuthzEnv(t *testing.T, topology string) *authzEnv {
+func newAuthzEnv(t *testing.T, spec string) *authzEnv {
 	t.Helper()
 	st, err := store.OpenMemory(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return newAuthzEnvOn(t, st, topology)
+	return newAuthzEnvOn(t, st, spec)
 }
 
-func newAuthzEnvOn(t *testing.T, st *store.Store, topology string) *authzEnv {
+func newAuthzEnvOn(t *testing.T, st *store.Store, spec string) *authzEnv {
 	t.Helper()
 	e := &authzEnv{t: t, srv: New(st, Options{})}
-	if topology != "" {
-		topo, err := ParseTopology([]byte(topology))
+	if spec != "" {
+		topo, err := topology.ParseTopology([]byte(spec))
 		if err != nil {
 			t.Fatalf("topology: %v", err)
 		}
-		if _, err := Apply(context.Background(), topo, e.srv.ClientOptions(), Credential{}); err != nil {
+		if _, err := topology.Apply(context.Background(), topo, e.srv.ClientOptions(), Credential{}); err != nil {
 			t.Fatalf("applying the topology: %v", err)
 		}
 	}

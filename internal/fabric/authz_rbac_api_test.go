@@ -15,6 +15,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // TestRoleDefinitionsAPI: what az role assignment create and az role
@@ -103,7 +104,7 @@ func TestRoleAssignmentsAPI(t *testing.T) {
 		{"unknown role", rg + "/providers/Microsoft.Authorization/roleAssignments/66666666-6666-6666-6666-666666666666", map[string]any{"properties": map[string]any{
 			"roleDefinitionId": sub + "/providers/Microsoft.Authorization/roleDefinitions/77777777-7777-7777-7777-777777777777", "principalId": "x"}}, 400, "RoleDefinitionDoesNotExist"},
 		{"role not assignable there", rg + "/providers/Microsoft.Authorization/roleAssignments/66666666-6666-6666-6666-666666666666", map[string]any{"properties": map[string]any{
-			"roleDefinitionId": uuid.NewSHA1(topologyNamespace, []byte("role:routekeeper")).String(), "principalId": "x"}}, 400, "RoleAssignmentScopeNotAssignable"},
+			"roleDefinitionId": uuid.NewSHA1(topology.TopologyNamespace, []byte("role:routekeeper")).String(), "principalId": "x"}}, 400, "RoleAssignmentScopeNotAssignable"},
 		{"name not a GUID", rg + "/providers/Microsoft.Authorization/roleAssignments/x", body, 400, "InvalidRoleAssignmentId"},
 		{"missing group", sub + "/resourceGroups/nope/providers/Microsoft.Authorization/roleAssignments/66666666-6666-6666-6666-666666666666", body, 404, "ResourceGroupNotFound"},
 	} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -35,7 +36,7 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := fabric.Snapshot(ctx, env.Server.ClientOptions(), fabric.Credential{})
+	want, err := topology.Snapshot(ctx, env.Server.ClientOptions(), fabric.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 func TestApplyAround(t *testing.T) {
@@ -18,11 +19,11 @@ func TestApplyAround(t *testing.T) {
 	}
 	defer st.Close()
 	srv := New(st, Options{})
-	top, err := LoadTopology("testdata/topology/hub-spoke.yaml")
+	top, err := topology.LoadTopology("testdata/topology/hub-spoke.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, top, srv.ClientOptions(), Credential{})
+	res, err := topology.Apply(ctx, top, srv.ClientOptions(), Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +46,11 @@ func TestApplyAround(t *testing.T) {
 		t.Errorf("changes (-want +got):\n%s", d)
 	}
 
-	again, err := Apply(ctx, top, srv.ClientOptions(), Credential{})
+	again, err := topology.Apply(ctx, top, srv.ClientOptions(), Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Writes != 0 || again.Count(ActionCreate)+again.Count(ActionUpdate) != 0 {
+	if again.Writes != 0 || again.Count(topology.ActionCreate)+again.Count(topology.ActionUpdate) != 0 {
 		t.Errorf("second apply: %d writes, changes %+v", again.Writes, again.Changes)
 	}
 
@@ -87,7 +88,7 @@ resourceGroups:
     connections:
       - {name: hub-to-datacenter, virtualNetworkGateway: hub-vpn, localNetworkGateway: datacenter}
 `
-	if _, err := ParseTopology([]byte(base)); err != nil {
+	if _, err := topology.ParseTopology([]byte(base)); err != nil {
 		t.Fatalf("base topology: %v", err)
 	}
 	for _, tc := range []struct {
@@ -111,7 +112,7 @@ resourceGroups:
 			if doc == base {
 				t.Fatalf("%q not in the base topology", tc.old)
 			}
-			_, err := ParseTopology([]byte(doc))
+			_, err := topology.ParseTopology([]byte(doc))
 			if err == nil {
 				t.Fatal("no error")
 			}

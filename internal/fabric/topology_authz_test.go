@@ -6,25 +6,26 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // TestApplyAuthorization: a topology file's authorization, with a role
 // file relative to it, applied through the REST API, then applied again
 // without a write.
 func TestApplyAuthorization(t *testing.T) {
-	top, err := LoadTopology("testdata/topology/governed.yaml")
+	top, err := topology.LoadTopology("testdata/topology/governed.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newAuthzEnv(t, "")
 	ctx := context.Background()
-	res, err := Apply(ctx, top, e.srv.ClientOptions(), Credential{})
+	res, err := topology.Apply(ctx, top, e.srv.ClientOptions(), Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
 	for _, c := range res.Changes {
-		if c.Action == ActionCreate {
+		if c.Action == topology.ActionCreate {
 			kinds[c.Kind]++
 		}
 	}
@@ -33,11 +34,11 @@ func TestApplyAuthorization(t *testing.T) {
 			t.Errorf("created %d %s, want 1: %+v", kinds[k], k, res.Changes)
 		}
 	}
-	again, err := Apply(ctx, top, e.srv.ClientOptions(), Credential{})
+	again, err := topology.Apply(ctx, top, e.srv.ClientOptions(), Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Writes != 0 || again.Count(ActionUnchanged) != len(again.Changes) {
+	if again.Writes != 0 || again.Count(topology.ActionUnchanged) != len(again.Changes) {
 		t.Errorf("second apply: %d writes, changes %+v", again.Writes, again.Changes)
 	}
 	// What it declared is in force.
@@ -91,7 +92,7 @@ authorization:
 		{"unknown field", "  rolez: []\n", "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseTopology([]byte(base + tc.authz))
+			_, err := topology.ParseTopology([]byte(base + tc.authz))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v\nwant one containing %q", err, tc.want)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
@@ -21,7 +22,7 @@ func TestApplyNICs(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := applyFile(t, e.env, path)
-	if res.Count(ActionCreate) != 2 {
+	if res.Count(topology.ActionCreate) != 2 {
 		t.Errorf("first apply: %+v", res.Changes)
 	}
 	n, err := e.nics.Get(ctx, "kubernetes", "worker-1-nic", nil)
@@ -39,7 +40,7 @@ func TestApplyNICs(t *testing.T) {
 	if err := os.WriteFile(path, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if res := applyFile(t, e.env, path); res.Writes != 1 || res.Count(ActionUpdate) != 1 {
+	if res := applyFile(t, e.env, path); res.Writes != 1 || res.Count(topology.ActionUpdate) != 1 {
 		t.Errorf("forwarding apply: %d writes %+v", res.Writes, res.Changes)
 	}
 	n, _ = e.nics.Get(ctx, "kubernetes", "worker-1-nic", nil)
@@ -57,7 +58,7 @@ func TestNICTopologyErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			_, err := ParseTopology([]byte(strings.Replace(nicTopology, tt.replace, tt.with, 1)))
+			_, err := topology.ParseTopology([]byte(strings.Replace(nicTopology, tt.replace, tt.with, 1)))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want %q", err, tt.want)
 			}

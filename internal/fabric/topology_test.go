@@ -12,11 +12,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 func TestLoadTopology(t *testing.T) {
-	top, err := LoadTopology("testdata/topology/kthw.yaml")
+	top, err := topology.LoadTopology("testdata/topology/kthw.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func TestLoadTopology(t *testing.T) {
 		top.ResourceGroups[0].VirtualNetworks[0].Subnets[0].RouteTable != "kubernetes-routes" {
 		t.Errorf("topology = %+v", top)
 	}
-	if _, err := LoadTopology(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := topology.LoadTopology(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -66,7 +67,7 @@ func TestLoadTopologyErrors(t *testing.T) {
 			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadTopology(path)
+			_, err := topology.LoadTopology(path)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -79,14 +80,14 @@ func TestLoadTopologyErrors(t *testing.T) {
 	}
 }
 
-func applyFile(t *testing.T, e *env, path string) ApplyResult {
+func applyFile(t *testing.T, e *env, path string) topology.ApplyResult {
 	t.Helper()
-	top, err := LoadTopology(path)
+	top, err := topology.LoadTopology(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	top.Subscription = testSub // the subscription of the test's clients
-	res, err := Apply(context.Background(), top, e.opts, Credential{})
+	res, err := topology.Apply(context.Background(), top, e.opts, Credential{})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -99,7 +100,7 @@ func TestApply(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t, mode, Options{OperationDuration: 20 * time.Millisecond})
 			res := applyFile(t, e, "testdata/topology/kthw.yaml")
-			if got := res.Count(ActionCreate); got != 6 || res.Writes != 3 {
+			if got := res.Count(topology.ActionCreate); got != 6 || res.Writes != 3 {
 				t.Errorf("first apply: %d creates, %d writes: %+v", got, res.Writes, res.Changes)
 			}
 			// What seed 003 builds with az, with the association.
@@ -113,7 +114,7 @@ func TestApply(t *testing.T) {
 
 			// Applying again writes nothing.
 			res = applyFile(t, e, "testdata/topology/kthw.yaml")
-			if res.Writes != 0 || res.Count(ActionUnchanged) != 6 {
+			if res.Writes != 0 || res.Count(topology.ActionUnchanged) != 6 {
 				t.Errorf("second apply: %d writes: %+v", res.Writes, res.Changes)
 			}
 
@@ -138,7 +139,7 @@ func TestApply(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "changed.yaml")
 			os.WriteFile(path, []byte(changed), 0o644)
 			res = applyFile(t, e, path)
-			if res.Writes != 1 || res.Count(ActionUpdate) != 1 {
+			if res.Writes != 1 || res.Count(topology.ActionUpdate) != 1 {
 				t.Errorf("changed apply: %d writes %+v", res.Writes, res.Changes)
 			}
 			after = e.getTable(ctx, "kubernetes", "kubernetes-routes")
@@ -204,7 +205,7 @@ func TestApplyRetriesAConcurrentWrite(t *testing.T) {
 	os.WriteFile(path, []byte(changed), 0o644)
 	e.srv.SetFaults(Faults{IntruderNextGets: 1})
 	res := applyFile(t, e, path)
-	if res.Count(ActionUpdate) != 1 || res.Writes != 1 {
+	if res.Count(topology.ActionUpdate) != 1 || res.Writes != 1 {
 		t.Errorf("apply after an intruder: %+v (%d writes)", res.Changes, res.Writes)
 	}
 	got := e.getTable(context.Background(), "kubernetes", "kubernetes-routes")
@@ -217,7 +218,7 @@ func TestSnapshot(t *testing.T) {
 	e := newEnv(t, "loopback", Options{PageSize: 1})
 	applyFile(t, e, "testdata/topology/kthw.yaml")
 	e.createRG("empty")
-	st, err := Snapshot(context.Background(), e.opts, Credential{})
+	st, err := topology.Snapshot(context.Background(), e.opts, Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}

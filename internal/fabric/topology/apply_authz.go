@@ -1,4 +1,4 @@
-package fabric
+package topology
 
 import (
 	"cmp"
@@ -140,7 +140,7 @@ func (a *applier) roleAssignment(ctx context.Context, az *TopologyAuthorization,
 		oid, ptype = p.objectID(), cmp.Or(p.Type, "ServicePrincipal")
 	}
 	role, guid, _ := az.role(ra.Role)
-	name := uuid.NewSHA1(topologyNamespace, []byte(strings.ToLower(scope+"|"+oid+"|"+guid))).String()
+	name := uuid.NewSHA1(TopologyNamespace, []byte(strings.ToLower(scope+"|"+oid+"|"+guid))).String()
 	id := strings.TrimRight(scope, "/") + "/providers/Microsoft.Authorization/roleAssignments/" + name
 	body := map[string]any{"properties": map[string]any{
 		"roleDefinitionId": "/subscriptions/" + a.sub + "/providers/Microsoft.Authorization/roleDefinitions/" + guid,

@@ -1,4 +1,4 @@
-package fabric
+package topology
 
 import (
 	"bytes"
@@ -122,12 +122,12 @@ func (d TopologyRoleDefinition) guid() string {
 	if _, err := uuid.Parse(d.Definition.Name); err == nil {
 		return strings.ToLower(d.Definition.Name)
 	}
-	return uuid.NewSHA1(topologyNamespace, []byte("role:"+strings.ToLower(d.Definition.RoleName))).String()
+	return uuid.NewSHA1(TopologyNamespace, []byte("role:"+strings.ToLower(d.Definition.RoleName))).String()
 }
 
-// topologyNamespace derives the names of the role definitions and
+// TopologyNamespace derives the names of the role definitions and
 // assignments a topology declares.
-var topologyNamespace = uuid.MustParse("6f1e8a5c-7b0d-4f3e-9a2b-726b6b746f70")
+var TopologyNamespace = uuid.MustParse("6f1e8a5c-7b0d-4f3e-9a2b-726b6b746f70")
 
 // TopologyRoleAssignment gives a role to a principal at a scope: scope
 // (a full ID), or resourceGroup (a group of the topology), or neither (the
