@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
@@ -112,7 +114,7 @@ func (a *app) connect(ctx context.Context, cfg *config.Config, o connectOptions)
 		Logger:            a.log.With("component", "fabric"),
 	})
 	c, err := azure.New(azure.Options{
-		Credential:    fabric.Credential{ClientID: cfg.Cloud.Local.ClientID},
+		Credential:    identity.Credential{ClientID: cfg.Cloud.Local.ClientID},
 		ClientOptions: srv.ClientOptions(),
 		// The SDK polls no faster than once a second outside tests; the
 		// fabric answers Retry-After for the real wait.
@@ -144,7 +146,7 @@ func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOp
 	if err != nil {
 		return usageErrorf("cloud.local.topology: %w", err)
 	}
-	st, err := topology.Snapshot(ctx, opts, fabric.Credential{})
+	st, err := topology.Snapshot(ctx, opts, identity.Credential{})
 	if err != nil {
 		return fmt.Errorf("reading the local fabric state before applying topology %s: %w", path, err)
 	}
@@ -152,7 +154,7 @@ func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOp
 		a.log.Debug("local fabric: state not empty; topology not applied", "file", path)
 		return nil
 	}
-	res, err := topology.Apply(ctx, t, opts, fabric.Credential{})
+	res, err := topology.Apply(ctx, t, opts, identity.Credential{})
 	if err != nil {
 		return fmt.Errorf("applying topology %s to the local fabric: %w", path, err)
 	}
@@ -167,7 +169,7 @@ func (a *app) applyTopology(ctx context.Context, path string, opts *arm.ClientOp
 // fabric's https endpoint is trusted with it (besides the system's roots
 // and SSL_CERT_FILE) without any install.
 func (a *app) fabricCA() string {
-	return filepath.Join(fabric.TLSDir(fabric.StatePath(a.getenv)), "ca.pem")
+	return filepath.Join(identity.TLSDir(fabric.StatePath(a.getenv)), "ca.pem")
 }
 
 // connectEndpoint connects to a served fabric (cloud type local with
@@ -179,7 +181,7 @@ func (a *app) connectEndpoint(_ context.Context, cfg *config.Config, endpoint st
 		return nil, usageErrorf("cloud.local.endpoint: %w", err)
 	}
 	c, err := azure.New(azure.Options{
-		Credential:    fabric.Credential{ClientID: cfg.Cloud.Local.ClientID},
+		Credential:    identity.Credential{ClientID: cfg.Cloud.Local.ClientID},
 		ClientOptions: opts,
 		PollFrequency: time.Second,
 		Logger:        a.log,

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
@@ -173,7 +175,7 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, PageSize: o.pageSize,
 		Faults: o.faults, Logger: a.log, Seed: o.seed,
 	})
-	var tlsFiles fabric.TLSFiles
+	var tlsFiles identity.TLSFiles
 	if o.tls {
 		stateFile := o.state
 		if stateFile == "" {
@@ -183,7 +185,7 @@ func (a *app) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricServ
 		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 			host = ""
 		}
-		if tlsFiles, err = fabric.EnsureTLS(fabric.TLSDir(stateFile), host); err != nil {
+		if tlsFiles, err = identity.EnsureTLS(identity.TLSDir(stateFile), host); err != nil {
 			return err
 		}
 	}
@@ -384,7 +386,7 @@ Applying the same file again writes nothing. The format is in docs/fabric.md:
 				return err
 			}
 			defer release()
-			res, err := topology.Apply(cmd.Context(), top, opts, fabric.Credential{})
+			res, err := topology.Apply(cmd.Context(), top, opts, identity.Credential{})
 			if perr := a.printApply(res); perr != nil {
 				return perr
 			}
@@ -459,7 +461,7 @@ func (a *app) newFabricShowCmd() *cobra.Command {
 				return err
 			}
 			defer release()
-			st, err := topology.Snapshot(cmd.Context(), opts, fabric.Credential{}, subs...)
+			st, err := topology.Snapshot(cmd.Context(), opts, identity.Credential{}, subs...)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -87,7 +89,7 @@ func (a *app) azSteps(o *fabricAzOptions) (azSteps, error) {
 	s.commands = [][]string{
 		{"az", "cloud", "register", "-n", azCloudName,
 			"--endpoint-resource-manager", base + "/",
-			"--endpoint-active-directory", base + fabric.ADFSPath,
+			"--endpoint-active-directory", base + identity.ADFSPath,
 			"--endpoint-active-directory-resource-id", "https://management.core.windows.net/",
 			"--endpoint-active-directory-graph-resource-id", "https://graph.windows.net/",
 			"--endpoint-management", "https://management.core.windows.net/"},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -73,7 +75,7 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 	}
 	t.Cleanup(func() { store.Close() })
 	lab.store = store
-	lab.opts, err = armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, fabric.New(store, fabric.Options{}).ClientOptions())
+	lab.opts, err = armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{}, fabric.New(store, fabric.Options{}).ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

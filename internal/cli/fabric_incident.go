@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -110,7 +112,7 @@ func (a *app) incidentCmd(v incidentVerb) *cobra.Command {
 				return err
 			}
 			defer release()
-			in, err := topology.NewIncidents(o.sub, opts, fabric.Credential{})
+			in, err := topology.NewIncidents(o.sub, opts, identity.Credential{})
 			if err != nil {
 				return err
 			}

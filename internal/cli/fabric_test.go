@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -183,7 +185,7 @@ func TestFabricServe(t *testing.T) {
 	if res := runCLI(t, map[string]string{"ROUTEKEEPER_ENDPOINT": endpoint}, "", "fabric", "show"); res.code != ExitOK || !strings.Contains(res.stdout, "kubernetes-route-10-200-1-0-24") {
 		t.Errorf("show via ROUTEKEEPER_ENDPOINT: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	tables, err := armnetwork.NewRouteTablesClient(fabric.DefaultSubscription, fabric.Credential{}, fabric.ClientOptions(nil, endpoint))
+	tables, err := armnetwork.NewRouteTablesClient(fabric.DefaultSubscription, identity.Credential{}, fabric.ClientOptions(nil, endpoint))
 	if err != nil {
 		t.Fatal(err)
 	}

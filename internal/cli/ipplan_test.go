@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -214,7 +216,7 @@ func seedFabric(t *testing.T, state string) {
 	if resp.StatusCode >= 300 {
 		t.Fatalf("creating the resource group: %s", resp.Status)
 	}
-	vnets, err := armnetwork.NewVirtualNetworksClient(planSub, fabric.Credential{}, srv.ClientOptions())
+	vnets, err := armnetwork.NewVirtualNetworksClient(planSub, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -28,7 +30,7 @@ func kthwLab(t *testing.T) (cfg, state string) {
 	srv, closeStore := openFabric(t, state)
 	defer closeStore()
 	applyTopology(t, cfg, srv)
-	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
+	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func applyTopology(t *testing.T, cfg string, srv *fabric.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := topology.Apply(context.Background(), topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
+	if _, err := topology.Apply(context.Background(), topo, srv.ClientOptions(), identity.Credential{}); err != nil {
 		t.Fatal(err)
 	}
 }

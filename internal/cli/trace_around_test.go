@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
-	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
@@ -26,7 +27,7 @@ func hubSpoke(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := topology.Apply(context.Background(), top, srv.ClientOptions(), fabric.Credential{}); err != nil {
+	if _, err := topology.Apply(context.Background(), top, srv.ClientOptions(), identity.Credential{}); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

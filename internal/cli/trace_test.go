@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -33,7 +35,7 @@ func sdkFactory(t *testing.T, cfgPath string) (*armnetwork.ClientFactory, *fabri
 	t.Helper()
 	srv, closeStore := openFabric(t, filepath.Join(filepath.Dir(cfgPath), "fabric.db"))
 	t.Cleanup(closeStore)
-	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
+	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -47,7 +49,7 @@ func newAuthzEnvOn(t *testing.T, st *store.Store, spec string) *authzEnv {
 		if err != nil {
 			t.Fatalf("topology: %v", err)
 		}
-		if _, err := topology.Apply(context.Background(), topo, e.srv.ClientOptions(), Credential{}); err != nil {
+		if _, err := topology.Apply(context.Background(), topo, e.srv.ClientOptions(), identity.Credential{}); err != nil {
 			t.Fatalf("applying the topology: %v", err)
 		}
 	}
@@ -67,7 +69,7 @@ type clients struct {
 // as returns the clients of a client ID ("" for the administrator).
 func (e *authzEnv) as(client string) *clients {
 	e.t.Helper()
-	f, err := armnetwork.NewClientFactory(sub0, Credential{ClientID: client}, e.srv.ClientOptions())
+	f, err := armnetwork.NewClientFactory(sub0, identity.Credential{ClientID: client}, e.srv.ClientOptions())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func (e *authzEnv) as(client string) *clients {
 // the status and decoded body.
 func (e *authzEnv) raw(client, method, path string, body any) (int, map[string]any) {
 	e.t.Helper()
-	c, err := arm.NewClient("test", "v1.0.0", Credential{ClientID: client}, e.srv.ClientOptions())
+	c, err := arm.NewClient("test", "v1.0.0", identity.Credential{ClientID: client}, e.srv.ClientOptions())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
@@ -103,7 +105,7 @@ func throttling(t *testing.T, mode string) {
 	}
 	opts := *e.opts
 	opts.Transport = rec
-	sdk, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
+	sdk, err := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

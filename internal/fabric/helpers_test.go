@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -166,13 +168,13 @@ func newEnvOn(t *testing.T, mode string, st *store.Store, o Options) *env {
 	e.opts.Retry.RetryDelay = 10 * time.Millisecond
 	var errs []error
 	var err error
-	e.tables, err = armnetwork.NewRouteTablesClient(testSub, Credential{}, e.opts)
+	e.tables, err = armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, e.opts)
 	errs = append(errs, err)
-	e.routes, err = armnetwork.NewRoutesClient(testSub, Credential{}, e.opts)
+	e.routes, err = armnetwork.NewRoutesClient(testSub, identity.Credential{}, e.opts)
 	errs = append(errs, err)
-	e.vnets, err = armnetwork.NewVirtualNetworksClient(testSub, Credential{}, e.opts)
+	e.vnets, err = armnetwork.NewVirtualNetworksClient(testSub, identity.Credential{}, e.opts)
 	errs = append(errs, err)
-	e.subnets, err = armnetwork.NewSubnetsClient(testSub, Credential{}, e.opts)
+	e.subnets, err = armnetwork.NewSubnetsClient(testSub, identity.Credential{}, e.opts)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)

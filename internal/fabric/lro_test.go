@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/testutil/reqlog"
@@ -92,7 +94,7 @@ func TestPollerFollowsAsyncOperation(t *testing.T) {
 		rec := reqlog.New(e.opts.Transport)
 		opts := *e.opts
 		opts.Transport = rec
-		tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
+		tables, err := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, &opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -36,7 +38,7 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := topology.Snapshot(ctx, env.Server.ClientOptions(), fabric.Credential{})
+	want, err := topology.Snapshot(ctx, env.Server.ClientOptions(), identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}

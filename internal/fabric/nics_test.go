@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
@@ -36,11 +38,11 @@ func newNICEnv(t *testing.T, mode string, o Options) *nicEnv {
 	t.Helper()
 	e := newRGEnv(t, mode, o)
 	e.seedVNet(context.Background(), testRG)
-	nics, err := armnetwork.NewInterfacesClient(testSub, Credential{}, e.opts)
+	nics, err := armnetwork.NewInterfacesClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := armnetwork.NewWatchersClient(testSub, Credential{}, e.opts)
+	w, err := armnetwork.NewWatchersClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
@@ -21,15 +23,15 @@ type nsgClients struct {
 
 func (e *env) nsgClients() nsgClients {
 	e.t.Helper()
-	g, err := armnetwork.NewSecurityGroupsClient(testSub, Credential{}, e.opts)
+	g, err := armnetwork.NewSecurityGroupsClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	r, err := armnetwork.NewSecurityRulesClient(testSub, Credential{}, e.opts)
+	r, err := armnetwork.NewSecurityRulesClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	d, err := armnetwork.NewDefaultSecurityRulesClient(testSub, Credential{}, e.opts)
+	d, err := armnetwork.NewDefaultSecurityRulesClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}

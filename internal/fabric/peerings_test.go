@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
@@ -26,7 +28,7 @@ type aroundEnv struct {
 func newAroundEnv(t *testing.T, mode string) *aroundEnv {
 	t.Helper()
 	e := &aroundEnv{nicEnv: newNICEnv(t, mode, Options{})}
-	f, err := armnetwork.NewClientFactory(testSub, Credential{}, e.opts)
+	f, err := armnetwork.NewClientFactory(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
@@ -46,7 +48,7 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	// servers here share a fake one.
 	clock := newTestClock()
 	slow := New(st, Options{OperationDuration: 300 * time.Millisecond, Clock: clock.Now})
-	tables, _ := armnetwork.NewRouteTablesClient(testSub, Credential{}, slow.ClientOptions())
+	tables, _ := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, slow.ClientOptions())
 	if _, err := tables.BeginCreateOrUpdate(ctx, testRG, "pending", table(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func childWriter() int {
 	}
 	defer st.Close()
 	srv := New(st, Options{OperationDuration: 5 * time.Millisecond})
-	tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, srv.ClientOptions())
+	tables, err := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1

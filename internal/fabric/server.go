@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/google/uuid"
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/fabric/authz"
@@ -67,7 +69,8 @@ type Server struct {
 	failLeft int // FailNextOperations still to apply
 	intrLeft int // IntruderNextGets still to apply
 
-	az *authz.Provider // authorization: the checks and Microsoft.Authorization
+	az *authz.Provider  // authorization: the checks and Microsoft.Authorization
+	id *identity.Server // the login authority, tokens and cloud metadata
 
 	net *network.Provider // Microsoft.Network, resource groups and operations
 	// providers serve the resource provider namespaces, by key(namespace).
@@ -106,6 +109,7 @@ func New(st *store.Store, opts Options) *Server {
 	// network provider's view, which settles due operations first.
 	view := func(ctx context.Context, fn func(*store.Txn) error) error { return s.net.View(ctx, fn) }
 	s.az = authz.New(authz.Config{Store: s.store, Log: s.log, Now: s.now, View: view, Groups: network.Groups{}})
+	s.id = &identity.Server{Now: s.now, Log: s.log, Principals: s.az}
 	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: s.routeLimit, PageSize: s.pageSize,
 		Log: s.log, Now: s.now, Faults: s, Polls: s.az})
 	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net}
@@ -127,7 +131,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveControl(w, r)
 		return
 	}
-	if s.serveIdentity(w, r) {
+	if s.id.Serve(w, r) {
 		s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
 		return
 	}

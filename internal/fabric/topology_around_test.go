@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
@@ -23,7 +25,7 @@ func TestApplyAround(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := topology.Apply(ctx, top, srv.ClientOptions(), Credential{})
+	res, err := topology.Apply(ctx, top, srv.ClientOptions(), identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestApplyAround(t *testing.T) {
 		t.Errorf("changes (-want +got):\n%s", d)
 	}
 
-	again, err := topology.Apply(ctx, top, srv.ClientOptions(), Credential{})
+	again, err := topology.Apply(ctx, top, srv.ClientOptions(), identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}

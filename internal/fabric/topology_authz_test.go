@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
@@ -19,7 +21,7 @@ func TestApplyAuthorization(t *testing.T) {
 	}
 	e := newAuthzEnv(t, "")
 	ctx := context.Background()
-	res, err := topology.Apply(ctx, top, e.srv.ClientOptions(), Credential{})
+	res, err := topology.Apply(ctx, top, e.srv.ClientOptions(), identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestApplyAuthorization(t *testing.T) {
 			t.Errorf("created %d %s, want 1: %+v", kinds[k], k, res.Changes)
 		}
 	}
-	again, err := topology.Apply(ctx, top, e.srv.ClientOptions(), Credential{})
+	again, err := topology.Apply(ctx, top, e.srv.ClientOptions(), identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}

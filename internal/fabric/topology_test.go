@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
@@ -87,7 +89,7 @@ func applyFile(t *testing.T, e *env, path string) topology.ApplyResult {
 		t.Fatal(err)
 	}
 	top.Subscription = testSub // the subscription of the test's clients
-	res, err := topology.Apply(context.Background(), top, e.opts, Credential{})
+	res, err := topology.Apply(context.Background(), top, e.opts, identity.Credential{})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -218,7 +220,7 @@ func TestSnapshot(t *testing.T) {
 	e := newEnv(t, "loopback", Options{PageSize: 1})
 	applyFile(t, e, "testdata/topology/kthw.yaml")
 	e.createRG("empty")
-	st, err := topology.Snapshot(context.Background(), e.opts, Credential{})
+	st, err := topology.Snapshot(context.Background(), e.opts, identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}

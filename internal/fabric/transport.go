@@ -2,13 +2,19 @@ package fabric
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
@@ -157,3 +163,39 @@ func StatePath(getenv func(string) string) string {
 	}
 	return filepath.Join(home, ".local", "state", "routekeeper", "fabric.db")
 }
+
+// EndpointClientOptions are SDK options that reach a served fabric at
+// endpoint. An https endpoint is trusted through the system's roots
+// (SSL_CERT_FILE included) and every CA file given that exists, so the
+// fabric's own CA needs no install.
+func EndpointClientOptions(endpoint string, caFiles ...string) (*arm.ClientOptions, error) {
+	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+		return nil, fmt.Errorf("endpoint %q is not an http:// or https:// URL", endpoint)
+	}
+	if strings.HasPrefix(endpoint, "http://") {
+		return ClientOptions(nil, endpoint), nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	for _, f := range caFiles {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading CA file %s: %w", f, err)
+		}
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("CA file %s holds no PEM certificate", f)
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return ClientOptions(&http.Client{Transport: tr}, endpoint), nil
+}
+
+// Credential is an azcore.TokenCredential for the fabric (see
+// identity.Credential); the zero value is its administrator.
+type Credential = identity.Credential

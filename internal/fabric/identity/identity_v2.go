@@ -1,4 +1,4 @@
-package fabric
+package identity
 
 import (
 	"encoding/json"
@@ -54,7 +54,7 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request, base, aut
 	case "2022-09-01":
 		body = cloudDocument(base, authority)
 	default:
-		s.log.Warn("fabric: unknown request: api-version of the cloud metadata document",
+		s.Log.Warn("fabric: unknown request: api-version of the cloud metadata document",
 			"method", r.Method, "path", r.URL.Path, "apiVersion", v, "known", strings.Join(metadataAPIVersions, ","))
 		writeIdentityJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
 			"code":    "InvalidApiVersionParameter",
@@ -112,13 +112,13 @@ func (s *Server) serveTokenV2(w http.ResponseWriter, r *http.Request, path, auth
 		return false
 	}
 	if r.Method != http.MethodPost {
-		s.log.Warn("fabric: unknown request: method of the v2 token endpoint", "method", r.Method, "path", r.URL.Path)
+		s.Log.Warn("fabric: unknown request: method of the v2 token endpoint", "method", r.Method, "path", r.URL.Path)
 		w.Header().Set("Allow", "POST")
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return true
 	}
 	fail := func(code, desc string) bool {
-		s.log.Warn("fabric: token request refused", "method", r.Method, "path", r.URL.Path, "error", code, "description", desc)
+		s.Log.Warn("fabric: token request refused", "method", r.Method, "path", r.URL.Path, "error", code, "description", desc)
 		writeIdentityJSON(w, http.StatusBadRequest, map[string]any{"error": code, "error_description": desc})
 		return true
 	}
@@ -158,7 +158,7 @@ func writeIdentityJSON(w http.ResponseWriter, status int, body any) {
 	json.NewEncoder(w).Encode(body)
 }
 
-// tokenV2URL is the v2 token endpoint of the fabric's tenant under base.
-func tokenV2URL(base string) string {
+// TokenV2URL is the v2 token endpoint of the fabric's tenant under base.
+func TokenV2URL(base string) string {
 	return base + ADFSPath + "/" + url.PathEscape(api.DefaultTenant) + "/oauth2/v2.0/token"
 }

@@ -1,4 +1,4 @@
-package fabric
+package identity
 
 import (
 	"crypto/ecdsa"
@@ -13,14 +13,10 @@ import (
 	"io/fs"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 )
 
 // TLS for a served fabric: clients such as az refuse bearer tokens over
@@ -200,36 +196,4 @@ func serial() *big.Int {
 		panic("fabric: no randomness: " + err.Error())
 	}
 	return n
-}
-
-// EndpointClientOptions are SDK options that reach a served fabric at
-// endpoint. An https endpoint is trusted through the system's roots
-// (SSL_CERT_FILE included) and every CA file given that exists, so the
-// fabric's own CA needs no install.
-func EndpointClientOptions(endpoint string, caFiles ...string) (*arm.ClientOptions, error) {
-	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
-		return nil, fmt.Errorf("endpoint %q is not an http:// or https:// URL", endpoint)
-	}
-	if strings.HasPrefix(endpoint, "http://") {
-		return ClientOptions(nil, endpoint), nil
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	for _, f := range caFiles {
-		b, err := os.ReadFile(f)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading CA file %s: %w", f, err)
-		}
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", f)
-		}
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return ClientOptions(&http.Client{Transport: tr}, endpoint), nil
 }
