@@ -21,12 +21,12 @@ func gatewayBody(typ armnetwork.VirtualNetworkGatewayType, subnet string) armnet
 	}}
 }
 
-func (e *aroundEnv) putGateway(name string, g armnetwork.VirtualNetworkGateway) (armnetwork.VirtualNetworkGateway, error) {
+func (e *interconnectEnv) putGateway(name string, g armnetwork.VirtualNetworkGateway) (armnetwork.VirtualNetworkGateway, error) {
 	r, err := poll(e.gateways.BeginCreateOrUpdate(context.Background(), testRG, name, g, nil))
 	return r.VirtualNetworkGateway, err
 }
 
-func (e *aroundEnv) mustGateway(name string, typ armnetwork.VirtualNetworkGatewayType) armnetwork.VirtualNetworkGateway {
+func (e *interconnectEnv) mustGateway(name string, typ armnetwork.VirtualNetworkGatewayType) armnetwork.VirtualNetworkGateway {
 	e.t.Helper()
 	g, err := e.putGateway(name, gatewayBody(typ, subnetID(testRG, "hub-vnet", "GatewaySubnet")))
 	if err != nil {
@@ -37,7 +37,7 @@ func (e *aroundEnv) mustGateway(name string, typ armnetwork.VirtualNetworkGatewa
 
 // onPremises gives the hub a VPN gateway with a site (10.9.0.0/16,
 // 172.20.0.0/16 at 203.0.113.10) connected over IPsec.
-func (e *aroundEnv) onPremises() armnetwork.VirtualNetworkGateway {
+func (e *interconnectEnv) onPremises() armnetwork.VirtualNetworkGateway {
 	e.t.Helper()
 	ctx := context.Background()
 	gw := e.mustGateway("hub-vpn", armnetwork.VirtualNetworkGatewayTypeVPN)
@@ -56,7 +56,7 @@ func (e *aroundEnv) onPremises() armnetwork.VirtualNetworkGateway {
 	return gw
 }
 
-func (e *aroundEnv) learned(name string) []string {
+func (e *interconnectEnv) learned(name string) []string {
 	e.t.Helper()
 	r, err := poll(e.gateways.BeginGetLearnedRoutes(context.Background(), testRG, name, nil))
 	if err != nil {
@@ -72,7 +72,7 @@ func (e *aroundEnv) learned(name string) []string {
 func TestGatewayLearnedRoutes(t *testing.T) {
 	for _, mode := range transports {
 		t.Run(mode, func(t *testing.T) {
-			e := newAroundEnv(t, mode)
+			e := newInterconnectEnv(t, mode)
 			ctx := context.Background()
 			gw := e.onPremises()
 			if *gw.Properties.GatewayType != "Vpn" || *gw.Properties.VPNType != "RouteBased" || *gw.Properties.ProvisioningState != "Succeeded" ||
@@ -142,7 +142,7 @@ func TestGatewayLearnedRoutes(t *testing.T) {
 }
 
 func TestGatewayRefusals(t *testing.T) {
-	e := newAroundEnv(t, "inprocess")
+	e := newInterconnectEnv(t, "inprocess")
 	ctx := context.Background()
 	_, err := e.putGateway("in-the-wrong-subnet", gatewayBody(armnetwork.VirtualNetworkGatewayTypeVPN, subnetID(testRG, "hub-vnet", "shared")))
 	respErr(t, err, http.StatusBadRequest, "InvalidGatewaySubnet")
@@ -194,8 +194,8 @@ func TestGatewayRefusals(t *testing.T) {
 // The routes of a subnet follow its network's peerings and gateways, also
 // through gateway transit, unless its table disables gateway route
 // propagation; Network Watcher's next hop agrees.
-func TestEffectiveRoutesAround(t *testing.T) {
-	e := newAroundEnv(t, "inprocess")
+func TestEffectiveRoutesInterconnect(t *testing.T) {
+	e := newInterconnectEnv(t, "inprocess")
 	ctx := context.Background()
 	e.onPremises()
 	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: api.Ptr(true)})

@@ -14,10 +14,10 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
-// aroundEnv is a fabric with the SDK's clients for peerings, gateways,
+// interconnectEnv is a fabric with the SDK's clients for peerings, gateways,
 // sites and connections, and two networks: kubernetes-vnet (10.240/16,
 // kubernetes-subnet) and hub-vnet (10.250/16, shared and GatewaySubnet).
-type aroundEnv struct {
+type interconnectEnv struct {
 	*nicEnv
 	peerings *armnetwork.VirtualNetworkPeeringsClient
 	gateways *armnetwork.VirtualNetworkGatewaysClient
@@ -25,9 +25,9 @@ type aroundEnv struct {
 	conns    *armnetwork.VirtualNetworkGatewayConnectionsClient
 }
 
-func newAroundEnv(t *testing.T, mode string) *aroundEnv {
+func newInterconnectEnv(t *testing.T, mode string) *interconnectEnv {
 	t.Helper()
-	e := &aroundEnv{nicEnv: newNICEnv(t, mode, Options{})}
+	e := &interconnectEnv{nicEnv: newNICEnv(t, mode, Options{})}
 	f, err := armnetwork.NewClientFactory(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -56,14 +56,14 @@ func poll[T any](p *runtime.Poller[T], err error) (T, error) {
 	return await(context.Background(), p, err)
 }
 
-func (e *aroundEnv) peer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat, opts *armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions) (armnetwork.VirtualNetworkPeering, error) {
+func (e *interconnectEnv) peer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat, opts *armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions) (armnetwork.VirtualNetworkPeering, error) {
 	props.RemoteVirtualNetwork = &armnetwork.SubResource{ID: api.Ptr(vnetID(remote))}
 	p, err := e.peerings.BeginCreateOrUpdate(context.Background(), testRG, vnet, name, armnetwork.VirtualNetworkPeering{Properties: &props}, opts)
 	r, err := poll(p, err)
 	return r.VirtualNetworkPeering, err
 }
 
-func (e *aroundEnv) mustPeer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat) armnetwork.VirtualNetworkPeering {
+func (e *interconnectEnv) mustPeer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat) armnetwork.VirtualNetworkPeering {
 	e.t.Helper()
 	p, err := e.peer(vnet, name, remote, props, nil)
 	if err != nil {
@@ -72,7 +72,7 @@ func (e *aroundEnv) mustPeer(vnet, name, remote string, props armnetwork.Virtual
 	return p
 }
 
-func (e *aroundEnv) getPeering(vnet, name string) armnetwork.VirtualNetworkPeering {
+func (e *interconnectEnv) getPeering(vnet, name string) armnetwork.VirtualNetworkPeering {
 	e.t.Helper()
 	r, err := e.peerings.Get(context.Background(), testRG, vnet, name, nil)
 	if err != nil {
@@ -88,7 +88,7 @@ func state(p armnetwork.VirtualNetworkPeering) string {
 func TestPeeringLifecycle(t *testing.T) {
 	for _, mode := range transports {
 		t.Run(mode, func(t *testing.T) {
-			e := newAroundEnv(t, mode)
+			e := newInterconnectEnv(t, mode)
 			ctx := context.Background()
 
 			// One side: Initiated, Azure's defaults, the remote space as peered.
@@ -165,7 +165,7 @@ func TestPeeringLifecycle(t *testing.T) {
 }
 
 func TestPeeringRefusals(t *testing.T) {
-	e := newAroundEnv(t, "inprocess")
+	e := newInterconnectEnv(t, "inprocess")
 	ctx := context.Background()
 	if _, err := e.putVNet(ctx, testRG, "overlapping", armnetwork.VirtualNetwork{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
 		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.128.0/17")}}}}); err != nil {

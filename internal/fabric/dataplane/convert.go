@@ -34,7 +34,7 @@ func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, e
 		p netip.Prefix
 		w where
 	}
-	around := newAroundOf(st) // peerings and gateways (convert_around.go)
+	ic := newInterconnectOf(st) // peerings and gateways (convert_interconnect.go)
 	for _, v := range st.VirtualNetworks {
 		var space []netip.Prefix
 		for _, s := range v.AddressPrefixes {
@@ -44,7 +44,7 @@ func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, e
 			}
 			space = append(space, p.Masked())
 		}
-		vn := VNet{Name: v.Name, Space: space, Peers: around.peers(v.ID)}
+		vn := VNet{Name: v.Name, Space: space, Peers: ic.peers(v.ID)}
 		for _, sn := range v.Subnets {
 			var prefix netip.Prefix
 			for _, s := range sn.AddressPrefixes {
@@ -57,7 +57,7 @@ func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, e
 				continue
 			}
 			var udrs []network.StateRoute
-			network := around.network(v.ID, space)
+			network := ic.network(v.ID, space)
 			if sn.RouteTable != "" {
 				if t, ok := tables[strings.ToLower(sn.RouteTable)]; ok {
 					udrs = t.Routes
@@ -66,7 +66,7 @@ func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, e
 					}
 				}
 			}
-			vn.Subnets = append(vn.Subnets, Subnet{Name: sn.Name, Prefix: prefix, Routes: around.routes(v.ID, network, udrs)})
+			vn.Subnets = append(vn.Subnets, Subnet{Name: sn.Name, Prefix: prefix, Routes: ic.routes(v.ID, network, udrs)})
 			placed = append(placed, struct {
 				p netip.Prefix
 				w where
@@ -266,7 +266,7 @@ func stateRoute(u network.StateRoute) route.Route {
 }
 
 // RoutingState is the fabric's live state as internal/routing traces it
-// (what `routekeeper trace` reads through ARM, the network around
+// (what `routekeeper trace` reads through ARM, the interconnect
 // included), with nodes.
 func RoutingState(st *network.State, nodes []source.Node) routing.State {
 	rs := routing.State{Nodes: nodes, VNets: st.RoutingVNets()}

@@ -389,7 +389,7 @@ func gatewayAddress(tx *store.Txn, subnetID string) string {
 // Network, next hop the site's address) and what on-premises BGP peers
 // advertise (origin EBgp).
 func learnedRoutesResult(tx *store.Txn, gatewayID string) (any, error) {
-	ix, err := readAround(tx)
+	ix, err := readInterconnect(tx)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import (
 // are not filled (a subnet's RouteTable says which table it uses).
 func Networks(ctx context.Context, s *store.Store) (*State, error) {
 	st := &State{ResourceGroups: []StateResourceGroup{}, VirtualNetworks: []StateVirtualNetwork{}, RouteTables: []StateRouteTable{}}
-	ar := newAround() // peerings' states and gateways (around.go)
+	ar := newInterconnect() // peerings' states and gateways (interconnect.go)
 	err := s.Read(ctx, func(tx *store.Txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT r.type, r.doc, g.sub FROM resources r JOIN resource_groups g ON g.key = r.rg_key ORDER BY r.key`)
 		if err != nil {

@@ -240,11 +240,11 @@ func routingOfNIC(tx *store.Txn, nicID string) (*nicRouting, error) {
 	if err != nil {
 		return nil, err
 	}
-	ar, err := readAround(tx)
+	ar, err := readInterconnect(tx)
 	if err != nil {
 		return nil, err
 	}
-	// The address space, the peerings and the gateways' routes (around.go).
+	// The address space, the peerings and the gateways' routes (interconnect.go).
 	out := &nicRouting{network: ar.networkOf(api.Str(v.ID))}
 	sn := findSubnet(v.Properties.Subnets, a.ChildName)
 	if sn == nil || sn.Properties == nil || sn.Properties.RouteTable == nil {

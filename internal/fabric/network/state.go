@@ -14,7 +14,7 @@ type State struct {
 	// nodes by them), not by Snapshot.
 	NetworkInterfaces []StateNIC `json:"networkInterfaces,omitempty"`
 	// Gateways are the virtual network gateways with the on-premises
-	// prefixes they learned; filled by Store.Networks (around.go).
+	// prefixes they learned; filled by Store.Networks (interconnect.go).
 	Gateways []StateGateway `json:"gateways,omitempty"`
 }
 
@@ -53,7 +53,7 @@ type StateVirtualNetwork struct {
 	Etag              string        `json:"etag"`
 	ProvisioningState string        `json:"provisioningState"`
 	Subnets           []StateSubnet `json:"subnets"`
-	// Peerings are the network's peerings (around.go).
+	// Peerings are the network's peerings (interconnect.go).
 	Peerings []StatePeering `json:"peerings,omitempty"`
 }
 

@@ -100,7 +100,7 @@ func Apply(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcor
 	if err := a.applyNICs(ctx, t); err != nil {
 		return a.res, err
 	}
-	if err := a.applyAround(ctx, t, opts, cred); err != nil { // topology_around.go
+	if err := a.applyInterconnect(ctx, t, opts, cred); err != nil { // topology_interconnect.go
 		return a.res, err
 	}
 	if err := a.applyAuthorization(ctx, t); err != nil { // apply_authz.go

@@ -38,7 +38,7 @@ import (
 //	authorization: {...}   # optional: principals, roles, locks, policies (TopologyAuthorization)
 //
 // Network interfaces are in topology_nics.go; peerings, gateways,
-// on-premises sites and connections in topology_around.go.
+// on-premises sites and connections in topology_interconnect.go.
 type Topology struct {
 	Subscription   string                  `json:"subscription,omitempty"`
 	Location       string                  `json:"location,omitempty"`
@@ -57,7 +57,7 @@ type TopologyResourceGroup struct {
 	RouteTables     []TopologyRouteTable     `json:"routeTables,omitempty"`
 	// NetworkInterfaces are the nodes' NICs (topology_nics.go).
 	NetworkInterfaces []TopologyNIC `json:"networkInterfaces,omitempty"`
-	// Gateways, on-premises sites and connections (topology_around.go).
+	// Gateways, on-premises sites and connections (topology_interconnect.go).
 	VirtualNetworkGateways []TopologyGateway      `json:"virtualNetworkGateways,omitempty"`
 	LocalNetworkGateways   []TopologyLocalGateway `json:"localNetworkGateways,omitempty"`
 	Connections            []TopologyConnection   `json:"connections,omitempty"`
@@ -70,7 +70,7 @@ type TopologyVirtualNetwork struct {
 	Tags            map[string]string `json:"tags,omitempty"`
 	AddressPrefixes []string          `json:"addressPrefixes"`
 	Subnets         []TopologySubnet  `json:"subnets,omitempty"`
-	// Peerings are the network's side of its peerings (topology_around.go).
+	// Peerings are the network's side of its peerings (topology_interconnect.go).
 	Peerings []TopologyPeering `json:"peerings,omitempty"`
 }
 
@@ -223,7 +223,7 @@ func (t *Topology) Validate() error {
 			}
 		}
 		validateNICs(f, rg, bad)
-		validateAround(f, rg, bad)
+		validateInterconnect(f, rg, bad)
 		vnetSeen := nameSet{}
 		for j, vn := range rg.VirtualNetworks {
 			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)

@@ -13,7 +13,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
-func TestApplyAround(t *testing.T) {
+func TestApplyInterconnect(t *testing.T) {
 	ctx := context.Background()
 	st, err := store.OpenMemory(ctx)
 	if err != nil {
@@ -74,7 +74,7 @@ func TestApplyAround(t *testing.T) {
 	}
 }
 
-func TestTopologyAroundErrors(t *testing.T) {
+func TestTopologyInterconnectErrors(t *testing.T) {
 	const base = `location: eastus
 resourceGroups:
   - name: hub

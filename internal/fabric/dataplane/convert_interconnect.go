@@ -8,16 +8,18 @@ import (
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
-// aroundOf is the network around in a fabric's state, for FromState: the
-// peerings and gateways in internal/routing's model, and which network
+// interconnectOf is the interconnect in a fabric's state, for FromState:
+// the peerings and gateways in internal/routing's model, and which network
 // holds an address.
-type aroundOf struct {
+type interconnectOf struct {
 	vnets []routing.VNet
 }
 
-func newAroundOf(st *network.State) *aroundOf { return &aroundOf{vnets: st.RoutingVNets()} }
+func newInterconnectOf(st *network.State) *interconnectOf {
+	return &interconnectOf{vnets: st.RoutingVNets()}
+}
 
-func (a *aroundOf) find(id string) *routing.VNet {
+func (a *interconnectOf) find(id string) *routing.VNet {
 	for i := range a.vnets {
 		if strings.EqualFold(a.vnets[i].ID, id) {
 			return &a.vnets[i]
@@ -28,7 +30,7 @@ func (a *aroundOf) find(id string) *routing.VNet {
 
 // network is what the system routes of the network's subnets depend on:
 // its address space (IPv4: the data plane's), peerings and gateway routes.
-func (a *aroundOf) network(id string, space []netip.Prefix) routing.Network {
+func (a *interconnectOf) network(id string, space []netip.Prefix) routing.Network {
 	n, ok := routing.NetworkOf(a.vnets, id)
 	if !ok {
 		return routing.Network{AddressSpace: space}
@@ -38,7 +40,7 @@ func (a *aroundOf) network(id string, space []netip.Prefix) routing.Network {
 }
 
 // peers are the networks the network has a Connected peering with.
-func (a *aroundOf) peers(id string) []Peer {
+func (a *interconnectOf) peers(id string) []Peer {
 	v := a.find(id)
 	if v == nil {
 		return nil
@@ -53,7 +55,7 @@ func (a *aroundOf) peers(id string) []Peer {
 }
 
 // holder is the network whose address space holds addr.
-func (a *aroundOf) holder(addr netip.Addr) *routing.VNet {
+func (a *interconnectOf) holder(addr netip.Addr) *routing.VNet {
 	for i := range a.vnets {
 		for _, p := range a.vnets[i].AddressSpace {
 			if p.Contains(addr) {
@@ -68,7 +70,7 @@ func (a *aroundOf) holder(addr netip.Addr) *routing.VNet {
 // peer each route leads into: a VNetPeering route's peer, or the peer
 // that holds a virtual appliance. An appliance in a network that is not
 // peered cannot be reached: the route drops.
-func (a *aroundOf) routes(id string, n routing.Network, udrs []network.StateRoute) []Route {
+func (a *interconnectOf) routes(id string, n routing.Network, udrs []network.StateRoute) []Route {
 	self := a.find(id)
 	byPrefix := map[netip.Prefix]Route{}
 	for p, r := range activeIPv4(n, udrs) {

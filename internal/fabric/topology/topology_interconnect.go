@@ -17,7 +17,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
-// The network around a cluster in a topology file: peerings of a virtual
+// The interconnect in a topology file (what joins a cluster's network to
+// other networks and to premises): peerings of a virtual
 // network, virtual network gateways, on-premises sites (local network
 // gateways) and connections.
 //
@@ -84,9 +85,9 @@ type TopologyConnection struct {
 	ExpressRouteCircuit   string `json:"expressRouteCircuit,omitempty"`
 }
 
-// validateAround checks the peerings, gateways, sites and connections of a
+// validateInterconnect checks the peerings, gateways, sites and connections of a
 // group of the topology; f is the group's field path.
-func validateAround(f string, rg TopologyResourceGroup, bad func(field, format string, args ...any)) {
+func validateInterconnect(f string, rg TopologyResourceGroup, bad func(field, format string, args ...any)) {
 	names := func(kind string, n int, name func(int) string) map[string]bool {
 		seen := nameSet{}
 		for i := range n {
@@ -181,18 +182,18 @@ func (a *applier) refID(rg, typ, ref string) string {
 	return api.ResourceID(a.sub, rg, typ, ref)
 }
 
-// aroundClients are the SDK's clients applyAround writes with.
-type aroundClients struct {
+// interconnectClients are the SDK's clients applyInterconnect writes with.
+type interconnectClients struct {
 	peerings *armnetwork.VirtualNetworkPeeringsClient
 	gateways *armnetwork.VirtualNetworkGatewaysClient
 	sites    *armnetwork.LocalNetworkGatewaysClient
 	conns    *armnetwork.VirtualNetworkGatewayConnectionsClient
 }
 
-// applyAround applies the gateways, sites, connections, BGP routes and
+// applyInterconnect applies the gateways, sites, connections, BGP routes and
 // peerings of every group, after the virtual networks: gateways first,
 // since a peering that uses remote gateways needs the remote one.
-func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcore.TokenCredential) error {
+func (a *applier) applyInterconnect(ctx context.Context, t *Topology, opts *arm.ClientOptions, cred azcore.TokenCredential) error {
 	some := false
 	for _, rg := range t.ResourceGroups {
 		some = some || len(rg.VirtualNetworkGateways)+len(rg.LocalNetworkGateways)+len(rg.Connections) > 0 ||
@@ -205,7 +206,7 @@ func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.Client
 	if err != nil {
 		return fmt.Errorf("making network clients: %w", err)
 	}
-	c := &aroundClients{peerings: f.NewVirtualNetworkPeeringsClient(), gateways: f.NewVirtualNetworkGatewaysClient(),
+	c := &interconnectClients{peerings: f.NewVirtualNetworkPeeringsClient(), gateways: f.NewVirtualNetworkGatewaysClient(),
 		sites: f.NewLocalNetworkGatewaysClient(), conns: f.NewVirtualNetworkGatewayConnectionsClient()}
 	for _, rg := range t.ResourceGroups {
 		rgLoc := cmp.Or(rg.Location, t.Location)
@@ -252,7 +253,7 @@ func (a *applier) applyAround(ctx context.Context, t *Topology, opts *arm.Client
 	return nil
 }
 
-func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string, p TopologyPeering) error {
+func (a *applier) peering(ctx context.Context, c *interconnectClients, rg, vnet string, p TopologyPeering) error {
 	id := api.ChildID(api.ResourceID(a.sub, rg, api.TypeVirtualNetworks, vnet), network.ChildPeerings, p.Name)
 	remote := a.refID(rg, api.TypeVirtualNetworks, p.RemoteVirtualNetwork)
 	want := armnetwork.VirtualNetworkPeeringPropertiesFormat{
@@ -290,7 +291,7 @@ func (a *applier) peering(ctx context.Context, c *aroundClients, rg, vnet string
 	return nil
 }
 
-func (a *applier) gateway(ctx context.Context, c *aroundClients, rg string, g TopologyGateway, loc string) error {
+func (a *applier) gateway(ctx context.Context, c *interconnectClients, rg string, g TopologyGateway, loc string) error {
 	id := api.ResourceID(a.sub, rg, network.TypeVNetGateways, g.Name)
 	subnet := api.ChildID(a.refID(rg, api.TypeVirtualNetworks, g.VirtualNetwork), api.ChildSubnets, network.GatewaySubnetName)
 	typ := armnetwork.VirtualNetworkGatewayTypeVPN
@@ -351,7 +352,7 @@ func (a *applier) bgpRoutes(ctx context.Context, rg string, g TopologyGateway) e
 	return nil
 }
 
-func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l TopologyLocalGateway, loc string) error {
+func (a *applier) site(ctx context.Context, c *interconnectClients, rg string, l TopologyLocalGateway, loc string) error {
 	id := api.ResourceID(a.sub, rg, network.TypeLocalGateways, l.Name)
 	cur, err := c.sites.Get(ctx, rg, l.Name, nil)
 	action := ActionCreate
@@ -377,7 +378,7 @@ func (a *applier) site(ctx context.Context, c *aroundClients, rg string, l Topol
 	return nil
 }
 
-func (a *applier) connection(ctx context.Context, c *aroundClients, rg string, cn TopologyConnection, loc string) error {
+func (a *applier) connection(ctx context.Context, c *interconnectClients, rg string, cn TopologyConnection, loc string) error {
 	id := api.ResourceID(a.sub, rg, network.TypeConnections, cn.Name)
 	gw := a.refID(rg, network.TypeVNetGateways, cn.VirtualNetworkGateway)
 	props := &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: api.Ptr(gw)}}

@@ -15,20 +15,20 @@ import (
 	"github.com/routekeeper/routekeeper/internal/routing"
 )
 
-// around is the network around the clusters, read from the state in one
-// go: every virtual network (with its peerings), gateway, local network
+// interconnect is what joins the clusters' networks to each other and to
+// premises, read from the state in one go: every virtual network (with its peerings), gateway, local network
 // gateway and connection, of every subscription. It turns them into
 // internal/routing's model (routing.VNet) for the effective routes, the
 // next hop and the data plane.
-type around struct {
+type interconnect struct {
 	vnets    map[string]*armnetwork.VirtualNetwork // by key(ID)
 	order    []string                              // keys of vnets, in the order read
-	gateways []*aroundGateway
+	gateways []*interconnectGateway
 	sitesBy  map[string]*armnetwork.LocalNetworkGateway // by key(ID)
 	conns    []*armnetwork.VirtualNetworkGatewayConnection
 }
 
-type aroundGateway struct {
+type interconnectGateway struct {
 	id, vnetID, subnetID string
 	doc                  *gatewayDoc
 }
@@ -39,13 +39,13 @@ type site struct {
 	address  string
 }
 
-func newAround() *around {
-	return &around{vnets: map[string]*armnetwork.VirtualNetwork{}, sitesBy: map[string]*armnetwork.LocalNetworkGateway{}}
+func newInterconnect() *interconnect {
+	return &interconnect{vnets: map[string]*armnetwork.VirtualNetwork{}, sitesBy: map[string]*armnetwork.LocalNetworkGateway{}}
 }
 
-// add takes one stored document of a type around cares about; others are
+// add takes one stored document of a type the interconnect cares about; others are
 // ignored.
-func (a *around) add(typ, id string, doc []byte) error {
+func (a *interconnect) add(typ, id string, doc []byte) error {
 	switch typ {
 	case api.TypeVirtualNetworks:
 		v, err := decodeVNet(doc)
@@ -63,7 +63,7 @@ func (a *around) add(typ, id string, doc []byte) error {
 			return err
 		}
 		vnetID, subnetID := gatewayVNet(d.gw)
-		a.gateways = append(a.gateways, &aroundGateway{id: id, vnetID: vnetID, subnetID: subnetID, doc: d})
+		a.gateways = append(a.gateways, &interconnectGateway{id: id, vnetID: vnetID, subnetID: subnetID, doc: d})
 	case TypeLocalGateways:
 		l, err := decodeLocalGateway(doc)
 		if err != nil {
@@ -80,20 +80,20 @@ func (a *around) add(typ, id string, doc []byte) error {
 	return nil
 }
 
-// readAround reads the network around from a transaction.
-func readAround(tx *store.Txn) (*around, error) {
+// readInterconnect reads the interconnect from a transaction.
+func readInterconnect(tx *store.Txn) (*interconnect, error) {
 	rows, err := tx.QueryContext(tx.Ctx, `SELECT id, type, doc FROM resources WHERE type IN (?, ?, ?, ?) ORDER BY key`,
 		api.TypeVirtualNetworks, TypeVNetGateways, TypeLocalGateways, TypeConnections)
 	if err != nil {
-		return nil, fmt.Errorf("reading the network around: %w", err)
+		return nil, fmt.Errorf("reading the interconnect: %w", err)
 	}
 	defer rows.Close()
-	a := newAround()
+	a := newInterconnect()
 	for rows.Next() {
 		var id, typ string
 		var doc []byte
 		if err := rows.Scan(&id, &typ, &doc); err != nil {
-			return nil, fmt.Errorf("reading the network around: %w", err)
+			return nil, fmt.Errorf("reading the interconnect: %w", err)
 		}
 		if err := a.add(typ, id, doc); err != nil {
 			return nil, err
@@ -102,7 +102,7 @@ func readAround(tx *store.Txn) (*around, error) {
 	return a, rows.Err()
 }
 
-func (a *around) gateway(id string) *aroundGateway {
+func (a *interconnect) gateway(id string) *interconnectGateway {
 	for _, g := range a.gateways {
 		if api.Key(g.id) == api.Key(id) {
 			return g
@@ -113,7 +113,7 @@ func (a *around) gateway(id string) *aroundGateway {
 
 // sites are the on-premises sites of a gateway: the local network
 // gateways of its IPsec connections.
-func (a *around) sites(g *aroundGateway) []site {
+func (a *interconnect) sites(g *interconnectGateway) []site {
 	var out []site
 	for _, c := range a.conns {
 		p := c.Properties
@@ -141,7 +141,7 @@ func (a *around) sites(g *aroundGateway) []site {
 
 // learned are a gateway's on-premises prefixes: its sites' and what its
 // BGP peer advertises.
-func (a *around) learned(g *aroundGateway) []netip.Prefix {
+func (a *interconnect) learned(g *interconnectGateway) []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range a.sites(g) {
 		out = append(out, s.prefixes...)
@@ -151,9 +151,9 @@ func (a *around) learned(g *aroundGateway) []netip.Prefix {
 	return slices.Compact(out)
 }
 
-// routingVNets is the network around in internal/routing's model, with
+// routingVNets is the interconnect in internal/routing's model, with
 // every peering's state as ARM shows it.
-func (a *around) routingVNets() []routing.VNet {
+func (a *interconnect) routingVNets() []routing.VNet {
 	out := make([]routing.VNet, 0, len(a.order))
 	for _, k := range a.order {
 		v := a.vnets[k]
@@ -199,7 +199,7 @@ func routingPeering(p *armnetwork.VirtualNetworkPeering) routing.Peering {
 
 // networkOf is the routing model's Network of the subnets of a virtual
 // network: its address space, peerings and gateway routes.
-func (a *around) networkOf(vnetID string) routing.Network {
+func (a *interconnect) networkOf(vnetID string) routing.Network {
 	n, ok := routing.NetworkOf(a.routingVNets(), vnetID)
 	if !ok {
 		if v := a.vnets[api.Key(vnetID)]; v != nil {
@@ -210,7 +210,7 @@ func (a *around) networkOf(vnetID string) routing.Network {
 }
 
 // stateGateways are the gateways for State (Store.Networks).
-func (a *around) stateGateways() []StateGateway {
+func (a *interconnect) stateGateways() []StateGateway {
 	var out []StateGateway
 	for _, g := range a.gateways {
 		sg := StateGateway{ID: g.id, Name: armid.Name(g.id), VirtualNetwork: g.vnetID, Subnet: g.subnetID}
@@ -227,7 +227,7 @@ func (a *around) stateGateways() []StateGateway {
 
 // fill completes a State read from raw documents: the peerings' states as
 // ARM shows them, and the gateways with what they learned.
-func (a *around) fill(st *State) {
+func (a *interconnect) fill(st *State) {
 	for i := range st.VirtualNetworks {
 		sv := &st.VirtualNetworks[i]
 		v := a.vnets[api.Key(sv.ID)]
@@ -297,7 +297,7 @@ func (st *State) RoutingVNets() []routing.VNet {
 }
 
 // addDoc is add for a document whose ID is its "id" property.
-func (a *around) addDoc(typ string, doc []byte) error {
+func (a *interconnect) addDoc(typ string, doc []byte) error {
 	switch typ {
 	case api.TypeVirtualNetworks, TypeVNetGateways, TypeLocalGateways, TypeConnections:
 	default:
