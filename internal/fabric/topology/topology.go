@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
-	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"sigs.k8s.io/yaml"
 )
 
@@ -179,128 +178,14 @@ func (t *Topology) Validate() error {
 		if rgLoc == "" {
 			bad(f+".location", "missing: set it on the resource group or at the top of the file")
 		}
-		tables := map[string]string{} // name key -> location
-		for j, rt := range rg.RouteTables {
-			g := fmt.Sprintf("%s.routeTables[%d]", f, j)
-			if !api.ValidName(rt.Name) {
-				bad(g+".name", "%q is not a valid name (1-80 letters, digits, '_', '.', '-'; starting with a letter or digit, ending with a letter, digit or '_')", rt.Name)
-			}
-			if _, dup := tables[api.Key(rt.Name)]; dup {
-				bad(g+".name", "%q is declared twice", rt.Name)
-			}
-			tables[api.Key(rt.Name)] = api.NormalizeLocation(cmp.Or(rt.Location, rgLoc))
-			routeSeen, prefixSeen := nameSet{}, map[string]string{}
-			for k, r := range rt.Routes {
-				h := fmt.Sprintf("%s.routes[%d]", g, k)
-				routeSeen.declare(bad, h+".name", r.Name)
-				if r.AddressPrefix == "" {
-					bad(h+".addressPrefix", "missing")
-				} else if !api.ServiceTagRE.MatchString(r.AddressPrefix) {
-					if _, code, want := api.PrefixProblem(r.AddressPrefix); code == "InvalidCIDRNotation" {
-						bad(h+".addressPrefix", "%q has host bits set; did you mean %s?", r.AddressPrefix, want)
-					} else if code != "" {
-						bad(h+".addressPrefix", "%q is neither a CIDR prefix nor a service tag", r.AddressPrefix)
-					}
-				}
-				if first, ok := prefixSeen[network.PrefixKey(r.AddressPrefix)]; ok && r.AddressPrefix != "" {
-					bad(h+".addressPrefix", "%q is also the prefix of route %q; Azure refuses two routes with the same prefix (RouteConflict)", r.AddressPrefix, first)
-				}
-				prefixSeen[network.PrefixKey(r.AddressPrefix)] = r.Name
-				hop, ok := network.CanonicalHop(r.NextHopType)
-				if !ok {
-					bad(h+".nextHopType", "%q is not one of VirtualAppliance, VnetLocal, Internet, VirtualNetworkGateway, None", r.NextHopType)
-				}
-				switch {
-				case ok && hop == "VirtualAppliance" && r.NextHopIPAddress == "":
-					bad(h+".nextHopIpAddress", "missing: required with nextHopType VirtualAppliance")
-				case ok && hop != "VirtualAppliance" && r.NextHopIPAddress != "":
-					bad(h+".nextHopIpAddress", "%q is only allowed with nextHopType VirtualAppliance, not %s", r.NextHopIPAddress, hop)
-				case r.NextHopIPAddress != "":
-					if _, err := netip.ParseAddr(r.NextHopIPAddress); err != nil {
-						bad(h+".nextHopIpAddress", "%q is not an IP address", r.NextHopIPAddress)
-					}
-				}
-			}
-		}
+		tables := validateRouteTables(f, rg, rgLoc, bad)
 		validateNICs(f, rg, bad)
 		validateInterconnect(f, rg, bad)
 		vnetSeen := nameSet{}
 		for j, vn := range rg.VirtualNetworks {
 			g := fmt.Sprintf("%s.virtualNetworks[%d]", f, j)
 			vnetSeen.declare(bad, g+".name", vn.Name)
-			vnLoc := api.NormalizeLocation(cmp.Or(vn.Location, rgLoc))
-			var space []netip.Prefix
-			if len(vn.AddressPrefixes) == 0 {
-				bad(g+".addressPrefixes", "missing: a virtual network needs at least one address prefix")
-			}
-			for k, s := range vn.AddressPrefixes {
-				p, ok := topoPrefix(bad, fmt.Sprintf("%s.addressPrefixes[%d]", g, k), s)
-				if !ok {
-					continue
-				}
-				for _, o := range space {
-					if o.Overlaps(p) {
-						bad(fmt.Sprintf("%s.addressPrefixes[%d]", g, k), "%q overlaps %s", s, o)
-					}
-				}
-				space = append(space, p)
-			}
-			type placed struct {
-				name string
-				p    netip.Prefix
-			}
-			var siblings []placed
-			subnetSeen := nameSet{}
-			for k, sn := range vn.Subnets {
-				h := fmt.Sprintf("%s.subnets[%d]", g, k)
-				subnetSeen.declare(bad, h+".name", sn.Name)
-				prefixes := sn.AddressPrefixes
-				field := h + ".addressPrefixes"
-				switch {
-				case sn.AddressPrefix != "" && len(sn.AddressPrefixes) > 0:
-					bad(h, "set addressPrefix or addressPrefixes, not both")
-				case sn.AddressPrefix != "":
-					prefixes, field = []string{sn.AddressPrefix}, h+".addressPrefix"
-				case len(prefixes) == 0:
-					bad(h+".addressPrefix", "missing")
-				}
-				for _, s := range prefixes {
-					p, ok := topoPrefix(bad, field, s)
-					if !ok {
-						continue
-					}
-					if p.Addr().Is4() && p.Bits() > 29 {
-						bad(field, "%q is smaller than /29, the smallest subnet Azure allows", s)
-					}
-					inside := false
-					for _, sp := range space {
-						if sp.Bits() <= p.Bits() && sp.Contains(p.Addr()) {
-							inside = true
-						}
-					}
-					if !inside && len(space) > 0 {
-						bad(field, "%q is outside the address space %v of virtual network %q", s, vn.AddressPrefixes, vn.Name)
-					}
-					for _, o := range siblings {
-						if o.p.Overlaps(p) {
-							bad(field, "%q overlaps subnet %q (%s)", s, o.name, o.p)
-						}
-					}
-					siblings = append(siblings, placed{sn.Name, p})
-				}
-				if sn.RouteTable != "" {
-					if strings.HasPrefix(sn.RouteTable, "/") {
-						a, ok := api.ParseNetworkID(sn.RouteTable)
-						if !ok || a.Type != api.TypeRouteTables || a.Child != "" {
-							bad(h+".routeTable", "%q is not a route table ID (/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Network/routeTables/<name>)", sn.RouteTable)
-						}
-					} else if loc, ok := tables[api.Key(sn.RouteTable)]; !ok {
-						bad(h+".routeTable", "%q is not a route table of resource group %q; declare it there or give its full ID", sn.RouteTable, rg.Name)
-					} else if loc != vnLoc {
-						bad(h+".routeTable", "route table %q is in %s but virtual network %q is in %s; Azure associates only tables of the same location", sn.RouteTable, loc, vn.Name, vnLoc)
-					}
-				}
-			}
+			validateVNet(g, rg.Name, vn, api.NormalizeLocation(cmp.Or(vn.Location, rgLoc)), tables, bad)
 		}
 	}
 	if t.Authorization != nil {
