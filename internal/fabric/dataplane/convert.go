@@ -25,15 +25,68 @@ import (
 // *UnplacedError returned with the Spec of the others.
 func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, error) {
 	var spec Spec
+	var placed []placedPrefix
+	spec.VNets, placed = vnetsOf(st)
+	nicAt := nicPlaces(st)
+	// With network interfaces in the fabric, they place the nodes, as NICs
+	// do in Azure: a node is where the NIC holding its address is, a NIC
+	// without a node of the inventory is a node without pods, and a node
+	// no NIC holds is left out. Without any, a node is placed in the
+	// subnet whose prefix holds its address.
+	useNICs := len(st.NetworkInterfaces) > 0
+	var errs []error
+	covered := map[netip.Addr]bool{}
+	for _, n := range nodes {
+		node, err := placeNode(n, useNICs, nicAt, placed, podsPerNode)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		covered[node.IP] = true
+		spec.Nodes = append(spec.Nodes, node)
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(nicAt), netip.Addr.Compare) {
+		if !covered[ip] {
+			at := nicAt[ip]
+			spec.Nodes = append(spec.Nodes, Node{Name: at.name, VNet: at.w.vnet, Subnet: at.w.subnet, IP: ip, NoForwarding: !at.forwarding})
+		}
+	}
+	if err := spec.Validate(); err != nil {
+		return Spec{}, err
+	}
+	if len(errs) > 0 {
+		return spec, &UnplacedError{Err: errors.Join(errs...)}
+	}
+	return spec, nil
+}
+
+// where is a subnet of a virtual network, by their names.
+type where struct{ vnet, subnet string }
+
+// placedPrefix is the IPv4 prefix of a subnet.
+type placedPrefix struct {
+	p netip.Prefix
+	w where
+}
+
+// nicPlace is where a NIC's address is, and whether the NIC forwards.
+type nicPlace struct {
+	name       string
+	w          where
+	forwarding bool
+}
+
+// vnetsOf is the state's virtual networks as the data plane builds them
+// (IPv4 only): each network's space and peers, each subnet's prefix and
+// the routes its route table and the interconnect give it; and the subnet
+// prefixes, in order, for placing nodes by address.
+func vnetsOf(st *network.State) ([]VNet, []placedPrefix) {
 	tables := map[string]*network.StateRouteTable{}
 	for i := range st.RouteTables {
 		tables[strings.ToLower(st.RouteTables[i].ID)] = &st.RouteTables[i]
 	}
-	type where struct{ vnet, subnet string }
-	var placed []struct {
-		p netip.Prefix
-		w where
-	}
+	var vnets []VNet
+	var placed []placedPrefix
 	ic := newInterconnectOf(st) // peerings and gateways (convert_interconnect.go)
 	for _, v := range st.VirtualNetworks {
 		var space []netip.Prefix
@@ -67,28 +120,21 @@ func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, e
 				}
 			}
 			vn.Subnets = append(vn.Subnets, Subnet{Name: sn.Name, Prefix: prefix, Routes: ic.routes(v.ID, network, udrs)})
-			placed = append(placed, struct {
-				p netip.Prefix
-				w where
-			}{prefix, where{v.Name, sn.Name}})
+			placed = append(placed, placedPrefix{prefix, where{v.Name, sn.Name}})
 		}
-		spec.VNets = append(spec.VNets, vn)
+		vnets = append(vnets, vn)
 	}
+	return vnets, placed
+}
+
+// nicPlaces is where the IPv4 addresses of the state's network interfaces
+// are, by address.
+func nicPlaces(st *network.State) map[netip.Addr]nicPlace {
 	byID := map[string]where{}
 	for _, v := range st.VirtualNetworks {
 		for _, sn := range v.Subnets {
 			byID[strings.ToLower(sn.ID)] = where{v.Name, sn.Name}
 		}
-	}
-	// With network interfaces in the fabric, they place the nodes, as NICs
-	// do in Azure: a node is where the NIC holding its address is, a NIC
-	// without a node of the inventory is a node without pods, and a node
-	// no NIC holds is left out. Without any, a node is placed in the
-	// subnet whose prefix holds its address.
-	type nicPlace struct {
-		name       string
-		w          where
-		forwarding bool
 	}
 	nicAt := map[netip.Addr]nicPlace{}
 	for _, nic := range st.NetworkInterfaces {
@@ -101,69 +147,54 @@ func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, e
 			nicAt[ip] = nicPlace{nic.Name, w, nic.IPForwarding}
 		}
 	}
-	useNICs := len(st.NetworkInterfaces) > 0
-	var errs []error
-	covered := map[netip.Addr]bool{}
-	for _, n := range nodes {
-		ip, ok := firstIPv4(n.InternalIPs)
-		if !ok {
-			errs = append(errs, fmt.Errorf("node %q: no IPv4 internal address (the data plane is IPv4 only)", n.Name))
-			continue
+	return nicAt
+}
+
+// placeNode places node n by its first IPv4 internal address: where the
+// NIC holding it is (useNICs), else in the subnet whose prefix holds it;
+// the node gets its IPv4 pod CIDR and podsPerNode pod addresses.
+func placeNode(n source.Node, useNICs bool, nicAt map[netip.Addr]nicPlace, placed []placedPrefix, podsPerNode int) (Node, error) {
+	ip, ok := firstIPv4(n.InternalIPs)
+	if !ok {
+		return Node{}, fmt.Errorf("node %q: no IPv4 internal address (the data plane is IPv4 only)", n.Name)
+	}
+	var w *where
+	if useNICs {
+		if at, ok := nicAt[ip]; ok {
+			w = &at.w
 		}
-		var w *where
-		if useNICs {
-			if at, ok := nicAt[ip]; ok {
-				w = &at.w
-			}
-		} else {
-			for i := range placed {
-				if placed[i].p.Contains(ip) {
-					w = &placed[i].w
-					break
-				}
-			}
-		}
-		if w == nil {
-			if useNICs {
-				errs = append(errs, fmt.Errorf("node %q: no network interface of the fabric holds its internal IP %s", n.Name, ip))
-			} else {
-				errs = append(errs, fmt.Errorf("node %q: internal IP %s is in no subnet of the fabric", n.Name, ip))
-			}
-			continue
-		}
-		covered[ip] = true
-		node := Node{Name: n.Name, VNet: w.vnet, Subnet: w.subnet, IP: ip}
-		if at, ok := nicAt[ip]; useNICs && ok {
-			node.NoForwarding = !at.forwarding
-		}
-		for _, c := range n.PodCIDRs {
-			if c.Addr().Is4() {
-				node.PodCIDR = c.Masked()
+	} else {
+		for i := range placed {
+			if placed[i].p.Contains(ip) {
+				w = &placed[i].w
 				break
 			}
 		}
-		if node.PodCIDR.IsValid() {
-			a := gateway(node.PodCIDR).Next()
-			for i := 0; i < podsPerNode && node.PodCIDR.Contains(a); i++ {
-				node.Pods = append(node.Pods, a)
-				a = a.Next()
-			}
+	}
+	if w == nil {
+		if useNICs {
+			return Node{}, fmt.Errorf("node %q: no network interface of the fabric holds its internal IP %s", n.Name, ip)
 		}
-		spec.Nodes = append(spec.Nodes, node)
+		return Node{}, fmt.Errorf("node %q: internal IP %s is in no subnet of the fabric", n.Name, ip)
 	}
-	for _, ip := range slices.SortedFunc(maps.Keys(nicAt), netip.Addr.Compare) {
-		if !covered[ip] {
-			at := nicAt[ip]
-			spec.Nodes = append(spec.Nodes, Node{Name: at.name, VNet: at.w.vnet, Subnet: at.w.subnet, IP: ip, NoForwarding: !at.forwarding})
+	node := Node{Name: n.Name, VNet: w.vnet, Subnet: w.subnet, IP: ip}
+	if at, ok := nicAt[ip]; useNICs && ok {
+		node.NoForwarding = !at.forwarding
+	}
+	for _, c := range n.PodCIDRs {
+		if c.Addr().Is4() {
+			node.PodCIDR = c.Masked()
+			break
 		}
 	}
-	if err := spec.Validate(); err != nil {
-		return Spec{}, err
+	if node.PodCIDR.IsValid() {
+		a := gateway(node.PodCIDR).Next()
+		for i := 0; i < podsPerNode && node.PodCIDR.Contains(a); i++ {
+			node.Pods = append(node.Pods, a)
+			a = a.Next()
+		}
 	}
-	if len(errs) > 0 {
-		return spec, &UnplacedError{Err: errors.Join(errs...)}
-	}
-	return spec, nil
+	return node, nil
 }
 
 // UnplacedError lists the nodes FromState could not place (no IPv4
