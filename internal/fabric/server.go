@@ -117,12 +117,6 @@ func New(st *store.Store, opts Options) *Server {
 	return s
 }
 
-// Store returns the server's state.
-func (s *Server) Store() *store.Store { return s.store }
-
-// RouteLimit is the number of routes the server allows per table.
-func (s *Server) RouteLimit() int { return s.routeLimit }
-
 // ServeHTTP serves the ARM paths of Microsoft.Network (see docs/fabric.md)
 // and the control endpoint under /_fabric/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

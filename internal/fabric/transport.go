@@ -144,12 +144,10 @@ func ClientOptions(transport policy.Transporter, endpoint string) *arm.ClientOpt
 	}
 }
 
-// DefaultStatePath is where the fabric keeps its state by default:
+// StatePath is where the fabric keeps its state by default:
 // $XDG_STATE_HOME/routekeeper/fabric.db, else
-// ~/.local/state/routekeeper/fabric.db.
-func DefaultStatePath() string { return StatePath(os.Getenv) }
-
-// StatePath is DefaultStatePath with the environment read through getenv.
+// ~/.local/state/routekeeper/fabric.db, with the environment read through
+// getenv (os.Getenv for the process's).
 func StatePath(getenv func(string) string) string {
 	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "routekeeper", "fabric.db")
