@@ -51,7 +51,7 @@ func TestAssociation(t *testing.T) {
 		_, err = e.tables.BeginDelete(ctx, testRG, "kubernetes-routes", nil)
 		respErr(t, err, http.StatusBadRequest, "InUseRouteTableCannotBeDeleted")
 
-		// Seed 001: the IaC redeploy PUTs the VNet without the subnet's
+		// The missing route table assignment: the IaC redeploy PUTs the VNet without the subnet's
 		// routeTable, and the association is gone, both ways.
 		vn, err := e.vnets.Get(ctx, testRG, "kubernetes-vnet", nil)
 		if err != nil {

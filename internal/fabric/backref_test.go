@@ -136,7 +136,7 @@ func (e *backrefEnv) listed(t *testing.T) map[string][]string {
 // (properties.subnets) is exact after every change that makes or breaks
 // an association, read through the SDK, and agrees with the subnets' own
 // routeTable. routekeeper's association guard trusts it: a subnet the
-// table lists is not read (issue 24).
+// table lists is not read (one read per table in steady state).
 func TestTableSubnetsBackReference(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -124,7 +124,7 @@ func TestRoutesAsChildren(t *testing.T) {
 	eachTransport(t, Options{OperationDuration: 10 * time.Millisecond, PageSize: 2}, func(ctx context.Context, t *testing.T, e *env) {
 		before := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("keep", "10.1.0.0/16", "10.240.0.4")))
 
-		// Seed 003: one route per worker, as child resources.
+		// Kubernetes the Hard Way on Azure: one route per worker, as child resources.
 		for i := range 3 {
 			name := fmt.Sprintf("kubernetes-route-10-200-%d-0-24", i)
 			r, err := e.putRoute(ctx, testRG, "rt", name, *vaRoute("", fmt.Sprintf("10.200.%d.0/24", i), fmt.Sprintf("10.240.0.2%d", i)))

@@ -276,7 +276,8 @@ func (e *env) putRoute(ctx context.Context, rg, table, name string, r armnetwork
 }
 
 // seedVNet creates kubernetes-vnet 10.240.0.0/16 with kubernetes-subnet
-// 10.240.0.0/24, as seed 003 has before its route table walkthrough.
+// 10.240.0.0/24, as Kubernetes the Hard Way on Azure has before its pod
+// network routes lab.
 func (e *env) seedVNet(ctx context.Context, rg string) armnetwork.VirtualNetwork {
 	e.t.Helper()
 	v, err := e.putVNet(ctx, rg, "kubernetes-vnet", armnetwork.VirtualNetwork{

@@ -105,7 +105,7 @@ func TestApply(t *testing.T) {
 			if got := res.Count(topology.ActionCreate); got != 6 || res.Writes != 3 {
 				t.Errorf("first apply: %d creates, %d writes: %+v", got, res.Writes, res.Changes)
 			}
-			// What seed 003 builds with az, with the association.
+			// What Kubernetes the Hard Way on Azure builds with az, with the association.
 			tbl, err := e.tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -163,7 +163,7 @@ func mustRead(t *testing.T, path string) string {
 
 // TestApplyNeverDropsAnAssociation: the topology's subnet names no route
 // table, and routekeeper associated one; re-applying (unlike an ARM
-// redeploy, seed 001) keeps the association.
+// redeploy that drops the route table assignment) keeps the association.
 func TestApplyNeverDropsAnAssociation(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "inprocess", Options{})

@@ -93,7 +93,7 @@ func (in *Incidents) ResolveID(typ, rg, name string) (string, error) {
 // the fabric's Retry-After says how long is really left.
 func pollOpts() *runtime.PollUntilDoneOptions { return pollOptions }
 
-// Redeploy replays seed 001: a VNet PUT from an ARM template or Terraform
+// Redeploy replays the missing route table assignment: a VNet PUT from an ARM template or Terraform
 // that carries its subnets inline without the route tables it does not
 // know about, so every subnet loses its table.
 func (in *Incidents) Redeploy(ctx context.Context, vnetID string) ([]Change, error) {
@@ -177,7 +177,8 @@ func (in *Incidents) Detach(ctx context.Context, subnetID string) ([]Change, err
 	return []Change{{Action: ActionDetach, Kind: "subnet", ID: subnetID, Detail: "route table " + armid.Name(old) + " removed"}}, nil
 }
 
-// Swap replays seed 000: the subnet is pointed at another table; with
+// Swap replays the route table swap of an AKS kubenet cluster: the subnet
+// is pointed at another table; with
 // deleteOld the table it had is deleted afterwards.
 func (in *Incidents) Swap(ctx context.Context, subnetID, tableID string, deleteOld bool) ([]Change, error) {
 	old, err := in.setSubnetTable(ctx, subnetID, tableID)
