@@ -146,7 +146,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	resp, err := s.serveARM(r, h)
 	s.warnUnknownRequest(r, err)
-	status := s.Write(w, r, resp, err)
+	status := s.write(w, r, resp, err)
 	s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start))
 }
 
@@ -203,7 +203,7 @@ func checkAuth(r *http.Request) error {
 }
 
 // write sends resp, or err as an ARM error body, and returns the status.
-func (s *Server) Write(w http.ResponseWriter, r *http.Request, resp *api.Response, err error) int {
+func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *api.Response, err error) int {
 	if err != nil {
 		var ae *api.Error
 		if !errors.As(err, &ae) {

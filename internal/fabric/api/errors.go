@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// apiError is an ARM error response: the status code and the body
+// Error is an ARM error response: the status code and the body
 // {"error":{"code","message","target","details":[...]}}.
 type Error struct {
 	Status  int

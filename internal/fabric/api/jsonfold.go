@@ -45,7 +45,7 @@ var canonicalNames = sync.OnceValue(func() map[string]string {
 // a route table that holds subnets); every property appears within it.
 const fillDepth = 7
 
-// fill sets every field of an SDK model to a non-nil value, so that its
+// FillModel sets every field of an SDK model to a non-nil value, so that its
 // MarshalJSON writes every property name it knows.
 func FillModel(v reflect.Value, depth int) {
 	switch v.Kind() {

@@ -28,7 +28,7 @@ const (
 	graphAudience      = "https://graph.windows.net/"
 )
 
-// serveIdentity answers the identity and metadata paths, which take no
+// Serve answers the identity and metadata paths, which take no
 // bearer token; it reports false for any other path.
 func (s *Server) Serve(w http.ResponseWriter, r *http.Request) bool {
 	p := strings.TrimRight(strings.ToLower(r.URL.Path), "/")

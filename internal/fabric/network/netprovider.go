@@ -9,7 +9,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
-// netProvider serves Microsoft.Network, the resource groups that hold its
+// Provider serves Microsoft.Network, the resource groups that hold its
 // resources, and the long-running operations on both.
 type Provider struct {
 	store      *store.Store
@@ -23,7 +23,7 @@ type Provider struct {
 	types      map[string]*resourceType // the types served (types.go)
 }
 
-// netConfig is what a netProvider is made of.
+// Config is what a Provider is made of.
 type Config struct {
 	Store      *store.Store
 	OpDuration time.Duration
@@ -35,7 +35,7 @@ type Config struct {
 	Polls      PollAuthorizer
 }
 
-// newNetProvider returns the provider of Microsoft.Network.
+// New returns the provider of Microsoft.Network.
 func New(c Config) *Provider {
 	p := &Provider{store: c.Store, opDuration: c.OpDuration, routeLimit: c.RouteLimit, pageSize: c.PageSize,
 		log: c.Log, now: c.Now, faults: c.Faults, polls: c.Polls}

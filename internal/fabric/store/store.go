@@ -256,7 +256,7 @@ func (s *Store) Read(ctx context.Context, fn func(*Txn) error) error {
 	return fn(&Txn{Tx: tx, Ctx: ctx, store: s})
 }
 
-// rgRow is a resource group.
+// RGRow is a resource group.
 type RGRow struct {
 	Key, Sub, Name, Location, Tags, State string
 }
