@@ -72,40 +72,6 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesNewerSchema(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "fabric.db")
-	st := openStore(t, path)
-	if _, err := st.DB.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	if _, err := store.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
-		t.Errorf("Open of a newer state = %v", err)
-	}
-	if _, err := store.Open(ctx, filepath.Join(t.TempDir(), "what?.db")); err == nil {
-		t.Error("Open of a path with '?' succeeded")
-	}
-	// Other unusual characters are fine.
-	odd := filepath.Join(t.TempDir(), "a #b %20c.db")
-	st2, err := store.Open(ctx, odd)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", odd, err)
-	}
-	var mode string
-	var timeout int
-	if err := st2.DB.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
-		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
-	}
-	if err := st2.DB.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout); err != nil || timeout != store.BusyTimeoutMS {
-		t.Errorf("busy_timeout = %d, %v", timeout, err)
-	}
-	st2.Close()
-	if _, err := os.Stat(odd); err != nil {
-		t.Errorf("state file not at %q: %v", odd, err)
-	}
-}
-
 const (
 	childEnv   = "ROUTEKEEPER_FABRIC_TEST_CHILD"
 	childState = "ROUTEKEEPER_FABRIC_TEST_STATE"

@@ -77,7 +77,7 @@ CREATE INDEX IF NOT EXISTS operations_resource ON operations(resource_key, statu
 // waits on locks (busy timeout), and every write is one IMMEDIATE
 // transaction, so a crash never leaves half a resource.
 type Store struct {
-	DB   *sql.DB
+	db   *sql.DB
 	path string // "" in memory
 
 	// wmu serialises this process's write transactions: SQLite takes one
@@ -93,51 +93,9 @@ type Store struct {
 	written writeNotifier
 }
 
-// docCache holds the documents of recently read resources. A large route
-// table is ~150 KB of JSON: reading it from SQLite and copying it costs
-// more than the rest of a GET, and a controller reads the same table again
-// and again.
-type docCache struct {
-	mu sync.Mutex
-	m  map[string]cachedDoc
-}
-
-type cachedDoc struct {
-	rev int64
-	doc []byte // never modified: readers only send it
-}
-
-// maxCachedDocs bounds the cache; past it, the cache starts over.
-const maxCachedDocs = 512
-
-func (c *docCache) get(k string, rev int64) ([]byte, bool) {
-	if rev == 0 {
-		return nil, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, ok := c.m[k]
-	if !ok || d.rev != rev {
-		return nil, false
-	}
-	return d.doc, true
-}
-
-func (c *docCache) put(k string, rev int64, doc []byte) {
-	if rev == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedDocs {
-		c.m = make(map[string]cachedDoc)
-	}
-	c.m[k] = cachedDoc{rev: rev, doc: doc}
-}
-
-// BusyTimeoutMS is how long a write waits for another process's write
+// busyTimeoutMS is how long a write waits for another process's write
 // transaction before giving up.
-const BusyTimeoutMS = 15000
+const busyTimeoutMS = 15000
 
 // Open opens (creating if needed) the state file at path.
 func Open(ctx context.Context, path string) (*Store, error) {
@@ -154,14 +112,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 	}
 	dsn := fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
-		path, BusyTimeoutMS)
+		path, busyTimeoutMS)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening fabric state %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
-	s := &Store{DB: db, path: path}
+	s := &Store{db: db, path: path}
 	if err := s.init(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening fabric state %s: %w", path, err)
@@ -181,7 +139,7 @@ func OpenMemory(ctx context.Context) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &Store{DB: db}
+	s := &Store{db: db}
 	if err := s.init(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening in-memory fabric state: %w", err)
@@ -193,7 +151,7 @@ func OpenMemory(ctx context.Context) (*Store, error) {
 func (s *Store) Path() string { return s.path }
 
 // Close closes the store.
-func (s *Store) Close() error { return s.DB.Close() }
+func (s *Store) Close() error { return s.db.Close() }
 
 func (s *Store) init(ctx context.Context) error {
 	return s.Write(ctx, func(tx *Txn) error {
@@ -231,7 +189,7 @@ type Txn struct {
 func (s *Store) Write(ctx context.Context, fn func(*Txn) error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	tx, err := s.DB.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("beginning write transaction: %w", err)
 	}
@@ -248,7 +206,7 @@ func (s *Store) Write(ctx context.Context, fn func(*Txn) error) error {
 
 // Read runs fn in a read-only transaction: a consistent snapshot.
 func (s *Store) Read(ctx context.Context, fn func(*Txn) error) error {
-	tx, err := s.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("beginning read transaction: %w", err)
 	}
@@ -457,67 +415,4 @@ func (t *Txn) TablesOfVNet(vnetKey string) ([]string, error) {
 // SubnetsOf returns the IDs of the subnets associated with a route table.
 func (t *Txn) SubnetsOf(tableKey string) ([]string, error) {
 	return queryRows(t, "reading associations", scanString, `SELECT subnet_id FROM associations WHERE table_key = ? ORDER BY subnet_key`, tableKey)
-}
-
-// Operation is a long-running operation.
-type Operation struct {
-	ID, Sub, Location, Kind string
-	ResourceKey, ResourceID string
-	ChildName               string
-	StartedAt, EndsAt       int64
-	Status, Outcome         string
-	ErrorCode, ErrorMessage string
-	PrevDoc                 []byte
-}
-
-const opColumns = `id, sub, location, kind, resource_key, resource_id, child_name, started_at, ends_at, status, outcome, error_code, error_message, prev_doc`
-
-func scanOp(sc rowScanner) (*Operation, error) {
-	o := &Operation{}
-	err := sc.Scan(&o.ID, &o.Sub, &o.Location, &o.Kind, &o.ResourceKey, &o.ResourceID, &o.ChildName,
-		&o.StartedAt, &o.EndsAt, &o.Status, &o.Outcome, &o.ErrorCode, &o.ErrorMessage, &o.PrevDoc)
-	return o, err
-}
-
-func (t *Txn) PutOp(o *Operation) error {
-	_, err := t.ExecContext(t.Ctx, `INSERT INTO operations(`+opColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-		ON CONFLICT(id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
-			error_code = excluded.error_code, error_message = excluded.error_message`,
-		o.ID, o.Sub, o.Location, o.Kind, o.ResourceKey, o.ResourceID, o.ChildName, o.StartedAt, o.EndsAt,
-		o.Status, o.Outcome, o.ErrorCode, o.ErrorMessage, o.PrevDoc)
-	if err != nil {
-		return fmt.Errorf("writing operation %s: %w", o.ID, err)
-	}
-	return nil
-}
-
-func (t *Txn) GetOp(id string) (*Operation, error) {
-	o, err := scanOp(t.QueryRowContext(t.Ctx, `SELECT `+opColumns+` FROM operations WHERE id = ?`, api.Key(id)))
-	return found(o, err, "operation "+id)
-}
-
-// RunningOp returns the operation in progress on a resource, nil if none.
-func (t *Txn) RunningOp(resourceKey string) (*Operation, error) {
-	o, err := scanOp(t.QueryRowContext(t.Ctx, `SELECT `+opColumns+` FROM operations WHERE resource_key = ? AND status = 'InProgress' LIMIT 1`, resourceKey))
-	return found(o, err, "operations of "+resourceKey)
-}
-
-// AnyDue reports whether an operation has passed its end time unfinished.
-func (t *Txn) AnyDue(now int64) (bool, error) {
-	var n int
-	err := t.QueryRowContext(t.Ctx, `SELECT EXISTS(SELECT 1 FROM operations WHERE status = 'InProgress' AND ends_at <= ?)`, now).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("checking operations: %w", err)
-	}
-	return n == 1, nil
-}
-
-func (t *Txn) DueOps(now int64) ([]*Operation, error) {
-	return queryRows(t, "reading due operations", scanOp, `SELECT `+opColumns+` FROM operations WHERE status = 'InProgress' AND ends_at <= ? ORDER BY ends_at, id`, now)
-}
-
-// PruneOps forgets finished operations that ended before `before`.
-func (t *Txn) PruneOps(before int64) error {
-	_, err := t.ExecContext(t.Ctx, `DELETE FROM operations WHERE status <> 'InProgress' AND ends_at < ?`, before)
-	return err
 }
