@@ -10,11 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/identity"
-
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 )
 
 // azCloudName is the name `fabric az` registers the fabric under in az.

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/identity"
-
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 

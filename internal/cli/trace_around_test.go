@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/identity"
-
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 

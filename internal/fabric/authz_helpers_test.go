@@ -8,17 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/identity"
-
-	"github.com/routekeeper/routekeeper/internal/fabric/topology"
-
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 const sub0 = api.DefaultSubscription

@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/identity"
-
 	"github.com/google/uuid"
+
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/fabric/authz"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )

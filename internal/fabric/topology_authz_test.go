@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/identity"
-
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 

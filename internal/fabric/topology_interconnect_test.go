@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/identity"
-
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
 	"github.com/routekeeper/routekeeper/internal/fabric/topology"

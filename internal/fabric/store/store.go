@@ -12,8 +12,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // schemaVersion is stored in PRAGMA user_version; a state file written by a

@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // Topology is a small declarative description of resource groups, virtual
