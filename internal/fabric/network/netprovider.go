@@ -1,7 +1,6 @@
 package network
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -48,8 +47,9 @@ type FaultInjector interface {
 	// FailOperation reports whether the operation starting now on the
 	// resource fails, and with which code.
 	FailOperation(resourceID string) (code string, fail bool)
-	// MaybeIntrude plays another writer right after a GET of a route table.
-	MaybeIntrude(ctx context.Context, tableKey string)
+	// Intrude decides whether the intruder rewrites the route table
+	// right after a GET of it, and tosses the coin it plays with.
+	Intrude(tableKey string) (strike bool, coin int)
 }
 
 // PollAuthorizer decides whether the caller may poll an operation.

@@ -44,7 +44,7 @@ func (s *Provider) getRouteTable(ctx context.Context, q *api.Request) (*api.Resp
 	// The intruder strikes after the answer is computed and before it is
 	// sent: the client holds an etag that is already stale.
 	t := q.Target()
-	s.faults.MaybeIntrude(ctx, api.Key(api.ResourceID(t.Sub, t.RG, api.TypeRouteTables, t.Name)))
+	s.maybeIntrude(ctx, api.Key(api.ResourceID(t.Sub, t.RG, api.TypeRouteTables, t.Name)))
 	return resp, nil
 }
 
