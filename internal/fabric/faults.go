@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
@@ -132,10 +134,30 @@ func (f Faults) Validate() error {
 	return nil
 }
 
-// SetFaults replaces the injected faults; the token buckets start full and
+// injector injects the faults of a Server: latency, throttling from
+// token buckets, random errors, failed operations and the intruder.
+type injector struct {
+	mu       sync.Mutex // guards the fields below
+	faults   Faults
+	rng      *rand.Rand
+	buckets  map[string]*bucket
+	failLeft int // FailNextOperations still to apply
+	intrLeft int // IntruderNextGets still to apply
+	now      func() time.Time
+}
+
+// newInjector returns an injector of f whose randomness is seeded with
+// seed and whose token buckets refill by now.
+func newInjector(f Faults, seed uint64, now func() time.Time) *injector {
+	in := &injector{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: now}
+	in.set(f)
+	return in
+}
+
+// set replaces the injected faults; the token buckets start full and
 // the FailNextOperations and IntruderNextGets counters start over. Invalid
 // values are clamped (see Validate for the checked form).
-func (s *Server) SetFaults(f Faults) {
+func (s *injector) set(f Faults) {
 	f.ErrorRate = clamp01(f.ErrorRate)
 	f.FailOperations = clamp01(f.FailOperations)
 	f.IntruderRate = clamp01(f.IntruderRate)
@@ -150,8 +172,8 @@ func (s *Server) SetFaults(f Faults) {
 	s.buckets = map[string]*bucket{}
 }
 
-// Faults returns the current faults, with the counters that remain.
-func (s *Server) Faults() Faults {
+// get returns the current faults, with the counters that remain.
+func (s *injector) get() Faults {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.faults
@@ -237,7 +259,7 @@ func subOf(q *api.Request) string {
 // quotaHeaders sets the remaining-quota headers without taking a token:
 // the bucket's tokens when throttling is on, the classic hourly quota
 // otherwise.
-func (s *Server) quotaHeaders(q *api.Request, write bool) {
+func (s *injector) quotaHeaders(q *api.Request, write bool) {
 	s.mu.Lock()
 	kind, capacity, refill, left := "read", s.faults.ReadBucket, s.faults.ReadRefillPerSecond, classicReads
 	if write {
@@ -257,7 +279,7 @@ func (s *Server) quotaHeaders(q *api.Request, write bool) {
 
 // injectFaults applies latency, throttling and random 5xx to one ARM
 // request, and sets the remaining-quota headers of the answer.
-func (s *Server) injectFaults(ctx context.Context, q *api.Request, write bool) error {
+func (s *injector) injectFaults(ctx context.Context, q *api.Request, write bool) error {
 	s.mu.Lock()
 	f := s.faults
 	if !f.targets(q.HTTP.URL.Path) {
@@ -316,7 +338,7 @@ func (s *Server) injectFaults(ctx context.Context, q *api.Request, write bool) e
 
 // FailOperation decides whether a new long-running operation fails, and
 // with which code.
-func (s *Server) FailOperation(resourceID string) (string, bool) {
+func (s *injector) FailOperation(resourceID string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.faults.targets(resourceID) {
@@ -339,7 +361,7 @@ func (s *Server) FailOperation(resourceID string) (string, bool) {
 // Intrude decides whether the intruder plays another writer right after
 // a GET of the route table tableKey, and tosses the coin it plays with
 // (0: change one of its own routes, 1: add one).
-func (s *Server) Intrude(tableKey string) (strike bool, coin int) {
+func (s *injector) Intrude(tableKey string) (strike bool, coin int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.faults.targets(tableKey) {
@@ -352,6 +374,14 @@ func (s *Server) Intrude(tableKey string) (strike bool, coin int) {
 	}
 	return strike, s.rng.IntN(2)
 }
+
+// SetFaults replaces the injected faults; the token buckets start full and
+// the FailNextOperations and IntruderNextGets counters start over. Invalid
+// values are clamped (see Validate for the checked form).
+func (s *Server) SetFaults(f Faults) { s.inj.set(f) }
+
+// Faults returns the current faults, with the counters that remain.
+func (s *Server) Faults() Faults { return s.inj.get() }
 
 // serveControl serves the control endpoint: GET/PUT /_fabric/faults and
 // GET /_fabric/healthz. It needs no token and no fault applies to it.

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,12 +61,7 @@ type Server struct {
 	log        *slog.Logger
 	now        func() time.Time
 
-	mu       sync.Mutex // guards the fields below
-	faults   Faults
-	rng      *rand.Rand
-	buckets  map[string]*bucket
-	failLeft int // FailNextOperations still to apply
-	intrLeft int // IntruderNextGets still to apply
+	inj *injector // fault injection (faults.go)
 
 	az *authz.Provider  // authorization: the checks and Microsoft.Authorization
 	id *identity.Server // the login authority, tokens and cloud metadata
@@ -86,7 +80,6 @@ func New(st *store.Store, opts Options) *Server {
 		pageSize:   opts.PageSize,
 		log:        opts.Logger,
 		now:        opts.Clock,
-		buckets:    map[string]*bucket{},
 	}
 	if s.routeLimit <= 0 {
 		s.routeLimit = DefaultRouteLimit
@@ -104,16 +97,15 @@ func New(st *store.Store, opts Options) *Server {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	s.inj = newInjector(opts.Faults, seed, s.now)
 	// The policy check of a write reads the resource as stored through the
 	// network provider's view, which settles due operations first.
 	view := func(ctx context.Context, fn func(*store.Txn) error) error { return s.net.View(ctx, fn) }
 	s.az = authz.New(authz.Config{Store: s.store, Log: s.log, Now: s.now, View: view, Groups: network.Groups{}})
 	s.id = &identity.Server{Now: s.now, Log: s.log, Principals: s.az}
 	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: s.routeLimit, PageSize: s.pageSize,
-		Log: s.log, Now: s.now, Faults: s, Polls: s.az})
+		Log: s.log, Now: s.now, Faults: s.inj, Polls: s.az})
 	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net}
-	s.SetFaults(opts.Faults)
 	return s
 }
 
@@ -161,7 +153,7 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*api.Response, erro
 	q.Segs = segs
 	write := api.IsWrite(r.Method)
 	// Every answer carries the remaining quota, even a refused one.
-	s.quotaHeaders(q, write)
+	s.inj.quotaHeaders(q, write)
 	if r.Body != nil {
 		b, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
 		if err != nil {
@@ -181,7 +173,7 @@ func (s *Server) serveARM(r *http.Request, out http.Header) (*api.Response, erro
 		return nil, api.BadRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 	}
 	s.checkKnown(q)
-	if err := s.injectFaults(r.Context(), q, write); err != nil {
+	if err := s.inj.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
 	if err := s.az.Authorize(r.Context(), q); err != nil {
