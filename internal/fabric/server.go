@@ -56,8 +56,6 @@ type Options struct {
 type Server struct {
 	store      *store.Store
 	opDuration time.Duration
-	routeLimit int
-	pageSize   int
 	log        *slog.Logger
 	now        func() time.Time
 
@@ -76,16 +74,15 @@ func New(st *store.Store, opts Options) *Server {
 	s := &Server{
 		store:      st,
 		opDuration: max(opts.OperationDuration, 0),
-		routeLimit: opts.RouteLimit,
-		pageSize:   opts.PageSize,
 		log:        opts.Logger,
 		now:        opts.Clock,
 	}
-	if s.routeLimit <= 0 {
-		s.routeLimit = DefaultRouteLimit
+	routeLimit, pageSize := opts.RouteLimit, opts.PageSize
+	if routeLimit <= 0 {
+		routeLimit = DefaultRouteLimit
 	}
-	if s.pageSize <= 0 {
-		s.pageSize = DefaultPageSize
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -103,7 +100,7 @@ func New(st *store.Store, opts Options) *Server {
 	view := func(ctx context.Context, fn func(*store.Txn) error) error { return s.net.View(ctx, fn) }
 	s.az = authz.New(authz.Config{Store: s.store, Log: s.log, Now: s.now, View: view, Groups: network.Groups{}})
 	s.id = &identity.Server{Now: s.now, Log: s.log, Principals: s.az}
-	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: s.routeLimit, PageSize: s.pageSize,
+	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: routeLimit, PageSize: pageSize,
 		Log: s.log, Now: s.now, Faults: s.inj, Polls: s.az})
 	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net}
 	return s
