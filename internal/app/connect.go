@@ -18,6 +18,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // Conn is a connection to the configured cloud: real Azure Resource
@@ -71,7 +73,7 @@ func (a *App) Connect(ctx context.Context, cfg *config.Config, o ConnectOptions)
 		RouteLimit:        cfg.RouteTable.RouteLimit,
 		Logger:            a.Log.With("component", "fabric"),
 	})
-	c, err := a.client(fabric.Credential{ClientID: cfg.Cloud.Local.ClientID}, srv.ClientOptions(), o)
+	c, err := a.client(identity.Credential{ClientID: cfg.Cloud.Local.ClientID}, srv.ClientOptions(), o)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -135,11 +137,11 @@ func (a *App) client(cred azcore.TokenCredential, opts *arm.ClientOptions, o Con
 // A state that holds anything is left alone, so that what routekeeper (or
 // anyone) changed since, a stale route run deleted, stays changed.
 func (a *App) applyTopology(ctx context.Context, path string, opts *arm.ClientOptions) error {
-	t, err := fabric.LoadTopology(path)
+	t, err := topology.LoadTopology(path)
 	if err != nil {
 		return BadInputf("cloud.local.topology: %w", err)
 	}
-	st, err := fabric.Snapshot(ctx, opts, fabric.Credential{})
+	st, err := topology.Snapshot(ctx, opts, identity.Credential{})
 	if err != nil {
 		return fmt.Errorf("reading the local fabric state before applying topology %s: %w", path, err)
 	}
@@ -147,13 +149,13 @@ func (a *App) applyTopology(ctx context.Context, path string, opts *arm.ClientOp
 		a.Log.Debug("local fabric: state not empty; topology not applied", "file", path)
 		return nil
 	}
-	res, err := fabric.Apply(ctx, t, opts, fabric.Credential{})
+	res, err := topology.Apply(ctx, t, opts, identity.Credential{})
 	if err != nil {
 		return fmt.Errorf("applying topology %s to the local fabric: %w", path, err)
 	}
 	if res.Writes > 0 {
 		a.Log.Info("local fabric: applied topology", "file", path,
-			"created", res.Count(fabric.ActionCreate), "updated", res.Count(fabric.ActionUpdate), "writes", res.Writes)
+			"created", res.Count(topology.ActionCreate), "updated", res.Count(topology.ActionUpdate), "writes", res.Writes)
 	}
 	return nil
 }
@@ -162,7 +164,7 @@ func (a *App) applyTopology(ctx context.Context, path string, opts *arm.ClientOp
 // fabric's https endpoint is trusted with it (besides the system's roots
 // and SSL_CERT_FILE) without any install.
 func (a *App) FabricCA() string {
-	return filepath.Join(fabric.TLSDir(fabric.StatePath(a.Getenv)), "ca.pem")
+	return filepath.Join(identity.TLSDir(fabric.StatePath(a.Getenv)), "ca.pem")
 }
 
 // connectEndpoint connects to a served fabric (cloud type local with
@@ -173,7 +175,7 @@ func (a *App) connectEndpoint(cfg *config.Config, endpoint string, o ConnectOpti
 	if err != nil {
 		return nil, BadInputf("cloud.local.endpoint: %w", err)
 	}
-	c, err := a.client(fabric.Credential{ClientID: cfg.Cloud.Local.ClientID}, opts, o)
+	c, err := a.client(identity.Credential{ClientID: cfg.Cloud.Local.ClientID}, opts, o)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // runConfigCmd runs the real root command (env binding, exit codes) with a
@@ -223,7 +224,7 @@ func TestExamplesMatchTheirTopology(t *testing.T) {
 			if c.Cloud.Type != config.CloudLocal || c.Cloud.Local.Topology == "" {
 				t.Fatalf("not a local-fabric example with a topology: %+v", c.Cloud)
 			}
-			top, err := fabric.LoadTopology(c.Cloud.Local.Topology)
+			top, err := topology.LoadTopology(c.Cloud.Local.Topology)
 			if err != nil {
 				t.Fatal(err)
 			}

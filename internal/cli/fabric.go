@@ -19,6 +19,9 @@ import (
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/output"
 )
 
@@ -172,7 +175,7 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, PageSize: o.pageSize,
 		Faults: o.faults, Logger: a.log, Seed: o.seed,
 	})
-	var tlsFiles fabric.TLSFiles
+	var tlsFiles identity.TLSFiles
 	if o.tls {
 		stateFile := o.state
 		if stateFile == "" {
@@ -182,7 +185,7 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 			host = ""
 		}
-		if tlsFiles, err = fabric.EnsureTLS(fabric.TLSDir(stateFile), host); err != nil {
+		if tlsFiles, err = identity.EnsureTLS(identity.TLSDir(stateFile), host); err != nil {
 			return err
 		}
 	}
@@ -374,7 +377,7 @@ Applying the same file again writes nothing. The format is in docs/fabric.md:
 			if file == "" {
 				return usageErrorf("flag -f/--file: the topology file is required")
 			}
-			top, err := fabric.LoadTopology(file)
+			top, err := topology.LoadTopology(file)
 			if err != nil {
 				return usageError(err)
 			}
@@ -383,7 +386,7 @@ Applying the same file again writes nothing. The format is in docs/fabric.md:
 				return err
 			}
 			defer release()
-			res, err := fabric.Apply(cmd.Context(), top, opts, fabric.Credential{})
+			res, err := topology.Apply(cmd.Context(), top, opts, identity.Credential{})
 			if perr := a.printApply(res); perr != nil {
 				return perr
 			}
@@ -398,9 +401,9 @@ Applying the same file again writes nothing. The format is in docs/fabric.md:
 	return cmd
 }
 
-func (a *shell) printApply(res fabric.ApplyResult) error {
+func (a *shell) printApply(res topology.ApplyResult) error {
 	if res.Changes == nil {
-		res.Changes = []fabric.Change{}
+		res.Changes = []topology.Change{}
 	}
 	if err := a.print(res, func() output.Table {
 		t := output.Table{Header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}
@@ -414,7 +417,7 @@ func (a *shell) printApply(res fabric.ApplyResult) error {
 	}
 	if a.humanOutput() {
 		_, err := fmt.Fprintf(a.stdout, "\n%d created, %d updated, %d unchanged (%d writes)\n",
-			res.Count(fabric.ActionCreate), res.Count(fabric.ActionUpdate), res.Count(fabric.ActionUnchanged), res.Writes)
+			res.Count(topology.ActionCreate), res.Count(topology.ActionUpdate), res.Count(topology.ActionUnchanged), res.Writes)
 		return err
 	}
 	return nil
@@ -458,7 +461,7 @@ func (a *shell) newFabricShowCmd() *cobra.Command {
 				return err
 			}
 			defer release()
-			st, err := fabric.Snapshot(cmd.Context(), opts, fabric.Credential{}, subs...)
+			st, err := topology.Snapshot(cmd.Context(), opts, identity.Credential{}, subs...)
 			if err != nil {
 				return err
 			}
@@ -474,7 +477,7 @@ func (a *shell) newFabricShowCmd() *cobra.Command {
 }
 
 // writeState prints a fabric's state as az-style tables, one per kind.
-func writeState(w io.Writer, st *fabric.State) error {
+func writeState(w io.Writer, st *network.State) error {
 	sections := []struct {
 		title string
 		t     output.Table
@@ -500,7 +503,7 @@ func writeState(w io.Writer, st *fabric.State) error {
 	return nil
 }
 
-func stateRGTable(st *fabric.State) output.Table {
+func stateRGTable(st *network.State) output.Table {
 	t := output.Table{Header: []string{"Name", "Location", "Subscription", "ProvisioningState"}}
 	for _, rg := range st.ResourceGroups {
 		t.Rows = append(t.Rows, []string{rg.Name, rg.Location, rg.Subscription, rg.ProvisioningState})
@@ -518,7 +521,7 @@ func shortTable(id, rg string) string {
 	return trg + "/" + name
 }
 
-func stateVNetTable(st *fabric.State) output.Table {
+func stateVNetTable(st *network.State) output.Table {
 	t := output.Table{Header: []string{"ResourceGroup", "VirtualNetwork", "AddressPrefixes", "Subnet", "SubnetPrefixes", "RouteTable", "ProvisioningState"}}
 	for _, v := range st.VirtualNetworks {
 		if len(v.Subnets) == 0 {
@@ -536,7 +539,7 @@ func stateVNetTable(st *fabric.State) output.Table {
 	return t
 }
 
-func stateTableTable(st *fabric.State) output.Table {
+func stateTableTable(st *network.State) output.Table {
 	t := output.Table{Header: []string{"ResourceGroup", "Name", "Location", "Routes", "Subnets", "ProvisioningState"}}
 	for _, rt := range st.RouteTables {
 		var subnets []string
@@ -553,7 +556,7 @@ func stateTableTable(st *fabric.State) output.Table {
 	return t
 }
 
-func stateRouteTable(st *fabric.State) output.Table {
+func stateRouteTable(st *network.State) output.Table {
 	t := output.Table{Header: []string{"ResourceGroup", "RouteTable", "Name", "AddressPrefix", "NextHopType", "NextHopIpAddress", "ProvisioningState"}}
 	for _, rt := range st.RouteTables {
 		for _, r := range rt.Routes {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 )
 
 // azCloudName is the name `fabric az` registers the fabric under in az.
@@ -87,7 +88,7 @@ func (a *shell) azSteps(o *fabricAzOptions) (azSteps, error) {
 	s.commands = [][]string{
 		{"az", "cloud", "register", "-n", azCloudName,
 			"--endpoint-resource-manager", base + "/",
-			"--endpoint-active-directory", base + fabric.ADFSPath,
+			"--endpoint-active-directory", base + identity.ADFSPath,
 			"--endpoint-active-directory-resource-id", "https://management.core.windows.net/",
 			"--endpoint-active-directory-graph-resource-id", "https://graph.windows.net/",
 			"--endpoint-management", "https://management.core.windows.net/"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/output"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
@@ -90,7 +91,7 @@ func (a *shell) startDataplane(ctx context.Context, store *fabric.Store, state s
 		return nil, "", fmt.Errorf("flag --dataplane: %w", err)
 	}
 	d := &dataplane.Driver{
-		Fabric: store, Plane: plane, Nodes: readNodes, PodsPerNode: o.podsPerNode,
+		Fabric: network.NetworkReader{Store: store}, Plane: plane, Nodes: readNodes, PodsPerNode: o.podsPerNode,
 		PropagationDelay: o.propagationDelay, Poll: o.poll, Log: a.log,
 	}
 	cleanup := func() {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/flow"
 	"github.com/routekeeper/routekeeper/internal/testutil/nstest"
@@ -72,7 +74,7 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 	}
 	t.Cleanup(func() { store.Close() })
 	lab.store = store
-	lab.opts, err = armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, fabric.New(store, fabric.Options{}).ClientOptions())
+	lab.opts, err = armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{}, fabric.New(store, fabric.Options{}).ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func startDataplaneLab(t *testing.T, policy string) *dataplaneLab {
 
 // podRouted reports whether the subnet's table holds worker-1's pod route.
 func (l *dataplaneLab) podRouted() bool {
-	st, err := l.store.Networks(context.Background())
+	st, err := network.Networks(context.Background(), l.store)
 	if err != nil {
 		l.t.Fatal(err)
 	}

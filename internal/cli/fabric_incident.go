@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/output"
 )
 
@@ -41,11 +43,11 @@ Names are in the resource group -g (default kubernetes); full resource IDs work 
 	var deleteOld bool
 	verbs := []incidentVerb{
 		{"redeploy VNET", "PUT a virtual network with its subnets inline and no route tables, as an ARM/Terraform redeploy does", cobra.ExactArgs(1), nil,
-			onResource("virtualNetworks", func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+			onResource("virtualNetworks", func(ctx context.Context, in *topology.Incidents, id string, _ *incidentOptions) ([]topology.Change, error) {
 				return in.Redeploy(ctx, id)
 			})},
 		{"detach VNET/SUBNET", "Remove a subnet's route table association", cobra.ExactArgs(1), nil,
-			onResource("subnets", func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+			onResource("subnets", func(ctx context.Context, in *topology.Incidents, id string, _ *incidentOptions) ([]topology.Change, error) {
 				return in.Detach(ctx, id)
 			})},
 		{"swap VNET/SUBNET --to TABLE", "Point a subnet at another route table (--delete-old: then delete the old table)", cobra.ExactArgs(1),
@@ -53,7 +55,7 @@ Names are in the resource group -g (default kubernetes); full resource IDs work 
 				c.Flags().StringVar(&toTable, "to", "", "route table to associate (name in -g, or ID)")
 				c.Flags().BoolVar(&deleteOld, "delete-old", false, "delete the table the subnet had")
 			},
-			onResource("subnets", func(ctx context.Context, in *fabric.Incidents, id string, o *incidentOptions) ([]fabric.Change, error) {
+			onResource("subnets", func(ctx context.Context, in *topology.Incidents, id string, o *incidentOptions) ([]topology.Change, error) {
 				if toTable == "" {
 					return nil, usageErrorf("flag --to: the route table to swap in is required")
 				}
@@ -64,7 +66,7 @@ Names are in the resource group -g (default kubernetes); full resource IDs work 
 				return in.Swap(ctx, id, table, deleteOld)
 			})},
 		{"delete-table TABLE", "Detach a route table from its subnets and delete it", cobra.ExactArgs(1), nil,
-			onResource("routeTables", func(ctx context.Context, in *fabric.Incidents, id string, _ *incidentOptions) ([]fabric.Change, error) {
+			onResource("routeTables", func(ctx context.Context, in *topology.Incidents, id string, _ *incidentOptions) ([]topology.Change, error) {
 				return in.DeleteTable(ctx, id)
 			})},
 	}
@@ -81,13 +83,13 @@ type incidentVerb struct {
 	use, short string
 	args       cobra.PositionalArgs
 	flags      func(*cobra.Command) // the verb's own flags; nil: none
-	run        func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error)
+	run        func(ctx context.Context, in *topology.Incidents, args []string, o *incidentOptions) ([]topology.Change, error)
 }
 
 // onResource is a verb's run on the resource its argument names (of type
 // typ: a name in the group -g, or an ID).
-func onResource(typ string, run func(ctx context.Context, in *fabric.Incidents, id string, o *incidentOptions) ([]fabric.Change, error)) func(context.Context, *fabric.Incidents, []string, *incidentOptions) ([]fabric.Change, error) {
-	return func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error) {
+func onResource(typ string, run func(ctx context.Context, in *topology.Incidents, id string, o *incidentOptions) ([]topology.Change, error)) func(context.Context, *topology.Incidents, []string, *incidentOptions) ([]topology.Change, error) {
+	return func(ctx context.Context, in *topology.Incidents, args []string, o *incidentOptions) ([]topology.Change, error) {
 		id, err := in.ResolveID(typ, o.rg, args[0])
 		if err != nil {
 			return nil, usageError(err)
@@ -110,7 +112,7 @@ func (a *shell) incidentCmd(v incidentVerb) *cobra.Command {
 				return err
 			}
 			defer release()
-			in, err := fabric.NewIncidents(o.sub, opts, fabric.Credential{})
+			in, err := topology.NewIncidents(o.sub, opts, identity.Credential{})
 			if err != nil {
 				return err
 			}
@@ -138,9 +140,9 @@ func (a *shell) incidentCmd(v incidentVerb) *cobra.Command {
 }
 
 // printChanges prints what an incident changed, one row per resource.
-func (a *shell) printChanges(changes []fabric.Change) error {
+func (a *shell) printChanges(changes []topology.Change) error {
 	if changes == nil {
-		changes = []fabric.Change{}
+		changes = []topology.Change{}
 	}
 	return a.print(changes, func() output.Table {
 		t := output.Table{Header: []string{"Action", "Kind", "ResourceGroup", "Name", "Detail"}}

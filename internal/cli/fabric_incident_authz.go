@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // The authorization incidents: the operator mistakes that take away
@@ -22,7 +22,7 @@ func (a *shell) addAuthzIncidentCmds(parent *cobra.Command) {
 				c.Flags().StringVar(&role, "role", "", "only assignments of this role (name or definition GUID)")
 				c.Flags().StringVar(&scope, "scope", "", "only assignments at this scope (an ID, or a resource group name)")
 			},
-			func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error) {
+			func(ctx context.Context, in *topology.Incidents, args []string, o *incidentOptions) ([]topology.Change, error) {
 				at := ""
 				if scope != "" {
 					var err error
@@ -38,7 +38,7 @@ func (a *shell) addAuthzIncidentCmds(parent *cobra.Command) {
 				c.Flags().StringVar(&lockName, "name", "routekeeper-incident", "name of the lock")
 				c.Flags().StringVar(&notes, "notes", "", "notes of the lock")
 			},
-			func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error) {
+			func(ctx context.Context, in *topology.Incidents, args []string, o *incidentOptions) ([]topology.Change, error) {
 				at, err := in.ResolveScope(o.rg, first(args))
 				if err != nil {
 					return nil, usageError(err)
@@ -51,7 +51,7 @@ func (a *shell) addAuthzIncidentCmds(parent *cobra.Command) {
 				c.Flags().StringVar(&ruleFile, "rule", "", "a policy rule ({\"if\": ..., \"then\": {\"effect\": \"deny\"}}) in a JSON file")
 				c.Flags().StringVar(&policyName, "name", "", "name of the definition and assignment (default: from the rule)")
 			},
-			func(ctx context.Context, in *fabric.Incidents, args []string, o *incidentOptions) ([]fabric.Change, error) {
+			func(ctx context.Context, in *topology.Incidents, args []string, o *incidentOptions) ([]topology.Change, error) {
 				at, err := in.ResolveScope(o.rg, first(args))
 				if err != nil {
 					return nil, usageError(err)
@@ -62,12 +62,12 @@ func (a *shell) addAuthzIncidentCmds(parent *cobra.Command) {
 				case (hop == "") == (ruleFile == ""):
 					return nil, usageErrorf("give --next-hop TYPE or --rule FILE")
 				case hop != "":
-					if rule, err = fabric.DenyNextHopRule(hop); err != nil {
+					if rule, err = topology.DenyNextHopRule(hop); err != nil {
 						return nil, usageErrorf("flag --next-hop: %w", err)
 					}
 					display = "Deny " + hop + " next hops"
 					if policyName == "" {
-						policyName = fabric.DenyNextHopName(hop)
+						policyName = topology.DenyNextHopName(hop)
 					}
 				default:
 					b, err := os.ReadFile(ruleFile)

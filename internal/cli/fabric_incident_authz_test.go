@@ -15,6 +15,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 )
 
 // TestFabricAuthzIncidents: the operator mistakes revoke-role, lock and
@@ -31,7 +32,7 @@ func TestFabricAuthzIncidents(t *testing.T) {
 		t.Helper()
 		srv, closeStore := openFabric(t, state)
 		defer closeStore()
-		f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{ClientID: "routekeeper-app"}, srv.ClientOptions())
+		f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{ClientID: "routekeeper-app"}, srv.ClientOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func undo(t *testing.T, state, method, path string) {
 	srv, closeStore := openFabric(t, state)
 	defer closeStore()
 	req, _ := http.NewRequest(method, fabric.InProcessEndpoint+path, nil)
-	tok, _ := fabric.Credential{}.GetToken(context.Background(), policy.TokenRequestOptions{})
+	tok, _ := identity.Credential{}.GetToken(context.Background(), policy.TokenRequestOptions{})
 	req.Header.Set("Authorization", "Bearer "+tok.Token)
 	resp, err := srv.RoundTripper().RoundTrip(req)
 	if err != nil || resp.StatusCode >= 300 {

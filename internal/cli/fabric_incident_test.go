@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // showState returns the route table (by name) of the KTHW subnet in the
 // JSON of fabric show.
 func showState(t *testing.T, out string) string {
 	t.Helper()
-	var st fabric.State
+	var st network.State
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("fabric show -o json: %v", err)
 	}

@@ -14,6 +14,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
@@ -51,7 +54,7 @@ func TestFabricApplyAndShowGolden(t *testing.T) {
 	// The facts behind the golden files, checked from JSON so that a
 	// regenerated golden file cannot hide them.
 	res := runCLI(t, nil, "", "fabric", "show", "-o", "json", "--state", state)
-	var st fabric.State
+	var st network.State
 	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +63,11 @@ func TestFabricApplyAndShowGolden(t *testing.T) {
 		t.Errorf("state = %+v", st)
 	}
 	res = runCLI(t, nil, "", "fabric", "apply", "-o", "json", "-f", "testdata/fabric/kthw.yaml", "--state", state)
-	var ar fabric.ApplyResult
+	var ar topology.ApplyResult
 	if err := json.Unmarshal([]byte(res.stdout), &ar); err != nil {
 		t.Fatal(err)
 	}
-	if ar.Writes != 0 || ar.Count(fabric.ActionUnchanged) != len(ar.Changes) {
+	if ar.Writes != 0 || ar.Count(topology.ActionUnchanged) != len(ar.Changes) {
 		t.Errorf("re-apply = %+v", ar)
 	}
 }
@@ -181,7 +184,7 @@ func TestFabricServe(t *testing.T) {
 	if res := runCLI(t, map[string]string{"ROUTEKEEPER_ENDPOINT": endpoint}, "", "fabric", "show"); res.code != ExitOK || !strings.Contains(res.stdout, "kubernetes-route-10-200-1-0-24") {
 		t.Errorf("show via ROUTEKEEPER_ENDPOINT: %d %s %s", res.code, res.stdout, res.stderr)
 	}
-	tables, err := armnetwork.NewRouteTablesClient(fabric.DefaultSubscription, fabric.Credential{}, fabric.ClientOptions(nil, endpoint))
+	tables, err := armnetwork.NewRouteTablesClient(fabric.DefaultSubscription, identity.Credential{}, fabric.ClientOptions(nil, endpoint))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 )
 
 func TestIpplanGolden(t *testing.T) {
@@ -217,7 +218,7 @@ func seedFabric(t *testing.T, state string) {
 	if resp.StatusCode >= 300 {
 		t.Fatalf("creating the resource group: %s", resp.Status)
 	}
-	vnets, err := armnetwork.NewVirtualNetworksClient(planSub, fabric.Credential{}, srv.ClientOptions())
+	vnets, err := armnetwork.NewVirtualNetworksClient(planSub, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -27,7 +29,7 @@ func kthwLab(t *testing.T) (cfg, state string) {
 	srv, closeStore := openFabric(t, state)
 	defer closeStore()
 	applyTopology(t, cfg, srv)
-	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
+	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +49,11 @@ func applyTopology(t *testing.T, cfg string, srv *fabric.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := fabric.ParseTopology(b)
+	topo, err := topology.ParseTopology(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fabric.Apply(context.Background(), topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
+	if _, err := topology.Apply(context.Background(), topo, srv.ClientOptions(), identity.Credential{}); err != nil {
 		t.Fatal(err)
 	}
 }

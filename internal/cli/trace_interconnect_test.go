@@ -10,7 +10,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
-	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // hubSpoke is the KTHW example, routed by `run --once`, interconnected as
@@ -21,11 +22,11 @@ func hubSpoke(t *testing.T) string {
 	t.Helper()
 	cfg := ranKTHW(t)
 	_, srv := sdkFactory(t, cfg)
-	top, err := fabric.LoadTopology(filepath.Join("..", "fabric", "testdata", "topology", "hub-spoke.yaml"))
+	top, err := topology.LoadTopology(filepath.Join("..", "fabric", "testdata", "topology", "hub-spoke.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fabric.Apply(context.Background(), top, srv.ClientOptions(), fabric.Credential{}); err != nil {
+	if _, err := topology.Apply(context.Background(), top, srv.ClientOptions(), identity.Credential{}); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

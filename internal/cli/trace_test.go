@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	kthwnet "github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
@@ -33,7 +34,7 @@ func sdkFactory(t *testing.T, cfgPath string) (*armnetwork.ClientFactory, *fabri
 	t.Helper()
 	srv, closeStore := openFabric(t, filepath.Join(filepath.Dir(cfgPath), "fabric.db"))
 	t.Cleanup(closeStore)
-	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, fabric.Credential{}, srv.ClientOptions())
+	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/metrics"
 	"github.com/routekeeper/routekeeper/internal/source/inventory"
 	"github.com/routekeeper/routekeeper/internal/testutil/promtest"
@@ -111,11 +112,11 @@ func TestSteadyGuardARMReads(t *testing.T) {
 				}
 				defer store.Close()
 				srv := fabric.New(store, fabric.Options{})
-				topo, err := fabric.ParseTopology(topoYAML)
+				topo, err := topology.ParseTopology(topoYAML)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := fabric.Apply(ctx, topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
+				if _, err := topology.Apply(ctx, topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
 					t.Fatal(err)
 				}
 				m := metrics.New()

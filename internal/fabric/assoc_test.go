@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 func subnetIDs(t armnetwork.RouteTable) []string {
 	var out []string
 	for _, s := range t.Properties.Subnets {
-		out = append(out, str(s.ID))
+		out = append(out, api.Str(s.ID))
 	}
 	return out
 }
@@ -21,20 +23,20 @@ func TestAssociation(t *testing.T) {
 	eachTransport(t, Options{}, func(ctx context.Context, t *testing.T, e *env) {
 		v := e.seedVNet(ctx, testRG)
 		rt := e.mustPutTable(ctx, testRG, "kubernetes-routes", table())
-		subnetID := str(v.Properties.Subnets[0].ID)
+		subnetID := api.Str(v.Properties.Subnets[0].ID)
 
 		// az network vnet subnet update --route-table kubernetes-routes
 		sn, err := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: ptr(strings.ToUpper(str(rt.ID)))}
+		sn.Properties.RouteTable = &armnetwork.RouteTable{ID: api.Ptr(strings.ToUpper(api.Str(rt.ID)))}
 		got, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", sn.Subnet)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if str(got.Properties.RouteTable.ID) != str(rt.ID) {
-			t.Errorf("subnet routeTable = %s, want the table's own ID %s", str(got.Properties.RouteTable.ID), str(rt.ID))
+		if api.Str(got.Properties.RouteTable.ID) != api.Str(rt.ID) {
+			t.Errorf("subnet routeTable = %s, want the table's own ID %s", api.Str(got.Properties.RouteTable.ID), api.Str(rt.ID))
 		}
 		if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 1 || ids[0] != subnetID {
 			t.Errorf("table subnets = %v, want [%s]", ids, subnetID)
@@ -42,7 +44,7 @@ func TestAssociation(t *testing.T) {
 		// The back-reference is read-only: what a client sends is ignored,
 		// and a table write keeps it.
 		tb := e.getTable(ctx, testRG, "kubernetes-routes")
-		tb.Properties.Subnets = []*armnetwork.Subnet{{ID: ptr("/subscriptions/x/resourceGroups/y/providers/Microsoft.Network/virtualNetworks/v/subnets/s")}}
+		tb.Properties.Subnets = []*armnetwork.Subnet{{ID: api.Ptr("/subscriptions/x/resourceGroups/y/providers/Microsoft.Network/virtualNetworks/v/subnets/s")}}
 		if after := e.mustPutTable(ctx, testRG, "kubernetes-routes", tb); len(subnetIDs(after)) != 1 || subnetIDs(after)[0] != subnetID {
 			t.Errorf("after a table PUT carrying subnets: %v", subnetIDs(after))
 		}
@@ -50,21 +52,21 @@ func TestAssociation(t *testing.T) {
 		_, err = e.tables.BeginDelete(ctx, testRG, "kubernetes-routes", nil)
 		respErr(t, err, http.StatusBadRequest, "InUseRouteTableCannotBeDeleted")
 
-		// Seed 001: the IaC redeploy PUTs the VNet without the subnet's
+		// The missing route table assignment: the IaC redeploy PUTs the VNet without the subnet's
 		// routeTable, and the association is gone, both ways.
 		vn, err := e.vnets.Get(ctx, testRG, "kubernetes-vnet", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if str(vn.Properties.Subnets[0].Properties.RouteTable.ID) != str(rt.ID) {
+		if api.Str(vn.Properties.Subnets[0].Properties.RouteTable.ID) != api.Str(rt.ID) {
 			t.Fatalf("vnet GET does not show the association: %+v", vn.Properties.Subnets[0].Properties)
 		}
 		if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{
-			Location: ptr(testLoc),
+			Location: api.Ptr(testLoc),
 			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
-				Subnets: []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"),
-					Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}}},
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.0.0/16")}},
+				Subnets: []*armnetwork.Subnet{{Name: api.Ptr("kubernetes-subnet"),
+					Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24")}}},
 			},
 		}); err != nil {
 			t.Fatal(err)
@@ -73,16 +75,16 @@ func TestAssociation(t *testing.T) {
 			t.Errorf("table subnets after the redeploy = %v, want none", ids)
 		}
 		if sn, _ := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil); sn.Properties.RouteTable != nil {
-			t.Errorf("subnet still has routeTable %v", str(sn.Properties.RouteTable.ID))
+			t.Errorf("subnet still has routeTable %v", api.Str(sn.Properties.RouteTable.ID))
 		}
 
 		// Re-associate through a VNet PUT, then drop it with a subnet PUT.
 		if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{
-			Location: ptr(testLoc),
+			Location: api.Ptr(testLoc),
 			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
-				Subnets: []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
-					AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}},
+				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.0.0/16")}},
+				Subnets: []*armnetwork.Subnet{{Name: api.Ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
+					AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}},
 			},
 		}); err != nil {
 			t.Fatal(err)
@@ -91,7 +93,7 @@ func TestAssociation(t *testing.T) {
 			t.Errorf("after VNet PUT with routeTable: %v", ids)
 		}
 		if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}}); err != nil {
+			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24")}}); err != nil {
 			t.Fatal(err)
 		}
 		if ids := subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes")); len(ids) != 0 {
@@ -101,7 +103,7 @@ func TestAssociation(t *testing.T) {
 		// Deleting the subnet, or the VNet, removes the back-reference.
 		for _, del := range []string{"subnet", "vnet"} {
 			if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
 				t.Fatal(err)
 			}
 			if len(subnetIDs(e.getTable(ctx, testRG, "kubernetes-routes"))) != 1 {
@@ -129,27 +131,27 @@ func TestAssociationValidation(t *testing.T) {
 	ctx := context.Background()
 	e := newRGEnv(t, "inprocess", Options{})
 	e.seedVNet(ctx, testRG)
-	west := e.mustPutTable(ctx, testRG, "west", armnetwork.RouteTable{Location: ptr("westus")})
-	missing := strings.Replace(str(west.ID), "/west", "/nope", 1)
+	west := e.mustPutTable(ctx, testRG, "west", armnetwork.RouteTable{Location: api.Ptr("westus")})
+	missing := strings.Replace(api.Str(west.ID), "/west", "/nope", 1)
 	for _, tc := range []struct {
 		name, ref, code string
 	}{
 		{"missing table", missing, "InvalidResourceReference"},
-		{"table in another location", str(west.ID), "InvalidResourceReference"},
-		{"table in another subscription", strings.Replace(str(west.ID), testSub, "99999999-2222-3333-4444-555555555555", 1), "InvalidResourceReference"},
+		{"table in another location", api.Str(west.ID), "InvalidResourceReference"},
+		{"table in another subscription", strings.Replace(api.Str(west.ID), testSub, "99999999-2222-3333-4444-555555555555", 1), "InvalidResourceReference"},
 		{"not a route table ID", "/subscriptions/" + testSub + "/resourceGroups/kubernetes/providers/Microsoft.Network/networkSecurityGroups/x", "LinkedInvalidPropertyId"},
 		{"garbage", "kubernetes-routes", "LinkedInvalidPropertyId"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: ptr(tc.ref)}}})
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: api.Ptr(tc.ref)}}})
 			respErr(t, err, http.StatusBadRequest, tc.code)
 			_, err = e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{
-				Location: ptr(testLoc),
+				Location: api.Ptr(testLoc),
 				Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-					AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
-					Subnets: []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
-						AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: ptr(tc.ref)}}}},
+					AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.0.0/16")}},
+					Subnets: []*armnetwork.Subnet{{Name: api.Ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{
+						AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: api.Ptr(tc.ref)}}}},
 				},
 			})
 			respErr(t, err, http.StatusBadRequest, tc.code)
@@ -163,12 +165,12 @@ func TestFailedSubnetUpdateKeepsAssociation(t *testing.T) {
 	e.seedVNet(ctx, testRG)
 	rt := e.mustPutTable(ctx, testRG, "rt", table())
 	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	e.srv.SetFaults(Faults{FailNextOperations: 1})
 	_, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}})
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24")}})
 	respErr(t, err, http.StatusOK, "InternalServerError")
 	if ids := subnetIDs(e.getTable(ctx, testRG, "rt")); len(ids) != 1 {
 		t.Errorf("a failed subnet update dropped the association: %v", ids)

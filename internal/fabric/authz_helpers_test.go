@@ -13,9 +13,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
-const sub0 = DefaultSubscription
+const sub0 = api.DefaultSubscription
 
 // authzEnv is a fabric (in process, operations finishing at once) with a
 // topology applied by the administrator, and clients that authenticate as
@@ -25,25 +30,25 @@ type authzEnv struct {
 	srv *Server
 }
 
-func newAuthzEnv(t *testing.T, topology string) *authzEnv {
+func newAuthzEnv(t *testing.T, spec string) *authzEnv {
 	t.Helper()
-	st, err := OpenMemory(context.Background())
+	st, err := store.OpenMemory(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return newAuthzEnvOn(t, st, topology)
+	return newAuthzEnvOn(t, st, spec)
 }
 
-func newAuthzEnvOn(t *testing.T, st *Store, topology string) *authzEnv {
+func newAuthzEnvOn(t *testing.T, st *store.Store, spec string) *authzEnv {
 	t.Helper()
 	e := &authzEnv{t: t, srv: New(st, Options{})}
-	if topology != "" {
-		topo, err := ParseTopology([]byte(topology))
+	if spec != "" {
+		topo, err := topology.ParseTopology([]byte(spec))
 		if err != nil {
 			t.Fatalf("topology: %v", err)
 		}
-		if _, err := Apply(context.Background(), topo, e.srv.ClientOptions(), Credential{}); err != nil {
+		if _, err := topology.Apply(context.Background(), topo, e.srv.ClientOptions(), identity.Credential{}); err != nil {
 			t.Fatalf("applying the topology: %v", err)
 		}
 	}
@@ -63,7 +68,7 @@ type clients struct {
 // as returns the clients of a client ID ("" for the administrator).
 func (e *authzEnv) as(client string) *clients {
 	e.t.Helper()
-	f, err := armnetwork.NewClientFactory(sub0, Credential{ClientID: client}, e.srv.ClientOptions())
+	f, err := armnetwork.NewClientFactory(sub0, identity.Credential{ClientID: client}, e.srv.ClientOptions())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -75,7 +80,7 @@ func (e *authzEnv) as(client string) *clients {
 // the status and decoded body.
 func (e *authzEnv) raw(client, method, path string, body any) (int, map[string]any) {
 	e.t.Helper()
-	c, err := arm.NewClient("test", "v1.0.0", Credential{ClientID: client}, e.srv.ClientOptions())
+	c, err := arm.NewClient("test", "v1.0.0", identity.Credential{ClientID: client}, e.srv.ClientOptions())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -156,4 +161,4 @@ func putSubnet(c *clients, rg, vnet, name, prefix string, props func(*armnetwork
 	return err
 }
 
-func netID(rg, typ, name string) string { return resourceID(sub0, rg, typ, name) }
+func netID(rg, typ, name string) string { return api.ResourceID(sub0, rg, typ, name) }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 const lockTopology = authzNetwork + `    routeTables:
@@ -28,7 +31,7 @@ func lockPath(scope, name string) string {
 // cannot be deleted.
 func TestLocks(t *testing.T) {
 	rg := "/subscriptions/" + sub0 + "/resourceGroups/kubernetes"
-	table := netID("kubernetes", typeRouteTables, "rt")
+	table := netID("kubernetes", api.TypeRouteTables, "rt")
 	for _, tc := range []struct {
 		name, scope, level string
 		method, path       string
@@ -38,16 +41,16 @@ func TestLocks(t *testing.T) {
 		{"CanNotDelete on the group refuses a table delete", rg, "CanNotDelete", "DELETE", table, nil, "delete"},
 		{"CanNotDelete on the group allows a table write", rg, "CanNotDelete", "PUT", table, tableBody(), ""},
 		{"CanNotDelete on the table refuses a route delete", table, "CanNotDelete", "DELETE", table + "/routes/r1", nil, "delete"},
-		{"CanNotDelete on the subscription refuses a delete below", "/subscriptions/" + sub0, "CanNotDelete", "DELETE", netID("kubernetes", typeRouteTables, "rt2"), nil, "delete"},
+		{"CanNotDelete on the subscription refuses a delete below", "/subscriptions/" + sub0, "CanNotDelete", "DELETE", netID("kubernetes", api.TypeRouteTables, "rt2"), nil, "delete"},
 		{"CanNotDelete on a table refuses deleting its group", table, "CanNotDelete", "DELETE", rg, nil, "delete"},
 		{"CanNotDelete elsewhere does not apply", "/subscriptions/" + sub0 + "/resourceGroups/other", "CanNotDelete", "DELETE", table, nil, ""},
 		{"ReadOnly on the group refuses a table write", rg, "ReadOnly", "PUT", table, tableBody(), "write"},
 		{"ReadOnly on the group refuses a tags PATCH", rg, "ReadOnly", "PATCH", table, map[string]any{"tags": map[string]string{"a": "b"}}, "write"},
 		{"ReadOnly on the table refuses a route write", table, "ReadOnly", "PUT", table + "/routes/r2", routeBody("10.244.1.0/24"), "write"},
-		{"ReadOnly on the group refuses a POST action", rg, "ReadOnly", "POST", netID("kubernetes", typeNetworkInterfaces, "nic0") + "/effectiveRouteTable", nil, "write"},
+		{"ReadOnly on the group refuses a POST action", rg, "ReadOnly", "POST", netID("kubernetes", network.TypeNetworkInterfaces, "nic0") + "/effectiveRouteTable", nil, "write"},
 		{"ReadOnly refuses a delete", rg, "ReadOnly", "DELETE", table, nil, "delete"},
 		{"ReadOnly allows reads", rg, "ReadOnly", "GET", table, nil, ""},
-		{"ReadOnly on a sibling does not apply", netID("kubernetes", typeRouteTables, "rt2"), "ReadOnly", "PUT", table, tableBody(), ""},
+		{"ReadOnly on a sibling does not apply", netID("kubernetes", api.TypeRouteTables, "rt2"), "ReadOnly", "PUT", table, tableBody(), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newAuthzEnv(t, lockTopology)
@@ -91,7 +94,7 @@ func TestLocksAPI(t *testing.T) {
 	e := newAuthzEnv(t, lockTopology)
 	sub := "/subscriptions/" + sub0
 	rg := sub + "/resourceGroups/kubernetes"
-	table := netID("kubernetes", typeRouteTables, "rt")
+	table := netID("kubernetes", api.TypeRouteTables, "rt")
 	for _, l := range []struct{ scope, name, level string }{{sub, "s", "CanNotDelete"}, {rg, "g", "readonly"}, {table, "t", "CanNotDelete"}} {
 		status, body := e.raw("", "PUT", lockPath(l.scope, l.name), map[string]any{"properties": map[string]any{"level": l.level}})
 		if status != 201 || body["id"] != l.scope+"/providers/Microsoft.Authorization/locks/"+l.name || body["type"] != "Microsoft.Authorization/locks" {
@@ -131,7 +134,7 @@ func TestLocksAPI(t *testing.T) {
 	}{
 		{"bad level", lockPath(rg, "x"), map[string]any{"properties": map[string]any{"level": "NoWrite"}}, 400, "LockLevelInvalid"},
 		{"missing group", lockPath(sub+"/resourceGroups/nope", "x"), map[string]any{"properties": map[string]any{"level": "ReadOnly"}}, 404, "ResourceGroupNotFound"},
-		{"missing resource", lockPath(netID("kubernetes", typeRouteTables, "nope"), "x"), map[string]any{"properties": map[string]any{"level": "ReadOnly"}}, 404, "ResourceNotFound"},
+		{"missing resource", lockPath(netID("kubernetes", api.TypeRouteTables, "nope"), "x"), map[string]any{"properties": map[string]any{"level": "ReadOnly"}}, 404, "ResourceNotFound"},
 		{"bad name", lockPath(rg, "a:b"), map[string]any{"properties": map[string]any{"level": "ReadOnly"}}, 400, "InvalidLockName"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

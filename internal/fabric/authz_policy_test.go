@@ -10,6 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // policyTopology assigns, on group kubernetes, a deny of VirtualAppliance
@@ -98,12 +100,12 @@ func TestDenyPolicy(t *testing.T) {
 		{"outside the assignment's scope", func() error { return putTable(admin, "other", "rt", vaRoute("v", "10.244.0.0/24", "10.240.0.4")) }, false},
 		{"subnet on the allowed table", func() error {
 			return putSubnet(admin, "kubernetes", "vnet", "nodes", "10.240.0.0/24", func(p *armnetwork.SubnetPropertiesFormat) {
-				p.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(netID("kubernetes", typeRouteTables, "allowed"))}
+				p.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(netID("kubernetes", api.TypeRouteTables, "allowed"))}
 			})
 		}, false},
 		{"subnet on another table (parameter)", func() error {
 			return putSubnet(admin, "kubernetes", "vnet", "nodes", "10.240.0.0/24", func(p *armnetwork.SubnetPropertiesFormat) {
-				p.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(netID("kubernetes", typeRouteTables, "rt"))}
+				p.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(netID("kubernetes", api.TypeRouteTables, "rt"))}
 			})
 		}, true},
 		{"subnet without a table (exists: true fails)", func() error {
@@ -111,7 +113,7 @@ func TestDenyPolicy(t *testing.T) {
 		}, false},
 		{"subnet in notScopes", func() error {
 			return putSubnet(admin, "kubernetes", "vnet", "excluded", "10.240.1.0/24", func(p *armnetwork.SubnetPropertiesFormat) {
-				p.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(netID("kubernetes", typeRouteTables, "rt"))}
+				p.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(netID("kubernetes", api.TypeRouteTables, "rt"))}
 			})
 		}, false},
 	} {
@@ -249,12 +251,12 @@ authorization:
 		body               any
 		deny               bool
 	}{
-		{"PATCH to prod", "PATCH", netID("kubernetes", typeRouteTables, "rt"), map[string]any{"tags": map[string]string{"env": "PROD"}}, true},
-		{"PATCH to test", "PATCH", netID("kubernetes", typeRouteTables, "rt"), map[string]any{"tags": map[string]string{"env": "test"}}, false},
+		{"PATCH to prod", "PATCH", netID("kubernetes", api.TypeRouteTables, "rt"), map[string]any{"tags": map[string]string{"env": "PROD"}}, true},
+		{"PATCH to test", "PATCH", netID("kubernetes", api.TypeRouteTables, "rt"), map[string]any{"tags": map[string]string{"env": "test"}}, false},
 		{"group frozen", "PUT", sub + "/resourcegroups/kubernetes", map[string]any{"location": "eastus", "tags": map[string]string{"state": "frozen"}}, true},
 		{"group fine", "PUT", sub + "/resourcegroups/new", map[string]any{"location": "eastus", "tags": map[string]string{"state": "ok"}}, false},
 		{"Indexed skips resource groups", "PUT", sub + "/resourcegroups/kubernetes", map[string]any{"location": "eastus", "tags": map[string]string{"state": "indexed"}}, false},
-		{"Indexed skips subnets", "PUT", netID("kubernetes", typeVirtualNetworks, "vnet") + "/subnets/nodes", map[string]any{"properties": map[string]any{"addressPrefix": "10.240.0.0/24"}}, false},
+		{"Indexed skips subnets", "PUT", netID("kubernetes", api.TypeVirtualNetworks, "vnet") + "/subnets/nodes", map[string]any{"properties": map[string]any{"addressPrefix": "10.240.0.0/24"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := e.raw("", tc.method, tc.path+"?api-version=2024-05-01", tc.body)

@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/routekeeper/routekeeper/internal/azrbac"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // TestRoleDefinitionsAPI: what az role assignment create and az role
@@ -102,7 +104,7 @@ func TestRoleAssignmentsAPI(t *testing.T) {
 		{"unknown role", rg + "/providers/Microsoft.Authorization/roleAssignments/66666666-6666-6666-6666-666666666666", map[string]any{"properties": map[string]any{
 			"roleDefinitionId": sub + "/providers/Microsoft.Authorization/roleDefinitions/77777777-7777-7777-7777-777777777777", "principalId": "x"}}, 400, "RoleDefinitionDoesNotExist"},
 		{"role not assignable there", rg + "/providers/Microsoft.Authorization/roleAssignments/66666666-6666-6666-6666-666666666666", map[string]any{"properties": map[string]any{
-			"roleDefinitionId": uuid.NewSHA1(topologyNamespace, []byte("role:routekeeper")).String(), "principalId": "x"}}, 400, "RoleAssignmentScopeNotAssignable"},
+			"roleDefinitionId": uuid.NewSHA1(topology.TopologyNamespace, []byte("role:routekeeper")).String(), "principalId": "x"}}, 400, "RoleAssignmentScopeNotAssignable"},
 		{"name not a GUID", rg + "/providers/Microsoft.Authorization/roleAssignments/x", body, 400, "InvalidRoleAssignmentId"},
 		{"missing group", sub + "/resourceGroups/nope/providers/Microsoft.Authorization/roleAssignments/66666666-6666-6666-6666-666666666666", body, 404, "ResourceGroupNotFound"},
 	} {
@@ -134,7 +136,7 @@ func TestRoleAssignmentsAPI(t *testing.T) {
 		{rg, "atScope()", 3}, // reader and owner at the subscription, the new one
 		{sub, "principalId eq '00000000-0000-0000-0000-0000000000a1'", 2},
 		{sub, "assignedTo('00000000-0000-0000-0000-0000000000a1')", 2},
-		{netID("kubernetes", typeRouteTables, "rt"), "atScope()", 5},
+		{netID("kubernetes", api.TypeRouteTables, "rt"), "atScope()", 5},
 	} {
 		if got := list(tc.scope, tc.filter); got != tc.want {
 			t.Errorf("list at %s with %q: %d assignments, want %d", tc.scope, tc.filter, got, tc.want)
@@ -161,10 +163,10 @@ func TestPermissionsAPI(t *testing.T) {
 		want                []string // the actions of each block
 		allows, refuses     string
 	}{
-		{"reader at a table", "reader-app", netID("kubernetes", typeRouteTables, "rt"), []string{"[*/read]"}, "Microsoft.Network/routeTables/read", "Microsoft.Network/routeTables/write"},
+		{"reader at a table", "reader-app", netID("kubernetes", api.TypeRouteTables, "rt"), []string{"[*/read]"}, "Microsoft.Network/routeTables/read", "Microsoft.Network/routeTables/write"},
 		{"network contributor in its group", "netc-app", sub + "/resourceGroups/kubernetes", []string{"[Microsoft.Authorization/*/read Microsoft.Insights/alertRules/* Microsoft.Network/* Microsoft.ResourceHealth/availabilityStatuses/read Microsoft.Resources/deployments/* Microsoft.Resources/subscriptions/resourceGroups/read Microsoft.Support/*]"}, "Microsoft.Network/routeTables/join/action", "Microsoft.Compute/virtualMachines/read"},
 		{"network contributor elsewhere", "netc-app", sub + "/resourceGroups/other", nil, "", "Microsoft.Network/routeTables/read"},
-		{"at a subnet", "netc-app", netID("kubernetes", typeVirtualNetworks, "vnet") + "/subnets/nodes", []string{"[Microsoft.Authorization/*/read Microsoft.Insights/alertRules/* Microsoft.Network/* Microsoft.ResourceHealth/availabilityStatuses/read Microsoft.Resources/deployments/* Microsoft.Resources/subscriptions/resourceGroups/read Microsoft.Support/*]"}, "Microsoft.Network/virtualNetworks/subnets/write", ""},
+		{"at a subnet", "netc-app", netID("kubernetes", api.TypeVirtualNetworks, "vnet") + "/subnets/nodes", []string{"[Microsoft.Authorization/*/read Microsoft.Insights/alertRules/* Microsoft.Network/* Microsoft.ResourceHealth/availabilityStatuses/read Microsoft.Resources/deployments/* Microsoft.Resources/subscriptions/resourceGroups/read Microsoft.Support/*]"}, "Microsoft.Network/virtualNetworks/subnets/write", ""},
 		{"administrator", "", sub, []string{"[*]"}, "Microsoft.Authorization/roleAssignments/write", ""},
 		{"stranger", "stranger", sub, nil, "", "Microsoft.Network/routeTables/read"},
 	} {

@@ -10,6 +10,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // authzNetwork is the start of the authorization tests' topologies: group
@@ -72,7 +75,7 @@ authorization:
 func TestAuthorizationFailed(t *testing.T) {
 	e := newAuthzEnv(t, rbacTopology)
 	ctx := context.Background()
-	tableScope := netID("kubernetes", typeRouteTables, "rt")
+	tableScope := netID("kubernetes", api.TypeRouteTables, "rt")
 
 	err := putTable(e.as("reader-app"), "kubernetes", "rt")
 	status, code, msg, _ := armErr(t, err)
@@ -159,13 +162,13 @@ func TestBuiltInsAndNotActions(t *testing.T) {
 		wantStatus                 int
 		wantAction                 string
 	}{
-		{"contributor may not create locks (NotActions Microsoft.Authorization/*/Write)", "contrib-app", "PUT", netID("kubernetes", typeRouteTables, "rt") + "/providers/Microsoft.Authorization/locks/l0", lockBody, 403, "Microsoft.Authorization/locks/write"},
+		{"contributor may not create locks (NotActions Microsoft.Authorization/*/Write)", "contrib-app", "PUT", netID("kubernetes", api.TypeRouteTables, "rt") + "/providers/Microsoft.Authorization/locks/l0", lockBody, 403, "Microsoft.Authorization/locks/write"},
 		{"network contributor may not create locks", "netc-app", "PUT", lock, lockBody, 403, "Microsoft.Authorization/locks/write"},
 		{"network contributor reads locks (Microsoft.Authorization/*/read)", "netc-app", "GET", rg + "/providers/Microsoft.Authorization/locks", nil, 200, ""},
 		{"network contributor may not write its resource group", "netc-app", "PATCH", rg + "?api-version=2021-04-01", map[string]any{"tags": map[string]string{"a": "b"}}, 403, "Microsoft.Resources/subscriptions/resourceGroups/write"},
 		{"network contributor reads its resource group", "netc-app", "GET", rg + "?api-version=2021-04-01", nil, 200, ""},
-		{"reader may not delete", "reader-app", "DELETE", netID("kubernetes", typeRouteTables, "rt2") + "?api-version=2024-05-01", nil, 403, "Microsoft.Network/routeTables/delete"},
-		{"custom role's NotActions refuse the delete", "nodelete-app", "DELETE", netID("kubernetes", typeRouteTables, "rt2") + "?api-version=2024-05-01", nil, 403, "Microsoft.Network/routeTables/delete"},
+		{"reader may not delete", "reader-app", "DELETE", netID("kubernetes", api.TypeRouteTables, "rt2") + "?api-version=2024-05-01", nil, 403, "Microsoft.Network/routeTables/delete"},
+		{"custom role's NotActions refuse the delete", "nodelete-app", "DELETE", netID("kubernetes", api.TypeRouteTables, "rt2") + "?api-version=2024-05-01", nil, 403, "Microsoft.Network/routeTables/delete"},
 		{"owner may create locks", "owner-app", "PUT", lock, lockBody, 201, ""},
 		{"reader lists resource groups (*/read)", "reader-app", "GET", "/subscriptions/" + sub0 + "/resourcegroups?api-version=2021-04-01", nil, 200, ""},
 	} {
@@ -201,7 +204,7 @@ func TestRoutekeeperRole(t *testing.T) {
 	if _, err := rk.vnets.Get(ctx, "my-cluster-rg", "vnet", nil); err != nil {
 		t.Errorf("routekeeper cannot read the VNet: %v", err)
 	}
-	tableID := netID("my-cluster-rg", typeRouteTables, "routes")
+	tableID := netID("my-cluster-rg", api.TypeRouteTables, "routes")
 	err := putSubnet(rk, "my-cluster-rg", "vnet", "nodes", "10.250.0.0/24", func(p *armnetwork.SubnetPropertiesFormat) {
 		p.RouteTable = &armnetwork.RouteTable{ID: to.Ptr(tableID)}
 	})
@@ -243,8 +246,8 @@ func TestLinkedAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatalf("creating a NAT gateway: %v", err)
 	}
-	subnetID := netID("kubernetes", typeVirtualNetworks, "vnet") + "/subnets/nodes"
-	tableID, natID := netID("kubernetes", typeRouteTables, "rt"), netID("kubernetes", typeNatGateways, "nat")
+	subnetID := netID("kubernetes", api.TypeVirtualNetworks, "vnet") + "/subnets/nodes"
+	tableID, natID := netID("kubernetes", api.TypeRouteTables, "rt"), netID("kubernetes", network.TypeNatGateways, "nat")
 	nsgID := netID("kubernetes", "networkSecurityGroups", "nsg")
 	for _, tc := range []struct {
 		name    string

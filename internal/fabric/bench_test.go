@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // benchEnv is a fabric holding one route table of n routes associated with
@@ -17,12 +20,12 @@ import (
 func benchEnv(b *testing.B, storage, mode string, n int) *env {
 	b.Helper()
 	ctx := context.Background()
-	var st *Store
+	var st *store.Store
 	var err error
 	if storage == "file" {
-		st, err = Open(ctx, filepath.Join(b.TempDir(), "fabric.db"))
+		st, err = store.Open(ctx, filepath.Join(b.TempDir(), "fabric.db"))
 	} else {
-		st, err = OpenMemory(ctx)
+		st, err = store.OpenMemory(ctx)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -39,7 +42,7 @@ func benchEnv(b *testing.B, storage, mode string, n int) *env {
 	}
 	rt := e.mustPutTable(ctx, testRG, "rt", table(routes...))
 	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
 		b.Fatal(err)
 	}
 	if t.Failed() {
@@ -126,8 +129,8 @@ func BenchmarkRouteTablePut(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cur.Properties.Routes[0].Properties.NextHopIPAddress = ptr(fmt.Sprintf("10.240.%d.%d", i/250%250, i%250+1))
-			p, err := e.tables.BeginCreateOrUpdate(withHeader(ctx, "If-Match", str(cur.Etag)), testRG, "rt", cur.RouteTable, nil)
+			cur.Properties.Routes[0].Properties.NextHopIPAddress = api.Ptr(fmt.Sprintf("10.240.%d.%d", i/250%250, i%250+1))
+			p, err := e.tables.BeginCreateOrUpdate(withHeader(ctx, "If-Match", api.Str(cur.Etag)), testRG, "rt", cur.RouteTable, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // TestRetryAfterProperty checks the Retry-After of a 429 for refill rates
@@ -61,9 +63,9 @@ func TestRetryAfterProperty(t *testing.T) {
 		if err != nil || ra < 1 || ra > MaxRetryAfter {
 			t.Fatalf("refill %g/s: Retry-After %q, want whole seconds in [1, %d]", refill, resp.Header.Get("Retry-After"), MaxRetryAfter)
 		}
-		e.srv.mu.Lock()
-		tokens := e.srv.buckets["read/"+key(testSub)].tokens
-		e.srv.mu.Unlock()
+		e.srv.inj.mu.Lock()
+		tokens := e.srv.inj.buckets["read/"+api.Key(testSub)].tokens
+		e.srv.inj.mu.Unlock()
 		trueWait := (1 - tokens) / refill
 		capped := !(trueWait <= MaxRetryAfter)
 		if capped && ra != MaxRetryAfter {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // TestReadCacheSeesOtherWriters: a GET served from one Store's document
@@ -77,7 +79,7 @@ func TestSchema1StateFileUpgrades(t *testing.T) {
 	}
 	db.Close()
 
-	st, err = Open(ctx, path)
+	st, err = store.Open(ctx, path)
 	if err != nil {
 		t.Fatalf("opening a schema 1 state file: %v", err)
 	}

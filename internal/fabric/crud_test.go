@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 var etagRE = regexp.MustCompile(`^W/"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"$`)
@@ -19,38 +21,38 @@ func TestRouteTableCRUD(t *testing.T) {
 	eachTransport(t, Options{OperationDuration: 20 * time.Millisecond}, func(ctx context.Context, t *testing.T, e *env) {
 
 		created := e.mustPutTable(ctx, testRG, "kubernetes-routes", armnetwork.RouteTable{
-			Location: ptr("East US"),
-			Tags:     map[string]*string{"env": ptr("test")},
+			Location: api.Ptr("East US"),
+			Tags:     map[string]*string{"env": api.Ptr("test")},
 			Properties: &armnetwork.RouteTablePropertiesFormat{
-				DisableBgpRoutePropagation: ptr(true),
+				DisableBgpRoutePropagation: api.Ptr(true),
 				Routes: []*armnetwork.Route{
 					vaRoute("kubernetes-route-10-200-0-0-24", "10.200.0.0/24", "10.240.0.20"),
-					{Name: ptr("to-internet"), Properties: &armnetwork.RoutePropertiesFormat{
-						AddressPrefix: ptr("0.0.0.0/0"), NextHopType: ptr(armnetwork.RouteNextHopTypeInternet)}},
-					{Name: ptr("storage"), Properties: &armnetwork.RoutePropertiesFormat{
-						AddressPrefix: ptr("Storage"), NextHopType: ptr(armnetwork.RouteNextHopTypeInternet)}},
+					{Name: api.Ptr("to-internet"), Properties: &armnetwork.RoutePropertiesFormat{
+						AddressPrefix: api.Ptr("0.0.0.0/0"), NextHopType: api.Ptr(armnetwork.RouteNextHopTypeInternet)}},
+					{Name: api.Ptr("storage"), Properties: &armnetwork.RoutePropertiesFormat{
+						AddressPrefix: api.Ptr("Storage"), NextHopType: api.Ptr(armnetwork.RouteNextHopTypeInternet)}},
 				},
 			},
 		})
 		wantID := "/subscriptions/" + testSub + "/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes"
-		if str(created.ID) != wantID || str(created.Name) != "kubernetes-routes" || str(created.Type) != "Microsoft.Network/routeTables" {
-			t.Errorf("created = %s %s %s", str(created.ID), str(created.Name), str(created.Type))
+		if api.Str(created.ID) != wantID || api.Str(created.Name) != "kubernetes-routes" || api.Str(created.Type) != "Microsoft.Network/routeTables" {
+			t.Errorf("created = %s %s %s", api.Str(created.ID), api.Str(created.Name), api.Str(created.Type))
 		}
-		if str(created.Location) != "eastus" {
-			t.Errorf("location = %q, want eastus (normalised)", str(created.Location))
+		if api.Str(created.Location) != "eastus" {
+			t.Errorf("location = %q, want eastus (normalised)", api.Str(created.Location))
 		}
-		if !etagRE.MatchString(str(created.Etag)) {
-			t.Errorf("etag = %q, want W/\"<uuid>\"", str(created.Etag))
+		if !etagRE.MatchString(api.Str(created.Etag)) {
+			t.Errorf("etag = %q, want W/\"<uuid>\"", api.Str(created.Etag))
 		}
 		if *created.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || !*created.Properties.DisableBgpRoutePropagation {
 			t.Errorf("properties = %+v", created.Properties)
 		}
-		if str(created.Tags["env"]) != "test" {
+		if api.Str(created.Tags["env"]) != "test" {
 			t.Errorf("tags = %v", created.Tags)
 		}
 		r0 := created.Properties.Routes[0]
-		if str(r0.ID) != wantID+"/routes/kubernetes-route-10-200-0-0-24" || str(r0.Type) != "Microsoft.Network/routeTables/routes" ||
-			!etagRE.MatchString(str(r0.Etag)) || str(r0.Properties.NextHopIPAddress) != "10.240.0.20" ||
+		if api.Str(r0.ID) != wantID+"/routes/kubernetes-route-10-200-0-0-24" || api.Str(r0.Type) != "Microsoft.Network/routeTables/routes" ||
+			!etagRE.MatchString(api.Str(r0.Etag)) || api.Str(r0.Properties.NextHopIPAddress) != "10.240.0.20" ||
 			*r0.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
 			t.Errorf("route = %+v %+v", r0, r0.Properties)
 		}
@@ -60,8 +62,8 @@ func TestRouteTableCRUD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if str(got.ID) != wantID || str(got.Etag) != str(created.Etag) {
-			t.Errorf("case-insensitive get = %s %s", str(got.ID), str(got.Etag))
+		if api.Str(got.ID) != wantID || api.Str(got.Etag) != api.Str(created.Etag) {
+			t.Errorf("case-insensitive get = %s %s", api.Str(got.ID), api.Str(got.Etag))
 		}
 		if n := len(got.Properties.Routes); n != 3 {
 			t.Errorf("routes = %d, want 3", n)
@@ -69,10 +71,10 @@ func TestRouteTableCRUD(t *testing.T) {
 
 		// The ETag header matches the body.
 		resp, body := e.do("GET", "/subscriptions/"+testSub+"/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes", "")
-		if resp.Header.Get("ETag") != str(created.Etag) || resp.StatusCode != 200 {
-			t.Errorf("ETag header = %q, body etag %q (%d)", resp.Header.Get("ETag"), str(created.Etag), resp.StatusCode)
+		if resp.Header.Get("ETag") != api.Str(created.Etag) || resp.StatusCode != 200 {
+			t.Errorf("ETag header = %q, body etag %q (%d)", resp.Header.Get("ETag"), api.Str(created.Etag), resp.StatusCode)
 		}
-		if m := decodeJSON(t, body); m["etag"] != str(created.Etag) {
+		if m := decodeJSON(t, body); m["etag"] != api.Str(created.Etag) {
 			t.Errorf("raw body etag = %v", m["etag"])
 		}
 
@@ -90,12 +92,12 @@ func TestRouteTableCRUD(t *testing.T) {
 		}
 
 		// PATCH replaces the tags at once, with a new etag.
-		patched, err := e.tables.UpdateTags(ctx, testRG, "kubernetes-routes", armnetwork.TagsObject{Tags: map[string]*string{"a": ptr("b")}}, nil)
+		patched, err := e.tables.UpdateTags(ctx, testRG, "kubernetes-routes", armnetwork.TagsObject{Tags: map[string]*string{"a": api.Ptr("b")}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(patched.Tags) != 1 || str(patched.Tags["a"]) != "b" || str(patched.Etag) == str(created.Etag) || len(patched.Properties.Routes) != 3 {
-			t.Errorf("patched = tags %v etag %s routes %d", patched.Tags, str(patched.Etag), len(patched.Properties.Routes))
+		if len(patched.Tags) != 1 || api.Str(patched.Tags["a"]) != "b" || api.Str(patched.Etag) == api.Str(created.Etag) || len(patched.Properties.Routes) != 3 {
+			t.Errorf("patched = tags %v etag %s routes %d", patched.Tags, api.Str(patched.Etag), len(patched.Properties.Routes))
 		}
 
 		// Delete is an LRO; afterwards the table is gone (404 with Azure's message).
@@ -123,15 +125,15 @@ func TestRoutesAsChildren(t *testing.T) {
 	eachTransport(t, Options{OperationDuration: 10 * time.Millisecond, PageSize: 2}, func(ctx context.Context, t *testing.T, e *env) {
 		before := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("keep", "10.1.0.0/16", "10.240.0.4")))
 
-		// Seed 003: one route per worker, as child resources.
+		// Kubernetes the Hard Way on Azure: one route per worker, as child resources.
 		for i := range 3 {
 			name := fmt.Sprintf("kubernetes-route-10-200-%d-0-24", i)
 			r, err := e.putRoute(ctx, testRG, "rt", name, *vaRoute("", fmt.Sprintf("10.200.%d.0/24", i), fmt.Sprintf("10.240.0.2%d", i)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if str(r.Name) != name || *r.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
-				t.Errorf("route = %s %v", str(r.Name), *r.Properties.ProvisioningState)
+			if api.Str(r.Name) != name || *r.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+				t.Errorf("route = %s %v", api.Str(r.Name), *r.Properties.ProvisioningState)
 			}
 		}
 		// The parent sees them inline, with a new etag.
@@ -139,11 +141,11 @@ func TestRoutesAsChildren(t *testing.T) {
 		if got := routeNames(after); !slices.Equal(got, []string{"keep", "kubernetes-route-10-200-0-0-24", "kubernetes-route-10-200-1-0-24", "kubernetes-route-10-200-2-0-24"}) {
 			t.Errorf("inline routes = %v", got)
 		}
-		if str(after.Etag) == str(before.Etag) {
+		if api.Str(after.Etag) == api.Str(before.Etag) {
 			t.Error("a child write did not change the parent's etag")
 		}
 		// An untouched route keeps its etag.
-		if str(after.Properties.Routes[0].Etag) != str(before.Properties.Routes[0].Etag) {
+		if api.Str(after.Properties.Routes[0].Etag) != api.Str(before.Properties.Routes[0].Etag) {
 			t.Error("an untouched route got a new etag")
 		}
 		// The list pages with nextLink (page size 2).
@@ -156,7 +158,7 @@ func TestRoutesAsChildren(t *testing.T) {
 			}
 			pages++
 			for _, r := range p.Value {
-				listed = append(listed, str(r.Name))
+				listed = append(listed, api.Str(r.Name))
 			}
 		}
 		if pages != 2 || !slices.Equal(listed, routeNames(after)) {
@@ -164,7 +166,7 @@ func TestRoutesAsChildren(t *testing.T) {
 		}
 		// A route GET.
 		got, err := e.routes.Get(ctx, testRG, "rt", "KUBERNETES-ROUTE-10-200-1-0-24", nil)
-		if err != nil || str(got.Properties.AddressPrefix) != "10.200.1.0/24" {
+		if err != nil || api.Str(got.Properties.AddressPrefix) != "10.200.1.0/24" {
 			t.Fatalf("get route = %+v, %v", got, err)
 		}
 		_, err = e.routes.Get(ctx, testRG, "rt", "nope", nil)
@@ -173,8 +175,8 @@ func TestRoutesAsChildren(t *testing.T) {
 		if _, err := e.putRoute(ctx, testRG, "rt", "keep", *vaRoute("", "10.1.0.0/16", "10.240.0.5")); err != nil {
 			t.Fatal(err)
 		}
-		if tb := e.getTable(ctx, testRG, "rt"); str(tb.Properties.Routes[0].Properties.NextHopIPAddress) != "10.240.0.5" {
-			t.Errorf("updated next hop = %s", str(tb.Properties.Routes[0].Properties.NextHopIPAddress))
+		if tb := e.getTable(ctx, testRG, "rt"); api.Str(tb.Properties.Routes[0].Properties.NextHopIPAddress) != "10.240.0.5" {
+			t.Errorf("updated next hop = %s", api.Str(tb.Properties.Routes[0].Properties.NextHopIPAddress))
 		}
 		// A route delete: the parent loses it.
 		dp, err := e.routes.BeginDelete(ctx, testRG, "rt", "kubernetes-route-10-200-0-0-24", nil)
@@ -197,25 +199,25 @@ func TestRoutesAsChildren(t *testing.T) {
 func TestVirtualNetworkAndSubnetCRUD(t *testing.T) {
 	eachTransport(t, Options{OperationDuration: 10 * time.Millisecond, PageSize: 1}, func(ctx context.Context, t *testing.T, e *env) {
 		v := e.seedVNet(ctx, testRG)
-		if str(v.Type) != "Microsoft.Network/virtualNetworks" || len(v.Properties.Subnets) != 1 ||
-			str(v.Properties.Subnets[0].Type) != "Microsoft.Network/virtualNetworks/subnets" ||
+		if api.Str(v.Type) != "Microsoft.Network/virtualNetworks" || len(v.Properties.Subnets) != 1 ||
+			api.Str(v.Properties.Subnets[0].Type) != "Microsoft.Network/virtualNetworks/subnets" ||
 			*v.Properties.Subnets[0].Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
 			t.Fatalf("vnet = %+v", v)
 		}
 		sn, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "appgw", armnetwork.Subnet{
-			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefixes: []*string{ptr("10.240.1.0/24")}}})
+			Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefixes: []*string{api.Ptr("10.240.1.0/24")}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if str(sn.ID) != str(v.ID)+"/subnets/appgw" || len(sn.Properties.AddressPrefixes) != 1 {
+		if api.Str(sn.ID) != api.Str(v.ID)+"/subnets/appgw" || len(sn.Properties.AddressPrefixes) != 1 {
 			t.Errorf("subnet = %+v", sn)
 		}
 		got, err := e.vnets.Get(ctx, testRG, "kubernetes-vnet", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Properties.Subnets) != 2 || str(got.Etag) == str(v.Etag) {
-			t.Errorf("vnet after subnet PUT: %d subnets, etag %s (was %s)", len(got.Properties.Subnets), str(got.Etag), str(v.Etag))
+		if len(got.Properties.Subnets) != 2 || api.Str(got.Etag) == api.Str(v.Etag) {
+			t.Errorf("vnet after subnet PUT: %d subnets, etag %s (was %s)", len(got.Properties.Subnets), api.Str(got.Etag), api.Str(v.Etag))
 		}
 		listed := pageNames(ctx, t, e.subnets.NewListPager(testRG, "kubernetes-vnet", nil))
 		if !slices.Equal(listed, []string{"kubernetes-subnet", "appgw"}) {
@@ -230,8 +232,8 @@ func TestVirtualNetworkAndSubnetCRUD(t *testing.T) {
 		respErr(t, err, 404, "NotFound")
 
 		e.createRG("other")
-		if _, err := e.putVNet(ctx, "other", "v2", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.0.0.0/16")}}}}); err != nil {
+		if _, err := e.putVNet(ctx, "other", "v2", armnetwork.VirtualNetwork{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.0.0.0/16")}}}}); err != nil {
 			t.Fatal(err)
 		}
 		all := pageNames(ctx, t, e.vnets.NewListAllPager(nil))
@@ -273,7 +275,7 @@ func TestResourceGroups(t *testing.T) {
 	}
 	// Deleting the group deletes what is in it, as an LRO polled by Location.
 	// (The table is made through a server whose operations end at once.)
-	if _, err := newEnvOn(t, "inprocess", e.store, Options{}).putTable(ctx, "rg1", "t", armnetwork.RouteTable{Location: ptr("westeurope")}); err != nil {
+	if _, err := newEnvOn(t, "inprocess", e.store, Options{}).putTable(ctx, "rg1", "t", armnetwork.RouteTable{Location: api.Ptr("westeurope")}); err != nil {
 		t.Fatal(err)
 	}
 	resp, _ = e.do("DELETE", "/subscriptions/"+testSub+"/resourcegroups/rg1", "")
@@ -282,7 +284,7 @@ func TestResourceGroups(t *testing.T) {
 		t.Fatalf("delete = %d, Location %q", resp.StatusCode, loc)
 	}
 	// While it runs, writes into the group are refused.
-	_, err := e.putTable(ctx, "rg1", "t2", armnetwork.RouteTable{Location: ptr("westeurope")})
+	_, err := e.putTable(ctx, "rg1", "t2", armnetwork.RouteTable{Location: api.Ptr("westeurope")})
 	respErr(t, err, 409, "ResourceGroupBeingDeleted")
 	if resp, _ = e.do("GET", strings.TrimPrefix(loc, e.endpoint), ""); resp.StatusCode != 202 {
 		t.Errorf("operation result while running = %d", resp.StatusCode)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 func TestEtagsAndPreconditions(t *testing.T) {
@@ -14,26 +16,26 @@ func TestEtagsAndPreconditions(t *testing.T) {
 		v1 := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
 
 		// An identical write is a no-op: Azure keeps the etag.
-		same := e.mustPutTable(withHeader(ctx, "If-Match", str(v1.Etag)), testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
-		if str(same.Etag) != str(v1.Etag) {
-			t.Fatalf("etag after a no-op write = %s, want %s kept", str(same.Etag), str(v1.Etag))
+		same := e.mustPutTable(withHeader(ctx, "If-Match", api.Str(v1.Etag)), testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
+		if api.Str(same.Etag) != api.Str(v1.Etag) {
+			t.Fatalf("etag after a no-op write = %s, want %s kept", api.Str(same.Etag), api.Str(v1.Etag))
 		}
 		// Every write that changes something makes a new etag.
-		v2 := e.mustPutTable(withHeader(ctx, "If-Match", str(v1.Etag)), testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.21")))
-		if str(v2.Etag) == str(v1.Etag) || !etagRE.MatchString(str(v2.Etag)) {
-			t.Fatalf("etag after write = %s (was %s)", str(v2.Etag), str(v1.Etag))
+		v2 := e.mustPutTable(withHeader(ctx, "If-Match", api.Str(v1.Etag)), testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.21")))
+		if api.Str(v2.Etag) == api.Str(v1.Etag) || !etagRE.MatchString(api.Str(v2.Etag)) {
+			t.Fatalf("etag after write = %s (was %s)", api.Str(v2.Etag), api.Str(v1.Etag))
 		}
 		// A stale If-Match: 412 PreconditionFailed, PreconditionFailedEtagMismatch.
-		_, err := e.putTable(withHeader(ctx, "If-Match", str(v1.Etag)), testRG, "rt", table())
+		_, err := e.putTable(withHeader(ctx, "If-Match", api.Str(v1.Etag)), testRG, "rt", table())
 		re := respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 		if !strings.Contains(re.Error(), "PreconditionFailedEtagMismatch") {
 			t.Errorf("412 body lacks the details code: %v", re)
 		}
-		if got := e.getTable(ctx, testRG, "rt"); str(got.Etag) != str(v2.Etag) || len(got.Properties.Routes) != 1 {
+		if got := e.getTable(ctx, testRG, "rt"); api.Str(got.Etag) != api.Str(v2.Etag) || len(got.Properties.Routes) != 1 {
 			t.Error("a refused write changed the table")
 		}
 		// The etag without W/ or quotes still matches (clients differ).
-		bare := strings.Trim(strings.TrimPrefix(str(v2.Etag), "W/"), `"`)
+		bare := strings.Trim(strings.TrimPrefix(api.Str(v2.Etag), "W/"), `"`)
 		v3 := e.mustPutTable(withHeader(ctx, "If-Match", bare), testRG, "rt", table())
 		// If-Match: * needs the resource to exist.
 		_, err = e.putTable(withHeader(ctx, "If-Match", "*"), testRG, "missing", table())
@@ -44,9 +46,9 @@ func TestEtagsAndPreconditions(t *testing.T) {
 		respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 		e.mustPutTable(withHeader(ctx, "If-None-Match", "*"), testRG, "fresh", table())
 		// DELETE and PATCH honour If-Match too.
-		_, err = e.tables.BeginDelete(withHeader(ctx, "If-Match", str(v3.Etag)), testRG, "rt", nil)
+		_, err = e.tables.BeginDelete(withHeader(ctx, "If-Match", api.Str(v3.Etag)), testRG, "rt", nil)
 		respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
-		_, err = e.tables.UpdateTags(withHeader(ctx, "If-Match", str(v1.Etag)), testRG, "rt", armnetwork.TagsObject{}, nil)
+		_, err = e.tables.UpdateTags(withHeader(ctx, "If-Match", api.Str(v1.Etag)), testRG, "rt", armnetwork.TagsObject{}, nil)
 		respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 
 		// Routes: If-Match against the route's own etag.
@@ -55,12 +57,12 @@ func TestEtagsAndPreconditions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if str(r.Etag) == "" || str(e.getTable(ctx, testRG, "fresh").Etag) == str(cur.Etag) {
+		if api.Str(r.Etag) == "" || api.Str(e.getTable(ctx, testRG, "fresh").Etag) == api.Str(cur.Etag) {
 			t.Error("a route write must change the route and the table etag")
 		}
-		_, err = e.putRoute(withHeader(ctx, "If-Match", str(cur.Etag)), testRG, "fresh", "a", *vaRoute("", "10.0.1.0/24", "10.240.0.5"))
+		_, err = e.putRoute(withHeader(ctx, "If-Match", api.Str(cur.Etag)), testRG, "fresh", "a", *vaRoute("", "10.0.1.0/24", "10.240.0.5"))
 		respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
-		if _, err := e.putRoute(withHeader(ctx, "If-Match", str(r.Etag)), testRG, "fresh", "a", *vaRoute("", "10.0.1.0/24", "10.240.0.5")); err != nil {
+		if _, err := e.putRoute(withHeader(ctx, "If-Match", api.Str(r.Etag)), testRG, "fresh", "a", *vaRoute("", "10.0.1.0/24", "10.240.0.5")); err != nil {
 			t.Errorf("route PUT with its current etag: %v", err)
 		}
 	})

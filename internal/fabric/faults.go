@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/authz"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Faults are the failures a Server injects. The zero value injects none.
@@ -131,10 +134,30 @@ func (f Faults) Validate() error {
 	return nil
 }
 
-// SetFaults replaces the injected faults; the token buckets start full and
+// injector injects the faults of a Server: latency, throttling from
+// token buckets, random errors, failed operations and the intruder.
+type injector struct {
+	mu       sync.Mutex // guards the fields below
+	faults   Faults
+	rng      *rand.Rand
+	buckets  map[string]*bucket
+	failLeft int // FailNextOperations still to apply
+	intrLeft int // IntruderNextGets still to apply
+	now      func() time.Time
+}
+
+// newInjector returns an injector of f whose randomness is seeded with
+// seed and whose token buckets refill by now.
+func newInjector(f Faults, seed uint64, now func() time.Time) *injector {
+	in := &injector{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: now}
+	in.set(f)
+	return in
+}
+
+// set replaces the injected faults; the token buckets start full and
 // the FailNextOperations and IntruderNextGets counters start over. Invalid
 // values are clamped (see Validate for the checked form).
-func (s *Server) SetFaults(f Faults) {
+func (s *injector) set(f Faults) {
 	f.ErrorRate = clamp01(f.ErrorRate)
 	f.FailOperations = clamp01(f.FailOperations)
 	f.IntruderRate = clamp01(f.IntruderRate)
@@ -149,8 +172,8 @@ func (s *Server) SetFaults(f Faults) {
 	s.buckets = map[string]*bucket{}
 }
 
-// Faults returns the current faults, with the counters that remain.
-func (s *Server) Faults() Faults {
+// get returns the current faults, with the counters that remain.
+func (s *injector) get() Faults {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.faults
@@ -226,9 +249,9 @@ const (
 )
 
 // subOf is the subscription a request path names ("" for none).
-func subOf(q *request) string {
-	if len(q.segs) > 1 && strings.EqualFold(q.segs[0], "subscriptions") {
-		return q.segs[1]
+func subOf(q *api.Request) string {
+	if len(q.Segs) > 1 && strings.EqualFold(q.Segs[0], "subscriptions") {
+		return q.Segs[1]
 	}
 	return ""
 }
@@ -236,7 +259,7 @@ func subOf(q *request) string {
 // quotaHeaders sets the remaining-quota headers without taking a token:
 // the bucket's tokens when throttling is on, the classic hourly quota
 // otherwise.
-func (s *Server) quotaHeaders(q *request, write bool) {
+func (s *injector) quotaHeaders(q *api.Request, write bool) {
 	s.mu.Lock()
 	kind, capacity, refill, left := "read", s.faults.ReadBucket, s.faults.ReadRefillPerSecond, classicReads
 	if write {
@@ -244,22 +267,22 @@ func (s *Server) quotaHeaders(q *request, write bool) {
 	}
 	if capacity > 0 {
 		left = capacity
-		if b := s.buckets[kind+"/"+key(subOf(q))]; b != nil {
+		if b := s.buckets[kind+"/"+api.Key(subOf(q))]; b != nil {
 			now := s.now()
 			left = int(refilled(b.tokens, now.Sub(b.last), capacity, refill))
 		}
 	}
 	s.mu.Unlock()
-	q.out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
-	q.out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
+	q.Out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
+	q.Out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
 }
 
 // injectFaults applies latency, throttling and random 5xx to one ARM
 // request, and sets the remaining-quota headers of the answer.
-func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error {
+func (s *injector) injectFaults(ctx context.Context, q *api.Request, write bool) error {
 	s.mu.Lock()
 	f := s.faults
-	if !f.targets(q.r.URL.Path) {
+	if !f.targets(q.HTTP.URL.Path) {
 		f = Faults{}
 	}
 	now := s.now()
@@ -269,7 +292,7 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 	}
 	throttled, retry := false, 0
 	if capacity > 0 {
-		bk := kind + "/" + key(subOf(q))
+		bk := kind + "/" + api.Key(subOf(q))
 		b := s.buckets[bk]
 		if b == nil {
 			b = &bucket{tokens: float64(capacity), last: now}
@@ -292,30 +315,30 @@ func (s *Server) injectFaults(ctx context.Context, q *request, write bool) error
 		case <-t.C:
 		}
 	}
-	q.out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
-	q.out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
+	q.Out.Set("x-ms-ratelimit-remaining-subscription-"+kind+"s", strconv.Itoa(left))
+	q.Out.Set("x-ms-ratelimit-remaining-subscription-global-"+kind+"s", strconv.Itoa(left))
 	if throttled {
-		return errThrottled(kind, subOf(q), retry)
+		return api.Throttled(kind, subOf(q), retry)
 	}
 	if failNow {
 		switch errKind {
 		case 0:
-			return newError(http.StatusInternalServerError, "InternalServerError",
+			return api.NewError(http.StatusInternalServerError, "InternalServerError",
 				"Encountered internal server error (injected by the routekeeper fabric: error-rate).")
 		case 1:
-			return newError(http.StatusBadGateway, "BadGateway",
+			return api.NewError(http.StatusBadGateway, "BadGateway",
 				"The gateway did not receive a response from 'Microsoft.Network' within the specified time period (injected by the routekeeper fabric: error-rate).")
 		default:
-			return newError(http.StatusServiceUnavailable, "ServiceUnavailable",
+			return api.NewError(http.StatusServiceUnavailable, "ServiceUnavailable",
 				"The server (leased) is currently unavailable (injected by the routekeeper fabric: error-rate).")
 		}
 	}
 	return nil
 }
 
-// failOperation decides whether a new long-running operation fails, and
+// FailOperation decides whether a new long-running operation fails, and
 // with which code.
-func (s *Server) failOperation(resourceID string) (string, bool) {
+func (s *injector) FailOperation(resourceID string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.faults.targets(resourceID) {
@@ -335,16 +358,12 @@ func (s *Server) failOperation(resourceID string) (string, bool) {
 	return "", false
 }
 
-// intruderPrefixBase is where intruder routes live: 198.18.0.0/15 is the
-// benchmarking range, which no real table routes.
-var intruderPrefixBase = netip.MustParseAddr("198.18.0.0")
-
-// maybeIntrude plays another writer: right after a GET of the route table
-// tableKey, it rewrites the table (new etag), so the client's next PUT with
-// the etag it just read gets 412.
-func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
+// Intrude decides whether the intruder plays another writer right after
+// a GET of the route table tableKey, and tosses the coin it plays with
+// (0: change one of its own routes, 1: add one).
+func (s *injector) Intrude(tableKey string) (strike bool, coin int) {
 	s.mu.Lock()
-	strike := false
+	defer s.mu.Unlock()
 	if !s.faults.targets(tableKey) {
 		// not the target: no strike
 	} else if s.intrLeft > 0 {
@@ -353,127 +372,34 @@ func (s *Server) maybeIntrude(ctx context.Context, tableKey string) {
 	} else if s.faults.IntruderRate > 0 && s.rng.Float64() < s.faults.IntruderRate {
 		strike = true
 	}
-	coin := s.rng.IntN(2)
-	s.mu.Unlock()
-	if !strike {
-		return
-	}
-	err := s.store.write(ctx, func(tx *txn) error {
-		row, err := tx.getResource(tableKey)
-		if err != nil || row == nil {
-			return err
-		}
-		if o, err := tx.runningOp(tableKey); err != nil || o != nil {
-			return err // a real writer would get 409: leave the table alone
-		}
-		t, err := decodeTable(row.Doc)
-		if err != nil {
-			return err
-		}
-		var mine []*routeDoc
-		used := map[string]bool{}
-		maxN := 0
-		for _, r := range t.Properties.Routes {
-			used[prefixKey(r.Properties.AddressPrefix)] = true
-			if n, ok := strings.CutPrefix(strings.ToLower(r.Name), "intruder-"); ok {
-				mine = append(mine, r)
-				if v, err := strconv.Atoi(n); err == nil && v > maxN {
-					maxN = v
-				}
-			}
-		}
-		etag := newEtag()
-		canAdd := len(t.Properties.Routes) < s.routeLimit
-		if len(mine) > 0 && (coin == 0 || !canAdd) {
-			r := mine[0]
-			ip, _ := netip.ParseAddr(r.Properties.NextHopIPAddress)
-			next := netip.MustParseAddr("10.255.255.1")
-			if ip.IsValid() && ip.Is4() {
-				next = ip.Next()
-			}
-			r.Properties.NextHopType = string(armnetwork.RouteNextHopTypeVirtualAppliance)
-			r.Properties.NextHopIPAddress = next.String()
-			r.Etag = etag
-		} else if canAdd {
-			var prefix netip.Prefix
-			a := intruderPrefixBase
-			for i := 0; i < 512; i++ {
-				p := netip.PrefixFrom(a, 24)
-				if !used[p.String()] {
-					prefix = p
-					break
-				}
-				b := a.As4()
-				b[2]++
-				if b[2] == 0 {
-					b[1]++
-				}
-				a = netip.AddrFrom4(b)
-			}
-			if !prefix.IsValid() {
-				return nil
-			}
-			name := fmt.Sprintf("intruder-%d", maxN+1)
-			t.Properties.Routes = append(t.Properties.Routes, &routeDoc{
-				ID: childID(row.ID, childRoutes, name), Name: name, Type: armTypeRoute, Etag: etag,
-				Properties: routeProps{
-					ProvisioningState: stateSucceeded, AddressPrefix: prefix.String(),
-					NextHopType: string(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: "10.255.255.1",
-				},
-			})
-		} else {
-			return nil
-		}
-		t.Etag = etag
-		doc, err := encode(t)
-		if err != nil {
-			return err
-		}
-		row.Doc, row.Etag = doc, etag
-		return s.storeRow(tx, row)
-	})
-	if err != nil {
-		s.log.Warn("fabric intruder failed", "table", tableKey, "err", err)
-		return
-	}
-	s.log.Debug("fabric intruder rewrote a route table", "table", tableKey)
+	return strike, s.rng.IntN(2)
 }
 
-// controlPrefix is the path of the control endpoint; no ARM path starts so.
-const controlPrefix = "/_fabric/"
+// SetFaults replaces the injected faults; the token buckets start full and
+// the FailNextOperations and IntruderNextGets counters start over. Invalid
+// values are clamped (see Validate for the checked form).
+func (s *Server) SetFaults(f Faults) { s.inj.set(f) }
 
-// writeControlJSON answers a control endpoint request with v as indented
-// JSON.
-func writeControlJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	b, _ := json.MarshalIndent(v, "", "  ")
-	w.Write(append(b, '\n'))
-}
-
-// failControl answers a control endpoint request with an error in ARM's
-// shape: {"error": {"code", "message"}}.
-func failControl(w http.ResponseWriter, status int, code, msg string) {
-	writeControlJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
-}
+// Faults returns the current faults, with the counters that remain.
+func (s *Server) Faults() Faults { return s.inj.get() }
 
 // serveControl serves the control endpoint: GET/PUT /_fabric/faults and
 // GET /_fabric/healthz. It needs no token and no fault applies to it.
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
-	writeJSON := func(status int, v any) { writeControlJSON(w, status, v) }
-	fail := func(status int, code, msg string) { failControl(w, status, code, msg) }
-	if strings.HasPrefix(r.URL.Path, principalsPath) {
-		s.servePrincipals(w, r) // principal.go
+	writeJSON := func(status int, v any) { api.WriteControlJSON(w, status, v) }
+	fail := func(status int, code, msg string) { api.FailControl(w, status, code, msg) }
+	if strings.HasPrefix(r.URL.Path, authz.PrincipalsPath) {
+		s.az.ServePrincipals(w, r) // principal.go
 		return
 	}
-	switch strings.TrimPrefix(r.URL.Path, controlPrefix) {
+	switch strings.TrimPrefix(r.URL.Path, api.ControlPrefix) {
 	case "healthz":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			fail(http.StatusMethodNotAllowed, "HttpMethodNotSupported", "use GET")
 			return
 		}
-		if err := s.store.read(r.Context(), func(tx *txn) error {
-			_, err := tx.anyDue(0)
+		if err := s.store.Read(r.Context(), func(tx *store.Txn) error {
+			_, err := tx.AnyDue(0)
 			return err
 		}); err != nil {
 			fail(http.StatusServiceUnavailable, "StateUnavailable", err.Error())
@@ -481,7 +407,7 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(http.StatusOK, map[string]string{"status": "ok"})
 	case "bgp":
-		s.serveBGP(w, r)
+		s.net.ServeBGP(w, r)
 	case "faults":
 		switch r.Method {
 		case http.MethodGet:

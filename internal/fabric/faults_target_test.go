@@ -3,6 +3,8 @@ package fabric
 import (
 	"context"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // TestFaultsTarget: with Target set, errors, throttling and failed
@@ -30,7 +32,7 @@ func TestFaultsTarget(t *testing.T) {
 	}
 	// A write that changes the table (a no-op PUT has no operation to fail).
 	changed := table()
-	changed.Tags = map[string]*string{"changed": ptr("yes")}
+	changed.Tags = map[string]*string{"changed": api.Ptr("yes")}
 	if _, err := e.putTable(ctx, testRG, "mirror", changed); err == nil {
 		t.Error("targeted table's operation succeeded, want it failed")
 	}

@@ -14,6 +14,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 )
 
 // bubbleInProcess runs f in a synctest bubble when mode is "inprocess":
@@ -102,7 +105,7 @@ func throttling(t *testing.T, mode string) {
 	}
 	opts := *e.opts
 	opts.Transport = rec
-	sdk, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
+	sdk, err := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +135,7 @@ func TestReadThrottling(t *testing.T) {
 		t.Errorf("second read = %d", resp.StatusCode)
 	}
 	// Another subscription has its own bucket.
-	resp, _ = e.do("GET", "/subscriptions/"+DefaultSubscription+"/resourcegroups", "")
+	resp, _ = e.do("GET", "/subscriptions/"+api.DefaultSubscription+"/resourcegroups", "")
 	if resp.StatusCode != 200 {
 		t.Errorf("read in another subscription = %d", resp.StatusCode)
 	}
@@ -217,18 +220,18 @@ func TestIntruder(t *testing.T) {
 			got := e.getTable(ctx, testRG, "rt")
 			// The PUT planned from that GET carries a stale etag: 412.
 			got.Properties.Routes = append(got.Properties.Routes, vaRoute("new", "10.200.9.0/24", "10.240.0.29"))
-			_, err := e.putTable(withHeader(ctx, "If-Match", str(got.Etag)), testRG, "rt", got)
+			_, err := e.putTable(withHeader(ctx, "If-Match", api.Str(got.Etag)), testRG, "rt", got)
 			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 			now := e.getTable(ctx, testRG, "rt") // no strike left
 			for _, r := range now.Properties.Routes {
-				if strings.HasPrefix(str(r.Name), "intruder-") {
-					seen[str(r.Name)+" "+str(r.Properties.AddressPrefix)+" "+str(r.Properties.NextHopIPAddress)] = true
+				if strings.HasPrefix(api.Str(r.Name), "intruder-") {
+					seen[api.Str(r.Name)+" "+api.Str(r.Properties.AddressPrefix)+" "+api.Str(r.Properties.NextHopIPAddress)] = true
 				}
 			}
 			// It never touches other routes.
 			mine := sdkRoute(now, "mine")
 			fw := sdkRoute(now, "fw")
-			if mine == nil || fw == nil || str(mine.Properties.NextHopIPAddress) != "10.240.0.20" || str(fw.Properties.NextHopIPAddress) != "10.240.0.4" {
+			if mine == nil || fw == nil || api.Str(mine.Properties.NextHopIPAddress) != "10.240.0.20" || api.Str(fw.Properties.NextHopIPAddress) != "10.240.0.4" {
 				t.Fatalf("round %d: the intruder touched other routes: %v", round, routeNames(now))
 			}
 		}
@@ -238,7 +241,7 @@ func TestIntruder(t *testing.T) {
 		// Re-read, re-plan, retry: succeeds.
 		got := e.getTable(ctx, testRG, "rt")
 		got.Properties.Routes = append(got.Properties.Routes, vaRoute("new", "10.200.9.0/24", "10.240.0.29"))
-		if _, err := e.putTable(withHeader(ctx, "If-Match", str(got.Etag)), testRG, "rt", got); err != nil {
+		if _, err := e.putTable(withHeader(ctx, "If-Match", api.Str(got.Etag)), testRG, "rt", got); err != nil {
 			t.Errorf("PUT after re-read: %v", err)
 		}
 		if f := e.srv.Faults(); f.IntruderNextGets != 0 {
@@ -255,7 +258,7 @@ func TestIntruderRate(t *testing.T) {
 	prev := e.getTable(ctx, testRG, "rt")
 	for range 40 {
 		cur := e.getTable(ctx, testRG, "rt")
-		if str(cur.Etag) != str(prev.Etag) {
+		if api.Str(cur.Etag) != api.Str(prev.Etag) {
 			changed++
 		}
 		prev = cur

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 func vnetPath(rg, name string) string {
@@ -21,7 +23,7 @@ func TestPropertyNamesIgnoreCase(t *testing.T) {
 	e := newRGEnv(t, "inprocess", Options{})
 	rt := e.mustPutTable(ctx, testRG, "kubernetes-routes", table())
 	e.seedVNet(ctx, testRG)
-	rtID := str(rt.ID)
+	rtID := api.Str(rt.ID)
 	tests := []struct {
 		name, path, body string
 		subnet           string // the subnet to read back
@@ -60,8 +62,8 @@ func TestPropertyNamesIgnoreCase(t *testing.T) {
 				}
 				sn = *got.Properties.Subnets[0]
 			}
-			if sn.Properties.RouteTable == nil || !strings.EqualFold(str(sn.Properties.RouteTable.ID), rtID) {
-				t.Errorf("subnet %s route table = %+v, want %s", str(sn.Name), sn.Properties.RouteTable, rtID)
+			if sn.Properties.RouteTable == nil || !strings.EqualFold(api.Str(sn.Properties.RouteTable.ID), rtID) {
+				t.Errorf("subnet %s route table = %+v, want %s", api.Str(sn.Name), sn.Properties.RouteTable, rtID)
 			}
 		})
 	}
@@ -124,12 +126,12 @@ func TestNoOpPutSucceeded(t *testing.T) {
 	rt := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.244.0.0/24", "10.240.0.20")))
 	e.seedVNet(ctx, testRG)
 	rtBody := `{"location":"eastus","properties":{"routes":[{"name":"r","properties":{"addressPrefix":"10.244.0.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":"10.240.0.20"}}]}}`
-	subnetBody := `{"properties":{"addressPrefix":"10.240.0.0/24","routeTable":{"id":"` + str(rt.ID) + `"}}}`
+	subnetBody := `{"properties":{"addressPrefix":"10.240.0.0/24","routeTable":{"id":"` + api.Str(rt.ID) + `"}}}`
 	subnetPath := vnetPath(testRG, "kubernetes-vnet") + "/subnets/kubernetes-subnet"
 	if resp, body := e.do("PUT", subnetPath, subnetBody); resp.StatusCode != http.StatusOK {
 		t.Fatalf("associating = %d %s", resp.StatusCode, body)
 	}
-	vnetBody := `{"location":"eastus","properties":{"addressSpace":{"addressPrefixes":["10.240.0.0/16"]},"subnets":[{"name":"kubernetes-subnet","properties":{"addressPrefix":"10.240.0.0/24","routeTable":{"id":"` + str(rt.ID) + `"}}}]}}`
+	vnetBody := `{"location":"eastus","properties":{"addressSpace":{"addressPrefixes":["10.240.0.0/16"]},"subnets":[{"name":"kubernetes-subnet","properties":{"addressPrefix":"10.240.0.0/24","routeTable":{"id":"` + api.Str(rt.ID) + `"}}}]}}`
 	tests := []struct{ name, path, body string }{
 		{"route table", tablePath(testRG, "rt"), rtBody},
 		{"route", tablePath(testRG, "rt") + "/routes/r", `{"properties":{"addressPrefix":"10.244.0.0/24","nextHopType":"VirtualAppliance","nextHopIpAddress":"10.240.0.20"}}`},
@@ -218,7 +220,7 @@ func TestPropertyNamesIgnoreCaseOtherTypes(t *testing.T) {
 	if len(got.Properties.Routes) != 2 || got.Properties.DisableBgpRoutePropagation == nil || !*got.Properties.DisableBgpRoutePropagation {
 		t.Errorf("table = %+v, want two routes and BGP propagation disabled", got.Properties)
 	}
-	if r := sdkRoute(got, "r"); r == nil || str(r.Properties.NextHopIPAddress) != "10.240.0.20" {
+	if r := sdkRoute(got, "r"); r == nil || api.Str(r.Properties.NextHopIPAddress) != "10.240.0.20" {
 		t.Errorf("route r = %+v", r)
 	}
 	if got.Tags["Env"] == nil {

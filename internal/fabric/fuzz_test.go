@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // FuzzHandler sends arbitrary methods, paths, headers and bodies to the
@@ -18,7 +20,7 @@ import (
 //	go test ./internal/fabric -run '^$' -fuzz FuzzHandler -fuzztime 20s
 func FuzzHandler(f *testing.F) {
 	ctx := context.Background()
-	st, err := OpenMemory(ctx)
+	st, err := store.OpenMemory(ctx)
 	if err != nil {
 		f.Fatal(err)
 	}

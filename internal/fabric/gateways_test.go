@@ -9,22 +9,25 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 func gatewayBody(typ armnetwork.VirtualNetworkGatewayType, subnet string) armnetwork.VirtualNetworkGateway {
-	return armnetwork.VirtualNetworkGateway{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkGatewayPropertiesFormat{
-		GatewayType: ptr(typ),
-		IPConfigurations: []*armnetwork.VirtualNetworkGatewayIPConfiguration{{Name: ptr("default"),
-			Properties: &armnetwork.VirtualNetworkGatewayIPConfigurationPropertiesFormat{Subnet: &armnetwork.SubResource{ID: ptr(subnet)}}}},
+	return armnetwork.VirtualNetworkGateway{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkGatewayPropertiesFormat{
+		GatewayType: api.Ptr(typ),
+		IPConfigurations: []*armnetwork.VirtualNetworkGatewayIPConfiguration{{Name: api.Ptr("default"),
+			Properties: &armnetwork.VirtualNetworkGatewayIPConfigurationPropertiesFormat{Subnet: &armnetwork.SubResource{ID: api.Ptr(subnet)}}}},
 	}}
 }
 
-func (e *aroundEnv) putGateway(name string, g armnetwork.VirtualNetworkGateway) (armnetwork.VirtualNetworkGateway, error) {
+func (e *interconnectEnv) putGateway(name string, g armnetwork.VirtualNetworkGateway) (armnetwork.VirtualNetworkGateway, error) {
 	r, err := poll(e.gateways.BeginCreateOrUpdate(context.Background(), testRG, name, g, nil))
 	return r.VirtualNetworkGateway, err
 }
 
-func (e *aroundEnv) mustGateway(name string, typ armnetwork.VirtualNetworkGatewayType) armnetwork.VirtualNetworkGateway {
+func (e *interconnectEnv) mustGateway(name string, typ armnetwork.VirtualNetworkGatewayType) armnetwork.VirtualNetworkGateway {
 	e.t.Helper()
 	g, err := e.putGateway(name, gatewayBody(typ, subnetID(testRG, "hub-vnet", "GatewaySubnet")))
 	if err != nil {
@@ -35,26 +38,26 @@ func (e *aroundEnv) mustGateway(name string, typ armnetwork.VirtualNetworkGatewa
 
 // onPremises gives the hub a VPN gateway with a site (10.9.0.0/16,
 // 172.20.0.0/16 at 203.0.113.10) connected over IPsec.
-func (e *aroundEnv) onPremises() armnetwork.VirtualNetworkGateway {
+func (e *interconnectEnv) onPremises() armnetwork.VirtualNetworkGateway {
 	e.t.Helper()
 	ctx := context.Background()
 	gw := e.mustGateway("hub-vpn", armnetwork.VirtualNetworkGatewayTypeVPN)
-	site, err := poll(e.sites.BeginCreateOrUpdate(ctx, testRG, "datacenter", armnetwork.LocalNetworkGateway{Location: ptr(testLoc),
-		Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{GatewayIPAddress: ptr("203.0.113.10"),
-			LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.9.0.0/16"), ptr("172.20.0.0/16")}}}}, nil))
+	site, err := poll(e.sites.BeginCreateOrUpdate(ctx, testRG, "datacenter", armnetwork.LocalNetworkGateway{Location: api.Ptr(testLoc),
+		Properties: &armnetwork.LocalNetworkGatewayPropertiesFormat{GatewayIPAddress: api.Ptr("203.0.113.10"),
+			LocalNetworkAddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.9.0.0/16"), api.Ptr("172.20.0.0/16")}}}}, nil))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "hub-to-datacenter", armnetwork.VirtualNetworkGatewayConnection{Location: ptr(testLoc),
-		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec),
+	if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "hub-to-datacenter", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
+		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeIPsec),
 			VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: gw.ID}, LocalNetworkGateway2: &armnetwork.LocalNetworkGateway{ID: site.ID},
-			SharedKey: ptr("secret")}}, nil)); err != nil {
+			SharedKey: api.Ptr("secret")}}, nil)); err != nil {
 		e.t.Fatal(err)
 	}
 	return gw
 }
 
-func (e *aroundEnv) learned(name string) []string {
+func (e *interconnectEnv) learned(name string) []string {
 	e.t.Helper()
 	r, err := poll(e.gateways.BeginGetLearnedRoutes(context.Background(), testRG, name, nil))
 	if err != nil {
@@ -62,7 +65,7 @@ func (e *aroundEnv) learned(name string) []string {
 	}
 	var out []string
 	for _, g := range r.Value {
-		out = append(out, str(g.Origin)+" "+str(g.Network)+" "+str(g.NextHop)+" "+str(g.SourcePeer)+" "+str(g.AsPath))
+		out = append(out, api.Str(g.Origin)+" "+api.Str(g.Network)+" "+api.Str(g.NextHop)+" "+api.Str(g.SourcePeer)+" "+api.Str(g.AsPath))
 	}
 	return out
 }
@@ -70,7 +73,7 @@ func (e *aroundEnv) learned(name string) []string {
 func TestGatewayLearnedRoutes(t *testing.T) {
 	for _, mode := range transports {
 		t.Run(mode, func(t *testing.T) {
-			e := newAroundEnv(t, mode)
+			e := newInterconnectEnv(t, mode)
 			ctx := context.Background()
 			gw := e.onPremises()
 			if *gw.Properties.GatewayType != "Vpn" || *gw.Properties.VPNType != "RouteBased" || *gw.Properties.ProvisioningState != "Succeeded" ||
@@ -114,17 +117,17 @@ func TestGatewayLearnedRoutes(t *testing.T) {
 				t.Errorf("after a client's PUT: %v", got)
 			}
 			_, raw := e.do("GET", "/subscriptions/"+testSub+"/resourceGroups/"+testRG+"/providers/Microsoft.Network/virtualNetworkGateways/hub-er", "")
-			if strings.Contains(string(raw), fabricKey) {
+			if strings.Contains(string(raw), network.FabricKey) {
 				t.Errorf("GET shows the fabric's part: %s", raw)
 			}
-			if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "er-circuit", armnetwork.VirtualNetworkGatewayConnection{Location: ptr(testLoc),
-				Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
+			if _, err := poll(e.conns.BeginCreateOrUpdate(ctx, testRG, "er-circuit", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
+				Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
 					VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: er.ID},
-					Peer:                   &armnetwork.SubResource{ID: ptr("/subscriptions/" + testSub + "/resourceGroups/er/providers/Microsoft.Network/expressRouteCircuits/circuit")}}}, nil)); err != nil {
+					Peer:                   &armnetwork.SubResource{ID: api.Ptr("/subscriptions/" + testSub + "/resourceGroups/er/providers/Microsoft.Network/expressRouteCircuits/circuit")}}}, nil)); err != nil {
 				t.Fatal(err)
 			}
 
-			st, err := e.store.Networks(ctx)
+			st, err := network.Networks(ctx, e.store)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +143,7 @@ func TestGatewayLearnedRoutes(t *testing.T) {
 }
 
 func TestGatewayRefusals(t *testing.T) {
-	e := newAroundEnv(t, "inprocess")
+	e := newInterconnectEnv(t, "inprocess")
 	ctx := context.Background()
 	_, err := e.putGateway("in-the-wrong-subnet", gatewayBody(armnetwork.VirtualNetworkGatewayTypeVPN, subnetID(testRG, "hub-vnet", "shared")))
 	respErr(t, err, http.StatusBadRequest, "InvalidGatewaySubnet")
@@ -161,19 +164,19 @@ func TestGatewayRefusals(t *testing.T) {
 	respErr(t, err, http.StatusBadRequest, "InUseLocalNetworkGatewayCannotBeDeleted")
 
 	// An IPsec connection needs a VPN gateway; ExpressRoute needs a circuit.
-	_, err = e.conns.BeginCreateOrUpdate(ctx, testRG, "bad", armnetwork.VirtualNetworkGatewayConnection{Location: ptr(testLoc),
-		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
+	_, err = e.conns.BeginCreateOrUpdate(ctx, testRG, "bad", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
+		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
 			VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: gw.ID}}}, nil)
 	respErr(t, err, http.StatusBadRequest, "InvalidRequestFormat")
-	_, err = e.conns.BeginCreateOrUpdate(ctx, testRG, "bad", armnetwork.VirtualNetworkGatewayConnection{Location: ptr(testLoc),
-		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
-			VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: gw.ID}, Peer: &armnetwork.SubResource{ID: ptr("/x")}}}, nil)
+	_, err = e.conns.BeginCreateOrUpdate(ctx, testRG, "bad", armnetwork.VirtualNetworkGatewayConnection{Location: api.Ptr(testLoc),
+		Properties: &armnetwork.VirtualNetworkGatewayConnectionPropertiesFormat{ConnectionType: api.Ptr(armnetwork.VirtualNetworkGatewayConnectionTypeExpressRoute),
+			VirtualNetworkGateway1: &armnetwork.VirtualNetworkGateway{ID: gw.ID}, Peer: &armnetwork.SubResource{ID: api.Ptr("/x")}}}, nil)
 	respErr(t, err, http.StatusBadRequest, "ConnectionTypeDoesNotMatchGatewayType")
 
 	// A network that uses the hub's gateway may not have its own.
-	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: ptr(true)})
-	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: ptr(true)})
-	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "GatewaySubnet", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.255.0/27")}}); err != nil {
+	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: api.Ptr(true)})
+	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: api.Ptr(true)})
+	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "GatewaySubnet", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.255.0/27")}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.putGateway("own", gatewayBody(armnetwork.VirtualNetworkGatewayTypeVPN, subnetID(testRG, "kubernetes-vnet", "GatewaySubnet")))
@@ -183,7 +186,7 @@ func TestGatewayRefusals(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a prefix with host bits: %d", resp.StatusCode)
 	}
-	resp, _ = e.do("PUT", "/_fabric/bgp?gateway="+resourceID(testSub, testRG, typeVNetGateways, "nope"), `{"prefixes": []}`)
+	resp, _ = e.do("PUT", "/_fabric/bgp?gateway="+api.ResourceID(testSub, testRG, network.TypeVNetGateways, "nope"), `{"prefixes": []}`)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an unknown gateway: %d", resp.StatusCode)
 	}
@@ -192,12 +195,12 @@ func TestGatewayRefusals(t *testing.T) {
 // The routes of a subnet follow its network's peerings and gateways, also
 // through gateway transit, unless its table disables gateway route
 // propagation; Network Watcher's next hop agrees.
-func TestEffectiveRoutesAround(t *testing.T) {
-	e := newAroundEnv(t, "inprocess")
+func TestEffectiveRoutesInterconnect(t *testing.T) {
+	e := newInterconnectEnv(t, "inprocess")
 	ctx := context.Background()
 	e.onPremises()
-	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: ptr(true)})
-	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: ptr(true)})
+	e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowGatewayTransit: api.Ptr(true)})
+	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: api.Ptr(true)})
 	if _, err := e.putNIC(ctx, "worker-0-nic", nicBody(subnetID(testRG, "kubernetes-vnet", "kubernetes-subnet"), "10.240.0.20", true)); err != nil {
 		t.Fatal(err)
 	}
@@ -225,13 +228,13 @@ func TestEffectiveRoutesAround(t *testing.T) {
 	if d := cmp.Diff(want, effective()); d != "" {
 		t.Errorf("effective routes (-want +got):\n%s", d)
 	}
-	if _, err := e.watchers.CreateOrUpdate(ctx, testRG, "NetworkWatcher_eastus", armnetwork.Watcher{Location: ptr(testLoc)}, nil); err != nil {
+	if _, err := e.watchers.CreateOrUpdate(ctx, testRG, "NetworkWatcher_eastus", armnetwork.Watcher{Location: api.Ptr(testLoc)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	nextHop := func(dst string) string {
 		t.Helper()
 		r, err := poll(e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
-			TargetResourceID: ptr(resourceID(testSub, testRG, typeNetworkInterfaces, "worker-0-nic")), SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr(dst)}, nil))
+			TargetResourceID: api.Ptr(api.ResourceID(testSub, testRG, network.TypeNetworkInterfaces, "worker-0-nic")), SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr(dst)}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +248,7 @@ func TestEffectiveRoutesAround(t *testing.T) {
 
 	// A table that disables gateway route propagation keeps them out.
 	rt := table()
-	rt.Properties.DisableBgpRoutePropagation = ptr(true)
+	rt.Properties.DisableBgpRoutePropagation = api.Ptr(true)
 	created := e.mustPutTable(ctx, testRG, "no-bgp", rt)
 	sn, err := e.subnets.Get(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", nil)
 	if err != nil {

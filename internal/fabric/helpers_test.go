@@ -16,6 +16,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 const (
@@ -28,7 +32,7 @@ const (
 type env struct {
 	t        *testing.T
 	srv      *Server
-	store    *Store
+	store    *store.Store
 	endpoint string
 	opts     *arm.ClientOptions
 	hc       *http.Client // raw HTTP, same transport as the SDK
@@ -40,9 +44,9 @@ type env struct {
 }
 
 // openStore opens the state file at path; the caller closes it.
-func openStore(t testing.TB, path string) *Store {
+func openStore(t testing.TB, path string) *store.Store {
 	t.Helper()
-	st, err := Open(context.Background(), path)
+	st, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +130,7 @@ func (e *env) getStatus(t *testing.T, url string) int {
 func newEnv(t *testing.T, mode string, o Options) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := OpenMemory(ctx)
+	st, err := store.OpenMemory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +147,7 @@ func newRGEnv(t *testing.T, mode string, o Options) *env {
 	return e
 }
 
-func newEnvOn(t *testing.T, mode string, st *Store, o Options) *env {
+func newEnvOn(t *testing.T, mode string, st *store.Store, o Options) *env {
 	t.Helper()
 	srv := New(st, o)
 	e := &env{t: t, srv: srv, store: st}
@@ -164,13 +168,13 @@ func newEnvOn(t *testing.T, mode string, st *Store, o Options) *env {
 	e.opts.Retry.RetryDelay = 10 * time.Millisecond
 	var errs []error
 	var err error
-	e.tables, err = armnetwork.NewRouteTablesClient(testSub, Credential{}, e.opts)
+	e.tables, err = armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, e.opts)
 	errs = append(errs, err)
-	e.routes, err = armnetwork.NewRoutesClient(testSub, Credential{}, e.opts)
+	e.routes, err = armnetwork.NewRoutesClient(testSub, identity.Credential{}, e.opts)
 	errs = append(errs, err)
-	e.vnets, err = armnetwork.NewVirtualNetworksClient(testSub, Credential{}, e.opts)
+	e.vnets, err = armnetwork.NewVirtualNetworksClient(testSub, identity.Credential{}, e.opts)
 	errs = append(errs, err)
-	e.subnets, err = armnetwork.NewSubnetsClient(testSub, Credential{}, e.opts)
+	e.subnets, err = armnetwork.NewSubnetsClient(testSub, identity.Credential{}, e.opts)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
@@ -272,16 +276,17 @@ func (e *env) putRoute(ctx context.Context, rg, table, name string, r armnetwork
 }
 
 // seedVNet creates kubernetes-vnet 10.240.0.0/16 with kubernetes-subnet
-// 10.240.0.0/24, as seed 003 has before its route table walkthrough.
+// 10.240.0.0/24, as Kubernetes the Hard Way on Azure has before its pod
+// network routes lab.
 func (e *env) seedVNet(ctx context.Context, rg string) armnetwork.VirtualNetwork {
 	e.t.Helper()
 	v, err := e.putVNet(ctx, rg, "kubernetes-vnet", armnetwork.VirtualNetwork{
-		Location: ptr(testLoc),
+		Location: api.Ptr(testLoc),
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.0.0/16")}},
 			Subnets: []*armnetwork.Subnet{{
-				Name:       ptr("kubernetes-subnet"),
-				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")},
+				Name:       api.Ptr("kubernetes-subnet"),
+				Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24")},
 			}},
 		},
 	})
@@ -292,13 +297,13 @@ func (e *env) seedVNet(ctx context.Context, rg string) armnetwork.VirtualNetwork
 }
 
 func vaRoute(name, prefix, ip string) *armnetwork.Route {
-	return &armnetwork.Route{Name: ptr(name), Properties: &armnetwork.RoutePropertiesFormat{
-		AddressPrefix: ptr(prefix), NextHopType: ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: ptr(ip),
+	return &armnetwork.Route{Name: api.Ptr(name), Properties: &armnetwork.RoutePropertiesFormat{
+		AddressPrefix: api.Ptr(prefix), NextHopType: api.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: api.Ptr(ip),
 	}}
 }
 
 func table(routes ...*armnetwork.Route) armnetwork.RouteTable {
-	return armnetwork.RouteTable{Location: ptr(testLoc), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}
+	return armnetwork.RouteTable{Location: api.Ptr(testLoc), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: routes}}
 }
 
 // respErr asserts err is an ARM error with status and code.
@@ -332,14 +337,14 @@ func decodeJSON(t *testing.T, b []byte) map[string]any {
 func routeNames(t armnetwork.RouteTable) []string {
 	var out []string
 	for _, r := range t.Properties.Routes {
-		out = append(out, str(r.Name))
+		out = append(out, api.Str(r.Name))
 	}
 	return out
 }
 
 func sdkRoute(t armnetwork.RouteTable, name string) *armnetwork.Route {
 	for _, r := range t.Properties.Routes {
-		if strings.EqualFold(str(r.Name), name) {
+		if strings.EqualFold(api.Str(r.Name), name) {
 			return r
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // TestIdentitySurface: the paths az login and az cloud register read,
@@ -84,7 +86,7 @@ func TestARMMetadata(t *testing.T) {
 		return out
 	}
 	subs := values(armGet("/subscriptions"))
-	if len(subs) != 1 || subs[0]["subscriptionId"] != DefaultSubscription || subs[0]["tenantId"] != DefaultTenant {
+	if len(subs) != 1 || subs[0]["subscriptionId"] != api.DefaultSubscription || subs[0]["tenantId"] != DefaultTenant {
 		t.Fatalf("subscriptions of an empty fabric = %v, want the default one with its tenant", subs)
 	}
 	if ts := values(armGet("/tenants")); len(ts) != 1 || ts[0]["tenantId"] != DefaultTenant {

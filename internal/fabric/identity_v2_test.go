@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 )
 
 // TestCloudMetadata2022: the document go-azure-sdk's
@@ -97,7 +99,7 @@ func TestTokenV2(t *testing.T) {
 		"grant_type": {"client_credentials"}, "client_id": {"terraform"}, "client_secret": {"s"},
 		"scope": {"https://graph.microsoft.com/.default"},
 	}
-	code, tok := post(tokenV2URL(e.endpoint), good)
+	code, tok := post(identity.TokenV2URL(e.endpoint), good)
 	if code != http.StatusOK || tok["token_type"] != "Bearer" || tok["expires_in"] == nil {
 		t.Fatalf("token = %d %v", code, tok)
 	}
@@ -137,14 +139,14 @@ func TestTokenV2(t *testing.T) {
 		}
 		u := tc.path
 		if u == "" {
-			u = tokenV2URL(e.endpoint)
+			u = identity.TokenV2URL(e.endpoint)
 		}
 		code, m := post(u, form)
 		if code != http.StatusBadRequest || m["error"] != tc.want || !strings.HasPrefix(m["error_description"].(string), "AADSTS") {
 			t.Errorf("%s: %d %v, want 400 %s", tc.name, code, m, tc.want)
 		}
 	}
-	if code := e.getStatus(t, tokenV2URL(e.endpoint)); code != http.StatusMethodNotAllowed {
+	if code := e.getStatus(t, identity.TokenV2URL(e.endpoint)); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET token = %d", code)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/testutil/reqlog"
 )
 
@@ -78,9 +81,9 @@ func TestLongRunningPut(t *testing.T) {
 				t.Fatalf("operation at its end = %v", m)
 			}
 			got := e.getTable(ctx, testRG, "rt")
-			if *got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || str(got.Etag) != created["etag"] ||
+			if *got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || api.Str(got.Etag) != created["etag"] ||
 				*got.Properties.Routes[0].Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
-				t.Errorf("after = %v %s", *got.Properties.ProvisioningState, str(got.Etag))
+				t.Errorf("after = %v %s", *got.Properties.ProvisioningState, api.Str(got.Etag))
 			}
 		})
 	}
@@ -91,7 +94,7 @@ func TestPollerFollowsAsyncOperation(t *testing.T) {
 		rec := reqlog.New(e.opts.Transport)
 		opts := *e.opts
 		opts.Transport = rec
-		tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, &opts)
+		tables, err := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, &opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +215,7 @@ func TestFailedOperations(t *testing.T) {
 					if *got.Properties.ProvisioningState != armnetwork.ProvisioningStateFailed {
 						t.Errorf("state = %v, want Failed", *got.Properties.ProvisioningState)
 					}
-					if str(got.Etag) == str(orig.Etag) {
+					if api.Str(got.Etag) == api.Str(orig.Etag) {
 						t.Error("a failed operation kept the old etag")
 					}
 					// The next write goes through and heals it.
@@ -285,7 +288,7 @@ func TestDeleteFailsWhenTableGetsAssociatedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = dp.PollUntilDone(ctx, fastPoll)

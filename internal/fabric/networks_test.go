@@ -9,6 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
 
@@ -30,15 +33,15 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := env.Store.Networks(ctx)
+	got, err := network.Networks(ctx, env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := fabric.Snapshot(ctx, env.Server.ClientOptions(), fabric.Credential{})
+	want, err := topology.Snapshot(ctx, env.Server.ClientOptions(), identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ignore := cmpopts.IgnoreFields(fabric.StateRouteTable{}, "Subnets")
+	ignore := cmpopts.IgnoreFields(network.StateRouteTable{}, "Subnets")
 	if d := cmp.Diff(want.VirtualNetworks, got.VirtualNetworks); d != "" {
 		t.Errorf("virtual networks (-Snapshot +Networks):\n%s", d)
 	}
@@ -66,7 +69,7 @@ func TestNetworksAgreesWithSnapshot(t *testing.T) {
 	if v1 == v2 {
 		t.Errorf("Version %q unchanged by a VNet write", v1)
 	}
-	after, err := env.Store.Networks(ctx)
+	after, err := network.Networks(ctx, env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,17 +9,21 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 func subnetID(rg, vnet, name string) string {
-	return childID(resourceID(testSub, rg, typeVirtualNetworks, vnet), childSubnets, name)
+	return api.ChildID(api.ResourceID(testSub, rg, api.TypeVirtualNetworks, vnet), api.ChildSubnets, name)
 }
 
 func nicBody(subnet, ip string, forwarding bool) armnetwork.Interface {
-	return armnetwork.Interface{Location: ptr(testLoc), Properties: &armnetwork.InterfacePropertiesFormat{
-		EnableIPForwarding: ptr(forwarding),
-		IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: ptr("ipconfig1"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-			Subnet: &armnetwork.Subnet{ID: ptr(subnet)}, PrivateIPAddress: ptr(ip), PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodStatic),
+	return armnetwork.Interface{Location: api.Ptr(testLoc), Properties: &armnetwork.InterfacePropertiesFormat{
+		EnableIPForwarding: api.Ptr(forwarding),
+		IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: api.Ptr("ipconfig1"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+			Subnet: &armnetwork.Subnet{ID: api.Ptr(subnet)}, PrivateIPAddress: api.Ptr(ip), PrivateIPAllocationMethod: api.Ptr(armnetwork.IPAllocationMethodStatic),
 		}}},
 	}}
 }
@@ -34,11 +38,11 @@ func newNICEnv(t *testing.T, mode string, o Options) *nicEnv {
 	t.Helper()
 	e := newRGEnv(t, mode, o)
 	e.seedVNet(context.Background(), testRG)
-	nics, err := armnetwork.NewInterfacesClient(testSub, Credential{}, e.opts)
+	nics, err := armnetwork.NewInterfacesClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := armnetwork.NewWatchersClient(testSub, Credential{}, e.opts)
+	w, err := armnetwork.NewWatchersClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,18 +66,18 @@ func TestNICCrud(t *testing.T) {
 				t.Fatalf("creating NIC: %v", err)
 			}
 			p := got.Properties
-			if str(got.Etag) == "" || *p.ProvisioningState != armnetwork.ProvisioningStateSucceeded || !*p.EnableIPForwarding ||
-				str(p.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.20" || !*p.IPConfigurations[0].Properties.Primary {
+			if api.Str(got.Etag) == "" || *p.ProvisioningState != armnetwork.ProvisioningStateSucceeded || !*p.EnableIPForwarding ||
+				api.Str(p.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.20" || !*p.IPConfigurations[0].Properties.Primary {
 				t.Errorf("created NIC = %+v", p)
 			}
 			g, err := e.nics.Get(ctx, testRG, "worker-0-nic", nil)
-			if err != nil || str(g.Etag) != str(got.Etag) {
-				t.Fatalf("GET: %v, etag %s want %s", err, str(g.Etag), str(got.Etag))
+			if err != nil || api.Str(g.Etag) != api.Str(got.Etag) {
+				t.Fatalf("GET: %v, etag %s want %s", err, api.Str(g.Etag), api.Str(got.Etag))
 			}
 			// A stale If-Match is refused.
 			_, err = e.putNIC(withHeader(ctx, "If-Match", `W/"stale"`), "worker-0-nic", nicBody(sn, "10.240.0.20", false))
 			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
-			if _, err := e.putNIC(withHeader(ctx, "If-Match", str(g.Etag)), "worker-0-nic", nicBody(sn, "10.240.0.20", false)); err != nil {
+			if _, err := e.putNIC(withHeader(ctx, "If-Match", api.Str(g.Etag)), "worker-0-nic", nicBody(sn, "10.240.0.20", false)); err != nil {
 				t.Fatalf("update with If-Match: %v", err)
 			}
 
@@ -117,9 +121,9 @@ func TestInUseSubnetCannotBeDeleted(t *testing.T) {
 	re := respErr(t, err, http.StatusBadRequest, "InUseSubnetCannotBeDeleted")
 	t.Logf("subnet DELETE: %v", re.Error())
 
-	_, err = e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
-		Subnets:      []*armnetwork.Subnet{{Name: ptr("other"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.1.0/24")}}},
+	_, err = e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.0.0/16")}},
+		Subnets:      []*armnetwork.Subnet{{Name: api.Ptr("other"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.1.0/24")}}},
 	}})
 	respErr(t, err, http.StatusBadRequest, "InUseSubnetCannotBeDeleted")
 
@@ -133,9 +137,9 @@ func TestInUseSubnetCannotBeDeleted(t *testing.T) {
 		t.Fatalf("the subnet is gone: %v", err)
 	}
 	// A VNet PUT that keeps it is fine.
-	if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.0.0/16")}},
-		Subnets:      []*armnetwork.Subnet{{Name: ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24")}}},
+	if _, err := e.putVNet(ctx, testRG, "kubernetes-vnet", armnetwork.VirtualNetwork{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.0.0/16")}},
+		Subnets:      []*armnetwork.Subnet{{Name: api.Ptr("kubernetes-subnet"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24")}}},
 	}}); err != nil {
 		t.Fatalf("VNet PUT keeping the subnet: %v", err)
 	}
@@ -166,7 +170,7 @@ func TestEffectiveRoutesAndNextHop(t *testing.T) {
 		vaRoute("worker-1____102001024", "10.200.1.0/24", "10.240.0.21"),
 		vaRoute("to-firewall", "0.0.0.0/0", "10.240.1.4")))
 	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{Properties: &armnetwork.SubnetPropertiesFormat{
-		AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+		AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -203,20 +207,20 @@ func TestEffectiveRoutesAndNextHop(t *testing.T) {
 		t.Errorf("effective routes:\n got %q\nwant %q", got, want)
 	}
 
-	if _, err := e.watchers.CreateOrUpdate(ctx, testRG, "NetworkWatcher_eastus", armnetwork.Watcher{Location: ptr(testLoc)}, nil); err != nil {
+	if _, err := e.watchers.CreateOrUpdate(ctx, testRG, "NetworkWatcher_eastus", armnetwork.Watcher{Location: api.Ptr(testLoc)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		dst, hop, ip, table string
 	}{
-		{"10.200.1.5", "VirtualAppliance", "10.240.0.21", str(rt.ID)},
-		{"10.200.9.5", "VirtualAppliance", "10.240.1.4", str(rt.ID)},
+		{"10.200.1.5", "VirtualAppliance", "10.240.0.21", api.Str(rt.ID)},
+		{"10.200.9.5", "VirtualAppliance", "10.240.1.4", api.Str(rt.ID)},
 		{"10.240.0.21", "VnetLocal", "", "System Route"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dst, func(t *testing.T) {
 			np, err := e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
-				TargetResourceID: nic.ID, SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr(tt.dst)}, nil)
+				TargetResourceID: nic.ID, SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr(tt.dst)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,17 +228,17 @@ func TestEffectiveRoutesAndNextHop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(*r.NextHopType) != tt.hop || str(r.NextHopIPAddress) != tt.ip || str(r.RouteTableID) != tt.table {
-				t.Errorf("next hop = %s %s %s, want %s %s %s", *r.NextHopType, str(r.NextHopIPAddress), str(r.RouteTableID), tt.hop, tt.ip, tt.table)
+			if string(*r.NextHopType) != tt.hop || api.Str(r.NextHopIPAddress) != tt.ip || api.Str(r.RouteTableID) != tt.table {
+				t.Errorf("next hop = %s %s %s, want %s %s %s", *r.NextHopType, api.Str(r.NextHopIPAddress), api.Str(r.RouteTableID), tt.hop, tt.ip, tt.table)
 			}
 		})
 	}
 
 	_, err = e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
-		TargetResourceID: ptr(resourceID(testSub, testRG, typeNetworkInterfaces, "nobody")), SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr("10.200.1.5")}, nil)
+		TargetResourceID: api.Ptr(api.ResourceID(testSub, testRG, network.TypeNetworkInterfaces, "nobody")), SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr("10.200.1.5")}, nil)
 	respErr(t, err, http.StatusNotFound, "NotFound")
 	_, err = e.watchers.BeginGetNextHop(ctx, testRG, "NetworkWatcher_eastus", armnetwork.NextHopParameters{
-		TargetResourceID: nic.ID, SourceIPAddress: ptr("10.240.0.20"), DestinationIPAddress: ptr("10.200.1")}, nil)
+		TargetResourceID: nic.ID, SourceIPAddress: api.Ptr("10.240.0.20"), DestinationIPAddress: api.Ptr("10.200.1")}, nil)
 	respErr(t, err, http.StatusBadRequest, "InvalidIPAddress")
 }
 
@@ -257,8 +261,8 @@ func TestNICPropertyNamesIgnoreCase(t *testing.T) {
 	}
 	p := got.Properties
 	if p == nil || p.EnableIPForwarding == nil || !*p.EnableIPForwarding || len(p.IPConfigurations) != 1 ||
-		str(p.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.20" ||
-		!strings.EqualFold(str(p.IPConfigurations[0].Properties.Subnet.ID), sub) {
+		api.Str(p.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.20" ||
+		!strings.EqualFold(api.Str(p.IPConfigurations[0].Properties.Subnet.ID), sub) {
 		t.Errorf("NIC = %+v, want forwarding on and 10.240.0.20 in kubernetes-subnet", p)
 	}
 }

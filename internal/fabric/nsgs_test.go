@@ -8,6 +8,10 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // nsgClients are the SDK's clients of network security groups.
@@ -19,15 +23,15 @@ type nsgClients struct {
 
 func (e *env) nsgClients() nsgClients {
 	e.t.Helper()
-	g, err := armnetwork.NewSecurityGroupsClient(testSub, Credential{}, e.opts)
+	g, err := armnetwork.NewSecurityGroupsClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	r, err := armnetwork.NewSecurityRulesClient(testSub, Credential{}, e.opts)
+	r, err := armnetwork.NewSecurityRulesClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	d, err := armnetwork.NewDefaultSecurityRulesClient(testSub, Credential{}, e.opts)
+	d, err := armnetwork.NewDefaultSecurityRulesClient(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -42,16 +46,16 @@ func (c nsgClients) put(ctx context.Context, name string, g armnetwork.SecurityG
 
 // kthwRule is one of the lab's rules (kubernetes-allow-ssh, -api-server).
 func kthwRule(name string, prio int32, port string) *armnetwork.SecurityRule {
-	return &armnetwork.SecurityRule{Name: ptr(name), Properties: &armnetwork.SecurityRulePropertiesFormat{
-		Protocol: ptr(armnetwork.SecurityRuleProtocolTCP), Access: ptr(armnetwork.SecurityRuleAccessAllow),
-		Direction: ptr(armnetwork.SecurityRuleDirectionInbound), Priority: ptr(prio),
-		SourcePortRange: ptr("*"), DestinationPortRange: ptr(port),
-		SourceAddressPrefix: ptr("*"), DestinationAddressPrefix: ptr("*"),
+	return &armnetwork.SecurityRule{Name: api.Ptr(name), Properties: &armnetwork.SecurityRulePropertiesFormat{
+		Protocol: api.Ptr(armnetwork.SecurityRuleProtocolTCP), Access: api.Ptr(armnetwork.SecurityRuleAccessAllow),
+		Direction: api.Ptr(armnetwork.SecurityRuleDirectionInbound), Priority: api.Ptr(prio),
+		SourcePortRange: api.Ptr("*"), DestinationPortRange: api.Ptr(port),
+		SourceAddressPrefix: api.Ptr("*"), DestinationAddressPrefix: api.Ptr("*"),
 	}}
 }
 
 func kthwNSG(rules ...*armnetwork.SecurityRule) armnetwork.SecurityGroup {
-	return armnetwork.SecurityGroup{Location: ptr(testLoc), Properties: &armnetwork.SecurityGroupPropertiesFormat{SecurityRules: rules}}
+	return armnetwork.SecurityGroup{Location: api.Ptr(testLoc), Properties: &armnetwork.SecurityGroupPropertiesFormat{SecurityRules: rules}}
 }
 
 // TestNSGCRUD: the lab's kubernetes-nsg through the SDK: created with its
@@ -66,29 +70,29 @@ func TestNSGCRUD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if str(g.ID) != resourceID(testSub, testRG, typeNetworkSecurityGroups, "kubernetes-nsg") || str(g.Type) != armTypeNSG {
-			t.Errorf("id %s type %s", str(g.ID), str(g.Type))
+		if api.Str(g.ID) != api.ResourceID(testSub, testRG, network.TypeNetworkSecurityGroups, "kubernetes-nsg") || api.Str(g.Type) != network.ARMTypeNSG {
+			t.Errorf("id %s type %s", api.Str(g.ID), api.Str(g.Type))
 		}
 		if *g.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded || len(g.Properties.SecurityRules) != 2 {
 			t.Fatalf("created group = %+v", g.Properties)
 		}
 		var defaults []string
 		for _, r := range g.Properties.DefaultSecurityRules {
-			defaults = append(defaults, str(r.Name))
+			defaults = append(defaults, api.Str(r.Name))
 		}
 		want := []string{"AllowVnetInBound", "AllowAzureLoadBalancerInBound", "DenyAllInBound", "AllowVnetOutBound", "AllowInternetOutBound", "DenyAllOutBound"}
 		if !slices.Equal(defaults, want) {
 			t.Errorf("default rules = %v, want %v", defaults, want)
 		}
-		etag := str(g.Etag)
+		etag := api.Str(g.Etag)
 		if !strings.HasPrefix(etag, `W/"`) {
 			t.Errorf("etag %q", etag)
 		}
 
 		// A no-op PUT: 200, same etag.
 		same, err := c.put(ctx, "kubernetes-nsg", kthwNSG(kthwRule("kubernetes-allow-ssh", 1000, "22"), kthwRule("kubernetes-allow-api-server", 1001, "6443")))
-		if err != nil || str(same.Etag) != etag {
-			t.Fatalf("no-op PUT: etag %s (was %s), %v", str(same.Etag), etag, err)
+		if err != nil || api.Str(same.Etag) != etag {
+			t.Fatalf("no-op PUT: etag %s (was %s), %v", api.Str(same.Etag), etag, err)
 		}
 
 		// A stale If-Match is refused; the current one is accepted.
@@ -98,8 +102,8 @@ func TestNSGCRUD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if str(g2.Etag) == etag || len(g2.Properties.SecurityRules) != 1 {
-			t.Fatalf("update: etag %s, rules %d", str(g2.Etag), len(g2.Properties.SecurityRules))
+		if api.Str(g2.Etag) == etag || len(g2.Properties.SecurityRules) != 1 {
+			t.Fatalf("update: etag %s, rules %d", api.Str(g2.Etag), len(g2.Properties.SecurityRules))
 		}
 
 		// Rules as children.
@@ -111,15 +115,15 @@ func TestNSGCRUD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if str(rule.Name) != "kubernetes-allow-api-server" || str(rule.Properties.DestinationPortRange) != "6443" {
+		if api.Str(rule.Name) != "kubernetes-allow-api-server" || api.Str(rule.Properties.DestinationPortRange) != "6443" {
 			t.Errorf("rule = %+v", rule.SecurityRule)
 		}
 		got, err := c.groups.Get(ctx, testRG, "kubernetes-nsg", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Properties.SecurityRules) != 2 || str(got.Etag) == str(g2.Etag) {
-			t.Errorf("after a rule PUT the group has %d rules, etag %s (was %s)", len(got.Properties.SecurityRules), str(got.Etag), str(g2.Etag))
+		if len(got.Properties.SecurityRules) != 2 || api.Str(got.Etag) == api.Str(g2.Etag) {
+			t.Errorf("after a rule PUT the group has %d rules, etag %s (was %s)", len(got.Properties.SecurityRules), api.Str(got.Etag), api.Str(g2.Etag))
 		}
 		d, err := c.defaults.Get(ctx, testRG, "kubernetes-nsg", "DenyAllInBound", nil)
 		if err != nil || *d.Properties.Access != armnetwork.SecurityRuleAccessDeny || *d.Properties.Priority != 65500 {
@@ -165,7 +169,7 @@ func TestNSGValidation(t *testing.T) {
 	}
 	// The same priority in both directions is fine.
 	out := kthwRule("out", 1000, "22")
-	out.Properties.Direction = ptr(armnetwork.SecurityRuleDirectionOutbound)
+	out.Properties.Direction = api.Ptr(armnetwork.SecurityRuleDirectionOutbound)
 	if _, err := c.put(ctx, "nsg", kthwNSG(kthwRule("in", 1000, "22"), out)); err != nil {
 		t.Fatal(err)
 	}
@@ -188,26 +192,26 @@ func TestSubnetNSGAssociation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The reference in another case: stored as the NSG's own ID.
-	sn.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: ptr(strings.ToUpper(str(g.ID)))}
+	sn.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: api.Ptr(strings.ToUpper(api.Str(g.ID)))}
 	got, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", sn.Subnet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if str(got.Properties.NetworkSecurityGroup.ID) != str(g.ID) {
-		t.Errorf("subnet's NSG = %s, want %s", str(got.Properties.NetworkSecurityGroup.ID), str(g.ID))
+	if api.Str(got.Properties.NetworkSecurityGroup.ID) != api.Str(g.ID) {
+		t.Errorf("subnet's NSG = %s, want %s", api.Str(got.Properties.NetworkSecurityGroup.ID), api.Str(g.ID))
 	}
 	rg, err := c.groups.Get(ctx, testRG, "kubernetes-nsg", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rg.Properties.Subnets) != 1 || !strings.EqualFold(str(rg.Properties.Subnets[0].ID), str(sn.ID)) {
+	if len(rg.Properties.Subnets) != 1 || !strings.EqualFold(api.Str(rg.Properties.Subnets[0].ID), api.Str(sn.ID)) {
 		t.Errorf("NSG subnets = %v", rg.Properties.Subnets)
 	}
 	_, err = c.groups.BeginDelete(ctx, testRG, "kubernetes-nsg", nil)
 	respErr(t, err, http.StatusBadRequest, "InUseNetworkSecurityGroupCannotBeDeleted")
 
 	west := kthwNSG()
-	west.Location = ptr("westeurope")
+	west.Location = api.Ptr("westeurope")
 	wg, err := c.put(ctx, "west-nsg", west)
 	if err != nil {
 		t.Fatal(err)

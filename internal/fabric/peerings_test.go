@@ -8,12 +8,16 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
-// aroundEnv is a fabric with the SDK's clients for peerings, gateways,
+// interconnectEnv is a fabric with the SDK's clients for peerings, gateways,
 // sites and connections, and two networks: kubernetes-vnet (10.240/16,
 // kubernetes-subnet) and hub-vnet (10.250/16, shared and GatewaySubnet).
-type aroundEnv struct {
+type interconnectEnv struct {
 	*nicEnv
 	peerings *armnetwork.VirtualNetworkPeeringsClient
 	gateways *armnetwork.VirtualNetworkGatewaysClient
@@ -21,28 +25,30 @@ type aroundEnv struct {
 	conns    *armnetwork.VirtualNetworkGatewayConnectionsClient
 }
 
-func newAroundEnv(t *testing.T, mode string) *aroundEnv {
+func newInterconnectEnv(t *testing.T, mode string) *interconnectEnv {
 	t.Helper()
-	e := &aroundEnv{nicEnv: newNICEnv(t, mode, Options{})}
-	f, err := armnetwork.NewClientFactory(testSub, Credential{}, e.opts)
+	e := &interconnectEnv{nicEnv: newNICEnv(t, mode, Options{})}
+	f, err := armnetwork.NewClientFactory(testSub, identity.Credential{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.peerings, e.gateways = f.NewVirtualNetworkPeeringsClient(), f.NewVirtualNetworkGatewaysClient()
 	e.sites, e.conns = f.NewLocalNetworkGatewaysClient(), f.NewVirtualNetworkGatewayConnectionsClient()
 	ctx := context.Background()
-	if _, err := e.putVNet(ctx, testRG, "hub-vnet", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.250.0.0/16")}},
+	if _, err := e.putVNet(ctx, testRG, "hub-vnet", armnetwork.VirtualNetwork{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.250.0.0/16")}},
 		Subnets: []*armnetwork.Subnet{
-			{Name: ptr("shared"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.250.1.0/24")}},
-			{Name: ptr("GatewaySubnet"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.250.255.0/27")}},
+			{Name: api.Ptr("shared"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.250.1.0/24")}},
+			{Name: api.Ptr("GatewaySubnet"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.250.255.0/27")}},
 		}}}); err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func vnetID(name string) string { return resourceID(testSub, testRG, typeVirtualNetworks, name) }
+func vnetID(name string) string {
+	return api.ResourceID(testSub, testRG, api.TypeVirtualNetworks, name)
+}
 
 // poll is await on the background context, to wrap a Begin call:
 // poll(client.BeginX(...)).
@@ -50,14 +56,14 @@ func poll[T any](p *runtime.Poller[T], err error) (T, error) {
 	return await(context.Background(), p, err)
 }
 
-func (e *aroundEnv) peer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat, opts *armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions) (armnetwork.VirtualNetworkPeering, error) {
-	props.RemoteVirtualNetwork = &armnetwork.SubResource{ID: ptr(vnetID(remote))}
+func (e *interconnectEnv) peer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat, opts *armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions) (armnetwork.VirtualNetworkPeering, error) {
+	props.RemoteVirtualNetwork = &armnetwork.SubResource{ID: api.Ptr(vnetID(remote))}
 	p, err := e.peerings.BeginCreateOrUpdate(context.Background(), testRG, vnet, name, armnetwork.VirtualNetworkPeering{Properties: &props}, opts)
 	r, err := poll(p, err)
 	return r.VirtualNetworkPeering, err
 }
 
-func (e *aroundEnv) mustPeer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat) armnetwork.VirtualNetworkPeering {
+func (e *interconnectEnv) mustPeer(vnet, name, remote string, props armnetwork.VirtualNetworkPeeringPropertiesFormat) armnetwork.VirtualNetworkPeering {
 	e.t.Helper()
 	p, err := e.peer(vnet, name, remote, props, nil)
 	if err != nil {
@@ -66,7 +72,7 @@ func (e *aroundEnv) mustPeer(vnet, name, remote string, props armnetwork.Virtual
 	return p
 }
 
-func (e *aroundEnv) getPeering(vnet, name string) armnetwork.VirtualNetworkPeering {
+func (e *interconnectEnv) getPeering(vnet, name string) armnetwork.VirtualNetworkPeering {
 	e.t.Helper()
 	r, err := e.peerings.Get(context.Background(), testRG, vnet, name, nil)
 	if err != nil {
@@ -82,14 +88,14 @@ func state(p armnetwork.VirtualNetworkPeering) string {
 func TestPeeringLifecycle(t *testing.T) {
 	for _, mode := range transports {
 		t.Run(mode, func(t *testing.T) {
-			e := newAroundEnv(t, mode)
+			e := newInterconnectEnv(t, mode)
 			ctx := context.Background()
 
 			// One side: Initiated, Azure's defaults, the remote space as peered.
 			p := e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{})
 			if state(p) != "Initiated/FullyInSync" || !*p.Properties.AllowVirtualNetworkAccess || *p.Properties.AllowForwardedTraffic ||
 				*p.Properties.AllowGatewayTransit || *p.Properties.UseRemoteGateways || *p.Properties.ProvisioningState != "Succeeded" ||
-				*p.Type != armTypePeering || *p.Properties.RemoteAddressSpace.AddressPrefixes[0] != "10.250.0.0/16" {
+				*p.Type != network.ARMTypePeering || *p.Properties.RemoteAddressSpace.AddressPrefixes[0] != "10.250.0.0/16" {
 				t.Fatalf("first side: %s %+v", state(p), *p.Properties)
 			}
 			// The VNet GET lists it inline, as ARM does.
@@ -102,7 +108,7 @@ func TestPeeringLifecycle(t *testing.T) {
 			}
 
 			// The other side: both Connected.
-			back := e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowForwardedTraffic: ptr(true)})
+			back := e.mustPeer("hub-vnet", "to-cluster", "kubernetes-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{AllowForwardedTraffic: api.Ptr(true)})
 			if state(back) != "Connected/FullyInSync" || state(e.getPeering("kubernetes-vnet", "to-hub")) != "Connected/FullyInSync" {
 				t.Fatalf("after both sides: %s, %s", state(back), state(e.getPeering("kubernetes-vnet", "to-hub")))
 			}
@@ -118,27 +124,27 @@ func TestPeeringLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hub.Properties.AddressSpace.AddressPrefixes = append(hub.Properties.AddressSpace.AddressPrefixes, ptr("10.251.0.0/16"))
+			hub.Properties.AddressSpace.AddressPrefixes = append(hub.Properties.AddressSpace.AddressPrefixes, api.Ptr("10.251.0.0/16"))
 			if _, err := e.putVNet(ctx, testRG, "hub-vnet", hub.VirtualNetwork); err != nil {
 				t.Fatal(err)
 			}
 			p = e.getPeering("kubernetes-vnet", "to-hub")
 			if state(p) != "Connected/RemoteNotInSync" || len(p.Properties.RemoteVirtualNetworkAddressSpace.AddressPrefixes) != 2 ||
 				len(p.Properties.RemoteAddressSpace.AddressPrefixes) != 1 {
-				t.Fatalf("after the hub grew: %s remote %v current %v", state(p), spaceOf(p.Properties.RemoteAddressSpace), spaceOf(p.Properties.RemoteVirtualNetworkAddressSpace))
+				t.Fatalf("after the hub grew: %s remote %v current %v", state(p), network.SpaceOf(p.Properties.RemoteAddressSpace), network.SpaceOf(p.Properties.RemoteVirtualNetworkAddressSpace))
 			}
 			if got := state(e.getPeering("hub-vnet", "to-cluster")); got != "Connected/LocalNotInSync" {
 				t.Fatalf("the hub's side after it grew: %s", got)
 			}
 			p, err = e.peer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{},
-				&armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions{SyncRemoteAddressSpace: ptr(armnetwork.SyncRemoteAddressSpaceTrue)})
+				&armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions{SyncRemoteAddressSpace: api.Ptr(armnetwork.SyncRemoteAddressSpaceTrue)})
 			if err != nil || state(p) != "Connected/FullyInSync" || len(p.Properties.RemoteAddressSpace.AddressPrefixes) != 2 {
-				t.Fatalf("after a sync: %v %s %v", err, state(p), spaceOf(p.Properties.RemoteAddressSpace))
+				t.Fatalf("after a sync: %v %s %v", err, state(p), network.SpaceOf(p.Properties.RemoteAddressSpace))
 			}
 
 			// A stale If-Match is refused.
 			_, err = e.peerings.BeginCreateOrUpdate(withHeader(ctx, "If-Match", `W/"stale"`), testRG, "kubernetes-vnet", "to-hub",
-				armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{RemoteVirtualNetwork: &armnetwork.SubResource{ID: ptr(vnetID("hub-vnet"))}}}, nil)
+				armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{RemoteVirtualNetwork: &armnetwork.SubResource{ID: api.Ptr(vnetID("hub-vnet"))}}}, nil)
 			respErr(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 
 			// List, then delete the hub's side: the cluster's is Disconnected.
@@ -159,10 +165,10 @@ func TestPeeringLifecycle(t *testing.T) {
 }
 
 func TestPeeringRefusals(t *testing.T) {
-	e := newAroundEnv(t, "inprocess")
+	e := newInterconnectEnv(t, "inprocess")
 	ctx := context.Background()
-	if _, err := e.putVNet(ctx, testRG, "overlapping", armnetwork.VirtualNetwork{Location: ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr("10.240.128.0/17")}}}}); err != nil {
+	if _, err := e.putVNet(ctx, testRG, "overlapping", armnetwork.VirtualNetwork{Location: api.Ptr(testLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{api.Ptr("10.240.128.0/17")}}}}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustPeer("kubernetes-vnet", "to-hub", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{})
@@ -176,7 +182,7 @@ func TestPeeringRefusals(t *testing.T) {
 		{"overlapping spaces", "kubernetes-vnet", "overlap", "overlapping", armnetwork.VirtualNetworkPeeringPropertiesFormat{}, "VnetAddressSpacesOverlap"},
 		{"a second peering to the same network", "kubernetes-vnet", "again", "hub-vnet", armnetwork.VirtualNetworkPeeringPropertiesFormat{}, "VnetPeeringAlreadyExists"},
 		{"remote gateways of a network without one", "kubernetes-vnet", "to-hub", "hub-vnet",
-			armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: ptr(true)}, "RemoteVnetHasNoGateways"},
+			armnetwork.VirtualNetworkPeeringPropertiesFormat{UseRemoteGateways: api.Ptr(true)}, "RemoteVnetHasNoGateways"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +194,6 @@ func TestPeeringRefusals(t *testing.T) {
 		armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{}}, nil)
 	respErr(t, err, http.StatusBadRequest, "InvalidRequestFormat")
 	_, err = e.peerings.BeginCreateOrUpdate(ctx, testRG, "nope-vnet", "x",
-		armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{RemoteVirtualNetwork: &armnetwork.SubResource{ID: ptr(vnetID("hub-vnet"))}}}, nil)
+		armnetwork.VirtualNetworkPeering{Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{RemoteVirtualNetwork: &armnetwork.SubResource{ID: api.Ptr(vnetID("hub-vnet"))}}}, nil)
 	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
 }

@@ -17,6 +17,10 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 func TestMain(m *testing.M) {
@@ -35,7 +39,7 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	e.seedVNet(ctx, testRG)
 	rt := e.mustPutTable(ctx, testRG, "rt", table(vaRoute("r", "10.200.0.0/24", "10.240.0.20")))
 	if _, err := e.putSubnet(ctx, testRG, "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: rt.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	before := e.getTable(ctx, testRG, "rt")
@@ -44,7 +48,7 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	// servers here share a fake one.
 	clock := newTestClock()
 	slow := New(st, Options{OperationDuration: 300 * time.Millisecond, Clock: clock.Now})
-	tables, _ := armnetwork.NewRouteTablesClient(testSub, Credential{}, slow.ClientOptions())
+	tables, _ := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, slow.ClientOptions())
 	if _, err := tables.BeginCreateOrUpdate(ctx, testRG, "pending", table(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +60,8 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	defer st2.Close()
 	e2 := newEnvOn(t, "loopback", st2, Options{Clock: clock.Now})
 	after := e2.getTable(ctx, testRG, "rt")
-	if str(after.Etag) != str(before.Etag) || len(after.Properties.Routes) != 1 || len(subnetIDs(after)) != 1 {
-		t.Errorf("after reopen: etag %s (was %s), routes %v, subnets %v", str(after.Etag), str(before.Etag), routeNames(after), subnetIDs(after))
+	if api.Str(after.Etag) != api.Str(before.Etag) || len(after.Properties.Routes) != 1 || len(subnetIDs(after)) != 1 {
+		t.Errorf("after reopen: etag %s (was %s), routes %v, subnets %v", api.Str(after.Etag), api.Str(before.Etag), routeNames(after), subnetIDs(after))
 	}
 	if got := e2.getTable(ctx, testRG, "pending"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateUpdating {
 		t.Errorf("pending operation state after reopen = %v", *got.Properties.ProvisioningState)
@@ -65,40 +69,6 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	clock.Advance(300 * time.Millisecond)
 	if got := e2.getTable(ctx, testRG, "pending"); *got.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
 		t.Errorf("pending operation did not finish after reopen: %v", *got.Properties.ProvisioningState)
-	}
-}
-
-func TestOpenRefusesNewerSchema(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "fabric.db")
-	st := openStore(t, path)
-	if _, err := st.db.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
-		t.Errorf("Open of a newer state = %v", err)
-	}
-	if _, err := Open(ctx, filepath.Join(t.TempDir(), "what?.db")); err == nil {
-		t.Error("Open of a path with '?' succeeded")
-	}
-	// Other unusual characters are fine.
-	odd := filepath.Join(t.TempDir(), "a #b %20c.db")
-	st2, err := Open(ctx, odd)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", odd, err)
-	}
-	var mode string
-	var timeout int
-	if err := st2.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
-		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
-	}
-	if err := st2.db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout); err != nil || timeout != busyTimeoutMS {
-		t.Errorf("busy_timeout = %d, %v", timeout, err)
-	}
-	st2.Close()
-	if _, err := os.Stat(odd); err != nil {
-		t.Errorf("state file not at %q: %v", odd, err)
 	}
 }
 
@@ -118,14 +88,14 @@ const (
 func childWriter() int {
 	ctx := context.Background()
 	me := os.Getenv(childEnv)
-	st, err := Open(ctx, os.Getenv(childState))
+	st, err := store.Open(ctx, os.Getenv(childState))
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
 	}
 	defer st.Close()
 	srv := New(st, Options{OperationDuration: 5 * time.Millisecond})
-	tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, srv.ClientOptions())
+	tables, err := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -145,7 +115,7 @@ func childWriter() int {
 		}
 		mine, seenOthers := 0, 0
 		for _, r := range cur.Properties.Routes {
-			if strings.HasPrefix(str(r.Name), me+"-") {
+			if strings.HasPrefix(api.Str(r.Name), me+"-") {
 				mine++
 			} else {
 				seenOthers++
@@ -158,7 +128,7 @@ func childWriter() int {
 		others = seenOthers
 		rt := cur.RouteTable
 		rt.Properties.Routes = append(rt.Properties.Routes, vaRoute(fmt.Sprintf("%s-%d", me, i), fmt.Sprintf("10.%d.%d.0/24", me[0], i), "10.240.0.4"))
-		p, err := tables.BeginCreateOrUpdate(withHeader(ctx, "If-Match", str(cur.Etag)), testRG, "shared", rt, nil)
+		p, err := tables.BeginCreateOrUpdate(withHeader(ctx, "If-Match", api.Str(cur.Etag)), testRG, "shared", rt, nil)
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict) {
 			retries++
@@ -262,7 +232,7 @@ func TestTwoProcessesShareAStateFile(t *testing.T) {
 	if !sawAll {
 		t.Error("neither process saw all of the other's routes")
 	}
-	st, err = Open(ctx, path)
+	st, err = store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

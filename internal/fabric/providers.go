@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // Resource provider registration, as ARM does it: every subscription has a
@@ -85,12 +88,12 @@ func canonicalNamespace(ns string) (string, bool) {
 }
 
 // registrationState is a namespace's state in a subscription at now.
-func registrationState(tx *txn, sub, ns string, now int64) (string, error) {
+func registrationState(tx *store.Txn, sub, ns string, now int64) (string, error) {
 	if slices.ContainsFunc(defaultRegistered, func(d string) bool { return strings.EqualFold(d, ns) }) {
 		return regRegistered, nil
 	}
 	var exists int
-	err := tx.QueryRowContext(tx.ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'provider_registrations'`).Scan(&exists)
+	err := tx.QueryRowContext(tx.Ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'provider_registrations'`).Scan(&exists)
 	if err != nil {
 		return "", fmt.Errorf("reading provider registrations: %w", err)
 	}
@@ -99,8 +102,8 @@ func registrationState(tx *txn, sub, ns string, now int64) (string, error) {
 	}
 	var state string
 	var settles int64
-	err = tx.QueryRowContext(tx.ctx, `SELECT state, settles_at FROM provider_registrations WHERE sub_key = ? AND namespace = ?`,
-		key(sub), key(ns)).Scan(&state, &settles)
+	err = tx.QueryRowContext(tx.Ctx, `SELECT state, settles_at FROM provider_registrations WHERE sub_key = ? AND namespace = ?`,
+		api.Key(sub), api.Key(ns)).Scan(&state, &settles)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return regNotRegistered, nil
@@ -125,19 +128,19 @@ func namespaceBody(sub, ns, state string) map[string]any {
 	return b
 }
 
-func errUnknownNamespace(ns string) *apiError {
-	return newError(http.StatusNotFound, "InvalidResourceNamespace",
+func errUnknownNamespace(ns string) *api.Error {
+	return api.NewError(http.StatusNotFound, "InvalidResourceNamespace",
 		"The resource namespace '%s' is invalid: the routekeeper fabric does not know it (docs/fabric.md lists its providers).", ns)
 }
 
-func (s *Server) getProvider(ctx context.Context, q *request) (*response, error) {
-	sub := q.segs[1]
-	ns, ok := canonicalNamespace(q.segs[3])
+func (s *Server) getProvider(ctx context.Context, q *api.Request) (*api.Response, error) {
+	sub := q.Segs[1]
+	ns, ok := canonicalNamespace(q.Segs[3])
 	if !ok {
-		return nil, errUnknownNamespace(q.segs[3])
+		return nil, errUnknownNamespace(q.Segs[3])
 	}
 	var body map[string]any
-	err := s.view(ctx, func(tx *txn) error {
+	err := s.net.View(ctx, func(tx *store.Txn) error {
 		state, err := registrationState(tx, sub, ns, s.now().UnixNano())
 		body = namespaceBody(sub, ns, state)
 		return err
@@ -145,13 +148,13 @@ func (s *Server) getProvider(ctx context.Context, q *request) (*response, error)
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: body}, nil
+	return &api.Response{Status: http.StatusOK, Body: body}, nil
 }
 
-func (s *Server) listProviders(ctx context.Context, q *request) (*response, error) {
-	sub := q.segs[1]
+func (s *Server) listProviders(ctx context.Context, q *api.Request) (*api.Response, error) {
+	sub := q.Segs[1]
 	value := make([]any, 0, len(providerNamespaces))
-	err := s.view(ctx, func(tx *txn) error {
+	err := s.net.View(ctx, func(tx *store.Txn) error {
 		now := s.now().UnixNano()
 		for _, ns := range providerNamespaces {
 			state, err := registrationState(tx, sub, ns, now)
@@ -165,20 +168,20 @@ func (s *Server) listProviders(ctx context.Context, q *request) (*response, erro
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: map[string]any{"value": value}}, nil
+	return &api.Response{Status: http.StatusOK, Body: map[string]any{"value": value}}, nil
 }
 
 // registerProvider serves POST /subscriptions/{sub}/providers/{ns}/register:
 // 200 with the provider, Registering until the operation duration has
 // passed (at once with a duration of 0), then Registered.
-func (s *Server) registerProvider(ctx context.Context, q *request) (*response, error) {
-	sub := q.segs[1]
-	ns, ok := canonicalNamespace(q.segs[3])
+func (s *Server) registerProvider(ctx context.Context, q *api.Request) (*api.Response, error) {
+	sub := q.Segs[1]
+	ns, ok := canonicalNamespace(q.Segs[3])
 	if !ok {
-		return nil, errUnknownNamespace(q.segs[3])
+		return nil, errUnknownNamespace(q.Segs[3])
 	}
 	var body map[string]any
-	err := s.store.write(ctx, func(tx *txn) error {
+	err := s.store.Write(ctx, func(tx *store.Txn) error {
 		now := s.now()
 		state, err := registrationState(tx, sub, ns, now.UnixNano())
 		if err != nil {
@@ -189,12 +192,12 @@ func (s *Server) registerProvider(ctx context.Context, q *request) (*response, e
 			if s.opDuration == 0 {
 				state = regRegistered
 			}
-			if _, err := tx.ExecContext(tx.ctx, registrationsSchema); err != nil {
+			if _, err := tx.ExecContext(tx.Ctx, registrationsSchema); err != nil {
 				return fmt.Errorf("creating the provider registrations table: %w", err)
 			}
-			if _, err := tx.ExecContext(tx.ctx, `INSERT INTO provider_registrations(sub_key, namespace, state, settles_at) VALUES (?,?,?,?)
+			if _, err := tx.ExecContext(tx.Ctx, `INSERT INTO provider_registrations(sub_key, namespace, state, settles_at) VALUES (?,?,?,?)
 				ON CONFLICT(sub_key, namespace) DO UPDATE SET state = excluded.state, settles_at = excluded.settles_at`,
-				key(sub), key(ns), state, now.Add(s.opDuration).UnixNano()); err != nil {
+				api.Key(sub), api.Key(ns), state, now.Add(s.opDuration).UnixNano()); err != nil {
 				return fmt.Errorf("registering %s: %w", ns, err)
 			}
 		}
@@ -204,5 +207,5 @@ func (s *Server) registerProvider(ctx context.Context, q *request) (*response, e
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: body}, nil
+	return &api.Response{Status: http.StatusOK, Body: body}, nil
 }

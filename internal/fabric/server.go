@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,13 +8,16 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/authz"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 // MaxRequestBody is the largest request body the fabric reads; ARM's own
@@ -52,41 +54,35 @@ type Options struct {
 // Server is the fabric's http.Handler. It is safe for concurrent use, and
 // several Servers (in several processes) may share one state file.
 type Server struct {
-	store      *Store
+	store      *store.Store
 	opDuration time.Duration
-	routeLimit int
-	pageSize   int
 	log        *slog.Logger
 	now        func() time.Time
 
-	mu       sync.Mutex // guards the fields below
-	faults   Faults
-	rng      *rand.Rand
-	buckets  map[string]*bucket
-	failLeft int // FailNextOperations still to apply
-	intrLeft int // IntruderNextGets still to apply
+	inj *injector // fault injection (faults.go)
 
-	authz authzCache // the authorization state (authz_store.go); has its own lock
+	az *authz.Provider  // authorization: the checks and Microsoft.Authorization
+	id *identity.Server // the login authority, tokens and cloud metadata
 
-	types map[string]*resourceType // the Microsoft.Network types served (types.go)
+	net *network.Provider // Microsoft.Network, resource groups and operations
+	// providers serve the resource provider namespaces, by key(namespace).
+	providers map[string]provider
 }
 
 // New returns a Server over store.
-func New(store *Store, opts Options) *Server {
+func New(st *store.Store, opts Options) *Server {
 	s := &Server{
-		store:      store,
+		store:      st,
 		opDuration: max(opts.OperationDuration, 0),
-		routeLimit: opts.RouteLimit,
-		pageSize:   opts.PageSize,
 		log:        opts.Logger,
 		now:        opts.Clock,
-		buckets:    map[string]*bucket{},
 	}
-	if s.routeLimit <= 0 {
-		s.routeLimit = DefaultRouteLimit
+	routeLimit, pageSize := opts.RouteLimit, opts.PageSize
+	if routeLimit <= 0 {
+		routeLimit = DefaultRouteLimit
 	}
-	if s.pageSize <= 0 {
-		s.pageSize = DefaultPageSize
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -98,106 +94,27 @@ func New(store *Store, opts Options) *Server {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	s.types = s.resourceTypes()
-	s.SetFaults(opts.Faults)
+	s.inj = newInjector(opts.Faults, seed, s.now)
+	// The policy check of a write reads the resource as stored through the
+	// network provider's view, which settles due operations first.
+	view := func(ctx context.Context, fn func(*store.Txn) error) error { return s.net.View(ctx, fn) }
+	s.az = authz.New(authz.Config{Store: s.store, Log: s.log, Now: s.now, View: view, Groups: network.Groups{}})
+	s.id = &identity.Server{Now: s.now, Log: s.log, Principals: s.az}
+	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: routeLimit, PageSize: pageSize,
+		Log: s.log, Now: s.now, Faults: s.inj, Polls: s.az})
+	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net}
 	return s
-}
-
-// Store returns the server's state.
-func (s *Server) Store() *Store { return s.store }
-
-// RouteLimit is the number of routes the server allows per table.
-func (s *Server) RouteLimit() int { return s.routeLimit }
-
-// request is a parsed ARM request.
-type request struct {
-	r          *http.Request
-	method     string
-	base       string // scheme://host of the request, for absolute URLs
-	apiVersion string
-	segs       []string // path segments
-	body       []byte
-	query      url.Values
-	out        http.Header // the response headers, for the pipeline to add to
-	caller     caller      // who asks, from the bearer token (authorize.go)
-	authz      *authzState // the authorization state the request was checked against
-}
-
-// response is what a handler answers.
-type response struct {
-	status int
-	body   any // marshalled as JSON; nil for no body
-	header http.Header
-}
-
-func (q *request) header(name string) string { return q.r.Header.Get(name) }
-
-// baseURL is the scheme and host the client used: absolute URLs in
-// Azure-AsyncOperation, Location and nextLink must point back at us, over
-// loopback, through the in-process transport, or through a proxy that
-// terminates TLS and says so in Forwarded or X-Forwarded-Proto/-Host.
-func baseURL(r *http.Request) string {
-	scheme := r.URL.Scheme
-	if scheme == "" {
-		scheme = "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-	}
-	host := r.Host
-	if host == "" {
-		host = r.URL.Host
-	}
-	fwdProto, fwdHost := forwarded(r.Header)
-	if fwdProto == "http" || fwdProto == "https" {
-		scheme = fwdProto
-	}
-	if fwdHost != "" {
-		host = fwdHost
-	}
-	if host == "" {
-		host = "localhost"
-	}
-	return scheme + "://" + host
-}
-
-// forwarded reads the protocol and host a client used from the first hop of
-// a Forwarded header (RFC 7239), else from X-Forwarded-Proto/-Host.
-func forwarded(h http.Header) (proto, host string) {
-	if f := h.Get("Forwarded"); f != "" {
-		first, _, _ := strings.Cut(f, ",")
-		for _, pair := range strings.Split(first, ";") {
-			k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
-			if !ok {
-				continue
-			}
-			v = strings.Trim(v, `"`)
-			switch strings.ToLower(k) {
-			case "proto":
-				proto = strings.ToLower(v)
-			case "host":
-				host = v
-			}
-		}
-		return proto, host
-	}
-	first := func(v string) string {
-		v, _, _ = strings.Cut(v, ",")
-		return strings.TrimSpace(v)
-	}
-	return strings.ToLower(first(h.Get("X-Forwarded-Proto"))), first(h.Get("X-Forwarded-Host"))
 }
 
 // ServeHTTP serves the ARM paths of Microsoft.Network (see docs/fabric.md)
 // and the control endpoint under /_fabric/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if strings.HasPrefix(r.URL.Path, controlPrefix) {
+	if strings.HasPrefix(r.URL.Path, api.ControlPrefix) {
 		s.serveControl(w, r)
 		return
 	}
-	if s.serveIdentity(w, r) {
+	if s.id.Serve(w, r) {
 		s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
 		return
 	}
@@ -224,90 +141,82 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveARM runs the ARM pipeline: body limit, authentication, api-version,
 // injected faults and throttling, then the resource handler.
-func (s *Server) serveARM(r *http.Request, out http.Header) (*response, error) {
-	q := &request{r: r, method: r.Method, base: baseURL(r), query: r.URL.Query(), out: out}
-	segs, err := pathSegments(r.URL)
+func (s *Server) serveARM(r *http.Request, out http.Header) (*api.Response, error) {
+	q := &api.Request{HTTP: r, Method: r.Method, Base: api.BaseURL(r), Query: r.URL.Query(), Out: out}
+	segs, err := api.PathSegments(r.URL)
 	if err != nil {
 		return nil, err
 	}
-	q.segs = segs
-	write := isWrite(r.Method)
+	q.Segs = segs
+	write := api.IsWrite(r.Method)
 	// Every answer carries the remaining quota, even a refused one.
-	s.quotaHeaders(q, write)
+	s.inj.quotaHeaders(q, write)
 	if r.Body != nil {
 		b, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
 		if err != nil {
-			return nil, errInvalidContent(err)
+			return nil, api.InvalidContent(err)
 		}
 		if len(b) > MaxRequestBody {
-			return nil, newError(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
+			return nil, api.NewError(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
 				"The request content size exceeds the maximum size of %d bytes.", MaxRequestBody)
 		}
-		q.body = b
+		q.Body = b
 	}
 	if err := checkAuth(r); err != nil {
 		return nil, err
 	}
-	q.apiVersion = q.query.Get("api-version")
-	if q.apiVersion == "" {
-		return nil, badRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
+	q.APIVersion = q.Query.Get("api-version")
+	if q.APIVersion == "" {
+		return nil, api.BadRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 	}
 	s.checkKnown(q)
-	if err := s.injectFaults(r.Context(), q, write); err != nil {
+	if err := s.inj.injectFaults(r.Context(), q, write); err != nil {
 		return nil, err
 	}
-	if err := s.authorize(r.Context(), q); err != nil {
+	if err := s.az.Authorize(r.Context(), q); err != nil {
 		return nil, err
 	}
 	return s.route(r.Context(), q)
 }
 
-func isWrite(method string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return false
-	}
-	return true
-}
-
 func checkAuth(r *http.Request) error {
 	a := r.Header.Get("Authorization")
 	if a == "" {
-		return errUnauthenticated("The 'Authorization' header is missing.")
+		return api.Unauthenticated("The 'Authorization' header is missing.")
 	}
 	scheme, token, ok := strings.Cut(a, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return errUnauthenticated("The 'Authorization' header is provided in an invalid format.")
+		return api.Unauthenticated("The 'Authorization' header is provided in an invalid format.")
 	}
 	return nil
 }
 
 // write sends resp, or err as an ARM error body, and returns the status.
-func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *response, err error) int {
+func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *api.Response, err error) int {
 	if err != nil {
-		var ae *apiError
+		var ae *api.Error
 		if !errors.As(err, &ae) {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				ae = newError(http.StatusRequestTimeout, "RequestTimeout", "The request was canceled: %v", err)
+				ae = api.NewError(http.StatusRequestTimeout, "RequestTimeout", "The request was canceled: %v", err)
 			} else {
 				s.log.Error("fabric internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-				ae = errInternal(err)
+				ae = api.Internal(err)
 			}
 		}
-		for k, v := range ae.header {
+		for k, v := range ae.Header {
 			w.Header()[k] = v
 		}
-		resp = &response{status: ae.Status, body: ae.body()}
+		resp = &api.Response{Status: ae.Status, Body: ae.Body()}
 	}
-	for k, v := range resp.header {
+	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}
-	if resp.body == nil {
-		w.WriteHeader(resp.status)
-		return resp.status
+	if resp.Body == nil {
+		w.WriteHeader(resp.Status)
+		return resp.Status
 	}
 	var b []byte
-	switch v := resp.body.(type) {
+	switch v := resp.Body.(type) {
 	case json.RawMessage:
 		b = v
 	default:
@@ -320,208 +229,107 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *response, e
 		}
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(resp.status)
+	w.WriteHeader(resp.Status)
 	if r.Method != http.MethodHead {
 		w.Write(b)
 	}
-	return resp.status
-}
-
-// pathSegments splits the escaped path, then unescapes each segment: a
-// name holding %2F stays one segment (and fails the name rules) rather
-// than becoming a path separator.
-func pathSegments(u *url.URL) ([]string, error) {
-	segs := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
-	for i, s := range segs {
-		d, err := url.PathUnescape(s)
-		if err != nil {
-			return nil, badRequest("InvalidRequestUri", "The request URI path segment %q is not valid: %v", s, err)
-		}
-		segs[i] = d
-	}
-	return segs, nil
+	return resp.Status
 }
 
 // route dispatches on the path. Fixed segments compare case-insensitively.
-func (s *Server) route(ctx context.Context, q *request) (*response, error) {
-	seg := q.segs
+func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, error) {
+	seg := q.Segs
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
 	n := len(seg)
 	if is(0, "tenants") && n == 1 {
-		return s.methods(q, map[string]handler{"GET": s.listTenants})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listTenants})(ctx, q)
 	}
-	if authorizationIndex(seg) >= 0 {
-		return s.authorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
+	if authz.AuthorizationIndex(seg) >= 0 {
+		return s.az.AuthorizationAPI(ctx, q) // Microsoft.Authorization at any scope: authz_api.go
 	}
 	if !is(0, "subscriptions") {
-		return nil, errNoRoute(q)
+		return nil, api.NoRoute(q)
 	}
 	switch {
 	case n == 1:
-		return s.methods(q, map[string]handler{"GET": s.listSubscriptions})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.ListSubscriptions})(ctx, q)
 	case n == 2:
-		return s.methods(q, map[string]handler{"GET": s.getSubscription})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.GetSubscription})(ctx, q)
 	case n == 3 && is(2, "locations"):
-		return s.methods(q, map[string]handler{"GET": s.listLocations})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listLocations})(ctx, q)
 	case n == 3 && is(2, "resources"):
-		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listGenericResources})(ctx, q)
 	case n == 3 && is(2, "providers"):
-		return s.methods(q, map[string]handler{"GET": s.listProviders})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listProviders})(ctx, q)
 	case n == 4 && is(2, "providers"):
-		return s.methods(q, map[string]handler{"GET": s.getProvider})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.getProvider})(ctx, q)
 	case n == 5 && is(2, "providers") && is(4, "register"):
-		return s.methods(q, map[string]handler{"POST": s.registerProvider})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"POST": s.registerProvider})(ctx, q)
 	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
-		return s.methods(q, map[string]handler{"GET": s.listGenericResources})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.listGenericResources})(ctx, q)
 	case is(2, "resourcegroups") && n == 3:
-		return s.methods(q, map[string]handler{"GET": s.listResourceGroups})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.ListResourceGroups})(ctx, q)
 	case is(2, "resourcegroups") && n == 4:
-		return s.methods(q, map[string]handler{
-			"GET": s.getResourceGroup, "HEAD": s.headResourceGroup, "PUT": s.putResourceGroup,
-			"PATCH": s.patchResourceGroup, "DELETE": s.deleteResourceGroup,
+		return api.Methods(q, map[string]api.Handler{
+			"GET": s.net.GetResourceGroup, "HEAD": s.net.HeadResourceGroup, "PUT": s.net.PutResourceGroup,
+			"PATCH": s.net.PatchResourceGroup, "DELETE": s.net.DeleteResourceGroup,
 		})(ctx, q)
 	case is(2, "operationresults") && n == 4:
-		return s.methods(q, map[string]handler{"GET": s.getRGOperationResult})(ctx, q)
+		return api.Methods(q, map[string]api.Handler{"GET": s.net.GetRGOperationResult})(ctx, q)
 	case is(2, "providers") && n >= 4:
-		if !is(3, networkNamespace) {
-			return nil, errNamespace(q, seg[3])
+		p, ok := s.provider(seg[3])
+		if !ok {
+			return nil, api.InvalidNamespace(q, seg[3])
 		}
-		if t, ok := lookupFold(s.types, seg[4]); ok && n == 5 && t.inSubscription {
-			return s.methods(q, map[string]handler{"GET": t.list})(ctx, q)
-		}
-		switch {
-		case n == 8 && is(4, "locations") && is(6, "operations"):
-			return s.methods(q, map[string]handler{"GET": s.getOperation})(ctx, q)
-		case n == 8 && is(4, "locations") && is(6, "operationResults"):
-			return s.methods(q, map[string]handler{"GET": s.getOperationResult})(ctx, q)
-		}
-		if n >= 5 {
-			return nil, errResourceType(q, seg[4])
-		}
-		return nil, errNoRoute(q)
+		return p.ServeSubscription(ctx, q)
 	case is(2, "resourcegroups") && is(4, "providers") && n >= 6:
-		if !is(5, networkNamespace) {
-			return nil, errNamespace(q, seg[5])
+		p, ok := s.provider(seg[5])
+		if !ok {
+			return nil, api.InvalidNamespace(q, seg[5])
 		}
-		if n < 7 {
-			return nil, errNoRoute(q)
+		if n < 7 || seg[1] == "" || seg[3] == "" {
+			return nil, api.NoRoute(q)
 		}
-		if seg[1] == "" || seg[3] == "" {
-			return nil, errNoRoute(q)
-		}
-		if t, ok := lookupFold(s.types, seg[6]); ok {
-			return s.serveType(ctx, q, t, n) // types.go
-		}
-		return nil, errResourceType(q, seg[6])
+		return p.ServeGroup(ctx, q)
 	}
-	return nil, errNoRoute(q)
+	return nil, api.NoRoute(q)
 }
 
-type handler func(context.Context, *request) (*response, error)
+// DefaultSubscription is the subscription ID used when none is given. The
+// fabric accepts any subscription ID; this one is only a convention.
+const DefaultSubscription = api.DefaultSubscription
 
-// methods picks the handler for the request method: 405 when there is none.
-func (s *Server) methods(q *request, hs map[string]handler) handler {
-	if h, ok := hs[q.method]; ok {
-		return h
-	}
-	return func(context.Context, *request) (*response, error) {
-		var allowed []string
-		for m := range hs {
-			allowed = append(allowed, m)
-		}
-		e := newError(http.StatusMethodNotAllowed, "HttpMethodNotSupported",
-			"The requested resource does not support http method '%s'.", q.method)
-		e.header = http.Header{"Allow": {strings.Join(slices.Sorted(slices.Values(allowed)), ", ")}}
-		return nil, e
-	}
+// AdminClientID is the client the fabric's own tools authenticate as: the
+// fabric's administrator (see api.AdminClientID).
+const AdminClientID = api.AdminClientID
+
+// Store is the fabric's state (see package store).
+type Store = store.Store
+
+// Open opens (creating if needed) the state file at path.
+func Open(ctx context.Context, path string) (*Store, error) { return store.Open(ctx, path) }
+
+// OpenMemory opens an empty in-memory state, for tests.
+func OpenMemory(ctx context.Context) (*Store, error) { return store.OpenMemory(ctx) }
+
+// DefaultTenant is the tenant every subscription of the fabric belongs to.
+const DefaultTenant = api.DefaultTenant
+
+// provider serves one resource provider namespace below a subscription
+// and below a resource group. The pipeline (body limit, authentication,
+// api-version, faults, authorization) has run when it is called, and the
+// namespace segment matched.
+type provider interface {
+	// Namespace is the namespace served, e.g. Microsoft.Network.
+	Namespace() string
+	// ServeSubscription serves /subscriptions/{sub}/providers/{namespace}/...
+	ServeSubscription(ctx context.Context, q *api.Request) (*api.Response, error)
+	// ServeGroup serves /subscriptions/{sub}/resourceGroups/{rg}/providers/{namespace}/{type}/...
+	ServeGroup(ctx context.Context, q *api.Request) (*api.Response, error)
 }
 
-func errNoRoute(q *request) *apiError {
-	return newError(http.StatusNotFound, "InvalidRequestUri",
-		"The request URI '%s' is not valid: the routekeeper fabric serves only the Microsoft.Network paths of docs/fabric.md.", q.r.URL.Path)
+// provider finds the provider of a namespace, without regard to case.
+func (s *Server) provider(namespace string) (provider, bool) {
+	p, ok := s.providers[api.Key(namespace)]
+	return p, ok
 }
-
-func errNamespace(q *request, ns string) *apiError {
-	return badRequest("InvalidResourceNamespace", "The resource namespace '%s' is invalid.", ns)
-}
-
-func errResourceType(q *request, typ string) *apiError {
-	return newError(http.StatusNotFound, "InvalidResourceType",
-		"The resource type '%s' could not be found in the namespace 'Microsoft.Network' for api version '%s'.", typ, q.apiVersion)
-}
-
-// decodeObject unmarshals a JSON object body into v, with Azure's error
-// for anything that is not one.
-func decodeObject(body []byte, v any) error {
-	t := bytes.TrimSpace(body)
-	if len(t) == 0 {
-		return errInvalidContent(errors.New("the request body is empty"))
-	}
-	if t[0] != '{' {
-		return errInvalidContent(errors.New("the request body is not a JSON object"))
-	}
-	if err := json.Unmarshal(t, v); err != nil {
-		return errInvalidContent(err)
-	}
-	return nil
-}
-
-func newEtag() string { return `W/"` + uuid.NewString() + `"` }
-
-// etagMatches compares etags the way a client means them: with or without
-// the weak prefix and quotes.
-func etagMatches(a, b string) bool {
-	norm := func(s string) string {
-		s = strings.TrimSpace(s)
-		s = strings.TrimPrefix(s, "W/")
-		return strings.Trim(s, `"`)
-	}
-	return norm(a) != "" && norm(a) == norm(b)
-}
-
-// checkPreconditions applies If-Match and If-None-Match to a write of the
-// resource with the current etag (exists false when there is none).
-func checkPreconditions(q *request, id string, exists bool, current string) error {
-	if m := q.header("If-Match"); m != "" {
-		if strings.TrimSpace(m) == "*" {
-			if !exists {
-				return errPreconditionFailed(m, "", id)
-			}
-		} else if !exists || !anyEtagMatches(m, current) {
-			return errPreconditionFailed(m, current, id)
-		}
-	}
-	if m := q.header("If-None-Match"); m != "" && exists {
-		if strings.TrimSpace(m) == "*" || anyEtagMatches(m, current) {
-			return errIfNoneMatch(id)
-		}
-	}
-	return nil
-}
-
-func anyEtagMatches(list, current string) bool {
-	for _, e := range strings.Split(list, ",") {
-		if etagMatches(e, current) {
-			return true
-		}
-	}
-	return false
-}
-
-// pageURL is the nextLink for a list continuing after token.
-func pageURL(q *request, token string) *string {
-	v := url.Values{}
-	v.Set("api-version", q.apiVersion)
-	v.Set("$skiptoken", token)
-	u := q.base + q.r.URL.EscapedPath() + "?" + v.Encode()
-	return &u
-}
-
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-func ptr[T any](v T) *T { return &v }

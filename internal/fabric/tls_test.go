@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/store"
 )
 
 func TestBaseURLFromForwardedHeaders(t *testing.T) {
@@ -33,7 +37,7 @@ func TestBaseURLFromForwardedHeaders(t *testing.T) {
 			for k, v := range tc.header {
 				r.Header[k] = v
 			}
-			if got := baseURL(r); got != tc.want {
+			if got := api.BaseURL(r); got != tc.want {
 				t.Errorf("baseURL = %s, want %s", got, tc.want)
 			}
 		})
@@ -44,7 +48,7 @@ func TestBaseURLFromForwardedHeaders(t *testing.T) {
 // plain HTTP fabric; Azure-AsyncOperation, Location and nextLink must
 // point at the proxy's https URL, so the SDK polls and pages through it.
 func TestLinksBehindTLSProxy(t *testing.T) {
-	st, err := OpenMemory(context.Background())
+	st, err := store.OpenMemory(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +66,7 @@ func TestLinksBehindTLSProxy(t *testing.T) {
 	opts.Retry.RetryDelay = 10 * time.Millisecond
 	e := &env{t: t, endpoint: proxy.URL, hc: proxy.Client()}
 	e.createRG(testRG)
-	tables, err := armnetwork.NewRouteTablesClient(testSub, Credential{}, opts)
+	tables, err := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,18 +109,18 @@ func TestLinksBehindTLSProxy(t *testing.T) {
 // certificate is trusted by EndpointClientOptions given the CA file.
 func TestServeTLSWithOwnCA(t *testing.T) {
 	dir := t.TempDir()
-	f, err := EnsureTLS(dir, "fabric.test")
+	f, err := identity.EnsureTLS(dir, "fabric.test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !f.Issued {
 		t.Error("first EnsureTLS issued no certificate")
 	}
-	again, err := EnsureTLS(dir, "fabric.test")
+	again, err := identity.EnsureTLS(dir, "fabric.test")
 	if err != nil || again.Issued {
 		t.Errorf("second EnsureTLS: issued %v, err %v; want the files kept", again.Issued, err)
 	}
-	more, err := EnsureTLS(dir, "127.0.0.2")
+	more, err := identity.EnsureTLS(dir, "127.0.0.2")
 	if err != nil || !more.Issued {
 		t.Errorf("EnsureTLS for a new host: issued %v, err %v; want a new certificate", more.Issued, err)
 	}
@@ -124,7 +128,7 @@ func TestServeTLSWithOwnCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenMemory(context.Background())
+	st, err := store.OpenMemory(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +153,7 @@ func TestServeTLSWithOwnCA(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts.Retry.MaxRetries = -1
-			tables, _ := armnetwork.NewRouteTablesClient(testSub, Credential{}, opts)
+			tables, _ := armnetwork.NewRouteTablesClient(testSub, identity.Credential{}, opts)
 			_, err = tables.Get(context.Background(), testRG, "rt", nil)
 			if tc.wantErr {
 				if err == nil || !strings.Contains(err.Error(), "certificate") {

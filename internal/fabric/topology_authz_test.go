@@ -4,25 +4,29 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 )
 
 // TestApplyAuthorization: a topology file's authorization, with a role
 // file relative to it, applied through the REST API, then applied again
 // without a write.
 func TestApplyAuthorization(t *testing.T) {
-	top, err := LoadTopology("testdata/topology/governed.yaml")
+	top, err := topology.LoadTopology("testdata/topology/governed.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newAuthzEnv(t, "")
 	ctx := context.Background()
-	res, err := Apply(ctx, top, e.srv.ClientOptions(), Credential{})
+	res, err := topology.Apply(ctx, top, e.srv.ClientOptions(), identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
 	for _, c := range res.Changes {
-		if c.Action == ActionCreate {
+		if c.Action == topology.ActionCreate {
 			kinds[c.Kind]++
 		}
 	}
@@ -31,22 +35,22 @@ func TestApplyAuthorization(t *testing.T) {
 			t.Errorf("created %d %s, want 1: %+v", kinds[k], k, res.Changes)
 		}
 	}
-	again, err := Apply(ctx, top, e.srv.ClientOptions(), Credential{})
+	again, err := topology.Apply(ctx, top, e.srv.ClientOptions(), identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Writes != 0 || again.Count(ActionUnchanged) != len(again.Changes) {
+	if again.Writes != 0 || again.Count(topology.ActionUnchanged) != len(again.Changes) {
 		t.Errorf("second apply: %d writes, changes %+v", again.Writes, again.Changes)
 	}
 	// What it declared is in force.
 	if err := putTable(e.as("routekeeper-app"), "my-cluster-rg", "routes", vaRoute("r", "10.244.0.0/24", "10.240.0.9")); err != nil {
 		t.Errorf("routekeeper's role: %v", err)
 	}
-	status, body := e.raw("", "DELETE", netID("my-cluster-rg", typeVirtualNetworks, "vnet")+"?api-version=2024-05-01", nil)
+	status, body := e.raw("", "DELETE", netID("my-cluster-rg", api.TypeVirtualNetworks, "vnet")+"?api-version=2024-05-01", nil)
 	if er, _ := body["error"].(map[string]any); status != 409 || er["code"] != "ScopeLocked" {
 		t.Errorf("deleting the locked VNet = %d %v", status, body)
 	}
-	status, body = e.raw("", "PUT", netID("my-cluster-rg", typeRouteTables, "routes")+"/routes/i?api-version=2024-05-01", routeBodyHop("0.0.0.0/0", "Internet"))
+	status, body = e.raw("", "PUT", netID("my-cluster-rg", api.TypeRouteTables, "routes")+"/routes/i?api-version=2024-05-01", routeBodyHop("0.0.0.0/0", "Internet"))
 	if er, _ := body["error"].(map[string]any); status != 403 || er["code"] != "RequestDisallowedByPolicy" {
 		t.Errorf("an Internet route = %d %v", status, body)
 	}
@@ -89,7 +93,7 @@ authorization:
 		{"unknown field", "  rolez: []\n", "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseTopology([]byte(base + tc.authz))
+			_, err := topology.ParseTopology([]byte(base + tc.authz))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v\nwant one containing %q", err, tc.want)
 			}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
@@ -20,14 +22,14 @@ func TestApplyNICs(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := applyFile(t, e.env, path)
-	if res.Count(ActionCreate) != 2 {
+	if res.Count(topology.ActionCreate) != 2 {
 		t.Errorf("first apply: %+v", res.Changes)
 	}
 	n, err := e.nics.Get(ctx, "kubernetes", "worker-1-nic", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *n.Properties.EnableIPForwarding || str(n.Properties.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.21" {
+	if *n.Properties.EnableIPForwarding || api.Str(n.Properties.IPConfigurations[0].Properties.PrivateIPAddress) != "10.240.0.21" {
 		t.Errorf("worker-1-nic = %+v", n.Properties)
 	}
 	if res := applyFile(t, e.env, path); res.Writes != 0 {
@@ -38,7 +40,7 @@ func TestApplyNICs(t *testing.T) {
 	if err := os.WriteFile(path, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if res := applyFile(t, e.env, path); res.Writes != 1 || res.Count(ActionUpdate) != 1 {
+	if res := applyFile(t, e.env, path); res.Writes != 1 || res.Count(topology.ActionUpdate) != 1 {
 		t.Errorf("forwarding apply: %d writes %+v", res.Writes, res.Changes)
 	}
 	n, _ = e.nics.Get(ctx, "kubernetes", "worker-1-nic", nil)
@@ -56,7 +58,7 @@ func TestNICTopologyErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			_, err := ParseTopology([]byte(strings.Replace(nicTopology, tt.replace, tt.with, 1)))
+			_, err := topology.ParseTopology([]byte(strings.Replace(nicTopology, tt.replace, tt.with, 1)))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want %q", err, tt.want)
 			}

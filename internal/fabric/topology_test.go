@@ -11,11 +11,14 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
 func TestLoadTopology(t *testing.T) {
-	top, err := LoadTopology("testdata/topology/kthw.yaml")
+	top, err := topology.LoadTopology("testdata/topology/kthw.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +26,7 @@ func TestLoadTopology(t *testing.T) {
 		top.ResourceGroups[0].VirtualNetworks[0].Subnets[0].RouteTable != "kubernetes-routes" {
 		t.Errorf("topology = %+v", top)
 	}
-	if _, err := LoadTopology(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := topology.LoadTopology(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -65,7 +68,7 @@ func TestLoadTopologyErrors(t *testing.T) {
 			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadTopology(path)
+			_, err := topology.LoadTopology(path)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -78,14 +81,14 @@ func TestLoadTopologyErrors(t *testing.T) {
 	}
 }
 
-func applyFile(t *testing.T, e *env, path string) ApplyResult {
+func applyFile(t *testing.T, e *env, path string) topology.ApplyResult {
 	t.Helper()
-	top, err := LoadTopology(path)
+	top, err := topology.LoadTopology(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	top.Subscription = testSub // the subscription of the test's clients
-	res, err := Apply(context.Background(), top, e.opts, Credential{})
+	res, err := topology.Apply(context.Background(), top, e.opts, identity.Credential{})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -98,29 +101,29 @@ func TestApply(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t, mode, Options{OperationDuration: 20 * time.Millisecond})
 			res := applyFile(t, e, "testdata/topology/kthw.yaml")
-			if got := res.Count(ActionCreate); got != 6 || res.Writes != 3 {
+			if got := res.Count(topology.ActionCreate); got != 6 || res.Writes != 3 {
 				t.Errorf("first apply: %d creates, %d writes: %+v", got, res.Writes, res.Changes)
 			}
-			// What seed 003 builds with az, with the association.
+			// What Kubernetes the Hard Way on Azure builds with az, with the association.
 			tbl, err := e.tables.Get(ctx, "kubernetes", "kubernetes-routes", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tbl.Properties.Routes) != 2 || len(tbl.Properties.Subnets) != 1 || str(tbl.Tags["env"]) != "test" {
+			if len(tbl.Properties.Routes) != 2 || len(tbl.Properties.Subnets) != 1 || api.Str(tbl.Tags["env"]) != "test" {
 				t.Errorf("table = %v, subnets %d", routeNames(tbl.RouteTable), len(tbl.Properties.Subnets))
 			}
 
 			// Applying again writes nothing.
 			res = applyFile(t, e, "testdata/topology/kthw.yaml")
-			if res.Writes != 0 || res.Count(ActionUnchanged) != 6 {
+			if res.Writes != 0 || res.Count(topology.ActionUnchanged) != 6 {
 				t.Errorf("second apply: %d writes: %+v", res.Writes, res.Changes)
 			}
 
 			// Someone (routekeeper) adds a pod route and a claim tag; the
 			// topology does not declare them: apply keeps them.
 			tbl.Properties.Routes = append(tbl.Properties.Routes, vaRoute("worker-2____102002024", "10.200.2.0/24", "10.240.0.22"))
-			tbl.Tags["routekeeper-cluster"] = ptr("kthw")
-			if _, err := e.putTable(withHeader(ctx, "If-Match", str(tbl.Etag)), "kubernetes", "kubernetes-routes", tbl.RouteTable); err != nil {
+			tbl.Tags["routekeeper-cluster"] = api.Ptr("kthw")
+			if _, err := e.putTable(withHeader(ctx, "If-Match", api.Str(tbl.Etag)), "kubernetes", "kubernetes-routes", tbl.RouteTable); err != nil {
 				t.Fatal(err)
 			}
 			res = applyFile(t, e, "testdata/topology/kthw.yaml")
@@ -128,7 +131,7 @@ func TestApply(t *testing.T) {
 				t.Errorf("apply over undeclared additions wrote %d times: %+v", res.Writes, res.Changes)
 			}
 			after := e.getTable(ctx, "kubernetes", "kubernetes-routes")
-			if len(after.Properties.Routes) != 3 || str(after.Tags["routekeeper-cluster"]) != "kthw" {
+			if len(after.Properties.Routes) != 3 || api.Str(after.Tags["routekeeper-cluster"]) != "kthw" {
 				t.Errorf("undeclared route or tag lost: %v %v", routeNames(after), after.Tags)
 			}
 
@@ -137,11 +140,11 @@ func TestApply(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "changed.yaml")
 			os.WriteFile(path, []byte(changed), 0o644)
 			res = applyFile(t, e, path)
-			if res.Writes != 1 || res.Count(ActionUpdate) != 1 {
+			if res.Writes != 1 || res.Count(topology.ActionUpdate) != 1 {
 				t.Errorf("changed apply: %d writes %+v", res.Writes, res.Changes)
 			}
 			after = e.getTable(ctx, "kubernetes", "kubernetes-routes")
-			if r := sdkRoute(after, "kubernetes-route-10-200-1-0-24"); str(r.Properties.NextHopIPAddress) != "10.240.0.31" || len(after.Properties.Routes) != 3 {
+			if r := sdkRoute(after, "kubernetes-route-10-200-1-0-24"); api.Str(r.Properties.NextHopIPAddress) != "10.240.0.31" || len(after.Properties.Routes) != 3 {
 				t.Errorf("after update: %v", routeNames(after))
 			}
 		})
@@ -159,7 +162,7 @@ func mustRead(t *testing.T, path string) string {
 
 // TestApplyNeverDropsAnAssociation: the topology's subnet names no route
 // table, and routekeeper associated one; re-applying (unlike an ARM
-// redeploy, seed 001) keeps the association.
+// redeploy that drops the route table assignment) keeps the association.
 func TestApplyNeverDropsAnAssociation(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "inprocess", Options{})
@@ -172,7 +175,7 @@ func TestApplyNeverDropsAnAssociation(t *testing.T) {
 	}
 	tbl := e.getTable(ctx, "kubernetes", "kubernetes-routes")
 	if _, err := e.putSubnet(ctx, "kubernetes", "kubernetes-vnet", "kubernetes-subnet", armnetwork.Subnet{
-		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: tbl.ID}}}); err != nil {
+		Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: api.Ptr("10.240.0.0/24"), RouteTable: &armnetwork.RouteTable{ID: tbl.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	// Also widen the address space in the file: the VNet PUT must carry the
@@ -203,11 +206,11 @@ func TestApplyRetriesAConcurrentWrite(t *testing.T) {
 	os.WriteFile(path, []byte(changed), 0o644)
 	e.srv.SetFaults(Faults{IntruderNextGets: 1})
 	res := applyFile(t, e, path)
-	if res.Count(ActionUpdate) != 1 || res.Writes != 1 {
+	if res.Count(topology.ActionUpdate) != 1 || res.Writes != 1 {
 		t.Errorf("apply after an intruder: %+v (%d writes)", res.Changes, res.Writes)
 	}
 	got := e.getTable(context.Background(), "kubernetes", "kubernetes-routes")
-	if !slices.ContainsFunc(got.Properties.Routes, func(r *armnetwork.Route) bool { return strings.HasPrefix(str(r.Name), "intruder-") }) {
+	if !slices.ContainsFunc(got.Properties.Routes, func(r *armnetwork.Route) bool { return strings.HasPrefix(api.Str(r.Name), "intruder-") }) {
 		t.Error("the intruder's route was lost: apply overwrote a concurrent write")
 	}
 }
@@ -216,7 +219,7 @@ func TestSnapshot(t *testing.T) {
 	e := newEnv(t, "loopback", Options{PageSize: 1})
 	applyFile(t, e, "testdata/topology/kthw.yaml")
 	e.createRG("empty")
-	st, err := Snapshot(context.Background(), e.opts, Credential{})
+	st, err := topology.Snapshot(context.Background(), e.opts, identity.Credential{})
 	if err != nil {
 		t.Fatal(err)
 	}

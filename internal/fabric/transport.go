@@ -2,8 +2,12 @@ package fabric
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,15 +17,15 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 )
 
 // InProcessEndpoint is the base URL to use with the in-process transport.
 // The host never resolves: the transport hands every request to the
 // handler, whatever its host.
 const InProcessEndpoint = "https://management.fabric.invalid"
-
-// armAudience is the audience the SDK asks tokens for.
-const armAudience = "https://management.azure.com"
 
 // RoundTripper returns a transport that serves every request with this
 // server's handler, in process: no socket, no port, same code path.
@@ -125,7 +129,7 @@ func ClientOptions(transport policy.Transporter, endpoint string) *arm.ClientOpt
 			Cloud: cloud.Configuration{
 				ActiveDirectoryAuthorityHost: "https://login.fabric.invalid/",
 				Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
-					cloud.ResourceManager: {Endpoint: endpoint, Audience: armAudience},
+					cloud.ResourceManager: {Endpoint: endpoint, Audience: api.ARMAudience},
 				},
 			},
 			Transport:                       transport,
@@ -140,12 +144,10 @@ func ClientOptions(transport policy.Transporter, endpoint string) *arm.ClientOpt
 	}
 }
 
-// DefaultStatePath is where the fabric keeps its state by default:
+// StatePath is where the fabric keeps its state by default:
 // $XDG_STATE_HOME/routekeeper/fabric.db, else
-// ~/.local/state/routekeeper/fabric.db.
-func DefaultStatePath() string { return StatePath(os.Getenv) }
-
-// StatePath is DefaultStatePath with the environment read through getenv.
+// ~/.local/state/routekeeper/fabric.db, with the environment read through
+// getenv (os.Getenv for the process's).
 func StatePath(getenv func(string) string) string {
 	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "routekeeper", "fabric.db")
@@ -159,3 +161,39 @@ func StatePath(getenv func(string) string) string {
 	}
 	return filepath.Join(home, ".local", "state", "routekeeper", "fabric.db")
 }
+
+// EndpointClientOptions are SDK options that reach a served fabric at
+// endpoint. An https endpoint is trusted through the system's roots
+// (SSL_CERT_FILE included) and every CA file given that exists, so the
+// fabric's own CA needs no install.
+func EndpointClientOptions(endpoint string, caFiles ...string) (*arm.ClientOptions, error) {
+	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+		return nil, fmt.Errorf("endpoint %q is not an http:// or https:// URL", endpoint)
+	}
+	if strings.HasPrefix(endpoint, "http://") {
+		return ClientOptions(nil, endpoint), nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	for _, f := range caFiles {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading CA file %s: %w", f, err)
+		}
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("CA file %s holds no PEM certificate", f)
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return ClientOptions(&http.Client{Transport: tr}, endpoint), nil
+}
+
+// Credential is an azcore.TokenCredential for the fabric (see
+// identity.Credential); the zero value is its administrator.
+type Credential = identity.Credential

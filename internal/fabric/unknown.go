@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/routekeeper/routekeeper/internal/fabric/api"
 )
 
 // What the fabric does not know, it says so, loudly: a client such as the
@@ -34,7 +36,7 @@ var resourcesAPIVersions = []string{
 // know it. Other refusals (validation, preconditions, throttling) are the
 // behaviour being emulated and are not logged here.
 func (s *Server) warnUnknownRequest(r *http.Request, err error) {
-	var ae *apiError
+	var ae *api.Error
 	if !errors.As(err, &ae) {
 		return
 	}
@@ -67,13 +69,13 @@ func (s *Server) warnUnknownRequest(r *http.Request, err error) {
 // and about body properties it does not know. The request is still served:
 // ARM itself ignores unknown properties, and the shapes the fabric serves
 // do not change with the api-version.
-func (s *Server) checkKnown(q *request) {
+func (s *Server) checkKnown(q *api.Request) {
 	ns, known := s.namespaceOf(q)
-	if known != nil && !slices.Contains(known, q.apiVersion) {
-		s.log.Warn("fabric: unknown request: api-version", "method", q.method, "path", q.r.URL.Path,
-			"namespace", ns, "apiVersion", q.apiVersion, "known", strings.Join(known, ","))
+	if known != nil && !slices.Contains(known, q.APIVersion) {
+		s.log.Warn("fabric: unknown request: api-version", "method", q.Method, "path", q.HTTP.URL.Path,
+			"namespace", ns, "apiVersion", q.APIVersion, "known", strings.Join(known, ","))
 	}
-	if len(q.body) == 0 || (q.method != http.MethodPut && q.method != http.MethodPatch && q.method != http.MethodPost) {
+	if len(q.Body) == 0 || (q.Method != http.MethodPut && q.Method != http.MethodPatch && q.Method != http.MethodPost) {
 		return
 	}
 	tmpl := bodyTemplate(q)
@@ -81,22 +83,22 @@ func (s *Server) checkKnown(q *request) {
 		return
 	}
 	var body any
-	if json.Unmarshal(q.body, &body) != nil {
+	if json.Unmarshal(q.Body, &body) != nil {
 		return // the handler reports the body
 	}
 	var unknown []string
 	unknownProperties(body, tmpl, "", &unknown)
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		s.log.Warn("fabric: unknown request: properties the fabric does not know (dropped)", "method", q.method,
-			"path", q.r.URL.Path, "apiVersion", q.apiVersion, "properties", strings.Join(unknown, ","))
+		s.log.Warn("fabric: unknown request: properties the fabric does not know (dropped)", "method", q.Method,
+			"path", q.HTTP.URL.Path, "apiVersion", q.APIVersion, "properties", strings.Join(unknown, ","))
 	}
 }
 
 // namespaceOf is the resource provider a request is for, with the
 // api-versions the fabric knows of it (nil: any).
-func (s *Server) namespaceOf(q *request) (string, []string) {
-	seg := q.segs
+func (s *Server) namespaceOf(q *api.Request) (string, []string) {
+	seg := q.Segs
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
 	if !is(0, "subscriptions") && !is(0, "tenants") {
 		return "", nil
@@ -109,10 +111,10 @@ func (s *Server) namespaceOf(q *request) (string, []string) {
 	// own, last, provider's.
 	p := lastProviders(seg)
 	if p < 0 || len(seg) <= p+2 || (len(seg) == p+3 && is(p+2, "register")) {
-		return resourcesNamespace, resourcesAPIVersions
+		return api.ResourcesNamespace, resourcesAPIVersions
 	}
-	if strings.EqualFold(seg[p+1], networkNamespace) {
-		return networkNamespace, networkAPIVersions
+	if strings.EqualFold(seg[p+1], api.NetworkNamespace) {
+		return api.NetworkNamespace, networkAPIVersions
 	}
 	return seg[p+1], nil // another provider: the router says whether it is served
 }
@@ -131,11 +133,11 @@ func lastProviders(seg []string) int {
 // bodyTemplate is the model a request body is checked against: every
 // property name the Azure SDK's model of the resource knows, nested as in
 // the body. nil: the body is not checked.
-func bodyTemplate(q *request) any {
-	seg := q.segs
+func bodyTemplate(q *api.Request) any {
+	seg := q.Segs
 	n := len(seg)
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
-	if q.method == http.MethodPatch {
+	if q.Method == http.MethodPatch {
 		return templateOf("tags", &armnetwork.TagsObject{})
 	}
 	switch {
@@ -144,7 +146,7 @@ func bodyTemplate(q *request) any {
 			"properties": map[string]any{"provisioningState": ""}}
 	case n == 5 && is(2, "providers") && is(4, "register"):
 		return map[string]any{"thirdPartyProviderConsent": map[string]any{"consentToAuthorization": false}}
-	case n < 8 || !is(2, "resourcegroups") || !is(5, networkNamespace) || lastProviders(seg) != 4:
+	case n < 8 || !is(2, "resourcegroups") || !is(5, api.NetworkNamespace) || lastProviders(seg) != 4:
 		return nil // not a network resource (an extension resource on one is its provider's)
 	}
 	typ := strings.ToLower(seg[6])
@@ -184,7 +186,7 @@ func templateOf(name string, model any) any {
 	if t, ok := templates.Load(name); ok {
 		return t
 	}
-	fill(reflect.ValueOf(model).Elem(), 0)
+	api.FillModel(reflect.ValueOf(model).Elem(), 0)
 	b, err := json.Marshal(model)
 	if err != nil {
 		panic("fabric: marshalling a filled SDK model: " + err.Error())

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -23,132 +23,26 @@ import (
 // a NIC of no node is a node without pods), with podsPerNode pods at the first addresses after .1 of its pod CIDR.
 // A node whose address is in no subnet is left out and named in an
 // *UnplacedError returned with the Spec of the others.
-func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, error) {
+func FromState(st *network.State, nodes []source.Node, podsPerNode int) (Spec, error) {
 	var spec Spec
-	tables := map[string]*fabric.StateRouteTable{}
-	for i := range st.RouteTables {
-		tables[strings.ToLower(st.RouteTables[i].ID)] = &st.RouteTables[i]
-	}
-	type where struct{ vnet, subnet string }
-	var placed []struct {
-		p netip.Prefix
-		w where
-	}
-	around := newAroundOf(st) // peerings and gateways (convert_around.go)
-	for _, v := range st.VirtualNetworks {
-		var space []netip.Prefix
-		for _, s := range v.AddressPrefixes {
-			p, err := netip.ParsePrefix(s)
-			if err != nil || !p.Addr().Is4() {
-				continue // IPv6 space: the data plane is IPv4 only
-			}
-			space = append(space, p.Masked())
-		}
-		vn := VNet{Name: v.Name, Space: space, Peers: around.peers(v.ID)}
-		for _, sn := range v.Subnets {
-			var prefix netip.Prefix
-			for _, s := range sn.AddressPrefixes {
-				if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is4() {
-					prefix = p.Masked()
-					break
-				}
-			}
-			if !prefix.IsValid() {
-				continue
-			}
-			var udrs []fabric.StateRoute
-			network := around.network(v.ID, space)
-			if sn.RouteTable != "" {
-				if t, ok := tables[strings.ToLower(sn.RouteTable)]; ok {
-					udrs = t.Routes
-					if t.DisableBgpRoutePropagation {
-						network.Gateway = nil
-					}
-				}
-			}
-			vn.Subnets = append(vn.Subnets, Subnet{Name: sn.Name, Prefix: prefix, Routes: around.routes(v.ID, network, udrs)})
-			placed = append(placed, struct {
-				p netip.Prefix
-				w where
-			}{prefix, where{v.Name, sn.Name}})
-		}
-		spec.VNets = append(spec.VNets, vn)
-	}
-	byID := map[string]where{}
-	for _, v := range st.VirtualNetworks {
-		for _, sn := range v.Subnets {
-			byID[strings.ToLower(sn.ID)] = where{v.Name, sn.Name}
-		}
-	}
+	var placed []placedPrefix
+	spec.VNets, placed = vnetsOf(st)
+	nicAt := nicPlaces(st)
 	// With network interfaces in the fabric, they place the nodes, as NICs
 	// do in Azure: a node is where the NIC holding its address is, a NIC
 	// without a node of the inventory is a node without pods, and a node
 	// no NIC holds is left out. Without any, a node is placed in the
 	// subnet whose prefix holds its address.
-	type nicPlace struct {
-		name       string
-		w          where
-		forwarding bool
-	}
-	nicAt := map[netip.Addr]nicPlace{}
-	for _, nic := range st.NetworkInterfaces {
-		for _, a := range nic.IPs {
-			ip, err := netip.ParseAddr(a.Address)
-			w, ok := byID[strings.ToLower(a.Subnet)]
-			if err != nil || !ip.Is4() || !ok {
-				continue
-			}
-			nicAt[ip] = nicPlace{nic.Name, w, nic.IPForwarding}
-		}
-	}
 	useNICs := len(st.NetworkInterfaces) > 0
 	var errs []error
 	covered := map[netip.Addr]bool{}
 	for _, n := range nodes {
-		ip, ok := firstIPv4(n.InternalIPs)
-		if !ok {
-			errs = append(errs, fmt.Errorf("node %q: no IPv4 internal address (the data plane is IPv4 only)", n.Name))
+		node, err := placeNode(n, useNICs, nicAt, placed, podsPerNode)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		var w *where
-		if useNICs {
-			if at, ok := nicAt[ip]; ok {
-				w = &at.w
-			}
-		} else {
-			for i := range placed {
-				if placed[i].p.Contains(ip) {
-					w = &placed[i].w
-					break
-				}
-			}
-		}
-		if w == nil {
-			if useNICs {
-				errs = append(errs, fmt.Errorf("node %q: no network interface of the fabric holds its internal IP %s", n.Name, ip))
-			} else {
-				errs = append(errs, fmt.Errorf("node %q: internal IP %s is in no subnet of the fabric", n.Name, ip))
-			}
-			continue
-		}
-		covered[ip] = true
-		node := Node{Name: n.Name, VNet: w.vnet, Subnet: w.subnet, IP: ip}
-		if at, ok := nicAt[ip]; useNICs && ok {
-			node.NoForwarding = !at.forwarding
-		}
-		for _, c := range n.PodCIDRs {
-			if c.Addr().Is4() {
-				node.PodCIDR = c.Masked()
-				break
-			}
-		}
-		if node.PodCIDR.IsValid() {
-			a := gateway(node.PodCIDR).Next()
-			for i := 0; i < podsPerNode && node.PodCIDR.Contains(a); i++ {
-				node.Pods = append(node.Pods, a)
-				a = a.Next()
-			}
-		}
+		covered[node.IP] = true
 		spec.Nodes = append(spec.Nodes, node)
 	}
 	for _, ip := range slices.SortedFunc(maps.Keys(nicAt), netip.Addr.Compare) {
@@ -164,6 +58,143 @@ func FromState(st *fabric.State, nodes []source.Node, podsPerNode int) (Spec, er
 		return spec, &UnplacedError{Err: errors.Join(errs...)}
 	}
 	return spec, nil
+}
+
+// where is a subnet of a virtual network, by their names.
+type where struct{ vnet, subnet string }
+
+// placedPrefix is the IPv4 prefix of a subnet.
+type placedPrefix struct {
+	p netip.Prefix
+	w where
+}
+
+// nicPlace is where a NIC's address is, and whether the NIC forwards.
+type nicPlace struct {
+	name       string
+	w          where
+	forwarding bool
+}
+
+// vnetsOf is the state's virtual networks as the data plane builds them
+// (IPv4 only): each network's space and peers, each subnet's prefix and
+// the routes its route table and the interconnect give it; and the subnet
+// prefixes, in order, for placing nodes by address.
+func vnetsOf(st *network.State) ([]VNet, []placedPrefix) {
+	tables := map[string]*network.StateRouteTable{}
+	for i := range st.RouteTables {
+		tables[strings.ToLower(st.RouteTables[i].ID)] = &st.RouteTables[i]
+	}
+	var vnets []VNet
+	var placed []placedPrefix
+	ic := newInterconnectOf(st) // peerings and gateways (convert_interconnect.go)
+	for _, v := range st.VirtualNetworks {
+		var space []netip.Prefix
+		for _, s := range v.AddressPrefixes {
+			p, err := netip.ParsePrefix(s)
+			if err != nil || !p.Addr().Is4() {
+				continue // IPv6 space: the data plane is IPv4 only
+			}
+			space = append(space, p.Masked())
+		}
+		vn := VNet{Name: v.Name, Space: space, Peers: ic.peers(v.ID)}
+		for _, sn := range v.Subnets {
+			var prefix netip.Prefix
+			for _, s := range sn.AddressPrefixes {
+				if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is4() {
+					prefix = p.Masked()
+					break
+				}
+			}
+			if !prefix.IsValid() {
+				continue
+			}
+			var udrs []network.StateRoute
+			network := ic.network(v.ID, space)
+			if sn.RouteTable != "" {
+				if t, ok := tables[strings.ToLower(sn.RouteTable)]; ok {
+					udrs = t.Routes
+					if t.DisableBgpRoutePropagation {
+						network.Gateway = nil
+					}
+				}
+			}
+			vn.Subnets = append(vn.Subnets, Subnet{Name: sn.Name, Prefix: prefix, Routes: ic.routes(v.ID, network, udrs)})
+			placed = append(placed, placedPrefix{prefix, where{v.Name, sn.Name}})
+		}
+		vnets = append(vnets, vn)
+	}
+	return vnets, placed
+}
+
+// nicPlaces is where the IPv4 addresses of the state's network interfaces
+// are, by address.
+func nicPlaces(st *network.State) map[netip.Addr]nicPlace {
+	byID := map[string]where{}
+	for _, v := range st.VirtualNetworks {
+		for _, sn := range v.Subnets {
+			byID[strings.ToLower(sn.ID)] = where{v.Name, sn.Name}
+		}
+	}
+	nicAt := map[netip.Addr]nicPlace{}
+	for _, nic := range st.NetworkInterfaces {
+		for _, a := range nic.IPs {
+			ip, err := netip.ParseAddr(a.Address)
+			w, ok := byID[strings.ToLower(a.Subnet)]
+			if err != nil || !ip.Is4() || !ok {
+				continue
+			}
+			nicAt[ip] = nicPlace{nic.Name, w, nic.IPForwarding}
+		}
+	}
+	return nicAt
+}
+
+// placeNode places node n by its first IPv4 internal address: where the
+// NIC holding it is (useNICs), else in the subnet whose prefix holds it;
+// the node gets its IPv4 pod CIDR and podsPerNode pod addresses.
+func placeNode(n source.Node, useNICs bool, nicAt map[netip.Addr]nicPlace, placed []placedPrefix, podsPerNode int) (Node, error) {
+	ip, ok := firstIPv4(n.InternalIPs)
+	if !ok {
+		return Node{}, fmt.Errorf("node %q: no IPv4 internal address (the data plane is IPv4 only)", n.Name)
+	}
+	var w *where
+	if useNICs {
+		if at, ok := nicAt[ip]; ok {
+			w = &at.w
+		}
+	} else {
+		for i := range placed {
+			if placed[i].p.Contains(ip) {
+				w = &placed[i].w
+				break
+			}
+		}
+	}
+	if w == nil {
+		if useNICs {
+			return Node{}, fmt.Errorf("node %q: no network interface of the fabric holds its internal IP %s", n.Name, ip)
+		}
+		return Node{}, fmt.Errorf("node %q: internal IP %s is in no subnet of the fabric", n.Name, ip)
+	}
+	node := Node{Name: n.Name, VNet: w.vnet, Subnet: w.subnet, IP: ip}
+	if at, ok := nicAt[ip]; useNICs && ok {
+		node.NoForwarding = !at.forwarding
+	}
+	for _, c := range n.PodCIDRs {
+		if c.Addr().Is4() {
+			node.PodCIDR = c.Masked()
+			break
+		}
+	}
+	if node.PodCIDR.IsValid() {
+		a := gateway(node.PodCIDR).Next()
+		for i := 0; i < podsPerNode && node.PodCIDR.Contains(a); i++ {
+			node.Pods = append(node.Pods, a)
+			a = a.Next()
+		}
+	}
+	return node, nil
 }
 
 // UnplacedError lists the nodes FromState could not place (no IPv4
@@ -189,7 +220,7 @@ func firstIPv4(as []netip.Addr) (netip.Addr, bool) {
 // nextHop: Azure's system routes with the user routes that replace them.
 // Only the Active IPv4 routes are programmed (the data plane is IPv4
 // only); service-tag prefixes are skipped (the fabric has no tag ranges).
-func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
+func EffectiveRoutes(space []netip.Prefix, udrs []network.StateRoute) []Route {
 	best := activeIPv4(routing.Network{AddressSpace: space}, udrs)
 	byPrefix := make(map[netip.Prefix]Route, len(best))
 	for p, r := range best {
@@ -200,7 +231,7 @@ func EffectiveRoutes(space []netip.Prefix, udrs []fabric.StateRoute) []Route {
 
 // activeIPv4 are the Active IPv4 effective routes of a subnet, one per
 // prefix: the one Azure uses.
-func activeIPv4(n routing.Network, udrs []fabric.StateRoute) map[netip.Prefix]routing.Route {
+func activeIPv4(n routing.Network, udrs []network.StateRoute) map[netip.Prefix]routing.Route {
 	rs := make([]route.Route, 0, len(udrs))
 	for _, u := range udrs {
 		rs = append(rs, stateRoute(u))
@@ -256,7 +287,7 @@ func planeRoute(r routing.Route) Route {
 }
 
 // stateRoute is a route of the fabric's state in routekeeper's model.
-func stateRoute(u fabric.StateRoute) route.Route {
+func stateRoute(u network.StateRoute) route.Route {
 	r := route.Route{Name: u.Name, AddressPrefix: u.AddressPrefix, NextHopType: route.NextHopType(u.NextHopType), ProvisioningState: u.ProvisioningState}
 	if p, err := netip.ParsePrefix(u.AddressPrefix); err == nil {
 		r.Prefix = p.Masked()
@@ -266,9 +297,9 @@ func stateRoute(u fabric.StateRoute) route.Route {
 }
 
 // RoutingState is the fabric's live state as internal/routing traces it
-// (what `routekeeper trace` reads through ARM, the network around
+// (what `routekeeper trace` reads through ARM, the interconnect
 // included), with nodes.
-func RoutingState(st *fabric.State, nodes []source.Node) routing.State {
+func RoutingState(st *network.State, nodes []source.Node) routing.State {
 	rs := routing.State{Nodes: nodes, VNets: st.RoutingVNets()}
 	for _, t := range st.RouteTables {
 		tbl := &route.Table{ID: t.ID, Name: t.Name, ResourceGroup: t.ResourceGroup, Location: t.Location, Tags: t.Tags}

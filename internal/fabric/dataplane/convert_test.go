@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
@@ -50,10 +51,10 @@ func labSpecTB(t testing.TB) Spec {
 }
 
 // labSpecState is the lab's Spec and the fabric state it was computed from.
-func labSpecState(t testing.TB) (Spec, *fabric.State) {
+func labSpecState(t testing.TB) (Spec, *network.State) {
 	t.Helper()
 	env := fabrictest.New(t, fabric.Options{}, labTopology)
-	st, err := env.Store.Networks(context.Background())
+	st, err := network.Networks(context.Background(), env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestEffectiveRoutes(t *testing.T) {
 	tests := []struct {
 		name  string
 		space []string
-		udrs  []fabric.StateRoute
+		udrs  []network.StateRoute
 		want  map[string]string // prefix -> kind [via]
 	}{{
 		name:  "system routes only",
@@ -87,7 +88,7 @@ func TestEffectiveRoutes(t *testing.T) {
 	}, {
 		name:  "UDRs replace system routes of the same prefix and add their own",
 		space: []string{"10.240.0.0/16"},
-		udrs: []fabric.StateRoute{
+		udrs: []network.StateRoute{
 			{Name: "worker-0", AddressPrefix: "10.200.0.0/24", NextHopType: "VirtualAppliance", NextHopIPAddress: "10.240.0.20"},
 			{Name: "fw", AddressPrefix: "0.0.0.0/0", NextHopType: "VirtualAppliance", NextHopIPAddress: "10.240.0.4"},
 			{Name: "drop", AddressPrefix: "10.0.0.0/8", NextHopType: "None"},
@@ -161,7 +162,7 @@ func TestTraceLab(t *testing.T) {
 
 func TestFromStateErrors(t *testing.T) {
 	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
-	st, err := env.Store.Networks(context.Background())
+	st, err := network.Networks(context.Background(), env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestValidate(t *testing.T) {
 type fakeFabric struct {
 	mu      sync.Mutex
 	version int
-	state   *fabric.State
+	state   *network.State
 }
 
 func (f *fakeFabric) Version(context.Context) (string, error) {
@@ -226,7 +227,7 @@ func (f *fakeFabric) Version(context.Context) (string, error) {
 	return string(rune('a' + f.version)), nil
 }
 
-func (f *fakeFabric) Networks(context.Context) (*fabric.State, error) {
+func (f *fakeFabric) Networks(context.Context) (*network.State, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.state, nil
@@ -236,8 +237,8 @@ func (f *fakeFabric) set(prefix string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.version++
-	f.state = &fabric.State{VirtualNetworks: []fabric.StateVirtualNetwork{{Name: "v", AddressPrefixes: []string{prefix},
-		Subnets: []fabric.StateSubnet{{Name: "s", AddressPrefixes: []string{prefix}}}}}}
+	f.state = &network.State{VirtualNetworks: []network.StateVirtualNetwork{{Name: "v", AddressPrefixes: []string{prefix},
+		Subnets: []network.StateSubnet{{Name: "s", AddressPrefixes: []string{prefix}}}}}}
 }
 
 // recorder is an Applier that remembers what it was given.
@@ -330,7 +331,7 @@ func TestFromStateNICs(t *testing.T) {
       - {name: nva-nic, subnet: kubernetes-vnet/kubernetes-subnet, privateIPAddress: 10.240.0.4, enableIPForwarding: true}
 `
 	env := fabrictest.New(t, fabric.Options{}, topo)
-	st, err := env.Store.Networks(context.Background())
+	st, err := network.Networks(context.Background(), env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

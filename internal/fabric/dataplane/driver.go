@@ -7,15 +7,15 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
-// NetworkReader reads a fabric's networks; *fabric.Store is one.
+// NetworkReader reads a fabric's networks; network.NetworkReader is one.
 type NetworkReader interface {
 	// Version changes whenever a virtual network or route table is written.
 	Version(ctx context.Context) (string, error)
-	Networks(ctx context.Context) (*fabric.State, error)
+	Networks(ctx context.Context) (*network.State, error)
 }
 
 // Applier builds a Spec; *Plane is one.
@@ -24,7 +24,7 @@ type Applier interface {
 }
 
 // subscriber is a NetworkReader that also announces its own writes
-// (*fabric.Store does): the driver then reacts at once instead of at the
+// (network.NetworkReader does): the driver then reacts at once instead of at the
 // next poll.
 type subscriber interface {
 	Subscribe() (<-chan struct{}, func())

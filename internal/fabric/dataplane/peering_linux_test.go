@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -93,7 +94,7 @@ func TestPeeringsAgreeWithTheRouteComputation(t *testing.T) {
 			p := newTestPlane(t)
 			env := fabrictest.New(t, fabric.Options{}, peeredTopology(hubForwarded))
 			ctx := context.Background()
-			st, err := env.Store.Networks(ctx)
+			st, err := network.Networks(ctx, env.Store)
 			if err != nil {
 				t.Fatal(err)
 			}

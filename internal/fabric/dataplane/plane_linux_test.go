@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 )
@@ -246,7 +247,7 @@ func TestNICWithoutIPForwarding(t *testing.T) {
 `
 	env := fabrictest.New(t, fabric.Options{}, topo)
 	ctx := context.Background()
-	st, err := env.Store.Networks(ctx)
+	st, err := network.Networks(ctx, env.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

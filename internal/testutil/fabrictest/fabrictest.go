@@ -14,6 +14,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/cloud/azure"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
 	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 )
 
@@ -53,7 +54,7 @@ const (
 
 // New starts a fabric in memory with opts, applies the topology (YAML in
 // the fabric's topology format, "" for none) and returns a client on it.
-func New(t testing.TB, opts fabric.Options, topology string) *Env {
+func New(t testing.TB, opts fabric.Options, spec string) *Env {
 	t.Helper()
 	ctx := context.Background()
 	store, err := fabric.OpenMemory(ctx)
@@ -62,12 +63,12 @@ func New(t testing.TB, opts fabric.Options, topology string) *Env {
 	}
 	t.Cleanup(func() { store.Close() })
 	srv := fabric.New(store, opts)
-	if topology != "" {
-		topo, err := fabric.ParseTopology([]byte(topology))
+	if spec != "" {
+		topo, err := topology.ParseTopology([]byte(spec))
 		if err != nil {
 			t.Fatalf("test topology: %v", err)
 		}
-		if _, err := fabric.Apply(ctx, topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
+		if _, err := topology.Apply(ctx, topo, srv.ClientOptions(), fabric.Credential{}); err != nil {
 			t.Fatalf("applying test topology: %v", err)
 		}
 	}
@@ -144,13 +145,13 @@ func (e *Env) As(t testing.TB, clientID string) *azure.Client {
 
 // Apply applies more topology (YAML) to the fabric as its administrator:
 // a role assignment granted, a lock added.
-func (e *Env) Apply(t testing.TB, topology string) {
+func (e *Env) Apply(t testing.TB, spec string) {
 	t.Helper()
-	topo, err := fabric.ParseTopology([]byte(topology))
+	topo, err := topology.ParseTopology([]byte(spec))
 	if err != nil {
 		t.Fatalf("topology: %v", err)
 	}
-	if _, err := fabric.Apply(context.Background(), topo, e.Server.ClientOptions(), fabric.Credential{}); err != nil {
+	if _, err := topology.Apply(context.Background(), topo, e.Server.ClientOptions(), fabric.Credential{}); err != nil {
 		t.Fatalf("applying topology: %v", err)
 	}
 }

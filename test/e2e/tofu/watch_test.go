@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/network"
 )
 
 // The pod routes routekeeper writes for the inventory of examples/kthw.
@@ -67,7 +68,7 @@ func watch(t *testing.T, store *fabric.Store) *watcher {
 			v, err := store.Version(ctx)
 			if err == nil && v != version {
 				version = v
-				if st, err := store.Networks(ctx); err == nil {
+				if st, err := network.Networks(ctx, store); err == nil {
 					r := routedIn(st)
 					if last == nil || *last != r {
 						w.mu.Lock()
@@ -91,7 +92,7 @@ func watch(t *testing.T, store *fabric.Store) *watcher {
 	return w
 }
 
-func routedIn(st *fabric.State) routed {
+func routedIn(st *network.State) routed {
 	var r routed
 	for _, v := range st.VirtualNetworks {
 		for _, s := range v.Subnets {
