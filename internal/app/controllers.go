@@ -10,6 +10,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/ipam"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
@@ -171,10 +172,10 @@ func (a *App) OpenSession(ctx context.Context, cfg *config.Config, o ConnectOpti
 }
 
 // NodeSource builds the configured node source. The inventory's IPAM keeps
-// pod CIDRs away from the routes of the table that are not ours (read
-// through c before each allocation pass) and from the address spaces of the
-// configured subnets' virtual networks (read once here); c may be nil (no
-// cloud: nothing to avoid).
+// pod CIDRs away from the routes that are not ours in the tables the
+// guarded subnets really use and from the node networks' address spaces,
+// observed before each allocation pass (inventory.Reservations); c may be
+// nil (no cloud: nothing to avoid).
 func (a *App) NodeSource(ctx context.Context, cfg *config.Config, c *azure.Client) (controller.Source, error) {
 	switch cfg.Source.Type {
 	case config.SourceInventory:
@@ -188,7 +189,16 @@ func (a *App) NodeSource(ctx context.Context, cfg *config.Config, c *azure.Clien
 			Logger:          a.Log,
 		}
 		if c != nil && len(cfg.Cluster.ClusterCIDRs) > 0 {
-			opts.Reserved = inventory.TableReservations(c, cfg.RouteTable.ID, Ownership(cfg), a.vnetReservations(ctx, cfg, c))
+			// Before each allocation pass, through the observer: the
+			// tables the guarded subnets really use and the node networks.
+			scope := observe.Scope{Table: cfg.RouteTable.ID, Subnets: cfg.Subnets, Networks: true}
+			opts.Reserved = func(ctx context.Context) ([]ipam.Reservation, error) {
+				rs, notes, err := inventory.Reservations(observe.Observe(ctx, c, scope), Ownership(cfg))
+				for _, n := range notes {
+					a.Log.Warn(n)
+				}
+				return rs, err
+			}
 		}
 		return inventorySource{inventory.New(opts)}, nil
 	case config.SourceKube:
@@ -196,31 +206,6 @@ func (a *App) NodeSource(ctx context.Context, cfg *config.Config, c *azure.Clien
 	default:
 		return nil, BadInputf("source.type %q: not supported", cfg.Source.Type)
 	}
-}
-
-// vnetReservations are the address spaces of the configured subnets'
-// virtual networks, for IPAM to avoid; a network that cannot be read is
-// logged and skipped (the route table is still read on every pass).
-func (a *App) vnetReservations(ctx context.Context, cfg *config.Config, c *azure.Client) []ipam.Reservation {
-	var out []ipam.Reservation
-	seen := map[string]bool{}
-	for _, sub := range cfg.Subnets {
-		id, err := armid.VNetOfSubnet(sub)
-		if err != nil || seen[armid.Key(id)] {
-			continue
-		}
-		seen[armid.Key(id)] = true
-		v, err := c.GetVirtualNetwork(ctx, id)
-		if err == nil {
-			var rs []ipam.Reservation
-			if rs, err = inventory.AddressSpaces(v.Name, v.AddressPrefixes); err == nil {
-				out = append(out, rs...)
-				continue
-			}
-		}
-		a.Log.Warn("pod CIDR allocation cannot avoid the address space of a virtual network it could not read", "vnet", id, "err", err)
-	}
-	return out
 }
 
 // inventorySource makes a bad inventory file bad input (exit 2).

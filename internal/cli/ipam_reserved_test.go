@@ -80,3 +80,53 @@ func TestIPAMAvoidsForeignRoutes(t *testing.T) {
 		t.Errorf("diff after the run: exit %d, want 0:\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
+
+// TestIPAMAfterAFollowedSwap: after the subnet moved to another table (a
+// swap routekeeper follows), IPAM reserves against the table the subnet
+// really uses, not the configured one. The new table holds a firewall's
+// route for 10.200.2.0/24, free in the configured table: IPAM used to hand
+// that prefix to a new node, which then got PrefixConflict in the table in
+// use on every run.
+func TestIPAMAfterAFollowedSwap(t *testing.T) {
+	cfg := kthw(t)
+	nodes := filepath.Join(filepath.Dir(cfg), "nodes.yaml")
+	writeFile(t, nodes, "nodes:\n  - {name: worker-0, internalIP: 10.240.0.20, podCIDR: 10.200.0.0/24}\n  - {name: worker-1, internalIP: 10.240.0.21, podCIDR: 10.200.1.0/24}\n")
+	mustRun(t, cfg)
+	f, _ := sdkFactory(t, cfg)
+	va := func(name, prefix, hop string) *armnetwork.Route {
+		return &armnetwork.Route{Name: to.Ptr(name), Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr(prefix),
+			NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr(hop)}}
+	}
+	// The new table carries the node routes (so following it breaks
+	// nothing) and a route to a firewall for the next free /24.
+	associateNewTable(t, f, "rt-new", va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20"),
+		va("worker-1____102001024", "10.200.1.0/24", "10.240.0.21"), va("to-firewall", "10.200.2.0/24", "10.240.0.100"))
+
+	writeFile(t, nodes, "nodes:\n  - {name: worker-0, internalIP: 10.240.0.20, podCIDR: 10.200.0.0/24}\n  - {name: worker-1, internalIP: 10.240.0.21, podCIDR: 10.200.1.0/24}\n  - {name: worker-2, internalIP: 10.240.0.22}\n")
+	res := runCLI(t, nil, "", "run", "--once", "--config", cfg, "--association-policy", "follow")
+	if res.code != ExitOK {
+		t.Fatalf("run --once after the swap: exit %d, want 0 (worker-2 routed in the table in use)\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	routes := f.NewRoutesClient()
+	ctx := context.Background()
+	r, err := routes.Get(ctx, "kubernetes", "rt-new", "to-firewall", nil)
+	if err != nil || *r.Properties.AddressPrefix != "10.200.2.0/24" {
+		t.Fatalf("the firewall route: %v %v", r, err)
+	}
+	pager := routes.NewListPager("kubernetes", "rt-new", nil)
+	var worker2 string
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rt := range page.Value {
+			if strings.HasPrefix(*rt.Name, "worker-2____") {
+				worker2 = *rt.Properties.AddressPrefix
+			}
+		}
+	}
+	if worker2 == "" || worker2 == "10.200.2.0/24" {
+		t.Errorf("worker-2's route in the table in use: %q, want one that avoids the firewall's 10.200.2.0/24", worker2)
+	}
+}

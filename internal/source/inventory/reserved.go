@@ -1,51 +1,66 @@
 package inventory
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 
-	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/ipam"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
-// TableReader reads a route table; the cloud client is one.
-type TableReader interface {
-	GetRouteTable(ctx context.Context, id string) (*route.Table, error)
+// Reservations are what pod CIDRs must stay away from, from an
+// observation of the cluster's network (the observer's, with the node
+// networks and the guarded subnets read): the prefixes held by the routes
+// that are not this cluster's (own says which are) in every route table
+// read — the one routekeeper keeps and those it was migrated to, and the
+// table each guarded subnet really uses (after a swap, not the configured
+// one) — and the address spaces of the node networks. A table that could
+// not be read is an error naming it; a network that could not be read is a
+// note (its address space is not avoided); one that does not exist
+// reserves nothing.
+func Reservations(o *observe.Observation, own route.Ownership) (rs []ipam.Reservation, notes []string, err error) {
+	var out []ipam.Reservation
+	for _, n := range o.Networks() {
+		switch {
+		case n.Err != nil:
+			notes = append(notes, fmt.Sprintf("pod CIDR allocation cannot avoid the address space of virtual network %s, which could not be read: %v", n.ID, n.Err))
+		case n.Network != nil:
+			rs, err := AddressSpaces(n.Network.Name, n.Network.AddressPrefixes)
+			if err != nil {
+				return nil, notes, err
+			}
+			out = append(out, rs...)
+		}
+	}
+	for _, tr := range o.Tables() {
+		if tr.Err != nil {
+			return nil, notes, fmt.Errorf("reading route table %s for the prefixes its other routes hold: %w", tr.ID, tr.Err)
+		}
+		if t := tr.Table; t != nil {
+			out = append(out, foreignRoutes(t, own)...)
+		}
+	}
+	return out, notes, nil
 }
 
-// TableReservations returns an Options.Reserved that reads the route table
-// tableID on every call and reserves the prefixes of its routes that own
-// says are not this cluster's (custom routes such as a firewall's, another
-// cluster's), together with fixed (the address spaces of the virtual
-// networks, read once by the caller). A table that does not exist yet holds
-// no routes; any other read error is returned.
-func TableReservations(r TableReader, tableID string, own route.Ownership, fixed []ipam.Reservation) func(context.Context) ([]ipam.Reservation, error) {
-	return func(ctx context.Context) ([]ipam.Reservation, error) {
-		out := append([]ipam.Reservation(nil), fixed...)
-		t, err := r.GetRouteTable(ctx, tableID)
-		if errors.Is(err, armerr.ErrNotFound) {
-			return out, nil
+// foreignRoutes reserves the prefixes of t's routes that are not this
+// cluster's (custom routes such as a firewall's, another cluster's).
+func foreignRoutes(t *route.Table, own route.Ownership) []ipam.Reservation {
+	var out []ipam.Reservation
+	for i, c := range own.ClassifyTable(t) {
+		if c.Owner == route.OwnerThisCluster || !c.Prefix.IsValid() {
+			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading route table %s for the prefixes its other routes hold: %w", tableID, err)
-		}
-		for i, c := range own.ClassifyTable(t) {
-			if c.Owner == route.OwnerThisCluster || !c.Prefix.IsValid() {
-				continue
-			}
-			rt := &t.Routes[i]
-			out = append(out, ipam.Reservation{
-				Prefix:  c.Prefix,
-				What:    fmt.Sprintf("route %s (%s, next hop %s %s) in route table %s, not routekeeper's (%s)", rt.Name, rt.AddressPrefix, rt.NextHopType, hopAddr(rt.NextHopIP), t.Name, c.Why),
-				Route:   true,
-				NextHop: rt.NextHopIP,
-			})
-		}
-		return out, nil
+		rt := &t.Routes[i]
+		out = append(out, ipam.Reservation{
+			Prefix:  c.Prefix,
+			What:    fmt.Sprintf("route %s (%s, next hop %s %s) in route table %s, not routekeeper's (%s)", rt.Name, rt.AddressPrefix, rt.NextHopType, hopAddr(rt.NextHopIP), t.Name, c.Why),
+			Route:   true,
+			NextHop: rt.NextHopIP,
+		})
 	}
+	return out
 }
 
 func hopAddr(a netip.Addr) string {
