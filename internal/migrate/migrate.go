@@ -300,14 +300,16 @@ func (p *Plan) conflicts(o Options, st State) {
 	bad := func(res, rt, format string, args ...any) {
 		p.Conflicts = append(p.Conflicts, Conflict{Resource: res, Route: rt, Message: fmt.Sprintf(format, args...)})
 	}
-	if claims := st.New.ClaimValues(); len(claims) > 1 || len(claims) == 1 && claims[0] != o.Cluster {
-		bad(o.To, "", "the new table is claimed by cluster %q, not by this cluster %q%s", strings.Join(claims, ", "), o.Cluster, plan.CIDROverlap(st.New, strings.Join(claims, ", "), o.ClusterCIDRs))
+	// The planner's claim rule: a table another cluster claims is not
+	// this cluster's to write, nor to migrate from.
+	if why, msg := plan.ClaimRefusal(st.New, "the new table", o.Cluster, o.ClusterCIDRs); why != "" {
+		bad(o.To, "", "%s", msg)
 	}
 	if st.Old == nil {
 		return
 	}
-	if claims := st.Old.ClaimValues(); len(claims) > 1 || len(claims) == 1 && claims[0] != o.Cluster {
-		bad(o.From, "", "the old table is claimed by cluster %q, not by this cluster %q: it is not this cluster's to migrate", strings.Join(claims, ", "), o.Cluster)
+	if why, msg := plan.ClaimRefusal(st.Old, "the old table", o.Cluster, o.ClusterCIDRs); why != "" {
+		bad(o.From, "", "%s: it is not this cluster's to migrate", msg)
 	}
 	if !strings.EqualFold(st.Old.Location, st.New.Location) && st.Old.Location != "" && st.New.Location != "" {
 		bad(o.To, "", "the new table is in %s, the old one in %s: Azure associates a route table only with subnets of its own region", st.New.Location, st.Old.Location)

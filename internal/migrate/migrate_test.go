@@ -124,7 +124,7 @@ func TestCompute(t *testing.T) {
 		{
 			name:      "new table claimed by another cluster",
 			st:        State{Old: table(oldID, "kthw", ours(0)), New: table(newID, "blue"), Subnets: []SubnetState{on(subnet1, oldID)}},
-			conflicts: []string{`claimed by cluster "blue", not by this cluster "kthw"`},
+			conflicts: []string{`claimed by cluster "blue" (tag routekeeper-cluster), not by this cluster "kthw"`},
 		},
 		{
 			name:      "old table claimed by another cluster",

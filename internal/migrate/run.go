@@ -10,14 +10,16 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armerr"
 	"github.com/routekeeper/routekeeper/internal/armid"
-	"github.com/routekeeper/routekeeper/internal/cloud"
+	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
 // Cloud is what a migration needs of the cloud back-end
 // (internal/cloud/azure implements it).
 type Cloud interface {
-	cloud.TablesAndSubnets
+	observe.Reader
+	PutRouteTable(ctx context.Context, t *route.Table, etag string) (*route.Table, error)
+	SetSubnetRouteTable(ctx context.Context, subnetID, routeTableID, etag string) (*observe.Subnet, error)
 	DeleteRouteTable(ctx context.Context, id, etag string) error
 }
 
@@ -60,15 +62,16 @@ type RunOptions struct {
 	Progress func(Step) error
 }
 
-// Read reads the live state of a migration: both tables and the subnets
-// (configured, and associated with either table).
+// Read reads the live state of a migration through the observer: both
+// tables and the subnets (configured, and associated with either table).
 func Read(ctx context.Context, c Cloud, o Options) (State, error) {
+	obs := observe.Observe(ctx, c, observe.Scope{Table: o.From, Tables: []string{o.To}, Subnets: o.Subnets, ListedSubnets: true})
 	var st State
 	var err error
-	if st.Old, err = getTable(ctx, c, o.From); err != nil {
+	if st.Old, err = tableOf(obs, o.From); err != nil {
 		return st, err
 	}
-	if st.New, err = getTable(ctx, c, o.To); err != nil {
+	if st.New, err = tableOf(obs, o.To); err != nil {
 		return st, err
 	}
 	var ids []string
@@ -87,27 +90,22 @@ func Read(ctx context.Context, c Cloud, o Options) (State, error) {
 		addIDs(st.New.Subnets)
 	}
 	for _, id := range ids {
-		s, err := c.GetSubnet(ctx, id)
-		switch {
-		case errors.Is(err, armerr.ErrNotFound):
-			s = nil
-		case err != nil:
-			return st, err // it names the operation and the subnet
+		s, _ := obs.Subnet(id)
+		if s.Err != nil {
+			return st, s.Err // it names the operation and the subnet
 		}
-		st.Subnets = append(st.Subnets, SubnetState{ID: id, Subnet: s})
+		st.Subnets = append(st.Subnets, SubnetState{ID: id, Subnet: s.Subnet})
 	}
 	return st, nil
 }
 
-func getTable(ctx context.Context, c Cloud, id string) (*route.Table, error) {
-	t, err := c.GetRouteTable(ctx, id)
-	switch {
-	case errors.Is(err, armerr.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, err // it names the operation and the table
+// tableOf is the table id as obs read it: nil when it does not exist.
+func tableOf(obs *observe.Observation, id string) (*route.Table, error) {
+	t, _ := obs.Table(id)
+	if t.Err != nil {
+		return nil, t.Err // it names the operation and the table
 	}
-	return t, nil
+	return t.Table, nil
 }
 
 // Run migrates: it reads the live state, computes the plan, runs the first
@@ -216,24 +214,13 @@ func runStep(ctx context.Context, c Cloud, o Options, p *Plan, st State, s Step)
 			return err
 		}
 		// Verify: read the table back (the PUT's answer is already a read
-		// after the operation; a GET makes sure nothing else wrote since).
-		back, err := c.GetRouteTable(ctx, o.To)
-		if err != nil {
+		// after the operation; a read makes sure nothing else wrote since).
+		if err := verify(ctx, c, o, p); err != nil {
 			return fmt.Errorf("verifying: %w", err)
-		}
-		if missing := p.holds(back); len(missing) > 0 {
-			return fmt.Errorf("%w: %s", ErrVerify, strings.Join(missing, ", "))
 		}
 		return nil
 	case ActionVerify:
-		back, err := c.GetRouteTable(ctx, o.To)
-		if err != nil {
-			return err
-		}
-		if missing := p.holds(back); len(missing) > 0 {
-			return fmt.Errorf("%w: %s", ErrVerify, strings.Join(missing, ", "))
-		}
-		return nil
+		return verify(ctx, c, o, p)
 	case ActionAssociate:
 		// The state was read just now: the new table holds every route of
 		// the old one (copy-routes and verify are done, or this step would
@@ -278,14 +265,31 @@ func runStep(ctx context.Context, c Cloud, o Options, p *Plan, st State, s Step)
 // errStale: the state changed since the plan was computed; read again.
 var errStale = errors.New("the route tables changed since they were read")
 
+// verify reads the new table through the observer and fails with
+// ErrVerify unless it holds every route the copy must carry.
+func verify(ctx context.Context, c Cloud, o Options, p *Plan) error {
+	back, err := tableOf(observe.Observe(ctx, c, observe.Scope{Table: o.To}), o.To)
+	switch {
+	case err != nil:
+		return err
+	case back == nil:
+		return fmt.Errorf("%w: %s", ErrMissing, o.To)
+	}
+	if missing := p.holds(back); len(missing) > 0 {
+		return fmt.Errorf("%w: %s", ErrVerify, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // recheck reads both tables again and fails with errStale unless the new
 // table holds every route of the old one that the copy must carry.
 func recheck(ctx context.Context, c Cloud, o Options, st State) error {
-	old, err := getTable(ctx, c, o.From)
+	obs := observe.Observe(ctx, c, observe.Scope{Table: o.From, Tables: []string{o.To}})
+	old, err := tableOf(obs, o.From)
 	if err != nil || old == nil {
 		return err
 	}
-	nt, err := getTable(ctx, c, o.To)
+	nt, err := tableOf(obs, o.To)
 	if err != nil {
 		return err
 	}

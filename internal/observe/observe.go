@@ -62,6 +62,12 @@ type Scope struct {
 	// RoutingSubnets are more subnets whose networks a trace may start in
 	// (the mirrors' subnets).
 	RoutingSubnets []string
+	// Tables are more route tables to read (a migration's new table).
+	Tables []string
+	// ListedSubnets also reads every subnet a table read lists among its
+	// subnets (properties.subnets), and the table it points to: what a
+	// migration moves is every subnet on either table.
+	ListedSubnets bool
 	// NextHops are the addresses the nodes' routes point to (NextHops of
 	// the nodes). With Networks, a next hop in no subnet of the node
 	// networks has the networks peered with them whose address space holds
@@ -189,6 +195,9 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 		}
 		cur = o.readTable(ctx, c, to)
 	}
+	for _, id := range scope.Tables {
+		o.readTable(ctx, c, id)
+	}
 	for _, id := range scope.Subnets {
 		if scope.Steady {
 			if s, ok := o.listed(id, earlier); ok {
@@ -197,6 +206,18 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 			}
 		}
 		o.readSubnetAndTable(ctx, c, id)
+	}
+	if scope.ListedSubnets {
+		for _, t := range o.Tables() {
+			if t.Table == nil {
+				continue
+			}
+			for _, id := range t.Table.Subnets {
+				if _, read := o.subnets[armid.Key(id)]; !read {
+					o.readSubnetAndTable(ctx, c, id)
+				}
+			}
+		}
 	}
 	switch {
 	case scope.Networks || scope.Routing:

@@ -213,13 +213,10 @@ func Compute(in Input) *Plan {
 	}
 	pl.table = tableName(pl.cur, p.Create)
 
-	claims := pl.cur.ClaimValues()
-	switch {
-	case len(claims) > 1:
-		return p.refuse(in.Nodes, reason.RouteTableInvalid, fmt.Sprintf("%s has claim tags %s for several clusters (%s); remove all but one", pl.table, route.ClaimTag, strings.Join(claims, ", ")))
-	case len(claims) == 1 && claims[0] != in.Cluster:
-		return p.refuse(in.Nodes, reason.RouteTableClaimed, fmt.Sprintf("%s is claimed by cluster %q (tag %s), not by this cluster %q; routekeeper writes nothing to it%s", pl.table, claims[0], route.ClaimTag, in.Cluster, CIDROverlap(pl.cur, claims[0], in.ClusterCIDRs)))
-	case len(claims) == 1:
+	switch why, msg := ClaimRefusal(pl.cur, pl.table, in.Cluster, in.ClusterCIDRs); {
+	case why != "":
+		return p.refuse(in.Nodes, why, msg)
+	case len(pl.cur.ClaimValues()) == 1:
 		pl.claim = in.Cluster
 	default:
 		// Unclaimed: the claim is written when the plan creates the
@@ -260,6 +257,21 @@ func CIDROverlap(t *route.Table, other string, cidrs []netip.Prefix) string {
 		return fmt.Sprintf("; the pod CIDRs of cluster %q (%s) overlap this cluster's (%s): both clusters' pod routes cannot live in one table", other, route.FormatCIDRs(theirs), route.FormatCIDRs(cidrs))
 	}
 	return fmt.Sprintf("; the pod CIDRs of cluster %q (%s) do not overlap this cluster's (%s), but a route table holds one cluster's pod routes: give each cluster its own table", other, route.FormatCIDRs(theirs), route.FormatCIDRs(cidrs))
+}
+
+// ClaimRefusal is the claim rule: cluster may write table t (named name
+// in the message) unless the table is claimed by another cluster
+// (RouteTableClaimed) or by several (RouteTableInvalid); why is "" when it
+// may. The planner refuses a plan by it, and a migration a table.
+func ClaimRefusal(t *route.Table, name, cluster string, cidrs []netip.Prefix) (why reason.Reason, msg string) {
+	claims := t.ClaimValues()
+	switch {
+	case len(claims) > 1:
+		return reason.RouteTableInvalid, fmt.Sprintf("%s has claim tags %s for several clusters (%s); remove all but one", name, route.ClaimTag, strings.Join(claims, ", "))
+	case len(claims) == 1 && claims[0] != cluster:
+		return reason.RouteTableClaimed, fmt.Sprintf("%s is claimed by cluster %q (tag %s), not by this cluster %q; routekeeper writes nothing to it%s", name, claims[0], route.ClaimTag, cluster, CIDROverlap(t, claims[0], cidrs))
+	}
+	return "", ""
 }
 
 func tableName(t *route.Table, create bool) string {
