@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
-	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -168,7 +166,8 @@ func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t 
 		if !now.Nodes[n.Name].Routed || then.Nodes[n.Name].Routed {
 			continue
 		}
-		sub := subnetOf(base, t.Subnets, n)
+		// The guarded subnet that held the node now (the verdict's).
+		sub := now.Nodes[n.Name].Subnet
 		c, ok := cs.subnet[armid.Key(sub)]
 		switch {
 		case ok:
@@ -187,15 +186,17 @@ func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t 
 		f.Reason = then.Nodes[n.Name].Reason
 	}
 	// Subnets on the table now and not after, even with no node in them
-	// (an Application Gateway's subnet on a mirror).
-	for i, s := range now.Subnets {
-		if i >= len(then.Subnets) || !s.State.OnTable() || then.Subnets[i].State.OnTable() {
+	// (an Application Gateway's subnet on a mirror), with the reason the
+	// verdict gives their state after the apply.
+	for _, s := range now.Subnets {
+		i := slices.IndexFunc(then.Subnets, func(x verdict.Subnet) bool { return armid.Same(x.Subnet, s.Subnet) })
+		if i < 0 || !s.State.OnTable() || then.Subnets[i].State.OnTable() {
 			continue
 		}
 		if c, ok := cs.subnet[armid.Key(s.Subnet)]; ok {
 			f := hazardOf(c, s.Subnet)
 			if f.Reason == "" {
-				f.Reason = reason.RouteTableDetached
+				f.Reason = then.Subnets[i].Reason()
 			}
 		}
 	}
@@ -222,29 +223,6 @@ func referenced(w *memcloud.Cloud, table string) bool {
 		}
 	}
 	return false
-}
-
-// subnetOf is the guarded subnet that holds one of the node's addresses,
-// as w has it.
-func subnetOf(w *memcloud.Cloud, guarded []string, n source.Node) string {
-	for _, id := range guarded {
-		s := w.Subnets[armid.Key(id)]
-		if s == nil {
-			continue
-		}
-		for _, ps := range s.AddressPrefixes {
-			p, err := netip.ParsePrefix(ps)
-			if err != nil {
-				continue
-			}
-			for _, ip := range n.InternalIPs {
-				if p.Contains(ip) {
-					return id
-				}
-			}
-		}
-	}
-	return ""
 }
 
 func message(c cause, f *hazard) string {

@@ -84,6 +84,7 @@ func (j *judge) run() *Verdict {
 	j.nodes(cur, after)
 	v.Subnets = j.subnets(after, created)
 	j.subnetTruth()
+	j.nodeSubnets()
 	v.Routes = countRoutes(after, j.wantedNodes(), route.Ownership{Cluster: j.want.Cluster, ClusterCIDRs: j.want.ClusterCIDRs})
 	v.Access = j.access()
 	j.reach()
@@ -497,4 +498,22 @@ func readDenials(o *observe.Observation) []Denial {
 		}
 	}
 	return out
+}
+
+// nodeSubnets records, for every node, the guarded subnet that holds its
+// address.
+func (j *judge) nodeSubnets() {
+	for _, n := range j.want.Nodes {
+		nv, ok := j.v.Nodes[n.Name]
+		if !ok {
+			continue
+		}
+		for _, s := range j.v.Subnets {
+			if inPrefixes(n, s.AddressPrefixes) {
+				nv.Subnet = s.Subnet
+				j.v.Nodes[n.Name] = nv
+				break
+			}
+		}
+	}
 }

@@ -223,6 +223,10 @@ type Node struct {
 	// Actionable: not routed now, and this verdict's actions (the table
 	// write, a subnet association) route it.
 	Actionable bool `json:"actionable,omitempty"`
+	// Subnet is the guarded subnet that holds the node's address: the one
+	// whose association decides whether Azure uses its route; "" when no
+	// guarded subnet does.
+	Subnet string `json:"subnet,omitempty"`
 }
 
 // Subnet is the verdict on one guarded subnet: the association decision
@@ -240,6 +244,19 @@ type Subnet struct {
 	// earlier refusal of it is being waited out.
 	RepairHeld bool  `json:"repairHeld,omitempty"`
 	Err        error `json:"-"`
+}
+
+// Reason is why the subnet's nodes are not routed through it: the word
+// of internal/reason its state stands for, "" when it is on our table (or
+// its state says nothing of its nodes: missing, unreadable).
+func (s Subnet) Reason() reason.Reason {
+	switch s.State {
+	case assoc.Detached:
+		return reason.RouteTableDetached
+	case assoc.OtherTable, assoc.Previous, assoc.Conflict:
+		return reason.SubnetRouteTableLacksRoute
+	}
+	return ""
 }
 
 // Problem reports whether the subnet is left in a state that needs
