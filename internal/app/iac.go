@@ -9,7 +9,6 @@ import (
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/iac"
-	"github.com/routekeeper/routekeeper/internal/observe"
 )
 
 // IacCheck is routekeeper iac check: the plan judged against the cloud as
@@ -47,13 +46,16 @@ func (a *App) iacInput(ctx context.Context, cfg *config.Config, offline bool) (i
 			if err != nil {
 				return iac.Input{}, nil, err
 			}
-			res := set.Main.DryRun(ctx, observe.Scope{Routing: true})
+			// The cloud as doctor judges it: its findings are what the
+			// apply may leave standing.
+			all := set.DryRun(ctx, judgeScope(cfg, true))
+			res := all[0]
 			if res.Verdict != nil && res.Verdict.Decision.TableErr == nil {
 				nodes := res.SourceNodes()
-				in := iac.Input{Want: set.Main.Desired(nodes), Subnets: cfg.Subnets, Live: res.Observation}
+				in := iac.Input{Want: set.Main.Desired(nodes), Subnets: cfg.Subnets, Live: res.Observation, Standing: Findings(cfg, all)}
 				var notes []string
 				for i, m := range set.Mirrors {
-					mr := m.DryRun(ctx, observe.Scope{Routing: true})
+					mr := all[i+1]
 					if mr.Verdict == nil || mr.Verdict.Decision.TableErr != nil {
 						// Judged without its table, the mirror would look
 						// unassociated now and after: no finding, wrongly.

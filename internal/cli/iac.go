@@ -8,8 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/iac"
+	"github.com/routekeeper/routekeeper/internal/output"
 )
 
 func (a *shell) newIacCmd() *cobra.Command {
@@ -70,7 +72,7 @@ for a plan that is not one (or bad input), 1 on errors.`,
 			if err := a.printIac(rep, args[0]); err != nil {
 				return err
 			}
-			if len(rep.Findings) > 0 {
+			if rep.Problems() > 0 {
 				return findings()
 			}
 			return nil
@@ -101,6 +103,7 @@ func readPlanFile(stdin io.Reader, name string) ([]byte, error) {
 func (a *shell) printIac(rep *iac.Report, planFile string) error {
 	if a.humanOutput() && len(rep.Findings) == 0 {
 		_, err := fmt.Fprintf(a.stdout, "No findings: the plan keeps every node's route and every node subnet on its table (%d nodes).\n", rep.Nodes)
+		a.printRemaining(rep.Remaining)
 		a.printNotes(rep.Notes)
 		return err
 	}
@@ -109,6 +112,7 @@ func (a *shell) printIac(rep *iac.Report, planFile string) error {
 		return err
 	}
 	if a.humanOutput() {
+		a.printRemaining(rep.Remaining)
 		a.printNotes(rep.Notes)
 	}
 	return nil
@@ -118,4 +122,16 @@ func (a *shell) printNotes(notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(a.stdout, "\nNote: %s\n", n)
 	}
+}
+
+// printRemaining prints the findings of the cloud as it stands that the
+// apply leaves in place: the plan is not their cause, but they still make
+// the exit status 3.
+func (a *shell) printRemaining(fs []finding.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stdout, "\nThe apply leaves %d finding(s) of the cloud as it stands (exit status 3; routekeeper doctor explains each):\n", len(fs))
+	header, rows, _ := finding.Table(fs, armid.Short)
+	_ = output.WriteTable(a.stdout, output.Table{Header: header, Rows: rows})
 }

@@ -32,6 +32,10 @@ type Input struct {
 	// main table: a planned change that takes a mirror's subnet off it, or
 	// its pod routes out of it, is a finding too.
 	Mirrors []Mirror
+	// Standing are the findings of the cloud as it stands (the verdict of
+	// run's dry run, doctor's): those the plan does not resolve remain
+	// after the apply. Nil: the findings of the world Check rebuilt.
+	Standing []finding.Finding
 }
 
 // Mirror is one mirror table a plan is checked against.
@@ -75,9 +79,18 @@ type Report struct {
 	Live     bool              `json:"live"`
 	Nodes    int               `json:"nodes"`
 	Findings []finding.Finding `json:"findings"`
+	// Remaining are the findings of the cloud as it stands that the apply
+	// leaves in place: after it, they still need someone.
+	Remaining []finding.Finding `json:"remaining,omitempty"`
 	// Notes say what the check assumed.
 	Notes []string `json:"notes,omitempty"`
 }
+
+// Problems counts what the state after the apply leaves to do: the
+// hazards of the plan and the findings it leaves standing. iac check
+// exits 3 when there is one, as every command does on a state with a
+// finding; on a plan that changes nothing it is doctor's answer.
+func (r *Report) Problems() int { return len(r.Findings) + len(r.Remaining) }
 
 // Errors counts the error findings.
 func (r *Report) Errors() int { return finding.Errors(r.Findings) }
@@ -112,8 +125,27 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range targets {
-		rep.Findings = append(rep.Findings, judgeTable(ctx, base, after, cs, t)...)
+	resolved, standing := map[string]bool{}, []finding.Finding{}
+	for i, t := range targets {
+		j := judgeTable(ctx, base, after, cs, t)
+		rep.Findings = append(rep.Findings, j.hazards...)
+		for k := range j.resolved {
+			resolved[k] = true
+		}
+		for _, f := range j.now {
+			if i > 0 {
+				f.Message = "mirror route table " + armid.Name(t.table()) + ": " + f.Message
+			}
+			standing = append(standing, f)
+		}
+	}
+	if in.Standing != nil {
+		standing = in.Standing
+	}
+	for _, f := range standing {
+		if !resolved[findingKey(f)] {
+			rep.Remaining = append(rep.Remaining, f)
+		}
 	}
 	space, err := spaceFindings(after, cs, in.Want)
 	if err != nil {
@@ -143,12 +175,38 @@ func keepUnmanaged(base *memcloud.Cloud, t Mirror) string {
 	return fmt.Sprintf("the cloud was not read and the plan does not hold route table %s: it is taken to hold the node routes, as routekeeper keeps it", armid.Name(table))
 }
 
-// judgeTable is the findings of one table: the main one or a mirror.
-func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror) []finding.Finding {
+// judged is one table judged now and after the apply.
+type judged struct {
+	// hazards are the planned changes that break pod routing.
+	hazards []finding.Finding
+	// now are the verdict's findings of the world as it stands;
+	// resolved, by findingKey, those the apply makes go away.
+	now      []finding.Finding
+	resolved map[string]bool
+}
+
+// findingKey tells whether a finding is still the same after the apply:
+// the same rule on the same resource, saying the same thing. A finding
+// whose message changes was changed by the plan (made better, or a hazard
+// of its own).
+func findingKey(f finding.Finding) string {
+	return f.Rule + "|" + armid.Key(f.Resource) + "|" + string(f.Severity) + "|" + f.Message
+}
+
+// judgeTable judges one table, the main one or a mirror, now and after the
+// apply.
+func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror) judged {
 	want, table := t.Want, t.table()
-	scope := observe.Scope{Table: table, Subnets: t.Subnets, Networks: true}
+	scope := observe.Scope{Table: table, Subnets: t.Subnets, Networks: true, Routing: true, NICs: true}
 	now := verdict.Judge(observe.Observe(ctx, base, scope), want, nil)
 	then := verdict.Judge(observe.Observe(ctx, after, scope), want, nil)
+	j := judged{now: now.Findings(), resolved: map[string]bool{}}
+	for _, f := range j.now {
+		j.resolved[findingKey(f)] = true
+	}
+	for _, f := range then.Findings() {
+		delete(j.resolved, findingKey(f))
+	}
 
 	groups := map[cause]*hazard{}
 	var order []cause
@@ -212,7 +270,8 @@ func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t 
 		}
 		out = append(out, f.finding(message(k, f), fix(k.Rule, k.Address)))
 	}
-	return out
+	j.hazards = out
+	return j
 }
 
 // referenced reports whether a subnet of w points to table.
