@@ -144,8 +144,14 @@ func (l *dataplaneLab) waitRouted(what string) {
 
 // minWindow is how long the subnet must lack the route for the data plane
 // to be sure to see it (a poll, an Apply, a packet every 10ms): a shorter
-// break is repeated rather than judged.
+// break is repeated rather than judged, and a repair that is always that
+// fast passes with nothing to measure — a test never fails for being fast.
 const minWindow = 150 * time.Millisecond
+
+// repairBound is how long a repair may take at most, from the break to
+// the state holding the route again: the guard runs every second, and a
+// loaded CI machine under -race may take a few more for the writes.
+const repairBound = 15 * time.Second
 
 // lossWindow sends pod 0 → pod 1 at 100 packets/s while disrupt breaks
 // the route and routekeeper repairs it; it returns the probe's result and
@@ -191,9 +197,13 @@ func (l *dataplaneLab) lossWindow(name string, disrupt func()) {
 		}
 		l.t.Logf("%s: ARM: %s write took %s, routekeeper's repair in the state %s after it; data plane: %v",
 			name, name, broken.Sub(start).Round(time.Millisecond), arm.Round(time.Millisecond), res)
+		if arm > repairBound {
+			l.t.Errorf("%s: the repair took %s, more than %s", name, arm.Round(time.Millisecond), repairBound)
+		}
 		if arm < minWindow && res.LongestLossRun == 0 {
 			if attempt >= 5 {
-				l.t.Fatalf("%s: routekeeper repaired within %s five times: no window to measure", name, minWindow)
+				l.t.Logf("%s: routekeeper repaired within %s five times, faster than the data plane can see a loss: nothing to measure", name, minWindow)
+				return
 			}
 			l.t.Logf("%s: repaired within %s, before the data plane could be sure to drop: again", name, minWindow)
 			continue
