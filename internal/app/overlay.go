@@ -33,16 +33,15 @@ func (a *App) OverlayPreflight(ctx context.Context, cfg *config.Config, target o
 // verdict and observation, the mirrors' verdicts, the configuration and
 // what the cluster says of ip-masq-agent.
 func (a *App) overlayInput(ctx context.Context, cfg *config.Config, all []*controller.Result, target overlay.Target) (overlay.Input, error) {
-	res := all[0]
-	v := res.Verdict
-	st, err := res.Observation.RoutingState(res.SourceNodes())
-	if err != nil {
-		return overlay.Input{}, err
+	v := all[0].Verdict
+	st, ok := v.Network()
+	if !ok {
+		return overlay.Input{}, fmt.Errorf("the network could not be read: %s", v.ReachUnknown)
 	}
 	in := overlay.Input{
 		Cluster: cfg.Cluster.Name, ClusterCIDRs: cfg.Cluster.ClusterCIDRs, ServiceCIDRs: cfg.Cluster.ServiceCIDRs,
 		Platform: cfg.Routes == config.RoutesObserve, Subnets: cfg.Subnets,
-		TableID: v.Table, Table: v.Current, Routing: st, Target: target,
+		TableID: v.Table, Table: v.Current, Routing: st, Deliver: v.Deliver, Target: target,
 	}
 	for i, m := range cfg.Mirrors {
 		om := overlay.Mirror{TableID: m.RouteTable, Subnets: m.Subnets}

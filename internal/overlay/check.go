@@ -20,6 +20,10 @@ const maxListed = 5
 // Check runs the pre-flight of the move to an overlay. It fails only when
 // the target cannot be planned at all (no pod CIDR).
 func Check(in Input) (*Report, error) {
+	if in.Deliver == nil {
+		// Standalone (a test): the same route selection on in.Routing.
+		in.Deliver = routing.NewTracer(in.Routing).Verdict
+	}
 	r := &Report{Table: in.TableID, Nodes: len(in.Routing.Nodes), Reachers: []Reacher{}, Routes: []RouteFate{}, Findings: []finding.Finding{}}
 	r.Target = in.Target.PodCIDRs
 	if len(r.Target) == 0 {

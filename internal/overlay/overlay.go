@@ -87,10 +87,13 @@ type Input struct {
 	// Mirrors are the configured mirrors (mirrors[]), each with its table
 	// as read.
 	Mirrors []Mirror
-	// Routing is the network as the dry run observed it (subnets, route
+	// Routing is the network the dry run's verdict judged (subnets, route
 	// tables, virtual networks with peerings and gateways) with the
-	// cluster's nodes.
+	// cluster's nodes; Deliver is the verdict's route selection on it
+	// (verdict.Verdict.Deliver): the pre-flight asks it who reaches the
+	// pods today and keeps no routing rule of its own.
 	Routing routing.State
+	Deliver func(src, dst routing.Endpoint) *routing.Result
 	// Target is where the cluster moves.
 	Target Target
 	// Masq is the ip-masq-agent configuration read from the cluster; nil

@@ -27,7 +27,6 @@ func reachability(in Input, r *Report, add addFunc) {
 	if len(st.Nodes) == 0 {
 		return
 	}
-	tr := routing.NewTracer(st)
 	var nodeIPs []netip.Addr
 	for _, n := range st.Nodes {
 		nodeIPs = append(nodeIPs, n.InternalIPs...)
@@ -61,7 +60,7 @@ func reachability(in Input, r *Report, add addFunc) {
 					continue
 				}
 				rc.Total++
-				res := tr.Verdict(routing.Endpoint{Addr: from}, routing.Endpoint{Addr: routing.PodAddr(pod), Node: n.Name})
+				res := in.Deliver(routing.Endpoint{Addr: from}, routing.Endpoint{Addr: routing.PodAddr(pod), Node: n.Name})
 				if !res.OK() {
 					continue
 				}

@@ -227,6 +227,25 @@ func (v *Verdict) reportReach(add addFunc) {
 	}
 }
 
+// Network is the network this verdict judged pod traffic on (with its
+// own writes applied); ok is false when the observation did not read it.
+func (v *Verdict) Network() (routing.State, bool) {
+	if v.routing == nil {
+		return routing.State{}, false
+	}
+	return *v.routing, true
+}
+
+// Deliver is where a packet from src to dst goes on the network this
+// verdict judged (without the explanation: what all-pairs checks need);
+// nil when the observation did not read the network.
+func (v *Verdict) Deliver(src, dst routing.Endpoint) *routing.Result {
+	if v.tracer == nil {
+		return nil
+	}
+	return v.tracer.Verdict(src, dst)
+}
+
 // Trace follows a packet from src to dst the way Azure routes it, on the
 // network this verdict judged (with the explanation); ok is false when the
 // verdict's observation did not read the network.
