@@ -108,20 +108,6 @@ func Mirrors(ctx context.Context, cfg *config.Config, c *azure.Client, main cont
 	return out, nil
 }
 
-// NewController builds the controller of cfg's main table on a cloud
-// client.
-func (a *App) NewController(ctx context.Context, cfg *config.Config, c *azure.Client, reporters ...controller.Reporter) (*controller.Controller, error) {
-	src, err := a.NodeSource(ctx, cfg, c)
-	if err != nil {
-		return nil, err
-	}
-	ccfg, err := ControllerConfig(ctx, cfg, c)
-	if err != nil {
-		return nil, err
-	}
-	return controller.New(ccfg, c, src, a.Log, reporters...), nil
-}
-
 // NewSet builds the controllers of cfg: the main table's and one per
 // mirror, on one node source. reporters go to the main controller only
 // (a node's status reflects the main table).
