@@ -6,15 +6,21 @@
 // (which one routekeeper keeps, whether it is created, claimed or refused),
 // for every guarded subnet (its association state after the writes, the
 // action to take, the fix), for every node (routed or not, with one reason
-// of the closed vocabulary in internal/reason) and the actions to take.
+// of the closed vocabulary in internal/reason), whether pod traffic really
+// reaches the routed nodes (reach.go), the actions to take, and what a
+// person must do about it all: Findings (findings.go), the one list every
+// exit code comes from.
 //
-// It does no I/O, reads no clock and logs nothing. The controller (run and
-// its guard), diff, doctor, routes list, trace, iac check, the node
-// conditions, events and metrics all read a Verdict; none of them derives
-// any part of it again. The sub-decisions it is made of are pure too: the
-// association decision (internal/assoc) and the route plan
-// (internal/plan). A pass judges twice: before it acts (the actions), and
-// with the outcome of its writes (what is true now).
+// It does no I/O, reads no clock and logs nothing, and its dependencies
+// hold no cloud package (the observation's types are internal/observe's,
+// ARM's errors internal/armerr's). The controller (run and its guard),
+// diff, doctor, routes list, trace, iac check, the overlay pre-flight, the
+// node conditions, events and metrics all read a Verdict; none of them
+// derives any part of it again. The sub-decisions it is made of are pure
+// too: the association decision (internal/assoc), the route plan
+// (internal/plan) and Azure's route selection (internal/routing). A pass
+// judges twice: before it acts (the actions), and with the outcome of its
+// writes (what is true now).
 //
 // The rules for a node, in order:
 //
