@@ -135,8 +135,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	resp, err := s.serveARM(r, h)
 	s.warnUnknownRequest(r, err)
+	if err == nil && api.IsWrite(r.Method) && resp.Status >= 200 && resp.Status < 300 && s.inj.loseAnswer(r.URL.Path) {
+		// The write took effect; its answer is lost (lostanswer.go). The
+		// lines are logged first: once the connection is reset, the
+		// client may already be reading the resource back.
+		s.log.Debug("fabric request", append(requestAttrs(r), "status", resp.Status, "lost", true, "duration", time.Since(start))...)
+		s.log.Info("fabric lost the answer to a write it carried out (fault loseAnswers)", "method", r.Method, "path", r.URL.Path, "status", resp.Status)
+		dropAnswer(w)
+		return
+	}
 	status := s.write(w, r, resp, err)
-	s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start))
+	s.log.Debug("fabric request", append(requestAttrs(r), "status", status, "duration", time.Since(start))...)
+}
+
+// requestAttrs are the log attributes of an ARM request: its method, its
+// path and the preconditions it carries, so that the debug log shows a
+// conditional write sent twice with the same If-Match.
+func requestAttrs(r *http.Request) []any {
+	attrs := []any{"method", r.Method, "path", r.URL.Path}
+	if v := r.Header.Get("If-Match"); v != "" {
+		attrs = append(attrs, "ifMatch", v)
+	}
+	if v := r.Header.Get("If-None-Match"); v != "" {
+		attrs = append(attrs, "ifNoneMatch", v)
+	}
+	return attrs
 }
 
 // serveARM runs the ARM pipeline: body limit, authentication, api-version,
