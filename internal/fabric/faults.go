@@ -26,8 +26,8 @@ type Faults struct {
 	Latency time.Duration `json:"latency"`
 
 	// WriteBucket is the capacity of the token bucket of writes (PUT,
-	// PATCH, DELETE) per subscription, WriteRefillPerSecond its refill
-	// rate. ARM's are 200 and 10/s. 0 disables write throttling.
+	// PATCH, DELETE, POST) per subscription, WriteRefillPerSecond its
+	// refill rate. ARM's are 200 and 10/s. 0 disables write throttling.
 	WriteBucket          int     `json:"writeBucket"`
 	WriteRefillPerSecond float64 `json:"writeRefillPerSecond"`
 	// ReadBucket and ReadRefillPerSecond do the same for reads (GET);
