@@ -139,19 +139,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The write took effect; its answer is lost (lostanswer.go). The
 		// lines are logged first: once the connection is reset, the
 		// client may already be reading the resource back.
-		s.log.Debug("fabric request", append(requestAttrs(r), "status", resp.Status, "lost", true, "duration", time.Since(start))...)
+		s.logRequest(r, start, resp.Status, true)
 		s.log.Info("fabric lost the answer to a write it carried out (fault loseAnswers)", "method", r.Method, "path", r.URL.Path, "status", resp.Status)
 		dropAnswer(w)
 		return
 	}
 	status := s.write(w, r, resp, err)
-	s.log.Debug("fabric request", append(requestAttrs(r), "status", status, "duration", time.Since(start))...)
+	s.logRequest(r, start, status, false)
 }
 
-// requestAttrs are the log attributes of an ARM request: its method, its
-// path and the preconditions it carries, so that the debug log shows a
-// conditional write sent twice with the same If-Match.
-func requestAttrs(r *http.Request) []any {
+// logRequest writes the debug line of an ARM request: its method, path,
+// the preconditions it carries (so that a conditional write sent twice
+// with the same If-Match shows), its status, whether its answer was lost,
+// and how long it took.
+func (s *Server) logRequest(r *http.Request, start time.Time, status int, lost bool) {
+	if !s.log.Enabled(r.Context(), slog.LevelDebug) {
+		return
+	}
 	attrs := []any{"method", r.Method, "path", r.URL.Path}
 	if v := r.Header.Get("If-Match"); v != "" {
 		attrs = append(attrs, "ifMatch", v)
@@ -159,7 +163,11 @@ func requestAttrs(r *http.Request) []any {
 	if v := r.Header.Get("If-None-Match"); v != "" {
 		attrs = append(attrs, "ifNoneMatch", v)
 	}
-	return attrs
+	attrs = append(attrs, "status", status)
+	if lost {
+		attrs = append(attrs, "lost", true)
+	}
+	s.log.Debug("fabric request", append(attrs, "duration", time.Since(start))...)
 }
 
 // serveARM runs the ARM pipeline: body limit, authentication, api-version,
