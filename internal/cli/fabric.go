@@ -102,6 +102,7 @@ GET/PUT <endpoint>/_fabric/faults.`,
 	f.Float64Var(&o.faults.ErrorRate, "error-rate", 0, "probability that a request fails with 500, 502 or 503 before taking effect")
 	f.Float64Var(&o.faults.FailOperations, "fail-operations", 0, "probability that a long-running operation ends Failed")
 	f.Float64Var(&o.faults.IntruderRate, "intruder-rate", 0, "probability that another writer changes a route table right after a GET of it")
+	f.Float64Var(&o.faults.LoseAnswers, "lose-answers", 0, "probability that a write loses its answer after the fabric carried it out: the client's connection is reset, the write took effect")
 	o.dataplane.register(f)
 	return cmd
 }
@@ -148,7 +149,7 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 		return usageErrorf("flag --page-size: %d must be at least 1", o.pageSize)
 	}
 	if err := o.faults.Validate(); err != nil {
-		return usageErrorf("fault flags: %v", err)
+		return usageError(faultFlagError(err))
 	}
 	var store *fabric.Store
 	var err error
@@ -257,6 +258,29 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 	return nil
 }
 
+// faultFlags are the `fabric serve` flags of the Faults fields, by their
+// JSON name (fabric.InvalidFaultError's Field).
+var faultFlags = map[string]string{
+	"latency":     "latency",
+	"writeBucket": "write-bucket", "writeRefillPerSecond": "write-refill",
+	"readBucket": "read-bucket", "readRefillPerSecond": "read-refill",
+	"errorRate": "error-rate", "failOperations": "fail-operations",
+	"intruderRate": "intruder-rate", "loseAnswers": "lose-answers",
+}
+
+// faultFlagError names the flag (and the fault) of an invalid fault
+// setting: "flag --lose-answers: 1.5 is not a probability between 0 and 1
+// (fault loseAnswers)".
+func faultFlagError(err error) error {
+	var fe *fabric.InvalidFaultError
+	if errors.As(err, &fe) {
+		if flag, ok := faultFlags[fe.Field]; ok {
+			return fmt.Errorf("flag --%s: %s (fault %s)", flag, fe.Problem, fe.Field)
+		}
+	}
+	return fmt.Errorf("fault flags: %w", err)
+}
+
 func describeFaults(f fabric.Faults) string {
 	var parts []string
 	if f.Latency > 0 {
@@ -276,6 +300,9 @@ func describeFaults(f fabric.Faults) string {
 	}
 	if f.IntruderRate > 0 {
 		parts = append(parts, fmt.Sprintf("intruder %g", f.IntruderRate))
+	}
+	if f.LoseAnswers > 0 {
+		parts = append(parts, fmt.Sprintf("lost answers %g (writes carried out, then the connection reset)", f.LoseAnswers))
 	}
 	if len(parts) == 0 {
 		return "none"

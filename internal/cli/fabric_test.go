@@ -114,7 +114,12 @@ func TestFabricApplyBadInput(t *testing.T) {
 		{"remote listen", []string{"fabric", "serve", "--memory", "--listen", "0.0.0.0:0"}, []string{"--listen", "0.0.0.0", "--allow-remote"}},
 		{"every interface", []string{"fabric", "serve", "--memory", "--listen", ":8400"}, []string{"--listen", "every interface"}},
 		{"bad listen", []string{"fabric", "serve", "--memory", "--listen", "localhost"}, []string{"--listen", "localhost"}},
-		{"bad fault", []string{"fabric", "serve", "--memory", "--listen", "127.0.0.1:0", "--error-rate", "1.5"}, []string{"errorRate", "1.5"}},
+		{"bad fault", []string{"fabric", "serve", "--memory", "--listen", "127.0.0.1:0", "--error-rate", "1.5"}, []string{"--error-rate", "errorRate", "1.5"}},
+		{"lose-answers above 1", []string{"fabric", "serve", "--memory", "--listen", "127.0.0.1:0", "--lose-answers", "1.5"}, []string{"--lose-answers", "1.5", "probability"}},
+		{"negative lose-answers", []string{"fabric", "serve", "--memory", "--listen", "127.0.0.1:0", "--lose-answers", "-0.5"}, []string{"--lose-answers", "-0.5"}},
+		{"NaN lose-answers", []string{"fabric", "serve", "--memory", "--listen", "127.0.0.1:0", "--lose-answers", "NaN"}, []string{"--lose-answers", "NaN"}},
+		{"lose-answers not a number", []string{"fabric", "serve", "--memory", "--listen", "127.0.0.1:0", "--lose-answers", "half"}, []string{"--lose-answers", "half"}},
+		{"negative write refill", []string{"fabric", "serve", "--memory", "--listen", "127.0.0.1:0", "--write-bucket", "5", "--write-refill", "-1"}, []string{"--write-refill", "-1"}},
 		{"memory and state", []string{"fabric", "serve", "--memory", "--state", state}, []string{"--memory", "--state"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,5 +204,22 @@ func TestFabricServe(t *testing.T) {
 	// The state survived the server.
 	if res := runCLI(t, nil, "", "fabric", "show", "--state", state); res.code != ExitOK || !strings.Contains(res.stdout, "kubernetes-subnet") {
 		t.Errorf("show after the server stopped: %d %s", res.code, res.stderr)
+	}
+}
+
+// TestFaultFlags: every fault a flag sets is named by that flag when its
+// value is refused, and the flag exists.
+func TestFaultFlags(t *testing.T) {
+	help := wantExit(t, ExitOK, "fabric", "serve", "--help").stdout
+	for field, flag := range faultFlags {
+		t.Run(field, func(t *testing.T) {
+			if !strings.Contains(help, "--"+flag+" ") {
+				t.Errorf("fabric serve has no flag --%s (for the fault %s):\n%s", flag, field, help)
+			}
+			err := faultFlagError(&fabric.InvalidFaultError{Field: field, Problem: "-1 must not be negative"})
+			if !strings.Contains(err.Error(), "flag --"+flag+": -1") {
+				t.Errorf("faultFlagError = %v, want it to name --%s", err, flag)
+			}
+		})
 	}
 }

@@ -11,7 +11,9 @@
 // through in order: the body limit, authentication, the api-version, the
 // check for unknown requests (unknown.go), injected faults and throttling
 // (faults.go), authorization, then the provider; the answer is written as
-// ARM writes it and logged. Dispatch runs an internal sub-request through
+// ARM writes it and logged, unless the faults lose the answer of a write
+// that took effect: then the connection (or stream) is reset instead
+// (lostanswer.go). Dispatch runs an internal sub-request through
 // the same pipeline, as the parent request's principal. The subscription
 // endpoints (tenants, locations, providers, generic resources) are served
 // here too (subscriptions.go, providers.go).

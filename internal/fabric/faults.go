@@ -26,8 +26,8 @@ type Faults struct {
 	Latency time.Duration `json:"latency"`
 
 	// WriteBucket is the capacity of the token bucket of writes (PUT,
-	// PATCH, DELETE) per subscription, WriteRefillPerSecond its refill
-	// rate. ARM's are 200 and 10/s. 0 disables write throttling.
+	// PATCH, DELETE, POST) per subscription, WriteRefillPerSecond its
+	// refill rate. ARM's are 200 and 10/s. 0 disables write throttling.
 	WriteBucket          int     `json:"writeBucket"`
 	WriteRefillPerSecond float64 `json:"writeRefillPerSecond"`
 	// ReadBucket and ReadRefillPerSecond do the same for reads (GET);
@@ -53,6 +53,17 @@ type Faults struct {
 	// makes it strike on the next N route table GETs.
 	IntruderRate     float64 `json:"intruderRate"`
 	IntruderNextGets int     `json:"intruderNextGets"`
+
+	// LoseAnswers is the probability that a write (PUT, PATCH, DELETE or
+	// POST) loses its answer after the fabric carried it out: the
+	// resource is written and its operation started, then the client gets
+	// no answer, only the error of a connection reset (lostanswer.go). Only
+	// writes answered 2xx lose their answer; a refused one (4xx, an
+	// injected 5xx or 429) keeps it, so every lost answer is of a write
+	// that took effect. LoseNextAnswers loses the answers of the next N
+	// such writes for certain.
+	LoseAnswers     float64 `json:"loseAnswers"`
+	LoseNextAnswers int     `json:"loseNextAnswers"`
 
 	// Target, when set, limits every fault above to the requests (and
 	// operations, and intruder strikes) on resources whose path contains
@@ -109,33 +120,55 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Validate checks that rates are probabilities and counts are not negative.
+// InvalidFaultError is a fault setting Validate refuses. Field is its
+// name in the control endpoint's JSON ("loseAnswers"); Problem says what
+// is wrong with its value ("1.5 is not a probability between 0 and 1").
+type InvalidFaultError struct {
+	Field   string
+	Problem string
+}
+
+func (e *InvalidFaultError) Error() string { return e.Field + ": " + e.Problem }
+
+// Validate checks that rates are probabilities and counts are not
+// negative. Its error is an *InvalidFaultError naming the first field
+// found wrong: the rates first, then the counts, in the order of Faults.
 func (f Faults) Validate() error {
-	for name, p := range map[string]float64{"errorRate": f.ErrorRate, "failOperations": f.FailOperations, "intruderRate": f.IntruderRate} {
-		if p < 0 || p > 1 || math.IsNaN(p) {
-			return fmt.Errorf("%s: %v is not a probability between 0 and 1", name, p)
+	type field struct {
+		name string
+		v    float64
+	}
+	for _, c := range []field{
+		{"errorRate", f.ErrorRate}, {"failOperations", f.FailOperations},
+		{"intruderRate", f.IntruderRate}, {"loseAnswers", f.LoseAnswers},
+	} {
+		if c.v < 0 || c.v > 1 || math.IsNaN(c.v) {
+			return &InvalidFaultError{Field: c.name, Problem: fmt.Sprintf("%v is not a probability between 0 and 1", c.v)}
 		}
 	}
-	for name, n := range map[string]float64{
-		"latency": float64(f.Latency), "writeBucket": float64(f.WriteBucket), "writeRefillPerSecond": f.WriteRefillPerSecond,
-		"readBucket": float64(f.ReadBucket), "readRefillPerSecond": f.ReadRefillPerSecond,
-		"failNextOperations": float64(f.FailNextOperations), "intruderNextGets": float64(f.IntruderNextGets),
+	for _, c := range []field{
+		{"latency", float64(f.Latency)},
+		{"writeBucket", float64(f.WriteBucket)}, {"writeRefillPerSecond", f.WriteRefillPerSecond},
+		{"readBucket", float64(f.ReadBucket)}, {"readRefillPerSecond", f.ReadRefillPerSecond},
+		{"failNextOperations", float64(f.FailNextOperations)}, {"intruderNextGets", float64(f.IntruderNextGets)},
+		{"loseNextAnswers", float64(f.LoseNextAnswers)},
 	} {
-		if n < 0 || math.IsNaN(n) || math.IsInf(n, 0) {
-			return fmt.Errorf("%s: %v must not be negative", name, n)
+		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
+			return &InvalidFaultError{Field: c.name, Problem: fmt.Sprintf("%v must not be negative", c.v)}
 		}
 	}
 	if f.WriteBucket > 0 && f.WriteRefillPerSecond <= 0 {
-		return fmt.Errorf("writeRefillPerSecond: must be positive when writeBucket is %d", f.WriteBucket)
+		return &InvalidFaultError{Field: "writeRefillPerSecond", Problem: fmt.Sprintf("must be positive when writeBucket is %d", f.WriteBucket)}
 	}
 	if f.ReadBucket > 0 && f.ReadRefillPerSecond <= 0 {
-		return fmt.Errorf("readRefillPerSecond: must be positive when readBucket is %d", f.ReadBucket)
+		return &InvalidFaultError{Field: "readRefillPerSecond", Problem: fmt.Sprintf("must be positive when readBucket is %d", f.ReadBucket)}
 	}
 	return nil
 }
 
 // injector injects the faults of a Server: latency, throttling from
-// token buckets, random errors, failed operations and the intruder.
+// token buckets, random errors, failed operations, the intruder and lost
+// answers.
 type injector struct {
 	mu       sync.Mutex // guards the fields below
 	faults   Faults
@@ -143,6 +176,7 @@ type injector struct {
 	buckets  map[string]*bucket
 	failLeft int // FailNextOperations still to apply
 	intrLeft int // IntruderNextGets still to apply
+	loseLeft int // LoseNextAnswers still to apply
 	now      func() time.Time
 }
 
@@ -155,20 +189,24 @@ func newInjector(f Faults, seed uint64, now func() time.Time) *injector {
 }
 
 // set replaces the injected faults; the token buckets start full and
-// the FailNextOperations and IntruderNextGets counters start over. Invalid
-// values are clamped (see Validate for the checked form).
+// the FailNextOperations, IntruderNextGets and LoseNextAnswers counters
+// start over. Invalid values are clamped (see Validate for the checked
+// form).
 func (s *injector) set(f Faults) {
 	f.ErrorRate = clamp01(f.ErrorRate)
 	f.FailOperations = clamp01(f.FailOperations)
 	f.IntruderRate = clamp01(f.IntruderRate)
+	f.LoseAnswers = clamp01(f.LoseAnswers)
 	f.Latency = max(f.Latency, 0)
 	f.FailNextOperations = max(f.FailNextOperations, 0)
 	f.IntruderNextGets = max(f.IntruderNextGets, 0)
+	f.LoseNextAnswers = max(f.LoseNextAnswers, 0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = f
 	s.failLeft = f.FailNextOperations
 	s.intrLeft = f.IntruderNextGets
+	s.loseLeft = f.LoseNextAnswers
 	s.buckets = map[string]*bucket{}
 }
 
@@ -179,6 +217,7 @@ func (s *injector) get() Faults {
 	f := s.faults
 	f.FailNextOperations = s.failLeft
 	f.IntruderNextGets = s.intrLeft
+	f.LoseNextAnswers = s.loseLeft
 	return f
 }
 
@@ -375,9 +414,27 @@ func (s *injector) Intrude(tableKey string) (strike bool, coin int) {
 	return strike, s.rng.IntN(2)
 }
 
+// loseAnswer decides whether the answer of a write to the resource path p,
+// which the fabric carried out, is lost. The coin is tossed only when
+// LoseAnswers is set and no LoseNextAnswers remain, so that with the
+// fault off the other faults draw the same numbers as before it existed.
+func (s *injector) loseAnswer(p string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.faults.targets(p):
+		return false
+	case s.loseLeft > 0:
+		s.loseLeft--
+		return true
+	}
+	return s.faults.LoseAnswers > 0 && s.rng.Float64() < s.faults.LoseAnswers
+}
+
 // SetFaults replaces the injected faults; the token buckets start full and
-// the FailNextOperations and IntruderNextGets counters start over. Invalid
-// values are clamped (see Validate for the checked form).
+// the FailNextOperations, IntruderNextGets and LoseNextAnswers counters
+// start over. Invalid values are clamped (see Validate for the checked
+// form).
 func (s *Server) SetFaults(f Faults) { s.inj.set(f) }
 
 // Faults returns the current faults, with the counters that remain.

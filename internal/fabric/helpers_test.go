@@ -3,10 +3,14 @@ package fabric
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +40,7 @@ type env struct {
 	endpoint string
 	opts     *arm.ClientOptions
 	hc       *http.Client // raw HTTP, same transport as the SDK
+	ca       string       // the server certificate's PEM file over TLS ("" otherwise)
 
 	tables  *armnetwork.RouteTablesClient
 	routes  *armnetwork.RoutesClient
@@ -162,6 +167,20 @@ func newEnvOn(t *testing.T, mode string, st *store.Store, o Options) *env {
 		e.endpoint = ts.URL
 		e.opts = ClientOptions(nil, ts.URL)
 		e.hc = ts.Client()
+	case "tls", "tls-h2":
+		// HTTPS over loopback, as fabric serve --tls: HTTP/1.1 (az's
+		// Python client), or HTTP/2 (what Go's clients negotiate).
+		ts := httptest.NewUnstartedServer(srv)
+		ts.EnableHTTP2 = mode == "tls-h2"
+		ts.StartTLS()
+		t.Cleanup(ts.Close)
+		e.endpoint = ts.URL
+		e.hc = ts.Client()
+		e.opts = ClientOptions(e.hc, ts.URL)
+		e.ca = filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(e.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}
@@ -185,6 +204,16 @@ func newEnvOn(t *testing.T, mode string, st *store.Store, o Options) *env {
 // do sends a raw request (with a bearer token and api-version) and returns
 // the response with its body read.
 func (e *env) do(method, path, body string, hdr ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	resp, b, err := e.send(method, path, body, hdr...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp, b
+}
+
+// send is do returning the transport's error instead of failing the test.
+func (e *env) send(method, path, body string, hdr ...string) (*http.Response, []byte, error) {
 	e.t.Helper()
 	u := e.endpoint + path
 	if !strings.Contains(path, "api-version=") {
@@ -211,14 +240,14 @@ func (e *env) do(method, path, body string, hdr ...string) (*http.Response, []by
 	}
 	resp, err := e.hc.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatal(err)
+		return nil, nil, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 	}
-	return resp, b
+	return resp, b, nil
 }
 
 // createRG creates a resource group with plain HTTP (armresources is not a

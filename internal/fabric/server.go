@@ -135,8 +135,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	resp, err := s.serveARM(r, h)
 	s.warnUnknownRequest(r, err)
+	if err == nil && api.IsWrite(r.Method) && resp.Status >= 200 && resp.Status < 300 && s.inj.loseAnswer(r.URL.Path) {
+		// The write took effect; its answer is lost (lostanswer.go). The
+		// lines are logged first: once the connection is reset, the
+		// client may already be reading the resource back.
+		s.logRequest(r, start, resp.Status, true)
+		s.log.Info("fabric lost the answer to a write it carried out (fault loseAnswers)", "method", r.Method, "path", r.URL.Path, "status", resp.Status)
+		dropAnswer(w)
+		return
+	}
 	status := s.write(w, r, resp, err)
-	s.log.Debug("fabric request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start))
+	s.logRequest(r, start, status, false)
+}
+
+// logRequest writes the debug line of an ARM request: its method, path,
+// the preconditions it carries (so that a conditional write sent twice
+// with the same If-Match shows), its status, whether its answer was lost,
+// and how long it took.
+func (s *Server) logRequest(r *http.Request, start time.Time, status int, lost bool) {
+	if !s.log.Enabled(r.Context(), slog.LevelDebug) {
+		return
+	}
+	attrs := []any{"method", r.Method, "path", r.URL.Path}
+	if v := r.Header.Get("If-Match"); v != "" {
+		attrs = append(attrs, "ifMatch", v)
+	}
+	if v := r.Header.Get("If-None-Match"); v != "" {
+		attrs = append(attrs, "ifNoneMatch", v)
+	}
+	attrs = append(attrs, "status", status)
+	if lost {
+		attrs = append(attrs, "lost", true)
+	}
+	s.log.Debug("fabric request", append(attrs, "duration", time.Since(start))...)
 }
 
 // serveARM runs the ARM pipeline: body limit, authentication, api-version,

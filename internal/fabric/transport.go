@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,12 +42,30 @@ func (s *Server) ClientOptions() *arm.ClientOptions {
 
 type transporter struct{ rt http.RoundTripper }
 
-func (t transporter) Do(req *http.Request) (*http.Response, error) { return t.rt.RoundTrip(req) }
+// Do sends req as http.Client does: a transport error comes back inside a
+// *url.Error naming the method and URL.
+func (t transporter) Do(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: urlOp(req.Method), URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
+}
+
+// urlOp is url.Error's Op as http.Client spells it: "Put", "Get".
+func urlOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
+}
 
 type inProcess struct{ h http.Handler }
 
 // RoundTrip serves req with the handler and returns its answer. A panic in
-// the handler becomes a 500, as it would over a socket.
+// the handler becomes a 500, as it would over a socket; an answer the
+// handler drops (a lost answer, or a panic with http.ErrAbortHandler)
+// becomes the error of a connection reset, after the handler ran.
 func (t *inProcess) RoundTrip(req *http.Request) (resp *http.Response, err error) {
 	if err := req.Context().Err(); err != nil {
 		if req.Body != nil {
@@ -71,13 +90,18 @@ func (t *inProcess) RoundTrip(req *http.Request) (resp *http.Response, err error
 	rec := &recorder{header: http.Header{}}
 	func() {
 		defer func() {
-			if p := recover(); p != nil {
+			if p := recover(); p == http.ErrAbortHandler {
+				rec.dropAnswer()
+			} else if p != nil {
 				rec = &recorder{header: http.Header{}, status: http.StatusInternalServerError}
 				fmt.Fprintf(&rec.body, `{"error":{"code":"InternalServerError","message":%q}}`, fmt.Sprint("fabric handler panic: ", p))
 			}
 		}()
 		t.h.ServeHTTP(rec, r)
 	}()
+	if rec.lost {
+		return nil, connectionReset(req.URL.Host)
+	}
 	if rec.status == 0 {
 		rec.status = http.StatusOK
 	}
@@ -100,7 +124,10 @@ type recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	lost   bool // the handler dropped the answer: see dropAnswer
 }
+
+func (r *recorder) dropAnswer() { r.lost = true }
 
 func (r *recorder) Header() http.Header { return r.header }
 
