@@ -180,7 +180,9 @@ func TestARMCallsThroughTheSDK(t *testing.T) {
 		t.Errorf(`arm_requests_total{GET,200} = %v, want the table and subnet reads`, got)
 	}
 	// Writes throttled: the SDK retries after Retry-After; each 429 counts.
-	env.Server.SetFaults(fabric.Faults{WriteBucket: 1, WriteRefillPerSecond: 5})
+	// The bucket refills once in 5 s, so however slow the machine is
+	// between the two reconciles, the second one's write is throttled.
+	env.Server.SetFaults(fabric.Faults{WriteBucket: 1, WriteRefillPerSecond: 0.2})
 	nodes.Add(source.Node{Name: "worker-2", InternalIPs: []netip.Addr{netip.MustParseAddr("10.240.0.22")}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.2.0/24")}})
 	ctrl = controller.New(cfg, client, nodes, nil, m)
 	ctrl.Reconcile(ctx) // takes the one token
