@@ -29,11 +29,60 @@ const (
 )
 
 // computed are properties the service sets: never a change.
-var computed = map[string]bool{"etag": true, "provisioningstate": true, "resourceguid": true, "apiversion": true}
+var computed = map[string]bool{"etag": true, "provisioningstate": true, "resourceguid": true, "apiversion": true,
+	// a subnet's back-references
+	"ipconfigurations": true, "ipconfigurationprofiles": true, "serviceassociationlinks": true, "resourcenavigationlinks": true, "privateendpoints": true}
+
+// serviceDefaults are values Microsoft.Network fills in for a property a
+// PUT leaves out: left out again, they are not removed.
+var serviceDefaults = map[string]string{
+	"privateendpointnetworkpolicies":    "Disabled",
+	"privatelinkservicenetworkpolicies": "Enabled",
+}
 
 // implicit are properties a template need not write: left out, they are
 // not removed.
 var implicit = map[string]bool{"id": true, "type": true}
+
+// diffResource is the delta of a whole resource. Its name is left out: the
+// template spells a child's with its parent's ("table/route"), the
+// provider with its own only, and the ID says which resource it is.
+// The provider's read-only properties of a type, which a GET answers and
+// a template never writes, are left out too.
+func diffResource(typ string, before, after map[string]any) []map[string]any {
+	strip := func(m map[string]any, readOnly bool) map[string]any {
+		out := map[string]any{}
+		for k, v := range m {
+			if !strings.EqualFold(k, "name") {
+				out[k] = v
+			}
+		}
+		if !readOnly {
+			return out
+		}
+		props, ok := field(out, "properties").(map[string]any)
+		if !ok {
+			return out
+		}
+		kept := map[string]any{}
+		for k, v := range props {
+			if !readOnlyProps[strings.ToLower(typ)][strings.ToLower(k)] {
+				kept[k] = v
+			}
+		}
+		out["properties"] = kept
+		return out
+	}
+	return diffObjects("", strip(before, true), strip(after, false))
+}
+
+// readOnlyProps are the properties a type's GET answers that a PUT does
+// not write: back-references to what uses the resource.
+var readOnlyProps = map[string]map[string]bool{
+	"microsoft.network/routetables":           {"subnets": true},
+	"microsoft.network/networksecuritygroups": {"subnets": true, "networkinterfaces": true, "defaultsecurityrules": true, "flowlogs": true},
+	"microsoft.network/natgateways":           {"subnets": true},
+}
 
 func diffObjects(path string, before, after map[string]any) []map[string]any {
 	var out []map[string]any
@@ -61,7 +110,7 @@ func diffObjects(path string, before, after map[string]any) []map[string]any {
 		p := join(path, ak)
 		switch {
 		case ak == "":
-			if implicit[lower] || isDefault(before[bk]) {
+			if implicit[lower] || isDefault(before[bk]) || sameScalar(before[bk], serviceDefaults[lower]) {
 				continue
 			}
 			out = append(out, map[string]any{"path": join(path, bk), "propertyChangeType": propDelete, "before": before[bk]})

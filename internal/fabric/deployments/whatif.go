@@ -89,8 +89,8 @@ func (p *Provider) whatIf(ctx context.Context, q *api.Request) (*api.Response, e
 	}
 	h := http.Header{}
 	h.Set("Location", resultURL(q, pr.t.sub, tok))
-	h.Set("Retry-After", "1")
 	if p.c.OpDuration > 0 {
+		h.Set("Retry-After", "1")
 		h.Set("retry-after-ms", itoa(int64(p.c.OpDuration/time.Millisecond)))
 	}
 	return &api.Response{Status: http.StatusAccepted, Header: h}, nil
@@ -120,7 +120,7 @@ func (p *Provider) changes(ctx context.Context, c *caller, pr *prepared) ([]map[
 			ch["changeType"] = changeCreate
 		default:
 			ch["before"] = before
-			if delta := diffObjects("", before, after); len(delta) > 0 {
+			if delta := diffResource(r.Type, before, after); len(delta) > 0 {
 				ch["changeType"], ch["delta"] = changeModify, delta
 			} else {
 				ch["changeType"] = changeNoChange
