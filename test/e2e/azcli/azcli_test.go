@@ -32,8 +32,6 @@ import (
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
-
-
 // The lab's commands, verbatim: the network of Kubernetes the Hard Way's
 // "Provisioning Compute Resources", then its "Provisioning Pod Network
 // Routes".
