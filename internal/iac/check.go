@@ -84,11 +84,12 @@ type Report struct {
 // Errors counts the error findings.
 func (r *Report) Errors() int { return finding.Errors(r.Findings) }
 
-// Check judges the cloud as it stands and as the plan's apply leaves it,
+// Check judges the cloud as it stands and as the plan's apply (or the
+// what-if's deployment) leaves it,
 // and reports every planned change after which a node the verdict finds
 // routed now is not, or a subnet now on the table is not: for the main
 // table and for each mirror.
-func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
+func Check(ctx context.Context, p Changes, in Input) (*Report, error) {
 	// The main table and each mirror, judged alike.
 	targets := append([]Mirror{{Want: in.Want, Subnets: in.Subnets, Live: in.Live}}, in.Mirrors...)
 	x := ids{subscription: armid.Subscription(targets[0].table())}
@@ -103,21 +104,21 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 		}
 		base = memcloud.FromObservation(lives...)
 	} else {
-		base = beforeWorld(p, x)
+		base = p.beforeWorld(x)
 		for _, t := range targets {
 			if note := keepUnmanaged(base, t); note != "" {
 				rep.Notes = append(rep.Notes, note)
 			}
 		}
 	}
-	after, cs, err := applyPlan(base, p, x)
+	after, cs, err := p.apply(base, x)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range targets {
-		rep.Findings = append(rep.Findings, judgeTable(ctx, base, after, cs, t)...)
+		rep.Findings = append(rep.Findings, judgeTable(ctx, base, after, cs, t, p.fix)...)
 	}
-	space, err := spaceFindings(after, cs, in.Want)
+	space, err := spaceFindings(after, cs, in.Want, p.fix)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func keepUnmanaged(base *memcloud.Cloud, t Mirror) string {
 }
 
 // judgeTable is the findings of one table: the main one or a mirror.
-func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror) []finding.Finding {
+func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror, fix func(rule, address string) string) []finding.Finding {
 	want, table := t.Want, t.table()
 	scope := observe.Scope{Table: table, Subnets: t.Subnets, Networks: true}
 	now := verdict.Judge(observe.Observe(ctx, base, scope), want, nil)
@@ -268,7 +269,7 @@ func message(c cause, f *hazard) string {
 
 // spaceFindings are the address spaces the plan sets that overlap the pod
 // CIDRs, by ipplan's overlap rule.
-func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired) ([]finding.Finding, error) {
+func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired, fix func(rule, address string) string) ([]finding.Finding, error) {
 	var out []finding.Finding
 	var pods []string
 	for _, p := range want.ClusterCIDRs {
