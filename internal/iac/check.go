@@ -116,7 +116,7 @@ func Check(ctx context.Context, p Changes, in Input) (*Report, error) {
 		return nil, err
 	}
 	for _, t := range targets {
-		rep.Findings = append(rep.Findings, judgeTable(ctx, base, after, cs, t, p.fix)...)
+		rep.Findings = append(rep.Findings, judgeTable(ctx, base, after, cs, t, p.fix, p.next())...)
 	}
 	space, err := spaceFindings(after, cs, in.Want, p.fix)
 	if err != nil {
@@ -147,7 +147,7 @@ func keepUnmanaged(base *memcloud.Cloud, t Mirror) string {
 }
 
 // judgeTable is the findings of one table: the main one or a mirror.
-func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror, fix func(rule, address string) string) []finding.Finding {
+func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror, fix func(rule, address string) string, next string) []finding.Finding {
 	want, table := t.Want, t.table()
 	scope := observe.Scope{Table: table, Subnets: t.Subnets, Networks: true}
 	now := verdict.Judge(observe.Observe(ctx, base, scope), want, nil)
@@ -210,7 +210,7 @@ func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t 
 		if k.Rule == RuleAssociationReplaced {
 			f.Severity = finding.Warning
 		}
-		out = append(out, f.finding(message(k, f), fix(k.Rule, k.Address)))
+		out = append(out, f.finding(message(k, f, next), fix(k.Rule, k.Address)))
 	}
 	return out
 }
@@ -248,7 +248,7 @@ func subnetOf(w *memcloud.Cloud, guarded []string, n source.Node) string {
 	return ""
 }
 
-func message(c cause, f *hazard) string {
+func message(c cause, f *hazard, next string) string {
 	target := "route table " + armid.Name(f.Table)
 	if f.Subnet != "" {
 		target = "subnet " + armid.Name(f.Subnet) + " (" + target + ")"
@@ -261,8 +261,8 @@ func message(c cause, f *hazard) string {
 	case n == 0:
 		msg += fmt.Sprintf(": %s loses its routes, though no node is in it now", target)
 	default:
-		msg += fmt.Sprintf(": %d node(s) lose their route (%s, pod CIDRs %s), verdict %s; pod traffic of %s is dropped until routekeeper repairs it, and the next plan undoes the repair",
-			n, joinNames(f.Nodes), strings.Join(f.PodCIDRs, ", "), f.Reason, target)
+		msg += fmt.Sprintf(": %d node(s) lose their route (%s, pod CIDRs %s), verdict %s; pod traffic of %s is dropped until routekeeper repairs it, and the next %s undoes the repair",
+			n, joinNames(f.Nodes), strings.Join(f.PodCIDRs, ", "), f.Reason, target, next)
 	}
 	return msg
 }

@@ -9,6 +9,8 @@ import (
 // (see docs/iac.md for each with its source).
 func (p *Plan) fix(rule, address string) string { return hclFix(rule, address) }
 
+func (p *Plan) next() string { return "plan" }
+
 func hclFix(rule, address string) string {
 	typ, name, _ := strings.Cut(address, ".")
 	block := func(body string) string {

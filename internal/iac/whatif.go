@@ -151,6 +151,8 @@ type Changes interface {
 	// fix is the code that avoids a rule's hazard, in the input's own
 	// language (HCL, ARM JSON).
 	fix(rule, address string) string
+	// next names what repeats the change: "plan", "deployment".
+	next() string
 }
 
 // Parse reads the input of iac check: a Terraform/OpenTofu plan's JSON or

@@ -186,6 +186,24 @@ func (w *WhatIf) beforeWorld(ids) *memcloud.Cloud {
 			}
 		}
 	}
+	// A route table's payload names the subnets that use it: a subnet the
+	// what-if shows no payload of (its network Ignored) is on that table.
+	for _, ch := range w.Changes {
+		if ch.Before == nil || armTypeOf(ch.ResourceID) != typeTable {
+			continue
+		}
+		for _, s := range list(props(ch.Before), "subnets") {
+			m, _ := s.(map[string]any)
+			sid := text(m, "id")
+			if sid == "" || c.Subnets[armid.Key(sid)] != nil {
+				continue
+			}
+			c.Subnets[armid.Key(sid)] = &observe.Subnet{ID: sid, Name: armid.Name(sid), RouteTableID: ch.ResourceID}
+			if vid, err := armid.VNetOfSubnet(sid); err == nil && c.VNets[armid.Key(vid)] == nil {
+				c.VNets[armid.Key(vid)] = &observe.VirtualNetwork{ID: vid, Name: armid.Name(vid)}
+			}
+		}
+	}
 	return c
 }
 

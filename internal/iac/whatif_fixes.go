@@ -38,3 +38,5 @@ func (w *WhatIf) fix(rule, address string) string {
 	}
 	return ""
 }
+
+func (w *WhatIf) next() string { return "deployment" }
