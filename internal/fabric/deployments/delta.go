@@ -158,7 +158,7 @@ func diffArrays(before, after []any) []map[string]any {
 	if named(before) && named(after) {
 		seen := map[string]bool{}
 		for i, a := range after {
-			n := nameOf2(a)
+			n := elementName(a)
 			seen[n] = true
 			j := indexByName(before, n)
 			if j < 0 {
@@ -168,7 +168,7 @@ func diffArrays(before, after []any) []map[string]any {
 			out = append(out, element(strconv.Itoa(i), before[j], a)...)
 		}
 		for j, b := range before {
-			if !seen[nameOf2(b)] {
+			if !seen[elementName(b)] {
 				out = append(out, map[string]any{"path": strconv.Itoa(j), "propertyChangeType": propDelete, "before": b})
 			}
 		}
@@ -204,14 +204,14 @@ func element(path string, before, after any) []map[string]any {
 
 func named(list []any) bool {
 	for _, e := range list {
-		if nameOf2(e) == "" {
+		if elementName(e) == "" {
 			return false
 		}
 	}
 	return true
 }
 
-func nameOf2(e any) string {
+func elementName(e any) string {
 	m, _ := e.(map[string]any)
 	s, _ := field(m, "name").(string)
 	return strings.ToLower(s)
@@ -219,7 +219,7 @@ func nameOf2(e any) string {
 
 func indexByName(list []any, lower string) int {
 	for i, e := range list {
-		if nameOf2(e) == lower {
+		if elementName(e) == lower {
 			return i
 		}
 	}

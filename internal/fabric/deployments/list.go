@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
@@ -78,7 +79,7 @@ func (p *Provider) list(ctx context.Context, q *api.Request) (*api.Response, err
 	if err != nil {
 		return nil, err
 	}
-	if top := atoi(q.Query.Get("$top")); top > 0 && top < len(page.Value) {
+	if top, err := strconv.Atoi(q.Query.Get("$top")); err == nil && top > 0 && top < len(page.Value) {
 		page.Value = page.Value[:top]
 	}
 	return &api.Response{Status: http.StatusOK, Body: page}, nil
@@ -91,17 +92,6 @@ func filterState(f string) string {
 		return ""
 	}
 	return strings.Trim(strings.TrimSpace(v), "'")
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
 }
 
 // delete removes the deployment's record (its resources stay): 202 with

@@ -132,7 +132,7 @@ func templateError(e *armtemplate.Error) armError {
 // deploymentFailed is ARM's error of a deployment one of whose operations
 // failed.
 func deploymentFailed(details []armError) *armError {
-	return &armError{Code: "DeploymentFailed", Target: "",
+	return &armError{Code: "DeploymentFailed",
 		Message: "At least one resource deployment operation failed. Please list deployment operations for details. Please see https://aka.ms/arm-deployment-operations for usage details.",
 		Details: details}
 }

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
@@ -89,13 +89,8 @@ func (p *Provider) GetResult(ctx context.Context, q *api.Request) (*api.Response
 		h := http.Header{}
 		h.Set("Location", q.Base+q.HTTP.URL.RequestURI())
 		h.Set("Retry-After", "1")
-		h.Set("retry-after-ms", strings.TrimSpace(itoa(int64(remaining/time.Millisecond)+1)))
+		h.Set("retry-after-ms", strconv.FormatInt(int64(remaining/time.Millisecond)+1, 10))
 		return &api.Response{Status: http.StatusAccepted, Header: h}, nil
 	}
 	return &api.Response{Status: http.StatusOK, Body: json.RawMessage(doc)}, nil
-}
-
-func itoa(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

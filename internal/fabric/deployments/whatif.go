@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,7 +92,7 @@ func (p *Provider) whatIf(ctx context.Context, q *api.Request) (*api.Response, e
 	h.Set("Location", resultURL(q, pr.t.sub, tok))
 	if p.c.OpDuration > 0 {
 		h.Set("Retry-After", "1")
-		h.Set("retry-after-ms", itoa(int64(p.c.OpDuration/time.Millisecond)))
+		h.Set("retry-after-ms", strconv.FormatInt(int64(p.c.OpDuration/time.Millisecond), 10))
 	}
 	return &api.Response{Status: http.StatusAccepted, Header: h}, nil
 }
