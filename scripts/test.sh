@@ -19,9 +19,11 @@ eval "$(scripts/kube-testenv.sh)"
 # skipping them.
 export ROUTEKEEPER_E2E=1
 
-# The az end-to-end test (test/e2e/azcli) needs Debian's azure-cli: on with
+# The az end-to-end tests (test/e2e/azcli, and test/e2e/armaz: ARM template
+# deployments, what-if and iac check) need Debian's azure-cli: on with
 # ROUTEKEEPER_E2E_AZ=1, and in CI unless ROUTEKEEPER_E2E_AZ=0 (the install
-# takes about two minutes, the test about thirty seconds).
+# takes about two minutes, the tests about thirty seconds and a minute and a
+# half).
 if [ "${ROUTEKEEPER_E2E_AZ:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "${ROUTEKEEPER_E2E_AZ:-}" != 0 ]; }; then
 	step "azure-cli for the az end-to-end test"
 	if ! command -v az >/dev/null; then

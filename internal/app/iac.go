@@ -11,11 +11,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/iac"
 )
 
-// IacCheck is routekeeper iac check: the plan judged against the cloud as
-// it stands (read as run reads it, unless offline or unreadable: then
+// IacCheck is routekeeper iac check: the plan (or ARM what-if result)
+// judged against the cloud as it stands (read as run reads it, unless offline or unreadable: then
 // rebuilt from the plan's own before-values), for the main table and each
 // mirror. The report's notes say what was assumed.
-func (a *App) IacCheck(ctx context.Context, cfg *config.Config, p *iac.Plan, offline bool) (*iac.Report, error) {
+func (a *App) IacCheck(ctx context.Context, cfg *config.Config, p iac.Changes, offline bool) (*iac.Report, error) {
 	in, notes, err := a.iacInput(ctx, cfg, offline)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,9 @@ type jsonParser struct {
 	i         int
 	line, col int
 	lenient   bool
+	// bareKeys accepts member names without quotes, as Json.NET does: the
+	// body az sends a deployment in holds `template:` so.
+	bareKeys bool
 	// positions maps a JSON pointer ("/parameters/x", "/resources/0") to
 	// where that value starts. Nil when positions are not wanted.
 	positions map[string]pos
@@ -135,12 +138,17 @@ func (p *jsonParser) object(path string) (any, error) {
 		if p.i >= len(p.src) {
 			return nil, p.errf("Unexpected end when reading JSON.")
 		}
-		if c := p.src[p.i]; c != '"' && !(c == '\'' && p.lenient) {
-			return nil, p.errf("Invalid property identifier character: %s.", p.peekRune())
-		}
-		key, err := p.str()
-		if err != nil {
-			return nil, err
+		var key string
+		if c := p.src[p.i]; p.bareKeys && isIdentStart(c) {
+			key = p.ident()
+		} else {
+			if c != '"' && !(c == '\'' && p.lenient) {
+				return nil, p.errf("Invalid property identifier character: %s.", p.peekRune())
+			}
+			var err error
+			if key, err = p.str(); err != nil {
+				return nil, err
+			}
 		}
 		p.skipSpace()
 		if p.i >= len(p.src) || p.src[p.i] != ':' {
@@ -283,4 +291,17 @@ func (p *jsonParser) number() (any, error) {
 		return int64(f), nil
 	}
 	return f, nil
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// ident reads an unquoted member name.
+func (p *jsonParser) ident() string {
+	start := p.i
+	for p.i < len(p.src) && (isIdentStart(p.src[p.i]) || p.src[p.i] >= '0' && p.src[p.i] <= '9') {
+		p.advance(1)
+	}
+	return p.src[start:p.i]
 }

@@ -112,3 +112,25 @@ func joinValues(vals []any) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Parameters are the deployment's bound parameter values as ARM reports
+// them on the deployment ({"name": {"type": "String", "value": v}}), in the
+// template's spelling; a secure parameter's value is left out.
+func (d *Deployment) Parameters() map[string]Output {
+	f := d.f.scopeFrame()
+	out := map[string]Output{}
+	for _, name := range f.t.paramOrder() {
+		def, realName, _ := f.t.paramDef(name)
+		v, ok := f.params[strings.ToLower(name)]
+		if !ok {
+			continue
+		}
+		typ := strings.ToLower(fieldString(def, "type"))
+		o := Output{Type: outputTypes[typ][0], Value: v}
+		if strings.HasPrefix(typ, "secure") {
+			o.Value = nil
+		}
+		out[realName] = o
+	}
+	return out
+}

@@ -55,6 +55,28 @@ type Result struct {
 	// Skipped are the IDs of resources whose condition was false.
 	Skipped []string
 	Outputs map[string]Output
+	// Nested are the nested deployments that ran, each after its
+	// resources, in the order they finished.
+	Nested []*NestedDeployment
+}
+
+// NestedDeployment is a nested inline deployment that ran: ARM keeps it as
+// a deployment of its own in the resource group.
+type NestedDeployment struct {
+	ID, Name string
+	// Parent is the name of the deployment that declares it.
+	Parent string
+	Mode   string
+	// Resources are the IDs of the resources it (and the deployments
+	// nested in it) deployed, in order.
+	Resources []string
+	Outputs   map[string]Output
+}
+
+// NestedRecorder is a Deployer that keeps nested deployments: Deploy tells
+// it of each one when it has run, before the parent goes on.
+type NestedRecorder interface {
+	Nested(ctx context.Context, n *NestedDeployment) error
 }
 
 // run is what one deployment (with its nested deployments) shares.
@@ -392,12 +414,23 @@ func (d *Deployment) nested(ctx context.Context, s *Step, r *Resource, deployer 
 	if err != nil {
 		return err
 	}
+	first := len(res.Resources)
 	if err := child.execute(ctx, deployer, res); err != nil {
 		return err
 	}
 	outs, err := child.f.outputs(ctx)
 	if err != nil {
 		return err
+	}
+	n := &NestedDeployment{ID: s.ID, Name: s.Name, Parent: s.f.scope.DeploymentName, Mode: scope.Mode, Outputs: outs}
+	for _, r := range res.Resources[first:] {
+		n.Resources = append(n.Resources, r.ID)
+	}
+	res.Nested = append(res.Nested, n)
+	if rec, ok := deployer.(NestedRecorder); ok {
+		if err := rec.Nested(ctx, n); err != nil {
+			return fmt.Errorf("recording nested deployment %s: %w", s.Name, err)
+		}
 	}
 	outObj := map[string]any{}
 	for k, o := range outs {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/azcompat"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 )
@@ -43,7 +44,12 @@ az steps itself and prints only the export lines, so that
   routekeeper fabric serve --tls &
   eval "$(routekeeper fabric az --apply)"
 
-gives a shell whose az talks to the fabric. See docs/fabric.md.`,
+gives a shell whose az talks to the fabric. --apply also writes a
+sitecustomize.py (az-python/ in the fabric's state directory) and exports
+the PYTHONPATH that loads it: it works around the two packaging bugs of
+Debian's and Ubuntu's azure-cli 2.45 that break az network and az role
+(azure-cli issues 24745, 26830, 21349), and changes nothing for an az that
+has neither. See docs/fabric.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.fabricAz(cmd.Context(), &o) },
 	}
@@ -59,6 +65,9 @@ gives a shell whose az talks to the fabric. See docs/fabric.md.`,
 type azSteps struct {
 	env      [][2]string
 	commands [][]string
+	// python is the directory --apply writes azcompat's sitecustomize.py
+	// to, and puts first on PYTHONPATH.
+	python string
 }
 
 func (a *shell) azSteps(o *fabricAzOptions) (azSteps, error) {
@@ -77,6 +86,7 @@ func (a *shell) azSteps(o *fabricAzOptions) (azSteps, error) {
 		dir = filepath.Join(stateDir, "az")
 	}
 	var s azSteps
+	s.python = filepath.Join(stateDir, "az-python")
 	s.env = [][2]string{
 		{"AZURE_CONFIG_DIR", dir},
 		{"REQUESTS_CA_BUNDLE", ca},
@@ -113,6 +123,8 @@ func (a *shell) fabricAz(ctx context.Context, o *fabricAzOptions) error {
 		w := a.stdout
 		fmt.Fprintf(w, "# az against the routekeeper fabric at %s, in a private configuration directory\n", o.endpoint)
 		exports(w)
+		fmt.Fprintf(w, "# Debian's or Ubuntu's azure-cli 2.45 (apt-get install azure-cli): --apply also writes %s/sitecustomize.py\n", s.python)
+		fmt.Fprintf(w, "# and exports PYTHONPATH=%s, without which az network and az role fail there (docs/fabric.md)\n", s.python)
 		for _, c := range s.commands {
 			fmt.Fprintln(w, shellJoin(c))
 		}
@@ -124,14 +136,22 @@ func (a *shell) fabricAz(ctx context.Context, o *fabricAzOptions) error {
 	if _, err := os.Stat(s.env[1][1]); err != nil {
 		return fmt.Errorf("the fabric's CA %s: %w (serve the fabric with --tls first, or give --ca)", s.env[1][1], err)
 	}
+	pythonPath, err := azcompat.Install(s.python, a.getenv("PYTHONPATH"))
+	if err != nil {
+		return err
+	}
+	s.env = append(s.env, [2]string{"PYTHONPATH", pythonPath})
 	env := os.Environ()
 	for _, e := range s.env {
 		env = append(env, e[0]+"="+e[1])
 	}
-	// A cloud registered by an earlier run may point at another port.
-	unregister := exec.CommandContext(ctx, "az", "cloud", "unregister", "-n", azCloudName)
-	unregister.Env = env
-	_ = unregister.Run()
+	// A cloud registered by an earlier run may point at another port; az
+	// unregisters only a cloud that is not the current one.
+	for _, c := range [][]string{{"az", "cloud", "set", "-n", "AzureCloud"}, {"az", "cloud", "unregister", "-n", azCloudName}} {
+		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
+		cmd.Env = env
+		_ = cmd.Run()
+	}
 	for _, c := range s.commands {
 		fmt.Fprintf(a.stderr, "+ %s\n", shellJoin(c))
 		cmd := exec.CommandContext(ctx, c[0], c[1:]...)

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/routekeeper/routekeeper/internal/azcompat"
 )
 
 // TestFabricAzPrintsSteps: without --apply, fabric az prints the exports
@@ -32,5 +36,43 @@ func TestFabricAzPrintsSteps(t *testing.T) {
 				t.Errorf("fabric az --endpoint %s = %d %s, want a usage error about https", tc.endpoint, res.code, res.stderr)
 			}
 		})
+	}
+}
+
+// TestFabricAzApplyWritesTheDebianShim: --apply runs the az steps (here a
+// stand-in az that records them), writes azcompat's sitecustomize.py into
+// the state directory and exports the PYTHONPATH that loads it, before any
+// PYTHONPATH the shell had.
+func TestFabricAzApplyWritesTheDebianShim(t *testing.T) {
+	state := t.TempDir()
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	fake := "#!/bin/sh\necho \"$* PYTHONPATH=$PYTHONPATH\" >> " + calls + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "az"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := os.MkdirAll(filepath.Join(state, "routekeeper", "tls"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "routekeeper", "tls", "ca.pem"), []byte("ca"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runCLI(t, map[string]string{"XDG_STATE_HOME": state, "PYTHONPATH": "/mine"}, "", "fabric", "az", "--apply", "--endpoint", "https://127.0.0.1:9443")
+	if res.code != ExitOK {
+		t.Fatalf("fabric az --apply = %d %s", res.code, res.stderr)
+	}
+	shim := filepath.Join(state, "routekeeper", "az-python")
+	want := "export PYTHONPATH=" + shim + string(os.PathListSeparator) + "/mine\n"
+	if !strings.Contains(res.stdout, want) {
+		t.Errorf("fabric az --apply printed\n%s\nwant a line %q", res.stdout, want)
+	}
+	b, err := os.ReadFile(filepath.Join(shim, "sitecustomize.py"))
+	if err != nil || string(b) != azcompat.SiteCustomize {
+		t.Errorf("the sitecustomize.py written: %v", err)
+	}
+	log, _ := os.ReadFile(calls)
+	if !strings.Contains(string(log), "login --service-principal") || !strings.Contains(string(log), "PYTHONPATH="+shim) {
+		t.Errorf("the az steps ran as:\n%s", log)
 	}
 }

@@ -17,14 +17,14 @@ import (
 func (a *shell) newIacCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "iac",
-		Short: "Infrastructure as code: check a Terraform/OpenTofu plan before it is applied",
+		Short: "Infrastructure as code: check a Terraform/OpenTofu plan or an ARM what-if before it is applied",
 	}
 	var (
 		cf      configFlags
 		offline bool
 	)
 	check := &cobra.Command{
-		Use:   "check PLAN.json",
+		Use:   "check PLAN.json|WHATIF.json",
 		Short: "Tell, before the apply, every planned change that would break pod routing",
 		Long: `Read the JSON of a plan (tofu show -json PLANFILE, or terraform show -json
 PLANFILE; "-" reads stdin) and report every planned change that would break
@@ -37,15 +37,24 @@ that overlaps the pod CIDRs. Each finding names the resource address, the
 subnet, the table, the nodes that lose their route and the HCL that avoids
 it. Values known only after the apply are unknown, not removals.
 
+It reads ARM templates' (and Bicep's) changes the same way: the JSON of a
+what-if (az deployment group what-if --no-pretty-print -o json, the REST
+API's result, or PowerShell's -WhatIfResultFormat FullResourcePayloads),
+told from a plan by its shape. The findings name the resource by its ID
+and give the fix in ARM JSON; a value what-if left as an expression
+("[reference(...)]") is unknown, not a removal.
+
 The plan is applied, in memory, to the cloud as it stands — read live, as
 run reads it, or with --offline (or when the cloud cannot be read) rebuilt
 from the plan's own before-values — and both are judged by run's verdict.
 
 Output: -o table (the default), json, yaml, tsv, or sarif (SARIF 2.1.0, for
 code-scanning UIs). Exit status: 0 when the plan is safe, 3 with findings, 2
-for a plan that is not one (or bad input), 1 on errors.`,
+for a plan or what-if that is not one (or bad input), 1 on errors.`,
 		Example: `  tofu plan -out plan.tfplan && tofu show -json plan.tfplan > plan.json
   routekeeper iac check plan.json --config routekeeper.yaml
+  az deployment group what-if -g kubernetes -f network.json --no-pretty-print -o json > whatif.json
+  routekeeper iac check whatif.json --config routekeeper.yaml
   routekeeper iac check plan.json --config routekeeper.yaml -o sarif > routekeeper.sarif`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,7 +63,7 @@ for a plan that is not one (or bad input), 1 on errors.`,
 			if err != nil {
 				return err
 			}
-			p, err := iac.ParsePlan(b)
+			p, err := iac.Parse(b)
 			if err != nil {
 				return usageErrorf("%s: %w", args[0], err)
 			}

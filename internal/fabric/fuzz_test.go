@@ -55,6 +55,14 @@ func FuzzHandler(f *testing.F) {
 		{"PUT", net + "/virtualNetworks/v?api-version=1", "", `{"location":"eastus","properties":{"addressSpace":{"addressPrefixes":[null]},"subnets":[{"properties":null}]}}`},
 		{"DELETE", rg + "?api-version=1", "", ""},
 		{"GET", sub + "/providers/Microsoft.Network/locations/eastus/operations/x?api-version=1", "", ""},
+		{"PUT", rg + "/providers/Microsoft.Resources/deployments/d?api-version=2021-04-01", "", `{"properties": {"mode": "Complete", template:{
+  // az splices the template in so
+  "parameters": {"p": {"type": "string", "defaultValue": "[resourceGroup().location]"}},
+  "resources": [{"type": "Microsoft.Network/routeTables", "apiVersion": "2024-05-01", "name": "[concat('rt', 'x')]", "location": "[parameters('p')]",
+    "properties": {"routes": [{"name": "r", "properties": {"addressPrefix": "10.0.0.0/24", "nextHopType": "None"}}]}}],
+  "outputs": {"o": {"type": "string", "value": "[reference('rtx').routes[0].name]"}}}}}`},
+		{"POST", rg + "/providers/Microsoft.Resources/deployments/d/whatIf?api-version=2021-04-01", "", `{"properties": {"mode": "Incremental", "template": {"resources": [{"type": "Microsoft.Network/virtualNetworks", "apiVersion": "1", "name": "v", "properties": {"subnets": [{"name": "s"}]}}]}}}`},
+		{"GET", rg + "/deployments/d/operations?api-version=2021-04-01", "", ""},
 		{"GET", "/_fabric/faults", "", ""},
 		{"PUT", "/_fabric/faults", "", `{"latency":"1ns"}`},
 		{"POST", "//subscriptions//resourceGroups/", "Authorization: Basic", "{"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric/api"
 	"github.com/routekeeper/routekeeper/internal/fabric/authz"
+	"github.com/routekeeper/routekeeper/internal/fabric/deployments"
 	"github.com/routekeeper/routekeeper/internal/fabric/identity"
 	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/fabric/store"
@@ -64,7 +65,8 @@ type Server struct {
 	az *authz.Provider  // authorization: the checks and Microsoft.Authorization
 	id *identity.Server // the login authority, tokens and cloud metadata
 
-	net *network.Provider // Microsoft.Network, resource groups and operations
+	net *network.Provider     // Microsoft.Network, resource groups and operations
+	dep *deployments.Provider // Microsoft.Resources/deployments
 	// providers serve the resource provider namespaces, by key(namespace).
 	providers map[string]provider
 }
@@ -102,7 +104,11 @@ func New(st *store.Store, opts Options) *Server {
 	s.id = &identity.Server{Now: s.now, Log: s.log, Principals: s.az}
 	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: routeLimit, PageSize: pageSize,
 		Log: s.log, Now: s.now, Faults: s.inj, Polls: s.az})
-	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net}
+	// Each resource of a template goes through the whole pipeline
+	// (Dispatch), as the deploying principal.
+	s.dep = deployments.New(deployments.Config{Store: s.store, Dispatch: s, Groups: network.Groups{}, OpDuration: s.opDuration,
+		Log: s.log, Now: s.now})
+	s.providers = map[string]provider{api.Key(s.net.Namespace()): s.net, api.Key(s.dep.Namespace()): s.dep}
 	return s
 }
 
@@ -305,6 +311,8 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 			"GET": s.net.GetResourceGroup, "HEAD": s.net.HeadResourceGroup, "PUT": s.net.PutResourceGroup,
 			"PATCH": s.net.PatchResourceGroup, "DELETE": s.net.DeleteResourceGroup,
 		})(ctx, q)
+	case is(2, "operationresults") && n == 4 && s.dep.OwnsResult(seg[3]):
+		return api.Methods(q, map[string]api.Handler{"GET": s.dep.GetResult})(ctx, q) // what-if, deployment delete
 	case is(2, "operationresults") && n == 4:
 		return api.Methods(q, map[string]api.Handler{"GET": s.net.GetRGOperationResult})(ctx, q)
 	case is(2, "providers") && n >= 4:
@@ -313,6 +321,8 @@ func (s *Server) route(ctx context.Context, q *api.Request) (*api.Response, erro
 			return nil, api.InvalidNamespace(q, seg[3])
 		}
 		return p.ServeSubscription(ctx, q)
+	case is(2, "resourcegroups") && is(4, "deployments") && n >= 7:
+		return s.dep.ServeGroup(ctx, q) // ARM's older deployment operations paths
 	case is(2, "resourcegroups") && is(4, "providers") && n >= 6:
 		p, ok := s.provider(seg[5])
 		if !ok {

@@ -50,7 +50,7 @@ func newCauses() *causes {
 
 // beforeWorld rebuilds, from the plan's before-values (the state OpenTofu
 // refreshed from Azure), the cloud as it stands, when it cannot be read.
-func beforeWorld(p *Plan, x ids) *memcloud.Cloud {
+func (p *Plan) beforeWorld(x ids) *memcloud.Cloud {
 	w := memcloud.New()
 	for _, rc := range p.ResourceChanges {
 		if rc.Mode != "managed" || rc.Change.Before == nil {
@@ -118,9 +118,9 @@ func findRoute(t *route.Table, name string) int {
 	return slices.IndexFunc(t.Routes, func(r route.Route) bool { return armid.Same(r.Name, name) })
 }
 
-// applyPlan returns the world after the plan's apply, and why each
+// apply returns the world after the plan's apply, and why each
 // changed resource changed; the error is ErrBadValue's.
-func applyPlan(base *memcloud.Cloud, p *Plan, x ids) (*memcloud.Cloud, *causes, error) {
+func (p *Plan) apply(base *memcloud.Cloud, x ids) (*memcloud.Cloud, *causes, error) {
 	w, cs := base.Clone(), newCauses()
 	// Containers first, so that what they hold is settled after them.
 	order := map[string]int{"azurerm_virtual_network": 0, "azurerm_route_table": 0, "azurerm_subnet": 1, "azurerm_subnet_route_table_association": 2, "azurerm_route": 2}

@@ -34,7 +34,7 @@ type Input struct {
 	Mirrors []Mirror
 	// Standing are the findings of the cloud as it stands (the verdict of
 	// run's dry run, doctor's): those the plan does not resolve remain
-	// after the apply. Nil: the findings of the world Check rebuilt.
+	// after the apply. Nil (the cloud was not read): none.
 	Standing []finding.Finding
 }
 
@@ -95,11 +95,12 @@ func (r *Report) Problems() int { return len(r.Findings) + len(r.Remaining) }
 // Errors counts the error findings.
 func (r *Report) Errors() int { return finding.Errors(r.Findings) }
 
-// Check judges the cloud as it stands and as the plan's apply leaves it,
+// Check judges the cloud as it stands and as the plan's apply (or the
+// what-if's deployment) leaves it,
 // and reports every planned change after which a node the verdict finds
 // routed now is not, or a subnet now on the table is not: for the main
 // table and for each mirror.
-func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
+func Check(ctx context.Context, p Changes, in Input) (*Report, error) {
 	// The main table and each mirror, judged alike.
 	targets := append([]Mirror{{Want: in.Want, Subnets: in.Subnets, Live: in.Live}}, in.Mirrors...)
 	x := ids{subscription: armid.Subscription(targets[0].table())}
@@ -114,40 +115,34 @@ func Check(ctx context.Context, p *Plan, in Input) (*Report, error) {
 		}
 		base = memcloud.FromObservation(lives...)
 	} else {
-		base = beforeWorld(p, x)
+		base = p.beforeWorld(x)
 		for _, t := range targets {
 			if note := keepUnmanaged(base, t); note != "" {
 				rep.Notes = append(rep.Notes, note)
 			}
 		}
 	}
-	after, cs, err := applyPlan(base, p, x)
+	after, cs, err := p.apply(base, x)
 	if err != nil {
 		return nil, err
 	}
-	resolved, standing := map[string]bool{}, []finding.Finding{}
-	for i, t := range targets {
-		j := judgeTable(ctx, base, after, cs, t)
+	resolved := map[string]bool{}
+	for _, t := range targets {
+		j := judgeTable(ctx, base, after, cs, t, p.fix, p.next())
 		rep.Findings = append(rep.Findings, j.hazards...)
 		for k := range j.resolved {
 			resolved[k] = true
 		}
-		for _, f := range j.now {
-			if i > 0 {
-				f.Message = "mirror route table " + armid.Name(t.table()) + ": " + f.Message
-			}
-			standing = append(standing, f)
-		}
 	}
-	if in.Standing != nil {
-		standing = in.Standing
-	}
-	for _, f := range standing {
+	// Only the cloud as read says what stands: a world rebuilt from the
+	// plan's before-values holds only what the plan touches (a subnet it
+	// does not declare would look missing).
+	for _, f := range in.Standing {
 		if !resolved[findingKey(f)] {
 			rep.Remaining = append(rep.Remaining, f)
 		}
 	}
-	space, err := spaceFindings(after, cs, in.Want)
+	space, err := spaceFindings(after, cs, in.Want, p.fix)
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +174,8 @@ func keepUnmanaged(base *memcloud.Cloud, t Mirror) string {
 type judged struct {
 	// hazards are the planned changes that break pod routing.
 	hazards []finding.Finding
-	// now are the verdict's findings of the world as it stands;
-	// resolved, by findingKey, those the apply makes go away.
-	now      []finding.Finding
+	// resolved are the verdict's findings of the world as it stands that
+	// the apply makes go away, by findingKey.
 	resolved map[string]bool
 }
 
@@ -195,13 +189,13 @@ func findingKey(f finding.Finding) string {
 
 // judgeTable judges one table, the main one or a mirror, now and after the
 // apply.
-func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror) judged {
+func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t Mirror, fix func(rule, address string) string, next string) judged {
 	want, table := t.Want, t.table()
 	scope := observe.Scope{Table: table, Subnets: t.Subnets, Networks: true, Routing: true, NICs: true}
 	now := verdict.Judge(observe.Observe(ctx, base, scope), want, nil)
 	then := verdict.Judge(observe.Observe(ctx, after, scope), want, nil)
-	j := judged{now: now.Findings(), resolved: map[string]bool{}}
-	for _, f := range j.now {
+	j := judged{resolved: map[string]bool{}}
+	for _, f := range now.Findings() {
 		j.resolved[findingKey(f)] = true
 	}
 	for _, f := range then.Findings() {
@@ -268,7 +262,7 @@ func judgeTable(ctx context.Context, base, after *memcloud.Cloud, cs *causes, t 
 		if k.Rule == RuleAssociationReplaced {
 			f.Severity = finding.Warning
 		}
-		out = append(out, f.finding(message(k, f), fix(k.Rule, k.Address)))
+		out = append(out, f.finding(message(k, f, next), fix(k.Rule, k.Address)))
 	}
 	j.hazards = out
 	return j
@@ -284,7 +278,7 @@ func referenced(w *memcloud.Cloud, table string) bool {
 	return false
 }
 
-func message(c cause, f *hazard) string {
+func message(c cause, f *hazard, next string) string {
 	target := "route table " + armid.Name(f.Table)
 	if f.Subnet != "" {
 		target = "subnet " + armid.Name(f.Subnet) + " (" + target + ")"
@@ -297,15 +291,15 @@ func message(c cause, f *hazard) string {
 	case n == 0:
 		msg += fmt.Sprintf(": %s loses its routes, though no node is in it now", target)
 	default:
-		msg += fmt.Sprintf(": %d node(s) lose their route (%s, pod CIDRs %s), verdict %s; pod traffic of %s is dropped until routekeeper repairs it, and the next plan undoes the repair",
-			n, joinNames(f.Nodes), strings.Join(f.PodCIDRs, ", "), f.Reason, target)
+		msg += fmt.Sprintf(": %d node(s) lose their route (%s, pod CIDRs %s), verdict %s; pod traffic of %s is dropped until routekeeper repairs it, and the next %s undoes the repair",
+			n, joinNames(f.Nodes), strings.Join(f.PodCIDRs, ", "), f.Reason, target, next)
 	}
 	return msg
 }
 
 // spaceFindings are the address spaces the plan sets that overlap the pod
 // CIDRs, by ipplan's overlap rule.
-func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired) ([]finding.Finding, error) {
+func spaceFindings(after *memcloud.Cloud, cs *causes, want verdict.Desired, fix func(rule, address string) string) ([]finding.Finding, error) {
 	var out []finding.Finding
 	var pods []string
 	for _, p := range want.ClusterCIDRs {

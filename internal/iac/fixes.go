@@ -7,7 +7,11 @@ import (
 
 // fix is the HCL that avoids a rule's hazard, for the resource at address
 // (see docs/iac.md for each with its source).
-func fix(rule, address string) string {
+func (p *Plan) fix(rule, address string) string { return hclFix(rule, address) }
+
+func (p *Plan) next() string { return "plan" }
+
+func hclFix(rule, address string) string {
 	typ, name, _ := strings.Cut(address, ".")
 	block := func(body string) string {
 		return fmt.Sprintf("resource %q %q {\n  # ...\n%s}", typ, name, body)

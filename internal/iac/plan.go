@@ -1,18 +1,21 @@
 // Package iac reads a Terraform/OpenTofu plan (the JSON of `tofu show
-// -json PLAN`) and tells, before the apply, every planned change that
-// would break pod routing: a guarded subnet whose route table goes away
+// -json PLAN`), or the what-if of an ARM template or Bicep file (the JSON
+// of `az deployment group what-if --no-pretty-print -o json`, whatif.go),
+// and tells, before the apply or deployment, every change that would break
+// pod routing: a guarded subnet whose route table goes away
 // (a VNet's inline subnets, a subnet resource, an association destroyed),
 // the table replaced or destroyed, routekeeper's routes removed by a table
 // with inline routes, a node subnet whose prefix changes under its nodes,
 // an address space that overlaps the pod CIDRs.
 //
-// It has no routing rules of its own. The plan is applied, in memory, to
-// the cloud as it stands (read live, or rebuilt from the plan's own
-// before-values when the cloud cannot be read); the observer reads both
+// It has no routing rules of its own. The plan (or the what-if's after
+// payloads) is applied, in memory, to the cloud as it stands (read live,
+// or rebuilt from the input's own before-values when the cloud cannot be
+// read); the observer reads both
 // worlds and the verdict judges both; a finding is a node the verdict
 // finds routed now and not after the apply, or a subnet it finds on the
 // table now and not after, with the planned change that causes it and the
-// HCL that avoids it.
+// code that avoids it (HCL for a plan, ARM JSON for a what-if).
 package iac
 
 import (

@@ -4,7 +4,7 @@ import "fmt"
 
 // ruleText says what each rule finds.
 var ruleText = map[string]string{
-	RuleInlineSubnet:        "A virtual network's inline subnet block without route_table_id detaches the route table from a node subnet",
+	RuleInlineSubnet:        "A virtual network's inline subnet without its route table (route_table_id, routeTable) detaches the route table from a node subnet",
 	RuleVNetDestroyed:       "The virtual network of a node subnet is destroyed",
 	RuleSubnetDestroyed:     "A node subnet is destroyed or replaced",
 	RuleSubnetTable:         "A node subnet is pointed to another route table",
