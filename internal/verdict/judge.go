@@ -40,6 +40,7 @@ func (j *judge) run() *Verdict {
 		Cluster:      j.want.Cluster,
 		ClusterCIDRs: j.want.ClusterCIDRs,
 		Limit:        j.want.Limit,
+		LimitFrom:    j.want.LimitFrom,
 		Nodes:        j.want.Nodes,
 		Current:      cur,
 		Adopt:        j.want.Adopt,
@@ -132,6 +133,12 @@ func (j *judge) nodes(cur, after *route.Table) {
 			den := Deny(OpTableWrite, d.Table, *tw.Refused)
 			missing, why = reason.RouteWriteDenied, ": "+den.Message()
 			v.Denials = append(v.Denials, den)
+		case tw.Full:
+			missing, why = reason.RouteTableFull, ": Azure refused the write of "+d.Table+" for holding more routes than it allows"
+			if tw.FullLimit > 0 {
+				why += fmt.Sprintf(" (its limit: %d routes per route table)", tw.FullLimit)
+			}
+			why += "; routekeeper plans with Azure's limit from now on, and the nodes that do not fit stay unrouted"
 		default:
 			missing = reason.RouteWriteFailed
 		}
