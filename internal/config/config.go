@@ -33,11 +33,11 @@ const DefaultAzureJSONPath = "/etc/kubernetes/azure.json"
 
 // Defaults that are not the zero value.
 const (
-	DefaultNodeCIDRMaskSizeIPv4    = 24
-	DefaultNodeCIDRMaskSizeIPv6    = 64
+	DefaultNodeCIDRMaskSizeIPv4 = 24
+	DefaultNodeCIDRMaskSizeIPv6 = 64
 	// DefaultRouteLimit 0 keeps the table to Azure's limit, read from the
 	// usages API of the table's region (internal/routelimit).
-	DefaultRouteLimit = 0
+	DefaultRouteLimit              = 0
 	DefaultAssociationInterval     = 5 * time.Second
 	DefaultBatchWindow             = 200 * time.Millisecond
 	DefaultMaxBatchDelay           = time.Second
