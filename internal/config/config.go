@@ -55,7 +55,7 @@ const (
 	DefaultRenewDeadline    = 10 * time.Second
 	DefaultRetryPeriod      = 2 * time.Second
 	DefaultKubeQPS          = 50
-	DefaultKubeBurst        = 500
+	DefaultKubeBurst        = 1200
 )
 
 // AssociationPolicy says what the association guard does when a configured

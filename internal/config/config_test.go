@@ -82,7 +82,7 @@ func TestLoadKTHWExample(t *testing.T) {
 		Source: Source{Type: SourceInventory, Inventory: InventorySource{
 			File:        filepath.Join(dir, "nodes.yaml"),
 			Allocations: filepath.Join(dir, "nodes.allocations.json"),
-		}, Kube: KubeSource{QPS: 50, Burst: 500}},
+		}, Kube: KubeSource{QPS: 50, Burst: 1200}},
 		Controller: Controller{
 			BatchWindow: 200 * time.Millisecond, MaxBatchDelay: time.Second, Resync: time.Minute, MetricsAddress: DefaultMetricsAddress,
 			LeaderElection: LeaderElection{Namespace: "kube-system", Name: "routekeeper",

@@ -209,8 +209,8 @@ var settings = []Setting{
 	{Path: "source.kube.qps", Use: UseNodes, Flag: "kube-api-qps", Kind: KindInt, Default: "50",
 		Usage: "steady rate of Kubernetes API requests per second (node status patches, events)",
 		ptr:   func(c *Config) any { return &c.Source.Kube.QPS }},
-	{Path: "source.kube.burst", Use: UseNodes, Flag: "kube-api-burst", Kind: KindInt, Default: "500",
-		Usage: "Kubernetes API requests allowed at once above the steady rate (a burst of node registrations)",
+	{Path: "source.kube.burst", Use: UseNodes, Flag: "kube-api-burst", Kind: KindInt, Default: "1200",
+		Usage: "Kubernetes API requests allowed at once above the steady rate (a burst of node registrations: the condition patches of a full table of 1,000 nodes)",
 		ptr:   func(c *Config) any { return &c.Source.Kube.Burst }},
 
 	{Path: "controller.batchWindow", Use: UseController, Flag: "batch-window", Kind: KindDuration, Default: "200ms",
