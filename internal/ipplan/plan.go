@@ -48,9 +48,9 @@ const (
 	// kube-apiserver accept is a /108.
 	LargestIPv6ServiceCIDR = 108
 	// IPv6SubnetBits is the only size of an IPv6 subnet Azure accepts.
-	IPv6SubnetBits          = 64
-	DefaultDNSServiceIP     = "10.0.0.10"
-	DefaultSurge            = "1"
+	IPv6SubnetBits      = 64
+	DefaultDNSServiceIP = "10.0.0.10"
+	DefaultSurge        = "1"
 	// DefaultRouteLimit is Azure's limit of routes per route table: 1,000
 	// since Azure update 562695 (May 2026; the limits page, "User-defined
 	// routes per route table"). routekeeper reads the subscription's from
@@ -60,8 +60,8 @@ const (
 	// (AKS, "Use kubenet networking with your own IP address ranges":
 	// 400 nodes). It is AKS's, not the route table's: a self-managed
 	// cluster (PlatformSelfManaged) is bound by the table alone.
-	AKSKubenetMaxNodes = 400
-	DefaultNodeCIDRMaskSize = 24  // each node's pod range (kube-controller-manager --node-cidr-mask-size)
+	AKSKubenetMaxNodes      = 400
+	DefaultNodeCIDRMaskSize = 24 // each node's pod range (kube-controller-manager --node-cidr-mask-size)
 	MinMaxPods              = 10
 	MaxMaxPods              = 250
 	MinPoolPods             = 30 // a node pool must fit at least this many pods
