@@ -213,3 +213,31 @@ func tableJSON(tb testing.TB, env *fabrictest.Env) []byte {
 	}
 	return body
 }
+
+// BenchmarkBurst1000 measures the pass that routes a burst of n new nodes
+// (400, and 1,000: a full table at Azure's limit) against the in-process
+// fabric through the real SDK: one GET, one PUT of the whole table, its
+// operation and the read-back (writes/op is the PUTs). A fresh fabric per
+// iteration, not timed.
+func BenchmarkBurst1000(b *testing.B) {
+	for _, n := range []int{400, 1000} {
+		b.Run(fmt.Sprintf("nodes-%d", n), func(b *testing.B) {
+			cfg := scenarioConfig()
+			cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.64.0.0/14")}
+			nodes := manyWorkers(n)
+			var writes int64
+			for b.Loop() {
+				b.StopTimer()
+				env := fabrictest.New(b, fabric.Options{}, bigKTHW)
+				c := New(cfg, env.Client, nodesource.New(nodes...), nil)
+				b.StartTimer()
+				r := c.Reconcile(context.Background())
+				if r.Err != nil || r.Unrouted() != 0 || len(r.Table.Routes) != n {
+					b.Fatalf("burst: %s %v", r.Summary(), r.Err)
+				}
+				writes += r.Writes
+			}
+			b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
+		})
+	}
+}

@@ -146,8 +146,12 @@ func burst(t *testing.T, n int) {
 	reconciles := gauge(t, m, "routekeeper_reconciles_total", "result", "success") - reconcilesBefore
 	t.Logf("%d nodes created in %s; all routes present %s and all conditions False %s after the last node; %d route table PUTs, %.0f reconciles",
 		n, last.Sub(begin).Round(time.Millisecond), routesAt.Sub(last).Round(time.Millisecond), conditionsAt.Sub(last).Round(time.Millisecond), puts, reconciles)
-	if puts > 3 {
-		t.Errorf("%d route table PUTs for a burst of %d nodes, want at most 3", puts, n)
+	// A burst registered within a second is written at most 3 times; one
+	// that takes longer (a loaded apiserver) once per maxBatchDelay (1 s)
+	// while it lasts, plus the write after it: the design's bound, never a
+	// PUT per node.
+	if bound := max(3, 2+int(last.Sub(begin)/time.Second)); puts > int64(bound) {
+		t.Errorf("%d route table PUTs for a burst of %d nodes registered in %s, want at most %d", puts, n, last.Sub(begin).Round(time.Millisecond), bound)
 	}
 	routes := f.routes(t)
 	for i, nd := range nodes {
