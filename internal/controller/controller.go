@@ -551,7 +551,10 @@ func (c *Controller) logPlan(v *verdict.Verdict) {
 		}
 	}
 	if len(p.Unclaimed) > 0 {
-		c.log.Warn("routes of nodes this cluster does not have are left in the unclaimed route table; doctor lists them", "table", v.Table, "routes", len(p.Unclaimed))
+		// A table cloud-provider-azure wrote holds routes of nodes that are
+		// gone; claiming the table is what lets routekeeper clean them up.
+		c.log.Warn("routes of nodes this cluster does not have are left in the unclaimed route table; doctor lists them. Claim the table (routeTable.claim: true, --claim-route-table) to have routekeeper delete them, if no other cluster uses it",
+			"table", v.Table, "routes", len(p.Unclaimed))
 	}
 }
 
