@@ -114,6 +114,7 @@ type walk struct {
 	routes  *armnetwork.RoutesClient
 	vnets   *armnetwork.VirtualNetworksClient
 	subnets *armnetwork.SubnetsClient
+	usages  *armnetwork.UsagesClient
 }
 
 func newWalk(c config, out io.Writer) (*walk, error) {
@@ -148,6 +149,9 @@ func newWalk(c config, out io.Writer) (*walk, error) {
 		return nil, err
 	}
 	if w.subnets, err = armnetwork.NewSubnetsClient(c.subscription, cred, opts); err != nil {
+		return nil, err
+	}
+	if w.usages, err = armnetwork.NewUsagesClient(c.subscription, cred, opts); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -338,9 +342,25 @@ func (w *walk) walk(ctx context.Context) error {
 		return err
 	}
 
-	w.say("a 401st route is refused")
+	w.say("Azure's limit of routes per route table, from the usages API, and one route more is refused")
+	limit := 0
+	for pager := w.usages.NewListPager(w.c.location, nil); pager.More() && limit == 0; {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing the usages of %s: %w", w.c.location, err)
+		}
+		for _, u := range page.Value {
+			if u != nil && u.Name != nil && u.Name.Value != nil && *u.Name.Value == "RoutesPerRouteTable" && u.Limit != nil {
+				limit = int(*u.Limit)
+			}
+		}
+	}
+	if limit <= 0 || limit > 4096 {
+		return fmt.Errorf("usages of %s: RoutesPerRouteTable limit %d", w.c.location, limit)
+	}
+	w.ok("RoutesPerRouteTable: %d", limit)
 	var many []*armnetwork.Route
-	for i := range 400 {
+	for i := range limit {
 		many = append(many, &armnetwork.Route{Name: to.Ptr(fmt.Sprintf("r%d", i)), Properties: &armnetwork.RoutePropertiesFormat{
 			AddressPrefix: to.Ptr(fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeNone)}})
 	}
@@ -350,13 +370,13 @@ func (w *walk) walk(ctx context.Context) error {
 		_, err = lp.PollUntilDone(ctx, poll)
 	}
 	if err != nil {
-		return fmt.Errorf("creating a table of 400 routes: %w", err)
+		return fmt.Errorf("creating a table of %d routes: %w", limit, err)
 	}
-	_, err = w.routes.BeginCreateOrUpdate(ctx, g, "limit-check", "r400", armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
+	_, err = w.routes.BeginCreateOrUpdate(ctx, g, "limit-check", "one-more", armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
 		AddressPrefix: to.Ptr("10.250.0.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeNone)}}, nil)
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) || re.StatusCode != http.StatusBadRequest {
-		return fmt.Errorf("401st route: want HTTP 400, got %v", err)
+		return fmt.Errorf("route %d: want HTTP 400, got %v", limit+1, err)
 	}
 	w.ok("400 %s", re.ErrorCode)
 	dp, err := w.tables.BeginDelete(ctx, g, "limit-check", nil)

@@ -39,7 +39,7 @@ func TestWalkthroughAgainstFabricServe(t *testing.T) {
 		t.Fatalf("walkthrough: %v", err)
 	}
 	for _, want := range []string{"412 PreconditionFailed", "400 RouteConflict", "400 InUseRouteTableCannotBeDeleted",
-		"the table's subnets are empty", "404 ResourceNotFound", "201 Created", "followed it to Succeeded", "walkthrough complete"} {
+		"the table's subnets are empty", "RoutesPerRouteTable: 1000", "400 RouteTableRouteLimitExceeded", "404 ResourceNotFound", "201 Created", "followed it to Succeeded", "walkthrough complete"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the walkthrough did not report %q", want)
 		}

@@ -68,9 +68,11 @@ func (a *App) Connect(ctx context.Context, cfg *config.Config, o ConnectOptions)
 	if err != nil {
 		return nil, fmt.Errorf("opening the local fabric state %s: %w", state, err)
 	}
+	// The embedded fabric plays Azure as it is, with Azure's limits (the
+	// usages API reports them); routeTable.routeLimit is routekeeper's own,
+	// which may only lower Azure's.
 	srv := fabric.New(store, fabric.Options{
 		OperationDuration: cfg.Cloud.Local.OperationDuration,
-		RouteLimit:        cfg.RouteTable.RouteLimit,
 		Logger:            a.Log.With("component", "fabric"),
 	})
 	c, err := a.client(identity.Credential{ClientID: cfg.Cloud.Local.ClientID}, srv.ClientOptions(), o)

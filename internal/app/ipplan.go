@@ -54,6 +54,12 @@ func livePlanFrom(ctx context.Context, cfg *config.Config, r subnetReader, log *
 		Plugins:          []ipplan.Plugin{ipplan.Kubenet},
 		RouteLimit:       cfg.RouteTable.RouteLimit,
 		NodeCIDRMaskSize: cfg.Cluster.NodeCIDRMaskSize,
+		// routekeeper writes the routes of a self-managed cluster; it only
+		// observes those AKS writes.
+		Platform: ipplan.PlatformSelfManaged,
+	}
+	if cfg.Routes == config.RoutesObserve {
+		p.Platform = ipplan.PlatformAKS
 	}
 	p.PodCIDR = firstPerFamily(cfg.Cluster.ClusterCIDRs)
 	p.ServiceCIDR = firstPerFamily(cfg.Cluster.ServiceCIDRs)

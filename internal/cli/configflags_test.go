@@ -90,7 +90,7 @@ controller: {resync: 5m}
 				t.Errorf("create %v, subnets %v, resync %v", c.RouteTable.Create, c.Subnets, c.Controller.Resync)
 			}
 		}},
-		{"flags only, no file", nil, []string{"--cluster-name", "flags", "--cluster-cidr", "10.9.0.0/16", "--route-table", testTable, "--inventory", "nodes.yaml"}, 400, func(t *testing.T, c *config.Config) {
+		{"flags only, no file", nil, []string{"--cluster-name", "flags", "--cluster-cidr", "10.9.0.0/16", "--route-table", testTable, "--inventory", "nodes.yaml"}, 0, func(t *testing.T, c *config.Config) {
 			if c.Cluster.Name != "flags" || c.Source.Type != config.SourceInventory || c.Source.Inventory.Allocations != "nodes.allocations.json" {
 				t.Errorf("config = %+v", c)
 			}
@@ -138,8 +138,8 @@ func TestConfigErrorsExitUsage(t *testing.T) {
 			[]string{`--cluster-cidr: cluster.clusterCIDRs[0]: "10.0.0.0/40": not a valid CIDR`}},
 		{"bad environment value", map[string]string{"ROUTEKEEPER_ROUTE_LIMIT": "lots"}, []string{"--config", good},
 			[]string{`--route-limit or ROUTEKEEPER_ROUTE_LIMIT: routeTable.routeLimit: "lots": not an integer`}},
-		{"flag value fails validation", nil, []string{"--config", good, "--route-limit", "0"},
-			[]string{`--route-limit: routeTable.routeLimit: 0: must be between 1 and 1000`}},
+		{"flag value fails validation", nil, []string{"--config", good, "--route-limit", "-1"},
+			[]string{`--route-limit: routeTable.routeLimit: -1: must be 0 (Azure's limit, read from the usages API of the table's region) or a positive number that lowers it`}},
 		{"bad boolean in the environment", map[string]string{"ROUTEKEEPER_CREATE_ROUTE_TABLE": "sometimes"}, []string{"--config", good},
 			[]string{"ROUTEKEEPER_CREATE_ROUTE_TABLE=sometimes: use true or false"}},
 		{"nothing configured", nil, nil, []string{"cluster.name", "cluster.clusterCIDRs", "routeTable.id"}},
@@ -164,7 +164,7 @@ func TestConfigErrorKeepsProblems(t *testing.T) {
 	var fs pflag.FlagSet
 	var cf configFlags
 	cf.register(&fs, config.UseAll)
-	if err := fs.Parse([]string{"--route-limit", "0", "--cluster-name", "BAD"}); err != nil {
+	if err := fs.Parse([]string{"--route-limit", "-1", "--cluster-name", "BAD"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := cf.load(&fs)

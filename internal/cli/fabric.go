@@ -63,6 +63,7 @@ type fabricServeOptions struct {
 	allowRemote bool
 	opDuration  time.Duration
 	routeLimit  int
+	tables      int
 	pageSize    int
 	seed        uint64
 	tls         bool
@@ -90,7 +91,8 @@ GET/PUT <endpoint>/_fabric/faults.`,
 	f.StringVar(&o.listen, "listen", defaultFabricListen, "address to listen on (host:port; port 0 picks a free one)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address (the fabric has no real authentication)")
 	f.DurationVar(&o.opDuration, "operation-duration", 500*time.Millisecond, "how long long-running operations stay Updating/Deleting (0: at once, still answered as Azure does)")
-	f.IntVar(&o.routeLimit, "route-limit", fabric.DefaultRouteLimit, "routes allowed per route table")
+	f.IntVar(&o.routeLimit, "route-limit", fabric.DefaultRouteLimit, "routes allowed per route table, as the usages API reports it (Azure's default since May 2026; 400 plays an older subscription)")
+	f.IntVar(&o.tables, "tables-per-subscription", fabric.DefaultTablesLimit, "route tables a subscription may hold in one location (Azure's default since May 2026; 200 plays an older subscription)")
 	f.IntVar(&o.pageSize, "page-size", fabric.DefaultPageSize, "items per list page before a nextLink")
 	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a certificate of the fabric's own CA, made once in the state directory (az needs it)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the fault-injection randomness (0: random)")
@@ -145,6 +147,9 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 	if o.routeLimit < 1 {
 		return usageErrorf("flag --route-limit: %d must be at least 1", o.routeLimit)
 	}
+	if o.tables < 1 {
+		return usageErrorf("flag --tables-per-subscription: %d must be at least 1", o.tables)
+	}
 	if o.pageSize < 1 {
 		return usageErrorf("flag --page-size: %d must be at least 1", o.pageSize)
 	}
@@ -173,7 +178,7 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 	}
 	defer stopDataplane()
 	srv := fabric.New(store, fabric.Options{
-		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, PageSize: o.pageSize,
+		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, TablesLimit: o.tables, PageSize: o.pageSize,
 		Faults: o.faults, Logger: a.log, Seed: o.seed,
 	})
 	var tlsFiles identity.TLSFiles
@@ -217,7 +222,8 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 	w := new(bytes.Buffer)
 	fmt.Fprintf(w, "routekeeper fabric listening on %s\n", endpoint)
 	fmt.Fprintf(w, "  state:       %s\n", where)
-	fmt.Fprintf(w, "  operations:  %s each; %d routes per table\n", o.opDuration, o.routeLimit)
+	fmt.Fprintf(w, "  operations:  %s each\n", o.opDuration)
+	fmt.Fprintf(w, "  limits:      %d routes per route table, %d route tables per subscription and location (the usages API reports them)\n", o.routeLimit, o.tables)
 	fmt.Fprintf(w, "  faults:      %s\n", describeFaults(o.faults))
 	if o.tls {
 		fmt.Fprintf(w, "  TLS CA:      %s (server certificate %s)\n", tlsFiles.CA, tlsFiles.Cert)

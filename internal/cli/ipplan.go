@@ -33,6 +33,7 @@ type ipplanOptions struct {
 	peered           []string
 	plugins          []string
 	routeLimit       int
+	platform         string
 	nodeCIDRMaskSize int
 	nodeCIDRMask6    int
 }
@@ -51,6 +52,7 @@ var ipplanFlags = map[string]string{
 	"peered":           "peered",
 	"plugins":          "plugin",
 	"routeLimit":       "route-limit",
+	"platform":         "platform",
 	"nodeCIDRMaskSize": "node-cidr-mask-size",
 
 	"nodeCIDRMaskSizeIPv6": "node-cidr-mask-size-ipv6",
@@ -65,14 +67,18 @@ func (a *shell) newIpplanCmd() *cobra.Command {
 ranges, overlaps between the VNet, its subnets, the pod and service ranges and
 on-premises or peered ranges, the DNS service IP, the size of the service range,
 a pod CIDR or node subnet too small for the nodes plus upgrade surge, and the
-400-route limit of kubenet. It also shows, for each network plugin, how many
-nodes and pods the plan holds and the smallest subnet for the requested nodes.
+two caps of kubenet, told apart: the route table's (Azure's limit of 1,000 routes
+per route table; --route-limit) and, on AKS, AKS's own of 400 kubenet nodes
+(--platform self-managed for Kubernetes on Azure VMs, which only the table caps).
+It also shows, for each network plugin, how many nodes and pods the plan holds
+and the smallest subnet for the requested nodes.
 
 The plan comes from flags, from a plan file (-f, YAML or JSON with the fields
 vnet, subnets, podCIDR, serviceCIDR, dnsServiceIP, nodes, maxPods, surge, onPrem,
-peered, plugins, routeLimit, nodeCIDRMaskSize, nodeCIDRMaskSizeIPv6), or from a live routekeeper config
+peered, plugins, routeLimit, platform, nodeCIDRMaskSize, nodeCIDRMaskSizeIPv6), or from a live routekeeper config
 (--config: ranges from the config, subnets and VNet address space read from the
-cloud, plugin kubenet). Flags override either. The first subnet is the node
+cloud, plugin kubenet; platform self-managed when routekeeper writes the routes,
+aks when it only observes them). Flags override either. The first subnet is the node
 subnet. Unset values get Azure's defaults: pod CIDR 10.244.0.0/16, service CIDR
 10.0.0.0/16, DNS service IP 10.0.0.10, max pods 110 (kubenet), 30 (Azure CNI) or
 250 (Overlay), surge 1 node.
@@ -116,7 +122,8 @@ Each node then also gets an IPv6 pod range (/80 by default).`,
 	f.StringSliceVar(&o.onPrem, "on-prem", nil, "on-premises range the cluster must reach (repeatable)")
 	f.StringSliceVar(&o.peered, "peered", nil, "address space of a peered VNet (repeatable)")
 	f.StringSliceVar(&o.plugins, "plugin", nil, "network plugin: kubenet, azure or overlay (repeatable; default: compare all three)")
-	f.IntVar(&o.routeLimit, "route-limit", 0, "routes a route table holds (default 400)")
+	f.IntVar(&o.routeLimit, "route-limit", 0, "routes a route table holds (default 1000, Azure's since May 2026)")
+	f.StringVar(&o.platform, "platform", "", "who runs the cluster: aks (AKS caps a kubenet cluster at 400 nodes) or self-managed (only the route table caps kubenet) (default aks)")
 	f.IntVar(&o.nodeCIDRMaskSize, "node-cidr-mask-size", 0, "prefix length of each node's pod range under kubenet (default 24)")
 	f.IntVar(&o.nodeCIDRMask6, "node-cidr-mask-size-ipv6", 0, "prefix length of each node's IPv6 pod range (default 80, AKS's)")
 	return cmd
@@ -214,6 +221,9 @@ func (o *ipplanOptions) apply(cmd *cobra.Command, p *ipplan.Plan) {
 	}
 	if set("route-limit") {
 		p.RouteLimit = o.routeLimit
+	}
+	if set("platform") {
+		p.Platform = ipplan.Platform(o.platform)
 	}
 	if set("node-cidr-mask-size") {
 		p.NodeCIDRMaskSize = o.nodeCIDRMaskSize

@@ -33,10 +33,11 @@ const DefaultAzureJSONPath = "/etc/kubernetes/azure.json"
 
 // Defaults that are not the zero value.
 const (
-	DefaultNodeCIDRMaskSizeIPv4    = 24
-	DefaultNodeCIDRMaskSizeIPv6    = 64
-	DefaultRouteLimit              = 400
-	MaxRouteLimit                  = 1000
+	DefaultNodeCIDRMaskSizeIPv4 = 24
+	DefaultNodeCIDRMaskSizeIPv6 = 64
+	// DefaultRouteLimit 0 keeps the table to Azure's limit, read from the
+	// usages API of the table's region (internal/routelimit).
+	DefaultRouteLimit              = 0
 	DefaultAssociationInterval     = 5 * time.Second
 	DefaultBatchWindow             = 200 * time.Millisecond
 	DefaultMaxBatchDelay           = time.Second
@@ -54,7 +55,7 @@ const (
 	DefaultRenewDeadline    = 10 * time.Second
 	DefaultRetryPeriod      = 2 * time.Second
 	DefaultKubeQPS          = 50
-	DefaultKubeBurst        = 500
+	DefaultKubeBurst        = 1200
 )
 
 // AssociationPolicy says what the association guard does when a configured
@@ -181,7 +182,9 @@ type RouteTable struct {
 	// Location is where a created table goes; "" lets the caller use the
 	// first subnet's virtual network's location.
 	Location string
-	// RouteLimit is the most routes routekeeper lets the table hold.
+	// RouteLimit is the most routes routekeeper lets the table hold, when
+	// it is below Azure's limit; 0 (the default) is Azure's limit, read
+	// from the usages API.
 	RouteLimit int
 	// Adopt says whether routes routekeeper does not own that match a
 	// node's route exactly are taken over (plan.Input.Adopt).

@@ -68,7 +68,7 @@ func TestLoadKTHWExample(t *testing.T) {
 			ID:         "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/routeTables/kubernetes-routes",
 			Create:     true,
 			Location:   "eastus",
-			RouteLimit: 400,
+			RouteLimit: 0,
 			Adopt:      AdoptNone,
 		},
 		Subnets:     []string{"/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kubernetes/providers/Microsoft.Network/virtualNetworks/kubernetes-vnet/subnets/kubernetes-subnet"},
@@ -82,7 +82,7 @@ func TestLoadKTHWExample(t *testing.T) {
 		Source: Source{Type: SourceInventory, Inventory: InventorySource{
 			File:        filepath.Join(dir, "nodes.yaml"),
 			Allocations: filepath.Join(dir, "nodes.allocations.json"),
-		}, Kube: KubeSource{QPS: 50, Burst: 500}},
+		}, Kube: KubeSource{QPS: 50, Burst: 1200}},
 		Controller: Controller{
 			BatchWindow: 200 * time.Millisecond, MaxBatchDelay: time.Second, Resync: time.Minute, MetricsAddress: DefaultMetricsAddress,
 			LeaderElection: LeaderElection{Namespace: "kube-system", Name: "routekeeper",
@@ -257,10 +257,8 @@ func TestBadConfigs(t *testing.T) {
 			[]string{`routeTable.id: "`, `routeTables name "pods-" is not valid`}, nil},
 		{"no route table", strings.Replace(base, "  id: "+tableID+"\n", "", 1),
 			[]string{`routeTable.id: "": required`}, nil},
-		{"route limit 0", base + "  routeLimit: 0\n",
-			[]string{`routeTable.routeLimit: 0: must be between 1 and 1000`}, nil},
-		{"route limit too high", base + "  routeLimit: 1001\n",
-			[]string{`routeTable.routeLimit: 1001: must be between 1 and 1000`}, nil},
+		{"route limit negative", base + "  routeLimit: -1\n",
+			[]string{`routeTable.routeLimit: -1: must be 0 (Azure's limit, read from the usages API of the table's region) or a positive number that lowers it`}, nil},
 		{"adopt policy unknown", base + "  adopt: all\n",
 			[]string{`routeTable.adopt: "all": must be one of none, matching`}, nil},
 		{"max deletes below -1", base + "controller: {maxDeletes: -2}\n",
@@ -317,8 +315,8 @@ func TestBadConfigs(t *testing.T) {
 			[]string{`not valid YAML`, `line`}, nil},
 		{"duplicate key", base + "routes: manage\nroutes: observe\n",
 			[]string{`not valid YAML`, `routes`}, nil},
-		{"every problem at once", strings.Replace(strings.Replace(base, "10.244.0.0/16", "10.244.0.1/16", 1), "name: test", "name: Test", 1) + "  routeLimit: 0\nroutes: all\n",
-			[]string{`cluster.name: "Test"`, `cluster.clusterCIDRs[0]: "10.244.0.1/16"`, `routeTable.routeLimit: 0`, `routes: "all"`},
+		{"every problem at once", strings.Replace(strings.Replace(base, "10.244.0.0/16", "10.244.0.1/16", 1), "name: test", "name: Test", 1) + "  routeLimit: -5\nroutes: all\n",
+			[]string{`cluster.name: "Test"`, `cluster.clusterCIDRs[0]: "10.244.0.1/16"`, `routeTable.routeLimit: -5`, `routes: "all"`},
 			[]string{"3: cluster.name", "4: cluster.clusterCIDRs[0]", "7: routeTable.routeLimit", "8: routes"}},
 		{"list item lines", base + "subnets:\n  - " + subnet0 + "\n  - not-an-id\n",
 			[]string{`subnets[1]: "not-an-id": not a subnet ARM ID or <vnet>/<subnet>`},
@@ -446,11 +444,11 @@ func TestSetOverridesFile(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 	// Validation blames the flag for a value it set.
-	if err := c.Set("routeTable.routeLimit", []string{"5000"}, "--route-limit"); err != nil {
+	if err := c.Set("routeTable.routeLimit", []string{"-1"}, "--route-limit"); err != nil {
 		t.Fatal(err)
 	}
 	err = c.Validate()
-	if err == nil || !strings.Contains(err.Error(), `--route-limit: routeTable.routeLimit: 5000: must be between 1 and 1000`) {
+	if err == nil || !strings.Contains(err.Error(), `--route-limit: routeTable.routeLimit: -1: must be 0 (Azure's limit`) {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -226,8 +226,8 @@ func (v *validator) routeTable() {
 	} else {
 		table = r
 	}
-	if rt.RouteLimit < 1 || rt.RouteLimit > MaxRouteLimit {
-		v.bad("routeTable.routeLimit", -1, rt.RouteLimit, fmt.Sprintf("must be between 1 and %d (Azure allows 400 routes per route table)", MaxRouteLimit))
+	if rt.RouteLimit < 0 {
+		v.bad("routeTable.routeLimit", -1, rt.RouteLimit, "must be 0 (Azure's limit, read from the usages API of the table's region) or a positive number that lowers it")
 	}
 	v.enum("routeTable.adopt", string(rt.Adopt), string(AdoptNone), string(AdoptMatching))
 	if rt.Location != "" && !location.MatchString(rt.Location) {

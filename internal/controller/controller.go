@@ -40,6 +40,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/routelimit"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
@@ -62,7 +63,10 @@ type Reporter interface {
 type Config struct {
 	Cluster      string
 	ClusterCIDRs []netip.Prefix
-	RouteLimit   int
+	// RouteLimit is routeTable.routeLimit: 0 keeps the table to Azure's
+	// limit (read from the usages API at start and each resync); a
+	// positive value lowers it (internal/routelimit).
+	RouteLimit int
 	// Adopt, ClaimTable, MaxDeletes and AllowEmptySource go to the planner
 	// as they are (plan.Input's Adopt, Claim, MaxDeletes, AllowEmptySource).
 	Adopt            plan.AdoptPolicy
@@ -105,9 +109,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.RouteLimit <= 0 {
-		c.RouteLimit = plan.DefaultLimit
-	}
+	c.RouteLimit = max(c.RouteLimit, 0)
 	if c.Mode == "" {
 		c.Mode = verdict.Manage
 	}
@@ -200,6 +202,10 @@ type Result struct {
 	// WriteHeld: that table write is not tried before an earlier refusal
 	// of it has been waited out.
 	WriteHeld bool `json:"writeHeld,omitempty"`
+	// RouteLimit is the route limit the pass planned with, and where it
+	// came from (Azure's usages API, routeTable.routeLimit, Azure's
+	// default).
+	RouteLimit routelimit.Limit `json:"routeLimit"`
 	// LostAnswers counts the pass's writes whose answer was lost
 	// (armerr.ErrOutcomeUnknown), by write (verdict.OpTableWrite,
 	// verdict.OpSubnetWrite): each was followed by a fresh read of the
@@ -441,11 +447,15 @@ func (r *Result) settling() bool {
 // dryRun). retry reports whether the error is a concurrent change (412,
 // 409) or a lost answer worth observing again for.
 func (c *Controller) attempt(ctx context.Context, nodes []source.Node, res *Result, dryRun bool, more observe.Scope) (retry bool, err error) {
-	want := c.desired(nodes)
-	more.Table, more.Subnets, more.Networks = want.Table, c.cfg.Subnets, true
+	more.Table, more.Subnets, more.Networks = c.TableID(), c.cfg.Subnets, true
 	more.NextHops = observe.NextHops(nodes) // a node in a peered network costs one read
+	// Azure's route limit: one GET at start and once per resync.
+	more.Usage, more.Location = more.Usage || c.usageDue(), c.cfg.Location
 	o := observe.Observe(ctx, c.cloud, more)
 	res.Observation = o
+	c.rememberUsage(o)
+	want := c.desired(nodes)
+	res.RouteLimit = c.RouteLimit()
 	v := verdict.Judge(o, want, nil)
 	_, _, res.NeedsWrite = v.TableWrite()
 	if dryRun {
@@ -493,6 +503,7 @@ func (c *Controller) act(ctx context.Context, o *observe.Observation, v *verdict
 			written, err := c.cloud.PutRouteTable(ctx, t, etag)
 			out.Table = &verdict.TableWrite{Write: outcome(err), ReadBack: written}
 			c.wrote(verdict.OpTableWrite, v.Table, err)
+			c.rememberRefusal(err)
 			if out.Table.Raced || out.Table.Lost {
 				return out, true
 			}
@@ -540,7 +551,10 @@ func (c *Controller) logPlan(v *verdict.Verdict) {
 		}
 	}
 	if len(p.Unclaimed) > 0 {
-		c.log.Warn("routes of nodes this cluster does not have are left in the unclaimed route table; doctor lists them", "table", v.Table, "routes", len(p.Unclaimed))
+		// A table cloud-provider-azure wrote holds routes of nodes that are
+		// gone; claiming the table is what lets routekeeper clean them up.
+		c.log.Warn("routes of nodes this cluster does not have are left in the unclaimed route table; doctor lists them. Claim the table (routeTable.claim: true, --claim-route-table) to have routekeeper delete them, if no other cluster uses it",
+			"table", v.Table, "routes", len(p.Unclaimed))
 	}
 }
 

@@ -98,11 +98,17 @@ func (c *Controller) wrote(write, id string, err error) {
 
 // outcome classifies a write's error for the verdict: raced (412, 409: the
 // pass observes again), lost (sent, its answer lost: the pass observes
-// again, invariant 2) or refused (what ARM's refusal named).
+// again, invariant 2), refused (what ARM's refusal named) or full (too many
+// routes for Azure, with its number).
 func outcome(err error) verdict.Write {
 	if errors.Is(err, armerr.ErrOutcomeUnknown) {
 		return verdict.Write{Err: err, Lost: true}
 	}
-	return verdict.Write{Err: err, Raced: errors.Is(err, armerr.ErrPreconditionFailed) || errors.Is(err, armerr.ErrConflict),
+	w := verdict.Write{Err: err, Raced: errors.Is(err, armerr.ErrPreconditionFailed) || errors.Is(err, armerr.ErrConflict),
 		Refused: observe.RefusalOf(err)}
+	var rl *armerr.RouteLimitError
+	if errors.As(err, &rl) {
+		w.Full, w.FullLimit = true, rl.Limit
+	}
+	return w
 }

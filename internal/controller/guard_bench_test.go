@@ -2,6 +2,10 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -9,7 +13,9 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/route"
+	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
@@ -139,4 +145,99 @@ func BenchmarkRouteRestore50Nodes(b *testing.B) {
 		}
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "s-to-restore/op")
+}
+
+// bigKTHW is the KTHW network with a /20 node subnet: room for 1,000 nodes.
+const bigKTHW = kthw.Network + `          - name: kubernetes-subnet
+            addressPrefix: 10.240.0.0/20
+`
+
+// manyWorkers are n nodes in bigKTHW's subnet with a /24 pod CIDR each in
+// 10.64.0.0/14.
+func manyWorkers(n int) []source.Node {
+	out := make([]source.Node, n)
+	for i := range out {
+		out[i] = node(fmt.Sprintf("worker-%04d", i), fmt.Sprintf("10.240.%d.%d", i/250, 4+i%250), fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256))
+	}
+	return out
+}
+
+// BenchmarkGuardCycleRoutes measures the steady guard cycle (nothing to
+// do: one GET of the table, which lists the subnet) on a table of 400 and
+// of 1,000 node routes, Azure's limit since May 2026: reads/op, the bytes
+// of the table's JSON (B/read), and the cycle's CPU (ns/op) and
+// allocations, most of which are the SDK's decoding of the answer.
+func BenchmarkGuardCycleRoutes(b *testing.B) {
+	for _, n := range []int{400, 1000} {
+		b.Run(fmt.Sprintf("routes-%d", n), func(b *testing.B) {
+			env := fabrictest.New(b, fabric.Options{}, bigKTHW)
+			cfg := scenarioConfig()
+			cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.64.0.0/14")}
+			c := New(cfg, env.Client, nodesource.New(manyWorkers(n)...), nil)
+			ctx := context.Background()
+			if r := c.Reconcile(ctx); r.Err != nil || r.Unrouted() != 0 || len(r.Table.Routes) != n {
+				b.Fatalf("set-up: %s %v", r.Summary(), r.Err)
+			}
+			body := tableJSON(b, env)
+			var reads int64
+			b.ResetTimer()
+			for b.Loop() {
+				g := c.Guard(ctx)
+				if g.AssociationProblems() != 0 || g.NeedsWrite || g.Unrouted() != 0 {
+					b.Fatalf("guard: %s", g.Summary())
+				}
+				reads += g.Reads
+			}
+			b.ReportMetric(float64(reads)/float64(b.N), "reads/op")
+			b.ReportMetric(float64(len(body)), "B/read")
+		})
+	}
+}
+
+// tableJSON is the KTHW table as ARM answers its GET.
+func tableJSON(tb testing.TB, env *fabrictest.Env) []byte {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodGet, fabric.InProcessEndpoint+fabrictest.KTHWTable+"?api-version=2025-05-01", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer x")
+	resp, err := env.Server.RoundTripper().RoundTrip(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET table: %d %v", resp.StatusCode, err)
+	}
+	return body
+}
+
+// BenchmarkBurst1000 measures the pass that routes a burst of n new nodes
+// (400, and 1,000: a full table at Azure's limit) against the in-process
+// fabric through the real SDK: one GET, one PUT of the whole table, its
+// operation and the read-back (writes/op is the PUTs). A fresh fabric per
+// iteration, not timed.
+func BenchmarkBurst1000(b *testing.B) {
+	for _, n := range []int{400, 1000} {
+		b.Run(fmt.Sprintf("nodes-%d", n), func(b *testing.B) {
+			cfg := scenarioConfig()
+			cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.64.0.0/14")}
+			nodes := manyWorkers(n)
+			var writes int64
+			for b.Loop() {
+				b.StopTimer()
+				env := fabrictest.New(b, fabric.Options{}, bigKTHW)
+				c := New(cfg, env.Client, nodesource.New(nodes...), nil)
+				b.StartTimer()
+				r := c.Reconcile(context.Background())
+				if r.Err != nil || r.Unrouted() != 0 || len(r.Table.Routes) != n {
+					b.Fatalf("burst: %s %v", r.Summary(), r.Err)
+				}
+				writes += r.Writes
+			}
+			b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
+		})
+	}
 }

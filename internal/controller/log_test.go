@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
 	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
@@ -84,5 +87,30 @@ func TestAssociationProblemLoggedOnce(t *testing.T) {
 	}
 	if n := strings.Count(buf.String(), "subnet not on the route table"); n != 1 {
 		t.Errorf("problem logged %d times in 4 cycles, want 1:\n%s", n, buf.String())
+	}
+}
+
+// Routes of nodes the cluster does not have, in a table nobody claimed (a
+// table cloud-provider-azure wrote): the warning names the setting that
+// claims the table, so that they can be cleaned up.
+func TestUnclaimedRoutesWarningNamesTheClaim(t *testing.T) {
+	env := fabrictest.New(t, fabric.Options{}, fabrictest.KTHW)
+	ctx := context.Background()
+	f, err := armnetwork.NewClientFactory(fabrictest.Sub, fabric.Credential{}, env.Server.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := &armnetwork.Route{Name: to.Ptr("gone____102009024"), Properties: &armnetwork.RoutePropertiesFormat{
+		AddressPrefix: to.Ptr("10.200.9.0/24"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeVirtualAppliance), NextHopIPAddress: to.Ptr("10.240.0.99")}}
+	p, err := f.NewRouteTablesClient().BeginCreateOrUpdate(ctx, "kubernetes", "kubernetes-routes", armnetwork.RouteTable{
+		Location: to.Ptr("eastus"), Properties: &armnetwork.RouteTablePropertiesFormat{Routes: []*armnetwork.Route{gone}}}, nil)
+	fabrictest.MustPoll(t, p, err)
+	var buf bytes.Buffer
+	c := New(scenarioConfig(), env.Client, nodesource.New(workers(2)...), slog.New(slog.NewTextHandler(&buf, nil)))
+	if r := c.Reconcile(ctx); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if out := buf.String(); !strings.Contains(out, "left in the unclaimed route table") || !strings.Contains(out, "routeTable.claim: true, --claim-route-table") {
+		t.Errorf("the warning does not name the setting that claims the table:\n%s", out)
 	}
 }

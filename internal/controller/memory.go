@@ -9,8 +9,8 @@ import (
 )
 
 // memory is what the controller remembers between passes for the verdict
-// (verdict.Desired's Table, Previous, FollowedFrom, TableExisted) and for
-// its own logging. It is guarded by Controller.mu.
+// (verdict.Desired's Table, Previous, FollowedFrom, TableExisted, and the
+// route limit: Azure's as last read, limit.go) and for its own logging. It is guarded by Controller.mu.
 type memory struct {
 	// table is the table routekeeper keeps: the configured one until a
 	// verdict follows a swap or a migration.
@@ -36,6 +36,8 @@ type memory struct {
 	// (verdict.Desired.Routed): a node routed before stays routed while
 	// another writer's operation holds its route.
 	routed map[string]bool
+	// limit is what is known of Azure's route limit (limit.go).
+	limit limitMemory
 }
 
 // rememberRouted keeps the routed nodes of a reported verdict; a pass
@@ -67,10 +69,12 @@ func (c *Controller) desired(nodes []source.Node) verdict.Desired {
 	for id := range c.mem.previous {
 		prev = append(prev, id)
 	}
+	limit := c.routeLimit()
 	return verdict.Desired{
 		Cluster:          c.cfg.Cluster,
 		ClusterCIDRs:     c.cfg.ClusterCIDRs,
-		Limit:            c.cfg.RouteLimit,
+		Limit:            limit.Value,
+		LimitFrom:        limit.From(),
 		Adopt:            c.cfg.Adopt,
 		MaxDeletes:       c.cfg.MaxDeletes,
 		AllowEmptySource: c.cfg.AllowEmptySource,

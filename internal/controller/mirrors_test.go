@@ -257,7 +257,7 @@ func TestMirrorFailureDoesNotDelayMain(t *testing.T) {
 		}, "throttled"},
 		{"route limit", func(s *scenario) {
 			var routes []*armnetwork.Route
-			for i := range 400 {
+			for i := range fabric.DefaultRouteLimit { // Azure's, which the usages API reports
 				routes = append(routes, &armnetwork.Route{Name: to.Ptr(fmt.Sprintf("r%d", i)), Properties: &armnetwork.RoutePropertiesFormat{
 					AddressPrefix: to.Ptr(fmt.Sprintf("172.%d.%d.0/24", 16+i/256, i%256)), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeNone)}})
 			}

@@ -211,6 +211,13 @@ func roleScenarios() []roleScenario {
 // denials of its passes.
 func runRoleScenario(t *testing.T, sc roleScenario, role []byte) (bool, []verdict.Denial) {
 	t.Helper()
+	ok, ds, _ := runRoleScenarioResult(t, sc, role)
+	return ok, ds
+}
+
+// runRoleScenarioResult is runRoleScenario with the pass's result.
+func runRoleScenarioResult(t *testing.T, sc roleScenario, role []byte) (bool, []verdict.Denial, *Result) {
+	t.Helper()
 	var def map[string]any
 	if err := json.Unmarshal(role, &def); err != nil {
 		t.Fatal(err)
@@ -246,7 +253,7 @@ func runRoleScenario(t *testing.T, sc roleScenario, role []byte) (bool, []verdic
 	// and every subnet on the table.
 	res := c.Reconcile(context.Background())
 	if res.Verdict == nil {
-		return false, nil
+		return false, nil, res
 	}
 	truthful := res.AssociationProblems() == 0
 	for name, nv := range res.Nodes {
@@ -254,7 +261,7 @@ func runRoleScenario(t *testing.T, sc roleScenario, role []byte) (bool, []verdic
 			truthful = false
 		}
 	}
-	return truthful && sc.done(t, env), res.Verdict.Denials
+	return truthful && sc.done(t, env), res.Verdict.Denials, res
 }
 
 func names(ds []verdict.Denial) []string {

@@ -43,12 +43,13 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 )
 
-// Kubernetes API client defaults. A burst large enough for a few hundred
-// condition patches at once (a cluster's nodes registering together), then
-// a modest steady rate.
+// Kubernetes API client defaults. A burst large enough for the condition
+// patches of a whole table at once (Azure's 1,000 routes per route table:
+// a cluster's nodes registering together) with room for events and lists,
+// then a modest steady rate.
 const (
 	DefaultKubeQPS   = 50
-	DefaultKubeBurst = 500
+	DefaultKubeBurst = 1200
 )
 
 // ErrLostLeadership ends Run when another replica took the lease: the

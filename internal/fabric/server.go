@@ -25,8 +25,13 @@ import (
 // limit is 4 MiB. A larger body gets 413 RequestEntityTooLarge.
 const MaxRequestBody = 4 << 20
 
-// DefaultRouteLimit is Azure's classic limit of routes per route table.
-const DefaultRouteLimit = 400
+// DefaultRouteLimit and DefaultTablesLimit are Azure's limits of routes
+// per route table and route tables per subscription (in one region):
+// 1,000 and 600 since May 2026 (network.DefaultRouteLimit says where from).
+const (
+	DefaultRouteLimit  = network.DefaultRouteLimit
+	DefaultTablesLimit = network.DefaultTablesLimit
+)
 
 // DefaultPageSize is how many items a list returns before a nextLink.
 const DefaultPageSize = 100
@@ -37,8 +42,12 @@ type Options struct {
 	// Updating/Deleting. 0 finishes it at once, but the answer keeps
 	// Azure's shape (201/202 with Azure-AsyncOperation).
 	OperationDuration time.Duration
-	// RouteLimit is the number of routes allowed per table; 0 means 400.
+	// RouteLimit is the number of routes allowed per table; 0 means
+	// DefaultRouteLimit (1,000). A lower one plays an older subscription.
 	RouteLimit int
+	// TablesLimit is the number of route tables a subscription may hold in
+	// one location; 0 means DefaultTablesLimit (600).
+	TablesLimit int
 	// PageSize is the number of items per list page; 0 means 100.
 	PageSize int
 	// Faults are the initial fault settings; see SetFaults.
@@ -79,10 +88,7 @@ func New(st *store.Store, opts Options) *Server {
 		log:        opts.Logger,
 		now:        opts.Clock,
 	}
-	routeLimit, pageSize := opts.RouteLimit, opts.PageSize
-	if routeLimit <= 0 {
-		routeLimit = DefaultRouteLimit
-	}
+	pageSize := opts.PageSize
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
@@ -102,7 +108,7 @@ func New(st *store.Store, opts Options) *Server {
 	view := func(ctx context.Context, fn func(*store.Txn) error) error { return s.net.View(ctx, fn) }
 	s.az = authz.New(authz.Config{Store: s.store, Log: s.log, Now: s.now, View: view, Groups: network.Groups{}})
 	s.id = &identity.Server{Now: s.now, Log: s.log, Principals: s.az}
-	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: routeLimit, PageSize: pageSize,
+	s.net = network.New(network.Config{Store: s.store, OpDuration: s.opDuration, RouteLimit: opts.RouteLimit, TablesLimit: opts.TablesLimit, PageSize: pageSize,
 		Log: s.log, Now: s.now, Faults: s.inj, Polls: s.az})
 	// Each resource of a template goes through the whole pipeline
 	// (Dispatch), as the deploying principal.

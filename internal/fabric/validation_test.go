@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
 func TestValidation(t *testing.T) {
@@ -160,37 +158,5 @@ func TestAuthAndProtocol(t *testing.T) {
 	resp, _ = e.do("PUT", tablePath(testRG, "x"), `{"location":"eastus"}`)
 	if resp.Header.Get("x-ms-ratelimit-remaining-subscription-writes") == "" {
 		t.Errorf("write lacks x-ms-ratelimit-remaining-subscription-writes")
-	}
-}
-
-func TestRouteLimit(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		limit int
-		want  int
-	}{{"default", 0, 400}, {"configured", 10, 10}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			e := newRGEnv(t, "inprocess", Options{RouteLimit: tc.limit})
-			routes := make([]*armnetwork.Route, tc.want+1)
-			for i := range routes {
-				routes[i] = vaRoute(fmt.Sprintf("r%d", i), fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256), "10.240.0.4")
-			}
-			// A full table is fine.
-			e.mustPutTable(ctx, testRG, "rt", table(routes[:tc.want]...))
-			// One more inline: 400.
-			_, err := e.putTable(ctx, testRG, "rt", table(routes...))
-			respErr(t, err, http.StatusBadRequest, "RouteTableRouteLimitExceeded")
-			// One more as a child: 400 too, and the table is unchanged.
-			_, err = e.putRoute(ctx, testRG, "rt", "one-too-many", *routes[tc.want])
-			respErr(t, err, http.StatusBadRequest, "RouteTableRouteLimitExceeded")
-			if n := len(e.getTable(ctx, testRG, "rt").Properties.Routes); n != tc.want {
-				t.Errorf("routes = %d, want %d", n, tc.want)
-			}
-			// Replacing a route of a full table is allowed.
-			if _, err := e.putRoute(ctx, testRG, "rt", "r0", *vaRoute("", "10.100.0.0/24", "10.240.0.5")); err != nil {
-				t.Errorf("updating a route of a full table: %v", err)
-			}
-		})
 	}
 }

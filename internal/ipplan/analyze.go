@@ -25,6 +25,7 @@ const (
 	RulePoolPodMinimum          = "pool-pod-minimum"
 	RulePodCIDRTooSmall         = "pod-cidr-too-small"
 	RuleRouteLimit              = "route-limit"
+	RuleAKSKubenetNodes         = "aks-kubenet-nodes"
 	RuleNoSurge                 = "no-surge"
 	RuleNodesNotGiven           = "nodes-not-given"
 	RuleNoNodeSubnet            = "no-node-subnet"
@@ -144,6 +145,7 @@ type Report struct {
 	Nodes            int        `json:"nodes"`
 	Surge            int        `json:"surge"`
 	RouteLimit       int        `json:"routeLimit"`
+	Platform         Platform   `json:"platform"`
 	NodeCIDRMaskSize int        `json:"nodeCIDRMaskSize"`
 	DNSServiceIP     netip.Addr `json:"dnsServiceIP"`
 	// IPFamilies is IPv4 then IPv6 for a dual-stack plan (omitted for
@@ -210,6 +212,7 @@ func Analyze(plan Plan) (Report, error) {
 		Nodes:            p.nodes,
 		Surge:            p.surge,
 		RouteLimit:       p.routeLimit,
+		Platform:         p.platform,
 		NodeCIDRMaskSize: p.nodeCIDRMaskSize,
 		DNSServiceIP:     p.dns,
 		NodeSubnet:       -1,

@@ -105,7 +105,9 @@ func TestCapacityFormulas(t *testing.T) {
 	}{
 		{"kubenet /27 subnet", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/27"}}}, Kubenet, 27, "subnet", 27 * 110},
 		{"kubenet bounded by the /16 pod CIDR", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}}, Kubenet, 256, "pod-cidr", 256 * 110},
-		{"kubenet bounded by the route limit", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: StringList{"10.240.0.0/14"}}, Kubenet, 400, "route-limit", 400 * 110},
+		{"AKS: kubenet bounded by AKS's 400 nodes, not the table", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: StringList{"10.240.0.0/14"}}, Kubenet, 400, "aks-kubenet", 400 * 110},
+		{"self-managed: kubenet bounded by Azure's 1,000 routes per table", Plan{Platform: PlatformSelfManaged, Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: StringList{"10.240.0.0/14"}}, Kubenet, 1000, "route-limit", 1000 * 110},
+		{"an older subscription's 400 routes bind before AKS's 400 nodes", Plan{RouteLimit: 400, Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: StringList{"10.240.0.0/14"}}, Kubenet, 400, "route-limit", 400 * 110},
 		{"kubenet with a lower route limit", Plan{RouteLimit: 100}, Kubenet, 100, "route-limit", 100 * 110},
 		{"kubenet /23 node ranges", Plan{NodeCIDRMaskSize: 23, Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}}, Kubenet, 128, "pod-cidr", 128 * 110},
 		{"overlay ignores the route limit", Plan{Subnets: []Subnet{{Prefix: "10.1.0.0/20"}}, PodCIDR: StringList{"10.240.0.0/12"}}, Overlay, 4091, "subnet", 4091 * 250},
@@ -231,17 +233,29 @@ func TestBadPlans(t *testing.T) {
 		}, RulePodCIDRTooSmall, finding.Error, []Plugin{Kubenet}},
 		{"pod CIDR longer than a node range", func(p *Plan) { p.PodCIDR = StringList{"10.244.0.0/25"} }, RulePodCIDRTooSmall, finding.Error, []Plugin{Kubenet}},
 		{"more nodes than routes", func(p *Plan) {
+			p.Subnets[0].Prefix = "172.16.0.0/20"
+			p.Subnets[1].Prefix = "172.16.16.0/27"
+			p.PodCIDR = StringList{"10.240.0.0/13"}
+			p.Nodes, p.Platform = 1100, PlatformSelfManaged
+		}, RuleRouteLimit, finding.Error, []Plugin{Kubenet}},
+		{"the surge node breaks the route limit", func(p *Plan) {
+			p.Subnets[0].Prefix = "172.16.0.0/20"
+			p.Subnets[1].Prefix = "172.16.16.0/27"
+			p.PodCIDR = StringList{"10.240.0.0/13"}
+			p.Nodes, p.Platform = 1000, PlatformSelfManaged
+		}, RuleRouteLimit, finding.Error, []Plugin{Kubenet}},
+		{"AKS: more kubenet nodes than AKS supports, though the table holds them", func(p *Plan) {
 			p.Subnets[0].Prefix = "172.16.0.0/22"
 			p.Subnets[1].Prefix = "172.16.4.0/27"
 			p.PodCIDR = StringList{"10.244.0.0/14"}
 			p.Nodes = 450
-		}, RuleRouteLimit, finding.Error, []Plugin{Kubenet}},
-		{"the surge node breaks the route limit", func(p *Plan) {
+		}, RuleAKSKubenetNodes, finding.Error, []Plugin{Kubenet}},
+		{"the surge node breaks AKS's 400 kubenet nodes", func(p *Plan) {
 			p.Subnets[0].Prefix = "172.16.0.0/22"
 			p.Subnets[1].Prefix = "172.16.4.0/27"
 			p.PodCIDR = StringList{"10.244.0.0/14"}
 			p.Nodes = 400
-		}, RuleRouteLimit, finding.Error, []Plugin{Kubenet}},
+		}, RuleAKSKubenetNodes, finding.Error, []Plugin{Kubenet}},
 		{"max pods above 250", func(p *Plan) { p.MaxPods = intp(251) }, RuleMaxPodsRange, finding.Error, nil},
 		{"max pods below 10", func(p *Plan) { p.MaxPods = intp(9) }, RuleMaxPodsRange, finding.Error, nil},
 		{"max pods do not fit a /26 node range", func(p *Plan) { p.NodeCIDRMaskSize = 26 }, RuleNodeCIDRTooSmall, finding.Error, []Plugin{Kubenet}},
@@ -399,6 +413,7 @@ func TestInvalidInput(t *testing.T) {
 		{"negative surge", Plan{Surge: "-1"}, "surge", "negative"},
 		{"plugin", Plan{Plugins: []Plugin{"calico"}}, "plugins[0]", "kubenet, azure, overlay"},
 		{"route limit", Plan{RouteLimit: -5}, "routeLimit", "positive"},
+		{"platform", Plan{Platform: "gke"}, "platform", "aks, self-managed"},
 		{"node mask", Plan{NodeCIDRMaskSize: 31}, "nodeCIDRMaskSize", "between 8 and 30"},
 		{"ARM ID as a subnet", Plan{Subnets: []Subnet{{Prefix: "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/n"}}},
 			"subnets[0].prefix", "ARM resource ID"},

@@ -51,7 +51,13 @@ func (a *analysis) capacity() {
 			c.IPv6 = &FamilyCapacity{PodCIDR: a.p.pod6, NodeCIDRMaskSize: a.p.nodeCIDRMaskSize6, NodeRanges: ranges6(a.p.pod6, a.p.nodeCIDRMaskSize6)}
 		}
 		if pl == Kubenet {
+			// Two caps, told apart: the route table's (Azure's limit of
+			// routes per table) and, on AKS, AKS's own of a kubenet
+			// cluster. The lower binds.
 			limits = append(limits, limit{"route-limit", int64(a.p.routeLimit / routes)})
+			if a.p.platform == PlatformAKS {
+				limits = append(limits, limit{"aks-kubenet", AKSKubenetMaxNodes})
+			}
 		}
 		if len(limits) > 0 {
 			m := slices.MinFunc(limits, func(x, y limit) int { return cmp.Compare(x.n, y.n) })
@@ -94,7 +100,7 @@ func (a *analysis) capacity() {
 			}
 			if pl == Kubenet {
 				c.Routes = need * routes
-				if c.Routes > a.p.routeLimit {
+				if c.Routes > a.p.routeLimit || a.p.platform == PlatformAKS && need > AKSKubenetMaxNodes {
 					fits = false
 				}
 			}
@@ -123,8 +129,14 @@ func (a *analysis) capacity() {
 		}
 		a.add(finding.Error, RuleRouteLimit, []Plugin{Kubenet},
 			map[string]string{"routes": strconv.Itoa(need * routes), "routeLimit": strconv.Itoa(a.p.routeLimit)},
-			"kubenet needs %s: %s need %s routes, more than the route table limit of %d",
-			per, a.nodesPhrase(), Thousands(int64(need*routes)), a.p.routeLimit)
+			"kubenet needs %s: %s need %s routes, more than the route table limit of %s",
+			per, a.nodesPhrase(), Thousands(int64(need*routes)), Thousands(int64(a.p.routeLimit)))
+	}
+	if a.uses(Kubenet) && a.p.platform == PlatformAKS && need > AKSKubenetMaxNodes {
+		a.add(finding.Error, RuleAKSKubenetNodes, []Plugin{Kubenet},
+			map[string]string{"nodes": strconv.Itoa(need), "aksKubenetMaxNodes": strconv.Itoa(AKSKubenetMaxNodes)},
+			"AKS supports at most %d nodes in a kubenet cluster (AKS's documented cap, not the route table's: Azure allows %s routes per table); %s need more: use Azure CNI Overlay on AKS, or --platform self-managed for Kubernetes on Azure VMs",
+			AKSKubenetMaxNodes, Thousands(int64(a.p.routeLimit)), a.nodesPhrase())
 	}
 	// Group plugins that need the same number of addresses (kubenet and Overlay).
 	for len(subnetSmall) > 0 {

@@ -61,7 +61,7 @@ func TestDualStackPlans(t *testing.T) {
 			rule: RulePodCIDRTooSmall, sev: finding.Error, plugins: []Plugin{Overlay}, says: "holds 16 /80 node ranges; 300 nodes + 1 surge need 301; smallest pod CIDR: /71"},
 		{name: "Azure CNI has no dual-stack", change: func(p *Plan) { p.Plugins = []Plugin{AzureCNI} },
 			rule: RulePluginIPv6, sev: finding.Error, plugins: []Plugin{AzureCNI}, says: "use Azure CNI Overlay"},
-		{name: "dual-stack kubenet: two routes a node", change: func(p *Plan) { p.Plugins = []Plugin{Kubenet} },
+		{name: "dual-stack kubenet: two routes a node", change: func(p *Plan) { p.Plugins, p.RouteLimit = []Plugin{Kubenet}, 400 },
 			rule: RuleRouteLimit, sev: finding.Error, plugins: []Plugin{Kubenet}, says: "two routes per node"},
 		{name: "IPv6 DNS service IP in the IPv6 range", change: func(p *Plan) { p.DNSServiceIP = "fd12:3456:789a:1::1" },
 			rule: RuleDNSIPReserved, sev: finding.Error, says: "kubernetes API service"},
@@ -106,11 +106,12 @@ func TestDualStackCapacity(t *testing.T) {
 	if c := capacityOf(t, analyze(t, p), Overlay); deref(c.MaxNodes) != 256 || c.LimitedBy != "pod-cidr-ipv6" {
 		t.Errorf("IPv6-bound capacity: %d by %s", deref(c.MaxNodes), c.LimitedBy)
 	}
-	// Dual-stack kubenet: two routes a node, so 200 nodes at 400 routes.
+	// Dual-stack kubenet: two routes a node, so 500 nodes at Azure's 1,000
+	// routes (a self-managed cluster: AKS would cap it at 400 nodes).
 	p = dualBase()
-	p.Plugins, p.Nodes = []Plugin{Kubenet}, 150
+	p.Plugins, p.Nodes, p.Platform = []Plugin{Kubenet}, 150, PlatformSelfManaged
 	r = analyze(t, p)
-	if c := capacityOf(t, r, Kubenet); deref(c.MaxNodes) != 200 || c.LimitedBy != "route-limit" || c.Routes != 302 {
+	if c := capacityOf(t, r, Kubenet); deref(c.MaxNodes) != 500 || c.LimitedBy != "route-limit" || c.Routes != 302 {
 		t.Errorf("dual-stack kubenet: max %d by %s, %d routes", deref(c.MaxNodes), c.LimitedBy, c.Routes)
 	}
 	if !hasFinding(r, RuleKubenetDualStack, finding.Warning) {

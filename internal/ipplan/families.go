@@ -23,7 +23,7 @@ import (
 //     has at most one private IPv6 address; AKS's dual-stack clusters use
 //     Azure CNI Overlay (or kubenet).
 //   - Dual-stack kubenet needs two routes per node, one per family
-//     (capacity counts them: 200 nodes at 400 routes), and AKS supports no
+//     (capacity counts them: 500 nodes at 1,000 routes), and AKS supports no
 //     Azure or Calico network policies, NAT Gateway, virtual nodes or
 //     Windows node pools with it ("Use dual-stack kubenet networking").
 //     It is allowed, with a warning: Azure documents it.
@@ -61,8 +61,8 @@ func (a *analysis) checkFamilies() {
 	}
 	if a.uses(Kubenet) && p.pod6.IsValid() {
 		a.add(finding.Warning, RuleKubenetDualStack, []Plugin{Kubenet}, map[string]string{"routeLimit": strconv.Itoa(p.routeLimit)},
-			"dual-stack kubenet needs two routes per node, one per IP family (at most %d nodes with a %d-route table), and AKS supports no Azure or Calico network policies, NAT Gateway, virtual nodes or Windows node pools with it",
-			p.routeLimit/2, p.routeLimit)
+			"dual-stack kubenet needs two routes per node, one per IP family (at most %s nodes with a %s-route table), and AKS supports no Azure or Calico network policies, NAT Gateway, virtual nodes or Windows node pools with it",
+			Thousands(int64(p.routeLimit/2)), Thousands(int64(p.routeLimit)))
 	}
 	if a.uses(AzureCNI) {
 		a.add(finding.Error, RulePluginIPv6, []Plugin{AzureCNI}, nil,

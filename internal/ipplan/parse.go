@@ -25,6 +25,7 @@ type parsed struct {
 	compare           bool
 	podCIDRGiven      bool
 	routeLimit        int
+	platform          Platform
 	nodeCIDRMaskSize  int
 	nodeCIDRMaskSize6 int
 }
@@ -229,6 +230,13 @@ func (p Plan) parseCounts(out *parsed) error {
 	}
 	if out.routeLimit < 1 {
 		return &FieldError{Field: "routeLimit", Index: -1, Value: strconv.Itoa(p.RouteLimit), Reason: "must be a positive number"}
+	}
+	switch out.platform = Platform(strings.ToLower(strings.TrimSpace(string(p.Platform)))); out.platform {
+	case "":
+		out.platform = PlatformAKS
+	case PlatformAKS, PlatformSelfManaged:
+	default:
+		return &FieldError{Field: "platform", Index: -1, Value: string(p.Platform), Reason: "is not one of aks, self-managed"}
 	}
 	out.nodeCIDRMaskSize = p.NodeCIDRMaskSize
 	if out.nodeCIDRMaskSize == 0 {

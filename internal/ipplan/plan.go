@@ -48,17 +48,35 @@ const (
 	// kube-apiserver accept is a /108.
 	LargestIPv6ServiceCIDR = 108
 	// IPv6SubnetBits is the only size of an IPv6 subnet Azure accepts.
-	IPv6SubnetBits          = 64
-	DefaultDNSServiceIP     = "10.0.0.10"
-	DefaultSurge            = "1"
-	DefaultRouteLimit       = 400 // routes per route table
-	DefaultNodeCIDRMaskSize = 24  // each node's pod range (kube-controller-manager --node-cidr-mask-size)
+	IPv6SubnetBits      = 64
+	DefaultDNSServiceIP = "10.0.0.10"
+	DefaultSurge        = "1"
+	// DefaultRouteLimit is Azure's limit of routes per route table: 1,000
+	// since Azure update 562695 (May 2026; the limits page, "User-defined
+	// routes per route table"). routekeeper reads the subscription's from
+	// the usages API; --route-limit plays another.
+	DefaultRouteLimit = 1000
+	// AKSKubenetMaxNodes is AKS's documented cap of a kubenet cluster
+	// (AKS, "Use kubenet networking with your own IP address ranges":
+	// 400 nodes). It is AKS's, not the route table's: a self-managed
+	// cluster (PlatformSelfManaged) is bound by the table alone.
+	AKSKubenetMaxNodes      = 400
+	DefaultNodeCIDRMaskSize = 24 // each node's pod range (kube-controller-manager --node-cidr-mask-size)
 	MinMaxPods              = 10
 	MaxMaxPods              = 250
 	MinPoolPods             = 30 // a node pool must fit at least this many pods
 	SubnetReserved          = 5  // addresses Azure keeps in every subnet
 	SmallestAzureSubnet     = 29 // the longest prefix Azure accepts for a subnet
 	maxNodes                = 1_000_000
+)
+
+// Platform is who runs the cluster, which decides the caps of kubenet.
+type Platform string
+
+// The platforms.
+const (
+	PlatformAKS         Platform = "aks"
+	PlatformSelfManaged Platform = "self-managed"
 )
 
 // DefaultMaxPods returns the maximum pods per node a plugin gets when none is
@@ -111,8 +129,13 @@ type Plan struct {
 	Peered StringList `json:"peered,omitempty"`
 	// Plugins are the plugins to plan for; empty compares all three.
 	Plugins []Plugin `json:"plugins,omitempty"`
-	// RouteLimit is the number of routes a route table holds. Default 400.
+	// RouteLimit is the number of routes a route table holds. Default
+	// 1,000, Azure's.
 	RouteLimit int `json:"routeLimit,omitempty"`
+	// Platform is who runs the cluster: PlatformAKS (the default: AKS caps
+	// a kubenet cluster at 400 nodes) or PlatformSelfManaged (Kubernetes on
+	// Azure VMs: only the route table limits kubenet).
+	Platform Platform `json:"platform,omitempty"`
 	// NodeCIDRMaskSize is the prefix length of each node's pod range under
 	// kubenet (kube-controller-manager --node-cidr-mask-size). Default 24.
 	// Overlay always uses /24.

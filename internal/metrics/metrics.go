@@ -25,6 +25,7 @@
 //	deletes_held{reason}                      route deletions held back in the last reconcile (TooManyDeletes, EmptySource, StandDownUnconfirmed)
 //	routes_unclaimed                          routes of unknown nodes left in an unclaimed table (never deleted until it is claimed)
 //	nodes_unmanaged_route                     nodes whose traffic a route routekeeper does not own carries (routeTable.adopt matching takes it over)
+//	route_limit{source}                       the most routes routekeeper keeps in the table, by where the number came from: azure (the usages API, or ARM's refusal), config (routeTable.routeLimit, lower), default (Azure's 1,000: its own could not be read)
 //	requests_denied{op,code}                  requests Azure refuses now (a missing role or join, a lock, a deny policy), by operation (route table write, subnet association, reads) and ARM error code
 package metrics
 
@@ -71,6 +72,8 @@ type Metrics struct {
 	deletesHeld *prometheus.GaugeVec
 	unclaimed   prometheus.Gauge
 	unmanaged   prometheus.Gauge
+	// The route limit in force, by where it came from.
+	routeLimit *prometheus.GaugeVec
 	// Writes Azure refuses (RBAC, locks, policy), by resource (denials.go).
 	requestsDenied *prometheus.GaugeVec
 	denied         denials
@@ -109,7 +112,8 @@ func New() *Metrics {
 	}
 	m.outcomeUnknown = counterVec("write_outcome_unknown_total", "Writes whose answer was lost (a connection reset or timeout after sending, or a 5xx from a front that may have forwarded it), by operation (route table write, subnet association): each was followed by a fresh read of the resource and a new plan, never sent again as it was.", "op")
 	m.requestsDenied = gaugeVec("requests_denied", "Requests Azure refuses now for who routekeeper is or what governs the scope (a missing role or join, a lock, a deny policy), by operation and ARM error code; doctor and the log say what to grant.", "op", "code")
-	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged, m.requestsDenied, m.outcomeUnknown)
+	m.routeLimit = gaugeVec("route_limit", "The most routes routekeeper keeps in the route table, custom routes included, by where the number came from: azure (Azure's limit for the table's region, read from the usages API or named in ARM's refusal of a write), config (routeTable.routeLimit, lower than Azure's), default (Azure's default of 1,000: its own could not be read; doctor and the log say why).", "source")
+	m.reg.MustRegister(m.deletesHeld, m.unclaimed, m.unmanaged, m.requestsDenied, m.outcomeUnknown, m.routeLimit)
 	m.reg.MustRegister(m.reconciles, m.reconcileDuration, m.lastSuccess, m.armRequests, m.tableRequests, m.armDuration,
 		m.armThrottled, m.armPrecondition, m.routes, m.nodes, m.notRouted, m.repairs, m.assocProblems, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -203,6 +207,10 @@ func (m *Metrics) Report(_ context.Context, res *controller.Result) {
 			m.setNodes(res)
 		}
 		return
+	}
+	if l := res.RouteLimit; l.Value > 0 {
+		m.routeLimit.Reset()
+		m.routeLimit.WithLabelValues(string(l.Source)).Set(float64(l.Value))
 	}
 	result := "success"
 	if res.Err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/plan"
 	"github.com/routekeeper/routekeeper/internal/reason"
+	"github.com/routekeeper/routekeeper/internal/routelimit"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/lossy"
@@ -283,5 +284,24 @@ func TestLostAnswersCounted(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.armRequests.WithLabelValues("PUT", "0")); got != 1 {
 		t.Errorf(`arm_requests_total{PUT,0} = %v, want 1 (the PUT whose answer was lost)`, got)
+	}
+}
+
+// The route limit in force is one series, labelled by where it came from.
+func TestRouteLimitMetric(t *testing.T) {
+	m := New()
+	ctx := context.Background()
+	for _, l := range []routelimit.Limit{
+		routelimit.Effective(0, routelimit.Known{}),
+		routelimit.Effective(0, routelimit.Known{Routes: 1000, Location: "westeurope"}),
+		routelimit.Effective(300, routelimit.Known{Routes: 1000, Location: "westeurope"}),
+	} {
+		m.Report(ctx, &controller.Result{RouteLimit: l})
+		if n := testutil.CollectAndCount(m.routeLimit); n != 1 {
+			t.Errorf("%s: route_limit has %d series, want 1", l.Source, n)
+		}
+		if got := testutil.ToFloat64(m.routeLimit.WithLabelValues(string(l.Source))); got != float64(l.Value) {
+			t.Errorf("route_limit{source=%q} = %v, want %d", l.Source, got, l.Value)
+		}
 	}
 }

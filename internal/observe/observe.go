@@ -81,6 +81,13 @@ type Scope struct {
 	// Access reads what the caller may do where the pass writes (doctor's
 	// permission check; access.go).
 	Access bool
+	// Usage reads the usages of our table's region (usage.go): Azure's
+	// limit of routes per route table, which routekeeper keeps to. One GET;
+	// a reconcile asks for it at start and once per resync, never the
+	// guard. Location is the region when the table cannot be read (it is
+	// yet to be created).
+	Usage    bool
+	Location string
 	// Steady reads our table first and a guarded subnet only when the
 	// table does not list it (properties.subnets): the association guard's
 	// scope. A listed subnet is answered from Earlier's read of it
@@ -170,7 +177,10 @@ type Observation struct {
 	governance map[string]GovernanceRead
 	// peered are the peered networks read for next hops (peered.go).
 	peered peered
-	reads  int64
+	// usage is the usages of our table's region (Scope.Usage).
+	usage     UsageRead
+	usageRead bool
+	reads     int64
 }
 
 // maxMigrationHops bounds the chain of migrated-to tags read.
@@ -259,6 +269,9 @@ func Observe(ctx context.Context, c Reader, scope Scope) *Observation {
 		o.readAccess(ctx, c)
 		o.readGovernance(ctx, c)
 	}
+	if scope.Usage {
+		o.readUsage(ctx, c)
+	}
 	if scope.NICs {
 		o.nics, o.nicsErr = c.ListNetworkInterfaces(ctx, armid.Subscription(scope.Table))
 		o.nicsRead = o.nicsErr == nil
@@ -346,7 +359,7 @@ func (o *Observation) ReadListed(ctx context.Context, c Reader, ids []string) *O
 	n := &Observation{
 		scope: o.scope, tables: maps.Clone(o.tables), subnets: maps.Clone(o.subnets), networks: o.networks,
 		networkOrder: o.networkOrder, nics: o.nics, nicsRead: o.nicsRead, nicsErr: o.nicsErr, interconnect: o.interconnect,
-		permissions: o.permissions, principal: o.principal, reads: o.reads,
+		permissions: o.permissions, principal: o.principal, usage: o.usage, usageRead: o.usageRead, reads: o.reads,
 	}
 	for _, id := range todo {
 		delete(n.subnets, armid.Key(id))

@@ -304,7 +304,7 @@ func (pl *planner) applyLimit() {
 				// Takes the slot of the stale route it replaces.
 			case !fits:
 				e.act = actNone
-				pl.fail(e, reason.RouteTableFull, fmt.Sprintf("%s is full: it may hold %d routes (routeTable.routeLimit) and node %s needs %d more; free room, give the cluster another table, or raise routeTable.routeLimit if it is below Azure's limit of 400 routes per route table", pl.table, pl.limit, pl.nodeName(e), need), "")
+				pl.fail(e, reason.RouteTableFull, fmt.Sprintf("%s is full: it may hold %d routes (%s) and node %s needs %d more; free room or give the cluster another table", pl.table, pl.limit, pl.limitFrom(), pl.nodeName(e), need), "")
 			}
 		}
 	}

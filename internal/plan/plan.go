@@ -521,3 +521,14 @@ func (pl *planner) deleteWhy(c *current) string {
 	}
 	return "node no longer exists"
 }
+
+// limitFrom says where the route limit came from (Input.LimitFrom).
+func (pl *planner) limitFrom() string {
+	if pl.in.LimitFrom != "" {
+		return pl.in.LimitFrom
+	}
+	if pl.in.Limit == 0 {
+		return fmt.Sprintf("Azure's default of %d routes per route table", DefaultLimit)
+	}
+	return "routeTable.routeLimit"
+}

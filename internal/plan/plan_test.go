@@ -838,15 +838,40 @@ func TestReasons(t *testing.T) {
 			conflicts: []string{"a 10.244.0.0/24 RouteTableFull", "a fd00:10:244::/64 RouteTableFull"},
 		},
 		{
-			name: "RouteLimit: zero means 400",
+			name: "RouteLimit: zero means Azure's default, 1,000",
 			in: Input{
-				Nodes:   manyNodes(401),
+				Nodes:   manyNodes(1001),
 				Current: table(cluster),
 			},
-			changes:   manyCreates(400),
-			conflicts: []string{"n0400 10.244.100.0/26 RouteTableFull"},
+			changes:   manyCreates(1000),
+			conflicts: []string{"n1000 10.244.250.0/26 RouteTableFull"},
 		},
 	})
+}
+
+// TestRouteTableFullSaysWhereTheLimitCameFrom: a node that does not fit
+// is told the limit and where it came from.
+func TestRouteTableFullSaysWhereTheLimitCameFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, want string
+		limit            int
+	}{
+		{"Azure's, read", "Azure's limit in westeurope of 2 routes per route table, read from the usages API", "it may hold 2 routes (Azure's limit in westeurope of 2 routes per route table, read from the usages API) and node n0002 needs 1 more", 2},
+		{"configured", "", "it may hold 2 routes (routeTable.routeLimit)", 2},
+		{"default", "", "it may hold 1000 routes (Azure's default of 1000 routes per route table)", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := max(tc.limit, 1000) + 1
+			if tc.limit > 0 {
+				n = tc.limit + 1
+			}
+			p := Compute(Input{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Limit: tc.limit, LimitFrom: tc.from, Nodes: manyNodes(n), Current: table(cluster)})
+			last := manyNodes(n)[n-1].Name
+			if st := p.Nodes[last]; st.Reason != reason.RouteTableFull || !strings.Contains(st.Message, tc.want) {
+				t.Errorf("node %s: %s %q, want RouteTableFull saying %q", last, st.Reason, st.Message, tc.want)
+			}
+		})
+	}
 }
 
 func TestRefusals(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
-// DefaultLimit is Azure's route count limit per route table, used when
-// Input.Limit is 0.
-const DefaultLimit = 400
+// DefaultLimit is Azure's default limit of routes per route table (1,000
+// since May 2026), used when Input.Limit is 0. routekeeper plans with the
+// limit Azure states for the table's region (internal/routelimit).
+const DefaultLimit = 1000
 
 // Input is everything a plan is computed from.
 type Input struct {
@@ -21,8 +22,12 @@ type Input struct {
 	// them can be owned, and every pod CIDR must lie inside one.
 	ClusterCIDRs []netip.Prefix
 	// Limit is the most routes the table may hold (the whole table,
-	// custom routes included); 0 means DefaultLimit.
-	Limit int
+	// custom routes included); 0 means DefaultLimit. LimitFrom says where
+	// it came from, for the message of a node that does not fit
+	// ("Azure's limit in westeurope of 1,000 routes per route table, read
+	// from the usages API"); "" says routeTable.routeLimit.
+	Limit     int
+	LimitFrom string
 	// Nodes are the desired state.
 	Nodes []source.Node
 	// Current is the table as read from ARM; nil when it does not exist

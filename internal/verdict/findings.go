@@ -10,7 +10,8 @@ package verdict
 //	route-table         warning   the table is missing and run creates it (a dry run)
 //	table-claim         error     the table is another cluster's
 //	table-write         warning   run writes the table (a dry run): creates, updates, deletes, the claim
-//	route-limit         error     the table holds more routes than the limit
+//	route-limit         error     the table holds more routes than the limit (info: how many it holds
+//	                              of which limit, and where the limit came from)
 //	subnet-association  error     a guarded subnet is off the table, and nothing this pass does puts it
 //	                              back (or the repair failed); a migration is in progress (warning)
 //	subnet-association  warning   a guarded subnet is off the table and run associates it (a dry run)
@@ -178,15 +179,20 @@ func (v *Verdict) reportTable(t *route.Table, add addFunc) {
 	if t.ProvisioningState == "Failed" {
 		add(finding.Error, RuleTable, t.ID, "", "the table's provisioning state is Failed: its last write did not complete; routekeeper run rewrites it")
 	}
-	limit := want.Limit
+	limit, from := want.Limit, want.LimitFrom
 	if limit <= 0 {
 		limit = plan.DefaultLimit
 	}
+	if from == "" {
+		from = "routeTable.routeLimit"
+	}
 	switch n := len(t.Routes); {
 	case n > limit:
-		add(finding.Error, RuleLimit, t.ID, "routeTable.routeLimit", "the table holds %d routes, over the limit of %d (routeTable.routeLimit; see docs/configuration.md, Route limit)", n, limit)
+		add(finding.Error, RuleLimit, t.ID, "routeTable.routeLimit", "the table holds %d routes, over the limit of %d (%s; see docs/configuration.md, Route limit)", n, limit, from)
 	case n*10 >= limit*9:
-		add(finding.Info, RuleLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (routeTable.routeLimit; see docs/configuration.md, Route limit)", n, limit, n*100/limit)
+		add(finding.Info, RuleLimit, t.ID, "routeTable.routeLimit", "the table holds %d of at most %d routes (%d%%): new nodes will soon get no route (%s; see docs/configuration.md, Route limit)", n, limit, n*100/limit, from)
+	case want.LimitFrom != "":
+		add(finding.Info, RuleLimit, t.ID, "", "the table holds %d of at most %d routes (%s)", n, limit, from)
 	}
 	for _, sn := range t.Subnets {
 		if !armid.Contains(v.guarded, sn) {

@@ -40,6 +40,7 @@ func (j *judge) run() *Verdict {
 		Cluster:      j.want.Cluster,
 		ClusterCIDRs: j.want.ClusterCIDRs,
 		Limit:        j.want.Limit,
+		LimitFrom:    j.want.LimitFrom,
 		Nodes:        j.want.Nodes,
 		Current:      cur,
 		Adopt:        j.want.Adopt,
@@ -93,6 +94,12 @@ func (j *judge) run() *Verdict {
 
 // access checks what routekeeper needs for the table it keeps now.
 func (j *judge) access() []Access {
+	if !j.o.AccessRead() {
+		// Nothing to check the writes' documents against: do not build
+		// them (a 1,000-route table's document is a third of a guard
+		// cycle's allocations).
+		return nil
+	}
 	decided := j.want
 	decided.Table = j.v.Table
 	return access(j.o, decided, writeDocuments(j.o, decided, j.v))
@@ -133,6 +140,12 @@ func (j *judge) nodes(cur, after *route.Table) {
 			den := Deny(OpTableWrite, d.Table, *tw.Refused)
 			missing, why = reason.RouteWriteDenied, ": "+den.Message()
 			v.Denials = append(v.Denials, den)
+		case tw.Full:
+			missing, why = reason.RouteTableFull, ": Azure refused the write of "+d.Table+" for holding more routes than it allows"
+			if tw.FullLimit > 0 {
+				why += fmt.Sprintf(" (its limit: %d routes per route table)", tw.FullLimit)
+			}
+			why += "; routekeeper plans with Azure's limit from now on, and the nodes that do not fit stay unrouted"
 		default:
 			missing = reason.RouteWriteFailed
 		}
@@ -140,6 +153,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 	writes := v.write != nil
 	owned := owners(after, j.want)
 	ownedBefore := owners(cur, j.want)
+	afterIx, curIx := indexTable(after), indexTable(cur)
 	for _, n := range j.want.Nodes {
 		st := p.Nodes[n.Name]
 		fwd, note := forwardedOnly(p, n.Name)
@@ -147,7 +161,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 			v.Nodes[n.Name] = Node{Reason: st.Reason, Message: st.Message}
 			continue
 		}
-		rs := routeState(n, after, carried, owned)
+		rs := routeState(n, afterIx, carried, owned)
 		switch {
 		case len(rs.missing) > 0:
 			v.Nodes[n.Name] = Node{Reason: missing, Message: "no correct route in route table for " + strings.Join(rs.missing, ", ") + why,
@@ -163,11 +177,11 @@ func (j *judge) nodes(cur, after *route.Table) {
 					msg += "; routekeeper run takes it over with no outage (routeTable.adopt: matching)"
 				}
 			}
-			v.Nodes[n.Name] = j.pending(n, rs, cur, ownedBefore, Node{Routed: true, Reason: reason.RouteNotManaged, Message: msg})
+			v.Nodes[n.Name] = j.pending(n, rs, curIx, ownedBefore, Node{Routed: true, Reason: reason.RouteNotManaged, Message: msg})
 		default:
 			// The message stays the same while another writer's operation
 			// is in progress, so that the node's condition is not rewritten.
-			v.Nodes[n.Name] = j.pending(n, rs, cur, ownedBefore, Node{Routed: true, Reason: reason.RouteCreated, Message: "routekeeper created a route"})
+			v.Nodes[n.Name] = j.pending(n, rs, curIx, ownedBefore, Node{Routed: true, Reason: reason.RouteCreated, Message: "routekeeper created a route"})
 		}
 	}
 }
@@ -178,7 +192,7 @@ func (j *judge) nodes(cur, after *route.Table) {
 // Routed before: the cluster says so (NetworkAvailable), the controller
 // remembers it, or its routes read Succeeded in before (the table as this
 // pass observed it, before its own write).
-func (j *judge) pending(n source.Node, rs routes, before *route.Table, owned map[string]route.Owner, nv Node) Node {
+func (j *judge) pending(n source.Node, rs routes, before *tableIndex, owned map[string]route.Owner, nv Node) Node {
 	if len(rs.pending) == 0 {
 		return nv
 	}
@@ -249,8 +263,9 @@ type routes struct {
 
 // routeState finds each pod CIDR's route in t: by the node's route name
 // first, else by content (any route with the prefix and next hop).
-func routeState(n source.Node, t *route.Table, carried map[string]bool, owners map[string]route.Owner) routes {
+func routeState(n source.Node, ix *tableIndex, carried map[string]bool, owners map[string]route.Owner) routes {
 	var rs routes
+	t := ix.table()
 	if len(n.PodCIDRs) == 0 {
 		rs.missing = []string{"(no pod CIDR)"}
 		return rs
@@ -261,7 +276,7 @@ func routeState(n source.Node, t *route.Table, carried map[string]bool, owners m
 			rs.missing = append(rs.missing, cidr.String())
 			continue
 		}
-		r := findRoute(t, route.Name(n.Name, cidr))
+		r := ix.byName[strings.ToLower(route.Name(n.Name, cidr))]
 		if r == nil || !carries(r, cidr, hop) {
 			r = findByContent(t, cidr, hop)
 			if r == nil {
@@ -293,13 +308,35 @@ func succeeded(r *route.Route) bool {
 	return r.ProvisioningState == "" || r.ProvisioningState == "Succeeded"
 }
 
-func findRoute(t *route.Table, name string) *route.Route {
+// tableIndex is a route table with its routes by name (lower case), made
+// once per table a verdict judges nodes against: a table of 1,000 node
+// routes is looked up, not scanned, for each node.
+type tableIndex struct {
+	t      *route.Table
+	byName map[string]*route.Route
+}
+
+// indexTable indexes t (nil: no table).
+func indexTable(t *route.Table) *tableIndex {
+	ix := &tableIndex{t: t}
+	if t == nil {
+		return ix
+	}
+	ix.byName = make(map[string]*route.Route, len(t.Routes))
 	for i := range t.Routes {
-		if strings.EqualFold(t.Routes[i].Name, name) {
-			return &t.Routes[i]
+		k := strings.ToLower(t.Routes[i].Name)
+		if _, dup := ix.byName[k]; !dup { // the first, as a scan would find
+			ix.byName[k] = &t.Routes[i]
 		}
 	}
-	return nil
+	return ix
+}
+
+func (ix *tableIndex) table() *route.Table {
+	if ix == nil {
+		return nil
+	}
+	return ix.t
 }
 
 func findByContent(t *route.Table, cidr netip.Prefix, hop netip.Addr) *route.Route {
@@ -396,6 +433,7 @@ func (j *judge) subnetTruth() {
 			uses = j.table(s.Table)
 		}
 		pending := !v.acted && (s.Action == assoc.Associate || s.Action == assoc.CreateThenAssociate)
+		usesIx, usesOwners := indexTable(uses), owners(uses, j.want)
 		for _, n := range j.want.Nodes {
 			nv := v.Nodes[n.Name]
 			if !nv.Routed || !inPrefixes(n, s.AddressPrefixes) {
@@ -409,12 +447,12 @@ func (j *judge) subnetTruth() {
 				v.Nodes[n.Name] = Node{Reason: reason.RouteTableDetached, Message: msg, Actionable: pending}
 				continue
 			}
-			switch rs := routeState(n, uses, nil, owners(uses, j.want)); {
+			switch rs := routeState(n, usesIx, nil, usesOwners); {
 			case len(rs.missing) > 0:
 				v.Nodes[n.Name] = Node{Reason: reason.SubnetRouteTableLacksRoute, Actionable: pending, Message: fmt.Sprintf(
 					"the node's subnet %s uses route table %s, which lacks its route for %s", s.Subnet, orNone(s.Table), strings.Join(rs.missing, ", "))}
 			case len(rs.foreign) > 0:
-				v.Nodes[n.Name] = j.pending(n, rs, uses, owners(uses, j.want), Node{Routed: true, Reason: reason.RouteNotManaged, Message: fmt.Sprintf(
+				v.Nodes[n.Name] = j.pending(n, rs, usesIx, owners(uses, j.want), Node{Routed: true, Reason: reason.RouteNotManaged, Message: fmt.Sprintf(
 					"traffic flows, route not managed: the node's subnet %s uses route table %s, where route %s, which routekeeper does not own, carries it", s.Subnet, s.Table, strings.Join(rs.foreign, ", "))})
 			}
 		}

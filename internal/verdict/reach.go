@@ -160,15 +160,35 @@ func names(nodes []string) string {
 // shadowing finds the routes routekeeper does not own that are more
 // specific than a node's pod CIDR: longest prefix match sends that part
 // of the node's pods somewhere else. Azure accepts it; it is rarely meant.
+//
+// Only the routes this cluster does not own can shadow, and they are few
+// next to a node's routes: they are parsed once, so a full table of 1,000
+// node routes costs one pass over it, not one per node.
 func shadowing(t *route.Table, want Desired) []Reach {
 	own := route.Ownership{Cluster: want.Cluster, ClusterCIDRs: want.ClusterCIDRs}
 	cls := own.ClassifyTable(t)
+	type foreign struct {
+		p netip.Prefix
+		r *route.Route
+	}
+	var others []foreign
+	for i := range t.Routes {
+		if cls[i].Owner == route.OwnerThisCluster {
+			continue
+		}
+		if p, ok := t.Routes[i].CIDR(); ok {
+			others = append(others, foreign{p, &t.Routes[i]})
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
 	var out []Reach
 	for _, n := range want.Nodes {
 		for _, pod := range n.PodCIDRs {
-			for i, r := range t.Routes {
-				p, ok := r.CIDR()
-				if !ok || cls[i].Owner == route.OwnerThisCluster || p.Bits() <= pod.Bits() || !pod.Contains(p.Addr()) {
+			for _, o := range others {
+				p, r := o.p, *o.r
+				if p.Bits() <= pod.Bits() || !pod.Contains(p.Addr()) {
 					continue
 				}
 				out = append(out, Reach{Reason: reason.PodCIDRShadowed, Resource: r.Name, Nodes: []string{fmt.Sprintf("%s (%s)", n.Name, pod)},

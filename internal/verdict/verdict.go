@@ -90,8 +90,13 @@ var (
 type Desired struct {
 	Cluster      string
 	ClusterCIDRs []netip.Prefix
-	// Limit is the route limit (0: plan.DefaultLimit).
-	Limit int
+	// Limit is the route limit in force (0: plan.DefaultLimit): Azure's
+	// for the table's region, or routeTable.routeLimit below it
+	// (internal/routelimit). LimitFrom says where it came from, for the
+	// messages of nodes that do not fit and doctor ("" leaves them to say
+	// routeTable.routeLimit).
+	Limit     int
+	LimitFrom string
 	// Adopt, MaxDeletes and AllowEmptySource go to the planner as they are.
 	Adopt            plan.AdoptPolicy
 	MaxDeletes       int
@@ -156,6 +161,12 @@ type Write struct {
 	// Held: not sent, because an earlier refusal of the same write is
 	// being waited out (Err and Refused are that refusal's).
 	Held bool
+	// Full: ARM refused the table write for holding more routes than
+	// Azure allows (armerr.ErrRouteTableFull): its nodes are
+	// RouteTableFull, never RouteWriteFailed. FullLimit is the limit ARM's
+	// answer named (0: none).
+	Full      bool
+	FullLimit int
 }
 
 // TableWrite is the outcome of the one PUT of the route table.

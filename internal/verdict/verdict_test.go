@@ -2,6 +2,7 @@ package verdict_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/routekeeper/routekeeper/internal/observe"
+	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/verdict"
@@ -44,23 +46,26 @@ func TestGroups(t *testing.T) {
 	}
 	nodes = append(nodes, node("kthw", "10.0.0.4"), node("far", "10.0.0.4", "10.99.0.0/24"))
 	o := observed(t, "vnet v 10.0.0.0/16\nsubnet nodes 10.0.0.0/24 table=rt\ntable rt claim=kthw")
-	v := verdict.Judge(o, kthw(nodes), nil)
+	want := kthw(nodes)
+	// A subscription of before May 2026, whose usages API says 400.
+	want.Limit, want.LimitFrom = 400, "Azure's limit in eastus of 400 routes per route table, read from the usages API"
+	v := verdict.Judge(o, want, nil)
 	var lines []string
 	for _, g := range v.Groups(3) {
 		lines = append(lines, g.String())
 	}
-	want := []string{
+	wantLines := []string{
 		"NoPodCIDR: 1 node not routed (kthw); first: node kthw has no pod CIDR yet (spec.podCIDRs is empty)",
 		"NoRouteCreated: 400 nodes not routed (node-000, node-001, node-002 and 397 more); first: no correct route in route table for 10.244.0.0/25",
 		"OutsideClusterCIDR: 1 node not routed (far); first: pod CIDR 10.99.0.0/24 of node far is outside the cluster CIDRs 10.244.0.0/16, fd00:10:244::/56",
-		"RouteTableFull: 50 nodes not routed (node-400, node-401, node-402 and 47 more); first: route table rt is full: it may hold 400 routes (routeTable.routeLimit)",
+		"RouteTableFull: 50 nodes not routed (node-400, node-401, node-402 and 47 more); first: route table rt is full: it may hold 400 routes (Azure's limit in eastus of 400 routes per route table, read from the usages API)",
 	}
-	if len(lines) != len(want) {
+	if len(lines) != len(wantLines) {
 		t.Fatalf("groups:\n%s", strings.Join(lines, "\n"))
 	}
-	for i := range want {
-		if !strings.HasPrefix(lines[i], want[i]) {
-			t.Errorf("group %d:\n got %s\nwant %s…", i, lines[i], want[i])
+	for i := range wantLines {
+		if !strings.HasPrefix(lines[i], wantLines[i]) {
+			t.Errorf("group %d:\n got %s\nwant %s…", i, lines[i], wantLines[i])
 		}
 	}
 }
@@ -96,4 +101,19 @@ func snapshot(o *observe.Observation) []route.Table {
 		}
 	}
 	return out
+}
+
+// A table write Azure refused for too many routes leaves the nodes it
+// carried RouteTableFull with Azure's number, never RouteWriteFailed.
+func TestRouteTableFullRefusal(t *testing.T) {
+	o := observed(t, "vnet v 10.0.0.0/16\nsubnet nodes 10.0.0.0/24 table=rt\ntable rt claim=kthw")
+	want := kthw([]source.Node{node("a", "10.0.0.4", "10.244.0.0/24"), node("b", "10.0.0.5", "10.244.1.0/24")})
+	out := &verdict.Outcome{Table: &verdict.TableWrite{Write: verdict.Write{Err: errors.New("400 RouteTableRouteLimitExceeded"), Full: true, FullLimit: 400}}}
+	v := verdict.Judge(o, want, out)
+	for _, name := range []string{"a", "b"} {
+		n := v.Nodes[name]
+		if n.Routed || n.Reason != reason.RouteTableFull || !strings.Contains(n.Message, "its limit: 400 routes per route table") {
+			t.Errorf("node %s: routed %v %s %q, want RouteTableFull with Azure's 400", name, n.Routed, n.Reason, n.Message)
+		}
+	}
 }

@@ -151,6 +151,8 @@ func actionsOf(t *testing.T, req string) []string {
 	switch {
 	case strings.Contains(p, "/providers/microsoft.network/locations/") && strings.Contains(p, "/operation"):
 		return []string{"Microsoft.Network/locations/operations/read"}
+	case strings.Contains(p, "/providers/microsoft.network/locations/") && strings.HasSuffix(strings.SplitN(p, "?", 2)[0], "/usages"):
+		return []string{"Microsoft.Network/locations/usages/read"}
 	case strings.Contains(p, "/subnets/"):
 		if method == http.MethodGet {
 			return []string{"Microsoft.Network/virtualNetworks/subnets/read"}
@@ -241,8 +243,24 @@ func TestAzureRoleHasExactlyTheActionsUsed(t *testing.T) {
 			t.Errorf("routekeeper-role.json grants %s, which routekeeper run never needed", a)
 		}
 	}
+	// Azure's limits are read on the subscription, with the optional role
+	// of their own (routekeeper-limits-role.json): without it routekeeper
+	// keeps to Azure's default.
+	lb, err := os.ReadFile(filepath.Join(deployDir, "azure", "routekeeper-limits-role.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var limits struct{ Actions []string }
+	if err := json.Unmarshal(lb, &limits); err != nil {
+		t.Fatalf("routekeeper-limits-role.json: %v", err)
+	}
+	for _, a := range limits.Actions {
+		if !used[a] {
+			t.Errorf("routekeeper-limits-role.json grants %s, which routekeeper run never needed", a)
+		}
+	}
 	for a := range used {
-		if !slices.Contains(role.Actions, a) {
+		if !slices.Contains(role.Actions, a) && !slices.Contains(limits.Actions, a) {
 			t.Errorf("routekeeper run needed %s, which routekeeper-role.json lacks", a)
 		}
 	}

@@ -150,12 +150,12 @@ func TestInformerMemory(t *testing.T) {
 	// The whole daemon, steady after every node has its condition: the
 	// informer, the controller, the status reporter's state, metrics. The
 	// cloud is an in-memory table (the fabric's own memory would blur the
-	// number); the table holds its limit of 1000 routes and the other
-	// nodes are RouteTableFull.
+	// number) without a usages API, so routekeeper keeps to Azure's
+	// default of 1,000 routes per table; the table holds 1,000 routes and
+	// the other nodes are RouteTableFull.
 	base = heapAfterGC()
 	cfg := controllerConfig("memory")
 	cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.64.0.0/11")}
-	cfg.RouteLimit = 1000
 	cfg.Subnets = nil
 	kc := adminConfig(env)
 	kc.QPS, kc.Burst = 2000, 10000

@@ -96,6 +96,8 @@ type subClients struct {
 	// peerings and gateways read the interconnect (interconnect.go).
 	peerings *armnetwork.VirtualNetworkPeeringsClient
 	gateways *armnetwork.VirtualNetworkGatewaysClient
+	// usages reads Azure's limits in a region (usages.go).
+	usages *armnetwork.UsagesClient
 }
 
 // Stats counts the HTTP calls a Client made.
@@ -187,6 +189,7 @@ func (c *Client) clients(subscription string) (*subClients, error) {
 
 		peerings: f.NewVirtualNetworkPeeringsClient(),
 		gateways: f.NewVirtualNetworkGatewaysClient(),
+		usages:   f.NewUsagesClient(),
 	}
 	c.subs[key] = sc
 	return sc, nil

@@ -65,12 +65,22 @@ func classify(op, resource string, err error) error {
 			d.Err = of
 			return d
 		}
+		if limit, ok := armerr.RouteLimitOf(code, message); ok {
+			return &armerr.RouteLimitError{Limit: limit, Code: code, Message: message, Err: of}
+		}
 		return of
 	}
 	ae := &armError{op: op, status: re.StatusCode, code: code, message: message}
 	if d := denied(re.StatusCode, code, &body); d != nil {
 		d.Err = ae
 		return d
+	}
+	if re.StatusCode == http.StatusBadRequest {
+		// Too many routes is RouteTableFull with Azure's number, never a
+		// write that merely failed.
+		if limit, ok := armerr.RouteLimitOf(code, message); ok {
+			return &armerr.RouteLimitError{Limit: limit, Code: code, Message: message, Err: ae}
+		}
 	}
 	switch {
 	case re.StatusCode == http.StatusNotFound:

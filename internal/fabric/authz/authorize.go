@@ -95,6 +95,15 @@ func classifyRequest(q *api.Request) *armOp {
 	case n == 5 && is(2, "resourcegroups") && is(4, "resources"):
 		return verb("Microsoft.Resources/subscriptions/resourceGroups/resources")
 	case n >= 5 && is(2, "providers"):
+		if n == 7 && is(4, "locations") && is(6, "usages") {
+			// Checked on the subscription, as ARM does for
+			// Microsoft.Network/locations/usages/read.
+			op := verb(seg[3] + "/locations/usages")
+			if op != nil {
+				op.scope = "/" + strings.Join(seg[:2], "/")
+			}
+			return op
+		}
 		if is(4, "locations") {
 			return nil // operations and operationResults
 		}

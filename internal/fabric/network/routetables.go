@@ -67,6 +67,11 @@ func (s *Provider) buildTable(p *tablePut) (*api.Response, error) {
 		ID: id, Name: armid.Name(id), Type: api.ArmTypeRouteTable, Location: p.loc, Tags: PlainTags(in.Tags), Etag: etag,
 		Properties: tableProps{ProvisioningState: stateUpdating, ResourceGUID: uuid.NewString(), Routes: []*RouteDoc{}},
 	}
+	if !p.exists() {
+		if err := s.checkTablesLimit(p.tx, p.fresh.SubKey, p.loc); err != nil {
+			return nil, err
+		}
+	}
 	var curRoutes []*RouteDoc
 	if cur != nil {
 		out.Properties.ResourceGUID = cur.Properties.ResourceGUID
@@ -187,7 +192,11 @@ func CanonicalHop(s string) (armnetwork.RouteNextHopType, bool) {
 }
 
 // checkRoutes applies the whole-table rules: no two routes with the same
-// address prefix (RouteConflict) and no more routes than the limit.
+// address prefix (RouteConflict) and no more routes than the limit. ARM's
+// code and message for too many routes are not in public material (its
+// limits page gives the number only); the fabric answers 400 with a code
+// of its own and a message that carries the limit, which routekeeper reads
+// (internal/cloud/azure classifies any 400 naming the route limit).
 func (s *Provider) checkRoutes(tableID string, routes []*RouteDoc) error {
 	if len(routes) > s.routeLimit {
 		return api.BadRequest("RouteTableRouteLimitExceeded",

@@ -189,8 +189,8 @@ func (s *Provider) serveType(ctx context.Context, q *api.Request, t *resourceTyp
 func (s *Provider) Namespace() string { return api.NetworkNamespace }
 
 // ServeSubscription serves a path below a subscription's
-// .../providers/Microsoft.Network: the subscription-wide lists of the types
-// and the operation status endpoints.
+// .../providers/Microsoft.Network: the subscription-wide lists of the types,
+// the usages of a location (usages.go) and the operation status endpoints.
 func (s *Provider) ServeSubscription(ctx context.Context, q *api.Request) (*api.Response, error) {
 	seg := q.Segs
 	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
@@ -199,6 +199,8 @@ func (s *Provider) ServeSubscription(ctx context.Context, q *api.Request) (*api.
 		return api.Methods(q, map[string]api.Handler{"GET": t.list})(ctx, q)
 	}
 	switch {
+	case n == 7 && is(4, "locations") && is(6, "usages"):
+		return api.Methods(q, map[string]api.Handler{"GET": s.getUsages})(ctx, q)
 	case n == 8 && is(4, "locations") && is(6, "operations"):
 		return api.Methods(q, map[string]api.Handler{"GET": s.getOperation})(ctx, q)
 	case n == 8 && is(4, "locations") && is(6, "operationResults"):

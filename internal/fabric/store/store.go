@@ -417,3 +417,28 @@ func (t *Txn) TablesOfVNet(vnetKey string) ([]string, error) {
 func (t *Txn) SubnetsOf(tableKey string) ([]string, error) {
 	return queryRows(t, "reading associations", scanString, `SELECT subnet_id FROM associations WHERE table_key = ? ORDER BY subnet_key`, tableKey)
 }
+
+// LocationCount is what ResourcesInLocation counts.
+type LocationCount struct {
+	// Resources is how many resources of the type the subscription holds
+	// in the location.
+	Resources int
+	// MostChildren is the most inline children (of the document's
+	// properties member named children) that one of them holds.
+	MostChildren int
+}
+
+// ResourcesInLocation counts the resources of a type a subscription holds
+// in a location (compared without regard to case), and the most children
+// of one kind (a route table's routes) one of them holds: what the usages
+// API reports and the per-subscription limits count.
+func (t *Txn) ResourcesInLocation(subKey, typ, location, children string) (LocationCount, error) {
+	var c LocationCount
+	err := t.QueryRowContext(t.Ctx, `SELECT COUNT(*), COALESCE(MAX(json_array_length(doc, '$.properties.'||?)), 0)
+		FROM resources WHERE sub_key = ? AND type = ? AND lower(json_extract(doc, '$.location')) = lower(?)`,
+		children, subKey, typ, location).Scan(&c.Resources, &c.MostChildren)
+	if err != nil {
+		return c, fmt.Errorf("counting %s in %s: %w", typ, location, err)
+	}
+	return c, nil
+}
