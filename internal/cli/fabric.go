@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/spf13/cobra"
 
+	"github.com/routekeeper/routekeeper/internal/app"
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/fabric"
@@ -156,84 +156,46 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 	if err := o.faults.Validate(); err != nil {
 		return usageError(faultFlagError(err))
 	}
-	var store *fabric.Store
-	var err error
-	where := "in memory (lost when the server stops)"
-	if o.memory {
-		store, err = fabric.OpenMemory(ctx)
-	} else {
-		if o.state == "" {
-			o.state = fabric.StatePath(a.getenv)
-		}
-		where = o.state
-		store, err = fabric.Open(ctx, o.state)
+	s := app.FabricServer{
+		State: o.state, Memory: o.memory, Listen: o.listen, TLS: o.tls,
+		Options: fabric.Options{
+			OperationDuration: o.opDuration, RouteLimit: o.routeLimit, TablesLimit: o.tables, PageSize: o.pageSize,
+			Faults: o.faults, Logger: a.log, Seed: o.seed,
+		},
 	}
+	if s.State == "" && !s.Memory {
+		s.State = fabric.StatePath(a.getenv)
+	}
+	dp, err := o.dataplane.parse(s.State, s.Memory)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	stopDataplane, dataplaneInfo, err := a.startDataplane(ctx, store, store.Path(), &o.dataplane)
-	if err != nil {
-		return err
-	}
-	defer stopDataplane()
-	srv := fabric.New(store, fabric.Options{
-		OperationDuration: o.opDuration, RouteLimit: o.routeLimit, TablesLimit: o.tables, PageSize: o.pageSize,
-		Faults: o.faults, Logger: a.log, Seed: o.seed,
-	})
-	var tlsFiles identity.TLSFiles
-	if o.tls {
-		stateFile := o.state
-		if stateFile == "" {
-			stateFile = fabric.StatePath(a.getenv)
-		}
-		host, _, _ := net.SplitHostPort(o.listen)
-		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-			host = ""
-		}
-		if tlsFiles, err = identity.EnsureTLS(identity.TLSDir(stateFile), host); err != nil {
-			return err
-		}
-	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", o.listen, err)
-	}
-	endpoint := "http://" + ln.Addr().String()
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	if o.tls {
-		if hs.TLSConfig, err = tlsFiles.ServerConfig(); err != nil {
-			ln.Close()
-			return err
-		}
-		endpoint = "https://" + ln.Addr().String()
-	}
-	served := make(chan error, 1)
-	go func() {
-		if o.tls {
-			served <- hs.ServeTLS(ln, "", "")
-			return
-		}
-		served <- hs.Serve(ln)
-	}()
+	s.Dataplane = dp
+	return a.app.ServeFabric(ctx, s, func(sv app.Serving) { a.fabricBanner(o, sv, dp) })
+}
 
-	// The banner is written in one Write: a reader that wakes at its first
-	// line (a script, a test waiting for the endpoint) sees all of it.
-	w := new(bytes.Buffer)
+// fabricBanner says what `fabric serve` serves and how to reach it. It is
+// written in one Write: a reader that wakes at its first line (a script, a
+// test waiting for the endpoint) sees all of it.
+func (a *shell) fabricBanner(o *fabricServeOptions, sv app.Serving, dp *app.Dataplane) {
+	w, endpoint := new(bytes.Buffer), sv.Endpoint
 	fmt.Fprintf(w, "routekeeper fabric listening on %s\n", endpoint)
-	fmt.Fprintf(w, "  state:       %s\n", where)
+	fmt.Fprintf(w, "  state:       %s\n", sv.Where)
 	fmt.Fprintf(w, "  operations:  %s each\n", o.opDuration)
 	fmt.Fprintf(w, "  limits:      %d routes per route table, %d route tables per subscription and location (the usages API reports them)\n", o.routeLimit, o.tables)
 	fmt.Fprintf(w, "  faults:      %s\n", describeFaults(o.faults))
 	if o.tls {
-		fmt.Fprintf(w, "  TLS CA:      %s (server certificate %s)\n", tlsFiles.CA, tlsFiles.Cert)
+		fmt.Fprintf(w, "  TLS CA:      %s (server certificate %s)\n", sv.TLS.CA, sv.TLS.Cert)
 	}
-	fmt.Fprint(w, dataplaneInfo)
+	if dp != nil {
+		fmt.Fprintf(w, "  data plane:  namespaces %s-*; nodes from %s; propagation delay %s\n", dp.Prefix, dp.Nodes, dp.PropagationDelay)
+		fmt.Fprintf(w, "               routekeeper fabric probe --dataplane-prefix %s SRC DST\n", dp.Prefix)
+	}
 	fmt.Fprintf(w, "Clients:\n")
 	fmt.Fprintf(w, "  export ROUTEKEEPER_ENDPOINT=%s\n", endpoint)
 	if o.tls {
-		fmt.Fprintf(w, "  export REQUESTS_CA_BUNDLE=%s\n", tlsFiles.CA)
-		fmt.Fprintf(w, "  export SSL_CERT_FILE=%s\n", tlsFiles.CA)
+		fmt.Fprintf(w, "  export REQUESTS_CA_BUNDLE=%s\n", sv.TLS.CA)
+		fmt.Fprintf(w, "  export SSL_CERT_FILE=%s\n", sv.TLS.CA)
 		fmt.Fprintf(w, "  az:        routekeeper fabric az --endpoint %s\n", endpoint)
 		fmt.Fprintf(w, "  azurerm:   ARM_METADATA_HOSTNAME=%s ARM_TENANT_ID=%s ARM_SUBSCRIPTION_ID=%s\n",
 			strings.TrimPrefix(endpoint, "https://"), fabric.DefaultTenant, fabric.DefaultSubscription)
@@ -246,22 +208,6 @@ func (a *shell) fabricServe(ctx context.Context, cmd *cobra.Command, o *fabricSe
 	if _, err := a.stdout.Write(w.Bytes()); err != nil {
 		a.log.Warn("printing the fabric's banner", "err", err)
 	}
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving on %s: %w", endpoint, err)
-	case <-ctx.Done():
-	}
-	a.log.Info("stopping the fabric", "endpoint", endpoint)
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(shutdown); err != nil {
-		hs.Close()
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving on %s: %w", endpoint, err)
-	}
-	return nil
 }
 
 // faultFlags are the `fabric serve` flags of the Faults fields, by their

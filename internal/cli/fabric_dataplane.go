@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -12,12 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/routekeeper/routekeeper/internal/app"
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
-	"github.com/routekeeper/routekeeper/internal/fabric/network"
 	"github.com/routekeeper/routekeeper/internal/output"
-	"github.com/routekeeper/routekeeper/internal/source"
-	"github.com/routekeeper/routekeeper/internal/source/inventory"
 )
 
 // dataplaneOptions are the data plane flags of `fabric serve`.
@@ -55,71 +52,29 @@ func dataplanePrefix(flag, state string) (string, error) {
 	return dataplane.PrefixFor(abs, 0), nil
 }
 
-// startDataplane builds the data plane of store and keeps it in step with
-// the fabric's writes until the returned stop is called, which removes
-// every namespace it made. state is the state file ("" in memory).
-// info describes it for the server's banner.
-func (a *shell) startDataplane(ctx context.Context, store *fabric.Store, state string, o *dataplaneOptions) (stop func(), info string, err error) {
+// parse checks the data plane flags of a fabric on state (memory: in
+// memory): nil when no data plane is asked for.
+func (o *dataplaneOptions) parse(state string, memory bool) (*app.Dataplane, error) {
 	if !o.enabled {
-		return func() {}, "", nil
+		return nil, nil
 	}
 	if o.nodes == "" {
-		return nil, "", usageErrorf("flag --nodes: --dataplane needs the nodes to place (an inventory file such as examples/kthw/nodes.yaml): the pod CIDRs are not in the fabric")
+		return nil, usageErrorf("flag --nodes: --dataplane needs the nodes to place (an inventory file such as examples/kthw/nodes.yaml): the pod CIDRs are not in the fabric")
 	}
 	if o.propagationDelay < 0 {
-		return nil, "", usageErrorf("flag --propagation-delay: %s must not be negative", o.propagationDelay)
+		return nil, usageErrorf("flag --propagation-delay: %s must not be negative", o.propagationDelay)
 	}
 	if o.podsPerNode < 0 {
-		return nil, "", usageErrorf("flag --pods-per-node: %d must not be negative", o.podsPerNode)
+		return nil, usageErrorf("flag --pods-per-node: %d must not be negative", o.podsPerNode)
+	}
+	if memory {
+		state = ""
 	}
 	prefix, err := dataplanePrefix(o.prefix, state)
 	if err != nil {
-		return nil, "", usageError(err)
+		return nil, usageError(err)
 	}
-	readNodes := func(context.Context) ([]source.Node, error) {
-		b, err := os.ReadFile(o.nodes)
-		if err != nil {
-			return nil, fmt.Errorf("flag --nodes: %w", err)
-		}
-		return inventory.Parse(o.nodes, b, nil)
-	}
-	if _, err := readNodes(ctx); err != nil {
-		return nil, "", usageError(err)
-	}
-	plane, err := dataplane.New(prefix, a.log)
-	if err != nil {
-		return nil, "", fmt.Errorf("flag --dataplane: %w", err)
-	}
-	d := &dataplane.Driver{
-		Fabric: network.NetworkReader{Store: store}, Plane: plane, Nodes: readNodes, PodsPerNode: o.podsPerNode,
-		PropagationDelay: o.propagationDelay, Poll: o.poll, Log: a.log,
-	}
-	cleanup := func() {
-		// Not ctx: it is cancelled by now (SIGINT, SIGTERM).
-		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := plane.Close(c); err != nil {
-			a.log.Error("removing the data plane", "prefix", prefix, "err", err,
-				"fix", "routekeeper fabric dataplane cleanup --dataplane-prefix "+prefix)
-		}
-	}
-	if err := d.Sync(ctx); err != nil {
-		cleanup()
-		return nil, "", fmt.Errorf("building the data plane: %w", err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		d.Run(runCtx)
-	}()
-	info = fmt.Sprintf("  data plane:  namespaces %s-*; nodes from %s; propagation delay %s\n", prefix, o.nodes, o.propagationDelay) +
-		fmt.Sprintf("               routekeeper fabric probe --dataplane-prefix %s SRC DST\n", prefix)
-	return func() {
-		cancel()
-		<-done
-		cleanup()
-	}, info, nil
+	return &app.Dataplane{Nodes: o.nodes, Prefix: prefix, PodsPerNode: o.podsPerNode, PropagationDelay: o.propagationDelay, Poll: o.poll}, nil
 }
 
 // dataplaneTarget selects a data plane by its prefix or its state file.
