@@ -199,7 +199,7 @@ func rkClient(t *testing.T, e *env) *azure.Client {
 // Azure SDK. routekeeper's client reports an unknown outcome and sends
 // the PUT once; the table it reads back holds the write. The SDK on its
 // own (its default retry rule) sends the PUT again with the same If-Match
-// and earns a 412 for a write that took effect: issue 31, reproduced by
+// and earns a 412 for a write that took effect: the blind re-send of a lost answer, reproduced by
 // the fabric alone.
 func TestLostAnswerThroughTheSDK(t *testing.T) {
 	ctx := context.Background()
