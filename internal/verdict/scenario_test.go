@@ -10,12 +10,12 @@ import (
 	"github.com/routekeeper/routekeeper/internal/testutil/scenario"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/scenarios/*.txt with what the verdict says now")
+var update = flag.Bool("update", false, "rewrite the expected output of testdata/scenarios/*.txt with what the verdict says now")
 
 // TestScenarios replays the scripts in testdata/scenarios: each is a
 // sequence of steps — the configuration, what the cloud looks like, the
 // nodes, the outcome of a write — and after each `judge` the verdict it
-// expects, rendered as text. Run with -rewrite when a change is intended,
+// expects, rendered as text. Run with -update when a change is intended,
 // and read the diff.
 //
 // The steps (one command line, its input lines, "----", the expected
@@ -73,12 +73,12 @@ func runScript(t *testing.T, path string) {
 		if err != nil {
 			t.Fatalf("%s:%d: %s: %v", path, s.Line, s.Cmd, err)
 		}
-		if !*rewrite && got != s.Output {
+		if !*update && got != s.Output {
 			t.Errorf("%s:%d: %s:\n got:\n%s\nwant:\n%s", path, s.Line, s.Cmd, got, s.Output)
 		}
 		outputs[i] = got
 	}
-	if *rewrite {
+	if *update {
 		if err := os.WriteFile(path, []byte(sc.Text(outputs)), 0o644); err != nil {
 			t.Fatal(err)
 		}
