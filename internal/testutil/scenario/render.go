@@ -8,6 +8,7 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/armid"
 	"github.com/routekeeper/routekeeper/internal/assoc"
+	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
@@ -122,7 +123,52 @@ func Render(v *verdict.Verdict, actions bool) string {
 	if v.Err != nil {
 		p("error: %s", Short(v.Err.Error()))
 	}
+	for _, a := range v.Access {
+		if refused, why := a.Refused(); refused {
+			p("access refused: %s on %s (to %s): %s", a.Action, Short(a.Scope), a.For, Short(why))
+		} else if a.Unknown != "" {
+			p("access unknown: %s on %s (to %s): %s", a.Action, Short(a.Scope), a.For, Short(a.Unknown))
+		}
+	}
+	if rc := v.Routes; rc != nil {
+		p("routes: desired %d, present %d, missing %d, owned %d, foreign %d, stale %d", rc.Desired, rc.Present, rc.Missing(), rc.Owned, rc.Foreign, rc.Stale)
+	}
+	for _, g := range v.Groups(maxGroupNames) {
+		p("group %s", Short(g.String()))
+	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// maxGroupNames is how many node names a group line shows.
+const maxGroupNames = 3
+
+// RenderFindings is what a person must do on a state, as the commands
+// decide it: one line per finding of the verdicts (the main table's, then
+// each mirror's, their messages naming the mirror, as app.Findings lays
+// them out), and the exit code every command that judges the state gives
+// (run --once, diff, doctor, trace, iac check): 3 exactly when there is
+// a finding.
+func RenderFindings(fs []finding.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "finding: %s %s %s: %s\n", f.Severity, f.Rule, Short(f.Resource), Short(f.Message))
+	}
+	fmt.Fprintf(&b, "exit %d", ExitCode(fs))
+	return b.String()
+}
+
+// The exit codes of a state (internal/cli's).
+const (
+	ExitOK       = 0
+	ExitFindings = 3
+)
+
+// ExitCode is the exit code of every command on a state with findings fs.
+func ExitCode(fs []finding.Finding) int {
+	if len(fs) > 0 {
+		return ExitFindings
+	}
+	return ExitOK
 }
 
 func routeList(t *route.Table) []string {

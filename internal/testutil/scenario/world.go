@@ -71,7 +71,7 @@ func (w *World) Do(s Step) (string, error) {
 		w.want.Routed = w.routed
 		w.last, w.out = verdict.Judge(w.obs, w.want, nil), nil
 		w.remember(w.last)
-		return Render(w.last, true), checkVocabulary(w.last)
+		return w.render(w.last, true), checkVocabulary(w.last)
 	case "outcome":
 		if w.last == nil {
 			return "", errors.New("outcome before judge")
@@ -83,7 +83,7 @@ func (w *World) Do(s Step) (string, error) {
 		w.out = out
 		v := verdict.Judge(w.obs, w.want, out)
 		w.remember(v)
-		return Render(v, false), checkVocabulary(v)
+		return w.render(v, false), checkVocabulary(v)
 	case "apply":
 		return "", w.apply()
 	}
@@ -91,6 +91,12 @@ func (w *World) Do(s Step) (string, error) {
 }
 
 func (w *World) subnets() []string { return w.subnetIDs }
+
+// render is a verdict of the state, with its findings and the exit code
+// of the state.
+func (w *World) render(v *verdict.Verdict, actions bool) string {
+	return Render(v, actions) + "\n" + RenderFindings(v.Findings())
+}
 
 func (w *World) config(args []string) error {
 	w.want = verdict.Desired{Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")}, Configured: TableID("rt"),
