@@ -15,16 +15,25 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 // TestScenarios replays the scripts in testdata/scenarios: each is a
 // sequence of steps — the configuration, what the cloud looks like, the
 // nodes, the outcome of a write — and after each `judge` the verdict it
-// expects, rendered as text. Run with -update when a change is intended,
-// and read the diff.
+// expects, rendered as text, ending with the state's one answer: its
+// findings and the exit code every command gives on it (run --once, diff,
+// doctor, trace, iac check; internal/cli's agreement test runs them all on
+// each state). Run with -update when a change is intended, and read the
+// diff.
 //
 // The steps (one command line, its input lines, "----", the expected
 // output, a blank line):
 //
-//	config key=value...   cluster, cidrs, table, subnets, policy, restore,
-//	                      create, mode, adopt, claim, limit, maxDeletes,
-//	                      allowEmptySource, confirmStandDown, previous,
-//	                      followedFrom, existed
+//	config key=value...   the configuration: cluster, cidrs, table, subnets,
+//	                      policy, restore, create, mode, adopt, claim, limit,
+//	                      maxDeletes, allowEmptySource, confirmStandDown;
+//	                      and what the controller remembers of earlier
+//	                      passes: kept, previous, followedFrom, existed
+//	  mirror TABLE SUBNET[,SUBNET] [policy=P] [restore=B] [create=B] [location=L]
+//	                      a mirror table, as the configuration's mirrors:
+//	                      lists it; it is judged with the Desired of a
+//	                      controller made by controller.MirrorConfig from
+//	                      the main table's configuration, as run does
 //	cloud                 the whole cloud, replacing the last one:
 //	                        vnet NAME PREFIX[,PREFIX]
 //	                        subnet NAME PREFIX [vnet=V] [table=T] [missing] [unreadable]
@@ -34,16 +43,26 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 //	nodes                 NAME IP[,IP] [CIDR[,CIDR]] [problem=REASON] [available]
 //	                      (available: its NetworkUnavailable condition is
 //	                      False, the cluster holds it routed)
-//	judge                 observe the cloud and judge with no outcome yet
-//	outcome               the writes of the last judged verdict's actions:
-//	                        table ok|412|denied|failed
-//	                        subnet NAME ok|412|denied|failed
-//	                      then judge again with that outcome (printed)
+//	judge                 observe the cloud and judge every table (the main
+//	                      one, then each mirror, under "mirror TABLE") with
+//	                      no outcome yet
+//	outcome [TABLE]       the writes of the last judged verdict's actions of
+//	                      the main table (or of mirror TABLE):
+//	                        table ok|412|lost|failed|denied|linked|locked|policy
+//	                        subnet NAME ok|412|lost|failed|denied|linked|locked|policy
+//	                      then that table judged again with that outcome
 //	apply                 make the cloud what the last outcome wrote
 //
+// A verdict is printed as: the table kept, its write and changes, held and
+// unclaimed routes, each guarded subnet, each denial, each node; the
+// access needs refused or unknown (when access was read); the route
+// counts; the groups of nodes by reason. The state's findings follow (one
+// line each: severity rule resource: message, a mirror's naming it) and
+// "exit 0" or "exit 3".
+//
 // Names are short: table rt is .../routeTables/rt, subnet nodes in vnet
-// v is .../virtualNetworks/v/subnets/nodes, all in one resource group.
-// internal/testutil/scenario reads and replays them.
+// v is .../virtualNetworks/v/subnets/nodes (VNET/NAME elsewhere), all in
+// one resource group. internal/testutil/scenario reads and replays them.
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob("testdata/scenarios/*.txt")
 	if err != nil {

@@ -19,12 +19,10 @@ func TestRenderAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := observe.Observe(context.Background(), c, observe.Scope{Table: TableID("rt"), Subnets: []string{SubnetID(DefaultVNet, "nodes")}, Networks: true})
-	w := New()
-	if err := w.config(nil); err != nil {
-		t.Fatal(err)
+	v := verdict.Judge(o, DefaultConfig().Desired, nil)
+	need := func(action, scope, what string) verdict.Need {
+		return verdict.Need{Action: action, Scope: scope, For: what}
 	}
-	v := verdict.Judge(o, w.want, nil)
-	need := func(action, scope, what string) verdict.Need { return verdict.Need{Action: action, Scope: scope, For: what} }
 	v.Access = []verdict.Access{
 		{Need: need(verdict.ActionTableRead, TableID("rt"), "read route table rt"), Allowed: true},
 		{Need: need(verdict.ActionTableWrite, TableID("rt"), "write the node routes into rt")},
