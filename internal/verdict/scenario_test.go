@@ -43,15 +43,27 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 //	nodes                 NAME IP[,IP] [CIDR[,CIDR]] [problem=REASON] [available]
 //	                      (available: its NetworkUnavailable condition is
 //	                      False, the cluster holds it routed)
-//	judge                 observe the cloud and judge every table (the main
+//	judge [routing]       observe the cloud and judge every table (the main
 //	                      one, then each mirror, under "mirror TABLE") with
-//	                      no outcome yet
+//	                      no outcome yet; routing: the main table's
+//	                      observation reads what the commands that give an
+//	                      exit code read (app's judgeScope: the network
+//	                      around, the table every subnet uses, the NICs), so
+//	                      that reachability is judged
 //	outcome [TABLE]       the writes of the last judged verdict's actions of
 //	                      the main table (or of mirror TABLE):
 //	                        table ok|412|lost|failed|denied|linked|locked|policy
 //	                        subnet NAME ok|412|lost|failed|denied|linked|locked|policy
 //	                      then that table judged again with that outcome
 //	apply                 make the cloud what the last outcome wrote
+//	iac PLAN.json         iac.Check of a recorded OpenTofu plan
+//	                      (internal/iac/testdata; its IDs moved into the
+//	                      script's resource group) against the cloud as it
+//	                      stands, observed as iac check observes it: the
+//	                      plan's findings (rule, resource, message; subnet,
+//	                      table, nodes, reason), the findings of the state
+//	                      the apply leaves standing (remaining:) and the
+//	                      exit code of iac check
 //
 // A verdict is printed as: the table kept, its write and changes, held and
 // unclaimed routes, each guarded subnet, each denial, each node; the

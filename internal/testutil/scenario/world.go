@@ -19,6 +19,9 @@ import (
 // the nodes, and for each table (the main one, then each mirror) what it
 // was last judged and what the controller remembers of it.
 type World struct {
+	// PlanDir is where iac steps find their plans (DefaultPlanDir).
+	PlanDir string
+
 	cfg    Config
 	cloud  *memcloud.Cloud
 	nodes  []source.Node
@@ -49,7 +52,7 @@ type table struct {
 // New returns the world a script starts in: the default configuration, an
 // empty cloud, no nodes.
 func New() *World {
-	w := &World{cloud: memcloud.New()}
+	w := &World{PlanDir: DefaultPlanDir, cloud: memcloud.New()}
 	w.configure(DefaultConfig())
 	return w
 }
@@ -96,7 +99,16 @@ func (w *World) Do(s Step) (string, error) {
 		w.nodes = nodes
 		return "", err
 	case "judge":
-		return w.judge()
+		routing := false
+		for _, a := range s.Args {
+			if a != "routing" {
+				return "", fmt.Errorf("judge %s: want judge [routing]", a)
+			}
+			routing = true
+		}
+		return w.judge(routing)
+	case "iac":
+		return w.doIac(s.Args)
 	case "outcome":
 		return w.doOutcome(s.Args, s.Input)
 	case "apply":
@@ -118,22 +130,31 @@ func (w *World) desired(t *table) verdict.Desired {
 	return d
 }
 
-// scope is what t's pass observes: the table it keeps, its subnets and
-// their networks, as every pass does.
-func (w *World) scope(t *table) observe.Scope {
-	subnets := w.cfg.Subnets
+// observe reads what t's pass reads: the table it keeps, its subnets and
+// their networks, as every pass does; with routing, the main table's also
+// reads what the commands that give an exit code read (app's judgeScope):
+// the networks of the mirrors' subnets, the route table every subnet of
+// those networks uses, and the NICs. A mirror's pass reads no more.
+func (w *World) observe(t *table, routing bool) *observe.Observation {
+	sc := observe.Scope{Table: cmp.Or(t.want.Table, t.want.Configured), Subnets: w.cfg.Subnets, Networks: true, NextHops: observe.NextHops(t.want.Nodes)}
 	if t.mirror >= 0 {
-		subnets = w.cfg.Mirrors[t.mirror].Subnets
+		sc.Subnets = w.cfg.Mirrors[t.mirror].Subnets
+	} else if routing {
+		sc.Routing, sc.NICs = true, true
+		for _, m := range w.cfg.Mirrors {
+			sc.RoutingSubnets = append(sc.RoutingSubnets, m.Subnets...)
+		}
 	}
-	return observe.Scope{Table: cmp.Or(t.want.Table, t.want.Configured), Subnets: subnets, Networks: true, NextHops: observe.NextHops(t.want.Nodes)}
+	return observe.Observe(context.Background(), w.cloud, sc)
 }
 
-// judge observes the cloud and judges every table with no outcome yet.
-func (w *World) judge() (string, error) {
+// judge observes the cloud and judges every table with no outcome yet;
+// routing: as the commands that give an exit code observe it.
+func (w *World) judge(routing bool) (string, error) {
 	var parts []string
 	for _, t := range w.tables {
 		t.want = w.desired(t)
-		t.obs = observe.Observe(context.Background(), w.cloud, w.scope(t))
+		t.obs = w.observe(t, routing)
 		t.judged, t.out = verdict.Judge(t.obs, t.want, nil), nil
 		t.last = t.judged
 		t.remember(t.last)
