@@ -40,6 +40,8 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 //	                        table NAME [claim=C] [tag=K:V] [missing] [unreadable]
 //	                          route NAME PREFIX HOP|TYPE [state=S]
 //	                        peering NAME vnet=V remote=R space=PREFIX[,PREFIX] [state=S]
+//	                        nic NAME IP[,IP] [forwarding=false]   (a node's NIC, in the
+//	                          subnet of its first address; IP forwarding on by default)
 //	nodes                 NAME IP[,IP] [CIDR[,CIDR]] [problem=REASON] [available]
 //	                      (available: its NetworkUnavailable condition is
 //	                      False, the cluster holds it routed)
@@ -56,6 +58,16 @@ var update = flag.Bool("update", false, "rewrite the expected output of testdata
 //	                        subnet NAME ok|412|lost|failed|denied|linked|locked|policy
 //	                      then that table judged again with that outcome
 //	apply                 make the cloud what the last outcome wrote
+//	trace SRC DST         where Azure sends a packet from SRC to DST (an
+//	                      address, a node, node/pod-ip) on the network the
+//	                      main table's last verdict read (judge routing),
+//	                      with the reasons, and the exit code trace gives
+//	                      (the state's, whatever the packet does)
+//	reservations          what the inventory source's IPAM keeps pod CIDRs
+//	                      away from (inventory.Reservations of the
+//	                      observation it makes before an allocation pass),
+//	                      and the pod CIDRs it then gives the nodes that
+//	                      have none: they keep them from now on
 //	iac PLAN.json         iac.Check of a recorded OpenTofu plan
 //	                      (internal/iac/testdata; its IDs moved into the
 //	                      script's resource group) against the cloud as it

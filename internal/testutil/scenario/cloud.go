@@ -3,7 +3,10 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
@@ -132,9 +135,59 @@ func ParseCloud(lines []string) (*memcloud.Cloud, error) {
 				return nil, fmt.Errorf("%q: no vnet %s above it", l, vnet)
 			}
 			v.Peerings = append(v.Peerings, p)
+		case "nic":
+			// nic NAME IP[,IP] [forwarding=false]: a node's NIC, in the
+			// subnet that holds its first address, IP forwarding on by
+			// default.
+			if len(f) < 3 {
+				return nil, fmt.Errorf("%q: want nic NAME IP[,IP] [forwarding=false]", l)
+			}
+			n := observe.NetworkInterface{ID: Prefix + "networkInterfaces/" + f[1], Name: f[1], IPForwarding: true}
+			for _, ip := range strings.Split(f[2], ",") {
+				a, err := netip.ParseAddr(ip)
+				if err != nil {
+					return nil, fmt.Errorf("%q: %w", l, err)
+				}
+				n.IPs = append(n.IPs, a)
+			}
+			for _, x := range f[3:] {
+				v, ok := strings.CutPrefix(x, "forwarding=")
+				if !ok {
+					return nil, fmt.Errorf("%q: unknown %q", l, x)
+				}
+				on, err := strconv.ParseBool(v)
+				if err != nil {
+					return nil, fmt.Errorf("%q: %w", l, err)
+				}
+				n.IPForwarding = on
+			}
+			c.NICs = append(c.NICs, n)
 		default:
 			return nil, fmt.Errorf("cloud line %q", l)
 		}
 	}
+	// A NIC is in the subnet that holds its first address.
+	for i := range c.NICs {
+		n := &c.NICs[i]
+		for _, k := range slices.Sorted(maps.Keys(c.Subnets)) {
+			if sn := c.Subnets[k]; holds(sn.AddressPrefixes, n.IPs[0]) {
+				n.SubnetIDs = []string{sn.ID}
+				break
+			}
+		}
+		if len(n.SubnetIDs) == 0 {
+			return nil, fmt.Errorf("nic %s: no subnet holds %s", n.Name, n.IPs[0])
+		}
+	}
 	return c, nil
+}
+
+// holds reports whether one of prefixes (CIDRs) holds a.
+func holds(prefixes []string, a netip.Addr) bool {
+	for _, s := range prefixes {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

@@ -22,10 +22,13 @@ type World struct {
 	// PlanDir is where iac steps find their plans (DefaultPlanDir).
 	PlanDir string
 
-	cfg    Config
-	cloud  *memcloud.Cloud
-	nodes  []source.Node
-	tables []*table
+	cfg   Config
+	cloud *memcloud.Cloud
+	nodes []source.Node
+	// allocated are the nodes whose pod CIDRs IPAM gave them (the
+	// reservations step), not the nodes step.
+	allocated map[string]bool
+	tables    []*table
 	// outcome is the table of the last outcome step, which apply makes
 	// true.
 	outcome *table
@@ -52,7 +55,7 @@ type table struct {
 // New returns the world a script starts in: the default configuration, an
 // empty cloud, no nodes.
 func New() *World {
-	w := &World{PlanDir: DefaultPlanDir, cloud: memcloud.New()}
+	w := &World{PlanDir: DefaultPlanDir, cloud: memcloud.New(), allocated: map[string]bool{}}
 	w.configure(DefaultConfig())
 	return w
 }
@@ -96,7 +99,7 @@ func (w *World) Do(s Step) (string, error) {
 		return "", nil
 	case "nodes":
 		nodes, err := ParseNodes(s.Input)
-		w.nodes = nodes
+		w.nodes, w.allocated = nodes, map[string]bool{}
 		return "", err
 	case "judge":
 		routing := false
@@ -109,6 +112,10 @@ func (w *World) Do(s Step) (string, error) {
 		return w.judge(routing)
 	case "iac":
 		return w.doIac(s.Args)
+	case "trace":
+		return w.doTrace(s.Args)
+	case "reservations":
+		return w.doReservations()
 	case "outcome":
 		return w.doOutcome(s.Args, s.Input)
 	case "apply":
