@@ -21,6 +21,9 @@ import (
 type World struct {
 	// PlanDir is where iac steps find their plans (DefaultPlanDir).
 	PlanDir string
+	// OnJudge, when set, is called with the state of every judge step,
+	// after it was judged.
+	OnJudge func(State)
 
 	cfg   Config
 	cloud *memcloud.Cloud
@@ -109,7 +112,11 @@ func (w *World) Do(s Step) (string, error) {
 			}
 			routing = true
 		}
-		return w.judge(routing)
+		out, err := w.judge(routing)
+		if err == nil && w.OnJudge != nil {
+			w.OnJudge(w.state(s, routing))
+		}
+		return out, err
 	case "iac":
 		return w.doIac(s.Args)
 	case "trace":

@@ -1,0 +1,405 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"sigs.k8s.io/yaml"
+
+	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/fabric/identity"
+	"github.com/routekeeper/routekeeper/internal/fabric/topology"
+	"github.com/routekeeper/routekeeper/internal/observe/memcloud"
+	"github.com/routekeeper/routekeeper/internal/testutil/scenario"
+)
+
+// TestAgree is invariant 9, one state, one answer: for every state a
+// scenario script of internal/verdict judges (its configuration, cloud and
+// nodes at a judge step), built for real — a fabric state file holding the
+// script's cloud, written through the fabric's API with the real SDK
+// (topology.Apply), a configuration file and an inventory — diff, doctor,
+// trace (between two nodes' pod addresses) and iac check (on a plan that
+// changes nothing) give the same exit code, and it is the one the script
+// shows; then run --once acts, and diff and doctor afterwards give the exit
+// code run --once gave.
+//
+// A state the fabric cannot hold is skipped, with why: what the controller
+// remembers of earlier passes, a resource that answers 500, a route whose
+// provisioning state is not Succeeded (the fabric sets it), a node the
+// inventory cannot describe (a source's problem, no pod CIDR), a
+// reference the fabric refuses (a subnet on a table that does not exist).
+func TestAgree(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "verdict", "testdata", "scenarios", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran, skipped atomic.Int64
+	t.Run("scripts", func(t *testing.T) {
+		for _, f := range files {
+			t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+				t.Parallel()
+				for _, st := range scriptStates(t, f) {
+					t.Run(fmt.Sprintf("line-%d", st.Step.Line), func(t *testing.T) {
+						if why := inexpressible(st); why != "" {
+							skipped.Add(1)
+							t.Skip(why)
+						}
+						dir := t.TempDir()
+						if err := buildFabric(filepath.Join(dir, "fabric.db"), st.Cloud); err != nil {
+							skipped.Add(1)
+							t.Skipf("the fabric cannot hold the state: %v", err)
+						}
+						ran.Add(1)
+						agree(t, dir, st)
+					})
+				}
+			})
+		}
+	})
+	total := ran.Load() + skipped.Load()
+	t.Logf("%d of %d states built and judged by every command, %d skipped", ran.Load(), total, skipped.Load())
+	if ran.Load()*3 < total*2 {
+		t.Errorf("only %d of %d states ran: the agreement test must build most of them", ran.Load(), total)
+	}
+}
+
+// scriptStates replays the script at path and returns the state of each
+// of its judge steps.
+func scriptStates(t *testing.T, path string) []scenario.State {
+	t.Helper()
+	sc, err := scenario.Parse(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []scenario.State
+	w := scenario.New()
+	w.OnJudge = func(st scenario.State) { out = append(out, st) }
+	for _, s := range sc.Steps {
+		if _, err := w.Do(s); err != nil {
+			t.Fatalf("%s:%d: %s: %v", path, s.Line, s.Cmd, err)
+		}
+	}
+	return out
+}
+
+// inexpressible says why the state cannot be built for real ("" when it
+// can).
+func inexpressible(st scenario.State) string {
+	c := st.Cloud
+	switch {
+	case len(st.Config.Memory) > 0:
+		return "the state includes what the controller remembers of earlier passes (" + strings.Join(st.Config.Memory, ", ") + "): a process starts without it"
+	case len(c.Unreadable) > 0:
+		return "a resource answers 500 (unreadable): the fabric serves what it holds"
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Tables)) {
+		for _, r := range c.Tables[k].Routes {
+			if r.ProvisioningState != "" && r.ProvisioningState != "Succeeded" {
+				return fmt.Sprintf("route %s is %s: the fabric sets a route's provisioning state itself (a write's outcome)", r.Name, r.ProvisioningState)
+			}
+		}
+	}
+	for _, n := range st.Nodes {
+		switch {
+		case n.Problem != nil:
+			return fmt.Sprintf("node %s has a problem of the source's (%s): an inventory cannot say it", n.Name, n.Problem.Reason)
+		case len(n.PodCIDRs) == 0:
+			return fmt.Sprintf("node %s has no pod CIDR: the inventory's IPAM would give it one", n.Name)
+		}
+	}
+	for _, n := range c.NICs {
+		if len(n.IPs) > 1 {
+			return fmt.Sprintf("NIC %s has %d addresses: a topology's NIC has one", n.Name, len(n.IPs))
+		}
+	}
+	return ""
+}
+
+// fabricID is a script's ID in the fabric's subscription (a configuration
+// wants a GUID).
+func fabricID(id string) string {
+	return strings.ReplaceAll(id, "/subscriptions/"+scenario.Subscription+"/", "/subscriptions/"+fabric.DefaultSubscription+"/")
+}
+
+// buildFabric writes the cloud into a new fabric state file at path,
+// through the fabric's API with the real SDK.
+func buildFabric(path string, c *memcloud.Cloud) error {
+	ctx := context.Background()
+	store, err := fabric.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	srv := fabric.New(store, fabric.Options{})
+	topo, cut, err := topologyOf(c)
+	if err != nil {
+		return err
+	}
+	if _, err := topology.Apply(ctx, topo, srv.ClientOptions(), identity.Credential{}); err != nil {
+		return err
+	}
+	if len(cut) == 0 {
+		return nil
+	}
+	// A Disconnected peering: its other side was deleted after it was
+	// Connected.
+	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{}, srv.ClientOptions())
+	if err != nil {
+		return err
+	}
+	for _, p := range cut {
+		poller, err := f.NewVirtualNetworkPeeringsClient().BeginDelete(ctx, scenario.ResourceGroup, p[0], p[1], nil)
+		if err == nil {
+			_, err = poller.PollUntilDone(ctx, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("deleting peering %s of %s: %w", p[1], p[0], err)
+		}
+	}
+	return nil
+}
+
+// topologyOf is the cloud as a topology file, with the peerings to delete
+// after it is applied (network, peering) to make their other side
+// Disconnected.
+func topologyOf(c *memcloud.Cloud) (*topology.Topology, [][2]string, error) {
+	rg := topology.TopologyResourceGroup{Name: scenario.ResourceGroup}
+	vnets := map[string]*topology.TopologyVirtualNetwork{}
+	var order []string
+	addVNet := func(name string, prefixes []string) *topology.TopologyVirtualNetwork {
+		k := strings.ToLower(name)
+		if v := vnets[k]; v != nil {
+			return v
+		}
+		vnets[k] = &topology.TopologyVirtualNetwork{Name: name, AddressPrefixes: prefixes}
+		order = append(order, k)
+		return vnets[k]
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.VNets)) {
+		v := c.VNets[k]
+		addVNet(v.Name, v.AddressPrefixes)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Subnets)) {
+		s := c.Subnets[k]
+		vid, err := armid.VNetOfSubnet(s.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		v := vnets[strings.ToLower(armid.Name(vid))]
+		if v == nil {
+			return nil, nil, fmt.Errorf("subnet %s is in network %s, which the script does not declare", s.Name, armid.Name(vid))
+		}
+		sn := topology.TopologySubnet{Name: s.Name, AddressPrefixes: s.AddressPrefixes}
+		if s.RouteTableID != "" {
+			sn.RouteTable = fabricID(s.RouteTableID)
+		}
+		v.Subnets = append(v.Subnets, sn)
+	}
+	var cut [][2]string
+	for _, k := range slices.Sorted(maps.Keys(c.VNets)) {
+		v := c.VNets[k]
+		for _, p := range v.Peerings {
+			remote := armid.Name(p.RemoteVNetID)
+			rv := addVNet(remote, p.RemoteAddressPrefixes)
+			vnets[strings.ToLower(v.Name)].Peerings = append(vnets[strings.ToLower(v.Name)].Peerings, topology.TopologyPeering{Name: p.Name, RemoteVirtualNetwork: remote})
+			switch p.State {
+			case "Initiated":
+			case "Connected", "Disconnected":
+				back := "back-" + p.Name
+				rv.Peerings = append(rv.Peerings, topology.TopologyPeering{Name: back, RemoteVirtualNetwork: v.Name})
+				if p.State == "Disconnected" {
+					cut = append(cut, [2]string{remote, back})
+				}
+			default:
+				return nil, nil, fmt.Errorf("peering %s is %s", p.Name, p.State)
+			}
+		}
+	}
+	for _, k := range order {
+		rg.VirtualNetworks = append(rg.VirtualNetworks, *vnets[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Tables)) {
+		t := c.Tables[k]
+		tt := topology.TopologyRouteTable{Name: t.Name, Tags: map[string]string{}}
+		for tk, tv := range t.Tags {
+			tt.Tags[tk] = fabricID(tv)
+		}
+		for _, r := range t.Routes {
+			tr := topology.TopologyRoute{Name: r.Name, AddressPrefix: r.AddressPrefix, NextHopType: string(r.NextHopType)}
+			if r.NextHopIP.IsValid() {
+				tr.NextHopIPAddress = r.NextHopIP.String()
+			}
+			tt.Routes = append(tt.Routes, tr)
+		}
+		rg.RouteTables = append(rg.RouteTables, tt)
+	}
+	for _, n := range c.NICs {
+		rg.NetworkInterfaces = append(rg.NetworkInterfaces, topology.TopologyNIC{Name: n.Name, Subnet: fabricID(n.SubnetIDs[0]),
+			PrivateIPAddress: n.IPs[0].String(), EnableIPForwarding: n.IPForwarding})
+	}
+	return &topology.Topology{Location: "eastus", ResourceGroups: []topology.TopologyResourceGroup{rg}}, cut, nil
+}
+
+// emptyPlan is the JSON of a plan that changes nothing: iac check on it
+// judges the cloud as it stands.
+const emptyPlan = `{"format_version":"1.2","terraform_version":"1.12.6","resource_changes":[]}`
+
+// agree writes the state's configuration and inventory beside the fabric
+// state in dir, runs the commands and checks their exit codes.
+func agree(t *testing.T, dir string, st scenario.State) {
+	cfg := filepath.Join(dir, "routekeeper.yaml")
+	writeFile(t, cfg, configYAML(t, st.Config))
+	writeFile(t, filepath.Join(dir, "nodes.yaml"), inventoryYAML(t, st))
+	plan := filepath.Join(dir, "plan.json")
+	writeFile(t, plan, emptyPlan)
+	src, dst := traceEnds(st)
+
+	judges := []struct {
+		name string
+		args []string
+	}{
+		{"diff", []string{"diff", "--config", cfg}},
+		{"doctor", []string{"doctor", "--config", cfg}},
+		{"trace", []string{"trace", "--config", cfg, src, dst}},
+		{"iac check", []string{"iac", "check", plan, "--config", cfg}},
+	}
+	codes := map[string]int{}
+	var out strings.Builder
+	for _, j := range judges {
+		res := runCLI(t, nil, "", j.args...)
+		codes[j.name] = res.code
+		fmt.Fprintf(&out, "$ routekeeper %s\nexit %d\n%s%s\n", strings.Join(j.args[:1], " "), res.code, res.stdout, res.stderr)
+	}
+	want := st.Exit
+	for _, j := range judges {
+		if codes[j.name] != want {
+			t.Errorf("line %d (%s): %s exits %d, the script says %d; every command: %v\n%s", st.Step.Line, st.Step, j.name, codes[j.name], want, codes, out.String())
+			return
+		}
+	}
+
+	run := runCLI(t, nil, "", "run", "--once", "--config", cfg)
+	for _, after := range []string{"diff", "doctor"} {
+		res := runCLI(t, nil, "", after, "--config", cfg)
+		if res.code != run.code {
+			t.Errorf("after run --once (exit %d), %s exits %d\nrun --once:\n%s%s\n%s:\n%s%s", run.code, after, res.code, run.stdout, run.stderr, after, res.stdout, res.stderr)
+		}
+	}
+}
+
+// traceEnds are the ends of the state's trace: two nodes with pod CIDRs,
+// or one to itself, or two addresses of the first guarded subnet.
+func traceEnds(st scenario.State) (src, dst string) {
+	var names []string
+	for _, n := range st.Nodes {
+		if len(n.PodCIDRs) > 0 {
+			names = append(names, n.Name)
+		}
+	}
+	switch {
+	case len(names) >= 2:
+		return names[0], names[1]
+	case len(names) == 1:
+		return names[0], names[0]
+	}
+	p := netip.MustParsePrefix("10.240.0.0/24")
+	if len(st.Config.Subnets) > 0 {
+		if s := st.Cloud.Subnets[armid.Key(st.Config.Subnets[0])]; s != nil && len(s.AddressPrefixes) > 0 {
+			if q, err := netip.ParsePrefix(s.AddressPrefixes[0]); err == nil {
+				p = q
+			}
+		}
+	}
+	a := p.Addr().Next().Next().Next().Next()
+	return a.String(), a.Next().String()
+}
+
+// configYAML is the script's configuration as a configuration file on the
+// fabric state and the inventory beside it.
+func configYAML(t *testing.T, c scenario.Config) string {
+	t.Helper()
+	d := c.Desired
+	cidrs := make([]string, len(d.ClusterCIDRs))
+	for i, p := range d.ClusterCIDRs {
+		cidrs[i] = p.String()
+	}
+	table := map[string]any{"id": fabricID(d.Configured), "create": d.CreateAllowed, "location": d.Location, "claim": d.Claim}
+	if d.Limit > 0 {
+		table["routeLimit"] = d.Limit
+	}
+	if d.Adopt != "" {
+		table["adopt"] = string(d.Adopt)
+	}
+	subnets := make([]string, len(c.Subnets))
+	for i, s := range c.Subnets {
+		subnets[i] = fabricID(s)
+	}
+	doc := map[string]any{
+		"cluster":     map[string]any{"name": d.Cluster, "clusterCIDRs": cidrs},
+		"routeTable":  table,
+		"subnets":     subnets,
+		"association": map[string]any{"policy": cmp.Or(string(d.Policy), "enforce"), "restore": d.Restore},
+		"routes":      cmp.Or(string(d.Mode), "manage"),
+		"cloud":       map[string]any{"type": "local", "local": map[string]any{"state": "./fabric.db"}},
+		"source":      map[string]any{"type": "inventory", "inventory": map[string]any{"file": "./nodes.yaml"}},
+		"controller":  map[string]any{"maxDeletes": d.MaxDeletes, "allowEmptySource": d.AllowEmptySource, "confirmStandDown": d.ConfirmStandDown},
+	}
+	var mirrors []any
+	for _, m := range c.Mirrors {
+		ms := make([]string, len(m.Subnets))
+		for i, s := range m.Subnets {
+			ms[i] = fabricID(s)
+		}
+		mm := map[string]any{"routeTable": fabricID(m.Table), "subnets": ms, "create": m.Create,
+			"association": map[string]any{"policy": cmp.Or(string(m.Policy), "enforce"), "restore": m.Restore}}
+		if m.Location != "" {
+			mm["location"] = m.Location
+		}
+		mirrors = append(mirrors, mm)
+	}
+	if len(mirrors) > 0 {
+		doc["mirrors"] = mirrors
+	}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// inventoryYAML is the state's nodes as an inventory; a node whose pod
+// CIDRs IPAM gave it is listed without them, for IPAM to give them again.
+func inventoryYAML(t *testing.T, st scenario.State) string {
+	t.Helper()
+	nodes := []any{}
+	for _, n := range st.Nodes {
+		ips := make([]string, len(n.InternalIPs))
+		for i, a := range n.InternalIPs {
+			ips[i] = a.String()
+		}
+		node := map[string]any{"name": n.Name, "internalIPs": ips}
+		if !st.Allocated[n.Name] {
+			cidrs := make([]string, len(n.PodCIDRs))
+			for i, p := range n.PodCIDRs {
+				cidrs[i] = p.String()
+			}
+			node["podCIDRs"] = cidrs
+		}
+		nodes = append(nodes, node)
+	}
+	b, err := yaml.Marshal(map[string]any{"nodes": nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
