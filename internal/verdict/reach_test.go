@@ -105,3 +105,35 @@ func TestReach(t *testing.T) {
 func verdictEndpoint(ip string) routing.Endpoint {
 	return routing.Endpoint{Addr: netip.MustParseAddr(ip)}
 }
+
+// A pass that creates the table and associates it judges reachability on
+// the network as its writes left it: the subnet it associated is on the
+// table now, so the pod traffic it traces from there is delivered (it was
+// judged on the subnet as read, with no table, and found dropped).
+func TestReachAfterCreateAndAssociate(t *testing.T) {
+	c := reachCloud("", true)
+	delete(c.Tables, armid.Key(scenario.TableID("rt")))
+	nodes := []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")}
+	want := verdict.Desired{Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")}, Configured: scenario.TableID("rt"),
+		CreateAllowed: true, Location: "eastus", Nodes: nodes}
+	o := observe.Observe(context.Background(), c, observe.Scope{Table: scenario.TableID("rt"), Subnets: []string{scenario.SubnetID(scenario.DefaultVNet, "nodes")},
+		Networks: true, Routing: true, NICs: true})
+	before := verdict.Judge(o, want, nil)
+	tw, _, ok := before.TableWrite()
+	if !ok || len(before.Associations()) != 1 {
+		t.Fatalf("the first pass should create the table and associate the subnet:\n%s", scenario.Render(before, true))
+	}
+	rb := tw.Clone()
+	for i := range rb.Routes {
+		rb.Routes[i].ProvisioningState = "Succeeded"
+	}
+	out := &verdict.Outcome{Table: &verdict.TableWrite{ReadBack: rb},
+		Subnets: map[string]verdict.Write{armid.Key(scenario.SubnetID(scenario.DefaultVNet, "nodes")): {}}}
+	v := verdict.Judge(o, want, out)
+	if len(v.Reach) != 0 || len(v.Findings()) != 0 {
+		t.Errorf("after creating and associating the table: reach %+v, findings %+v", v.Reach, v.Findings())
+	}
+	if r, _ := v.Trace(verdictEndpoint("10.240.0.20"), routing.Endpoint{Addr: netip.MustParseAddr("10.200.1.1"), Node: "worker-1"}); r == nil || !r.OK() {
+		t.Errorf("trace after the pass: %+v, want delivered", r)
+	}
+}
