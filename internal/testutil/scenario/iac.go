@@ -23,13 +23,13 @@ const DefaultPlanDir = "../iac/testdata"
 // of that state as those the apply may leave standing. It prints the
 // plan's findings (rule, resource, subnet, table, nodes, reason), the
 // remaining ones and the exit code iac check gives.
-func (w *World) doIac(args []string) (string, error) {
+func (w *World) doIac(args []string) (out string, code int, err error) {
 	if len(args) != 1 {
-		return "", fmt.Errorf("iac: want iac PLAN.json")
+		return "", 0, fmt.Errorf("iac: want iac PLAN.json")
 	}
 	p, err := w.Plan(args[0])
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	in := iac.Input{Subnets: w.cfg.Subnets}
 	for _, t := range w.tables {
@@ -46,7 +46,7 @@ func (w *World) doIac(args []string) (string, error) {
 	in.Standing = w.Findings()
 	rep, err := iac.Check(context.Background(), p, in)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	var b strings.Builder
 	pr := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
@@ -78,12 +78,12 @@ func (w *World) doIac(args []string) (string, error) {
 	for _, n := range rep.Notes {
 		pr("note: %s", Short(n))
 	}
-	code := ExitOK
+	code = ExitOK
 	if rep.Problems() > 0 {
 		code = ExitFindings
 	}
 	pr("exit %d", code)
-	return strings.TrimRight(b.String(), "\n"), nil
+	return strings.TrimRight(b.String(), "\n"), code, nil
 }
 
 // Plan reads the plan file name from World.PlanDir, its IDs moved into

@@ -8,7 +8,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/source"
 )
 
-// State is what a script judges at a judge step: the configuration, the
+// State is what a script judges at a judge step (or checks a plan
+// against, at an iac step): the configuration, the
 // cloud and the nodes, and what the controller remembers; and the exit
 // code the script says every command gives on it. The agreement test of
 // internal/cli builds each state for real and runs the commands on it.
@@ -29,6 +30,9 @@ type State struct {
 	// Routing: judged as the commands that give an exit code observe
 	// (judge routing).
 	Routing bool
+	// Plan is the plan file of an iac step ("" for a judge step): Exit is
+	// then the exit code of iac check on it.
+	Plan string
 	// Exit is the exit code the script shows for the state.
 	Exit int
 }

@@ -22,7 +22,7 @@ type World struct {
 	// PlanDir is where iac steps find their plans (DefaultPlanDir).
 	PlanDir string
 	// OnJudge, when set, is called with the state of every judge step,
-	// after it was judged.
+	// after it was judged, and of every iac step (State.Plan).
 	OnJudge func(State)
 
 	cfg   Config
@@ -118,7 +118,13 @@ func (w *World) Do(s Step) (string, error) {
 		}
 		return out, err
 	case "iac":
-		return w.doIac(s.Args)
+		out, code, err := w.doIac(s.Args)
+		if err == nil && w.OnJudge != nil {
+			st := w.state(s, true)
+			st.Plan, st.Exit = s.Args[0], code
+			w.OnJudge(st)
+		}
+		return out, err
 	case "trace":
 		return w.doTrace(s.Args)
 	case "reservations":
