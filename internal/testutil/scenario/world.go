@@ -63,13 +63,31 @@ func New() *World {
 	return w
 }
 
-// configure makes c the configuration; the tables start afresh.
+// configure makes c the configuration. The tables are judged afresh; the
+// nodes each found routed stay remembered (the main table's, and a
+// mirror's of the same table), as a config step has always kept them.
 func (w *World) configure(c Config) {
+	before := map[string]map[string]bool{}
+	for _, t := range w.tables {
+		before[w.tableKey(t)] = t.routed
+	}
 	w.cfg, w.outcome = c, nil
 	w.tables = []*table{{mirror: -1}}
 	for i := range c.Mirrors {
 		w.tables = append(w.tables, &table{mirror: i})
 	}
+	for _, t := range w.tables {
+		t.routed = before[w.tableKey(t)]
+	}
+}
+
+// tableKey tells the tables of two configurations apart: "" for the main
+// table, the key of a mirror's table.
+func (w *World) tableKey(t *table) string {
+	if t.mirror < 0 {
+		return ""
+	}
+	return armid.Key(w.cfg.Mirrors[t.mirror].Table)
 }
 
 // remember keeps the nodes v found routed for the next pass, as the
