@@ -33,13 +33,21 @@ import (
 // trace (between two nodes' pod addresses) and iac check (on a plan that
 // changes nothing) give the same exit code, and it is the one the script
 // shows; then run --once acts, and diff and doctor afterwards give the exit
-// code run --once gave.
+// code run --once gave. At a script's iac step, iac check of its plan gives
+// the step's exit code.
 //
 // A state the fabric cannot hold is skipped, with why: what the controller
 // remembers of earlier passes, a resource that answers 500, a route whose
 // provisioning state is not Succeeded (the fabric sets it), a node the
 // inventory cannot describe (a source's problem, no pod CIDR), a
 // reference the fabric refuses (a subnet on a table that does not exist).
+// A node the script marks available (its NetworkUnavailable condition is
+// False) is listed without it: it matters only while a route is not
+// Succeeded, and those states are skipped.
+//
+// Deliberately not one answer: run --once exits 1 when one of its writes
+// fails (the command failed; the state is what it was, and diff gives its
+// answer). The fabric's writes do not fail here, so no state meets it.
 func TestAgree(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "verdict", "testdata", "scenarios", "*.txt"))
 	if err != nil {
