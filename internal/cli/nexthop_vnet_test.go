@@ -72,6 +72,11 @@ func TestNextHopInPeeredNetwork(t *testing.T) {
 			t.Errorf("run --once with a node in the hub: exit %d, want 3 and the lost replies\n%s", res.code, res.stderr)
 		}
 	}
+	// Reading what the hub's gateway learned is a POST that only reads:
+	// the pass that writes nothing counts no write.
+	if w := reconcileWrites(t, again.stderr); w != 0 {
+		t.Errorf("the steady pass counts %d writes, want 0:\n%s", w, again.stderr)
+	}
 	// trace agrees the next hop is valid, and finds the replies lost.
 	res := runCLI(t, nil, "", "trace", "--config", cfg, "worker-0", "hub-node")
 	if res.code != ExitFindings || !strings.Contains(res.stdout, "Azure accepts a virtual appliance in a peered virtual network") ||
