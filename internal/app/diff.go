@@ -19,7 +19,8 @@ import (
 // Diff is routekeeper diff: what run --once would do to each table of
 // cfg, from a dry run with the caller's access read. The main table's
 // error, if any, is returned beside the result (run would fail with it
-// after deciding); a mirror's is in its diff.
+// after deciding), unless it is a decision of the verdict its findings
+// report (verdict.Decided); a mirror's is in its diff.
 func (a *App) Diff(ctx context.Context, cfg *config.Config) (*DiffResult, error) {
 	s, err := a.OpenSession(ctx, cfg, ConnectOptions{ReadOnly: true})
 	if err != nil {
@@ -36,7 +37,17 @@ func (a *App) Diff(ctx context.Context, cfg *config.Config) (*DiffResult, error)
 		out.Mirrors = append(out.Mirrors, newDiffResult(r, false))
 	}
 	out.Findings = Findings(cfg, all)
-	return &out, res.Err
+	return &out, failed(res.Err)
+}
+
+// failed is err unless it is a decision of the verdict (verdict.Decided),
+// which the verdict's findings report: then nil, so that the command exits
+// on the findings, as every command does on that state.
+func failed(err error) error {
+	if verdict.Decided(err) {
+		return nil
+	}
+	return err
 }
 
 // DiffResult is what run --once would do: what `diff -o json|yaml` prints.
@@ -60,6 +71,8 @@ type DiffResult struct {
 	// not do (the permissions API), with the grant that fixes each.
 	Refused []verdict.Access `json:"refused,omitempty"`
 	Error   string           `json:"error,omitempty"`
+	// err is the dry run's error (Error).
+	err error
 	// Mirrors are the mirror tables' diffs (config mirrors:).
 	Mirrors []DiffResult `json:"mirrors,omitempty"`
 	// Findings are what the verdicts leave to do (every table's; diff
@@ -113,7 +126,7 @@ func newDiffResult(res *controller.Result, observe bool) DiffResult {
 		}
 	}
 	if res.Err != nil {
-		out.Error = res.Err.Error()
+		out.Error, out.err = res.Err.Error(), res.Err
 	}
 	return out
 }
@@ -135,12 +148,13 @@ func (d DiffResult) Empty() bool {
 	return true
 }
 
-// MirrorErr is the mirrors' errors, each naming its mirror.
+// MirrorErr is the mirrors' errors, each naming its mirror; a decision of
+// a mirror's verdict (verdict.Decided) is one of the findings instead.
 func (d DiffResult) MirrorErr() error {
 	var errs []error
 	for _, m := range d.Mirrors {
-		if m.Error != "" {
-			errs = append(errs, fmt.Errorf("mirror route table %s: %s", controller.TableName(m.RouteTable), m.Error))
+		if err := failed(m.err); err != nil {
+			errs = append(errs, fmt.Errorf("mirror route table %s: %w", controller.TableName(m.RouteTable), err))
 		}
 	}
 	return errors.Join(errs...)

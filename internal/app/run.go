@@ -30,12 +30,18 @@ func (a *App) RunOnce(ctx context.Context, cfg *config.Config) (*Reconciled, err
 	return &Reconciled{Main: all[0], Mirrors: all[1:], Findings: Findings(cfg, all)}, nil
 }
 
-// MirrorErr is the mirrors' errors, each naming its mirror.
+// Err is the main table's error: the reconcile failed. A decision of its
+// verdict (verdict.Decided: the table is missing and not created, the
+// plan refused) is not one: the findings report it.
+func (r *Reconciled) Err() error { return failed(r.Main.Err) }
+
+// MirrorErr is the mirrors' errors, each naming its mirror; a decision of
+// a mirror's verdict is one of the findings instead.
 func (r *Reconciled) MirrorErr() error {
 	var errs []error
 	for _, m := range r.Mirrors {
-		if m.Err != nil {
-			errs = append(errs, fmt.Errorf("mirror route table %s: %w", controller.TableName(m.TableID), m.Err))
+		if err := failed(m.Err); err != nil {
+			errs = append(errs, fmt.Errorf("mirror route table %s: %w", controller.TableName(m.TableID), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -126,9 +126,16 @@ func TestMirrorClaimedByAnotherClusterIsRefused(t *testing.T) {
 			Properties: &armnetwork.RoutePropertiesFormat{AddressPrefix: to.Ptr("0.0.0.0/0"), NextHopType: to.Ptr(armnetwork.RouteNextHopTypeInternet)}}}},
 	}, nil)
 	fabrictest.MustPoll(t, p, err)
+	// The refusal is a finding (table-claim), as doctor and diff say: exit 3.
 	res := runCLI(t, nil, "", "run", "--once", "--config", cfg)
-	if res.code != ExitError || !strings.Contains(res.stderr, `claimed by cluster "prod"`) || !strings.Contains(res.stdout, "worker-0____102000024") {
-		t.Fatalf("run --once with the mirror claimed by prod: exit %d, want %d, the main table printed and the refusal\nstdout: %s\nstderr: %s", res.code, ExitError, res.stdout, res.stderr)
+	if res.code != ExitFindings || !strings.Contains(res.stderr, `claimed by cluster \"prod\"`) || !strings.Contains(res.stderr, "table-claim=1") ||
+		!strings.Contains(res.stdout, "worker-0____102000024") {
+		t.Fatalf("run --once with the mirror claimed by prod: exit %d, want %d, the main table printed and the refusal\nstdout: %s\nstderr: %s", res.code, ExitFindings, res.stdout, res.stderr)
+	}
+	for _, cmd := range []string{"diff", "doctor"} {
+		if other := runCLI(t, nil, "", cmd, "--config", cfg); other.code != res.code {
+			t.Errorf("%s: exit %d, run --once %d", cmd, other.code, res.code)
+		}
 	}
 	got, err := tables.Get(ctx, "kubernetes", "appgw-routes", nil)
 	if err != nil {

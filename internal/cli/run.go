@@ -50,8 +50,8 @@ doctor make the same observation and decision without writing.`,
 			}
 			a.logResult(r.Main)
 			a.logMirrors(r.Mirrors)
-			if r.Main.Err != nil {
-				return r.Main.Err
+			if err := r.Err(); err != nil {
+				return err
 			}
 			if r.Main.Table != nil {
 				if err := a.printRoutes(r.Main.Table, app.Ownership(cfg)); err != nil {

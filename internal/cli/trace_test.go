@@ -362,7 +362,8 @@ func deref(p *string) string {
 }
 
 // TestDoctorIPForwarding: a node NIC without IP forwarding is an error
-// finding of doctor, read through the same client as every command.
+// finding of doctor, read through the same client as every command, and
+// run --once, which observes what doctor observes, gives the same answer.
 func TestDoctorIPForwarding(t *testing.T) {
 	cfg := kthw(t)
 	withNICs(t, cfg)
@@ -375,7 +376,7 @@ func TestDoctorIPForwarding(t *testing.T) {
 	s := string(b)
 	i := strings.LastIndex(s, "        enableIPForwarding: true\n")
 	writeFile(t, path, s[:i]+s[i+len("        enableIPForwarding: true\n"):])
-	mustRun(t, cfg)
+	wantExit(t, ExitFindings, "run", "--once", "--config", cfg)
 	res := wantExit(t, ExitFindings, "doctor", "--config", cfg)
 	golden(t, filepath.Join("testdata", "doctor", "ip-forwarding.golden"), []byte(res.stdout))
 }

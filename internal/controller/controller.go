@@ -378,7 +378,7 @@ func (c *Controller) pass(ctx context.Context, nodes []source.Node, srcErr error
 		_, res.Err = c.attempt(ctx, nodes, res, true, more)
 	default:
 		c.setNodes(nodes)
-		res.Err = c.reconcile(ctx, nodes, res)
+		res.Err = c.reconcile(ctx, nodes, res, more)
 	}
 	reads1, writes1 := c.cloud.Calls()
 	res.Reads, res.Writes = reads1-reads0, writes1-writes0
@@ -389,11 +389,13 @@ func (c *Controller) pass(ctx context.Context, nodes []source.Node, srcErr error
 	return res
 }
 
-func (c *Controller) reconcile(ctx context.Context, nodes []source.Node, res *Result) error {
+// reconcile observes (more widens it, as for a dry run), judges, acts and
+// judges again until the table write did not race or lose its answer.
+func (c *Controller) reconcile(ctx context.Context, nodes []source.Node, res *Result, more observe.Scope) error {
 	replans, settles := 1, 0
 	for {
 		res.Attempts++
-		retry, err := c.attempt(ctx, nodes, res, false, observe.Scope{})
+		retry, err := c.attempt(ctx, nodes, res, false, more)
 		var d time.Duration
 		switch {
 		case retry && replans == c.cfg.MaxAttempts:

@@ -19,7 +19,8 @@ package verdict
 //	                              reason is that finding's)
 //	delete-guard        warning   deletions are held back (too many, an empty source, an unconfirmed
 //	                              stand-down)
-//	stale-route         warning   a route of a node that is gone is still in the table
+//	stale-route         warning   a route of a node that is gone is still in the table (or of a node
+//	                              this cluster does not have, in a table the write just claimed)
 //	pod-reachability    error     Azure's route selection does not deliver a node's pod traffic from a
 //	                              guarded subnet (the network was read)
 //	shadowing-route     warning   a route routekeeper does not own takes part of a pod CIDR elsewhere
@@ -249,6 +250,14 @@ func (v *Verdict) reportNodes(add addFunc) {
 			add(finding.Warning, RuleDeleteGuard, v.Table, "", "%s", p.HeldMessage)
 		}
 		for _, ch := range p.Unclaimed {
+			if v.Wrote && p.Claim && v.mode != Observe {
+				// The write claimed the table: the route is this
+				// cluster's now, of a node it does not have, and the next
+				// pass deletes it.
+				add(finding.Warning, RuleStaleRoute, ch.Route.Name, "routekeeper run", "stale route %s -> %s (node %s is not in this cluster): the write claimed the table, so routekeeper run deletes it next",
+					ch.Route.AddressPrefix, hopText(ch.Route), ch.Node)
+				continue
+			}
 			add(finding.Info, RuleUnclaimedRoute, ch.Route.Name, fmt.Sprintf("az network route-table route delete --ids %s/routes/%s", v.Table, ch.Route.Name),
 				"route %s (%s -> %s): %s", ch.Route.Name, ch.Route.AddressPrefix, hopText(ch.Route), ch.Reason)
 		}

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
+	"github.com/routekeeper/routekeeper/internal/assoc"
 	"github.com/routekeeper/routekeeper/internal/finding"
 	"github.com/routekeeper/routekeeper/internal/observe"
 	"github.com/routekeeper/routekeeper/internal/reason"
@@ -291,7 +292,9 @@ func ourWrites(st *routing.State, v *Verdict) {
 		}
 	}
 	for _, s := range v.Subnets {
-		if !s.Repaired {
+		// Repaired, or associated with the table this pass created: on
+		// the table now (an already associated subnet is on it anyway).
+		if !s.Repaired && s.State != assoc.Associated {
 			continue
 		}
 		for i := range st.Subnets {

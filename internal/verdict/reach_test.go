@@ -13,6 +13,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/routing"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/scenario"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
@@ -20,16 +21,16 @@ import (
 // routes, and the two workers' NICs.
 func reachCloud(table string, fwd1 bool, routes ...route.Route) *memcloud.Cloud {
 	c := memcloud.New()
-	c.VNets[armid.Key(vnetID(scnVNet))] = &observe.VirtualNetwork{ID: vnetID(scnVNet), Name: scnVNet, AddressPrefixes: []string{"10.240.0.0/16"}}
-	sn := &observe.Subnet{ID: subnetID(scnVNet, "nodes"), Name: "nodes", AddressPrefixes: []string{"10.240.0.0/24"}}
+	c.VNets[armid.Key(scenario.VNetID(scenario.DefaultVNet))] = &observe.VirtualNetwork{ID: scenario.VNetID(scenario.DefaultVNet), Name: scenario.DefaultVNet, AddressPrefixes: []string{"10.240.0.0/16"}}
+	sn := &observe.Subnet{ID: scenario.SubnetID(scenario.DefaultVNet, "nodes"), Name: "nodes", AddressPrefixes: []string{"10.240.0.0/24"}}
 	if table != "" {
-		sn.RouteTableID = tableID(table)
+		sn.RouteTableID = scenario.TableID(table)
 	}
 	c.Subnets[armid.Key(sn.ID)] = sn
-	c.Tables[armid.Key(tableID("rt"))] = &route.Table{ID: tableID("rt"), Name: "rt", Tags: map[string]string{route.ClaimTag: "kthw"}, Routes: routes}
+	c.Tables[armid.Key(scenario.TableID("rt"))] = &route.Table{ID: scenario.TableID("rt"), Name: "rt", Tags: map[string]string{route.ClaimTag: "kthw"}, Routes: routes}
 	c.NICs = []observe.NetworkInterface{
 		{ID: "nic0", Name: "worker-0-nic", IPs: []netip.Addr{netip.MustParseAddr("10.240.0.20")}, IPForwarding: true},
-		{ID: scnPrefix + "networkInterfaces/worker-1-nic", Name: "worker-1-nic", IPs: []netip.Addr{netip.MustParseAddr("10.240.0.21")}, IPForwarding: fwd1},
+		{ID: scenario.Prefix + "networkInterfaces/worker-1-nic", Name: "worker-1-nic", IPs: []netip.Addr{netip.MustParseAddr("10.240.0.21")}, IPForwarding: fwd1},
 	}
 	return c
 }
@@ -72,10 +73,10 @@ func TestReach(t *testing.T) {
 	nodes := []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := observe.Observe(context.Background(), tt.cloud, observe.Scope{Table: tableID("rt"), Subnets: []string{subnetID(scnVNet, "nodes")},
+			o := observe.Observe(context.Background(), tt.cloud, observe.Scope{Table: scenario.TableID("rt"), Subnets: []string{scenario.SubnetID(scenario.DefaultVNet, "nodes")},
 				Networks: true, Routing: tt.routing, NICs: tt.routing})
 			v := verdict.Judge(o, verdict.Desired{Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
-				Configured: tableID("rt"), Nodes: nodes}, nil)
+				Configured: scenario.TableID("rt"), Nodes: nodes}, nil)
 			if len(v.Reach) != len(tt.want) {
 				t.Fatalf("%d reach verdicts, want %d: %+v", len(v.Reach), len(tt.want), v.Reach)
 			}
@@ -93,8 +94,8 @@ func TestReach(t *testing.T) {
 	t.Run("NICs unreadable: said, not a finding", func(t *testing.T) {
 		c := reachCloud("rt", true, both...)
 		c.NICsErr = errors.New("403 AuthorizationFailed")
-		o := observe.Observe(context.Background(), c, observe.Scope{Table: tableID("rt"), Subnets: []string{subnetID(scnVNet, "nodes")}, Networks: true, Routing: true, NICs: true})
-		v := verdict.Judge(o, verdict.Desired{Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")}, Configured: tableID("rt"), Nodes: nodes}, nil)
+		o := observe.Observe(context.Background(), c, observe.Scope{Table: scenario.TableID("rt"), Subnets: []string{scenario.SubnetID(scenario.DefaultVNet, "nodes")}, Networks: true, Routing: true, NICs: true})
+		v := verdict.Judge(o, verdict.Desired{Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")}, Configured: scenario.TableID("rt"), Nodes: nodes}, nil)
 		if !strings.Contains(v.ReachUnknown, "network interfaces could not be read") || len(v.Findings()) != 0 {
 			t.Errorf("reach unknown %q, findings %+v", v.ReachUnknown, v.Findings())
 		}
@@ -103,4 +104,36 @@ func TestReach(t *testing.T) {
 
 func verdictEndpoint(ip string) routing.Endpoint {
 	return routing.Endpoint{Addr: netip.MustParseAddr(ip)}
+}
+
+// A pass that creates the table and associates it judges reachability on
+// the network as its writes left it: the subnet it associated is on the
+// table now, so the pod traffic it traces from there is delivered (it was
+// judged on the subnet as read, with no table, and found dropped).
+func TestReachAfterCreateAndAssociate(t *testing.T) {
+	c := reachCloud("", true)
+	delete(c.Tables, armid.Key(scenario.TableID("rt")))
+	nodes := []source.Node{node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")}
+	want := verdict.Desired{Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")}, Configured: scenario.TableID("rt"),
+		CreateAllowed: true, Location: "eastus", Nodes: nodes}
+	o := observe.Observe(context.Background(), c, observe.Scope{Table: scenario.TableID("rt"), Subnets: []string{scenario.SubnetID(scenario.DefaultVNet, "nodes")},
+		Networks: true, Routing: true, NICs: true})
+	before := verdict.Judge(o, want, nil)
+	tw, _, ok := before.TableWrite()
+	if !ok || len(before.Associations()) != 1 {
+		t.Fatalf("the first pass should create the table and associate the subnet:\n%s", scenario.Render(before, true))
+	}
+	rb := tw.Clone()
+	for i := range rb.Routes {
+		rb.Routes[i].ProvisioningState = "Succeeded"
+	}
+	out := &verdict.Outcome{Table: &verdict.TableWrite{ReadBack: rb},
+		Subnets: map[string]verdict.Write{armid.Key(scenario.SubnetID(scenario.DefaultVNet, "nodes")): {}}}
+	v := verdict.Judge(o, want, out)
+	if len(v.Reach) != 0 || len(v.Findings()) != 0 {
+		t.Errorf("after creating and associating the table: reach %+v, findings %+v", v.Reach, v.Findings())
+	}
+	if r, _ := v.Trace(verdictEndpoint("10.240.0.20"), routing.Endpoint{Addr: netip.MustParseAddr("10.200.1.1"), Node: "worker-1"}); r == nil || !r.OK() {
+		t.Errorf("trace after the pass: %+v, want delivered", r)
+	}
 }

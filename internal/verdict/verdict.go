@@ -85,6 +85,16 @@ var (
 	ErrRefused = errors.New("refusing to write the route table")
 )
 
+// Decided reports whether err, a verdict's Err, is one of its decisions
+// about the state (the table is missing and not created: ErrTableMissing;
+// the plan is refused: ErrRefused) rather than a failure of the pass (a
+// read or a write that failed). The verdict's findings report a decision,
+// so every command exits on it with the findings' code (3), as on any
+// finding, not with an error's (1).
+func Decided(err error) bool {
+	return errors.Is(err, ErrTableMissing) || errors.Is(err, ErrRefused)
+}
+
 // Desired is everything a verdict is judged against besides the cloud: the
 // configuration, the nodes, and what the controller remembers.
 type Desired struct {

@@ -13,12 +13,13 @@ import (
 	"github.com/routekeeper/routekeeper/internal/reason"
 	"github.com/routekeeper/routekeeper/internal/route"
 	"github.com/routekeeper/routekeeper/internal/source"
+	"github.com/routekeeper/routekeeper/internal/testutil/scenario"
 	"github.com/routekeeper/routekeeper/internal/verdict"
 )
 
 func kthw(nodes []source.Node) verdict.Desired {
 	return verdict.Desired{Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")},
-		Configured: tableID("rt"), CreateAllowed: true, Nodes: nodes}
+		Configured: scenario.TableID("rt"), CreateAllowed: true, Nodes: nodes}
 }
 
 func node(name, ip string, cidrs ...string) source.Node {
@@ -31,11 +32,11 @@ func node(name, ip string, cidrs ...string) source.Node {
 
 func observed(t *testing.T, cloudText string) *observe.Observation {
 	t.Helper()
-	c, err := parseCloud(strings.Split(cloudText, "\n"))
+	c, err := scenario.ParseCloud(strings.Split(cloudText, "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return observe.Observe(context.Background(), c, observe.Scope{Table: tableID("rt"), Subnets: []string{subnetID(scnVNet, "nodes")}, Networks: true})
+	return observe.Observe(context.Background(), c, observe.Scope{Table: scenario.TableID("rt"), Subnets: []string{scenario.SubnetID(scenario.DefaultVNet, "nodes")}, Networks: true})
 }
 
 // 450 nodes on a /16 of /25s: one log line per reason, not one per node.
@@ -81,7 +82,7 @@ table rt claim=kthw
 	want := kthw([]source.Node{node("worker-0", "10.240.0.20", "10.244.0.0/24"), node("worker-1", "10.240.0.21", "10.244.1.0/24")})
 	before := snapshot(o)
 	a, b := verdict.Judge(o, want, nil), verdict.Judge(o, want, nil)
-	if ra, rb := render(a, true), render(b, true); ra != rb {
+	if ra, rb := scenario.Render(a, true), scenario.Render(b, true); ra != rb {
 		t.Errorf("two verdicts of the same inputs differ:\n%s\n---\n%s", ra, rb)
 	}
 	if after := snapshot(o); !reflect.DeepEqual(before, after) {

@@ -220,10 +220,11 @@ func (p *countingPolicy) Do(req *policy.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := req.Next()
 	method := req.Raw().Method
-	if method == http.MethodGet || method == http.MethodHead {
-		p.stats.Reads.Add(1)
-	} else {
+	if isWrite(req.Raw()) {
 		p.stats.Writes.Add(1)
+	} else {
+		// A GET, or a POST that only reads (a gateway's learned routes).
+		p.stats.Reads.Add(1)
 	}
 	status := 0
 	if resp != nil {

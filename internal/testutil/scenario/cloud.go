@@ -1,9 +1,12 @@
-package verdict_test
+package scenario
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/routekeeper/routekeeper/internal/armid"
@@ -12,10 +15,11 @@ import (
 	"github.com/routekeeper/routekeeper/internal/route"
 )
 
+// errUnreadable is what a read of an unreadable resource fails with.
 var errUnreadable = errors.New("500 InternalServerError")
 
-// parseCloud reads a script's cloud block.
-func parseCloud(lines []string) (*memcloud.Cloud, error) {
+// ParseCloud reads a script's cloud block: the whole cloud.
+func ParseCloud(lines []string) (*memcloud.Cloud, error) {
 	c := memcloud.New()
 	var cur *route.Table
 	for _, l := range lines {
@@ -28,13 +32,13 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 			if len(f) != 3 {
 				return nil, fmt.Errorf("%q: want vnet NAME PREFIXES", l)
 			}
-			id := vnetID(f[1])
+			id := VNetID(f[1])
 			c.VNets[armid.Key(id)] = &observe.VirtualNetwork{ID: id, Name: f[1], Location: "eastus", AddressPrefixes: strings.Split(f[2], ",")}
 		case "subnet":
 			if len(f) < 3 {
 				return nil, fmt.Errorf("%q: want subnet NAME PREFIX [vnet=V] [table=T]", l)
 			}
-			vnet, del, unreadable := scnVNet, false, false
+			vnet, del, unreadable := DefaultVNet, false, false
 			var tbl string
 			for _, x := range f[3:] {
 				k, v, _ := strings.Cut(x, "=")
@@ -42,7 +46,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 				case "vnet":
 					vnet = v
 				case "table":
-					tbl = tableID(v)
+					tbl = TableID(v)
 				case "missing":
 					del = true
 				case "unreadable":
@@ -51,7 +55,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 					return nil, fmt.Errorf("%q: unknown %q", l, x)
 				}
 			}
-			id := subnetID(vnet, f[1])
+			id := SubnetID(vnet, f[1])
 			if unreadable {
 				c.Unreadable[armid.Key(id)] = errUnreadable
 			}
@@ -62,7 +66,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 			if len(f) < 2 {
 				return nil, fmt.Errorf("%q: want table NAME", l)
 			}
-			id := tableID(f[1])
+			id := TableID(f[1])
 			cur = &route.Table{ID: id, Name: f[1], Location: "eastus", ResourceGroup: "rg", Etag: `W/"` + f[1] + `"`, Tags: map[string]string{}}
 			keep := true
 			for _, x := range f[2:] {
@@ -72,7 +76,7 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 					cur.Tags[route.ClaimTag] = v
 				case "tag":
 					tk, tv, _ := strings.Cut(v, ":")
-					cur.Tags[tk] = strings.ReplaceAll(tv, "@", tableID(""))
+					cur.Tags[tk] = strings.ReplaceAll(tv, "@", TableID(""))
 				case "missing":
 					keep = false
 				case "unreadable":
@@ -110,14 +114,14 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 				return nil, fmt.Errorf("%q: want peering NAME vnet=V remote=R space=PREFIXES [state=S]", l)
 			}
 			p := observe.Peering{Name: f[1], State: "Connected"}
-			vnet := scnVNet
+			vnet := DefaultVNet
 			for _, x := range f[2:] {
 				k, v, _ := strings.Cut(x, "=")
 				switch k {
 				case "vnet":
 					vnet = v
 				case "remote":
-					p.RemoteVNetID = vnetID(v)
+					p.RemoteVNetID = VNetID(v)
 				case "space":
 					p.RemoteAddressPrefixes = strings.Split(v, ",")
 				case "state":
@@ -126,14 +130,64 @@ func parseCloud(lines []string) (*memcloud.Cloud, error) {
 					return nil, fmt.Errorf("%q: unknown %q", l, x)
 				}
 			}
-			v := c.VNets[armid.Key(vnetID(vnet))]
+			v := c.VNets[armid.Key(VNetID(vnet))]
 			if v == nil {
 				return nil, fmt.Errorf("%q: no vnet %s above it", l, vnet)
 			}
 			v.Peerings = append(v.Peerings, p)
+		case "nic":
+			// nic NAME IP[,IP] [forwarding=false]: a node's NIC, in the
+			// subnet that holds its first address, IP forwarding on by
+			// default.
+			if len(f) < 3 {
+				return nil, fmt.Errorf("%q: want nic NAME IP[,IP] [forwarding=false]", l)
+			}
+			n := observe.NetworkInterface{ID: Prefix + "networkInterfaces/" + f[1], Name: f[1], IPForwarding: true}
+			for _, ip := range strings.Split(f[2], ",") {
+				a, err := netip.ParseAddr(ip)
+				if err != nil {
+					return nil, fmt.Errorf("%q: %w", l, err)
+				}
+				n.IPs = append(n.IPs, a)
+			}
+			for _, x := range f[3:] {
+				v, ok := strings.CutPrefix(x, "forwarding=")
+				if !ok {
+					return nil, fmt.Errorf("%q: unknown %q", l, x)
+				}
+				on, err := strconv.ParseBool(v)
+				if err != nil {
+					return nil, fmt.Errorf("%q: %w", l, err)
+				}
+				n.IPForwarding = on
+			}
+			c.NICs = append(c.NICs, n)
 		default:
 			return nil, fmt.Errorf("cloud line %q", l)
 		}
 	}
+	// A NIC is in the subnet that holds its first address.
+	for i := range c.NICs {
+		n := &c.NICs[i]
+		for _, k := range slices.Sorted(maps.Keys(c.Subnets)) {
+			if sn := c.Subnets[k]; holds(sn.AddressPrefixes, n.IPs[0]) {
+				n.SubnetIDs = []string{sn.ID}
+				break
+			}
+		}
+		if len(n.SubnetIDs) == 0 {
+			return nil, fmt.Errorf("nic %s: no subnet holds %s", n.Name, n.IPs[0])
+		}
+	}
 	return c, nil
+}
+
+// holds reports whether one of prefixes (CIDRs) holds a.
+func holds(prefixes []string, a netip.Addr) bool {
+	for _, s := range prefixes {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
