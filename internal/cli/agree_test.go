@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"sigs.k8s.io/yaml"
 
@@ -36,14 +37,19 @@ import (
 // code run --once gave. At a script's iac step, iac check of its plan gives
 // the step's exit code.
 //
+// A route the script shows Failed is made Failed as Azure makes one: a
+// write of it that fails (the fabric's fault injection), which leaves the
+// route as it was, Failed, and its table Failed too (one more error
+// finding; the exit code is the script's).
+//
 // A state the fabric cannot hold is skipped, with why: what the controller
-// remembers of earlier passes, a resource that answers 500, a route whose
-// provisioning state is not Succeeded (the fabric sets it), a node the
-// inventory cannot describe (a source's problem, no pod CIDR), a
-// reference the fabric refuses (a subnet on a table that does not exist).
-// A node the script marks available (its NetworkUnavailable condition is
-// False) is listed without it: it matters only while a route is not
-// Succeeded, and those states are skipped.
+// remembers of earlier passes, a resource that answers 500, a route in the
+// middle of an operation (Updating: the operation ends with the process
+// that started it), a node the inventory cannot describe (a source's
+// problem, no pod CIDR), a reference the fabric refuses (a subnet on a
+// table that does not exist). A node the script marks available (its
+// NetworkUnavailable condition is False) is listed without it: it matters
+// only while a route is not Succeeded, and those states are skipped.
 //
 // Deliberately not one answer: run --once exits 1 when one of its writes
 // fails (the command failed; the state is what it was, and diff gives its
@@ -130,6 +136,7 @@ type meeting struct {
 type state struct {
 	topology  *topology.Topology
 	cut       [][2]string
+	failed    [][2]string // (table, route): made Failed by a write that fails
 	config    string
 	inventory string
 	plan      string
@@ -140,7 +147,8 @@ func (s state) key() string {
 	b, err := json.Marshal(struct {
 		T *topology.Topology
 		C [][2]string
-	}{s.topology, s.cut})
+		F [][2]string
+	}{s.topology, s.cut, s.failed})
 	if err != nil {
 		panic(err) // a topology is plain data
 	}
@@ -161,7 +169,7 @@ func stateFiles(st scenario.State) (state, error) {
 	if err != nil {
 		return state{}, err
 	}
-	return state{topology: topo, cut: cut, config: cfg, inventory: inv, plan: st.Plan}, nil
+	return state{topology: topo, cut: cut, failed: failedRoutes(st.Cloud), config: cfg, inventory: inv, plan: st.Plan}, nil
 }
 
 // scriptStates replays the script at path and returns the state of each
@@ -195,8 +203,8 @@ func inexpressible(st scenario.State) (kind, detail string) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Tables)) {
 		for _, r := range c.Tables[k].Routes {
-			if r.ProvisioningState != "" && r.ProvisioningState != "Succeeded" {
-				return "a route's provisioning state other than Succeeded: the fabric sets it itself, as a write's outcome", fmt.Sprintf("route %s is %s", r.Name, r.ProvisioningState)
+			if r.ProvisioningState != "" && r.ProvisioningState != "Succeeded" && r.ProvisioningState != "Failed" {
+				return "a route in the middle of an operation: the operation ends with the process that started it", fmt.Sprintf("route %s is %s", r.Name, r.ProvisioningState)
 			}
 		}
 	}
@@ -235,15 +243,15 @@ func buildFabric(path string, st state) error {
 	if _, err := topology.Apply(ctx, st.topology, srv.ClientOptions(), identity.Credential{}); err != nil {
 		return err
 	}
-	if len(st.cut) == 0 {
-		return nil
-	}
-	// A Disconnected peering: its other side was deleted after it was
-	// Connected.
 	f, err := armnetwork.NewClientFactory(fabric.DefaultSubscription, identity.Credential{}, srv.ClientOptions())
 	if err != nil {
 		return err
 	}
+	if err := failRoutes(ctx, srv, f.NewRoutesClient(), st.failed); err != nil {
+		return err
+	}
+	// A Disconnected peering: its other side was deleted after it was
+	// Connected.
 	for _, p := range st.cut {
 		poller, err := f.NewVirtualNetworkPeeringsClient().BeginDelete(ctx, scenario.ResourceGroup, p[0], p[1], nil)
 		if err == nil {
@@ -251,6 +259,53 @@ func buildFabric(path string, st state) error {
 		}
 		if err != nil {
 			return fmt.Errorf("deleting peering %s of %s: %w", p[1], p[0], err)
+		}
+	}
+	return nil
+}
+
+// failedRoutes are the routes of c whose provisioning state is Failed, as
+// (table, route) pairs.
+func failedRoutes(c *memcloud.Cloud) [][2]string {
+	var out [][2]string
+	for _, k := range slices.Sorted(maps.Keys(c.Tables)) {
+		t := c.Tables[k]
+		for _, r := range t.Routes {
+			if r.ProvisioningState == "Failed" {
+				out = append(out, [2]string{t.Name, r.Name})
+			}
+		}
+	}
+	return out
+}
+
+// failRoutes makes each route Failed with a write of it that fails: the
+// write changes the route (a PUT of the same route changes nothing and
+// starts no operation), the operation fails, and the route is what it was,
+// Failed.
+func failRoutes(ctx context.Context, srv *fabric.Server, routes *armnetwork.RoutesClient, failed [][2]string) error {
+	for _, tr := range failed {
+		cur, err := routes.Get(ctx, scenario.ResourceGroup, tr[0], tr[1], nil)
+		if err != nil {
+			return fmt.Errorf("reading route %s of %s: %w", tr[1], tr[0], err)
+		}
+		srv.SetFaults(fabric.Faults{FailNextOperations: 1})
+		changed := armnetwork.Route{Properties: &armnetwork.RoutePropertiesFormat{
+			AddressPrefix: cur.Properties.AddressPrefix, NextHopType: to.Ptr(armnetwork.RouteNextHopTypeNone)}}
+		p, err := routes.BeginCreateOrUpdate(ctx, scenario.ResourceGroup, tr[0], tr[1], changed, nil)
+		if err == nil {
+			_, err = p.PollUntilDone(ctx, nil)
+		}
+		srv.SetFaults(fabric.Faults{})
+		if err == nil {
+			return fmt.Errorf("failing a write of route %s of %s: it succeeded", tr[1], tr[0])
+		}
+		got, err := routes.Get(ctx, scenario.ResourceGroup, tr[0], tr[1], nil)
+		if err != nil {
+			return fmt.Errorf("reading route %s of %s: %w", tr[1], tr[0], err)
+		}
+		if s := got.Properties.ProvisioningState; s == nil || *s != armnetwork.ProvisioningStateFailed {
+			return fmt.Errorf("route %s of %s is %v after a write that failed, want Failed", tr[1], tr[0], s)
 		}
 	}
 	return nil

@@ -231,6 +231,26 @@ func TestFailedOperations(t *testing.T) {
 					if names := routeNames(e.getTable(ctx, testRG, "rt")); len(names) != 1 {
 						t.Errorf("routes after a failed route PUT = %v", names)
 					}
+					// An update of a route that fails leaves the route as it
+					// was, Failed (its last write did not complete), and the
+					// table Failed; the next write heals both.
+					e.srv.SetFaults(Faults{FailNextOperations: 1})
+					_, err = e.putRoute(ctx, testRG, "rt", "changed", *vaRoute("", "10.201.0.0/24", "10.240.0.29"))
+					respErr(t, err, http.StatusOK, "InternalServerError")
+					got = e.getTable(ctx, testRG, "rt")
+					if r := got.Properties.Routes[0]; *r.Properties.NextHopIPAddress != "10.240.0.21" || *r.Properties.ProvisioningState != armnetwork.ProvisioningStateFailed {
+						t.Errorf("route after a failed update: next hop %s, %s; want 10.240.0.21, Failed", *r.Properties.NextHopIPAddress, *r.Properties.ProvisioningState)
+					}
+					if *got.Properties.ProvisioningState != armnetwork.ProvisioningStateFailed {
+						t.Errorf("table after a failed route update = %v, want Failed", *got.Properties.ProvisioningState)
+					}
+					rr, err := e.putRoute(ctx, testRG, "rt", "changed", *vaRoute("", "10.201.0.0/24", "10.240.0.21"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if *rr.Properties.ProvisioningState != armnetwork.ProvisioningStateSucceeded {
+						t.Errorf("route written again = %v, want Succeeded", *rr.Properties.ProvisioningState)
+					}
 
 					// A create that fails leaves nothing behind.
 					e.srv.SetFaults(Faults{FailNextOperations: 1})

@@ -90,13 +90,16 @@ func modelDoc[T any](decode func([]byte) (*T, error), settle func(v *T, removeCh
 	}
 }
 
-// settleDoc settles a document of type typ (docKind).
-func settleDoc(typ string, doc []byte, removeChild, etag string) ([]byte, error) {
+// settleDoc settles a document of type typ (docKind): without etag (a
+// successful operation) child is the child to drop, if any; with etag (a
+// failed one) it is the child whose write failed, which a route table marks
+// Failed beside itself.
+func settleDoc(typ string, doc []byte, child, etag string) ([]byte, error) {
 	k, ok := docKinds[typ]
 	if !ok {
 		return nil, fmt.Errorf("unknown resource type %q", typ)
 	}
-	return k.settle(doc, removeChild, etag)
+	return k.settle(doc, child, etag)
 }
 
 // markDeleting sets a resource's provisioning state to Deleting and

@@ -130,7 +130,7 @@ func (s *Provider) finish(tx *store.Txn, o *store.Operation) error {
 				}
 				break
 			}
-			if err := s.restore(tx, row, o.PrevDoc); err != nil {
+			if err := s.restore(tx, row, o.PrevDoc, o.ChildName); err != nil {
 				return err
 			}
 			break
@@ -140,7 +140,7 @@ func (s *Provider) finish(tx *store.Txn, o *store.Operation) error {
 		}
 	case opChildDelete:
 		if failed {
-			if err := s.restore(tx, row, o.PrevDoc); err != nil {
+			if err := s.restore(tx, row, o.PrevDoc, o.ChildName); err != nil {
 				return err
 			}
 			break
@@ -161,7 +161,7 @@ func (s *Provider) finish(tx *store.Txn, o *store.Operation) error {
 			}
 		}
 		if failed {
-			if err := s.restore(tx, row, row.Doc); err != nil {
+			if err := s.restore(tx, row, row.Doc, ""); err != nil {
 				return err
 			}
 			break
@@ -176,9 +176,6 @@ func (s *Provider) finish(tx *store.Txn, o *store.Operation) error {
 	return tx.PutOp(o)
 }
 
-// restore puts prev back as the resource's content, with provisioningState
-// Failed and a new etag, so a client reading back sees its change did not
-// land.
 // settleRow settles a resource after its operation succeeded (every
 // provisioning state Succeeded, the child removeChild, if any, dropped) and
 // stores it.
@@ -191,9 +188,13 @@ func (s *Provider) settleRow(tx *store.Txn, row *store.ResourceRow, removeChild 
 	return s.StoreRow(tx, row)
 }
 
-func (s *Provider) restore(tx *store.Txn, row *store.ResourceRow, prev []byte) error {
+// restore puts prev back as the resource's content, with provisioningState
+// Failed and a new etag, so a client reading back sees its change did not
+// land; child names the route whose write failed, Failed too ("" when the
+// operation was on the resource itself).
+func (s *Provider) restore(tx *store.Txn, row *store.ResourceRow, prev []byte, child string) error {
 	etag := api.NewEtag()
-	doc, err := settleDoc(row.Type, prev, "", etag)
+	doc, err := settleDoc(row.Type, prev, child, etag)
 	if err != nil {
 		return err
 	}

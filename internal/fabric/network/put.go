@@ -249,6 +249,6 @@ func (p *childPut[In, P, C]) Write(s *Provider, w *putWrite) (*api.Response, err
 	if err := k.viewed(w.tx, p.parent, next); err != nil {
 		return nil, err
 	}
-	o := s.newOp(opPut, w.rg.Sub, k.parent.location(p.parent), w.row.Key, w.row.ID, "", prevDoc)
+	o := s.newOp(opPut, w.rg.Sub, k.parent.location(p.parent), w.row.Key, w.row.ID, w.t.ChildName, prevDoc)
 	return s.acceptPut(w.tx, w.q, o, !p.exists, p.etag, next)
 }

@@ -82,13 +82,19 @@ func DecodeTable(doc []byte) (*tableDoc, error) {
 	return &t, nil
 }
 
-// settleTable: see settleDoc.
-func settleTable(t *tableDoc, removeChild, etag string) {
+// settleTable: see settleDoc. After a failed operation on one of its
+// routes (child), that route is Failed too, as the table is: its content is
+// the previous one, and its last write did not complete.
+func settleTable(t *tableDoc, child, etag string) {
 	if etag != "" {
 		t.Etag = etag
 		t.Properties.ProvisioningState = stateFailed
+		if r := findRoute(t.Properties.Routes, child); child != "" && r != nil {
+			r.Properties.ProvisioningState = stateFailed
+		}
 		return
 	}
+	removeChild := child
 	t.Properties.ProvisioningState = StateSucceeded
 	routes := t.Properties.Routes[:0]
 	for _, r := range t.Properties.Routes {
