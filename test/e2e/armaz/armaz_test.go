@@ -34,7 +34,7 @@ func TestARMTemplatesOfThePostMortems(t *testing.T) {
 	l.az(t, `az group create -n kubernetes -l eastus -o none
 az deployment group create -g kubernetes -n network -f vnet-inline-subnet.json -o none`)
 	l.startRoutekeeper(t)
-	l.watch.waitOK(t, 60*time.Second, "after routekeeper's first pass")
+	l.watch.WaitOK(t, 60*time.Second, "after routekeeper's first pass")
 
 	// Hazard 1: the same template deployed again detaches the table.
 	wi := l.whatIf(t, "-f vnet-inline-subnet.json")
@@ -69,7 +69,7 @@ az deployment group create -g kubernetes -n network -f vnet-inline-subnet.json -
 	l.measure(t, "hazard 2: a route table with inline routes", true, func() {
 		l.az(t, `az deployment group create -g kubernetes -n routes -f route-table-inline-routes.json -o none`)
 	})
-	if r := l.watch.now(); !r.Egress {
+	if r := l.watch.Now(); !r.Egress {
 		t.Errorf("after routekeeper's repair the template's own route is gone: %v", r)
 	}
 
@@ -112,24 +112,24 @@ az deployment group create -g kubernetes -n network -f vnet-inline-subnet.json -
 // cycles of the break; without, no break at all.
 func (l *lab) measure(t *testing.T, what string, breaks bool, deploy func()) {
 	t.Helper()
-	l.watch.waitOK(t, 60*time.Second, "before "+what)
+	l.watch.WaitOK(t, 60*time.Second, "before "+what)
 	start := time.Now()
 	deploy()
 	deployed := time.Now()
-	l.watch.waitOK(t, 60*time.Second, what)
-	outages := l.watch.outagesSince(start)
+	l.watch.WaitOK(t, 60*time.Second, what)
+	outages := l.watch.OutagesSince(start)
 	switch {
 	case breaks && len(outages) == 0:
 		t.Fatalf("%s: the deployment did not break pod routing", what)
 	case breaks:
 		o := outages[0]
 		l.results = append(l.results, fmt.Sprintf("%s: az took %s; broken (%v) %s after it started, repaired by routekeeper %s after the break (%d break(s))",
-			what, deployed.Sub(start).Round(10*time.Millisecond), o.what, o.broken.Sub(start).Round(time.Millisecond), o.duration().Round(time.Millisecond), len(outages)))
-		if o.duration() > 3*time.Second {
-			t.Errorf("%s: repaired %s after the break; want within a guard cycle (1 s) and the operations", what, o.duration())
+			what, deployed.Sub(start).Round(10*time.Millisecond), o.What, o.Broken.Sub(start).Round(time.Millisecond), o.Duration().Round(time.Millisecond), len(outages)))
+		if o.Duration() > 3*time.Second {
+			t.Errorf("%s: repaired %s after the break; want within a guard cycle (1 s) and the operations", what, o.Duration())
 		}
 	case len(outages) > 0:
-		t.Errorf("%s: the fix's deployment broke pod routing: %v for %s", what, outages[0].what, outages[0].duration())
+		t.Errorf("%s: the fix's deployment broke pod routing: %v for %s", what, outages[0].What, outages[0].Duration())
 	default:
 		l.results = append(l.results, fmt.Sprintf("%s: az took %s, routing never broken", what, deployed.Sub(start).Round(10*time.Millisecond)))
 	}

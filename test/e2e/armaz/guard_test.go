@@ -19,6 +19,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/source"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
 )
 
@@ -35,7 +36,7 @@ func TestHazardRepairedInOneGuardCycle(t *testing.T) {
 		return source.Node{Name: name, InternalIPs: []netip.Addr{netip.MustParseAddr(ip)}, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(cidr)}}
 	}
 	c := controller.New(controller.Config{Cluster: "kthw", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")},
-		RouteTableID: tableID, Location: "eastus", CreateTable: true, Subnets: []string{subnetID}, GuardInterval: time.Second, Resync: time.Hour},
+		RouteTableID: kthw.TableID, Location: "eastus", CreateTable: true, Subnets: []string{kthw.SubnetID}, GuardInterval: time.Second, Resync: time.Hour},
 		env.Client, nodesource.New(node("worker-0", "10.240.0.20", "10.200.0.0/24"), node("worker-1", "10.240.0.21", "10.200.1.0/24")), nil)
 	if res := c.Reconcile(ctx); res.Err != nil {
 		t.Fatal(res.Err)
@@ -74,7 +75,7 @@ func TestHazardRepairedInOneGuardCycle(t *testing.T) {
 	}
 
 	deploy(armdeployments.DeploymentModeIncremental)
-	if res := c.Guard(ctx); res.Err != nil || !strings.EqualFold(table(), tableID) {
+	if res := c.Guard(ctx); res.Err != nil || !strings.EqualFold(table(), kthw.TableID) {
 		t.Fatalf("one guard cycle after the redeploy: %v, the subnet's table %q", res.Err, table())
 	}
 
@@ -83,7 +84,7 @@ func TestHazardRepairedInOneGuardCycle(t *testing.T) {
 	if !res.NeedsReconcile() {
 		t.Fatalf("the guard cycle after Complete mode deleted the table does not ask for a reconcile: %+v", res)
 	}
-	if res := c.Reconcile(ctx); res.Err != nil || !strings.EqualFold(table(), tableID) {
+	if res := c.Reconcile(ctx); res.Err != nil || !strings.EqualFold(table(), kthw.TableID) {
 		t.Fatalf("the reconcile the guard asked for: %v, the subnet's table %q", res.Err, table())
 	}
 }

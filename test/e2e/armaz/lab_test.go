@@ -15,6 +15,8 @@ import (
 
 	"github.com/routekeeper/routekeeper/internal/cli"
 	"github.com/routekeeper/routekeeper/internal/fabric"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
+	"github.com/routekeeper/routekeeper/internal/testutil/labwatch"
 	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
@@ -29,7 +31,7 @@ type lab struct {
 	repo, dir, endpoint, config string
 	env                         []string // az's environment
 	fabricLog                   *syncbuf.Buffer
-	watch                       *watcher
+	watch                       *labwatch.Watcher
 	results                     []string
 }
 
@@ -108,7 +110,7 @@ func startLab(t *testing.T) *lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	l.watch = watch(t, store)
+	l.watch = labwatch.Watch(t, store)
 	return l
 }
 
@@ -151,11 +153,11 @@ const routekeeperConfig = `cluster:
   serviceCIDRs: [10.32.0.0/24]
   nodeCIDRMaskSize: 24
 routeTable:
-  id: ` + tableID + `
+  id: ` + kthw.TableID + `
   create: true
   location: eastus
 subnets:
-  - ` + subnetID + `
+  - ` + kthw.SubnetID + `
 association:
   policy: enforce
 cloud:

@@ -33,6 +33,8 @@ import (
 	"github.com/routekeeper/routekeeper/internal/fabric"
 	"github.com/routekeeper/routekeeper/internal/fabric/dataplane"
 	"github.com/routekeeper/routekeeper/internal/testutil/flow"
+	"github.com/routekeeper/routekeeper/internal/testutil/kthw"
+	"github.com/routekeeper/routekeeper/internal/testutil/labwatch"
 	"github.com/routekeeper/routekeeper/internal/testutil/nstest"
 )
 
@@ -74,7 +76,7 @@ type lab struct {
 	fabric   *process
 	daemon   *process
 	tf       *tofuRunner
-	watch    *watcher
+	watch    *labwatch.Watcher
 	prefix   string // the data plane's namespace prefix; "" without one
 	results  []string
 	endpoint string
@@ -180,7 +182,7 @@ func (l *lab) applyFix(ctx context.Context, t *testing.T, step string) {
 	if code, out := l.tf.run(ctx, t, step+"-replan", []int{0, 2}, "plan", "-input=false", "-no-color", "-detailed-exitcode"); code != 0 {
 		t.Errorf("%s: the plan right after the apply is not empty (perpetual diff while routekeeper's routes are in the table):\n%s", step, tail(out, 60))
 	}
-	if r := l.watch.now(); !r.ok() {
+	if r := l.watch.Now(); !r.OK() {
 		t.Errorf("%s: after the apply: %v", step, r)
 	}
 }
@@ -245,7 +247,7 @@ func (l *lab) measure(ctx context.Context, t *testing.T, what string, breaks boo
 	start := time.Now()
 	apply()
 	applied := time.Now()
-	l.watch.waitOK(t, 30*time.Second, what)
+	l.watch.WaitOK(t, 30*time.Second, what)
 	if l.prefix != "" {
 		// Packets flow after the repair: 50 more of them arrive (500 ms
 		// at 100/s; the data plane polls the state every 5 ms).
@@ -254,13 +256,13 @@ func (l *lab) measure(ctx context.Context, t *testing.T, what string, breaks boo
 		}
 		stop()
 	}
-	outages := l.watch.outagesSince(start)
+	outages := l.watch.OutagesSince(start)
 	var loss string
 	if probed != nil {
 		res := <-probed
 		loss = fmt.Sprintf("; data plane (100 packets/s pod %s → pod %s): %d of %d lost, longest loss %s", pod0, pod1, res.Sent-res.Received, res.Sent, res.LongestLoss)
-		if breaks && res.LongestLossRun == 0 && outages[0].duration() > 150*time.Millisecond {
-			t.Errorf("%s: routing was broken for %s but no packet was lost: %v", what, outages[0].duration(), res)
+		if breaks && res.LongestLossRun == 0 && outages[0].Duration() > 150*time.Millisecond {
+			t.Errorf("%s: routing was broken for %s but no packet was lost: %v", what, outages[0].Duration(), res)
 		}
 		if !breaks && res.Received != res.Sent {
 			t.Errorf("%s: packets lost during a fix's apply: %v", what, res)
@@ -275,16 +277,16 @@ func (l *lab) measure(ctx context.Context, t *testing.T, what string, breaks boo
 	case breaks:
 		o := outages[0]
 		l.results = append(l.results, fmt.Sprintf("%s: apply took %s; broken (%v) %s after the apply started, repaired by routekeeper %s after the break (%d break(s))%s",
-			what, applied.Sub(start).Round(10*time.Millisecond), o.what, o.broken.Sub(start).Round(time.Millisecond), o.duration().Round(time.Millisecond), len(outages), loss))
+			what, applied.Sub(start).Round(10*time.Millisecond), o.What, o.Broken.Sub(start).Round(time.Millisecond), o.Duration().Round(time.Millisecond), len(outages), loss))
 	case len(outages) > 0:
-		t.Errorf("%s: the fix's apply broke pod routing: %v for %s", what, outages[0].what, outages[0].duration())
+		t.Errorf("%s: the fix's apply broke pod routing: %v for %s", what, outages[0].What, outages[0].Duration())
 	default:
 		l.results = append(l.results, fmt.Sprintf("%s: apply took %s, routing never broken%s",
 			what, applied.Sub(start).Round(10*time.Millisecond), loss))
 	}
 	for _, o := range outages {
-		if o.repaired.IsZero() {
-			t.Fatalf("%s: routing broken at %s and not repaired", what, o.broken.Format(time.StampMilli))
+		if o.Repaired.IsZero() {
+			t.Fatalf("%s: routing broken at %s and not repaired", what, o.Broken.Format(time.StampMilli))
 		}
 	}
 }
@@ -294,7 +296,7 @@ func (l *lab) measure(ctx context.Context, t *testing.T, what string, breaks boo
 // they can.
 func (l *lab) waitFlowing(t *testing.T, what string) {
 	t.Helper()
-	l.watch.waitOK(t, 60*time.Second, what)
+	l.watch.WaitOK(t, 60*time.Second, what)
 	if l.prefix == "" {
 		return
 	}
@@ -316,8 +318,8 @@ func checkDetachPlan(t *testing.T, p planJSON) {
 	if rc == nil || !slices.Equal(rc.Change.Actions, []string{"update"}) {
 		t.Fatalf("detach: the plan does not update the VNet: %v", p.actions())
 	}
-	if !strings.Contains(strings.ToLower(string(rc.Change.Before)), strings.ToLower(tableID)) ||
-		strings.Contains(strings.ToLower(string(rc.Change.After)), strings.ToLower(tableID)) {
+	if !strings.Contains(strings.ToLower(string(rc.Change.Before)), strings.ToLower(kthw.TableID)) ||
+		strings.Contains(strings.ToLower(string(rc.Change.After)), strings.ToLower(kthw.TableID)) {
 		t.Errorf("detach: the VNet's subnet does not lose the route table in the plan:\nbefore %s\nafter %s", rc.Change.Before, rc.Change.After)
 	}
 }
@@ -330,7 +332,7 @@ func checkInlineRoutesPlan(t *testing.T, p planJSON) {
 	if rc == nil || !slices.Equal(rc.Change.Actions, []string{"update"}) {
 		t.Fatalf("inline-routes: the plan does not update the route table: %v", p.actions())
 	}
-	for name := range podRoutes {
+	for name := range labwatch.PodRoutes {
 		if !strings.Contains(string(rc.Change.Before), name) || strings.Contains(string(rc.Change.After), name) {
 			t.Errorf("inline-routes: route %s is not removed by the plan", name)
 		}
@@ -368,7 +370,7 @@ func startLab(ctx context.Context, t *testing.T, repo, tofuBin, provider string)
 	}
 	t.Cleanup(func() { store.Close() })
 	l.store = store
-	l.watch = watch(t, store)
+	l.watch = labwatch.Watch(t, store)
 
 	host := strings.TrimPrefix(l.endpoint, "https://")
 	tfDir := filepath.Join(dir, "tf")
@@ -438,7 +440,7 @@ func (l *lab) startRoutekeeper(t *testing.T, repo string) {
 	l.config = cfg
 	for name, b := range map[string][]byte{
 		"nodes.yaml":       nodes,
-		"routekeeper.yaml": []byte(fmt.Sprintf(routekeeperConfig, tableID, subnetID)),
+		"routekeeper.yaml": []byte(fmt.Sprintf(routekeeperConfig, kthw.TableID, kthw.SubnetID)),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
