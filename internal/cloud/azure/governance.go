@@ -111,20 +111,9 @@ func (c *Client) PolicyDefinition(ctx context.Context, id string) (*PolicyDefini
 		return nil, err
 	}
 	op := "reading policy definition " + id
-	req, err := runtime.NewRequest(ctx, http.MethodGet, endpoint+escapePath(id)+"?api-version="+policyAPIVersion)
+	raw, err := getJSON(ctx, pl, op, id, endpoint+escapePath(id)+"?api-version="+policyAPIVersion)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	resp, err := pl.Do(req)
-	if err != nil {
-		return nil, classify(op, id, err)
-	}
-	if !runtime.HasStatusCode(resp, http.StatusOK) {
-		return nil, classify(op, id, runtime.NewResponseError(resp))
-	}
-	raw, err := runtime.Payload(resp)
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading the answer: %w", op, err)
+		return nil, err
 	}
 	var d struct {
 		ID, Name   string

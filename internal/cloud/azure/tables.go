@@ -43,21 +43,9 @@ func (c *Client) GetRouteTable(ctx context.Context, id string) (*route.Table, er
 	}
 	path := "/subscriptions/" + url.PathEscape(ref.subscription) + "/resourceGroups/" + url.PathEscape(ref.group) +
 		"/providers/Microsoft.Network/routeTables/" + url.PathEscape(ref.name)
-	req, err := runtime.NewRequest(ctx, http.MethodGet, endpoint+path+"?api-version="+networkAPIVersion)
+	raw, err := getJSON(ctx, pl, op, id, endpoint+path+"?api-version="+networkAPIVersion)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	req.Raw().Header["Accept"] = []string{"application/json"}
-	resp, err := pl.Do(req)
-	if err != nil {
-		return nil, classify(op, id, err)
-	}
-	if !runtime.HasStatusCode(resp, http.StatusOK) {
-		return nil, classify(op, id, runtime.NewResponseError(resp))
-	}
-	raw, err := runtime.Payload(resp)
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading the answer: %w", op, err)
+		return nil, err
 	}
 	var t tableJSON
 	if err := json.Unmarshal(raw, &t); err != nil {
@@ -250,4 +238,27 @@ func tableToARM(t *route.Table) (armnetwork.RouteTable, error) {
 		body.Properties.Routes = append(body.Properties.Routes, &armnetwork.Route{Name: to.Ptr(r.Name), Properties: props})
 	}
 	return body, nil
+}
+
+// getJSON GETs url through the ARM pipeline pl and returns the answer's
+// body; op and id name the read in its errors (classified as every call's
+// are).
+func getJSON(ctx context.Context, pl runtime.Pipeline, op, id, url string) ([]byte, error) {
+	req, err := runtime.NewRequest(ctx, http.MethodGet, url)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	req.Raw().Header["Accept"] = []string{"application/json"}
+	resp, err := pl.Do(req)
+	if err != nil {
+		return nil, classify(op, id, err)
+	}
+	if !runtime.HasStatusCode(resp, http.StatusOK) {
+		return nil, classify(op, id, runtime.NewResponseError(resp))
+	}
+	raw, err := runtime.Payload(resp)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the answer: %w", op, err)
+	}
+	return raw, nil
 }

@@ -127,6 +127,21 @@ func bodyMap(resp *api.Response) (map[string]any, error) {
 	return m, nil
 }
 
+// write sends a write (a PUT or a DELETE) and waits for its operation; the
+// status is the answer's, or the error's when the request was refused (0
+// when there was no answer).
+func (c *caller) write(ctx context.Context, method, path string, body []byte) (status int, err error) {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			status = ae.Status
+		}
+		return status, err
+	}
+	return resp.Status, c.wait(ctx, resp)
+}
+
 // wait follows a write's long-running operation to its end, through the
 // pipeline: the Azure-AsyncOperation URL, else Location. It returns the
 // operation's error when it failed.

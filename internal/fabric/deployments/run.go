@@ -3,7 +3,6 @@ package deployments
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -116,17 +115,7 @@ func (r *runner) Put(ctx context.Context, res *armtemplate.Resource) (map[string
 		return nil, err
 	}
 	path := escapeID(res.ID) + "?api-version=" + url.QueryEscape(res.APIVersion)
-	resp, err := r.c.send(ctx, http.MethodPut, path, body)
-	status := 0
-	if err == nil {
-		status = resp.Status
-		err = r.c.wait(ctx, resp)
-	} else {
-		var ae *api.Error
-		if errors.As(err, &ae) {
-			status = ae.Status
-		}
-	}
+	status, err := r.c.write(ctx, http.MethodPut, path, body)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -242,17 +231,7 @@ func (r *runner) completeMode(ctx context.Context, declared map[string]bool) err
 		}
 		start := r.p.c.Now()
 		tgt := targetOfResource(id, typ, name)
-		resp, err := r.c.send(ctx, http.MethodDelete, escapeID(id)+"?api-version="+deleteAPIVersion, nil)
-		status := 0
-		if err == nil {
-			status = resp.Status
-			err = r.c.wait(ctx, resp)
-		} else {
-			var ae *api.Error
-			if errors.As(err, &ae) {
-				status = ae.Status
-			}
-		}
+		status, err := r.c.write(ctx, http.MethodDelete, escapeID(id)+"?api-version="+deleteAPIVersion, nil)
 		o := r.record(r.t.name, "Delete", start, tgt, status, err)
 		if err != nil {
 			if ctx.Err() != nil {
