@@ -139,6 +139,17 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		defer k.stop()
+		// The conditions are patched beside the passes, not in them: a
+		// pass's route writes never wait for a burst's patches.
+		statusDone := make(chan struct{})
+		go func() {
+			defer close(statusDone)
+			k.status.Run(ctx)
+		}()
+		defer func() {
+			cancel()
+			<-statusDone
+		}()
 		reporters = append(reporters, k.status)
 	}
 	if k.src == nil {
@@ -207,7 +218,7 @@ type kubeParts struct {
 	nodes  *kube.Source
 	src    controller.Source
 	events kubestatus.Recorder
-	status controller.Reporter
+	status *kubestatus.Reporter
 	stop   func()
 }
 

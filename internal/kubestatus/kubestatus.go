@@ -102,6 +102,8 @@ type Reporter struct {
 	since map[string]since
 	// staleSince is when each stale route was first seen (observe mode).
 	staleSince map[string]time.Time
+	// kick wakes Run's condition writer; nil while Run is not running.
+	kick chan struct{}
 }
 
 type since struct {
@@ -142,15 +144,38 @@ func New(client kubernetes.Interface, o Options) *Reporter {
 	return r
 }
 
-// Report implements controller.Reporter.
+// Report implements controller.Reporter. While Run runs, the conditions
+// are patched by Run's goroutine and Report returns at once: the pass that
+// reports, and so the next pass and its route writes, never waits for
+// hundreds of condition patches (a burst of 1,000 nodes is 1,000 patches).
+// Without Run, Report patches them before it returns.
 func (r *Reporter) Report(ctx context.Context, res *controller.Result) {
+	if !r.record(res) {
+		return
+	}
+	r.mu.Lock()
+	kick := r.kick
+	r.mu.Unlock()
+	if kick == nil {
+		r.syncConditions(ctx)
+		return
+	}
+	select {
+	case kick <- struct{}{}:
+	default: // a sync is due already: it reads the latest verdicts
+	}
+}
+
+// record keeps a pass's verdicts and sends its events; it reports whether
+// the conditions need syncing.
+func (r *Reporter) record(res *controller.Result) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.associationEvents(res)
 	if len(res.Nodes) == 0 {
 		// A pass that could not judge the nodes (the table could not be
 		// read, no nodes known yet) says nothing of them: keep what is known.
-		return
+		return false
 	}
 	r.nodes = maps.Clone(res.Nodes)
 	if !res.GuardOnly {
@@ -159,10 +184,31 @@ func (r *Reporter) Report(ctx context.Context, res *controller.Result) {
 			r.staleEvent(res)
 		}
 	}
-	if r.o.Mode == verdict.Observe {
-		return
+	return r.o.Mode != verdict.Observe
+}
+
+// Run patches the conditions the reports ask for, on this goroutine, until
+// ctx is done. The daemon runs it beside the controller; a sync that is
+// running when a new report comes is followed by another with the new
+// verdicts.
+func (r *Reporter) Run(ctx context.Context) {
+	kick := make(chan struct{}, 1)
+	r.mu.Lock()
+	r.kick = kick
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.kick = nil
+		r.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+			r.syncConditions(ctx)
+		}
 	}
-	r.syncConditions(ctx)
 }
 
 // condition is the part of NetworkUnavailable routekeeper decides.
@@ -190,17 +236,63 @@ func desired(nv verdict.Node) (condition, bool) {
 	return condition{Status: corev1.ConditionFalse, Reason: string(nv.Reason), Message: msg}, true
 }
 
+// conditionJob is one node's condition patch.
+type conditionJob struct {
+	name string
+	cond condition
+	cur  *corev1.NodeCondition
+	rv   string
+	uid  types.UID
+}
+
 // syncConditions patches every node whose condition differs from the
 // desired one, a few at a time.
 func (r *Reporter) syncConditions(ctx context.Context) {
-	type job struct {
-		name string
-		cond condition
-		cur  *corev1.NodeCondition
-		rv   string
-		uid  types.UID
+	jobs := r.conditionJobs()
+	if len(jobs) == 0 {
+		return
 	}
-	var jobs []job
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sem := make(chan struct{}, r.o.Workers)
+	patched, failed := 0, 0
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := r.patch(ctx, j.name, j.uid, j.cond, j.cur)
+			switch {
+			case err == nil:
+				r.mu.Lock()
+				r.pending[j.name] = pendingPatch{cond: j.cond, baseRV: j.rv}
+				r.mu.Unlock()
+				mu.Lock()
+				patched++
+				mu.Unlock()
+			case apierrors.IsNotFound(err) || apierrors.IsConflict(err) ||
+				apierrors.IsInvalid(err) && strings.Contains(err.Error(), "metadata.uid"):
+				// Deleted, or re-created under the same name (the UID
+				// in the patch is refused as immutable): the next
+				// reconcile sees the new node.
+			default:
+				mu.Lock()
+				failed++
+				mu.Unlock()
+				r.log.Warn("could not set the node's NetworkUnavailable condition", "node", j.name, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	r.log.Debug("node conditions updated", "patched", patched, "failed", failed)
+}
+
+// conditionJobs are the patches the last verdicts need: the nodes whose
+// condition differs from the desired one and is not patched already.
+func (r *Reporter) conditionJobs() []conditionJob {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var jobs []conditionJob
 	for _, name := range slices.Sorted(maps.Keys(r.nodes)) {
 		node, ok := r.o.Nodes.Node(name)
 		if !ok || node.DeletionTimestamp != nil {
@@ -218,40 +310,9 @@ func (r *Reporter) syncConditions(ctx context.Context) {
 		if p, ok := r.pending[name]; ok && p.cond == want && p.baseRV == node.ResourceVersion {
 			continue // patched already; the informer has not seen it yet
 		}
-		jobs = append(jobs, job{name: name, cond: want, cur: cur, rv: node.ResourceVersion, uid: node.UID})
+		jobs = append(jobs, conditionJob{name: name, cond: want, cur: cur, rv: node.ResourceVersion, uid: node.UID})
 	}
-	if len(jobs) == 0 {
-		return
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	sem := make(chan struct{}, r.o.Workers)
-	patched, failed := 0, 0
-	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := r.patch(ctx, j.name, j.uid, j.cond, j.cur)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				patched++
-				r.pending[j.name] = pendingPatch{cond: j.cond, baseRV: j.rv}
-			case apierrors.IsNotFound(err) || apierrors.IsConflict(err) ||
-				apierrors.IsInvalid(err) && strings.Contains(err.Error(), "metadata.uid"):
-				// Deleted, or re-created under the same name (the UID
-				// in the patch is refused as immutable): the next
-				// reconcile sees the new node.
-			default:
-				failed++
-				r.log.Warn("could not set the node's NetworkUnavailable condition", "node", j.name, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
-	r.log.Debug("node conditions updated", "patched", patched, "failed", failed)
+	return jobs
 }
 
 // patch sets the NetworkUnavailable condition with a strategic merge patch

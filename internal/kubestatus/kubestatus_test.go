@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -405,5 +406,75 @@ func TestDeletedNodesAreForgotten(t *testing.T) {
 	e.r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed(), "b": bad}})
 	if evs := e.rec.take(); len(evs) != 1 || evs[0].name != "b" {
 		t.Errorf("events when b came back: %+v, want one for b", evs)
+	}
+}
+
+// TestRunPatchesBesideThePass: while Run runs, Report does not wait for
+// the condition patches (a pass of a 1,000-node burst would wait for 1,000
+// of them before the next pass could write routes); Run patches them, and
+// a report that comes during a sync is followed by a sync with its
+// verdicts.
+func TestRunPatchesBesideThePass(t *testing.T) {
+	a, b := newNode("a", "10.240.0.10"), newNode("b", "10.240.0.11")
+	client := fake.NewClientset(a, b)
+	release := make(chan struct{})
+	var held atomic.Int32
+	client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		held.Add(1)
+		<-release
+		return false, nil, nil
+	})
+	r := New(client, Options{Nodes: clientLookup{client}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	// Report before Run has started patches synchronously: wait for it.
+	for {
+		r.mu.Lock()
+		running := r.kick != nil
+		r.mu.Unlock()
+		if running {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	reported := make(chan struct{})
+	go func() {
+		r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed()}})
+		r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed(), "b": routed()}})
+		close(reported)
+	}()
+	select {
+	case <-reported:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Report waited for the condition patches")
+	}
+	close(release)
+	for _, name := range []string{"a", "b"} {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := findCondition(n); c != nil && c.Status == corev1.ConditionFalse {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s: no NetworkUnavailable=False from Run", name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if held.Load() == 0 {
+		t.Error("no patch went through the held reactor")
 	}
 }
