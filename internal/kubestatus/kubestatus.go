@@ -312,6 +312,11 @@ func (r *Reporter) conditionJobs() []conditionJob {
 		}
 		jobs = append(jobs, conditionJob{name: name, cond: want, cur: cur, rv: node.ResourceVersion, uid: node.UID})
 	}
+	if len(r.pending) == 0 {
+		// A map keeps its buckets when emptied: after a burst's patches
+		// were all seen, let the thousands of them go.
+		r.pending = map[string]pendingPatch{}
+	}
 	return jobs
 }
 

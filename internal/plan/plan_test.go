@@ -856,7 +856,7 @@ func TestRouteTableFullSaysWhereTheLimitCameFrom(t *testing.T) {
 		name, from, want string
 		limit            int
 	}{
-		{"Azure's, read", "Azure's limit in westeurope of 2 routes per route table, read from the usages API", "it may hold 2 routes (Azure's limit in westeurope of 2 routes per route table, read from the usages API) and node n0002 needs 1 more", 2},
+		{"Azure's, read", "Azure's limit in westeurope of 2 routes per route table, read from the usages API", "it may hold 2 routes (Azure's limit in westeurope of 2 routes per route table, read from the usages API) and the node needs 1 more", 2},
 		{"configured", "", "it may hold 2 routes (routeTable.routeLimit)", 2},
 		{"default", "", "it may hold 1000 routes (Azure's default of 1000 routes per route table)", 0},
 	} {

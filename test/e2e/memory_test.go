@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -180,6 +181,12 @@ func TestInformerMemory(t *testing.T) {
 		return ""
 	})
 	daemonHeap := heapAfterGC() - base
+	if path := os.Getenv("ROUTEKEEPER_E2E_MEMORY_PROFILE"); path != "" {
+		// What the daemon holds, for go tool pprof -sample_index=inuse_space.
+		if err := writeHeapProfile(path); err != nil {
+			t.Error(err)
+		}
+	}
 	runtime.KeepAlive(r)
 	if err := r.stop(t); err != nil {
 		t.Error(err)
@@ -269,4 +276,18 @@ func stopped(t *testing.T, n int, what string) {
 		}
 		return ""
 	})
+}
+
+// writeHeapProfile writes the heap profile (after a GC) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the heap profile %s: %w", path, err)
+	}
+	return f.Close()
 }
