@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -188,5 +189,39 @@ func TestRouteLimitNotPermitted(t *testing.T) {
 	want := fmt.Sprintf("grant Microsoft.Network/locations/usages/read on subscription %s", fabrictest.Sub)
 	if l.Value != routelimit.Default || l.Source != routelimit.DefaultSource || !strings.Contains(l.From(), want) {
 		t.Errorf("limit = %d %s %q, want Azure's default, naming the permission (%q)", l.Value, l.Source, l.From(), want)
+	}
+}
+
+// TestThousandNodesOneWrite: on the fabric's defaults, which are Azure's
+// since May 2026, a burst of 1,001 new nodes is one pass: the table is
+// created with 1,000 routes in one PUT (and associated: the pass's second
+// write), and the 1,001st node is RouteTableFull with Azure's number, read
+// from the usages API.
+func TestThousandNodesOneWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,001 nodes: skipped with -short")
+	}
+	cfg := scenarioConfig()
+	cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.64.0.0/14")}
+	env := fabrictest.New(t, fabric.Options{}, bigKTHW)
+	nodes := manyWorkers(1001)
+	r := New(cfg, env.Client, nodesource.New(nodes...), nil).Reconcile(context.Background())
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if len(r.Table.Routes) != 1000 || r.Writes != 2 {
+		t.Errorf("%d routes in %d writes, want 1,000 in 2 (the table's PUT and the association)", len(r.Table.Routes), r.Writes)
+	}
+	var full []string
+	for name, nr := range r.Nodes {
+		if nr.Reason == reason.RouteTableFull {
+			full = append(full, name)
+			if want := "it may hold 1000 routes (Azure's limit in eastus of 1,000 routes per route table, read from the usages API)"; !strings.Contains(nr.Message, want) {
+				t.Errorf("node %s: %q, want %q", name, nr.Message, want)
+			}
+		}
+	}
+	if len(full) != 1 || r.Unrouted() != 1 {
+		t.Errorf("RouteTableFull: %v, %d unrouted; want one node", full, r.Unrouted())
 	}
 }
