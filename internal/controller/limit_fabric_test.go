@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"github.com/routekeeper/routekeeper/internal/routelimit"
 	"github.com/routekeeper/routekeeper/internal/testutil/fabrictest"
 	"github.com/routekeeper/routekeeper/internal/testutil/nodesource"
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
 
 // usageCounter is a cloud that counts its reads of the usages.
@@ -44,24 +44,6 @@ func (u *usageCounter) reads() int {
 // noUsages is a cloud without the usages API.
 type noUsages struct{ cloud.Cloud }
 
-// lockedBuffer is a log buffer for the controller's loops.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRouteLimitIsAzures: the controller keeps the table to the limit the
 // usages API states for the table's region (here a subscription of before
 // May 2026, 400, played with 5), reads it at start and once per resync
@@ -72,7 +54,7 @@ func TestRouteLimitIsAzures(t *testing.T) {
 	ctx := context.Background()
 	env := fabrictest.New(t, fabric.Options{RouteLimit: 5}, fabrictest.KTHW)
 	cc := &usageCounter{Cloud: env.Client}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	nodes := workers(6)
 	c := New(scenarioConfig(), cc, nodesource.New(nodes...), slog.New(slog.NewTextHandler(&logs, nil)))
 	now := time.Now()

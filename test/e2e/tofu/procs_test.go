@@ -12,30 +12,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/routekeeper/routekeeper/internal/testutil/syncbuf"
 )
-
-// lockedBuffer is a process's output, written by its goroutines and read by
-// the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // process is a long-running child (fabric serve, routekeeper run): its
 // output goes to a buffer and a log file in the test's directory, and it is
@@ -43,7 +25,7 @@ func (l *lockedBuffer) String() string {
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	out  lockedBuffer
+	out  syncbuf.Buffer
 	done chan struct{}
 	err  error
 }
