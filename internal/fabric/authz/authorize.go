@@ -114,6 +114,10 @@ func classifyRequest(q *api.Request) *armOp {
 		return op
 	case n >= 7 && is(2, "resourcegroups") && is(4, "providers"):
 		return classifyProvider(q, seg, verb)
+	case (n == 7 || n == 8) && is(2, "resourcegroups") && is(4, "deployments") && is(6, "operations"):
+		// ARM's older path of a deployment's operations, which the SDKs
+		// call: the action of the provider path's.
+		return verb("Microsoft.Resources/deployments/operations")
 	}
 	return nil
 }

@@ -142,3 +142,46 @@ func TestDeploymentRunsAsItsCaller(t *testing.T) {
 		t.Errorf("the table was written anyway: %q", got)
 	}
 }
+
+// A deployment's operations are read under Microsoft.Resources/
+// deployments/operations/read on the older path the SDKs call
+// (…/resourcegroups/{rg}/deployments/{name}/operations), as on the
+// provider path: a principal that may read the network only is refused,
+// one that may read deployments reads them.
+func TestDeploymentOperationsNeedTheirAction(t *testing.T) {
+	e := newEnv(t, fabric.Options{}, fabrictest.KTHW+`authorization:
+  principals:
+    - {name: netreader, clientId: netreader-app, objectId: 33333333-3333-3333-3333-333333333333}
+    - {name: depreader, clientId: depreader-app, objectId: 44444444-4444-4444-4444-444444444444}
+  roleDefinitions:
+    - Name: Network Reader
+      Actions: ["Microsoft.Network/*/read"]
+      AssignableScopes: ["/subscriptions/`+fabrictest.Sub+`"]
+    - Name: Deployment Reader
+      Actions: ["Microsoft.Resources/deployments/*/read", "Microsoft.Resources/deployments/read"]
+      AssignableScopes: ["/subscriptions/`+fabrictest.Sub+`"]
+  roleAssignments:
+    - {principal: netreader, role: Network Reader}
+    - {principal: depreader, role: Deployment Reader}
+`)
+	if _, err := e.deploy(t, "routes", example(t, "route-table-inline-routes.json"), nil, armdeployments.DeploymentModeIncremental); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		client string
+		denied bool
+	}{{"netreader-app", true}, {"depreader-app", false}} {
+		ops, err := armdeployments.NewDeploymentOperationsClient(fabrictest.Sub, fabric.Credential{ClientID: tc.client}, e.Server.ClientOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, listErr := ops.NewListPager("kubernetes", "routes", nil).NextPage(ctx)
+		switch {
+		case tc.denied && (listErr == nil || !strings.Contains(listErr.Error(), "AuthorizationFailed") || !strings.Contains(listErr.Error(), "Microsoft.Resources/deployments/operations/read")):
+			t.Errorf("%s lists the operations on the SDK's path: %v", tc.client, listErr)
+		case !tc.denied && listErr != nil:
+			t.Errorf("%s: %v", tc.client, listErr)
+		}
+	}
+}
