@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/routekeeper/routekeeper/internal/config"
@@ -21,7 +22,8 @@ type DoctorResult struct {
 
 // Doctor is routekeeper doctor: the verdict of a dry run of every table of
 // cfg (the main one, with its interconnect, the NICs and the caller's
-// access; each mirror) laid out as one report.
+// access; each mirror) laid out as one report. A table that could not be
+// read is in the report, and its error is returned beside it (readErrs).
 func (a *App) Doctor(ctx context.Context, cfg *config.Config) (*DoctorResult, error) {
 	all, closeConn, err := a.dryRun(ctx, cfg, judgeScope(cfg, true))
 	if err != nil {
@@ -40,7 +42,27 @@ func (a *App) Doctor(ctx context.Context, cfg *config.Config) (*DoctorResult, er
 		rep.Add(overlay.Leftovers(in)...)
 	}
 	rep.Add(mirrorFindings(cfg, all[1:])...)
-	return out, nil
+	return out, readErrs(cfg, all)
+}
+
+// readErrs are the errors of the dry runs that could not judge their table
+// (a read failed), each mirror's naming it; a decision of a verdict
+// (verdict.Decided) is one of its findings instead. The report is made
+// all the same, and the command exits with them, as diff does.
+func readErrs(cfg *config.Config, all []*controller.Result) error {
+	var errs []error
+	if err := failed(all[0].Err); err != nil {
+		errs = append(errs, err)
+	}
+	for i, r := range all[1:] {
+		if i >= len(cfg.Mirrors) {
+			break
+		}
+		if err := failed(r.Err); err != nil {
+			errs = append(errs, fmt.Errorf("mirror route table %s: %w", controller.TableName(cfg.Mirrors[i].RouteTable), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // mirrorFindings are each mirror's verdict report, their messages

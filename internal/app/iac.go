@@ -42,9 +42,9 @@ func (a *App) iacInput(ctx context.Context, cfg *config.Config, offline bool) (i
 		conn, err := a.Connect(ctx, cfg, ConnectOptions{ReadOnly: true})
 		if err == nil {
 			defer conn.Close()
-			set, err := a.NewSet(ctx, cfg, conn.Client)
-			if err != nil {
-				return iac.Input{}, nil, err
+			set, setErr := a.NewSet(ctx, cfg, conn.Client)
+			if setErr != nil {
+				return iac.Input{}, nil, setErr
 			}
 			// The cloud as doctor judges it: its findings are what the
 			// apply may leave standing.
@@ -67,7 +67,15 @@ func (a *App) iacInput(ctx context.Context, cfg *config.Config, offline bool) (i
 				}
 				return in, notes, nil
 			}
+			// The route table could not be read (err was the
+			// connection's, nil: this is the error of the read).
 			err = res.Err
+			if err == nil && res.Verdict != nil {
+				err = res.Verdict.Decision.TableErr
+			}
+			if err == nil {
+				err = errors.New("the route table could not be judged")
+			}
 		}
 		if errors.Is(err, ErrBadInput) {
 			return iac.Input{}, nil, err

@@ -61,9 +61,9 @@ the cloud cannot be read, 2 for bad input.`,
 				}
 				return a.printOverlayPreflight(rep)
 			}
-			rep, err := a.app.Doctor(cmd.Context(), cfg)
-			if err != nil {
-				return err
+			rep, readErr := a.app.Doctor(cmd.Context(), cfg)
+			if rep == nil {
+				return readErr
 			}
 			if a.humanOutput() && len(rep.Findings) == 0 {
 				fmt.Fprintln(a.stdout, "No problems found.")
@@ -77,6 +77,11 @@ the cloud cannot be read, 2 for bad input.`,
 			case a.humanOutput():
 				fmt.Fprintf(a.stdout, "\n%d of %d nodes have their route in the table their subnet uses (routekeeper keeps %s); %d errors, %d findings in all.\n",
 					rep.Routed, rep.Nodes, armid.Short(rep.Table), rep.Errors(), len(rep.Findings))
+			}
+			if readErr != nil {
+				// A table could not be read: the cloud could not be
+				// judged (1), as diff, trace and run --once say.
+				return readErr
 			}
 			if rep.Problems() > 0 {
 				return findings()

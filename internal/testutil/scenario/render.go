@@ -143,29 +143,33 @@ func Render(v *verdict.Verdict, actions bool) string {
 const maxGroupNames = 3
 
 // RenderFindings is what a person must do on a state, as the commands
-// decide it: one line per finding of the verdicts (the main table's, then
-// each mirror's, their messages naming the mirror, as app.Findings lays
-// them out), and the exit code every command that judges the state gives
-// (run --once, diff, doctor, trace, iac check): 3 exactly when there is
-// a finding.
-func RenderFindings(fs []finding.Finding) string {
+// list it: each finding, then the exit code every command gives on the
+// state.
+func RenderFindings(fs []finding.Finding, exit int) string {
 	var b strings.Builder
 	for _, f := range fs {
 		fmt.Fprintf(&b, "finding: %s %s %s: %s\n", f.Severity, f.Rule, Short(f.Resource), Short(f.Message))
 	}
-	fmt.Fprintf(&b, "exit %d", ExitCode(fs))
+	fmt.Fprintf(&b, "exit %d", exit)
 	return b.String()
 }
 
 // The exit codes of a state (internal/cli's).
 const (
 	ExitOK       = 0
+	ExitError    = 1
 	ExitFindings = 3
 )
 
-// ExitCode is the exit code of every command on a state with findings fs.
-func ExitCode(fs []finding.Finding) int {
-	if len(fs) > 0 {
+// ExitCode is the exit code of every command on a state whose verdicts
+// have the findings fs and, when one could not be judged (a read failed:
+// a verdict's Err that is not one of its decisions, verdict.Decided),
+// that error.
+func ExitCode(fs []finding.Finding, failed bool) int {
+	switch {
+	case failed:
+		return ExitError
+	case len(fs) > 0:
 		return ExitFindings
 	}
 	return ExitOK

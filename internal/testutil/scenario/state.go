@@ -40,7 +40,7 @@ type State struct {
 // state is the world as the judge step s judged it.
 func (w *World) state(s Step, routing bool) State {
 	st := State{Step: s, Config: w.cfg, Cloud: w.cloud.Clone(), Nodes: slices.Clone(w.nodes), Allocated: maps.Clone(w.allocated),
-		Routing: routing, Exit: ExitCode(w.Findings())}
+		Routing: routing, Exit: w.Exit()}
 	for _, t := range w.tables {
 		st.Remembered = st.Remembered || len(t.want.Routed) > 0
 	}

@@ -55,7 +55,7 @@ func (w *World) doTrace(args []string) (string, error) {
 	for i, s := range r.Reasons {
 		fmt.Fprintf(&b, "  %d. %s\n", i+1, Short(s))
 	}
-	fmt.Fprintf(&b, "exit %d", ExitCode(w.Findings()))
+	fmt.Fprintf(&b, "exit %d", w.Exit())
 	return b.String(), nil
 }
 

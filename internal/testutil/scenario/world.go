@@ -201,7 +201,7 @@ func (w *World) judge(routing bool) (string, error) {
 		}
 		parts = append(parts, w.header(t)+Render(t.last, true))
 	}
-	parts = append(parts, RenderFindings(w.Findings()))
+	parts = append(parts, RenderFindings(w.Findings(), w.Exit()))
 	return strings.Join(parts, "\n"), nil
 }
 
@@ -231,6 +231,21 @@ func (w *World) Findings() []finding.Finding {
 	}
 	finding.Sort(out)
 	return out
+}
+
+// Exit is the exit code every command gives on the state: 1 when a table's
+// last judgement could not be made (a read failed), else 3 when there is a
+// finding, else 0. A write that failed (an outcome step's error) is the
+// state it left, with its findings: run --once itself exits 1 on it, the
+// one deliberate difference (internal/cli's TestAgree).
+func (w *World) Exit() int {
+	failed := false
+	for _, t := range w.tables {
+		if t.last != nil && t.last == t.judged && t.last.Err != nil && !verdict.Decided(t.last.Err) {
+			failed = true
+		}
+	}
+	return ExitCode(w.Findings(), failed)
 }
 
 // doOutcome is the outcome step: the writes of the last judged verdict of
@@ -264,7 +279,7 @@ func (w *World) doOutcome(args, lines []string) (string, error) {
 	if err := checkVocabulary(v); err != nil {
 		return "", err
 	}
-	return w.header(t) + Render(v, false) + "\n" + RenderFindings(w.Findings()), nil
+	return w.header(t) + Render(v, false) + "\n" + RenderFindings(w.Findings(), w.Exit()), nil
 }
 
 // apply makes the cloud what the last outcome wrote: the table read back,
