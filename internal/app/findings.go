@@ -1,8 +1,6 @@
 package app
 
 import (
-	"fmt"
-
 	"github.com/routekeeper/routekeeper/internal/config"
 	"github.com/routekeeper/routekeeper/internal/controller"
 	"github.com/routekeeper/routekeeper/internal/finding"
@@ -41,12 +39,4 @@ func Findings(cfg *config.Config, all []*controller.Result) []finding.Finding {
 	}
 	finding.Sort(out)
 	return out
-}
-
-// findingsErr is a summary of findings for a log line.
-func findingsErr(fs []finding.Finding) string {
-	if len(fs) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d finding(s), the first: %s: %s", len(fs), fs[0].Rule, fs[0].Message)
 }

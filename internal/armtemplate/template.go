@@ -3,7 +3,6 @@ package armtemplate
 import (
 	"fmt"
 	"sort"
-	"strings"
 )
 
 // Template is a parsed ARM JSON template. Section names are matched without
@@ -36,16 +35,6 @@ func Parse(data []byte) (*Template, error) {
 		return nil, invalidf("Deployment template parse failed: 'The template must be a JSON object; it is of type '%s'.'.", typeName(v))
 	}
 	return newTemplate(m, positions)
-}
-
-// FromValue makes a Template of an already decoded template object, such as
-// a deployment request's properties.template.
-func FromValue(v any) (*Template, error) {
-	m, ok := normalize(v).(map[string]any)
-	if !ok {
-		return nil, invalidf("The template must be a JSON object; it is of type '%s'.", typeName(v))
-	}
-	return newTemplate(m, nil)
 }
 
 func newTemplate(m map[string]any, positions map[string]pos) (*Template, error) {
@@ -155,12 +144,4 @@ func describe(v any) string {
 		return ""
 	}
 	return fmt.Sprint(v)
-}
-
-func lowerKeys(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[strings.ToLower(k)] = v
-	}
-	return out
 }

@@ -89,14 +89,6 @@ func putRow(tx *store.Txn, r *row) error {
 	return nil
 }
 
-// setDoc replaces a stored deployment's document only.
-func setDoc(tx *store.Txn, key string, doc []byte) error {
-	if _, err := tx.ExecContext(tx.Ctx, `UPDATE deployments SET doc = ? WHERE key = ?`, doc, key); err != nil {
-		return fmt.Errorf("writing deployment %s: %w", key, err)
-	}
-	return nil
-}
-
 func deleteRow(tx *store.Txn, key string) error {
 	if _, err := tx.ExecContext(tx.Ctx, `DELETE FROM deployments WHERE key = ?`, key); err != nil {
 		return fmt.Errorf("deleting deployment %s: %w", key, err)
