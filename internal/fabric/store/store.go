@@ -294,8 +294,8 @@ func (t *Txn) GetResourceForRead(k string) (*ResourceRow, error) {
 	var rev int64
 	err := t.QueryRowContext(t.Ctx, `SELECT id, rg_key, sub_key, type, sort_key, etag, rev FROM resources WHERE key = ?`, k).
 		Scan(&r.ID, &r.RGKey, &r.SubKey, &r.Type, &r.SortKey, &r.Etag, &rev)
-	if r, err := found(r, err, "resource "+k); r == nil {
-		return nil, err
+	if got, err := found(r, err, "resource "+k); got == nil {
+		return nil, err // absent (nil, nil) or not read
 	}
 	if doc, ok := t.store.docs.get(k, rev); ok {
 		r.Doc = doc
