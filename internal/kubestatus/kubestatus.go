@@ -275,6 +275,9 @@ func (r *Reporter) syncConditions(ctx context.Context) {
 				// Deleted, or re-created under the same name (the UID
 				// in the patch is refused as immutable): the next
 				// reconcile sees the new node.
+			case ctx.Err() != nil:
+				// Shutting down, or no longer leading: the next leader
+				// patches what is left.
 			default:
 				mu.Lock()
 				failed++
