@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http/httptest"
@@ -110,7 +111,9 @@ func TestAgree(t *testing.T) {
 							return
 						}
 						dir := t.TempDir()
-						if err := buildFabric(filepath.Join(dir, "fabric.db"), sf); err != nil {
+						if err := buildFabric(filepath.Join(dir, "fabric.db"), sf); errors.Is(err, errNotBuilt) {
+							t.Fatal(err)
+						} else if err != nil {
 							skip(t, "the fabric refuses to hold the state", err.Error())
 						}
 						ran.Add(1)
@@ -245,6 +248,10 @@ func fabricID(id string) string {
 	return strings.ReplaceAll(id, "/subscriptions/"+scenario.Subscription+"/", "/subscriptions/"+fabric.DefaultSubscription+"/")
 }
 
+// errNotBuilt is a state the fabric holds that the test failed to build:
+// a failure, never a skip.
+var errNotBuilt = errors.New("building the state")
+
 // buildFabric writes the state's cloud into a new fabric state file at
 // path, through the fabric's API with the real SDK.
 func buildFabric(path string, st state) error {
@@ -263,7 +270,7 @@ func buildFabric(path string, st state) error {
 		return err
 	}
 	if err := failRoutes(ctx, srv, f.NewRoutesClient(), st.failed); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errNotBuilt, err)
 	}
 	// A Disconnected peering: its other side was deleted after it was
 	// Connected.

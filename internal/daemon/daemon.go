@@ -139,17 +139,6 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		defer k.stop()
-		// The conditions are patched beside the passes, not in them: a
-		// pass's route writes never wait for a burst's patches.
-		statusDone := make(chan struct{})
-		go func() {
-			defer close(statusDone)
-			k.status.Run(ctx)
-		}()
-		defer func() {
-			cancel()
-			<-statusDone
-		}()
 		reporters = append(reporters, k.status)
 	}
 	if k.src == nil {
@@ -170,6 +159,9 @@ func Run(ctx context.Context, o Options) error {
 	} else {
 		ctrl = controller.New(o.Controller, o.Cloud, k.src, log, reporters...)
 		run = ctrl.Run
+	}
+	if k.status != nil {
+		run = withStatus(run, k.status)
 	}
 	var ready atomic.Bool
 	stopServer, err := serve(o, m, leHealth, k.nodes, &ready, ctrl.SourceErr, log)
@@ -207,6 +199,27 @@ func Run(ctx context.Context, o Options) error {
 		case err := <-done:
 			return err
 		}
+	}
+}
+
+// withStatus runs the status reporter's condition writer beside run, for
+// as long as run runs: the conditions are patched beside the passes, not in
+// them (a pass's route writes never wait for a burst's patches), and only
+// while this replica leads (run is the leader's term): a lost lease stops
+// the patches with the term, before the next leader starts its own.
+func withStatus(run func(context.Context) error, status *kubestatus.Reporter) func(context.Context) error {
+	return func(ctx context.Context) error {
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			status.Run(sctx)
+		}()
+		defer func() {
+			stop()
+			<-done
+		}()
+		return run(ctx)
 	}
 }
 

@@ -188,9 +188,9 @@ func (r *Reporter) record(res *controller.Result) bool {
 }
 
 // Run patches the conditions the reports ask for, on this goroutine, until
-// ctx is done. The daemon runs it beside the controller; a sync that is
-// running when a new report comes is followed by another with the new
-// verdicts.
+// ctx is done. The daemon runs it beside the controller, for each term as
+// leader; a sync that is running when a new report comes is followed by
+// another with the new verdicts. One Run at a time.
 func (r *Reporter) Run(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	r.mu.Lock()
@@ -198,7 +198,9 @@ func (r *Reporter) Run(ctx context.Context) {
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		r.kick = nil
+		if r.kick == kick {
+			r.kick = nil
+		}
 		r.mu.Unlock()
 	}()
 	for {
@@ -276,8 +278,8 @@ func (r *Reporter) syncConditions(ctx context.Context) {
 				// in the patch is refused as immutable): the next
 				// reconcile sees the new node.
 			case ctx.Err() != nil:
-				// Shutting down, or no longer leading: the next leader
-				// patches what is left.
+				// Shutting down, or the term as leader ended: the next
+				// leader patches what is left.
 			default:
 				mu.Lock()
 				failed++

@@ -424,7 +424,9 @@ func TestRunPatchesBesideThePass(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	r := New(client, Options{Nodes: clientLookup{client}})
+	// The fake client holds its lock while a reactor runs, so the nodes
+	// are looked up as the informer would give them, not through it.
+	r := New(client, Options{Nodes: staleLookup{"a": a.DeepCopy(), "b": b.DeepCopy()}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -435,46 +437,46 @@ func TestRunPatchesBesideThePass(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	// Report before Run has started patches synchronously: wait for it.
-	for {
-		r.mu.Lock()
-		running := r.kick != nil
-		r.mu.Unlock()
-		if running {
-			break
+	var once sync.Once
+	releasePatches := func() { once.Do(func() { close(release) }) }
+	defer releasePatches() // runs first: a failing test does not hang in Run
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
 		}
-		time.Sleep(time.Millisecond)
 	}
+	// A Report before Run has started patches synchronously.
+	waitFor("Run did not start", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.kick != nil
+	})
 
 	reported := make(chan struct{})
 	go func() {
+		defer close(reported)
 		r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed()}})
-		r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed(), "b": routed()}})
-		close(reported)
 	}()
 	select {
 	case <-reported:
 	case <-time.After(30 * time.Second):
 		t.Fatal("Report waited for the condition patches")
 	}
-	close(release)
+	// a's patch is under way (held): b is reported during that sync.
+	waitFor("no patch of a was sent", func() bool { return held.Load() == 1 })
+	r.Report(ctx, &controller.Result{Nodes: map[string]verdict.Node{"a": routed(), "b": routed()}})
+	releasePatches()
 	for _, name := range []string{"a", "b"} {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		waitFor("node "+name+": no NetworkUnavailable=False from Run", func() bool {
 			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c := findCondition(n); c != nil && c.Status == corev1.ConditionFalse {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s: no NetworkUnavailable=False from Run", name)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	if held.Load() == 0 {
-		t.Error("no patch went through the held reactor")
+			c := findCondition(n)
+			return c != nil && c.Status == corev1.ConditionFalse
+		})
 	}
 }

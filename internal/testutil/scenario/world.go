@@ -241,7 +241,13 @@ func (w *World) Findings() []finding.Finding {
 func (w *World) Exit() int {
 	failed := false
 	for _, t := range w.tables {
-		if t.last != nil && t.last == t.judged && t.last.Err != nil && !verdict.Decided(t.last.Err) {
+		switch {
+		case t.last == nil:
+		case t.last.Decision.TableErr != nil:
+			// The table could not be read, before any write: an outcome
+			// step changes nothing of that.
+			failed = true
+		case t.last == t.judged && t.last.Err != nil && !verdict.Decided(t.last.Err):
 			failed = true
 		}
 	}
