@@ -31,26 +31,11 @@ func TestIacCheck(t *testing.T) {
 		{"fix-routes-left-out", ExitOK, []string{"No findings"}},
 		{"create", ExitOK, []string{"No findings"}},
 	} {
-		for _, mode := range []string{"live", "offline"} {
-			t.Run(tc.plan+"/"+mode, func(t *testing.T) {
-				args := []string{"iac", "check", iacPlan(tc.plan), "--config", cfg}
-				if mode == "offline" {
-					args = append(args, "--offline")
-				}
-				res := runCLI(t, nil, "", args...)
-				if res.code != tc.code {
-					t.Fatalf("exit %d, want %d\n%s%s", res.code, tc.code, res.stdout, res.stderr)
-				}
-				for _, w := range tc.has {
-					if !strings.Contains(res.stdout, w) {
-						t.Errorf("output lacks %q:\n%s", w, res.stdout)
-					}
-				}
-				if mode == "live" && tc.plan == "detach-inline-subnets" {
-					golden(t, filepath.Join("testdata", "iac", "detach.golden"), []byte(res.stdout))
-				}
-			})
+		goldenFile := ""
+		if tc.plan == "detach-inline-subnets" {
+			goldenFile = "detach.golden"
 		}
+		checkIacLiveAndOffline(t, tc.plan, iacPlan(tc.plan), cfg, tc.code, tc.has, goldenFile)
 	}
 	t.Run("sarif", func(t *testing.T) {
 		res := runCLI(t, nil, "", "iac", "check", iacPlan("detach-inline-subnets"), "--config", cfg, "-o", "sarif")
@@ -199,5 +184,33 @@ func TestIacCheckUnreadableMirror(t *testing.T) {
 	}
 	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "appgw-routes could not be read") || !strings.Contains(rep.Notes[0], "not checked") {
 		t.Errorf("notes %q; want one saying the mirror appgw-routes was not checked", rep.Notes)
+	}
+}
+
+// checkIacLiveAndOffline runs iac check on file (a plan or a what-if
+// result) against the cloud of cfg and with --offline: each must exit with
+// code and print every string of has; the live output is compared with
+// testdata/iac/goldenFile when one is named.
+func checkIacLiveAndOffline(t *testing.T, name, file, cfg string, code int, has []string, goldenFile string) {
+	t.Helper()
+	for _, mode := range []string{"live", "offline"} {
+		t.Run(name+"/"+mode, func(t *testing.T) {
+			args := []string{"iac", "check", file, "--config", cfg}
+			if mode == "offline" {
+				args = append(args, "--offline")
+			}
+			res := runCLI(t, nil, "", args...)
+			if res.code != code {
+				t.Fatalf("exit %d, want %d\n%s%s", res.code, code, res.stdout, res.stderr)
+			}
+			for _, w := range has {
+				if !strings.Contains(res.stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, res.stdout)
+				}
+			}
+			if mode == "live" && goldenFile != "" {
+				golden(t, filepath.Join("testdata", "iac", goldenFile), []byte(res.stdout))
+			}
+		})
 	}
 }

@@ -30,26 +30,11 @@ func TestIacCheckWhatIf(t *testing.T) {
 		{"fix-nested-reference", ExitOK, []string{"No findings"}},
 		{"fix-route-child-resource", ExitOK, []string{"No findings"}},
 	} {
-		for _, mode := range []string{"live", "offline"} {
-			t.Run(tc.whatIf+"/"+mode, func(t *testing.T) {
-				args := []string{"iac", "check", iacWhatIf(tc.whatIf), "--config", cfg}
-				if mode == "offline" {
-					args = append(args, "--offline")
-				}
-				res := runCLI(t, nil, "", args...)
-				if res.code != tc.code {
-					t.Fatalf("exit %d, want %d\n%s%s", res.code, tc.code, res.stdout, res.stderr)
-				}
-				for _, w := range tc.has {
-					if !strings.Contains(res.stdout, w) {
-						t.Errorf("output lacks %q:\n%s", w, res.stdout)
-					}
-				}
-				if mode == "live" && tc.whatIf == "detach-inline-subnet" {
-					golden(t, filepath.Join("testdata", "iac", "whatif-detach.golden"), []byte(res.stdout))
-				}
-			})
+		goldenFile := ""
+		if tc.whatIf == "detach-inline-subnet" {
+			goldenFile = "whatif-detach.golden"
 		}
+		checkIacLiveAndOffline(t, tc.whatIf, iacWhatIf(tc.whatIf), cfg, tc.code, tc.has, goldenFile)
 	}
 	for _, format := range []string{"sarif", "json", "yaml"} {
 		t.Run(format, func(t *testing.T) {
