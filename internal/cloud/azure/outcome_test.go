@@ -32,6 +32,19 @@ func lossyClient(t *testing.T, env *fabrictest.Env) (*azure.Client, *lossy.Trans
 	return c, proxy
 }
 
+// lossyUpdate is the start of a lost-answer test: a fabric with 20 ms
+// operations, a client behind a lossy path (lossyClient), the table as
+// created, and an update of it that adds worker-0's route.
+func lossyUpdate(t *testing.T) (*fabrictest.Env, *azure.Client, *lossy.Transport, *route.Table, route.Table) {
+	t.Helper()
+	env := fabrictest.New(t, fabric.Options{OperationDuration: 20 * time.Millisecond}, fabrictest.KTHW)
+	c, proxy := lossyClient(t, env)
+	got := createTable(context.Background(), t, env.Client)
+	upd := *got
+	upd.Routes = []route.Route{va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20")}
+	return env, c, proxy, got, upd
+}
+
 // wantUnknown fails t unless err is an unknown outcome of a write of id.
 func wantUnknown(t *testing.T, err error, id string) {
 	t.Helper()
@@ -51,12 +64,8 @@ func wantUnknown(t *testing.T, err error, id string) {
 // happened.
 func TestLostAnswerIsAnUnknownOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		env := fabrictest.New(t, fabric.Options{OperationDuration: 20 * time.Millisecond}, fabrictest.KTHW)
-		c, proxy := lossyClient(t, env)
+		_, c, proxy, got, upd := lossyUpdate(t)
 		ctx := context.Background()
-		got := createTable(ctx, t, env.Client)
-		upd := *got
-		upd.Routes = []route.Route{va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20")}
 		proxy.Script(lossy.Fault{Method: http.MethodPut, Path: "/routeTables/", Lose: true})
 		_, err := c.PutRouteTable(ctx, &upd, got.Etag)
 		wantUnknown(t, err, fabrictest.KTHWTable)
@@ -135,12 +144,8 @@ func TestWriteRetryRule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				env := fabrictest.New(t, fabric.Options{OperationDuration: 20 * time.Millisecond}, fabrictest.KTHW)
-				c, proxy := lossyClient(t, env)
+				_, c, proxy, got, upd := lossyUpdate(t)
 				ctx := context.Background()
-				got := createTable(ctx, t, env.Client)
-				upd := *got
-				upd.Routes = []route.Route{va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20")}
 				f := tc.fault
 				f.Method, f.Path = http.MethodPut, "/routeTables/"
 				proxy.Script(f)
@@ -202,12 +207,8 @@ func TestLostPollIsPolledAgain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				env := fabrictest.New(t, fabric.Options{OperationDuration: 20 * time.Millisecond}, fabrictest.KTHW)
-				c, proxy := lossyClient(t, env)
+				_, c, proxy, got, upd := lossyUpdate(t)
 				ctx := context.Background()
-				got := createTable(ctx, t, env.Client)
-				upd := *got
-				upd.Routes = []route.Route{va("worker-0____102000024", "10.200.0.0/24", "10.240.0.20")}
 				for range tc.lost {
 					proxy.Script(lossy.Fault{Method: http.MethodGet, Path: "/operations/", Lose: true})
 				}
